@@ -1,0 +1,192 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamName is the one JetStream stream holding every event.
+const StreamName = "CREW"
+
+// Any appends without checking the scope's last sequence. Use it only for
+// scopes that are not a single writer's (none of the conversation events).
+const Any = ^uint64(0)
+
+// Log appends and reads events on the CREW stream.
+type Log struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+}
+
+// Open connects a Log to the CREW stream over nc, creating or updating the
+// stream as needed.
+func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, StreamConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open log: stream %s: %w", StreamName, err)
+	}
+	return &Log{js: js, stream: stream}, nil
+}
+
+// StreamConfig is the configuration of the CREW stream.
+func StreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamName,
+		Description: "my-agent-crew event log",
+		Subjects:    []string{Root + ".>"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  2 * time.Minute,
+		// The log is the audit trail: single events are never deleted.
+		DenyDelete:  true,
+		AllowDirect: true,
+	}
+}
+
+// JetStream exposes the underlying context for consumers (projections).
+func (l *Log) JetStream() jetstream.JetStream { return l.js }
+
+// Stream exposes the CREW stream handle.
+func (l *Log) Stream() jetstream.Stream { return l.stream }
+
+// Append stores envs, in order, on scope. expect is the stream sequence of the
+// last event stored on the scope (0 for a new scope, Any to skip the check).
+// On success the returned envelopes carry their subject and sequence; the
+// last one's Seq is what the writer expects next time.
+//
+// Each event is its own JetStream message; a failure part-way leaves the
+// events before it stored (and returned with the error).
+func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...Envelope) ([]Envelope, error) {
+	out := make([]Envelope, 0, len(envs))
+	for _, env := range envs {
+		if env.ID == "" || env.Type == "" || env.V == 0 {
+			return out, fmt.Errorf("append %s: envelope without id, type or version", scope)
+		}
+		subject := scope.Subject(env.Type)
+		body, err := encodeBody(env)
+		if err != nil {
+			return out, fmt.Errorf("append %s: %w", subject, err)
+		}
+		opts := []jetstream.PublishOpt{jetstream.WithMsgID(env.ID), jetstream.WithExpectStream(StreamName)}
+		if expect != Any {
+			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expect, scope.Filter()))
+		}
+		ack, err := l.js.Publish(ctx, subject, body, opts...)
+		if err != nil {
+			if isWrongLastSequence(err) {
+				return out, &ConflictError{Subject: subject, Expected: expect, Err: err}
+			}
+			return out, fmt.Errorf("append %s: %w", subject, err)
+		}
+		env.Subject, env.Seq = subject, ack.Sequence
+		out = append(out, env)
+		if expect != Any {
+			expect = ack.Sequence
+		}
+	}
+	return out, nil
+}
+
+// isWrongLastSequence pins the server's answers to a failed expectation
+// (10071 single replica, 10164 replicated); a test checks them against the
+// server we embed.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// encodeBody is the stored form: the envelope without subject and sequence.
+func encodeBody(env Envelope) ([]byte, error) {
+	return marshalEnvelope(env)
+}
+
+// Last returns the stream sequence of the last event matching filter, or 0
+// when there is none.
+func (l *Log) Last(ctx context.Context, filter string) (uint64, error) {
+	msg, err := l.stream.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last sequence of %s: %w", filter, err)
+	}
+	return msg.Sequence, nil
+}
+
+// Read yields the events matching filter with stream sequence ≥ from, in
+// stream order, up to the last one stored when Read started. A decode
+// failure is yielded as a *DecodeError and ends the sequence.
+func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[Envelope, error] {
+	return func(yield func(Envelope, error) bool) {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+		if from > 1 {
+			cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+			cfg.OptStartSeq = from
+		}
+		cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+		if err != nil {
+			yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+			return
+		}
+		if cons.CachedInfo().NumPending == 0 {
+			return
+		}
+		msgs, err := cons.Messages(jetstream.PullMaxMessages(1024))
+		if err != nil {
+			yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+			return
+		}
+		defer msgs.Stop()
+		stop := context.AfterFunc(ctx, msgs.Stop)
+		defer stop()
+		for {
+			msg, err := msgs.Next()
+			if err != nil {
+				if ctx.Err() != nil {
+					err = ctx.Err()
+				}
+				yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+				return
+			}
+			meta, err := msg.Metadata()
+			if err != nil {
+				yield(Envelope{}, fmt.Errorf("read %s: metadata: %w", filter, err))
+				return
+			}
+			env, err := decode(msg.Subject(), meta.Sequence.Stream, msg.Data())
+			if !yield(env, err) || err != nil {
+				return
+			}
+			if meta.NumPending == 0 {
+				return
+			}
+		}
+	}
+}
+
+// ReadAll collects Read into a slice.
+func (l *Log) ReadAll(ctx context.Context, filter string, from uint64) ([]Envelope, error) {
+	var out []Envelope
+	for env, err := range l.Read(ctx, filter, from) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, env)
+	}
+	return out, nil
+}

@@ -1,0 +1,121 @@
+package events_test
+
+import (
+	"encoding/json"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/schemas"
+)
+
+func cost(v float64) *float64 { return &v }
+
+// samples holds, for every event type, payloads as the code emits them: one
+// with every field set and one minimal. TestEveryEventTypeHasSampleAndSchema
+// fails when a type is added without samples.
+var samples = map[string][]events.Event{
+	events.TypeConversationOpened: {
+		&events.ConversationOpened{Agent: "master", Channel: "web", Day: "2026-11-30"},
+		&events.ConversationOpened{Agent: "coach", Channel: "delegate", Title: "Plan meals", RootID: "web-20261130", RootSource: "web",
+			ParentRunID: "r1", Autonomous: true, ApprovalTTLSeconds: 600},
+	},
+	events.TypeConversationClosed: {
+		&events.ConversationClosed{Reason: "day_end"},
+		&events.ConversationClosed{Reason: "owner", Summary: "2026-11-30 09:00 asked about lunch"},
+	},
+	events.TypeMessageReceived: {
+		&events.MessageReceived{Channel: "web", Text: "hello"},
+		&events.MessageReceived{Channel: "telegram:42", From: "owner", Text: "", Attachments: []string{"inbox/p.jpg"}},
+	},
+	events.TypeRunStarted: {
+		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
+		&events.RunStarted{RunID: "r2", Agent: "coach", Trigger: "delegate", ParentRunID: "r1"},
+	},
+	events.TypeModelCalled: {
+		&events.ModelCalled{RunID: "r1", Step: 1, Route: "fake:echo", Model: "echo", Text: "hi", CostUSD: nil},
+		&events.ModelCalled{RunID: "r1", Step: 2, Route: "openrouter:x/y", Model: "x/y", InputTokens: 10, OutputTokens: 5,
+			CostUSD: cost(0.0012), LatencyMS: 250, ToolCalls: []events.ToolCallRequest{{ID: "c1", Name: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+		&events.ModelCalled{RunID: "r1", Step: 3, Route: "openrouter:x/y", Model: "x/y", CostUSD: nil, Error: "429 too many requests"},
+	},
+	events.TypeToolCalled: {
+		&events.ToolCalled{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)},
+	},
+	events.TypeToolCompleted: {
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Output: "text"},
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c2", Tool: "shell_run", Output: "x", IsError: true, Truncated: true,
+			SpillPath: "spill/c/c2.txt", DurationMS: 12},
+	},
+	events.TypeRunFinished: {
+		&events.RunFinished{RunID: "r1", Status: events.RunDone},
+		&events.RunFinished{RunID: "r1", Status: events.RunHalted, Reason: "max_steps"},
+		&events.RunFinished{RunID: "r1", Status: events.RunFailed, Error: "store down"},
+	},
+}
+
+func TestEveryEventTypeHasSampleAndSchema(t *testing.T) {
+	registered := map[string]bool{}
+	for _, e := range events.Registered() {
+		path := events.SchemaPath(e.EventType(), e.EventVersion())
+		registered[path] = true
+		if _, err := schemas.Get(path); err != nil {
+			t.Errorf("%s (%s): %v", e.EventType(), events.TypeOf(e), err)
+		}
+		if len(samples[e.EventType()]) == 0 {
+			t.Errorf("%s: no samples in schema_test.go", e.EventType())
+		}
+	}
+	// And no schema without a Go type.
+	err := fs.WalkDir(schemas.FS(), "events", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasSuffix(path, ".json") && !registered[path] {
+			t.Errorf("schema %s has no registered Go event type", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Events as the code emits them, stored and read back, validate against
+// their schemas.
+func TestEmittedEventsValidateAgainstSchemas(t *testing.T) {
+	_, log := eventstest.Start(t)
+	ctx := t.Context()
+	for typ, list := range samples {
+		for i, e := range list {
+			stored, err := log.Append(ctx, events.Conv("schemas"), events.Any, events.MustNew(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := log.ReadAll(ctx, stored[0].Subject, stored[0].Seq)
+			if err != nil || len(read) != 1 {
+				t.Fatalf("%s: read back: %v, %v", typ, read, err)
+			}
+			body, _ := json.Marshal(read[0])
+			if err := schemas.ValidateJSON(events.SchemaPath(typ, e.EventVersion()), body); err != nil {
+				t.Errorf("%s sample %d does not validate: %v\n%s", typ, i, err, body)
+			}
+		}
+	}
+}
+
+// A schema rejects what the code never emits: a wrong type or missing data.
+func TestSchemasRejectMalformedEvents(t *testing.T) {
+	bad := []string{
+		`{"type":"run_started","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"run_id":"r"}}`,
+		`{"type":"run_started","v":2,"id":"x","time":"2026-11-30T00:00:00Z","data":{"run_id":"r","agent":"a","trigger":"message"}}`,
+		`{"type":"run_started","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"run_id":"r","agent":"a","trigger":"whim"}}`,
+		`{"type":"run_started","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"run_id":"r","agent":"a","trigger":"message","extra":1}}`,
+	}
+	for _, b := range bad {
+		if err := schemas.ValidateJSON(events.SchemaPath("run_started", 1), []byte(b)); err == nil {
+			t.Errorf("schema accepted %s", b)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package events
+
+import "encoding/json"
+
+// Event types. The string is stored in every envelope and is part of the
+// subject; it never changes once shipped.
+const (
+	TypeConversationOpened = "conversation_opened"
+	TypeConversationClosed = "conversation_closed"
+	TypeMessageReceived    = "message_received"
+	TypeRunStarted         = "run_started"
+	TypeModelCalled        = "model_called"
+	TypeToolCalled         = "tool_called"
+	TypeToolCompleted      = "tool_completed"
+	TypeRunFinished        = "run_finished"
+)
+
+func init() {
+	register[ConversationOpened]()
+	register[ConversationClosed]()
+	register[MessageReceived]()
+	register[RunStarted]()
+	register[ModelCalled]()
+	register[ToolCalled]()
+	register[ToolCompleted]()
+	register[RunFinished]()
+}
+
+// ConversationOpened is the first event of a conversation.
+type ConversationOpened struct {
+	Agent   string `json:"agent"`
+	Channel string `json:"channel"`         // "web", "telegram:<chat>", "api", "job:<id>", "delegate"
+	Day     string `json:"day,omitempty"`   // YYYY-MM-DD in the owner's timezone, for per-day conversations
+	Title   string `json:"title,omitempty"` // shown in lists
+	// RootID and RootSource name the conversation a delegation chain started
+	// from and its channel (empty for a root conversation).
+	RootID     string `json:"root_id,omitempty"`
+	RootSource string `json:"root_source,omitempty"`
+	// ParentRunID is the run that delegated this conversation, if any.
+	ParentRunID        string `json:"parent_run_id,omitempty"`
+	Autonomous         bool   `json:"autonomous,omitempty"`
+	ApprovalTTLSeconds int    `json:"approval_ttl_seconds,omitempty"`
+}
+
+func (*ConversationOpened) EventType() string { return TypeConversationOpened }
+func (*ConversationOpened) EventVersion() int { return 1 }
+
+// ConversationClosed ends a conversation (day change, owner request).
+type ConversationClosed struct {
+	Reason  string `json:"reason"`
+	Summary string `json:"summary,omitempty"`
+}
+
+func (*ConversationClosed) EventType() string { return TypeConversationClosed }
+func (*ConversationClosed) EventVersion() int { return 1 }
+
+// MessageReceived is an owner's message accepted by Inbound (or a job's
+// prompt). It is stored before the sender is acknowledged.
+type MessageReceived struct {
+	Channel     string   `json:"channel"`
+	From        string   `json:"from,omitempty"`
+	Text        string   `json:"text"`
+	Attachments []string `json:"attachments,omitempty"` // workspace-relative paths
+}
+
+func (*MessageReceived) EventType() string { return TypeMessageReceived }
+func (*MessageReceived) EventVersion() int { return 1 }
+
+// RunStarted opens a run: one turn of one agent on a conversation.
+type RunStarted struct {
+	RunID       string `json:"run_id"`
+	Agent       string `json:"agent"`
+	Trigger     string `json:"trigger"` // "message", "queue", "job", "delegate", "resume"
+	ParentRunID string `json:"parent_run_id,omitempty"`
+}
+
+func (*RunStarted) EventType() string { return TypeRunStarted }
+func (*RunStarted) EventVersion() int { return 1 }
+
+// ToolCallRequest is one tool call the model asked for.
+type ToolCallRequest struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ModelCalled records one model call of a run: which route answered, what it
+// said, what it cost. CostUSD is nil when the cost is unknown (never zero by
+// default).
+type ModelCalled struct {
+	RunID        string            `json:"run_id"`
+	Step         int               `json:"step"`
+	Route        string            `json:"route"`
+	Model        string            `json:"model"`
+	Text         string            `json:"text,omitempty"`
+	ToolCalls    []ToolCallRequest `json:"tool_calls,omitempty"`
+	InputTokens  int               `json:"input_tokens"`
+	OutputTokens int               `json:"output_tokens"`
+	CostUSD      *float64          `json:"cost_usd"`
+	LatencyMS    int64             `json:"latency_ms"`
+	Error        string            `json:"error,omitempty"`
+}
+
+func (*ModelCalled) EventType() string { return TypeModelCalled }
+func (*ModelCalled) EventVersion() int { return 1 }
+
+// ToolCalled records that the harness started running a tool call. A
+// ToolCalled without a ToolCompleted after a crash means the call may or may
+// not have run.
+type ToolCalled struct {
+	RunID     string          `json:"run_id"`
+	Step      int             `json:"step"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (*ToolCalled) EventType() string { return TypeToolCalled }
+func (*ToolCalled) EventVersion() int { return 1 }
+
+// ToolCompleted is the result the model will see for one tool call.
+type ToolCompleted struct {
+	RunID      string `json:"run_id"`
+	Step       int    `json:"step"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Output     string `json:"output"`
+	IsError    bool   `json:"is_error,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	SpillPath  string `json:"spill_path,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+func (*ToolCompleted) EventType() string { return TypeToolCompleted }
+func (*ToolCompleted) EventVersion() int { return 1 }
+
+// Run statuses.
+const (
+	RunDone   = "done"
+	RunHalted = "halted"
+	RunFailed = "failed"
+)
+
+// RunFinished closes a run.
+type RunFinished struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`           // RunDone, RunHalted, RunFailed
+	Reason string `json:"reason,omitempty"` // for halted: max_steps, loop, cost_cap, ...
+	Error  string `json:"error,omitempty"`
+}
+
+func (*RunFinished) EventType() string { return TypeRunFinished }
+func (*RunFinished) EventVersion() int { return 1 }
