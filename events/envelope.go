@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -72,7 +73,7 @@ func (env Envelope) Decode() (Event, error) {
 // decode parses a stored body and checks its type and version are known.
 func decode(subject string, seq uint64, body []byte) (Envelope, error) {
 	var env Envelope
-	if err := json.Unmarshal(body, &env); err != nil {
+	if err := unmarshalEnvelope(body, &env); err != nil {
 		return Envelope{}, &DecodeError{Subject: subject, Seq: seq, Err: err}
 	}
 	env.Subject, env.Seq = subject, seq
@@ -146,7 +147,140 @@ func SchemaPath(typ string, v int) string { return fmt.Sprintf("events/%s.v%d.js
 // TypeOf returns the Go type name of a payload, for messages.
 func TypeOf(e Event) string { return reflect.TypeOf(e).Elem().Name() }
 
-func marshalEnvelope(env Envelope) ([]byte, error) { return json.Marshal(env) }
+// marshalEnvelope writes the stored body by hand, in the field order
+// json.Marshal would use. Type and id are restricted to characters that need
+// no escaping (checked here), so the result is what json.Marshal produces,
+// without re-scanning Data; a test compares the two.
+func marshalEnvelope(env Envelope) ([]byte, error) {
+	if !plainToken(env.Type) || !plainToken(env.ID) {
+		return json.Marshal(env)
+	}
+	if !json.Valid(env.Data) && env.Data != nil {
+		return nil, fmt.Errorf("envelope %s: data is not valid JSON", env.Type)
+	}
+	data := env.Data
+	if data == nil {
+		data = json.RawMessage("null")
+	}
+	b := make([]byte, 0, 64+len(env.Type)+len(env.ID)+len(data))
+	b = append(b, `{"type":"`...)
+	b = append(b, env.Type...)
+	b = append(b, `","v":`...)
+	b = strconv.AppendInt(b, int64(env.V), 10)
+	b = append(b, `,"id":"`...)
+	b = append(b, env.ID...)
+	b = append(b, `","time":`...)
+	t, err := env.Time.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("envelope %s: %w", env.Type, err)
+	}
+	b = append(b, t...)
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	b = append(b, '}')
+	return b, nil
+}
+
+// unmarshalEnvelope is the inverse fast path: it accepts exactly the shape
+// marshalEnvelope writes and falls back to json.Unmarshal for anything else.
+// Data aliases body.
+func unmarshalEnvelope(body []byte, env *Envelope) error {
+	rest, ok := cutPrefix(body, `{"type":"`)
+	var typ, id, ts []byte
+	var v int64
+	if ok {
+		typ, rest, ok = cutPlain(rest, '"')
+	}
+	if ok {
+		rest, ok = cutPrefix(rest, `,"v":`)
+	}
+	if ok {
+		var digits []byte
+		digits, rest, ok = cutDigits(rest)
+		if ok {
+			var err error
+			v, err = strconv.ParseInt(string(digits), 10, 32)
+			ok = err == nil
+		}
+	}
+	if ok {
+		rest, ok = cutPrefix(rest, `,"id":"`)
+	}
+	if ok {
+		id, rest, ok = cutPlain(rest, '"')
+	}
+	if ok {
+		rest, ok = cutPrefix(rest, `,"time":"`)
+	}
+	if ok {
+		ts, rest, ok = cutPlain(rest, '"')
+	}
+	if ok {
+		rest, ok = cutPrefix(rest, `,"data":`)
+	}
+	if ok && len(rest) > 0 && rest[len(rest)-1] == '}' {
+		var t time.Time
+		if err := t.UnmarshalText(ts); err == nil {
+			env.Type, env.V, env.ID, env.Time = string(typ), int(v), string(id), t
+			env.Data = json.RawMessage(rest[:len(rest)-1])
+			// The data itself is checked when the payload is decoded; here
+			// only that it is one JSON value.
+			if json.Valid(env.Data) {
+				return nil
+			}
+		}
+	}
+	*env = Envelope{}
+	return json.Unmarshal(body, env)
+}
+
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// cutPlain returns the bytes before end if they are all plain token
+// characters.
+func cutPlain(b []byte, end byte) (tok, rest []byte, ok bool) {
+	for i, c := range b {
+		if c == end {
+			return b[:i], b[i+1:], i > 0
+		}
+		if !plainByte(c) {
+			return nil, b, false
+		}
+	}
+	return nil, b, false
+}
+
+func cutDigits(b []byte) (digits, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return b[:i], b[i:], i > 0 && i < 10
+}
+
+// plainByte: characters of types, ids and RFC 3339 times that JSON never
+// escapes.
+func plainByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '-' || c == '.' || c == ':' || c == '+'
+}
+
+func plainToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !plainByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // DecodeStored parses a stored message body as read by a consumer outside
 // this package (projections), checking type and version.

@@ -78,7 +78,7 @@ func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...En
 		if err != nil {
 			return out, fmt.Errorf("append %s: %w", subject, err)
 		}
-		opts := []jetstream.PublishOpt{jetstream.WithMsgID(env.ID), jetstream.WithExpectStream(StreamName)}
+		opts := []jetstream.PublishOpt{jetstream.WithMsgID(env.ID)}
 		if expect != Any {
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expect, scope.Filter()))
 		}

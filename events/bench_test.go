@@ -1,0 +1,156 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The benchmarks run on the production sync mode (always) unless the name
+// says interval: that is what an owner pays per event.
+func benchLog(b *testing.B, sync string) *events.Log {
+	_, log := eventstest.Start(b, eventstest.WithSync(sync))
+	return log
+}
+
+func benchPayload() *events.MessageReceived {
+	return &events.MessageReceived{Channel: "web", Text: "What should I eat before tomorrow's run? Keep it simple."}
+}
+
+// BenchmarkAppend is one event through events.Append: envelope, encoding,
+// expected-sequence check, dedupe id.
+func BenchmarkAppend(b *testing.B) {
+	for _, sync := range []string{events.SyncAlways, events.SyncInterval} {
+		b.Run(sync, func(b *testing.B) {
+			log := benchLog(b, sync)
+			ctx := context.Background()
+			scope := events.Conv("bench")
+			var last uint64
+			b.ReportAllocs()
+			for b.Loop() {
+				stored, err := log.Append(ctx, scope, last, events.MustNew(benchPayload()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				last = stored[0].Seq
+			}
+		})
+	}
+}
+
+// BenchmarkRawJetStreamPublish is the baseline: the same bytes published
+// with jetstream.Publish and nothing else.
+func BenchmarkRawJetStreamPublish(b *testing.B) {
+	for _, sync := range []string{events.SyncAlways, events.SyncInterval} {
+		b.Run(sync, func(b *testing.B) {
+			log := benchLog(b, sync)
+			ctx := context.Background()
+			body := mustBody(b, events.MustNew(benchPayload()))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := log.JetStream().Publish(ctx, "crew.conv.bench.message_received", body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func mustBody(b *testing.B, env events.Envelope) []byte {
+	b.Helper()
+	body, err := jsonMarshal(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+const replayEvents = 10_000
+
+// seedConversation stores n events on conversation "long" (and noise on
+// others, so the filter matters).
+func seedConversation(b *testing.B, log *events.Log, n int) {
+	b.Helper()
+	ctx := context.Background()
+	js := log.JetStream()
+	for i := range n {
+		env := events.MustNew(&events.MessageReceived{Channel: "web", Text: fmt.Sprintf("message %d with some words in it", i)})
+		body := mustBody(b, env)
+		subj := "crew.conv.long.message_received"
+		if i%4 == 3 {
+			subj = "crew.conv.other.message_received"
+		}
+		if _, err := js.PublishAsync(subj, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+	}
+}
+
+// BenchmarkReplayConversation reads every event of one conversation through
+// events.Log.Read, decoding each envelope.
+func BenchmarkReplayConversation(b *testing.B) {
+	log := benchLog(b, events.SyncInterval)
+	seedConversation(b, log, replayEvents)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for _, err := range log.Read(ctx, events.Conv("long").Filter(), 0) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != replayEvents*3/4 {
+			b.Fatalf("read %d events", n)
+		}
+	}
+	b.ReportMetric(float64(replayEvents*3/4)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkRawOrderedConsumerReplay is the baseline: a raw ordered consumer
+// on the same subject, messages not decoded.
+func BenchmarkRawOrderedConsumerReplay(b *testing.B) {
+	log := benchLog(b, events.SyncInterval)
+	seedConversation(b, log, replayEvents)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		cons, err := log.JetStream().OrderedConsumer(ctx, events.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"crew.conv.long.>"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		it, err := cons.Messages()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+			meta, _ := msg.Metadata()
+			if meta.NumPending == 0 {
+				break
+			}
+		}
+		it.Stop()
+		if n != replayEvents*3/4 {
+			b.Fatalf("read %d events", n)
+		}
+	}
+	b.ReportMetric(float64(replayEvents*3/4)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+func jsonMarshal(env events.Envelope) ([]byte, error) { return json.Marshal(env) }

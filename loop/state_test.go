@@ -1,0 +1,124 @@
+package loop_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+type memSnapshots struct {
+	mu    sync.Mutex
+	data  map[string][]byte
+	saves int
+}
+
+func (m *memSnapshots) LoadSnapshot(conv string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.data[conv], nil
+}
+
+func (m *memSnapshots) SaveSnapshot(conv string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.data == nil {
+		m.data = map[string][]byte{}
+	}
+	m.data[conv] = data
+	m.saves++
+	return nil
+}
+
+var _ loop.Snapshots = (*memSnapshots)(nil)
+
+func appendTurn(t testing.TB, log *events.Log, conv string, last uint64, i int) uint64 {
+	t.Helper()
+	run := fmt.Sprintf("r%d", i)
+	c := 0.001
+	stored, err := log.Append(t.Context(), events.Conv(conv), last,
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: fmt.Sprint("question ", i)}),
+		events.MustNew(&events.RunStarted{RunID: run, Agent: "master", Trigger: "message"}),
+		events.MustNew(&events.ModelCalled{RunID: run, Step: 1, Route: "fake:echo", Model: "echo", CostUSD: &c,
+			ToolCalls: []events.ToolCallRequest{{ID: "c", Name: "workspace_read", Arguments: json.RawMessage(`{"path":"x"}`)}}}),
+		events.MustNew(&events.ToolCompleted{RunID: run, Step: 1, CallID: "c", Tool: "workspace_read", Output: "content"}),
+		events.MustNew(&events.ModelCalled{RunID: run, Step: 2, Route: "fake:echo", Model: "echo", Text: fmt.Sprint("answer ", i)}),
+		events.MustNew(&events.RunFinished{RunID: run, Status: events.RunDone}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored[len(stored)-1].Seq
+}
+
+func TestStateFoldsConversationIntoModelMessages(t *testing.T) {
+	_, log := eventstest.Start(t)
+	opened, _ := log.Append(t.Context(), events.Conv("c"), 0, events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}))
+	appendTurn(t, log, "c", opened[0].Seq, 1)
+	st, err := loop.LoadState(t.Context(), log, nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range st.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got, want := fmt.Sprint(roles), "[user assistant tool assistant]"; got != want {
+		t.Errorf("roles = %s, want %s", got, want)
+	}
+	if st.Agent != "master" || st.OpenRun != "" || st.CostUSD != 0.001 || st.UnknownCostCalls != 1 {
+		t.Errorf("state = %+v", st)
+	}
+}
+
+// R-ES-5 / R-PERF: a snapshot plus the tail gives exactly the state of a
+// cold replay, and a long tail is snapshotted for next time.
+func TestSnapshotPlusTailEqualsColdReplay(t *testing.T) {
+	_, log := eventstest.Start(t)
+	ctx := t.Context()
+	snaps := &memSnapshots{}
+	var last uint64
+	for i := range 50 { // 300 events: more than SnapshotEvery
+		last = appendTurn(t, log, "c", last, i)
+	}
+	first, err := loop.LoadState(ctx, log, snaps, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snaps.saves != 1 {
+		t.Fatalf("saves = %d, want 1 after a %d-event tail", snaps.saves, 300)
+	}
+	last = appendTurn(t, log, "c", last, 50)
+	warm, err := loop.LoadState(ctx, log, snaps, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := loop.LoadState(ctx, log, nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(warm, cold) {
+		t.Errorf("snapshot+tail state differs from cold replay")
+	}
+	if warm.Seq != last || len(warm.Messages) != len(first.Messages)+4 {
+		t.Errorf("warm seq %d (want %d), %d messages (want %d)", warm.Seq, last, len(warm.Messages), len(first.Messages)+4)
+	}
+	if snaps.saves != 1 {
+		t.Errorf("a short tail wrote a snapshot (saves = %d)", snaps.saves)
+	}
+}
+
+func TestCorruptSnapshotFallsBackToColdReplay(t *testing.T) {
+	_, log := eventstest.Start(t)
+	appendTurn(t, log, "c", 0, 1)
+	snaps := &memSnapshots{data: map[string][]byte{"c": []byte("{not json")}}
+	st, err := loop.LoadState(t.Context(), log, snaps, "c")
+	if err != nil || len(st.Messages) != 4 {
+		t.Fatalf("state = %+v, %v", st, err)
+	}
+}
