@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/projections"
+)
+
+// coreModules are the design card's dependencies, reported by doctor.
+var coreModules = []string{
+	"github.com/nats-io/nats-server/v2", "github.com/nats-io/nats.go", "go.etcd.io/bbolt",
+	"github.com/goccy/go-yaml", "github.com/go-co-op/gocron/v2", "github.com/chromedp/chromedp",
+	"github.com/tmc/langchaingo", "github.com/a-h/templ",
+}
+
+func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "doctor")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	dir, err := homeDir(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "home: %s\n", dir)
+	h, err := home.Load(dir)
+	if err != nil {
+		fmt.Fprintf(w, "config: %v\n", err)
+		return exitError{1}
+	}
+	fmt.Fprintf(w, "config: ok (timezone %s, nats.sync %s, listen %s)\n", h.Config.Timezone, h.Config.NATS.Sync, h.Config.Listen)
+	ids := make([]string, 0, len(h.Agents))
+	for id := range h.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	fmt.Fprintf(w, "agents: %s\n", strings.Join(ids, ", "))
+	for _, p := range h.Problems {
+		fmt.Fprintf(w, "  skipped: %v\n", p)
+	}
+
+	printVersions(w)
+	printStore(ctx, w, dir, h)
+	printNATSAccess(w, h)
+	printSandbox(w)
+	printRoutes(w, h, env.getenv)
+	return nil
+}
+
+func printVersions(w io.Writer) {
+	fmt.Fprintf(w, "versions: %s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, ", crew %s\n", moduleVersion(bi))
+	have := map[string]string{}
+	for _, d := range bi.Deps {
+		have[d.Path] = d.Version
+	}
+	for _, m := range coreModules {
+		if v, ok := have[m]; ok {
+			fmt.Fprintf(w, "  %s %s\n", m, v)
+		}
+	}
+}
+
+func moduleVersion(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " (" + s.Value[:12] + ")"
+		}
+	}
+	return v
+}
+
+// printStore reports the event store and projection lag, from the running
+// server when there is one, else by opening the store.
+func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
+	natsDir := filepath.Join(dataDir(dir), "nats")
+	fmt.Fprintf(w, "event store: %s (%s on disk), projections: %s\n", natsDir, humanBytes(dirSize(natsDir)), filepath.Join(dataDir(dir), "projections.db"))
+	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	if errors.Is(err, errStoreBusy) {
+		info, ierr := readServeInfo(dir)
+		if ierr != nil {
+			fmt.Fprintf(w, "  held by another process: %v\n", ierr)
+			return
+		}
+		fmt.Fprintf(w, "  held by crew serve (pid %d) at %s\n", info.PID, info.URL)
+		printServerHealth(ctx, w, info.URL)
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(w, "  cannot open: %v\n", err)
+		return
+	}
+	defer st.Close()
+	si, err := st.log.Stream().Info(ctx)
+	if err != nil {
+		fmt.Fprintf(w, "  stream: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "  stream CREW: %d events, %s, sequences %d..%d\n", si.State.Msgs, humanBytes(int64(si.State.Bytes)), si.State.FirstSeq, si.State.LastSeq)
+	for _, p := range projections.All() {
+		cp, err := projections.Checkpoint(st.db, p.Name())
+		if err != nil {
+			fmt.Fprintf(w, "  projection %s: %v\n", p.Name(), err)
+			continue
+		}
+		fmt.Fprintf(w, "  projection %s: at %d, lag %d\n", p.Name(), cp, si.State.LastSeq-min(cp, si.State.LastSeq))
+	}
+}
+
+func printServerHealth(ctx context.Context, w io.Writer, url string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(w, "  /healthz: %v\n", err)
+		return
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status  string `json:"status"`
+		Details struct {
+			Projections []projections.Status `json:"projections"`
+		} `json:"details"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		fmt.Fprintf(w, "  /healthz: %s, unreadable body: %v\n", resp.Status, err)
+		return
+	}
+	fmt.Fprintf(w, "  /healthz: %s\n", body.Status)
+	for _, p := range body.Details.Projections {
+		fmt.Fprintf(w, "  projection %s: at %d, lag %d%s\n", p.Name, p.Checkpoint, p.Lag, errSuffix(p.Error))
+	}
+}
+
+func errSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ", stopped: " + s
+}
+
+func printNATSAccess(w io.Writer, h *home.Home) {
+	if h.Config.NATS.Listen == "" {
+		fmt.Fprintln(w, "nats CLI: the embedded server is in-process only; to inspect it, set nats.listen: 127.0.0.1:4222 in config.yaml, restart, then")
+		fmt.Fprintln(w, "  go install github.com/nats-io/natscli/nats@v0.5.0 && nats --server nats://127.0.0.1:4222 stream info CREW")
+		return
+	}
+	fmt.Fprintf(w, "nats CLI: nats --server nats://%s stream info CREW   (or: stream view CREW, sub 'crew.conv.>')\n", h.Config.NATS.Listen)
+}
+
+// printSandbox says which Linux sandbox facilities this machine offers.
+func printSandbox(w io.Writer) {
+	lsm, _ := os.ReadFile("/sys/kernel/security/lsm")
+	landlock := strings.Contains(string(lsm), "landlock")
+	bwrap, _ := exec.LookPath("bwrap")
+	userns := "unknown"
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
+		userns = "no"
+		if strings.TrimSpace(string(b)) != "0" {
+			userns = "yes"
+		}
+	}
+	fmt.Fprintf(w, "sandbox facilities: landlock %s, user namespaces %s, bubblewrap %s\n", yesNo(landlock), userns, orNo(bwrap))
+}
+
+func printRoutes(w io.Writer, h *home.Home, getenv func(string) string) {
+	fmt.Fprintln(w, "model routes:")
+	if r := getenv("MY_AGENT_ROUTES"); r != "" {
+		fmt.Fprintf(w, "  MY_AGENT_ROUTES=%s overrides every agent\n", r)
+	}
+	ids := make([]string, 0, len(h.Agents))
+	for id := range h.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(w, "  %s: routes %s\n", id, strings.Join(h.Agents[id].Routes, ", "))
+	}
+	key := "not set"
+	if h.Getenv("OPENROUTER_API_KEY", getenv) != "" {
+		key = "set"
+	}
+	ollama := h.Getenv("OLLAMA_HOST", getenv)
+	if ollama == "" {
+		ollama = "not set"
+	}
+	fmt.Fprintf(w, "  OPENROUTER_API_KEY %s, OLLAMA_HOST %s\n", key, ollama)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orNo(s string) string {
+	if s == "" {
+		return "no"
+	}
+	return s
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

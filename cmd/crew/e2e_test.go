@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/nats-io/nats.go"
+)
+
+// crewBin is the crew binary built once for the end-to-end tests.
+var crewBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "crew-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	crewBin = filepath.Join(dir, "crew")
+	build := exec.Command("go", "build", "-o", crewBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build crew:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// crew runs a crew command to completion.
+func crew(t *testing.T, home string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), crewBin, args...)
+	cmd.Env = append(os.Environ(), "CREW_HOME="+home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run crew %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// server is a running `crew serve` child process.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *lockedBuffer
+	done   chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var servingLine = regexp.MustCompile(`crew is serving on (http://\S+)`)
+
+// startServe starts `crew serve` on a free port and waits for /healthz 200.
+func startServe(t *testing.T, home string) *server {
+	t.Helper()
+	cmd := exec.Command(crewBin, "serve", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "CREW_HOME="+home)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	select {
+	case s.url = <-urls:
+	case err := <-s.done:
+		t.Fatalf("crew serve exited before serving: %v\n%s", err, s.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("crew serve printed no URL in 60s\n%s", s.stderr)
+	}
+	waitHealthy(t, s.url)
+	return s
+}
+
+func waitHealthy(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/healthz not 200 within 60s (last: %v)", url, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling an external process
+	}
+}
+
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("crew serve exited with %v after SIGTERM\n%s", err, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("crew serve did not stop within 30s of SIGTERM")
+	}
+}
+
+func (s *server) kill9(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("GET %s: %v\n%s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestInitThenServeAnswersHealthz(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	out, _, code := crew(t, home, "init")
+	if code != 0 || !strings.Contains(out, "created home at "+home) {
+		t.Fatalf("init: code %d, %q", code, out)
+	}
+	out, _, code = crew(t, home, "init")
+	if code != 0 || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("second init: code %d, %q", code, out)
+	}
+	s := startServe(t, home)
+	var list []map[string]any
+	if status := getJSON(t, s.url+"/api/conversations", &list); status != 200 {
+		t.Errorf("GET /api/conversations = %d", status)
+	}
+	var apiErr map[string]map[string]string
+	if status := getJSON(t, s.url+"/api/conversations/no.such", &apiErr); status != 400 || apiErr["error"]["code"] != "invalid_id" {
+		t.Errorf("bad id: %d %v", status, apiErr)
+	}
+	if status := getJSON(t, s.url+"/api/conversations/nosuch", &apiErr); status != 404 || apiErr["error"]["code"] != "not_found" {
+		t.Errorf("unknown id: %d %v", status, apiErr)
+	}
+	// A second server on the same home is refused, not run beside it.
+	_, errOut, code := crew(t, home, "serve", "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errOut, "in use by a running crew serve") {
+		t.Errorf("second serve: code %d, %q", code, errOut)
+	}
+	s.stop(t)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// enableNATSListen exposes the embedded server so the test can append as a
+// real client would.
+func enableNATSListen(t *testing.T, home string) string {
+	t.Helper()
+	addr := freePort(t)
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regexp.MustCompile(`(?m)^nats:.*\n(\s+.*\n)*`).ReplaceAllString(string(b), "")
+	cfg += fmt.Sprintf("nats:\n  sync: always\n  listen: %s\n", addr)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "nats://" + addr
+}
+
+func connectLog(t *testing.T, url string) (*events.Log, *nats.Conn) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	log, err := events.Open(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log, nc
+}
+
+// R-REL-2: kill -9 of serve, then restart: every acknowledged event is
+// still there and the projections catch up.
+func TestKill9OfServeLosesNoAppendedEvent(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, _, code := crew(t, home, "init"); code != 0 {
+		t.Fatal("init failed")
+	}
+	natsURL := enableNATSListen(t, home)
+	s := startServe(t, home)
+
+	log, nc := connectLog(t, natsURL)
+	ctx := t.Context()
+	const conv = "web-20261130"
+	stored, err := log.Append(ctx, events.Conv(conv), 0, events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web", Day: "2026-11-30"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := stored[0].Seq
+	ids := []string{stored[0].ID}
+	const messages = 40
+	for i := range messages {
+		got, err := log.Append(ctx, events.Conv(conv), last, events.MustNew(&events.MessageReceived{Channel: "web", Text: fmt.Sprint("message ", i)}))
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		last = got[0].Seq
+		ids = append(ids, got[0].ID)
+	}
+	nc.Close()
+	s.kill9(t)
+
+	s = startServe(t, home)
+	log, _ = connectLog(t, natsURL)
+	after, err := log.ReadAll(ctx, events.Conv(conv).Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(ids) {
+		t.Fatalf("after kill -9: %d events, want %d", len(after), len(ids))
+	}
+	for i, env := range after {
+		if env.ID != ids[i] {
+			t.Fatalf("event %d: id %s, want %s", i, env.ID, ids[i])
+		}
+	}
+	// The conversations projection catches up with the log.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var c struct {
+			Messages int `json:"messages"`
+		}
+		if getJSON(t, s.url+"/api/conversations/"+conv, &c) == 200 && c.Messages == messages {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("conversation projection never showed %d messages: %+v", messages, c)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Export from the running server, then from the stopped home: the same
+	// bytes, and both verify.
+	dir := t.TempDir()
+	running, stopped := filepath.Join(dir, "running.jsonl"), filepath.Join(dir, "stopped.jsonl")
+	if _, errOut, code := crew(t, home, "export", conv, "-o", running); code != 0 {
+		t.Fatalf("export while running: %s", errOut)
+	}
+	s.stop(t)
+	if _, errOut, code := crew(t, home, "export", conv, "-o", stopped); code != 0 {
+		t.Fatalf("export while stopped: %s", errOut)
+	}
+	a, _ := os.ReadFile(running)
+	b, _ := os.ReadFile(stopped)
+	if !bytes.Equal(a, b) {
+		t.Errorf("exports differ between running server and stopped home")
+	}
+	out, errOut, code := crew(t, home, "verify", stopped)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("ok: %d events", len(ids))) {
+		t.Fatalf("verify: code %d, %q %q", code, out, errOut)
+	}
+	// One byte of line 7 altered: verify fails and names line 7.
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	lines[6] = bytes.Replace(lines[6], []byte("message 5"), []byte("message X"), 1)
+	altered := filepath.Join(dir, "altered.jsonl")
+	os.WriteFile(altered, bytes.Join(lines, nil), 0o600)
+	_, errOut, code = crew(t, home, "verify", altered)
+	if code != 1 || !strings.Contains(errOut, "line 7:") {
+		t.Errorf("verify altered: code %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,130 @@
+package home
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// The checks below cover what JSON Schema cannot say. Each returns the
+// first problem with the position of the key it concerns.
+
+func checkConfig(f *yamlFile, c *Config) error {
+	loc, err := loadZone(c.Timezone)
+	if err != nil {
+		return f.errAt([]string{"timezone"}, "timezone", "timezone: "+err.Error())
+	}
+	c.loc = loc
+	if err := checkHostPort(c.Listen); err != nil {
+		return f.errAt([]string{"listen"}, "listen", "listen: "+err.Error())
+	}
+	if c.NATS.Listen != "" {
+		if err := checkHostPort(c.NATS.Listen); err != nil {
+			return f.errAt([]string{"nats", "listen"}, "nats.listen", "nats.listen: "+err.Error())
+		}
+	}
+	return nil
+}
+
+// loadZone accepts IANA names only; "Local" would make schedules depend on
+// the machine the home happens to be on.
+func loadZone(name string) (*time.Location, error) {
+	if name == "" || name == "Local" {
+		return nil, fmt.Errorf("want an IANA time zone name such as Europe/Berlin, got %q", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q (want an IANA name such as Europe/Berlin)", name)
+	}
+	return loc, nil
+}
+
+func checkHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("want host:port, got %q", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port must be 1..65535, got %q", port)
+	}
+	return nil
+}
+
+func checkAgent(f *yamlFile, a *Agent, c *Config) error {
+	for i := range a.Schedules {
+		if err := checkSchedule(f, i, &a.Schedules[i]); err != nil {
+			return err
+		}
+	}
+	if err := checkScheduleNames(f, a.Schedules); err != nil {
+		return err
+	}
+	return checkMCPNames(f, a.MCP, c)
+}
+
+// checkSchedule enforces the job kinds of R-JOB: a prompt, a kit command or
+// a script, and then_prompt only after a script.
+func checkSchedule(f *yamlFile, i int, s *Schedule) error {
+	base := []string{"schedules", strconv.Itoa(i)}
+	key := keyPath(base)
+	set := 0
+	for _, v := range []string{s.Prompt, s.Command, s.Script} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return f.errAt(base, key, key+": set exactly one of prompt, command or script")
+	}
+	if s.ThenPrompt != "" && s.Script == "" {
+		loc := append(cloneLoc(base), "then_prompt")
+		return f.errAt(loc, keyPath(loc), keyPath(loc)+": only allowed with script")
+	}
+	if _, err := cron.ParseStandard(s.Cron); err != nil {
+		loc := append(cloneLoc(base), "cron")
+		return f.errAt(loc, keyPath(loc), fmt.Sprintf("%s: invalid cron expression %q: %v", keyPath(loc), s.Cron, err))
+	}
+	return nil
+}
+
+// checkScheduleNames rejects duplicates: the name identifies the job in its
+// state and in the event log.
+func checkScheduleNames(f *yamlFile, ss []Schedule) error {
+	seen := map[string]bool{}
+	for i, s := range ss {
+		if seen[s.Name] {
+			loc := []string{"schedules", strconv.Itoa(i), "name"}
+			return f.errAt(loc, keyPath(loc), fmt.Sprintf("%s: duplicate schedule name %q", keyPath(loc), s.Name))
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+func checkMCPNames(f *yamlFile, names []string, c *Config) error {
+	for i, name := range names {
+		if _, ok := c.MCPServers[name]; ok {
+			continue
+		}
+		loc := []string{"mcp", strconv.Itoa(i)}
+		return f.errAt(loc, keyPath(loc), fmt.Sprintf("%s: unknown MCP server %q (%s)", keyPath(loc), name, knownServers(c)))
+	}
+	return nil
+}
+
+func knownServers(c *Config) string {
+	if len(c.MCPServers) == 0 {
+		return "config.yaml defines no mcp_servers"
+	}
+	names := make([]string, 0, len(c.MCPServers))
+	for n := range c.MCPServers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return "config.yaml mcp_servers: " + strings.Join(names, ", ")
+}

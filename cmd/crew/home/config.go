@@ -1,0 +1,152 @@
+package home
+
+import (
+	"time"
+)
+
+// Config is config.yaml. Keys and ranges are pinned by
+// schemas/config.schema.json; a test keeps the two in sync.
+type Config struct {
+	Timezone           string               `yaml:"timezone"`
+	ApprovalTTLSeconds int                  `yaml:"approval_ttl_seconds"`
+	NATS               NATSConfig           `yaml:"nats"`
+	MCPServers         map[string]MCPServer `yaml:"mcp_servers"`
+	BrowserEnabled     bool                 `yaml:"browser_enabled"`
+	Listen             string               `yaml:"listen"`
+	AuthToken          string               `yaml:"auth_token"`
+	Telegram           TelegramConfig       `yaml:"telegram"`
+
+	loc *time.Location // resolved Timezone, set by Load
+}
+
+// NATSConfig is the nats: block of config.yaml.
+type NATSConfig struct {
+	Sync   string `yaml:"sync"`   // "always" or "interval"
+	Listen string `yaml:"listen"` // host:port to expose the embedded server; empty: in-process only
+	URL    string `yaml:"url"`    // external cluster instead of the embedded server
+}
+
+// MCPServer is one entry of mcp_servers in config.yaml.
+type MCPServer struct {
+	URL           string            `yaml:"url"`
+	ReadOnlyTools []string          `yaml:"read_only_tools"`
+	Headers       map[string]string `yaml:"headers"`
+}
+
+// TelegramConfig is the telegram: block of config.yaml. The bot token is a
+// secret and lives in the env file (TELEGRAM_BOT_TOKEN), not here.
+type TelegramConfig struct {
+	APIURL string `yaml:"api_url"`
+}
+
+// Config defaults (R-HOME-6).
+const (
+	DefaultTimezone           = "UTC"
+	DefaultApprovalTTLSeconds = 600
+	DefaultNATSSync           = "always"
+	DefaultListen             = "127.0.0.1:7420"
+)
+
+func defaultConfig() Config {
+	return Config{
+		Timezone:           DefaultTimezone,
+		ApprovalTTLSeconds: DefaultApprovalTTLSeconds,
+		NATS:               NATSConfig{Sync: DefaultNATSSync},
+		Listen:             DefaultListen,
+	}
+}
+
+// Location is the home time zone. It falls back to UTC for a Config that did
+// not come from Load.
+func (c *Config) Location() *time.Location {
+	if c.loc != nil {
+		return c.loc
+	}
+	if loc, err := time.LoadLocation(c.Timezone); err == nil && c.Timezone != "" {
+		return loc
+	}
+	return time.UTC
+}
+
+// Agent is one agent.yaml. ID and Dir come from where the file lives, not
+// from its content. Keys and ranges are pinned by schemas/agent.schema.json.
+type Agent struct {
+	ID  string `yaml:"-"` // "master" for the home root, else the folder name under agents/
+	Dir string `yaml:"-"` // absolute folder holding agent.yaml
+
+	Name               string        `yaml:"name"`
+	Description        string        `yaml:"description"`
+	Routes             []string      `yaml:"routes"`
+	VisionRoutes       []string      `yaml:"vision_routes"`
+	EscalationRoute    string        `yaml:"escalation_route"`
+	Tools              []string      `yaml:"tools"`
+	MCP                []string      `yaml:"mcp"`
+	Delegates          []string      `yaml:"delegates"`
+	Autonomous         bool          `yaml:"autonomous"`
+	MaxSteps           int           `yaml:"max_steps"`
+	CostCapUSD         float64       `yaml:"cost_cap_usd"`
+	ToolOutputChars    int           `yaml:"tool_output_chars"`
+	ApprovalTTLSeconds int           `yaml:"approval_ttl_seconds"` // 0: inherit from config.yaml
+	Schedules          []Schedule    `yaml:"schedules"`
+	Telegram           AgentTelegram `yaml:"telegram"`
+	ShellAskPatterns   []string      `yaml:"shell_ask_patterns"`
+	ShellAllowPatterns []string      `yaml:"shell_allow_patterns"`
+	ShellDenyPatterns  []string      `yaml:"shell_deny_patterns"`
+	ShellNetwork       *bool         `yaml:"shell_network"` // nil: not set
+	ShellWritePaths    []string      `yaml:"shell_write_paths"`
+	Browser            string        `yaml:"browser"` // "read", "act" or "" (none)
+	BrowserHosts       []string      `yaml:"browser_hosts"`
+	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
+	Computer           string        `yaml:"computer"` // "on", "off" or "" (off)
+	ComputerApps       []string      `yaml:"computer_apps"`
+	ScriptCalls        string        `yaml:"script_calls"` // "read_only", "gated" or "" (read_only)
+}
+
+// Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,
+// Command and Script is set; ThenPrompt only goes with Script.
+type Schedule struct {
+	Name               string `yaml:"name"`
+	Cron               string `yaml:"cron"`
+	Prompt             string `yaml:"prompt"`
+	Command            string `yaml:"command"`
+	Script             string `yaml:"script"`
+	ThenPrompt         string `yaml:"then_prompt"`
+	ApprovalTTLSeconds int    `yaml:"approval_ttl_seconds"` // 0: inherit from the agent
+}
+
+// AgentTelegram is the telegram: block of agent.yaml.
+type AgentTelegram struct {
+	AllowedChatIDs     []int64 `yaml:"allowed_chat_ids"`
+	ApprovalTTLSeconds int     `yaml:"approval_ttl_seconds"` // 0: inherit from the agent
+}
+
+// Agent defaults (R-HOME-6).
+const (
+	DefaultMaxSteps        = 12
+	DefaultCostCapUSD      = 0.50
+	DefaultToolOutputChars = 8000
+)
+
+// MasterID is the id of the agent at the home root.
+const MasterID = "master"
+
+func defaultAgent() Agent {
+	return Agent{
+		MaxSteps:        DefaultMaxSteps,
+		CostCapUSD:      DefaultCostCapUSD,
+		ToolOutputChars: DefaultToolOutputChars,
+	}
+}
+
+// EffectiveApprovalTTL resolves the approval TTL of the agent: its own value
+// when set, else the home-wide one from config.yaml.
+func (a *Agent) EffectiveApprovalTTL(c *Config) time.Duration {
+	secs := a.ApprovalTTLSeconds
+	if secs == 0 {
+		secs = c.ApprovalTTLSeconds
+	}
+	if secs == 0 {
+		secs = DefaultApprovalTTLSeconds
+	}
+	return time.Duration(secs) * time.Second
+}

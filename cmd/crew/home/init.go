@@ -1,0 +1,155 @@
+package home
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed skel
+var skel embed.FS
+
+// initDirs are created by Init, relative to the home (R-HOME-1).
+var initDirs = []string{
+	".", "memory", "workspace", "agents",
+	"users/owner/facts", "skills", ".agents/commands",
+	"spill", "logs", "data",
+}
+
+// initFiles maps a skeleton file to where Init puts it and its mode.
+var initFiles = []struct {
+	skel, path string
+	perm       fs.FileMode
+}{
+	{"agent.yaml", "agent.yaml", 0o644},
+	{"AGENTS.md", "AGENTS.md", 0o644},
+	{"SOUL.md", "SOUL.md", 0o644},
+	{"MEMORY.md", "MEMORY.md", 0o644},
+	{"USER.md", "users/owner/USER.md", 0o644},
+	{"env", "env", 0o600},
+}
+
+// Init creates a home with a working master agent at dir. A home is
+// initialised once it has config.yaml: then Init changes nothing and returns
+// false. Otherwise it creates what is missing, never overwriting a file, and
+// writes config.yaml last so that an interrupted Init is finished by the next.
+func Init(dir string) (created bool, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return false, fmt.Errorf("init home: %w", err)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if _, err := os.Lstat(cfgPath); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("init home: %w", err)
+	}
+	for _, d := range initDirs {
+		// 0700: the home holds secrets, memories and conversations.
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return false, fmt.Errorf("init home: %w", err)
+		}
+	}
+	for _, f := range initFiles {
+		if err := installSkel(f.skel, filepath.Join(dir, f.path), f.perm, nil); err != nil {
+			return false, fmt.Errorf("init home: %w", err)
+		}
+	}
+	zone := strings.NewReplacer("{{TIMEZONE}}", localZone())
+	if err := installSkel("config.yaml", cfgPath, 0o644, zone); err != nil {
+		return false, fmt.Errorf("init home: %w", err)
+	}
+	return true, nil
+}
+
+// installSkel writes a skeleton file unless path already exists (the owner
+// may have put it there before a previous Init was interrupted).
+func installSkel(name, path string, perm fs.FileMode, r *strings.Replacer) error {
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	data, err := skel.ReadFile("skel/" + name)
+	if err != nil {
+		return fmt.Errorf("read skeleton %s: %w", name, err)
+	}
+	if r != nil {
+		data = []byte(r.Replace(string(data)))
+	}
+	return writeFileAtomic(path, data, perm)
+}
+
+// writeFileAtomic replaces path with data so that a crash leaves either the
+// old file or the new one, never half of it.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Chmod(perm); err != nil { // CreateTemp makes 0600; set the real mode before it is visible
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the rename itself durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+func localZone() string { return detectZone(os.ReadFile, os.Readlink) }
+
+// detectZone finds the machine's IANA zone name: /etc/timezone (Debian),
+// else the target of the /etc/localtime symlink (most Linux, macOS), else
+// UTC. time.Local cannot tell us: its String() is "Local".
+func detectZone(readFile func(string) ([]byte, error), readlink func(string) (string, error)) string {
+	if b, err := readFile("/etc/timezone"); err == nil {
+		if z := strings.TrimSpace(string(b)); validZone(z) {
+			return z
+		}
+	}
+	if target, err := readlink("/etc/localtime"); err == nil {
+		if _, z, ok := strings.Cut(target, "zoneinfo/"); ok {
+			z = strings.TrimPrefix(strings.TrimPrefix(z, "posix/"), "right/")
+			if validZone(z) {
+				return z
+			}
+		}
+	}
+	return DefaultTimezone
+}
+
+func validZone(z string) bool {
+	_, err := loadZone(z)
+	return err == nil
+}

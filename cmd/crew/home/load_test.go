@@ -1,0 +1,293 @@
+package home
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each case breaks one file of a fresh home and pins the whole one-line
+// message; %s stands for the absolute path of the file.
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string // relative to the home
+		content string
+		want    string
+		key     string
+	}{
+		{"yaml syntax", "config.yaml",
+			"timezone: UTC\nnats: [always\n",
+			`%s:2:7: syntax error: sequence end token ']' not found`, ""},
+		{"duplicate key", "config.yaml",
+			"listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n",
+			`%s:2:1: syntax error: mapping key "listen" already defined at [1:1]`, ""},
+		{"unknown key with suggestion", "agent.yaml",
+			"name: x\nmax_step: 3\n",
+			`%s:2:1: unknown key "max_step" (did you mean "max_steps"?)`, "max_step"},
+		{"unknown nested key", "agent.yaml",
+			"name: x\ntelegram:\n  # chats\n  alowed_chat_ids: [1]\n",
+			`%s:4:3: unknown key "telegram.alowed_chat_ids" (did you mean "telegram.allowed_chat_ids"?)`, "telegram.alowed_chat_ids"},
+		{"unknown key by prefix", "agent.yaml",
+			"name: x\ncost_cap: 1\n",
+			`%s:2:1: unknown key "cost_cap" (did you mean "cost_cap_usd"?)`, "cost_cap"},
+		{"unknown key without suggestion", "config.yaml",
+			"colour: blue\n",
+			`%s:1:1: unknown key "colour"`, "colour"},
+		{"wrong type", "agent.yaml",
+			"name: x\nmax_steps: \"ten\"\n",
+			`%s:2:12: max_steps: must be an integer, got "ten"`, "max_steps"},
+		{"wrong type bool", "agent.yaml",
+			"name: x\nshell_network: yes\n",
+			`%s:2:16: shell_network: must be true or false, got "yes"`, "shell_network"},
+		{"enum", "config.yaml",
+			"nats: {sync: sometimes}\n",
+			`%s:1:14: nats.sync: must be one of "always", "interval", got "sometimes"`, "nats.sync"},
+		{"out of range", "agent.yaml",
+			"name: x\nmax_steps: 500\n",
+			`%s:2:12: max_steps: must be <= 200, got 500`, "max_steps"},
+		{"ttl 0 or range", "agent.yaml",
+			"name: x\nschedules:\n  - name: daily\n    cron: '@daily'\n    prompt: hi\n    approval_ttl_seconds: 30\n",
+			`%s:6:27: schedules[0].approval_ttl_seconds: must be 0 or >= 60, got 30`, "schedules[0].approval_ttl_seconds"},
+		{"config ttl range", "config.yaml",
+			"approval_ttl_seconds: 10\n",
+			`%s:1:23: approval_ttl_seconds: must be >= 60, got 10`, "approval_ttl_seconds"},
+		{"route pattern", "agent.yaml",
+			"name: x\nroutes: [fake:echo, gpt4]\n",
+			`%s:2:21: routes[1]: must be provider:model with provider openrouter, ollama or fake, got "gpt4"`, "routes[1]"},
+		{"required", "agent.yaml",
+			"description: no name\n",
+			`%s:1:1: missing required key "name"`, "name"},
+		{"not a mapping", "agent.yaml",
+			"- name: x\n",
+			`%s:1:1: top level: must be a mapping, got a list`, ""},
+		{"two documents", "agent.yaml",
+			"name: x\n---\nname: y\n",
+			`%s:2:1: found 2 YAML documents, want one`, ""},
+		{"time zone", "config.yaml",
+			"timezone: Mars/Olympus\n",
+			`%s:1:11: timezone: unknown time zone "Mars/Olympus" (want an IANA name such as Europe/Berlin)`, "timezone"},
+		{"listen port", "config.yaml",
+			"listen: 127.0.0.1:99999\n",
+			`%s:1:9: listen: port must be 1..65535, got "99999"`, "listen"},
+		{"mcp server name", "config.yaml",
+			"mcp_servers:\n  'git hub':\n    url: https://x\n",
+			`%s:2:3: mcp_servers: invalid name "git hub", want a name of letters, digits, _ and - (at most 63)`, "mcp_servers.git hub"},
+		{"mcp server url", "config.yaml",
+			"mcp_servers:\n  gh:\n    url: ftp://x\n",
+			`%s:3:10: mcp_servers.gh.url: must be an http:// or https:// URL, got "ftp://x"`, "mcp_servers.gh.url"},
+		{"unknown mcp in agent", "agent.yaml",
+			"name: x\nmcp: [gh]\n",
+			`%s:2:7: mcp[0]: unknown MCP server "gh" (config.yaml defines no mcp_servers)`, "mcp[0]"},
+		{"schedule kind", "agent.yaml",
+			"name: x\nschedules:\n  - name: a\n    cron: '@daily'\n",
+			`%s:3:5: schedules[0]: set exactly one of prompt, command or script`, "schedules[0]"},
+		{"schedule cron", "agent.yaml",
+			"name: x\nschedules:\n  - name: a\n    cron: every day\n    prompt: hi\n",
+			`%s:4:11: schedules[0].cron: invalid cron expression "every day": expected exactly 5 fields, found 2: [every day]`, "schedules[0].cron"},
+		{"then_prompt without script", "agent.yaml",
+			"name: x\nschedules:\n  - name: a\n    cron: '@daily'\n    prompt: hi\n    then_prompt: more\n",
+			`%s:6:18: schedules[0].then_prompt: only allowed with script`, "schedules[0].then_prompt"},
+		{"first error in file order", "agent.yaml",
+			"name: x\nbrowser: write\nmax_steps: 0\n",
+			`%s:2:10: browser: must be one of "read", "act", "", got "write"`, "browser"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := newHome(t)
+			path := filepath.Join(dir, tt.file)
+			writeFile(t, path, tt.content)
+			err := loadErr(t, dir, tt.file)
+			want := strings.ReplaceAll(tt.want, "%s", path)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error = %v\nwant    %s", err, want)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Key != tt.key || ce.File != path {
+				t.Errorf("ConfigError = %+v, want Key %q File %q", ce, tt.key, path)
+			}
+		})
+	}
+}
+
+// loadErr is the fatal error for config.yaml, the (only) problem for an agent.
+func loadErr(t *testing.T, dir, file string) error {
+	t.Helper()
+	h, err := Load(dir)
+	if file == "config.yaml" {
+		return err
+	}
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(h.Problems) != 1 {
+		t.Fatalf("Problems = %v, want one", h.Problems)
+	}
+	if _, ok := h.Agents[MasterID]; ok {
+		t.Errorf("broken master was loaded")
+	}
+	return h.Problems[0]
+}
+
+func TestMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	want := filepath.Join(dir, "config.yaml") + `: missing (run "crew init")`
+	if err == nil || err.Error() != want || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no config: %v, want %s (and ErrNotExist)", err, want)
+	}
+
+	dir = newHome(t)
+	if err := os.MkdirAll(filepath.Join(dir, "agents", "coder"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := mustLoad(t, dir)
+	want = filepath.Join(dir, "agents", "coder", "agent.yaml") + ": missing"
+	if len(h.Problems) != 1 || h.Problems[0].Error() != want {
+		t.Errorf("Problems = %v, want [%s]", h.Problems, want)
+	}
+}
+
+func TestBrokenAgentIsSkipped(t *testing.T) {
+	dir := newHome(t)
+	writeFile(t, filepath.Join(dir, "agents", "alpha", "agent.yaml"), "name: Alpha\ndelegates: [gamma]\n")
+	writeFile(t, filepath.Join(dir, "agents", "beta", "agent.yaml"), "name: Beta\nmax_steps: lots\n")
+	writeFile(t, filepath.Join(dir, "agents", "gamma", "agent.yaml"), "name: Gamma\n")
+	writeFile(t, filepath.Join(dir, "agents", "Bad Id", "agent.yaml"), "name: Bad\n")
+	writeFile(t, filepath.Join(dir, "agents", "README.md"), "not an agent\n")
+
+	h := mustLoad(t, dir)
+	var ids []string
+	for id := range h.Agents {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if want := []string{"alpha", "gamma", "master"}; !slices.Equal(ids, want) {
+		t.Errorf("agents = %v, want %v", ids, want)
+	}
+	want := []string{
+		filepath.Join(dir, "agents", "Bad Id") + `: invalid agent id "Bad Id": want lowercase letters, digits, _ and -, starting with a letter or digit, at most 63`,
+		filepath.Join(dir, "agents", "beta", "agent.yaml") + `:2:12: max_steps: must be an integer, got "lots"`,
+	}
+	var got []string
+	for _, p := range h.Problems {
+		got = append(got, p.Error())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Problems =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if a := h.Agents["alpha"]; a.ID != "alpha" || a.Dir != filepath.Join(dir, "agents", "alpha") {
+		t.Errorf("alpha = ID %q Dir %q", a.ID, a.Dir)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	dir := newHome(t)
+	writeFile(t, filepath.Join(dir, "config.yaml"), "nats: {listen: 127.0.0.1:4222}\n")
+	writeFile(t, filepath.Join(dir, "agent.yaml"), "name: Bare\n")
+	writeFile(t, filepath.Join(dir, "agents", "frugal", "agent.yaml"), "name: Frugal\ncost_cap_usd: 0\napproval_ttl_seconds: 120\n")
+	h := mustLoad(t, dir)
+	if len(h.Problems) != 0 {
+		t.Fatalf("Problems = %v", h.Problems)
+	}
+
+	c := h.Config
+	gotCfg := []any{c.Timezone, c.ApprovalTTLSeconds, c.NATS.Sync, c.NATS.Listen, c.Listen, c.Location()}
+	wantCfg := []any{"UTC", 600, "always", "127.0.0.1:4222", "127.0.0.1:7420", time.UTC}
+	if !slices.Equal(gotCfg, wantCfg) {
+		t.Errorf("config = %v, want %v", gotCfg, wantCfg)
+	}
+
+	m := h.Agents[MasterID]
+	gotA := []any{m.MaxSteps, m.CostCapUSD, m.ToolOutputChars, m.ApprovalTTLSeconds, m.EffectiveApprovalTTL(c), m.ShellNetwork == nil}
+	wantA := []any{12, 0.50, 8000, 0, 600 * time.Second, true}
+	if !slices.Equal(gotA, wantA) {
+		t.Errorf("master = %v, want %v", gotA, wantA)
+	}
+
+	// An explicit zero is kept: defaults fill only keys the file leaves out.
+	f := h.Agents["frugal"]
+	if f.CostCapUSD != 0 || f.EffectiveApprovalTTL(c) != 120*time.Second {
+		t.Errorf("frugal = cost %v ttl %v, want 0 and 2m", f.CostCapUSD, f.EffectiveApprovalTTL(c))
+	}
+}
+
+func TestFullAgentLoads(t *testing.T) {
+	dir := newHome(t)
+	writeFile(t, filepath.Join(dir, "config.yaml"), `timezone: Asia/Ho_Chi_Minh
+mcp_servers:
+  github:
+    url: https://api.example.com/mcp
+    read_only_tools: [get_issue]
+    headers: {Authorization: Bearer x}
+`)
+	writeFile(t, filepath.Join(dir, "agents", "ledger", "agent.yaml"), `name: Ledger
+description: money
+routes: [openrouter:anthropic/claude-sonnet-4.5, ollama:qwen3:8b]
+vision_routes: [openrouter:openai/gpt-4.1]
+escalation_route: openrouter:openai/o3
+tools: [shell_run, read_file]
+mcp: [github]
+delegates: [master]
+autonomous: true
+max_steps: 30
+cost_cap_usd: 1.25
+tool_output_chars: 4000
+approval_ttl_seconds: 0
+schedules:
+  - name: nightly
+    cron: "0 3 * * *"
+    command: /maintain
+  - name: gold
+    cron: "@hourly"
+    script: print(1)
+    then_prompt: Summarise.
+    approval_ttl_seconds: 3600
+telegram:
+  allowed_chat_ids: [-1001234567890, 42]
+  approval_ttl_seconds: 900
+shell_ask_patterns: ["^git push"]
+shell_allow_patterns: ["^ls"]
+shell_deny_patterns: ["rm -rf /"]
+shell_network: false
+shell_write_paths: [/tmp/ledger]
+browser: read
+browser_hosts: [example.com]
+browser_ask_patterns: [pay]
+computer: "off"
+computer_apps: [Notes]
+script_calls: gated
+`)
+	h := mustLoad(t, dir)
+	if len(h.Problems) != 0 {
+		t.Fatalf("Problems = %v", h.Problems)
+	}
+	a := h.Agents["ledger"]
+	if a.ShellNetwork == nil || *a.ShellNetwork || a.Telegram.AllowedChatIDs[0] != -1001234567890 ||
+		a.Schedules[1].ThenPrompt != "Summarise." || a.CostCapUSD != 1.25 || h.Config.Location().String() != "Asia/Ho_Chi_Minh" {
+		t.Errorf("ledger = %+v", a)
+	}
+}
+
+func TestGetenvProcessWins(t *testing.T) {
+	dir := newHome(t)
+	writeFile(t, filepath.Join(dir, "env"), "OPENROUTER_API_KEY=from-file\nOLLAMA_HOST=http://file:11434\n")
+	h := mustLoad(t, dir)
+	proc := map[string]string{"OPENROUTER_API_KEY": "from-process"}
+	getenv := func(k string) string { return proc[k] }
+	tests := []struct{ key, want string }{
+		{"OPENROUTER_API_KEY", "from-process"},
+		{"OLLAMA_HOST", "http://file:11434"},
+		{"TELEGRAM_BOT_TOKEN", ""},
+	}
+	for _, tt := range tests {
+		if got := h.Getenv(tt.key, getenv); got != tt.want {
+			t.Errorf("Getenv(%s) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}

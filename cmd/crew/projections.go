@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/ui"
+	"go.etcd.io/bbolt"
+)
+
+func runProjections(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "projections")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.Arg(0) != "rebuild" || fs.NArg() > 2 {
+		fs.Usage()
+		return exitError{2}
+	}
+	all := projections.All()
+	chosen := all
+	if fs.NArg() == 2 {
+		chosen = nil
+		var names []string
+		for _, p := range all {
+			names = append(names, p.Name())
+			if p.Name() == fs.Arg(1) {
+				chosen = append(chosen, p)
+			}
+		}
+		if chosen == nil {
+			return fmt.Errorf("no projection %q (have: %s)", fs.Arg(1), strings.Join(names, ", "))
+		}
+	}
+	dir, err := homeDir(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	h, err := loadHome(env, dir)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	if errors.Is(err, errStoreBusy) {
+		return fmt.Errorf("%w: stop the server, then rebuild", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, p := range chosen {
+		start := time.Now()
+		if err := projections.Rebuild(ctx, st.log, st.db, p); err != nil {
+			return fmt.Errorf("rebuild %s: %w", p.Name(), err)
+		}
+		cp, _ := projections.Checkpoint(st.db, p.Name())
+		fmt.Fprintf(env.stdout, "rebuilt %s up to sequence %d in %s\n", p.Name(), cp, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// views serves the API's read models from the projections.
+type views struct {
+	db  *bbolt.DB
+	loc *time.Location // the owner's timezone
+}
+
+var _ web.Views = views{}
+
+func (v views) Conversations(ctx context.Context, limit int) (any, error) {
+	return projections.ListConversations(v.db, limit)
+}
+
+func (v views) Conversation(ctx context.Context, id string) (any, error) {
+	c, err := projections.GetConversation(v.db, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+	}
+	return c, err
+}
+
+func (v views) ConversationRows(ctx context.Context, limit int) ([]ui.ConversationRow, error) {
+	list, err := projections.ListConversations(v.db, limit)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]ui.ConversationRow, 0, len(list))
+	for _, c := range list {
+		title := c.Title
+		if title == "" {
+			title = "(no messages)"
+		}
+		rows = append(rows, ui.ConversationRow{ID: c.ID, Title: title, Agent: c.Agent, Channel: c.Channel, Status: c.Status,
+			Updated: c.Updated.In(v.loc).Format("2006-01-02 15:04")})
+	}
+	return rows, nil
+}
+
+func (v views) Runs(ctx context.Context, conversation string) (any, error) {
+	return projections.ListRuns(v.db, conversation)
+}
+
+func (v views) Run(ctx context.Context, id string) (any, error) {
+	r, err := projections.GetRun(v.db, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, fmt.Errorf("run %q: %w", id, web.ErrNotFound)
+	}
+	return r, err
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/projections"
+)
+
+func runServe(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "serve")
+	listen := fs.String("listen", "", "HTTP address (default config.yaml listen, else 127.0.0.1:7420); non-loopback needs auth_token")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	dir, err := homeDir(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); errors.Is(err, os.ErrNotExist) {
+		if _, err := home.Init(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "created home at %s\n", dir)
+	}
+	h, err := loadHome(env, dir)
+	if err != nil {
+		return err
+	}
+	addr := *listen
+	if addr == "" {
+		addr = h.Config.Listen
+	}
+	token := h.Config.AuthToken
+	if token == "" {
+		token = h.Getenv("CREW_AUTH_TOKEN", env.getenv)
+	}
+	if err := checkListen(addr, token); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	start := time.Now()
+	st, err := openStore(ctx, dir, h.Config, logger.With("component", "nats"))
+	if errors.Is(err, errStoreBusy) {
+		if info, ierr := readServeInfo(dir); ierr == nil {
+			return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	runner, err := projections.Open(ctx, st.log, st.db, logger.With("component", "projections"), projections.All()...)
+	if err != nil {
+		return err
+	}
+	defer runner.Close(context.WithoutCancel(ctx))
+	// Ready once projections have caught up with what the log held at start.
+	startSeq, err := st.log.Last(ctx, "crew.>")
+	if err != nil {
+		return err
+	}
+	health := func(ctx context.Context) (bool, any) {
+		statuses := runner.Status(ctx)
+		ready := true
+		for _, s := range statuses {
+			if s.Checkpoint < startSeq || s.Error != "" {
+				ready = false
+			}
+		}
+		return ready, map[string]any{"projections": statuses}
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	srv := &http.Server{
+		Handler: web.New(web.Config{
+			Log:       st.log,
+			Views:     views{db: st.db, loc: h.Config.Location()},
+			HomeDir:   dir,
+			Health:    health,
+			AuthToken: token,
+			Logger:    logger.With("component", "web"),
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if err := writeServeInfo(dir, serveInfo{PID: os.Getpid(), URL: url}); err != nil {
+		return fmt.Errorf("write serve info: %w", err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, dir, time.Since(start).Round(time.Millisecond))
+	if url := st.srv.ClientURL(); url != "" {
+		fmt.Fprintf(env.stdout, "embedded NATS is reachable at %s: nats --server %s stream info CREW\n", url, url)
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}
+
+// checkListen refuses a non-loopback address without an auth token.
+func checkListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if token == "" {
+		return fmt.Errorf("listen address %s is not loopback: set auth_token in config.yaml (or CREW_AUTH_TOKEN in the env file) so every request needs it", addr)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"go.etcd.io/bbolt"
+)
+
+// store is a home's event log and projections database, opened by exactly
+// one process at a time (an flock on data/crew.lock).
+type store struct {
+	dir  string
+	lock *os.File
+	srv  *events.Server
+	log  *events.Log
+	db   *bbolt.DB
+}
+
+// errStoreBusy means another crew process (a running server) holds the store.
+var errStoreBusy = errors.New("the event store is in use by a running crew serve")
+
+func dataDir(homeDir string) string { return filepath.Join(homeDir, "data") }
+
+// openStore locks the home's data dir, starts the embedded NATS server on
+// data/nats and opens data/projections.db.
+func openStore(ctx context.Context, homeDir string, cfg *home.Config, logger *slog.Logger) (*store, error) {
+	dir := dataDir(homeDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "crew.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errStoreBusy
+		}
+		return nil, fmt.Errorf("open store: lock: %w", err)
+	}
+	s := &store{dir: dir, lock: lock}
+	s.srv, err = events.StartServer(events.ServerConfig{
+		StoreDir: filepath.Join(dir, "nats"),
+		Sync:     cfg.NATS.Sync,
+		Listen:   cfg.NATS.Listen,
+		Logger:   logger,
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.log, err = events.Open(ctx, s.srv.Conn())
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.db, err = bbolt.Open(filepath.Join(dir, "projections.db"), 0o600, &bbolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open projections db: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes what was opened, in reverse order.
+func (s *store) Close() error {
+	var errs []error
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	if s.srv != nil {
+		errs = append(errs, s.srv.Close())
+	}
+	if s.lock != nil {
+		os.Remove(filepath.Join(s.dir, "serve.json"))
+		errs = append(errs, s.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// serveInfo is written by a running server so other commands can reach it
+// while it holds the store.
+type serveInfo struct {
+	PID int    `json:"pid"`
+	URL string `json:"url"`
+}
+
+func writeServeInfo(homeDir string, info serveInfo) error {
+	b, _ := json.Marshal(info)
+	return writeFileAtomic(filepath.Join(dataDir(homeDir), "serve.json"), b, 0o600)
+}
+
+func readServeInfo(homeDir string) (serveInfo, error) {
+	var info serveInfo
+	b, err := os.ReadFile(filepath.Join(dataDir(homeDir), "serve.json"))
+	if err != nil {
+		return info, fmt.Errorf("the store is locked but no running server was found: %w", err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("read %s: %w", filepath.Join(dataDir(homeDir), "serve.json"), err)
+	}
+	return info, nil
+}
+
+// writeFileAtomic writes via a temp file, fsync and rename, so a crash never
+// leaves half a file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,208 @@
+// Package web is the HTTP API of crew serve: health, conversations, runs and
+// exports. Errors are JSON {"error":{"code","message"}} mapped in one place
+// (writeError).
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/ui"
+)
+
+// Health reports whether the server is ready to answer: the log is open and
+// the projections have caught up with it. Details is shown as JSON.
+type Health func(ctx context.Context) (ready bool, details any)
+
+// Views are the read models the API serves.
+type Views interface {
+	Conversations(ctx context.Context, limit int) (any, error)
+	Conversation(ctx context.Context, id string) (any, error) // ErrNotFound when unknown
+	Runs(ctx context.Context, conversation string) (any, error)
+	Run(ctx context.Context, id string) (any, error) // ErrNotFound when unknown
+	// ConversationRows is the conversation list as the home page shows it.
+	ConversationRows(ctx context.Context, limit int) ([]ui.ConversationRow, error)
+}
+
+// ErrNotFound is returned by Views for unknown ids.
+var ErrNotFound = errors.New("not found")
+
+// Config wires the API.
+type Config struct {
+	Log    *events.Log
+	Views  Views
+	Health Health
+	// AuthToken, when set, is required on every request but /healthz, as
+	// "Authorization: Bearer <token>".
+	AuthToken string
+	Logger    *slog.Logger
+	// HomeDir is shown on the home page.
+	HomeDir string
+}
+
+// New returns the API handler.
+func New(cfg Config) http.Handler {
+	s := &server{cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.home)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /api/conversations", s.listConversations)
+	mux.HandleFunc("GET /api/conversations/{id}", s.getConversation)
+	mux.HandleFunc("GET /api/conversations/{id}/runs", s.listRuns)
+	mux.HandleFunc("GET /api/conversations/{id}/export", s.export)
+	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
+	})
+	return s.authenticate(mux)
+}
+
+type server struct{ cfg Config }
+
+func (s *server) authenticate(next http.Handler) http.Handler {
+	if s.cfg.AuthToken == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.cfg.AuthToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusUnauthorized, "unauthorized", "this server needs its auth token: Authorization: Bearer <auth_token>")
+	})
+}
+
+func (s *server) home(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.cfg.Views.ConversationRows(r.Context(), 100)
+	if err != nil {
+		s.reply(w, r, nil, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if err := ui.Home(ui.HomeView{Home: s.cfg.HomeDir, Conversations: rows}).Render(r.Context(), w); err != nil {
+		s.logger().Error("render home", "err", err)
+	}
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	ready, details := s.cfg.Health(r.Context())
+	status := http.StatusOK
+	state := "ready"
+	if !ready {
+		status, state = http.StatusServiceUnavailable, "starting"
+	}
+	writeJSON(w, status, map[string]any{"status": state, "details": details})
+}
+
+func (s *server) listConversations(w http.ResponseWriter, r *http.Request) {
+	v, err := s.cfg.Views.Conversations(r.Context(), 200)
+	s.reply(w, r, v, err)
+}
+
+func (s *server) getConversation(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.cfg.Views.Conversation(r.Context(), id)
+	s.reply(w, r, v, err)
+}
+
+func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.cfg.Views.Conversation(r.Context(), id); err != nil {
+		s.reply(w, r, nil, err)
+		return
+	}
+	v, err := s.cfg.Views.Runs(r.Context(), id)
+	s.reply(w, r, v, err)
+}
+
+func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.cfg.Views.Run(r.Context(), id)
+	s.reply(w, r, v, err)
+}
+
+// export streams the conversation's events from the log (not from a
+// projection): the audit trail is the log itself.
+func (s *server) export(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	last, err := s.cfg.Log.Last(r.Context(), events.Conv(id).Filter())
+	if err != nil {
+		s.reply(w, r, nil, err)
+		return
+	}
+	if last == 0 {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("conversation %q has no events", id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.jsonl"`, id))
+	if _, err := events.WriteExport(w, id, s.cfg.Log.Read(r.Context(), events.Conv(id).Filter(), 0)); err != nil {
+		// Headers are sent; the missing end line makes verify reject the
+		// file, so a cut export can never pass as whole.
+		s.logger().Error("export failed", "conversation", id, "err", err)
+	}
+}
+
+func (s *server) logger() *slog.Logger {
+	if s.cfg.Logger == nil {
+		return slog.Default()
+	}
+	return s.cfg.Logger
+}
+
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := events.ValidID(id); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_id", err.Error())
+		return "", false
+	}
+	return id, true
+}
+
+func (s *server) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, v)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, context.Canceled):
+	default:
+		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", strings.SplitN(err.Error(), "\n", 2)[0])
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}

@@ -1,0 +1,34 @@
+// Package projections builds read models of the event log in bbolt: the
+// conversation list and runs with their steps. Each projection is fed by
+// its own durable JetStream pull consumer and can be thrown away and
+// rebuilt from the log at any time; no business decision lives here.
+//
+// # Delivery semantics
+//
+//   - Ordered: one goroutine per projection applies events one at a time,
+//     in stream sequence order, from a consumer filtered on "crew.>".
+//   - At-least-once delivery, exactly-once apply: an event is applied and the
+//     projection's checkpoint (the stream sequence it has applied up to,
+//     bucket "_checkpoints") is written in the same bbolt transaction, and
+//     the message is acknowledged only after that transaction commits. An
+//     event redelivered after a crash between commit and ack has a sequence
+//     at or below the checkpoint and is skipped.
+//   - The bbolt checkpoint is the truth, not the consumer: on Open, a
+//     consumer whose ack floor differs from the checkpoint (bbolt file
+//     deleted or restored, unacknowledged messages left by a crash) is
+//     deleted and recreated to start at checkpoint+1.
+//   - A failing event stops its projection rather than being skipped: an
+//     event of an unknown type or newer version, or one whose Apply fails,
+//     leaves the checkpoint before it, is not acknowledged, is logged once
+//     and is reported by Runner.Status with its subject and sequence. The
+//     other projections go on. Restarting (after an upgrade or a fix)
+//     resumes at that event.
+//   - Apply is deterministic: it uses only the event (its data, subject,
+//     sequence and Time), never the clock or map order, so Rebuild (batched
+//     transactions) gives byte-identical buckets to live application (one
+//     transaction per event); Dump compares them.
+//
+// Views are JSON values of plain structs under big-endian or sortable keys.
+// Readers (ListConversations, GetRun, ...) open their own read transaction;
+// Runner.WaitFor gives read-your-writes after an append.
+package projections

@@ -1,0 +1,186 @@
+package projections
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/my-agent-crew/crew/events"
+	"go.etcd.io/bbolt"
+)
+
+// Projection is one read model. Implementations keep no state in memory:
+// everything lives in the buckets they declare.
+type Projection interface {
+	// Name identifies the projection: its checkpoint key and its consumer
+	// ("proj_<name>"). Lowercase letters, digits, '_' and '-'.
+	Name() string
+	// Buckets are the top-level buckets the projection owns; Rebuild
+	// deletes exactly these. They exist when Apply is called.
+	Buckets() []string
+	// Apply updates the projection with one event inside tx. It must be
+	// deterministic (see the package doc) and ignore events it does not
+	// project. An error stops the projection at this event.
+	Apply(tx *bbolt.Tx, env events.Envelope) error
+}
+
+// All returns every projection of this build, in a stable order.
+func All() []Projection { return []Projection{Conversations{}, Runs{}} }
+
+// checkpointBucket holds each projection's last applied stream sequence,
+// key = name, value = big-endian uint64.
+const checkpointBucket = "_checkpoints"
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// consumerName is the durable JetStream consumer feeding projection name.
+func consumerName(name string) string { return "proj_" + name }
+
+// validate checks names and that no two projections share a bucket (a
+// rebuild of one would wipe the other).
+func validate(ps []Projection) error {
+	names := map[string]bool{}
+	owner := map[string]string{}
+	for _, p := range ps {
+		name := p.Name()
+		if !namePattern.MatchString(name) {
+			return fmt.Errorf("projection name %q: want 1-64 of [a-z0-9_-]", name)
+		}
+		if names[name] {
+			return fmt.Errorf("projection %s given twice", name)
+		}
+		names[name] = true
+		if len(p.Buckets()) == 0 {
+			return fmt.Errorf("projection %s declares no buckets", name)
+		}
+		for _, b := range p.Buckets() {
+			if b == "" || b == checkpointBucket {
+				return fmt.Errorf("projection %s: bucket name %q is reserved", name, b)
+			}
+			if o, ok := owner[b]; ok {
+				return fmt.Errorf("projections %s and %s both own bucket %q", o, name, b)
+			}
+			owner[b] = name
+		}
+	}
+	return nil
+}
+
+// Checkpoint returns the stream sequence projection name has applied up to
+// (0 for none). It works on a stopped home, for `crew doctor`.
+func Checkpoint(db *bbolt.DB, name string) (uint64, error) {
+	var cp uint64
+	err := db.View(func(tx *bbolt.Tx) error {
+		var err error
+		cp, err = readCheckpoint(tx, name)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read checkpoint of %s: %w", name, err)
+	}
+	return cp, nil
+}
+
+func readCheckpoint(tx *bbolt.Tx, name string) (uint64, error) {
+	b := tx.Bucket([]byte(checkpointBucket))
+	if b == nil {
+		return 0, nil
+	}
+	v := b.Get([]byte(name))
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("checkpoint of %s: %d bytes, want 8", name, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func writeCheckpoint(tx *bbolt.Tx, name string, seq uint64) error {
+	b, err := tx.CreateBucketIfNotExists([]byte(checkpointBucket))
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(name), u64(seq))
+}
+
+// applyEvent applies env and advances the checkpoint in tx. Shared by the
+// Runner (one event per tx) and Rebuild (batches), so both write the same
+// bytes.
+func applyEvent(tx *bbolt.Tx, p Projection, env events.Envelope) error {
+	for _, name := range p.Buckets() {
+		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
+		}
+	}
+	if err := p.Apply(tx, env); err != nil {
+		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
+	}
+	if err := writeCheckpoint(tx, p.Name(), env.Seq); err != nil {
+		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: fmt.Errorf("write checkpoint: %w", err)}
+	}
+	return nil
+}
+
+// deleteProjection removes p's buckets and checkpoint.
+func deleteProjection(tx *bbolt.Tx, p Projection) error {
+	for _, name := range p.Buckets() {
+		if err := tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bbolt.ErrBucketNotFound) {
+			return fmt.Errorf("delete bucket %s: %w", name, err)
+		}
+	}
+	if b := tx.Bucket([]byte(checkpointBucket)); b != nil {
+		if err := b.Delete([]byte(p.Name())); err != nil {
+			return fmt.Errorf("delete checkpoint: %w", err)
+		}
+	}
+	return nil
+}
+
+// Dump serializes p's checkpoint and every key of its buckets (nested
+// buckets included) in key order, one line each, so two databases can be
+// compared byte for byte. A missing bucket and an empty one dump alike.
+func Dump(db *bbolt.DB, p Projection) ([]byte, error) {
+	var buf bytes.Buffer
+	err := db.View(func(tx *bbolt.Tx) error {
+		cp, err := readCheckpoint(tx, p.Name())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&buf, "checkpoint %s %d\n", p.Name(), cp)
+		for _, name := range slices.Sorted(slices.Values(p.Buckets())) {
+			if b := tx.Bucket([]byte(name)); b != nil {
+				if err := dumpBucket(&buf, strconv.Quote(name), b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dump %s: %w", p.Name(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+func dumpBucket(buf *bytes.Buffer, path string, b *bbolt.Bucket) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			if nested := b.Bucket(k); nested != nil {
+				return dumpBucket(buf, path+"/"+strconv.Quote(string(k)), nested)
+			}
+		}
+		fmt.Fprintf(buf, "%s %q %q\n", path, k, v)
+		return nil
+	})
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}

@@ -1,0 +1,227 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.etcd.io/bbolt"
+)
+
+var errSimulatedCrash = errors.New("simulated crash between commit and ack")
+
+func consumerInfo(t *testing.T, log *events.Log, name string) *jetstream.ConsumerInfo {
+	t.Helper()
+	cons, err := log.Stream().Consumer(t.Context(), consumerName(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func messages(t *testing.T, r *Runner, conv string) int {
+	t.Helper()
+	c, err := GetConversation(r.db, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Messages
+}
+
+// The process dies after committing an event and before acking it: the
+// next Open finds the consumer's ack floor behind the checkpoint, starts
+// the consumer after the checkpoint, and nothing is applied twice.
+func TestCrashBetweenApplyAndAckDoesNotDoubleApply(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	crashAt := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
+	db := openDB(t, "")
+
+	r := startRunner(t, log, db, config{afterCommit: func(name string, seq uint64) error {
+		if name == "conversations" && seq == crashAt {
+			return errSimulatedCrash
+		}
+		return nil
+	}})
+	if err := r.WaitFor(ctx, crashAt); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The crash is real: JetStream still waits for the ack.
+	if info := consumerInfo(t, log, "conversations"); info.NumAckPending != 1 || info.AckFloor.Stream != crashAt-1 {
+		t.Fatalf("consumer after crash: ack pending %d, ack floor %d; want 1, %d", info.NumAckPending, info.AckFloor.Stream, crashAt-1)
+	}
+
+	r = startRunner(t, log, db, config{})
+	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := messages(t, r, "c1"), 2; got != want {
+		t.Errorf("messages: got %d, want %d", got, want)
+	}
+	for _, st := range r.Status(ctx) {
+		if st.Checkpoint != last || st.Lag != 0 || st.Error != "" || !st.Running {
+			t.Errorf("status after restart: %+v", st)
+		}
+	}
+}
+
+// An ack lost while running (connection trouble) makes JetStream redeliver
+// the event after AckWait; it is skipped, not applied again.
+func TestRedeliveryIsSkipped(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	lost := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
+	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
+	db := openDB(t, "")
+
+	r := startRunner(t, log, db, config{ackWait: 100 * time.Millisecond, afterCommit: func(name string, seq uint64) error {
+		if name == "conversations" && seq == lost {
+			return errSimulatedCrash
+		}
+		return nil
+	}})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	err := r.waitUntil(ctx, func() (bool, error) {
+		return r.workers[0].p.Name() == "conversations" && r.workers[0].skipped > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no redelivery: %v", err)
+	}
+	if got, want := messages(t, r, "c1"), 2; got != want {
+		t.Errorf("messages: got %d, want %d", got, want)
+	}
+}
+
+// Deleting the bbolt file and reopening rebuilds from the start: the
+// consumer, far ahead of checkpoint 0, is recreated from the beginning.
+func TestDeletedDatabaseIsRebuiltFromTheStart(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "hello"})
+	s.conv("c1", &events.RunStarted{RunID: "r1", Agent: "coach", Trigger: "message"})
+	last := s.conv("c1", &events.RunFinished{RunID: "r1", Status: events.RunDone})
+	path := filepath.Join(t.TempDir(), "projections.db")
+
+	db := openDB(t, path)
+	r := startRunner(t, log, db, config{})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := dumpAll(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+
+	db = openDB(t, path)
+	r = startRunner(t, log, db, config{})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpAll(t, db); got != want {
+		t.Errorf("reopened projections differ:\n%s", firstDiff(got, want))
+	}
+}
+
+// An event this build cannot decode stops the projection at that event;
+// it is neither skipped nor acked, and a restart stops at it again.
+func TestDecodeFailureStopsProjection(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
+	const subject = "crew.conv.c1.mystery_happened"
+	ack, err := log.JetStream().Publish(ctx, subject,
+		[]byte(`{"type":"mystery_happened","v":1,"id":"m1","time":"2026-11-30T09:00:00Z","data":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := ack.Sequence
+	s.last[events.Conv("c1")] = bad
+	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
+	db := openDB(t, "")
+
+	for range 2 { // and again after a restart
+		r := startRunner(t, log, db, config{})
+		if err := r.WaitFor(ctx, last); !errors.Is(err, ErrStopped) || !errors.Is(err, events.ErrUnknownType) {
+			t.Fatalf("WaitFor: got %v, want ErrStopped and ErrUnknownType", err)
+		}
+		for _, st := range r.Status(ctx) {
+			if st.Running || st.ErrorSubject != subject || st.ErrorSeq != bad || st.Checkpoint != bad-1 || st.Lag != 2 ||
+				!strings.Contains(st.Error, "mystery_happened") {
+				t.Errorf("status: %+v; want stopped at %s seq %d", st, subject, bad)
+			}
+		}
+		if got, want := messages(t, r, "c1"), 1; got != want {
+			t.Errorf("messages: got %d, want %d", got, want)
+		}
+		if err := r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A database ahead of the stream (another home's file) is not fed; Status
+// says why. WaitFor fails rather than hang.
+func TestCheckpointBeyondStreamIsReported(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	db := openDB(t, "")
+	if err := db.Update(func(tx *bbolt.Tx) error { return writeCheckpoint(tx, "runs", 99) }); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunner(t, log, db, config{})
+	seq := newSeeder(t, log).conv("c1", &events.MessageReceived{Channel: "web", Text: "hi"})
+	if err := r.WaitFor(ctx, seq); err != nil {
+		t.Fatal(err) // runs is at 99 already; conversations applies seq
+	}
+	if err := r.WaitFor(ctx, 100); !errors.Is(err, ErrStopped) {
+		t.Fatalf("WaitFor: got %v, want ErrStopped", err)
+	}
+	for _, st := range r.Status(ctx) {
+		if st.Name == "runs" && (st.Running || !strings.Contains(st.Error, "beyond the stream")) {
+			t.Errorf("status: %+v", st)
+		}
+	}
+}
+
+// Close ends WaitFor.
+func TestWaitForAfterClose(t *testing.T) {
+	_, log := eventstest.Start(t)
+	r := startRunner(t, log, openDB(t, ""), config{})
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitFor(testCtx(t), 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitFor: got %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,374 @@
+package projections
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"go.etcd.io/bbolt"
+)
+
+// RunRunning is the status of a run started and not finished; the others
+// are events.RunDone, events.RunHalted and events.RunFailed.
+const RunRunning = "running"
+
+// Bounds of the text kept per step; the log keeps the whole of it.
+const (
+	modelTextRunes = 400
+	toolArgsRunes  = 300
+	toolOutRunes   = 400
+)
+
+// maxChildDepth bounds how deep GetRun and ListRuns nest child runs.
+const maxChildDepth = 8
+
+const (
+	bucketRuns      = "runs"                 // run id → Run
+	bucketRunsByCnv = "runs_by_conversation" // conversation \x00 start seq → run id
+	bucketRunKids   = "run_children"         // parent run id \x00 start seq → child run id
+	bucketOrphans   = "run_orphans"          // seq → Orphan
+)
+
+// RunSummary is a run without its steps.
+type RunSummary struct {
+	RunID        string     `json:"run_id"`
+	Conversation string     `json:"conversation"`
+	Agent        string     `json:"agent"`
+	Trigger      string     `json:"trigger"`
+	ParentRunID  string     `json:"parent_run_id,omitempty"`
+	Started      time.Time  `json:"started"`
+	StartSeq     uint64     `json:"start_seq"`
+	Finished     *time.Time `json:"finished,omitempty"`
+	Status       string     `json:"status"` // RunRunning, events.RunDone, RunHalted, RunFailed
+	Reason       string     `json:"reason,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	Totals       Totals     `json:"totals"`
+	// Children are the runs this one delegated to, in start order. Filled
+	// by GetRun and ListRuns, never stored.
+	Children []RunSummary `json:"children,omitempty"`
+}
+
+// Totals add up a run's steps.
+type Totals struct {
+	Steps        int `json:"steps"`
+	ModelCalls   int `json:"model_calls"`
+	ToolCalls    int `json:"tool_calls"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// CostUSD sums the known costs; UnknownCostCalls counts the model calls
+	// whose cost was not known, so a total is never silently low.
+	CostUSD          float64 `json:"cost_usd"`
+	UnknownCostCalls int     `json:"unknown_cost_calls"`
+}
+
+// Run is a run with its steps in order.
+type Run struct {
+	RunSummary
+	Steps []Step `json:"steps"`
+}
+
+// Step is one step of a run: the model call(s) for it (more than one after
+// a retry or fallback) and the tool calls they asked for.
+type Step struct {
+	Step       int         `json:"step"`
+	ModelCalls []ModelCall `json:"model_calls,omitempty"`
+	ToolCalls  []ToolCall  `json:"tool_calls,omitempty"`
+}
+
+// ModelCall is one model_called event.
+type ModelCall struct {
+	Route        string   `json:"route"`
+	Model        string   `json:"model"`
+	InputTokens  int      `json:"input_tokens"`
+	OutputTokens int      `json:"output_tokens"`
+	CostUSD      *float64 `json:"cost_usd"` // null: unknown
+	LatencyMS    int64    `json:"latency_ms"`
+	Text         string   `json:"text,omitempty"` // cut to 400 runes
+	ToolCalls    []string `json:"tool_calls,omitempty"`
+	Error        string   `json:"error,omitempty"`
+}
+
+// ToolCall is a tool_called event joined with its tool_completed.
+type ToolCall struct {
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Args       string `json:"args,omitempty"`   // cut to 300 runes
+	Output     string `json:"output,omitempty"` // cut to 400 runes
+	IsError    bool   `json:"is_error,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"` // the tool cut its output
+	SpillPath  string `json:"spill_path,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	// Completed is false while the call runs, and forever if the harness
+	// stopped during it (it may or may not have run).
+	Completed bool `json:"completed"`
+}
+
+// Orphan is a run event naming a run this projection never saw start. It is
+// kept, not applied: the log stays the truth, the projection tolerant.
+type Orphan struct {
+	Seq     uint64 `json:"seq"`
+	Subject string `json:"subject"`
+	Type    string `json:"type"`
+	RunID   string `json:"run_id"`
+}
+
+// Runs projects run events into Run views, indexed by conversation and by
+// parent run.
+type Runs struct{}
+
+var _ Projection = Runs{}
+
+func (Runs) Name() string { return "runs" }
+
+func (Runs) Buckets() []string {
+	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans}
+}
+
+func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
+	scope := events.ScopeOf(env.Subject)
+	if scope.Kind() != "conv" || scope.ID() == "" {
+		return nil
+	}
+	e, err := env.Decode()
+	if err != nil {
+		return err
+	}
+	runs := tx.Bucket([]byte(bucketRuns))
+	if e, ok := e.(*events.RunStarted); ok {
+		return startRun(tx, runs, scope.ID(), env, e)
+	}
+	var runID string
+	switch e := e.(type) {
+	case *events.ModelCalled:
+		runID = e.RunID
+	case *events.ToolCalled:
+		runID = e.RunID
+	case *events.ToolCompleted:
+		runID = e.RunID
+	case *events.RunFinished:
+		runID = e.RunID
+	default:
+		return nil
+	}
+	var r Run
+	found, err := getJSON(runs, []byte(runID), &r)
+	if err != nil {
+		return err
+	}
+	if !found {
+		o := Orphan{Seq: env.Seq, Subject: env.Subject, Type: env.Type, RunID: runID}
+		return putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
+	}
+	switch e := e.(type) {
+	case *events.ModelCalled:
+		mc := ModelCall{
+			Route: e.Route, Model: e.Model,
+			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
+			CostUSD: e.CostUSD, LatencyMS: e.LatencyMS,
+			Text: truncate(e.Text, modelTextRunes), Error: e.Error,
+		}
+		for _, tc := range e.ToolCalls {
+			mc.ToolCalls = append(mc.ToolCalls, tc.Name)
+		}
+		s := r.step(e.Step)
+		s.ModelCalls = append(s.ModelCalls, mc)
+		r.Totals.ModelCalls++
+		r.Totals.InputTokens += e.InputTokens
+		r.Totals.OutputTokens += e.OutputTokens
+		if e.CostUSD != nil {
+			r.Totals.CostUSD += *e.CostUSD
+		} else {
+			r.Totals.UnknownCostCalls++
+		}
+	case *events.ToolCalled:
+		tc := r.toolCall(e.Step, e.CallID)
+		tc.Tool, tc.Args = e.Tool, truncate(string(e.Arguments), toolArgsRunes)
+	case *events.ToolCompleted:
+		tc := r.toolCall(e.Step, e.CallID)
+		tc.Tool, tc.Output, tc.IsError = e.Tool, truncate(e.Output, toolOutRunes), e.IsError
+		tc.Truncated, tc.SpillPath, tc.DurationMS, tc.Completed = e.Truncated, e.SpillPath, e.DurationMS, true
+	case *events.RunFinished:
+		t := env.Time
+		r.Finished, r.Status, r.Reason, r.Error = &t, e.Status, e.Reason, e.Error
+	}
+	r.Totals.Steps = len(r.Steps)
+	return putJSON(runs, []byte(runID), r)
+}
+
+func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope, e *events.RunStarted) error {
+	var r Run
+	found, err := getJSON(runs, []byte(e.RunID), &r)
+	if err != nil {
+		return err
+	}
+	if found {
+		// The same run started again (a resume): it runs again, keeping
+		// its steps and its place in the indexes.
+		r.Status, r.Finished, r.Reason, r.Error = RunRunning, nil, "", ""
+		return putJSON(runs, []byte(e.RunID), r)
+	}
+	r = Run{
+		RunSummary: RunSummary{
+			RunID: e.RunID, Conversation: conv, Agent: e.Agent, Trigger: e.Trigger,
+			ParentRunID: e.ParentRunID, Started: env.Time, StartSeq: env.Seq, Status: RunRunning,
+		},
+		Steps: []Step{},
+	}
+	if err := putJSON(runs, []byte(e.RunID), r); err != nil {
+		return err
+	}
+	if err := tx.Bucket([]byte(bucketRunsByCnv)).Put(seqKey(conv, env.Seq), []byte(e.RunID)); err != nil {
+		return err
+	}
+	if e.ParentRunID != "" {
+		return tx.Bucket([]byte(bucketRunKids)).Put(seqKey(e.ParentRunID, env.Seq), []byte(e.RunID))
+	}
+	return nil
+}
+
+// step returns the step numbered n, appending it if new. Steps stay in the
+// order they were first seen.
+func (r *Run) step(n int) *Step {
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		if r.Steps[i].Step == n {
+			return &r.Steps[i]
+		}
+	}
+	r.Steps = append(r.Steps, Step{Step: n})
+	return &r.Steps[len(r.Steps)-1]
+}
+
+// toolCall returns the call callID of any step, else a new one in step n.
+func (r *Run) toolCall(n int, callID string) *ToolCall {
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		for j := range r.Steps[i].ToolCalls {
+			if r.Steps[i].ToolCalls[j].CallID == callID {
+				return &r.Steps[i].ToolCalls[j]
+			}
+		}
+	}
+	s := r.step(n)
+	s.ToolCalls = append(s.ToolCalls, ToolCall{CallID: callID})
+	r.Totals.ToolCalls++
+	return &s.ToolCalls[len(s.ToolCalls)-1]
+}
+
+// GetRun returns run id with its steps and child runs, or ErrNotFound.
+func GetRun(db *bbolt.DB, id string) (Run, error) {
+	var r Run
+	err := db.View(func(tx *bbolt.Tx) error {
+		found, err := getJSON(tx.Bucket([]byte(bucketRuns)), []byte(id), &r)
+		if err == nil && !found {
+			err = ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		r.Children, err = children(tx, id, 1)
+		return err
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the runs of conversation in start order, each child run
+// nested under its parent rather than listed beside it. A child run whose
+// parent is in another conversation (a delegation) is listed here and under
+// its parent there.
+func ListRuns(db *bbolt.DB, conversation string) ([]RunSummary, error) {
+	var out []RunSummary
+	err := db.View(func(tx *bbolt.Tx) error {
+		index, runs := tx.Bucket([]byte(bucketRunsByCnv)), tx.Bucket([]byte(bucketRuns))
+		if index == nil {
+			return nil
+		}
+		prefix := seqPrefix(conversation)
+		cur := index.Cursor()
+		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			s, err := summary(runs, v)
+			if err != nil {
+				return err
+			}
+			if s.ParentRunID != "" {
+				var parent Run
+				found, err := getJSON(runs, []byte(s.ParentRunID), &parent)
+				if err != nil {
+					return err
+				}
+				if found && parent.Conversation == conversation {
+					continue
+				}
+			}
+			if s.Children, err = children(tx, s.RunID, 1); err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", conversation, err)
+	}
+	return out, nil
+}
+
+// children returns the child runs of parent, nested up to maxChildDepth.
+func children(tx *bbolt.Tx, parent string, depth int) ([]RunSummary, error) {
+	index, runs := tx.Bucket([]byte(bucketRunKids)), tx.Bucket([]byte(bucketRuns))
+	if index == nil || depth > maxChildDepth {
+		return nil, nil
+	}
+	var out []RunSummary
+	prefix := seqPrefix(parent)
+	cur := index.Cursor()
+	for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+		s, err := summary(runs, v)
+		if err != nil {
+			return nil, err
+		}
+		if s.Children, err = children(tx, s.RunID, depth+1); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func summary(runs *bbolt.Bucket, id []byte) (RunSummary, error) {
+	var r Run
+	found, err := getJSON(runs, id, &r)
+	if err != nil {
+		return RunSummary{}, err
+	}
+	if !found {
+		return RunSummary{}, fmt.Errorf("index names missing run %q", id)
+	}
+	return r.RunSummary, nil
+}
+
+// Orphans returns the run events that named an unknown run, in stream
+// order.
+func Orphans(db *bbolt.DB) ([]Orphan, error) {
+	var out []Orphan
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketOrphans))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var o Orphan
+			if _, err := getJSON(b, k, &o); err != nil {
+				return err
+			}
+			out = append(out, o)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list orphan run events: %w", err)
+	}
+	return out, nil
+}

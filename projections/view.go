@@ -1,0 +1,68 @@
+package projections
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.etcd.io/bbolt"
+)
+
+// getJSON decodes the value under key into v and reports whether it was
+// there. A missing bucket reads as empty.
+func getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
+	if b == nil {
+		return false, nil
+	}
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return true, nil
+}
+
+func putJSON(b *bbolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", key, err)
+	}
+	return b.Put(key, raw)
+}
+
+// timeKey is a big-endian key that sorts like t (microseconds, the
+// precision of event times), also before 1970.
+func timeKey(t time.Time) []byte { return u64(uint64(t.UnixMicro()) ^ 1<<63) }
+
+// truncate cuts s to at most n runes, the last being "…" when it was cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	count := 0
+	for i := range s {
+		if count == n-1 {
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
+}
+
+// oneLine collapses runs of white space (newlines included) to one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// seqKey is "<conversation>\x00<seq>": a prefix scan of "<conversation>\x00"
+// lists a conversation's entries in stream order. Ids never hold NUL.
+func seqKey(prefix string, seq uint64) []byte {
+	k := make([]byte, 0, len(prefix)+9)
+	k = append(k, prefix...)
+	k = append(k, 0)
+	return append(k, u64(seq)...)
+}
+
+func seqPrefix(prefix string) []byte { return append([]byte(prefix), 0) }
