@@ -1,8 +1,9 @@
 package loop
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/gob"
 	"fmt"
 	"iter"
 
@@ -115,7 +116,7 @@ func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 			return nil, fmt.Errorf("load state of %s: %w", conversation, err)
 		}
 		if data != nil {
-			if err := json.Unmarshal(data, st); err != nil {
+			if err := decodeSnapshot(data, st); err != nil {
 				// A snapshot is a cache: an unreadable one is replaced by a
 				// cold replay, never trusted.
 				st = &State{Conversation: conversation}
@@ -141,7 +142,7 @@ func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 		applied++
 	}
 	if snaps != nil && applied >= SnapshotEvery {
-		data, err := json.Marshal(st)
+		data, err := encodeSnapshot(st)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %w", conversation, err)
 		}
@@ -150,4 +151,26 @@ func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 		}
 	}
 	return st, nil
+}
+
+// snapshotVersion changes whenever State's shape does; an older snapshot is
+// then ignored (cold replay) rather than misread.
+const snapshotVersion byte = 1
+
+// Snapshots are gob: about twice as fast to decode as JSON for a long
+// history, and a snapshot is a private cache, never an interface.
+func encodeSnapshot(st *State) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(snapshotVersion)
+	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeSnapshot(data []byte, st *State) error {
+	if len(data) == 0 || data[0] != snapshotVersion {
+		return fmt.Errorf("snapshot version %v, want %d", data[:min(1, len(data))], snapshotVersion)
+	}
+	return gob.NewDecoder(bytes.NewReader(data[1:])).Decode(st)
 }
