@@ -316,6 +316,7 @@ func (r *Runner) WaitFor(ctx context.Context, seq uint64) error {
 	var behind string
 	var at uint64
 	err := r.waitUntil(ctx, func() (bool, error) {
+		behind = ""
 		for _, w := range r.workers {
 			if w.checkpoint >= seq {
 				continue
@@ -327,9 +328,8 @@ func (r *Runner) WaitFor(ctx context.Context, seq uint64) error {
 			case r.closed || !w.running:
 				return false, ErrClosed
 			}
-			return false, nil
 		}
-		return true, nil
+		return behind == "", nil
 	})
 	if err != nil {
 		return fmt.Errorf("wait for seq %d: %s at %d: %w", seq, behind, at, err)

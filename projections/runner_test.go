@@ -175,6 +175,17 @@ func TestDecodeFailureStopsProjection(t *testing.T) {
 		if err := r.WaitFor(ctx, last); !errors.Is(err, ErrStopped) || !errors.Is(err, events.ErrUnknownType) {
 			t.Fatalf("WaitFor: got %v, want ErrStopped and ErrUnknownType", err)
 		}
+		err := r.waitUntil(ctx, func() (bool, error) {
+			for _, w := range r.workers {
+				if w.err == nil {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("not every projection stopped: %v", err)
+		}
 		for _, st := range r.Status(ctx) {
 			if st.Running || st.ErrorSubject != subject || st.ErrorSeq != bad || st.Checkpoint != bad-1 || st.Lag != 2 ||
 				!strings.Contains(st.Error, "mystery_happened") {
