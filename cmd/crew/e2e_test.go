@@ -329,7 +329,16 @@ func TestKill9OfServeLosesNoAppendedEvent(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("exports differ between running server and stopped home")
 	}
-	out, errOut, code := crew(t, home, "verify", stopped)
+	// Rebuild on the stopped home, then doctor reports no lag.
+	out, errOut, code := crew(t, home, "projections", "rebuild")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("rebuilt conversations up to sequence %d", last)) || !strings.Contains(out, "rebuilt runs") {
+		t.Fatalf("rebuild: code %d, %q %q", code, out, errOut)
+	}
+	out, _, code = crew(t, home, "doctor")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("projection conversations: at %d, lag 0", last)) {
+		t.Errorf("doctor after rebuild: code %d\n%s", code, out)
+	}
+	out, errOut, code = crew(t, home, "verify", stopped)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("ok: %d events", len(ids))) {
 		t.Fatalf("verify: code %d, %q %q", code, out, errOut)
 	}
