@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -12,9 +13,11 @@ import (
 
 // Conversation statuses.
 const (
-	ConversationIdle    = "idle"
-	ConversationRunning = "running" // a run started and not finished
-	ConversationClosed  = "closed"
+	ConversationIdle             = "idle"
+	ConversationRunning          = "running"           // a run started and not finished
+	ConversationAwaitingApproval = "awaiting_approval" // a run paused on an approval
+	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap)
+	ConversationClosed           = "closed"
 )
 
 // titleRunes bounds a title derived from the first message.
@@ -46,6 +49,13 @@ type Conversation struct {
 	LastRunID   string     `json:"last_run_id,omitempty"`
 	// ActiveRuns are the runs started and not finished, in start order.
 	ActiveRuns []string `json:"active_runs,omitempty"`
+	// Queued counts owner messages stored since the last run started: not
+	// yet taken by a run.
+	Queued int `json:"queued,omitempty"`
+	// PendingApprovals are undecided approvals, oldest first.
+	PendingApprovals []PendingApproval `json:"pending_approvals,omitempty"`
+	// Halted is the reason the last run halted, until another run starts.
+	Halted string `json:"halted,omitempty"`
 	// LastSeq is the stream sequence of the conversation's latest event:
 	// what its single writer expects next.
 	LastSeq uint64 `json:"last_seq"`
@@ -59,8 +69,40 @@ var _ Projection = Conversations{}
 
 func (Conversations) Name() string { return "conversations" }
 
+// PendingApproval is an approval waiting for the owner.
+type PendingApproval struct {
+	ID        string          `json:"id"`
+	RunID     string          `json:"run_id"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Reason    string          `json:"reason,omitempty"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// bucketApprovals maps approval id → conversation id.
+const bucketApprovals = "approvals"
+
 func (Conversations) Buckets() []string {
-	return []string{bucketConversations, bucketConvByUpdated}
+	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals}
+}
+
+// FindApproval returns the conversation an approval belongs to.
+func FindApproval(db *bbolt.DB, approvalID string) (string, error) {
+	var conv string
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketApprovals))
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get([]byte(approvalID))
+		if v == nil {
+			return ErrNotFound
+		}
+		conv = string(v)
+		return nil
+	})
+	return conv, err
 }
 
 func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
@@ -94,11 +136,13 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		}
 	case *events.MessageReceived:
 		c.Messages++
+		c.Queued++
 		if c.Title == "" {
 			c.Title = truncate(oneLine(e.Text), titleRunes)
 		}
 	case *events.RunStarted:
 		c.LastRunID = e.RunID
+		c.Queued, c.Halted = 0, ""
 		if !slices.Contains(c.ActiveRuns, e.RunID) {
 			c.ActiveRuns = append(c.ActiveRuns, e.RunID)
 		}
@@ -110,6 +154,25 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if len(c.ActiveRuns) == 0 {
 			c.ActiveRuns = nil
 		}
+		c.Halted = ""
+		if e.Status == events.RunHalted {
+			c.Halted = e.Reason
+		}
+		c.PendingApprovals = slices.DeleteFunc(c.PendingApprovals, func(a PendingApproval) bool { return a.RunID == e.RunID })
+		if len(c.PendingApprovals) == 0 {
+			c.PendingApprovals = nil
+		}
+	case *events.ApprovalRequested:
+		c.PendingApprovals = append(c.PendingApprovals, PendingApproval{ID: e.ApprovalID, RunID: e.RunID, CallID: e.CallID,
+			Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason, ExpiresAt: e.ExpiresAt})
+		if err := tx.Bucket([]byte(bucketApprovals)).Put([]byte(e.ApprovalID), []byte(id)); err != nil {
+			return err
+		}
+	case *events.ApprovalDecided:
+		c.PendingApprovals = slices.DeleteFunc(c.PendingApprovals, func(a PendingApproval) bool { return a.ID == e.ApprovalID })
+		if len(c.PendingApprovals) == 0 {
+			c.PendingApprovals = nil
+		}
 	case *events.ConversationClosed:
 		t := env.Time
 		c.Closed, c.CloseReason = &t, e.Reason
@@ -118,8 +181,12 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	switch {
 	case c.Closed != nil:
 		c.Status = ConversationClosed
+	case len(c.PendingApprovals) > 0:
+		c.Status = ConversationAwaitingApproval
 	case len(c.ActiveRuns) > 0:
 		c.Status = ConversationRunning
+	case c.Halted != "":
+		c.Status = ConversationHalted
 	default:
 		c.Status = ConversationIdle
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
@@ -53,6 +54,21 @@ func TestConversationStatusAndRunNesting(t *testing.T) {
 	step("c1", &events.RunFinished{RunID: "r4", Status: events.RunFailed, Error: "boom"}, ConversationIdle)
 	step("c1", &events.ModelCalled{RunID: "ghost", Step: 1}, ConversationIdle)
 	step("d1", &events.ConversationClosed{Reason: "done"}, ConversationClosed)
+	// Approvals and halts.
+	exp := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	step("c2", &events.MessageReceived{Channel: "web", Text: "write it"}, ConversationIdle)
+	step("c2", &events.RunStarted{RunID: "r9", Agent: "master", Trigger: "message"}, ConversationRunning)
+	step("c2", &events.ApprovalRequested{ApprovalID: "a1", RunID: "r9", Step: 1, CallID: "k1", Tool: "workspace_write", Arguments: json.RawMessage(`{}`), ExpiresAt: exp}, ConversationAwaitingApproval)
+	step("c2", &events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved}, ConversationRunning)
+	step("c2", &events.RunFinished{RunID: "r9", Status: events.RunHalted, Reason: "max_steps"}, ConversationHalted)
+	step("c2", &events.MessageReceived{Channel: "web", Text: "go on"}, ConversationHalted)
+	if c2, _ := GetConversation(db, "c2"); c2.Queued != 1 {
+		t.Errorf("c2 queued = %d, want 1", c2.Queued)
+	}
+	step("c2", &events.RunStarted{RunID: "r10", Agent: "master", Trigger: "message"}, ConversationRunning)
+	if conv, err := FindApproval(db, "a1"); err != nil || conv != "c2" {
+		t.Errorf("FindApproval(a1) = %q, %v", conv, err)
+	}
 
 	c1, err := GetConversation(db, "c1")
 	if err != nil {
@@ -72,7 +88,7 @@ func TestConversationStatusAndRunNesting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ids(list, func(c Conversation) string { return c.ID }), []string{"d1", "c1"}; !slices.Equal(got, want) {
+	if got, want := ids(list, func(c Conversation) string { return c.ID }), []string{"c2", "d1", "c1"}; !slices.Equal(got, want) {
 		t.Errorf("conversations newest first: got %v, want %v", got, want)
 	}
 	if list, _ := ListConversations(db, 1); len(list) != 1 {
