@@ -190,3 +190,52 @@ func (l *Log) ReadAll(ctx context.Context, filter string, from uint64) ([]Envelo
 	}
 	return out, nil
 }
+
+// Follow yields the events matching filter from sequence from on, and keeps
+// yielding new ones as they are stored, until ctx ends or the caller stops.
+// Used by live feeds (SSE); stream sequences make resumption exact.
+func (l *Log) Follow(ctx context.Context, filter string, from uint64) iter.Seq2[Envelope, error] {
+	return func(yield func(Envelope, error) bool) {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+		if from > 1 {
+			cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+			cfg.OptStartSeq = from
+		}
+		cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+		if err != nil {
+			yield(Envelope{}, fmt.Errorf("follow %s from %d: %w", filter, from, err))
+			return
+		}
+		msgs, err := cons.Messages()
+		if err != nil {
+			yield(Envelope{}, fmt.Errorf("follow %s from %d: %w", filter, from, err))
+			return
+		}
+		defer msgs.Stop()
+		stop := context.AfterFunc(ctx, msgs.Stop)
+		defer stop()
+		for {
+			msg, err := msgs.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(Envelope{}, fmt.Errorf("follow %s: %w", filter, err))
+				}
+				return
+			}
+			meta, err := msg.Metadata()
+			if err != nil {
+				yield(Envelope{}, fmt.Errorf("follow %s: metadata: %w", filter, err))
+				return
+			}
+			env, err := decode(msg.Subject(), meta.Sequence.Stream, msg.Data())
+			if !yield(env, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// LiveSubject carries a conversation's display-only deltas (model text and
+// tool-call arguments as they are written). Core NATS, not stored: lossy by
+// design; the stored events are the truth.
+func LiveSubject(conversation string) string { return "live.conv." + conversation }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
@@ -17,6 +18,23 @@ func cost(v float64) *float64 { return &v }
 // with every field set and one minimal. TestEveryEventTypeHasSampleAndSchema
 // fails when a type is added without samples.
 var samples = map[string][]events.Event{
+	events.TypeSteerReceived: {&events.SteerReceived{Channel: "web", Text: "use metric units"}},
+	events.TypeSteersApplied: {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}},
+	events.TypeGuardReminded: {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
+	events.TypeApprovalRequested: {
+		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"ls"}`), ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
+		&events.ApprovalRequested{ApprovalID: "a2", RunID: "r1", Step: 1, CallID: "c2", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"git push"}`), Reason: "matches shell_ask_patterns: git push", ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
+	},
+	events.TypeApprovalDecided: {
+		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved, Always: true, Channel: "web"},
+		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionDenied},
+		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionExpired, Channel: "sweep"},
+	},
+	events.TypeRouteFallback: {&events.RouteFallback{RunID: "r1", Step: 1, From: "openrouter:a/b", To: "ollama:qwen3:8b", Error: "503 overloaded"}},
+	events.TypeEscalated: {
+		&events.Escalated{RunID: "r1", Step: 7, Reason: "loop", Route: "openrouter:big/model"},
+		&events.Escalated{RunID: "r1", Step: 2, Reason: "error", Route: "openrouter:big/model", Error: "every route failed"},
+	},
 	events.TypeConversationOpened: {
 		&events.ConversationOpened{Agent: "master", Channel: "web", Day: "2026-11-30"},
 		&events.ConversationOpened{Agent: "coach", Channel: "delegate", Title: "Plan meals", RootID: "web-20261130", RootSource: "web",
@@ -47,6 +65,7 @@ var samples = map[string][]events.Event{
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Output: "text"},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c2", Tool: "shell_run", Output: "x", IsError: true, Truncated: true,
 			SpillPath: "spill/c/c2.txt", DurationMS: 12},
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c3", Tool: "shell_run", Output: "DENIED_TOOL", IsError: true, Outcome: "denied"},
 	},
 	events.TypeRunFinished: {
 		&events.RunFinished{RunID: "r1", Status: events.RunDone},

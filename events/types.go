@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Event types. The string is stored in every envelope and is part of the
 // subject; it never changes once shipped.
@@ -13,6 +16,13 @@ const (
 	TypeToolCalled         = "tool_called"
 	TypeToolCompleted      = "tool_completed"
 	TypeRunFinished        = "run_finished"
+	TypeSteerReceived      = "steer_received"
+	TypeSteersApplied      = "steers_applied"
+	TypeGuardReminded      = "guard_reminded"
+	TypeApprovalRequested  = "approval_requested"
+	TypeApprovalDecided    = "approval_decided"
+	TypeRouteFallback      = "route_fallback"
+	TypeEscalated          = "escalated"
 )
 
 func init() {
@@ -24,6 +34,13 @@ func init() {
 	register[ToolCalled]()
 	register[ToolCompleted]()
 	register[RunFinished]()
+	register[SteerReceived]()
+	register[SteersApplied]()
+	register[GuardReminded]()
+	register[ApprovalRequested]()
+	register[ApprovalDecided]()
+	register[RouteFallback]()
+	register[Escalated]()
 }
 
 // ConversationOpened is the first event of a conversation.
@@ -68,9 +85,12 @@ func (*MessageReceived) EventVersion() int { return 1 }
 
 // RunStarted opens a run: one turn of one agent on a conversation.
 type RunStarted struct {
-	RunID       string `json:"run_id"`
-	Agent       string `json:"agent"`
-	Trigger     string `json:"trigger"` // "message", "queue", "job", "delegate", "resume"
+	RunID string `json:"run_id"`
+	Agent string `json:"agent"`
+	// Trigger is what started the run: "message" (an owner's message on an
+	// idle conversation), "queue" (messages that arrived while a run was
+	// open), "job", "delegate", "resume" (a restart found the run open).
+	Trigger     string `json:"trigger"`
 	ParentRunID string `json:"parent_run_id,omitempty"`
 }
 
@@ -129,6 +149,10 @@ type ToolCompleted struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	SpillPath  string `json:"spill_path,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// Why a result was produced by the harness instead of the tool:
+	// "denied", "expired", "max_steps", "loop", "escalated", "interrupted",
+	// "blocked" (deny pattern / hook). Empty when the tool ran.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 func (*ToolCompleted) EventType() string { return TypeToolCompleted }
@@ -151,3 +175,98 @@ type RunFinished struct {
 
 func (*RunFinished) EventType() string { return TypeRunFinished }
 func (*RunFinished) EventVersion() int { return 1 }
+
+// SteerReceived is a "/steer <text>" message for the running turn; the turn
+// takes it in at its next tool boundary (SteersApplied).
+type SteerReceived struct {
+	Channel string `json:"channel"`
+	Text    string `json:"text"`
+}
+
+func (*SteerReceived) EventType() string { return TypeSteerReceived }
+func (*SteerReceived) EventVersion() int { return 1 }
+
+// SteersApplied records the tool boundary at which pending steers (by the
+// ids of their SteerReceived events) entered the model's history as user
+// messages.
+type SteersApplied struct {
+	RunID    string   `json:"run_id"`
+	Step     int      `json:"step"`
+	SteerIDs []string `json:"steer_ids"`
+}
+
+func (*SteersApplied) EventType() string { return TypeSteersApplied }
+func (*SteersApplied) EventVersion() int { return 1 }
+
+// GuardReminded is the loop guard's reminder, shown to the model as a
+// user-role message naming only the tool and the count.
+type GuardReminded struct {
+	RunID string `json:"run_id"`
+	Step  int    `json:"step"`
+	Tool  string `json:"tool"`
+	Count int    `json:"count"`
+	Text  string `json:"text"`
+}
+
+func (*GuardReminded) EventType() string { return TypeGuardReminded }
+func (*GuardReminded) EventVersion() int { return 1 }
+
+// ApprovalRequested pauses a run on a gated tool call. Nothing has run.
+type ApprovalRequested struct {
+	ApprovalID string          `json:"approval_id"`
+	RunID      string          `json:"run_id"`
+	Step       int             `json:"step"`
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Reason     string          `json:"reason,omitempty"` // an ask_when reason, shown on the card
+	ExpiresAt  time.Time       `json:"expires_at"`
+}
+
+func (*ApprovalRequested) EventType() string { return TypeApprovalRequested }
+func (*ApprovalRequested) EventVersion() int { return 1 }
+
+// Approval decisions.
+const (
+	DecisionApproved = "approved"
+	DecisionDenied   = "denied"
+	DecisionExpired  = "expired"
+)
+
+// ApprovalDecided answers an approval. Expired is decided by the sweep and
+// handled as a deny.
+type ApprovalDecided struct {
+	ApprovalID string `json:"approval_id"`
+	Decision   string `json:"decision"`
+	Always     bool   `json:"always,omitempty"` // approved, and the tool joins auto_approve
+	Channel    string `json:"channel,omitempty"`
+}
+
+func (*ApprovalDecided) EventType() string { return TypeApprovalDecided }
+func (*ApprovalDecided) EventVersion() int { return 1 }
+
+// RouteFallback: a model call failed on one route and moves to the next.
+type RouteFallback struct {
+	RunID string `json:"run_id"`
+	Step  int    `json:"step"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Error string `json:"error"`
+}
+
+func (*RouteFallback) EventType() string { return TypeRouteFallback }
+func (*RouteFallback) EventVersion() int { return 1 }
+
+// Escalated: the turn moved to the agent's escalation_route, because the
+// loop guard would have halted it ("loop") or every route failed before any
+// text was shown ("error").
+type Escalated struct {
+	RunID  string `json:"run_id"`
+	Step   int    `json:"step"`
+	Reason string `json:"reason"`
+	Route  string `json:"route"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (*Escalated) EventType() string { return TypeEscalated }
+func (*Escalated) EventVersion() int { return 1 }
