@@ -1,0 +1,20 @@
+package tools
+
+// Builtins returns the built-in tools of this package, for New.
+func Builtins() []Tool {
+	return []Tool{
+		WorkspaceList{}, WorkspaceRead{}, WorkspaceGlob{}, WorkspaceGrep{},
+		WorkspaceWrite{}, WorkspaceEdit{},
+		ShellRun{},
+		ToolOutputRead{},
+	}
+}
+
+// Compile-time checks of the gate hooks.
+var (
+	_ Gated   = WorkspaceWrite{}
+	_ Gated   = WorkspaceEdit{}
+	_ Gated   = ShellRun{}
+	_ Asker   = ShellRun{}
+	_ Allower = ShellRun{}
+)

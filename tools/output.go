@@ -1,0 +1,75 @@
+package tools
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"unicode/utf8"
+)
+
+// Truncate cuts out to its first max characters (Unicode code points) and
+// says so in a last line that tells the model how to read on. When out fits,
+// or max <= 0, it is returned unchanged with truncated false.
+func Truncate(out string, max int) (shown string, truncated bool) {
+	if max <= 0 || len(out) <= max {
+		return out, false
+	}
+	total := utf8.RuneCountInString(out)
+	if total <= max {
+		return out, false
+	}
+	cut, n := 0, 0
+	for i := range out {
+		if n == max {
+			cut = i
+			break
+		}
+		n++
+	}
+	return fmt.Sprintf("%s\n[output cut at %d of %d characters; the full output is saved: call tool_output_read with this call's call_id and offset %d to read on]",
+		out[:cut], max, total, max), true
+}
+
+// Spill saves the full output of call callID in env.SpillDir (created if
+// needed) atomically, and returns its path relative to the home directory,
+// "spill/<conversation>/<file>", for the tool_completed event.
+func Spill(env Env, callID, full string) (relPath string, err error) {
+	if env.SpillDir == "" || !filepath.IsAbs(env.SpillDir) {
+		return "", fmt.Errorf("tools: spill: SpillDir %q is not an absolute path", env.SpillDir)
+	}
+	if err := os.MkdirAll(env.SpillDir, 0o700); err != nil {
+		return "", fmt.Errorf("tools: spill: %w", err)
+	}
+	root, err := os.OpenRoot(env.SpillDir)
+	if err != nil {
+		return "", fmt.Errorf("tools: spill: %w", err)
+	}
+	defer root.Close()
+	name := spillName(callID)
+	if err := writeAtomic(root, name, []byte(full), 0o600); err != nil {
+		return "", fmt.Errorf("tools: spill %s: %w", callID, err)
+	}
+	return path.Join("spill", filepath.Base(env.SpillDir), name), nil
+}
+
+// spillName maps a call id to a file name: ids made of safe characters are
+// kept (readable on disk), others are hashed, so no id can name a path
+// outside the spill dir.
+func spillName(callID string) string {
+	safe := callID != "" && len(callID) <= 128 && callID[0] != '.'
+	for _, c := range callID {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return callID + ".txt"
+	}
+	sum := sha256.Sum256([]byte(callID))
+	return "=" + hex.EncodeToString(sum[:16]) + ".txt" // '=' never starts a kept id
+
+}

@@ -1,0 +1,67 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Registry holds the tools a harness offers, by name.
+type Registry struct {
+	byName map[string]Tool
+	names  []string // sorted
+}
+
+// New returns a registry of tools. Names must be unique and non-empty.
+func New(tools ...Tool) (*Registry, error) {
+	r := &Registry{byName: make(map[string]Tool, len(tools))}
+	for _, t := range tools {
+		if t == nil {
+			return nil, fmt.Errorf("tools: nil tool")
+		}
+		name := t.Def().Name
+		if name == "" {
+			return nil, fmt.Errorf("tools: tool %T has no name", t)
+		}
+		if _, dup := r.byName[name]; dup {
+			return nil, fmt.Errorf("tools: %w: %s", ErrDuplicateTool, name)
+		}
+		r.byName[name] = t
+		r.names = append(r.names, name)
+	}
+	slices.Sort(r.names)
+	return r, nil
+}
+
+// Lookup returns the tool called name.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// Names returns every tool name, sorted.
+func (r *Registry) Names() []string { return slices.Clone(r.names) }
+
+// Defs returns the definitions of the named tools sorted by name, so the
+// prompt is the same whatever order config lists them in. Unknown names are
+// skipped (check them against Lookup when loading config); nil names means
+// every tool.
+func (r *Registry) Defs(names []string) []Def {
+	var out []Def
+	for _, n := range r.names {
+		if names == nil || slices.Contains(names, n) {
+			out = append(out, r.byName[n].Def())
+		}
+	}
+	return out
+}
+
+// Run runs one call. An unknown tool is an error Result, as the model may
+// invent names. The gate is the caller's business.
+func (r *Registry) Run(ctx context.Context, env Env, c Call) (Result, error) {
+	t, ok := r.byName[c.Name]
+	if !ok {
+		return failf("unknown tool %q", c.Name), nil
+	}
+	return t.Run(ctx, env, c.Arguments)
+}

@@ -1,0 +1,219 @@
+package shell
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// facilities returns the sandbox facilities to test: each network mode this
+// machine supports. CI machines are expected to support at least one.
+func facilities(t *testing.T) map[string]facility {
+	t.Helper()
+	f := probed()
+	if f.abiErr != nil {
+		t.Skipf("Landlock unavailable here: %v", f.abiErr)
+	}
+	out := map[string]facility{}
+	for name, m := range map[string]netMode{"unshare": netUnshare, "userns": netUserns} {
+		try := facility{abi: f.abi, net: m}
+		if _, err := run(t.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}, try); err == nil {
+			out[name] = try
+		}
+	}
+	if len(out) == 0 {
+		t.Skipf("no network namespace mode works here: %v", f.netErr)
+	}
+	return out
+}
+
+func TestSandboxConfinesWrites(t *testing.T) {
+	for name, f := range facilities(t) {
+		t.Run(name, func(t *testing.T) {
+			ws, extra, outside := t.TempDir(), t.TempDir(), t.TempDir()
+			pol := &Policy{WritePaths: []string{ws, extra}}
+			tests := []struct {
+				script string
+				ok     bool
+				file   string // must exist afterwards iff ok
+			}{
+				{"echo x > in.txt", true, filepath.Join(ws, "in.txt")},
+				{"mkdir -p a/b && echo x > a/b/c.txt", true, filepath.Join(ws, "a/b/c.txt")},
+				{"echo x > " + extra + "/e.txt", true, filepath.Join(extra, "e.txt")},
+				{"echo x > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\"", true, ""},
+				{"echo x > /dev/null", true, ""},
+				{"echo x > " + outside + "/out.txt", false, filepath.Join(outside, "out.txt")},
+				{"mkdir " + outside + "/d", false, filepath.Join(outside, "d")},
+				{"ln -s /etc/passwd " + outside + "/l", false, filepath.Join(outside, "l")},
+				{"mv in.txt " + outside + "/moved.txt", false, filepath.Join(outside, "moved.txt")},
+			}
+			for _, tt := range tests {
+				out, err := run(t.Context(), Command{Script: tt.script, Dir: ws, Env: Environ(os.Environ()), Sandbox: pol}, f)
+				if err != nil {
+					t.Fatalf("%q: %v", tt.script, err)
+				}
+				if got := out.ExitCode == 0; got != tt.ok {
+					t.Errorf("%q: exit %d (%s), want success %v", tt.script, out.ExitCode, out.Text, tt.ok)
+				}
+				if tt.file != "" {
+					if _, err := os.Lstat(tt.file); (err == nil) != tt.ok {
+						t.Errorf("%q: %s exists=%v, want %v", tt.script, tt.file, err == nil, tt.ok)
+					}
+				}
+			}
+			if _, err := os.Stat(filepath.Join(ws, "in.txt")); err != nil {
+				t.Errorf("a refused mv still moved the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestSandboxBlocksNetwork(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=connect", "GORACE=atexit_sleep_ms=0", "CREW_SHELL_ADDR="+l.Addr().String())
+	script := strconv.Quote(self)
+
+	out, err := Run(t.Context(), Command{Script: script, Dir: t.TempDir(), Env: env})
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("unsandboxed connect: %v, %+v", err, out)
+	}
+	for name, f := range facilities(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			out, err := run(t.Context(), Command{Script: script, Dir: ws, Env: env, Sandbox: &Policy{WritePaths: []string{ws}, Network: true}}, f)
+			if err != nil || out.ExitCode != 0 {
+				t.Errorf("sandboxed connect with network: %v, %+v", err, out)
+			}
+			out, err = run(t.Context(), Command{Script: script, Dir: ws, Env: env, Sandbox: &Policy{WritePaths: []string{ws}}}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.ExitCode == 0 || !strings.Contains(out.Text, "connect:") {
+				t.Errorf("sandboxed connect without network: got %+v, want a failed connect", out)
+			}
+		})
+	}
+}
+
+func TestSandboxKeepsOwnLoopback(t *testing.T) {
+	f, ok := facilities(t)["unshare"]
+	if !ok {
+		t.Skip("loopback is only brought up in unshare mode")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=loopback", "GORACE=atexit_sleep_ms=0")
+	out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: "/", Env: env, Sandbox: &Policy{}}, f)
+	if err != nil || out.ExitCode != 0 {
+		t.Errorf("loopback inside the sandbox: %v, %+v", err, out)
+	}
+}
+
+func TestSandboxCannotSignalOutside(t *testing.T) {
+	for name, f := range facilities(t) {
+		if f.abi < 6 {
+			t.Skipf("Landlock ABI %d has no signal scope", f.abi)
+		}
+		t.Run(name, func(t *testing.T) {
+			script := "kill -0 " + strconv.Itoa(os.Getpid())
+			out, err := run(t.Context(), Command{Script: script, Dir: "/", Sandbox: &Policy{Network: true}}, f)
+			if err != nil || out.ExitCode == 0 {
+				t.Errorf("signal to the harness from the sandbox: %v, %+v; want refused", err, out)
+			}
+		})
+	}
+}
+
+// The restrictions live on a thread that dies: the test process itself must
+// stay free to write anywhere, from any goroutine.
+func TestSandboxDoesNotRestrictCaller(t *testing.T) {
+	for _, f := range facilities(t) {
+		for range 5 {
+			if _, err := run(t.Context(), Command{Script: "true", Dir: "/", Sandbox: &Policy{}}, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), []byte("x"), 0o600); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestSandboxFailsClosed(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	tests := []struct {
+		name string
+		f    facility
+		pol  Policy
+	}{
+		{"no landlock", facility{abiErr: errors.New("ENOSYS")}, Policy{Network: true}},
+		{"no netns", facility{abi: 1, netErr: errors.New("EPERM")}, Policy{}},
+	}
+	for _, tt := range tests {
+		_, err := run(t.Context(), Command{Script: "touch " + marker, Dir: "/", Sandbox: &tt.pol}, tt.f)
+		if !errors.Is(err, ErrNoSandbox) {
+			t.Errorf("%s: got %v, want ErrNoSandbox", tt.name, err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%s: the command ran", tt.name)
+		}
+	}
+}
+
+func TestSandboxReportsMechanism(t *testing.T) {
+	m, ok := Sandbox()
+	t.Logf("sandbox: %s (ok %v)", m, ok)
+	if m == "" {
+		t.Error("empty mechanism")
+	}
+}
+
+func TestSandboxStandardStreams(t *testing.T) {
+	for name, f := range facilities(t) {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t.Context(), Command{Script: "echo a > /dev/stdout; echo b >/dev/stderr; echo c >/proc/self/fd/1; echo d | cat", Dir: "/", Sandbox: &Policy{}}, f)
+			if err != nil || out.Text != "a\nb\nc\nd\n" || out.ExitCode != 0 {
+				t.Errorf("got %+v, %v", out, err)
+			}
+		})
+	}
+}
+
+func TestNilEnvInheritsNothing(t *testing.T) {
+	t.Setenv("CREW_TEST_SECRET", "s3cret")
+	out, err := Run(t.Context(), Command{Script: "echo \"[$CREW_TEST_SECRET]\"", Dir: "/"})
+	if err != nil || out.Text != "[]\n" {
+		t.Errorf("got %+v, %v", out, err)
+	}
+}

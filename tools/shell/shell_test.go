@@ -1,0 +1,208 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary double as a small network client run by
+// sandboxed commands, so the tests need no nc or bash.
+func TestMain(m *testing.M) {
+	switch os.Getenv("CREW_SHELL_HELPER") {
+	case "":
+		os.Exit(m.Run())
+	case "connect":
+		c, err := net.DialTimeout("tcp", os.Getenv("CREW_SHELL_ADDR"), 2*time.Second)
+		if err != nil {
+			fmt.Println("connect:", err)
+			os.Exit(3)
+		}
+		c.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	case "loopback":
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Println("listen:", err)
+			os.Exit(3)
+		}
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 2*time.Second)
+		if err != nil {
+			fmt.Println("connect:", err)
+			os.Exit(3)
+		}
+		c.Close()
+		fmt.Println("loopback ok")
+		os.Exit(0)
+	}
+	os.Exit(2)
+}
+
+func TestRunOutputAndExitCode(t *testing.T) {
+	tests := []struct {
+		script   string
+		wantText string
+		wantCode int
+	}{
+		{"echo out; echo err >&2; exit 3", "out\nerr\n", 3},
+		{"printf 'a\\nb'", "a\nb", 0},
+		{"pwd", "", 0},
+		{"echo $CREW_SECRET_KEY", "\n", 0},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		env := Environ(append(os.Environ(), "CREW_SECRET_KEY=hunter2"))
+		out, err := Run(t.Context(), Command{Script: tt.script, Dir: dir, Env: env})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.script, err)
+		}
+		want := tt.wantText
+		if tt.script == "pwd" {
+			want = dir + "\n"
+		}
+		if out.Text != want || out.ExitCode != tt.wantCode {
+			t.Errorf("%q: got %q, exit %d; want %q, exit %d", tt.script, out.Text, out.ExitCode, want, tt.wantCode)
+		}
+	}
+}
+
+func TestEnvironDropsSecrets(t *testing.T) {
+	got := strings.Join(Environ([]string{"PATH=/bin", "OPENROUTER_API_KEY=k", "LC_ALL=C", "AWS_SECRET_ACCESS_KEY=s", "HOME=/h"}), " ")
+	for _, want := range []string{"PATH=/bin", "LC_ALL=C", "HOME=/h", "TERM=dumb"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Environ lost %s: %s", want, got)
+		}
+	}
+	if strings.Contains(got, "KEY") {
+		t.Errorf("Environ kept a secret: %s", got)
+	}
+}
+
+func TestCaptureKeepsHeadAndTail(t *testing.T) {
+	c := newCapture(4, 4)
+	for _, s := range []string{"ab", "cdef", "ghij", "klmn"} {
+		c.Write([]byte(s))
+	}
+	got, dropped := c.text()
+	if dropped != 6 || !strings.HasPrefix(got, "abcd") || !strings.HasSuffix(got, "klmn") || !strings.Contains(got, "6 bytes of output dropped") {
+		t.Errorf("got %q, dropped %d", got, dropped)
+	}
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d outlived its group", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	out, err := Run(t.Context(), Command{
+		Script:  "sleep 100 & echo $! > pid; wait",
+		Dir:     dir,
+		Timeout: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.TimedOut || out.ExitCode != -1 || out.Signal != "killed" {
+		t.Errorf("got %+v, want a timed out, killed command", out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run took %v after a 300ms timeout", d)
+	}
+	waitDead(t, readPid(t, filepath.Join(dir, "pid")))
+}
+
+func TestContextCancelKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Command{Script: "sleep 100 & echo $! > pid; wait", Dir: dir})
+		done <- err
+	}()
+	pid := readPid(t, filepath.Join(dir, "pid"))
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	waitDead(t, pid)
+}
+
+func TestLeftoverBackgroundProcessIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	out, err := Run(t.Context(), Command{Script: "sleep 100 & echo $! > pid; echo done", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "done\n" || out.ExitCode != 0 || time.Since(start) > 5*time.Second {
+		t.Errorf("got %+v after %v", out, time.Since(start))
+	}
+	waitDead(t, readPid(t, filepath.Join(dir, "pid")))
+}
+
+func TestEscapedProcessHoldingPipeIsCutOff(t *testing.T) {
+	old := pipeGrace
+	pipeGrace = 200 * time.Millisecond
+	t.Cleanup(func() { pipeGrace = old })
+	dir := t.TempDir()
+	start := time.Now()
+	out, err := Run(t.Context(), Command{Script: "setsid sh -c 'echo $$ > pid; exec sleep 100' & while [ ! -s pid ]; do sleep 0.01; done; echo started", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := readPid(t, filepath.Join(dir, "pid"))
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !strings.Contains(out.Text, "started") || time.Since(start) > 5*time.Second {
+		t.Errorf("got %+v after %v", out, time.Since(start))
+	}
+}

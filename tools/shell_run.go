@@ -1,0 +1,166 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/tools/shell"
+)
+
+//go:embed shell_run.md
+var shellRunDescription string
+
+// ShellRun runs a command line with /bin/sh in the workspace.
+type ShellRun struct{}
+
+func (ShellRun) NeedsApproval() bool { return true }
+
+func (ShellRun) Def() Def {
+	return Def{Name: "shell_run", Description: shellRunDescription, Params: params(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "Command line for /bin/sh -c, run in the workspace."},
+    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Kill the command after this many seconds. Default 120, at most 600."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)}
+}
+
+type shellArgs struct {
+	Command        string `json:"command"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
+}
+
+// command returns the call's command line, or "" when the arguments do not
+// decode (Run then reports why).
+func shellCommand(args json.RawMessage) string {
+	var a shellArgs
+	if _, ok := decode("shell_run", args, &a); !ok {
+		return ""
+	}
+	return a.Command
+}
+
+// AskWhen asks for commands matching shell_ask_patterns, except those a deny
+// pattern refuses anyway.
+func (ShellRun) AskWhen(env Env, args json.RawMessage) string {
+	cmd := shellCommand(args)
+	if _, denied := firstMatch(env.Agent.ShellDenyPatterns, cmd, true); denied {
+		return ""
+	}
+	if p, ok := firstMatch(env.Agent.ShellAskPatterns, cmd, true); ok {
+		return fmt.Sprintf("the command matches shell_ask_patterns entry %q", p)
+	}
+	return ""
+}
+
+// AllowWhen makes denied commands routine, so their refusal reaches the model
+// without asking anyone, and simple commands matching shell_allow_patterns.
+func (ShellRun) AllowWhen(env Env, args json.RawMessage) bool {
+	cmd := shellCommand(args)
+	if _, denied := firstMatch(env.Agent.ShellDenyPatterns, cmd, true); denied {
+		return true
+	}
+	if compound(cmd) {
+		return false
+	}
+	_, ok := firstMatch(env.Agent.ShellAllowPatterns, cmd, false)
+	return ok
+}
+
+func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	var a shellArgs
+	if msg, ok := decode("shell_run", args, &a); !ok {
+		return failf("%s", msg), nil
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return failf("command is required"), nil
+	}
+	if p, denied := firstMatch(env.Agent.ShellDenyPatterns, a.Command, true); denied {
+		return failf("refused: the command matches shell_deny_patterns entry %q; it was not run", p), nil
+	}
+	if a.TimeoutSeconds < 0 {
+		return failf("timeout_seconds must be positive"), nil
+	}
+	ws, err := workspaceRoot(env.Workspace)
+	if err != nil {
+		return Result{}, err
+	}
+	cmd := shell.Command{
+		Script:  a.Command,
+		Dir:     ws,
+		Timeout: time.Duration(a.TimeoutSeconds) * time.Second,
+		Env:     shell.Environ(os.Environ()),
+		Sandbox: sandboxPolicy(env.Agent, ws),
+	}
+	out, err := shell.Run(ctx, cmd)
+	if errors.Is(err, shell.ErrNoSandbox) {
+		return failf("refused: this agent's shell must run sandboxed, but %v; the command was not run", err), nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return Result{}, err
+	}
+	if err != nil {
+		return failf("could not run the command: %v", err), nil
+	}
+	return shellResult(out, cmd), nil
+}
+
+// sandboxPolicy returns the sandbox an agent's commands run in, or nil.
+func sandboxPolicy(p AgentPolicy, ws string) *shell.Policy {
+	noNet := p.ShellNetwork != nil && !*p.ShellNetwork
+	if !noNet && len(p.ShellWritePaths) == 0 {
+		return nil
+	}
+	paths := []string{ws}
+	for _, w := range p.ShellWritePaths {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(ws, w)
+		}
+		paths = append(paths, filepath.Clean(w))
+	}
+	return &shell.Policy{WritePaths: paths, Network: !noNet}
+}
+
+func shellResult(out shell.Output, cmd shell.Command) Result {
+	var b strings.Builder
+	b.WriteString(out.Text)
+	if out.Text == "" {
+		b.WriteString("(no output)")
+	}
+	if !strings.HasSuffix(b.String(), "\n") {
+		b.WriteString("\n")
+	}
+	switch {
+	case out.TimedOut:
+		timeout := cmd.Timeout
+		if timeout <= 0 {
+			timeout = shell.DefaultTimeout
+		}
+		fmt.Fprintf(&b, "timed out after %s; the command and its child processes were killed", min(timeout, shell.MaxTimeout))
+	case out.Signal != "":
+		fmt.Fprintf(&b, "killed by signal: %s", out.Signal)
+	default:
+		fmt.Fprintf(&b, "exit code: %d", out.ExitCode)
+	}
+	if p := cmd.Sandbox; p != nil && (out.ExitCode != 0 || out.TimedOut) {
+		b.WriteString("\n(sandboxed: writes only under the workspace")
+		if len(p.WritePaths) > 1 {
+			b.WriteString(", shell_write_paths")
+		}
+		b.WriteString(" and $TMPDIR")
+		if !p.Network {
+			b.WriteString("; no network")
+		}
+		b.WriteString(")")
+	}
+	return Result{Output: b.String(), IsError: out.TimedOut || out.ExitCode != 0}
+}

@@ -1,0 +1,114 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Def is what the model is told about a tool.
+type Def struct {
+	Name        string
+	Description string
+	Params      json.RawMessage // a JSON Schema object
+}
+
+// Call is one tool call the model made.
+type Call struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+}
+
+// Result is what a call produced. IsError marks a failure the model should
+// see and handle (see the package doc); it is not a harness error.
+type Result struct {
+	Output  string
+	IsError bool
+}
+
+// Env is what a call runs against.
+type Env struct {
+	Workspace    string // absolute path of the agent's workspace
+	Conversation string
+	SpillDir     string // <home>/spill/<conversation>
+	Agent        AgentPolicy
+	Clock        func() time.Time // nil means time.Now
+}
+
+// Now returns the time by env's clock.
+func (e Env) Now() time.Time {
+	if e.Clock == nil {
+		return time.Now()
+	}
+	return e.Clock()
+}
+
+// AgentPolicy is the part of an agent's config that tools consult.
+//
+// The shell patterns are Go regular expressions (RE2 syntax, see
+// regexp/syntax), matched unanchored against the whole command string: use
+// ^ and $ to anchor. Deny patterns refuse a command before anything runs;
+// ask patterns make a call ask for approval; allow patterns make a call
+// routine, but only for a simple command (no ; & | ` $( > < or newline),
+// so "^git status" cannot wave through "git status; rm -rf ~". An invalid
+// deny pattern refuses every command and an invalid ask pattern asks for
+// every command (fail closed); invalid allow patterns never match.
+// Validate patterns when loading config with ValidatePolicy.
+type AgentPolicy struct {
+	ShellAskPatterns   []string
+	ShellAllowPatterns []string
+	ShellDenyPatterns  []string
+	// ShellNetwork false runs shell commands sandboxed without network; nil
+	// or true leaves the network alone.
+	ShellNetwork *bool
+	// ShellWritePaths, when set, runs shell commands sandboxed: they may
+	// write only beneath the workspace, these paths (relative ones are taken
+	// from the workspace) and a private temp dir.
+	ShellWritePaths []string
+}
+
+// Tool is one callable tool.
+type Tool interface {
+	Def() Def
+	// Run executes one call. See the package doc for Result versus error.
+	Run(ctx context.Context, env Env, args json.RawMessage) (Result, error)
+}
+
+// Gated is implemented by tools that change things and so need approval in
+// a supervised conversation (the seed's table).
+type Gated interface {
+	NeedsApproval() bool
+}
+
+// Asker is implemented by tools some of whose calls must always ask. A
+// non-empty reason is shown on the approval card.
+type Asker interface {
+	AskWhen(env Env, args json.RawMessage) (reason string)
+}
+
+// Allower is implemented by tools some of whose calls are routine and run
+// even in a supervised conversation.
+type Allower interface {
+	AllowWhen(env Env, args json.RawMessage) bool
+}
+
+// NeedsApproval reports whether t needs approval unless a call is routine.
+func NeedsApproval(t Tool) bool {
+	g, ok := t.(Gated)
+	return ok && g.NeedsApproval()
+}
+
+// AskReason returns why this call must ask, or "" when it need not.
+func AskReason(t Tool, env Env, args json.RawMessage) string {
+	if a, ok := t.(Asker); ok {
+		return a.AskWhen(env, args)
+	}
+	return ""
+}
+
+// Routine reports whether this call runs without asking.
+func Routine(t Tool, env Env, args json.RawMessage) bool {
+	a, ok := t.(Allower)
+	return ok && a.AllowWhen(env, args)
+}

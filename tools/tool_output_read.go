@@ -1,0 +1,104 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+)
+
+//go:embed tool_output_read.md
+var toolOutputReadDescription string
+
+const (
+	defaultOutputChars = 8000
+	maxOutputChars     = 50000
+)
+
+// ToolOutputRead pages through the saved full output of an earlier call of
+// the same conversation (see Spill).
+type ToolOutputRead struct{}
+
+func (ToolOutputRead) Def() Def {
+	return Def{Name: "tool_output_read", Description: toolOutputReadDescription, Params: params(`{
+  "type": "object",
+  "properties": {
+    "call_id": {"type": "string", "description": "The id of the earlier tool call whose output was cut."},
+    "offset": {"type": "integer", "minimum": 0, "description": "Character to start at. Default 0."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 50000, "description": "How many characters to return. Default 8000."}
+  },
+  "required": ["call_id"],
+  "additionalProperties": false
+}`)}
+}
+
+func (ToolOutputRead) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	var a struct {
+		CallID string `json:"call_id"`
+		Offset int    `json:"offset"`
+		Limit  int    `json:"limit"`
+	}
+	if msg, ok := decode("tool_output_read", args, &a); !ok {
+		return failf("%s", msg), nil
+	}
+	if a.CallID == "" {
+		return failf("call_id is required"), nil
+	}
+	if a.Offset < 0 || a.Limit < 0 {
+		return failf("offset and limit must not be negative"), nil
+	}
+	limit := a.Limit
+	if limit == 0 {
+		limit = defaultOutputChars
+	}
+	limit = min(limit, maxOutputChars)
+	if !filepath.IsAbs(env.SpillDir) {
+		return Result{}, fmt.Errorf("tools: tool_output_read: SpillDir %q is not an absolute path", env.SpillDir)
+	}
+
+	data, err := readSpill(env.SpillDir, spillName(a.CallID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return failf("no saved output for call_id %q in this conversation (only outputs that were cut are saved)", a.CallID), nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("tools: tool_output_read %s: %w", a.CallID, err)
+	}
+	full := string(data)
+	total := utf8.RuneCountInString(full)
+	if a.Offset >= total {
+		return failf("offset %d is past the end of the output (%d characters)", a.Offset, total), nil
+	}
+	start, end := runeIndex(full, a.Offset), runeIndex(full, a.Offset+limit)
+	last := min(a.Offset+limit, total)
+	note := "end of output"
+	if last < total {
+		note = fmt.Sprintf("%d characters remain; call again with offset %d", total-last, last)
+	}
+	return Result{Output: fmt.Sprintf("%s\n[characters %d–%d of %d; %s]", full[start:end], a.Offset, last, total, note)}, nil
+}
+
+func readSpill(dir, name string) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(name)
+}
+
+// runeIndex returns the byte index of the n-th rune of s, or len(s).
+func runeIndex(s string, n int) int {
+	i := 0
+	for j := range s {
+		if i == n {
+			return j
+		}
+		i++
+	}
+	return len(s)
+}

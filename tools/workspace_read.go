@@ -1,0 +1,112 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+//go:embed workspace_read.md
+var workspaceReadDescription string
+
+const (
+	defaultReadLines = 2000
+	maxReadLines     = 5000
+)
+
+// WorkspaceRead reads a text file of the workspace with line numbers.
+type WorkspaceRead struct{}
+
+func (WorkspaceRead) Def() Def {
+	return Def{Name: "workspace_read", Description: workspaceReadDescription, Params: params(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File relative to the workspace."},
+    "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based). Default 1."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "How many lines to show. Default 2000."}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`)}
+}
+
+func (WorkspaceRead) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	var a struct {
+		Path   string `json:"path"`
+		Offset int    `json:"offset"`
+		Limit  int    `json:"limit"`
+	}
+	if msg, ok := decode("workspace_read", args, &a); !ok {
+		return failf("%s", msg), nil
+	}
+	if a.Path == "" {
+		return failf("path is required"), nil
+	}
+	if a.Offset < 0 || a.Limit < 0 {
+		return failf("offset and limit must be positive"), nil
+	}
+	offset, limit := max(a.Offset, 1), a.Limit
+	if limit == 0 {
+		limit = defaultReadLines
+	}
+	limit = min(limit, maxReadLines)
+
+	content, res, err := readText(env, a.Path)
+	if res != nil || err != nil {
+		return deref(res), err
+	}
+	if content == "" {
+		return Result{Output: a.Path + " is empty"}, nil
+	}
+	lines := strings.Split(strings.TrimSuffix(content, "\n"), "\n")
+	if offset > len(lines) {
+		return failf("offset %d is past the end of %s (%d lines)", offset, a.Path, len(lines)), nil
+	}
+	end := min(offset-1+limit, len(lines))
+	var b strings.Builder
+	for i := offset - 1; i < end; i++ {
+		fmt.Fprintf(&b, "%6d\t%s\n", i+1, cutLine(strings.TrimSuffix(lines[i], "\r"), maxLineChars))
+	}
+	if offset > 1 || end < len(lines) {
+		fmt.Fprintf(&b, "[lines %d–%d of %d", offset, end, len(lines))
+		if end < len(lines) {
+			fmt.Fprintf(&b, "; call again with offset %d to read on", end+1)
+		}
+		b.WriteString("]\n")
+	}
+	return Result{Output: strings.TrimSuffix(b.String(), "\n")}, nil
+}
+
+// readText reads a workspace file that must be UTF-8 text of a sane size.
+func readText(env Env, rel string) (string, *Result, error) {
+	pl, res, err := openPath(env, rel)
+	if res != nil || err != nil {
+		return "", res, err
+	}
+	defer pl.root.Close()
+	fail := func(format string, a ...any) (string, *Result, error) {
+		r := failf(format, a...)
+		return "", &r, nil
+	}
+	fi, err := pl.root.Stat(pl.rel)
+	switch {
+	case err != nil:
+		return fail("%s", describePathErr(rel, err))
+	case fi.IsDir():
+		return fail("%s is a directory; use workspace_list", rel)
+	case !fi.Mode().IsRegular():
+		return fail("%s is not a regular file", rel)
+	case fi.Size() > maxFileBytes:
+		return fail("%s is %d bytes, over the %d MiB limit; use workspace_grep, or shell_run with head, tail or sed", rel, fi.Size(), maxFileBytes>>20)
+	}
+	data, err := pl.root.ReadFile(pl.rel)
+	if err != nil {
+		return fail("%s", describePathErr(rel, err))
+	}
+	if binary(data) {
+		return fail("%s is a binary file (or not UTF-8 text); it cannot be shown as text", rel)
+	}
+	return string(data), nil, nil
+}

@@ -1,0 +1,82 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+//go:embed workspace_write.md
+var workspaceWriteDescription string
+
+// WorkspaceWrite creates or replaces a workspace file, atomically.
+type WorkspaceWrite struct{}
+
+func (WorkspaceWrite) NeedsApproval() bool { return true }
+
+func (WorkspaceWrite) Def() Def {
+	return Def{Name: "workspace_write", Description: workspaceWriteDescription, Params: params(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File relative to the workspace; parent directories are created."},
+    "content": {"type": "string", "description": "The whole new content of the file."}
+  },
+  "required": ["path", "content"],
+  "additionalProperties": false
+}`)}
+}
+
+func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	var a struct {
+		Path    string  `json:"path"`
+		Content *string `json:"content"`
+	}
+	if msg, ok := decode("workspace_write", args, &a); !ok {
+		return failf("%s", msg), nil
+	}
+	if a.Path == "" || a.Content == nil {
+		return failf("path and content are required"), nil
+	}
+	pl, res, err := openPath(env, a.Path)
+	if res != nil || err != nil {
+		return deref(res), err
+	}
+	defer pl.root.Close()
+	if pl.rel == "." {
+		return failf("path %q is the workspace itself; name a file", a.Path), nil
+	}
+	_, statErr := pl.root.Stat(pl.rel)
+	if err := writeAtomic(pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
+		return failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
+	}
+	verb := "overwrote"
+	if errors.Is(statErr, fs.ErrNotExist) {
+		verb = "created"
+	}
+	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines)", verb, a.Path, len(*a.Content), lineCount(*a.Content))}, nil
+}
+
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+}
+
+// describeWriteErr words a write failure without host paths.
+func describeWriteErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}
