@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 )
@@ -27,21 +28,64 @@ type Message struct {
 	IsError    bool                     `json:"is_error,omitempty"`
 }
 
+// Pending is a message or steer stored but not yet in the history.
+type Pending struct {
+	EventID string `json:"event_id"`
+	Text    string `json:"text"`
+}
+
+// Approval is a gated tool call waiting for (or just given) a decision.
+type Approval struct {
+	ID        string    `json:"id"`
+	RunID     string    `json:"run_id"`
+	Step      int       `json:"step"`
+	CallID    string    `json:"call_id"`
+	Tool      string    `json:"tool"`
+	Reason    string    `json:"reason,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Decision  string    `json:"decision,omitempty"` // empty while pending
+	Always    bool      `json:"always,omitempty"`
+}
+
 // State is what a turn needs of its conversation, folded from the
 // conversation's events. It is a pure function of those events: the same
-// events give the same State, whether from a snapshot or a cold replay.
+// events give the same State, from a snapshot or from a cold replay.
 type State struct {
 	Conversation string    `json:"conversation"`
 	Seq          uint64    `json:"seq"` // stream sequence of the last applied event
 	Agent        string    `json:"agent,omitempty"`
 	Channel      string    `json:"channel,omitempty"`
+	Autonomous   bool      `json:"autonomous,omitempty"`
+	ApprovalTTL  int       `json:"approval_ttl_seconds,omitempty"`
 	Messages     []Message `json:"messages"`
-	// OpenRun is the run started and not finished (a crash leaves it set).
+
+	// Queued are owner messages stored and not yet answered. A run's start
+	// moves them into Messages, all together (R-IN-2). BusyQueued says one
+	// arrived while a run was open.
+	Queued     []Pending `json:"queued,omitempty"`
+	BusyQueued bool      `json:"busy_queued,omitempty"`
+	// Steers wait for the running turn's next tool boundary.
+	Steers []Pending `json:"steers,omitempty"`
+
+	// OpenRun is the run started and not finished (a crash leaves it set);
+	// Step is its last model-call step.
 	OpenRun string `json:"open_run,omitempty"`
-	// CostUSD sums known model costs; UnknownCostCalls counts calls whose
-	// cost was not reported (never counted as zero).
+	Step    int    `json:"step,omitempty"`
+	// Calling holds tool calls started (tool_called) without a result.
+	Calling map[string]bool `json:"calling,omitempty"`
+	// Approvals of the open run by call id; AutoApprove the tools approved
+	// with "always" in this conversation.
+	Approvals   map[string]*Approval `json:"approvals,omitempty"`
+	AutoApprove []string             `json:"auto_approve,omitempty"`
+	// Decided remembers every answered approval of the conversation (id →
+	// decision), so a late second answer is a conflict, not "unknown".
+	Decided map[string]string `json:"decided,omitempty"`
+
+	// CostUSD sums known model costs; UnknownCostCalls counts successful
+	// calls whose cost was not reported (never counted as zero).
 	CostUSD          float64 `json:"cost_usd"`
 	UnknownCostCalls int     `json:"unknown_cost_calls"`
+	LastHalt         string  `json:"last_halt,omitempty"`
 	Closed           bool    `json:"closed,omitempty"`
 }
 
@@ -57,16 +101,46 @@ func (s *State) Apply(env events.Envelope) error {
 	}
 	switch e := e.(type) {
 	case *events.ConversationOpened:
-		s.Agent, s.Channel = e.Agent, e.Channel
+		s.Agent, s.Channel, s.Autonomous, s.ApprovalTTL = e.Agent, e.Channel, e.Autonomous, e.ApprovalTTLSeconds
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
-		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
+		s.Queued = append(s.Queued, Pending{EventID: env.ID, Text: e.Text})
+		if s.OpenRun != "" {
+			s.BusyQueued = true
+		}
+	case *events.SteerReceived:
+		s.Steers = append(s.Steers, Pending{EventID: env.ID, Text: e.Text})
+	case *events.SteersApplied:
+		applied := map[string]bool{}
+		for _, id := range e.SteerIDs {
+			applied[id] = true
+		}
+		kept := s.Steers[:0]
+		for _, p := range s.Steers {
+			if applied[p.EventID] {
+				s.Messages = append(s.Messages, Message{Role: RoleUser, Text: p.Text})
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		s.Steers = kept
 	case *events.RunStarted:
-		s.OpenRun = e.RunID
+		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
+		for _, q := range s.Queued {
+			s.Messages = append(s.Messages, Message{Role: RoleUser, Text: q.Text})
+		}
+		s.Queued, s.BusyQueued = nil, false
+		s.Calling, s.Approvals = nil, nil
 	case *events.RunFinished:
 		if s.OpenRun == e.RunID {
-			s.OpenRun = ""
+			s.OpenRun, s.Step, s.Calling, s.Approvals = "", 0, nil, nil
+			// Steers that never reached a tool boundary are dropped with
+			// the run: they were meant for it.
+			s.Steers = nil
+			if e.Status == events.RunHalted {
+				s.LastHalt = e.Reason
+			}
 		}
 	case *events.ModelCalled:
 		if e.CostUSD != nil {
@@ -74,16 +148,112 @@ func (s *State) Apply(env events.Envelope) error {
 		} else if e.Error == "" {
 			s.UnknownCostCalls++
 		}
+		if e.RunID == s.OpenRun && e.Step > s.Step {
+			s.Step = e.Step
+		}
 		if e.Error == "" {
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, ToolCalls: e.ToolCalls})
 		}
+	case *events.GuardReminded:
+		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
+	case *events.ToolCalled:
+		if s.Calling == nil {
+			s.Calling = map[string]bool{}
+		}
+		s.Calling[e.CallID] = true
 	case *events.ToolCompleted:
+		delete(s.Calling, e.CallID)
+		delete(s.Approvals, e.CallID)
 		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
+	case *events.ApprovalRequested:
+		if s.Approvals == nil {
+			s.Approvals = map[string]*Approval{}
+		}
+		s.Approvals[e.CallID] = &Approval{ID: e.ApprovalID, RunID: e.RunID, Step: e.Step, CallID: e.CallID, Tool: e.Tool, Reason: e.Reason, ExpiresAt: e.ExpiresAt}
+	case *events.ApprovalDecided:
+		if s.Decided == nil {
+			s.Decided = map[string]string{}
+		}
+		s.Decided[e.ApprovalID] = e.Decision
+		for _, a := range s.Approvals {
+			if a.ID == e.ApprovalID && a.Decision == "" {
+				a.Decision, a.Always = e.Decision, e.Always
+				if e.Always && e.Decision == events.DecisionApproved && !contains(s.AutoApprove, a.Tool) {
+					s.AutoApprove = append(s.AutoApprove, a.Tool)
+				}
+			}
+		}
 	}
 	if env.Seq != 0 {
 		s.Seq = env.Seq
 	}
 	return nil
+}
+
+// PendingApproval returns the undecided approval of the open run, if any.
+func (s *State) PendingApproval() *Approval {
+	for _, a := range s.Approvals {
+		if a.Decision == "" {
+			return a
+		}
+	}
+	return nil
+}
+
+// ApprovalByID finds an approval of the open run.
+func (s *State) ApprovalByID(id string) *Approval {
+	for _, a := range s.Approvals {
+		if a.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// UnansweredCalls are the tool calls of the last assistant message that
+// have no result yet, in the order the model wrote them.
+func (s *State) UnansweredCalls() []events.ToolCallRequest {
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		m := s.Messages[i]
+		if m.Role != RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, later := range s.Messages[i+1:] {
+			if later.Role == RoleTool {
+				answered[later.ToolCallID] = true
+			}
+		}
+		var out []events.ToolCallRequest
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// NeedsTurn reports whether the conversation has work for the turn worker:
+// an open run not waiting on a human, or messages not yet answered.
+func (s *State) NeedsTurn() bool {
+	if s.Closed {
+		return false
+	}
+	if s.OpenRun != "" {
+		return s.PendingApproval() == nil
+	}
+	return len(s.Queued) > 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Reader is the part of events.Log that loading state needs.
@@ -123,41 +293,58 @@ func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 			}
 		}
 	}
-	filter := events.Conv(conversation).Filter()
-	last, err := log.Last(ctx, filter)
+	applied, err := st.CatchUp(ctx, log)
 	if err != nil {
-		return nil, fmt.Errorf("load state of %s: %w", conversation, err)
-	}
-	if last <= st.Seq {
-		return st, nil
-	}
-	applied := 0
-	for env, err := range log.Read(ctx, filter, st.Seq+1) {
-		if err != nil {
-			return nil, fmt.Errorf("load state of %s: %w", conversation, err)
-		}
-		if err := st.Apply(env); err != nil {
-			return nil, fmt.Errorf("load state of %s: %w", conversation, err)
-		}
-		applied++
+		return nil, err
 	}
 	if snaps != nil && applied >= SnapshotEvery {
-		data, err := encodeSnapshot(st)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %s: %w", conversation, err)
-		}
-		if err := snaps.SaveSnapshot(conversation, data); err != nil {
-			return nil, fmt.Errorf("snapshot %s: %w", conversation, err)
+		if err := SaveSnapshot(snaps, st); err != nil {
+			return nil, err
 		}
 	}
 	return st, nil
 }
 
+// CatchUp applies every event stored after s.Seq and returns how many.
+func (s *State) CatchUp(ctx context.Context, log Reader) (int, error) {
+	filter := events.Conv(s.Conversation).Filter()
+	last, err := log.Last(ctx, filter)
+	if err != nil {
+		return 0, fmt.Errorf("load state of %s: %w", s.Conversation, err)
+	}
+	if last <= s.Seq {
+		return 0, nil
+	}
+	applied := 0
+	for env, err := range log.Read(ctx, filter, s.Seq+1) {
+		if err != nil {
+			return applied, fmt.Errorf("load state of %s: %w", s.Conversation, err)
+		}
+		if err := s.Apply(env); err != nil {
+			return applied, fmt.Errorf("load state of %s: %w", s.Conversation, err)
+		}
+		applied++
+	}
+	return applied, nil
+}
+
+// SaveSnapshot stores st as the conversation's snapshot.
+func SaveSnapshot(snaps Snapshots, st *State) error {
+	data, err := encodeSnapshot(st)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", st.Conversation, err)
+	}
+	if err := snaps.SaveSnapshot(st.Conversation, data); err != nil {
+		return fmt.Errorf("snapshot %s: %w", st.Conversation, err)
+	}
+	return nil
+}
+
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 1
+const snapshotVersion byte = 3
 
-// Snapshots are gob: about twice as fast to decode as JSON for a long
+// Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.
 func encodeSnapshot(st *State) ([]byte, error) {
 	var buf bytes.Buffer

@@ -9,8 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // coreModules are the design card's dependencies, reported by doctor.
@@ -172,19 +171,14 @@ func printNATSAccess(w io.Writer, h *home.Home) {
 	fmt.Fprintf(w, "nats CLI: nats --server nats://%s stream info CREW   (or: stream view CREW, sub 'crew.conv.>')\n", h.Config.NATS.Listen)
 }
 
-// printSandbox says which Linux sandbox facilities this machine offers.
+// printSandbox says which mechanism confines a sandboxed shell_run here.
 func printSandbox(w io.Writer) {
-	lsm, _ := os.ReadFile("/sys/kernel/security/lsm")
-	landlock := strings.Contains(string(lsm), "landlock")
-	bwrap, _ := exec.LookPath("bwrap")
-	userns := "unknown"
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
-		userns = "no"
-		if strings.TrimSpace(string(b)) != "0" {
-			userns = "yes"
-		}
+	mech, ok := shell.Sandbox()
+	if !ok {
+		fmt.Fprintf(w, "shell sandbox: %s\n", mech)
+		return
 	}
-	fmt.Fprintf(w, "sandbox facilities: landlock %s, user namespaces %s, bubblewrap %s\n", yesNo(landlock), userns, orNo(bwrap))
+	fmt.Fprintf(w, "shell sandbox: %s (used when shell_network: false or shell_write_paths is set)\n", mech)
 }
 
 func printRoutes(w io.Writer, h *home.Home, getenv func(string) string) {
@@ -209,20 +203,6 @@ func printRoutes(w io.Writer, h *home.Home, getenv func(string) string) {
 		ollama = "not set"
 	}
 	fmt.Fprintf(w, "  OPENROUTER_API_KEY %s, OLLAMA_HOST %s\n", key, ollama)
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func orNo(s string) string {
-	if s == "" {
-		return "no"
-	}
-	return s
 }
 
 func dirSize(dir string) int64 {

@@ -29,6 +29,7 @@ func init() {
 		{"init", "", "create the home with a working master agent (changes nothing if it exists)", runInit},
 		{"doctor", "", "print home, versions, event store, projection lag, sandbox, model routes", runDoctor},
 		{"export", "<conversation> [-o FILE]", "write a conversation's events as hash-chained JSONL", runExport},
+		{"replay", "<run-id> [--route ROUTE]", "re-drive a recorded run with its recorded replies and results; show the first divergence", runReplay},
 		{"verify", "<FILE>", "check an export's hash chain; name the first broken line", runVerify},
 		{"projections", "rebuild [NAME]", "rebuild read models from the event log (server stopped)", runProjections},
 	}

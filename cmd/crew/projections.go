@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
@@ -67,8 +68,16 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 
 // views serves the API's read models from the projections.
 type views struct {
-	db  *bbolt.DB
-	loc *time.Location // the owner's timezone
+	db    *bbolt.DB
+	loc   *time.Location // the owner's timezone
+	convs *loop.Convs    // the conversations' model-visible history
+}
+
+// conversationView is GET /api/conversations/{id}: the projection's view
+// plus the history as the model sees it.
+type conversationView struct {
+	projections.Conversation
+	History []loop.Message `json:"history"`
 }
 
 var _ web.Views = views{}
@@ -82,7 +91,16 @@ func (v views) Conversation(ctx context.Context, id string) (any, error) {
 	if errors.Is(err, projections.ErrNotFound) {
 		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
 	}
-	return c, err
+	if err != nil || v.convs == nil {
+		return c, err
+	}
+	conv, err := v.convs.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := conversationView{Conversation: c}
+	conv.View(func(st *loop.State) { out.History = append([]loop.Message{}, st.Messages...) })
+	return out, nil
 }
 
 func (v views) ConversationRows(ctx context.Context, limit int) ([]ui.ConversationRow, error) {

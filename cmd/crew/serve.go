@@ -82,6 +82,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return ready, map[string]any{"projections": statuses}
 	}
 
+	c, err := startCrew(ctx, dir, h, st, runner, env.getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer c.worker.Close()
+
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
@@ -90,8 +96,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Log:       st.log,
-			Views:     views{db: st.db, loc: h.Config.Location()},
+			Views:     views{db: st.db, loc: h.Config.Location(), convs: c.convs},
 			HomeDir:   dir,
+			Inbound:   c.inbound,
+			Approvals: c,
+			Live:      liveFeed(st.srv.Conn()),
 			Health:    health,
 			AuthToken: token,
 			Logger:    logger.With("component", "web"),
@@ -106,6 +115,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	go func() { errc <- srv.Serve(ln) }()
 
 	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, dir, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintln(env.stdout, c.routes)
 	if url := st.srv.ClientURL(); url != "" {
 		fmt.Fprintf(env.stdout, "embedded NATS is reachable at %s: nats --server %s stream info CREW\n", url, url)
 	}

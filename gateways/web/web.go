@@ -45,6 +45,10 @@ type Config struct {
 	Logger    *slog.Logger
 	// HomeDir is shown on the home page.
 	HomeDir string
+	// Inbound, Approvals and Live serve the write and live endpoints.
+	Inbound   Receiver
+	Approvals Approver
+	Live      LiveFeed
 }
 
 // New returns the API handler.
@@ -58,6 +62,13 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("GET /api/conversations/{id}/runs", s.listRuns)
 	mux.HandleFunc("GET /api/conversations/{id}/export", s.export)
 	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
+	if cfg.Inbound != nil {
+		mux.HandleFunc("POST /api/inbound", s.inbound)
+	}
+	if cfg.Approvals != nil {
+		mux.HandleFunc("POST /api/approvals/{id}", s.decide)
+	}
+	mux.HandleFunc("GET /api/stream", s.stream)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/tmc/langchaingo/llms"
+)
+
+func runReplay(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "replay")
+	route := fs.String("route", "", "answer model calls with this route (e.g. fake:script:FILE) instead of the recorded replies")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError{2}
+	}
+	runID := fs.Arg(0)
+	if err := events.ValidID(runID); err != nil {
+		return err
+	}
+	dir, err := homeDir(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	h, err := loadHome(env, dir)
+	if err != nil {
+		return err
+	}
+	agentID, envs, err := recordedRun(ctx, dir, h.Config, runID)
+	if err != nil {
+		return err
+	}
+	agents := agentsOf(h, nil)
+	agent, ok := agents[agentID]
+	if !ok {
+		return fmt.Errorf("run %s was made by agent %q, which is not loaded now", runID, agentID)
+	}
+	var override llms.Model
+	if *route != "" {
+		r, err := llm.ParseRoute(*route)
+		if err != nil {
+			return err
+		}
+		providers := llm.NewProviders(llm.Config{
+			OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", env.getenv),
+			OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", env.getenv),
+			OllamaHost:        h.Getenv("OLLAMA_HOST", env.getenv),
+		})
+		if override, err = providers.Model(r); err != nil {
+			return err
+		}
+	}
+	reg, err := tools.New(tools.Builtins()...)
+	if err != nil {
+		return err
+	}
+	rep, err := loop.Replay(ctx, envs, runID, agent, reg, h.Config.Location(), override)
+	if err != nil {
+		return err
+	}
+	for _, l := range rep.Lines {
+		if l.OK {
+			fmt.Fprintf(env.stdout, "%4d  step %-3d %-20s ok\n", l.Index, l.Step, l.Type)
+		}
+	}
+	if d := rep.Diverged; d != nil {
+		fmt.Fprintf(env.stdout, "%4d  step %-3d %-20s DIVERGED\n      expected: %s\n      got:      %s\n", d.Index, d.Step, d.Type, d.Expected, d.Got)
+		fmt.Fprintf(env.stderr, "run %s diverges at event %d (step %d)\n", runID, d.Index, d.Step)
+		return exitError{1}
+	}
+	fmt.Fprintf(env.stdout, "run %s of %s replayed: %d events identical, no tool run, no network\n", runID, rep.Conversation, len(rep.Lines))
+	return nil
+}
+
+// recordedRun returns the run's agent and its conversation's events, from
+// the store when the server is stopped, else from the running server.
+func recordedRun(ctx context.Context, dir string, cfg *home.Config, runID string) (string, []events.Envelope, error) {
+	st, err := openStore(ctx, dir, cfg, slog.New(slog.DiscardHandler))
+	if errors.Is(err, errStoreBusy) {
+		return recordedRunFromServer(ctx, dir, runID)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	defer st.Close()
+	run, err := projections.GetRun(st.db, runID)
+	if err != nil {
+		return "", nil, fmt.Errorf("run %s: %w (is the projection rebuilt? crew projections rebuild)", runID, err)
+	}
+	envs, err := st.log.ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
+	return run.Agent, envs, err
+}
+
+func recordedRunFromServer(ctx context.Context, dir, runID string) (string, []events.Envelope, error) {
+	info, err := readServeInfo(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	var run struct {
+		Agent        string `json:"agent"`
+		Conversation string `json:"conversation"`
+	}
+	if err := getFromServer(ctx, info.URL+"/api/runs/"+runID, func(r io.Reader) error { return json.NewDecoder(r).Decode(&run) }); err != nil {
+		return "", nil, err
+	}
+	var envs []events.Envelope
+	err = getFromServer(ctx, info.URL+"/api/conversations/"+run.Conversation+"/export", func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 64<<20)
+		for sc.Scan() {
+			var l events.ExportLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Type == "" {
+				continue // the end line
+			}
+			envs = append(envs, events.Envelope{Type: l.Type, V: l.V, ID: l.ID, Time: l.Time, Data: l.Data, Subject: l.Subject, Seq: l.Seq})
+		}
+		return sc.Err()
+	})
+	return run.Agent, envs, err
+}
+
+func getFromServer(ctx context.Context, url string, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the running server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return read(resp.Body)
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+	"github.com/tmc/langchaingo/llms"
+	"go.etcd.io/bbolt"
+)
+
+// defaultTools is what an agent gets when agent.yaml lists no tools.
+var defaultTools = []string{
+	"workspace_list", "workspace_read", "workspace_glob", "workspace_grep", "workspace_write", "workspace_edit",
+	"shell_run", "tool_output_read", "ask_user", "progress_note",
+}
+
+// crew is the running runtime: turn worker, inbound door, approvals.
+type crewRuntime struct {
+	worker  *loop.Worker
+	inbound *inbound.Inbound
+	db      *bbolt.DB
+	runner  *projections.Runner
+	log     *events.Log
+	convs   *loop.Convs
+	routes  string // what serve prints about models
+}
+
+// routeSetup decides every agent's routes: MY_AGENT_ROUTES overrides; with
+// no OpenRouter key and no reachable Ollama, everything runs on fake:echo
+// (and serve says so).
+func routeSetup(ctx context.Context, h *home.Home, getenv func(string) string, providers *llm.Providers) (override []string, note string, err error) {
+	if env := getenv("MY_AGENT_ROUTES"); env != "" {
+		rs, err := llm.RoutesFromEnv(getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, r := range rs {
+			override = append(override, r.String())
+		}
+		return override, "models: MY_AGENT_ROUTES=" + env + " overrides every agent", nil
+	}
+	usable, why := providers.Available(ctx)
+	if len(usable) == 0 {
+		return []string{"fake:echo"}, "models: no OPENROUTER_API_KEY and no reachable Ollama: every agent runs on fake:echo (it repeats your message). " + why, nil
+	}
+	return nil, "models: " + strings.Join(usable, ", ") + " available", nil
+}
+
+// agentsOf maps loaded agent configs to what the loop needs.
+func agentsOf(h *home.Home, override []string) map[string]loop.Agent {
+	out := map[string]loop.Agent{}
+	for id, a := range h.Agents {
+		routes := a.Routes
+		if override != nil {
+			routes = override
+		}
+		names := a.Tools
+		if len(names) == 0 {
+			names = defaultTools
+		}
+		out[id] = loop.Agent{
+			ID: id, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
+			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
+			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
+			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
+			Policy: tools.AgentPolicy{
+				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
+				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
+			},
+		}
+	}
+	return out
+}
+
+// models caches one model per route for the process: a fake:script keeps
+// its place in the script across turns.
+type models struct {
+	providers *llm.Providers
+	mu        sync.Mutex
+	byRoute   map[string]llms.Model
+}
+
+func (m *models) Model(route string) (llms.Model, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mdl, ok := m.byRoute[route]; ok {
+		return mdl, nil
+	}
+	r, err := llm.ParseRoute(route)
+	if err != nil {
+		return nil, err
+	}
+	mdl, err := m.providers.Model(r)
+	if err != nil {
+		return nil, err
+	}
+	m.byRoute[route] = mdl
+	return mdl, nil
+}
+
+// startCrew wires the loop onto an open store.
+func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
+	providers := llm.NewProviders(llm.Config{
+		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
+		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
+		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
+	})
+	override, note, err := routeSetup(ctx, h, getenv, providers)
+	if err != nil {
+		return nil, err
+	}
+	agents := agentsOf(h, override)
+	reg0, err := tools.New(tools.Builtins()...)
+	if err != nil {
+		return nil, err
+	}
+	for id, a := range agents {
+		if err := checkAgent(a, reg0); err != nil {
+			logger.Error("agent skipped", "agent", id, "err", err)
+			delete(agents, id)
+		}
+	}
+	reg, err := tools.New(tools.Builtins()...)
+	if err != nil {
+		return nil, err
+	}
+	nc := st.srv.Conn()
+	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
+	deps := loop.Deps{
+		Models:   mdl.Model,
+		Tools:    reg,
+		Clock:    time.Now,
+		Location: h.Config.Location(),
+		SpillDir: filepath.Join(dir, "spill"),
+		NewID:    nuid.Next,
+		Live: func(conv, runID string, d llm.Delta) {
+			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
+			nc.Publish(events.LiveSubject(conv), b)
+		},
+		Sleep: sleepCtx,
+	}
+	convs := loop.NewConvs(st.log, projections.Snapshots{DB: st.db})
+	lastSeq, err := st.log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return nil, err
+	}
+	w, err := loop.StartWorker(ctx, loop.WorkerConfig{
+		Log: st.log, Convs: convs, Deps: deps, Logger: logger.With("component", "loop"),
+		Agents: func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok },
+		Recover: func(ctx context.Context) ([]string, error) {
+			if err := runner.WaitFor(ctx, lastSeq); err != nil {
+				return nil, err
+			}
+			return recoverable(st.db)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	in := &inbound.Inbound{
+		Convs: convs, Kick: w.Kick, Master: home.MasterID,
+		HasAgent:   func(id string) bool { _, ok := agents[id]; return ok },
+		Location:   h.Config.Location(),
+		Clock:      time.Now,
+		Autonomous: func(id string) bool { return agents[id].Autonomous },
+		ApprovalTTL: func(id, channel string) int {
+			if a := h.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
+				return a.Telegram.ApprovalTTLSeconds
+			}
+			return 0
+		},
+	}
+	return &crewRuntime{worker: w, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, routes: note}, nil
+}
+
+// checkAgent refuses settings the loop cannot honour: unknown tool names,
+// invalid shell patterns, unparsable routes.
+func checkAgent(a loop.Agent, reg *tools.Registry) error {
+	for _, name := range a.Tools {
+		if _, ok := reg.Lookup(name); !ok && !loop.IsLoopTool(name) {
+			return fmt.Errorf("%s/agent.yaml: tools: unknown tool %q", a.Dir, name)
+		}
+	}
+	if err := tools.ValidatePolicy(a.Policy); err != nil {
+		return fmt.Errorf("%s/agent.yaml: %w", a.Dir, err)
+	}
+	for _, r := range append(append([]string{}, a.Routes...), a.EscalationRoute) {
+		if r == "" {
+			continue
+		}
+		if _, err := llm.ParseRoute(r); err != nil {
+			return fmt.Errorf("%s/agent.yaml: %w", a.Dir, err)
+		}
+	}
+	return nil
+}
+
+// recoverable lists conversations that may have work after a restart.
+func recoverable(db *bbolt.DB) ([]string, error) {
+	list, err := projections.ListConversations(db, 0)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, c := range list {
+		if c.Status == projections.ConversationRunning || c.Status == projections.ConversationAwaitingApproval || c.Queued > 0 {
+			ids = append(ids, c.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Decide finds the approval's conversation and decides it there.
+func (c *crewRuntime) Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (string, error) {
+	if err := events.ValidID(approvalID); err != nil {
+		return "", err
+	}
+	// Read your writes: the approval was requested before this call.
+	last, err := c.log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return "", err
+	}
+	if err := c.runner.WaitFor(ctx, last); err != nil {
+		return "", err
+	}
+	conv, err := projections.FindApproval(c.db, approvalID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", loop.ErrUnknownApproval, approvalID)
+	}
+	return c.worker.Decide(ctx, conv, approvalID, approve, always, channel)
+}
+
+// live subscribes an SSE client to a conversation's deltas.
+func liveFeed(nc *nats.Conn) func(conv string, deliver func([]byte)) (func(), error) {
+	return func(conv string, deliver func([]byte)) (func(), error) {
+		sub, err := nc.Subscribe(events.LiveSubject(conv), func(m *nats.Msg) { deliver(m.Data) })
+		if err != nil {
+			return nil, err
+		}
+		return func() { sub.Unsubscribe() }, nil
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

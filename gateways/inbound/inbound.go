@@ -1,0 +1,167 @@
+// Package inbound is the one door for the owner's messages (R-IN, seed 000
+// §2.2): web, Telegram and /api/inbound all come through Receive. It finds
+// or opens the conversation, stores the message before answering, and
+// leaves running turns to the worker.
+package inbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// Errors, each mapped to one HTTP status by the web gateway.
+var (
+	ErrAwaitingApproval    = errors.New("the conversation is waiting for an approval: decide it first")             // 409
+	ErrQueueFull           = errors.New("too many queued messages: wait for the running turn")                      // 429
+	ErrEmptySteer          = errors.New("/steer needs text: /steer <what to change>")                               // 422
+	ErrUnknownConversation = errors.New("no such conversation")                                                     // 404
+	ErrUnknownAgent        = errors.New("no such agent")                                                            // 404
+	ErrBadMessage          = errors.New("bad message")                                                              // 400
+	ErrClosed              = errors.New("the conversation is closed: send without conversation_id to open today's") // 409
+)
+
+// MaxQueued is how many unanswered messages a conversation holds (R-HOME-6).
+const MaxQueued = 20
+
+// Inbound receives messages.
+type Inbound struct {
+	Convs    *loop.Convs
+	Kick     func(conversation string)
+	Master   string // the master agent's id
+	HasAgent func(id string) bool
+	Location *time.Location
+	Clock    func() time.Time
+	// Autonomous and ApprovalTTL are copied into a new conversation of
+	// the given agent.
+	Autonomous  func(agent string) bool
+	ApprovalTTL func(agent, channel string) int
+}
+
+// Message is one inbound message.
+type Message struct {
+	Text           string
+	Channel        string // "web", "api", "telegram:<chat>"
+	Agent          string // default: the master
+	ConversationID string // default: the agent's conversation of the channel and day
+	From           string
+	Attachments    []string
+}
+
+// Accepted says where a stored message went.
+type Accepted struct {
+	ConversationID string `json:"conversation_id"`
+	MessageID      string `json:"message_id"`
+	Steer          bool   `json:"steer,omitempty"`
+}
+
+var channelPattern = regexp.MustCompile(`^[a-z]+(:[A-Za-z0-9_-]{1,64})?$`)
+
+// Receive stores m and returns once it is in the log (R-REL-1).
+func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
+	if m.Channel == "" {
+		m.Channel = "api"
+	}
+	if !channelPattern.MatchString(m.Channel) {
+		return Accepted{}, fmt.Errorf("%w: channel %q: want a word, optionally :id (web, api, telegram:42)", ErrBadMessage, m.Channel)
+	}
+	text := strings.TrimSpace(m.Text)
+	if text == "" && len(m.Attachments) == 0 {
+		return Accepted{}, fmt.Errorf("%w: empty text", ErrBadMessage)
+	}
+	steer, isSteer := cutSteer(text)
+	if isSteer && steer == "" {
+		return Accepted{}, ErrEmptySteer
+	}
+	agent := m.Agent
+	if agent == "" {
+		agent = in.Master
+	}
+	if !in.HasAgent(agent) {
+		return Accepted{}, fmt.Errorf("%w: %q", ErrUnknownAgent, agent)
+	}
+	id := m.ConversationID
+	opening := id == ""
+	if opening {
+		id = DailyID(agent, in.Master, m.Channel, in.Clock().In(in.Location))
+	}
+	conv, err := in.Convs.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, events.ErrInvalidID) {
+			return Accepted{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+		}
+		return Accepted{}, err
+	}
+	var acc Accepted
+	stored, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
+		var evs []events.Event
+		if st.Agent == "" {
+			if !opening {
+				return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, id)
+			}
+			evs = append(evs, &events.ConversationOpened{
+				Agent: agent, Channel: m.Channel, Day: in.Clock().In(in.Location).Format(time.DateOnly),
+				Autonomous: in.Autonomous != nil && in.Autonomous(agent), ApprovalTTLSeconds: ttl(in.ApprovalTTL, agent, m.Channel),
+			})
+		}
+		if st.Closed {
+			return nil, ErrClosed
+		}
+		if st.PendingApproval() != nil {
+			return nil, ErrAwaitingApproval
+		}
+		if isSteer && st.OpenRun != "" {
+			acc.Steer = true
+			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: steer}), nil
+		}
+		if len(st.Queued) >= MaxQueued {
+			return nil, ErrQueueFull
+		}
+		if isSteer {
+			// Nothing is running to steer: the words are an ordinary message.
+			text = steer
+		}
+		return append(evs, &events.MessageReceived{Channel: m.Channel, From: m.From, Text: text, Attachments: m.Attachments}), nil
+	})
+	if err != nil {
+		return Accepted{}, err
+	}
+	acc.ConversationID, acc.MessageID = id, stored[len(stored)-1].ID
+	if !acc.Steer {
+		in.Kick(id)
+	}
+	return acc, nil
+}
+
+func ttl(f func(agent, channel string) int, agent, channel string) int {
+	if f == nil {
+		return 0
+	}
+	return f(agent, channel)
+}
+
+// cutSteer recognises "/steer <text>".
+func cutSteer(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "/steer")
+	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\n' && rest[0] != '\t') {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// DailyID is the id of an agent's conversation on a channel for a day (in
+// the owner's time zone): "web-20261130", "telegram-42-20261130" for the
+// master, "coach-web-20261130" for another agent.
+func DailyID(agent, master, channel string, day time.Time) string {
+	id := strings.ReplaceAll(channel, ":", "-") + "-" + day.Format("20060102")
+	if agent != master {
+		id = agent + "-" + id
+	}
+	return id
+}

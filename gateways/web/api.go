@@ -1,0 +1,237 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// MaxBody is the largest request body accepted (413 beyond).
+const MaxBody = 1 << 20
+
+// Receiver is the one door for messages.
+type Receiver interface {
+	Receive(ctx context.Context, m inbound.Message) (inbound.Accepted, error)
+}
+
+// Approver decides approvals by id.
+type Approver interface {
+	Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (decision string, err error)
+}
+
+// LiveFeed subscribes to a conversation's display-only deltas; the
+// returned func unsubscribes.
+type LiveFeed func(conversation string, deliver func(data []byte)) (stop func(), err error)
+
+type inboundRequest struct {
+	Text           string   `json:"text"`
+	Channel        string   `json:"channel"`
+	Agent          string   `json:"agent"`
+	ConversationID string   `json:"conversation_id"`
+	Attachments    []string `json:"attachments"`
+}
+
+func (s *server) inbound(w http.ResponseWriter, r *http.Request) {
+	var req inboundRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	acc, err := s.cfg.Inbound.Receive(r.Context(), inbound.Message{
+		Text: req.Text, Channel: req.Channel, Agent: req.Agent, ConversationID: req.ConversationID, Attachments: req.Attachments,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, acc)
+}
+
+type decisionRequest struct {
+	Decision string `json:"decision"` // "approve" | "deny"
+	Always   bool   `json:"always"`
+}
+
+func (s *server) decide(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var req decisionRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Decision != "approve" && req.Decision != "deny" {
+		writeError(w, http.StatusBadRequest, "bad_request", `decision must be "approve" or "deny"`)
+		return
+	}
+	if req.Always && req.Decision != "approve" {
+		writeError(w, http.StatusBadRequest, "bad_request", `"always" goes with "approve" only`)
+		return
+	}
+	decision, err := s.cfg.Approvals.Decide(r.Context(), id, req.Decision == "approve", req.Always, "web")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"approval_id": id, "decision": decision})
+}
+
+// stream is the conversation's SSE feed: stored events with their stream
+// sequence as the SSE id (a reconnect with Last-Event-ID resumes exactly),
+// and display-only deltas (event "delta", no id).
+func (s *server) stream(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("conversation")
+	if err := events.ValidID(id); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_id", err.Error())
+		return
+	}
+	from := uint64(0)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_request", "Last-Event-ID must be a stream sequence")
+			return
+		}
+		from = n + 1
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	out := make(chan []byte, 256)
+	if s.cfg.Live != nil {
+		stop, err := s.cfg.Live(id, func(data []byte) {
+			select {
+			case out <- sseFrame("delta", "", data):
+			default: // lossy: a slow reader misses deltas, never stored events
+			}
+		})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		defer stop()
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": stream of conversation "+id+"\n\n")
+	flusher.Flush()
+
+	stored := make(chan []byte)
+	go func() {
+		defer cancel()
+		for env, err := range s.cfg.Log.Follow(ctx, events.Conv(id).Filter(), from) {
+			if err != nil {
+				s.logger().Error("sse follow", "conversation", id, "err", err)
+				return
+			}
+			body, _ := json.Marshal(map[string]any{"type": env.Type, "v": env.V, "id": env.ID, "time": env.Time, "seq": env.Seq, "data": env.Data})
+			select {
+			case stored <- sseFrame(env.Type, strconv.FormatUint(env.Seq, 10), body):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		var frame []byte
+		select {
+		case <-ctx.Done():
+			return
+		case frame = <-stored:
+		case frame = <-out:
+		case <-keepalive.C:
+			frame = []byte(": keepalive\n\n")
+		}
+		if _, err := w.Write(frame); err != nil {
+			return
+		}
+		flusher.Flush()
+	}
+}
+
+func sseFrame(event, id string, data []byte) []byte {
+	var b strings.Builder
+	b.WriteString("event: " + event + "\n")
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
+	return []byte(b.String())
+}
+
+// decodeBody reads one JSON object strictly: unknown fields, trailing data
+// and bodies over MaxBody are refused with a JSON error.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err == nil {
+		if _, extra := io.Copy(io.Discard, r.Body); extra != nil {
+			err = extra
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body over %d bytes", MaxBody))
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "bad_json", "empty body: want a JSON object")
+	default:
+		writeError(w, http.StatusBadRequest, "bad_json", "body: "+err.Error())
+	}
+	return false
+}
+
+// fail maps domain errors to statuses, in one place.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	type mapping struct {
+		target error
+		status int
+		code   string
+	}
+	for _, m := range []mapping{
+		{inbound.ErrAwaitingApproval, http.StatusConflict, "awaiting_approval"},
+		{inbound.ErrClosed, http.StatusConflict, "closed"},
+		{inbound.ErrQueueFull, http.StatusTooManyRequests, "queue_full"},
+		{inbound.ErrEmptySteer, http.StatusUnprocessableEntity, "empty_steer"},
+		{inbound.ErrUnknownConversation, http.StatusNotFound, "not_found"},
+		{inbound.ErrUnknownAgent, http.StatusNotFound, "not_found"},
+		{inbound.ErrBadMessage, http.StatusBadRequest, "bad_request"},
+		{loop.ErrUnknownApproval, http.StatusNotFound, "not_found"},
+		{loop.ErrAlreadyDecided, http.StatusConflict, "already_decided"},
+		{ErrNotFound, http.StatusNotFound, "not_found"},
+	} {
+		if errors.Is(err, m.target) {
+			writeError(w, m.status, m.code, err.Error())
+			return
+		}
+	}
+	s.reply(w, r, nil, err)
+}

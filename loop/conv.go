@@ -1,0 +1,142 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/my-agent-crew/crew/events"
+)
+
+// Appender is the part of events.Log that writing needs.
+type Appender interface {
+	Reader
+	Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error)
+}
+
+var _ Appender = (*events.Log)(nil)
+
+// Convs is the in-process writer of every conversation: one Conv per id,
+// each appending under its own lock with the expected last sequence, so
+// inbound messages, steers, decisions and the turn itself never interleave
+// (R-ES-3). Another process writing the same conversation makes an append
+// fail with a conflict; the Conv then re-reads and decides again.
+type Convs struct {
+	log   Appender
+	snaps Snapshots
+
+	mu    sync.Mutex
+	convs map[string]*Conv
+}
+
+// NewConvs returns the writer set over log; snaps may be nil.
+func NewConvs(log Appender, snaps Snapshots) *Convs {
+	return &Convs{log: log, snaps: snaps, convs: map[string]*Conv{}}
+}
+
+// Get returns the conversation's writer, loading its state on first use.
+func (cs *Convs) Get(ctx context.Context, id string) (*Conv, error) {
+	if err := events.ValidID(id); err != nil {
+		return nil, err
+	}
+	cs.mu.Lock()
+	c, ok := cs.convs[id]
+	if !ok {
+		c = &Conv{id: id, convs: cs}
+		cs.convs[id] = c
+	}
+	cs.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == nil {
+		st, err := LoadState(ctx, cs.log, cs.snaps, id)
+		if err != nil {
+			return nil, err
+		}
+		c.st = st
+	}
+	return c, nil
+}
+
+// Conv serializes the writes of one conversation and holds its state.
+type Conv struct {
+	id    string
+	convs *Convs
+	mu    sync.Mutex
+	st    *State
+}
+
+// ID is the conversation id.
+func (c *Conv) ID() string { return c.id }
+
+// ErrRefused wraps a decision's refusal: nothing was appended.
+var ErrRefused = errors.New("refused")
+
+// Decide is a command on the conversation: it reads the current state and
+// returns the events to append (none: nothing to do), or an error to refuse.
+// It must not keep st.
+type Decide func(st *State) ([]events.Event, error)
+
+// Append runs decide on the current state and appends its events with the
+// state's sequence as expectation, then applies them. On a conflict (another
+// writer) it catches up from the log and decides again, at most 3 times.
+func (c *Conv) Append(ctx context.Context, decide Decide) ([]events.Envelope, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		evs, err := decide(c.st)
+		if err != nil || len(evs) == 0 {
+			return nil, err
+		}
+		envs := make([]events.Envelope, len(evs))
+		for i, e := range evs {
+			if envs[i], err = events.New(e); err != nil {
+				return nil, err
+			}
+		}
+		stored, err := c.convs.log.Append(ctx, events.Conv(c.id), c.st.Seq, envs...)
+		for _, env := range stored {
+			if aerr := c.st.Apply(env); aerr != nil {
+				return stored, aerr
+			}
+		}
+		if errors.Is(err, events.ErrConflict) && len(stored) == 0 && attempt < 3 {
+			if _, cerr := c.st.CatchUp(ctx, c.convs.log); cerr != nil {
+				return nil, cerr
+			}
+			continue
+		}
+		if err != nil {
+			return stored, fmt.Errorf("conversation %s: %w", c.id, err)
+		}
+		return stored, nil
+	}
+}
+
+// View calls f with the current state under the conversation's lock. f must
+// not keep st or anything it points to.
+func (c *Conv) View(f func(st *State)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c.st)
+}
+
+// Refresh catches the state up with the log (events another process
+// appended) and saves a snapshot when the history grew a lot.
+func (c *Conv) Refresh(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.st.CatchUp(ctx, c.convs.log)
+	return err
+}
+
+// Snapshot saves the current state as the conversation's snapshot.
+func (c *Conv) Snapshot() error {
+	if c.convs.snaps == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return SaveSnapshot(c.convs.snaps, c.st)
+}

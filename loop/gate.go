@@ -1,0 +1,36 @@
+package loop
+
+import (
+	"encoding/json"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// Verdict is the gate's answer for one tool call.
+type Verdict int
+
+const (
+	Run Verdict = iota // run it now
+	Ask                // create an approval and pause the turn
+)
+
+// Gate decides one call, in the seed's fixed order (000 §5, R-GATE-4),
+// enforced here and nowhere else:
+//
+//  1. ask_user always asks (handled by the loop before the gate);
+//  2. a call with an ask reason asks, even in an autonomous conversation;
+//  3. a routine call (allow_when) runs, even in a supervised one;
+//  4. the rest: tools that need no approval run; the others run when the
+//     conversation is autonomous or the tool is in its auto_approve; else ask.
+func Gate(tool tools.Tool, env tools.Env, args json.RawMessage, autonomous bool, autoApprove []string) (Verdict, string) {
+	if reason := tools.AskReason(tool, env, args); reason != "" {
+		return Ask, reason
+	}
+	if tools.Routine(tool, env, args) || !tools.NeedsApproval(tool) {
+		return Run, ""
+	}
+	if autonomous || contains(autoApprove, tool.Def().Name) {
+		return Run, ""
+	}
+	return Ask, ""
+}

@@ -1,0 +1,115 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+)
+
+// Loop guard (R-LOOP-3, seed 000 §2.3): a cheap model stuck on one broken
+// call may repeat it until max_steps. The guard reads one model call's tool
+// calls as a signature — names plus canonical arguments, ignoring call ids
+// and the order of parallel calls — and counts identical consecutive
+// signatures. On the 3rd the model is reminded; three more identical calls
+// halt the turn (or escalate it).
+
+// Guard thresholds.
+const (
+	guardRemindAt = 3
+	guardHaltAt   = guardRemindAt + 3
+)
+
+// guardExempt tools never count: they are how a model reports progress or
+// asks the owner, not work that can loop.
+var guardExempt = map[string]bool{"progress_note": true, "ask_user": true}
+
+// GuardVerdict is what the guard says about one model call's tool calls.
+type GuardVerdict int
+
+const (
+	GuardContinue GuardVerdict = iota
+	GuardRemind                // run the calls, then add the reminder
+	GuardHalt                  // do not run the calls: halt (or escalate)
+)
+
+// Guard counts identical consecutive tool-call signatures within a turn.
+type Guard struct {
+	last  string
+	count int
+	tools string
+}
+
+// Observe records one model call's tool calls. A call with no tools resets
+// the count; a call with only exempt tools neither counts nor resets.
+func (g *Guard) Observe(calls []events.ToolCallRequest) GuardVerdict {
+	if len(calls) == 0 {
+		g.Reset()
+		return GuardContinue
+	}
+	sig, names := signature(calls)
+	if sig == "" {
+		return GuardContinue
+	}
+	if sig == g.last {
+		g.count++
+	} else {
+		g.last, g.count, g.tools = sig, 1, names
+	}
+	switch {
+	case g.count >= guardHaltAt:
+		return GuardHalt
+	case g.count == guardRemindAt:
+		return GuardRemind
+	}
+	return GuardContinue
+}
+
+// Reset forgets the count: a new user message, a steer, an escalation.
+func (g *Guard) Reset() { g.last, g.count, g.tools = "", 0, "" }
+
+// Count and Tools describe the current repetition, for the reminder.
+func (g *Guard) Count() int    { return g.count }
+func (g *Guard) Tools() string { return g.tools }
+
+// Reminder is the user-role text: it names only the tool and the count,
+// never arguments or results — web and file data must never become the
+// owner's words.
+func (g *Guard) Reminder() string {
+	return fmt.Sprintf("[Harness reminder] You have made the same %s call %d times in a row and it has not moved the task forward. Do not repeat it: try a different approach, or stop and tell the owner what is blocking you.", g.tools, g.count)
+}
+
+func signature(calls []events.ToolCallRequest) (sig, names string) {
+	var parts []string
+	nameSet := map[string]bool{}
+	for _, c := range calls {
+		if guardExempt[c.Name] {
+			continue
+		}
+		parts = append(parts, c.Name+"\x00"+canonicalJSON(c.Arguments))
+		nameSet[c.Name] = true
+	}
+	sort.Strings(parts)
+	var ns []string
+	for n := range nameSet {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return strings.Join(parts, "\x01"), strings.Join(ns, ", ")
+}
+
+// canonicalJSON re-encodes arguments with sorted keys and no spacing, so
+// {"a":1, "b":2} and {"b":2,"a":1} are the same call.
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}

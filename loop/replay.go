@@ -1,0 +1,334 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Replay re-drives the loop over a recorded run (R-OBS-3): the model
+// answers with the recorded replies, tools answer with the recorded results,
+// the owner's inputs (steers, decisions) arrive where they arrived — no
+// network, no tool executed, nothing written to the real log. Each event the
+// loop produces is compared with the recorded one.
+
+// ReplayLine is one compared event.
+type ReplayLine struct {
+	Index    int    // 1-based among the run's loop events
+	Step     int    // model-call step, when the event has one
+	Type     string // recorded type
+	OK       bool
+	Expected string // JSON, on divergence
+	Got      string // JSON, on divergence
+}
+
+// ReplayReport is the outcome of a replay.
+type ReplayReport struct {
+	RunID        string
+	Conversation string
+	Lines        []ReplayLine
+	// Diverged is the first line that differs (nil when identical).
+	Diverged *ReplayLine
+}
+
+// loopOutputs are the event types the loop produces; everything else in a
+// run's span is an input (owner messages, steers, decisions).
+var loopOutputs = map[string]bool{
+	events.TypeRunStarted: true, events.TypeModelCalled: true, events.TypeRouteFallback: true,
+	events.TypeEscalated: true, events.TypeToolCalled: true, events.TypeToolCompleted: true,
+	events.TypeApprovalRequested: true, events.TypeSteersApplied: true, events.TypeGuardReminded: true,
+	events.TypeRunFinished: true,
+}
+
+var errDiverged = errors.New("replay diverged")
+
+// Replay replays run runID of a conversation whose events are envs (as
+// read from the log). agent is the agent as configured now; registry gives
+// the tools' gate behaviour (their Run is never called).
+//
+// override, when set, answers every model call instead of the recorded
+// replies (a changed script, another model): the report then shows where
+// the run would have gone differently.
+func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Agent, registry *tools.Registry, loc *time.Location, override llms.Model) (*ReplayReport, error) {
+	start := -1
+	for i, env := range envs {
+		if env.Type == events.TypeRunStarted {
+			e, err := env.Decode()
+			if err != nil {
+				return nil, err
+			}
+			if e.(*events.RunStarted).RunID == runID {
+				start = i
+				break
+			}
+		}
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("run %s: no run_started in the conversation", runID)
+	}
+	conv := events.ScopeOf(envs[start].Subject).ID()
+	var outputs, inputs []events.Envelope
+	var inputAt []int // index into outputs the input precedes
+	finished := false
+	for _, env := range envs[start:] {
+		if finished {
+			break
+		}
+		if loopOutputs[env.Type] {
+			if belongs(env, runID) {
+				outputs = append(outputs, env)
+				if env.Type == events.TypeRunFinished {
+					finished = true
+				}
+			}
+			continue
+		}
+		inputs = append(inputs, env)
+		inputAt = append(inputAt, len(outputs))
+	}
+	rep := &ReplayReport{RunID: runID, Conversation: conv}
+
+	// Recorded ids in the order the loop will ask for them.
+	var ids []string
+	attempts := map[string][]attempt{}
+	results := map[string][]*events.ToolCompleted{} // by tool, in run order
+	called := map[string]bool{}
+	for _, env := range outputs {
+		e, err := env.Decode()
+		if err != nil {
+			return nil, err
+		}
+		switch e := e.(type) {
+		case *events.RunStarted:
+			ids = append(ids, e.RunID)
+		case *events.ApprovalRequested:
+			ids = append(ids, e.ApprovalID)
+		case *events.RouteFallback:
+			attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
+		case *events.ModelCalled:
+			attempts[e.Route] = append(attempts[e.Route], attempt{reply: e})
+		case *events.ToolCalled:
+			called[e.CallID] = true
+		case *events.ToolCompleted:
+			if called[e.CallID] { // the tool ran: its Run produced this
+				results[e.Tool] = append(results[e.Tool], e)
+			}
+		}
+	}
+	mem := NewMemLog(envs[:start])
+	next, fed := 0, 0
+	feed := func(upTo int) {
+		for fed < len(inputs) && inputAt[fed] <= upTo {
+			mem.appendRaw(events.Conv(conv), inputs[fed])
+			fed++
+		}
+	}
+	mem.before = func(env events.Envelope) error {
+		if !loopOutputs[env.Type] {
+			return nil
+		}
+		if next >= len(outputs) {
+			line := ReplayLine{Index: next + 1, Type: "(none)", Got: describe(env)}
+			rep.Lines = append(rep.Lines, line)
+			rep.Diverged = &rep.Lines[len(rep.Lines)-1]
+			return errDiverged
+		}
+		want := outputs[next]
+		line := ReplayLine{Index: next + 1, Type: want.Type, Step: stepOf(want)}
+		if !sameEvent(want, env) {
+			line.Expected, line.Got = describe(want), describe(env)
+			rep.Lines = append(rep.Lines, line)
+			rep.Diverged = &rep.Lines[len(rep.Lines)-1]
+			return errDiverged
+		}
+		line.OK = true
+		rep.Lines = append(rep.Lines, line)
+		next++
+		return nil
+	}
+	// The recorded inputs that came before the run's first event.
+	feed(0)
+	replayTools := make([]tools.Tool, 0)
+	for _, name := range registry.Names() {
+		t, _ := registry.Lookup(name)
+		replayTools = append(replayTools, &recordedTool{Tool: t, results: results[name]})
+	}
+	reg, err := tools.New(replayTools...)
+	if err != nil {
+		return nil, err
+	}
+	var clock time.Time
+	if len(outputs) > 0 {
+		clock = outputs[0].Time
+	}
+	deps := Deps{
+		Models: func(route string) (llms.Model, error) {
+			if override != nil {
+				return override, nil
+			}
+			return &recordedModel{route: route, attempts: attempts}, nil
+		},
+		Tools: reg,
+		Clock: func() time.Time { return clock },
+		NewID: func() string {
+			if len(ids) == 0 {
+				return "replay-extra"
+			}
+			id := ids[0]
+			ids = ids[1:]
+			return id
+		},
+		Location: loc,
+		Sleep:    func(context.Context, time.Duration) error { return nil },
+	}
+	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut
+	convs := NewConvs(mem, nil)
+	for rounds := 0; rounds < 1000 && rep.Diverged == nil && next < len(outputs); rounds++ {
+		c, err := convs.Get(ctx, conv)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Refresh(ctx); err != nil { // the inputs fed since
+			return nil, err
+		}
+		before := next
+		err = NewTurn(agent, deps, c).Run(ctx)
+		if errors.Is(err, errDiverged) || rep.Diverged != nil {
+			break
+		}
+		if err != nil {
+			return rep, err
+		}
+		// Paused (an approval) or done: give the loop what the owner did
+		// next, and go on.
+		fedBefore := fed
+		feed(next)
+		if next == before && fed == fedBefore {
+			break
+		}
+	}
+	if rep.Diverged == nil && next < len(outputs) {
+		want := outputs[next]
+		rep.Lines = append(rep.Lines, ReplayLine{Index: next + 1, Type: want.Type, Step: stepOf(want), Expected: describe(want), Got: "(the replayed loop stopped here)"})
+		rep.Diverged = &rep.Lines[len(rep.Lines)-1]
+	}
+	return rep, nil
+}
+
+type attempt struct {
+	reply *events.ModelCalled
+	err   string
+}
+
+// recordedModel answers with the recorded attempts of its route, in order.
+type recordedModel struct {
+	route    string
+	attempts map[string][]attempt
+}
+
+func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+	list := m.attempts[m.route]
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%w: replay: no recorded model call on route %s", llm.ErrPermanent, m.route)
+	}
+	a := list[0]
+	m.attempts[m.route] = list[1:]
+	if a.reply == nil || a.reply.Error != "" {
+		msg := a.err
+		if a.reply != nil {
+			msg = a.reply.Error
+		}
+		return nil, recordedError(msg)
+	}
+	ch := &llms.ContentChoice{Content: a.reply.Text, GenerationInfo: map[string]any{
+		"PromptTokens": a.reply.InputTokens, "CompletionTokens": a.reply.OutputTokens,
+	}}
+	if a.reply.CostUSD != nil {
+		ch.GenerationInfo["CostUSD"] = *a.reply.CostUSD
+	}
+	for _, c := range a.reply.ToolCalls {
+		ch.ToolCalls = append(ch.ToolCalls, llms.ToolCall{ID: c.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}})
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+}
+
+func (m *recordedModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+// recordedError reads exactly as the recorded failure did, and counts as
+// an unavailable route so the loop falls back the same way.
+type recordedError string
+
+func (e recordedError) Error() string { return string(e) }
+func (e recordedError) Unwrap() error { return llm.ErrUnavailable }
+
+// recordedTool keeps a real tool's description and gate behaviour but
+// answers with the recorded result: nothing is executed.
+type recordedTool struct {
+	tools.Tool
+	results []*events.ToolCompleted
+}
+
+func (r *recordedTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	if len(r.results) == 0 {
+		return tools.Result{}, fmt.Errorf("replay: %s ran more often than recorded", r.Def().Name)
+	}
+	res := r.results[0]
+	r.results = r.results[1:]
+	return tools.Result{Output: res.Output, IsError: res.IsError}, nil
+}
+
+func (r *recordedTool) NeedsApproval() bool { return tools.NeedsApproval(r.Tool) }
+func (r *recordedTool) AskWhen(env tools.Env, args json.RawMessage) string {
+	return tools.AskReason(r.Tool, env, args)
+}
+func (r *recordedTool) AllowWhen(env tools.Env, args json.RawMessage) bool {
+	return tools.Routine(r.Tool, env, args)
+}
+
+func belongs(env events.Envelope, runID string) bool {
+	var probe struct {
+		RunID string `json:"run_id"`
+	}
+	json.Unmarshal(env.Data, &probe)
+	return probe.RunID == runID || probe.RunID == ""
+}
+
+func stepOf(env events.Envelope) int {
+	var probe struct {
+		Step int `json:"step"`
+	}
+	json.Unmarshal(env.Data, &probe)
+	return probe.Step
+}
+
+// volatile fields differ between a run and its replay without meaning
+// anything: timings and where spilled text went.
+var volatile = []string{"latency_ms", "duration_ms", "expires_at", "spill_path", "truncated"}
+
+func normalized(env events.Envelope) map[string]any {
+	var m map[string]any
+	json.Unmarshal(env.Data, &m)
+	for _, k := range volatile {
+		delete(m, k)
+	}
+	return m
+}
+
+func sameEvent(want, got events.Envelope) bool {
+	return want.Type == got.Type && want.V == got.V && reflect.DeepEqual(normalized(want), normalized(got))
+}
+
+func describe(env events.Envelope) string {
+	b, _ := json.Marshal(normalized(env))
+	return env.Type + " " + string(b)
+}

@@ -1,0 +1,320 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Errors of decisions, mapped to HTTP statuses by the gateways.
+var (
+	ErrUnknownApproval = errors.New("no such approval")
+	ErrAlreadyDecided  = errors.New("approval already decided")
+)
+
+// WorkerConfig wires a Worker.
+type WorkerConfig struct {
+	Log    *events.Log
+	Convs  *Convs
+	Agents func(id string) (Agent, bool)
+	Deps   Deps
+	Logger *slog.Logger
+	// Recover lists conversations that may have work after a restart (open
+	// runs, unanswered messages, pending approvals); the worker loads each
+	// and runs what its state says is due.
+	Recover func(ctx context.Context) ([]string, error)
+	// SweepEvery is how often expired approvals are decided (default 5 s).
+	SweepEvery time.Duration
+}
+
+// Worker runs turns. It is started by events on the log — a durable
+// consumer of message_received and approval_decided — and by a recovery
+// scan at start; which turn to run is always decided from the
+// conversation's state, so a duplicate trigger is harmless. One pass at a
+// time per conversation; passes of different conversations run in parallel.
+type Worker struct {
+	cfg    WorkerConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	cc     jetstream.ConsumeContext
+
+	mu    sync.Mutex
+	state map[string]passState
+}
+
+type passState int
+
+const (
+	passRunning passState = iota + 1
+	passDirty             // running, and kicked again meanwhile
+)
+
+// TurnsConsumer is the durable consumer that starts turns.
+const TurnsConsumer = "turns"
+
+// StartWorker starts the trigger consumer, the recovery scan and the
+// approval expiry sweep.
+func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = 5 * time.Second
+	}
+	w := &Worker{cfg: cfg, state: map[string]passState{}}
+	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	cons, err := cfg.Log.JetStream().CreateOrUpdateConsumer(ctx, events.StreamName, jetstream.ConsumerConfig{
+		Durable: TurnsConsumer,
+		FilterSubjects: []string{
+			events.Root + ".conv.*." + events.TypeMessageReceived,
+			events.Root + ".conv.*." + events.TypeApprovalDecided,
+		},
+		// Only what arrives from now on: older work is found by Recover.
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		MaxAckPending: 10_000,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	w.cc, err = cons.Consume(func(msg jetstream.Msg) {
+		w.Kick(events.ScopeOf(msg.Subject()).ID())
+		msg.Ack()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	if cfg.Recover != nil {
+		ids, err := cfg.Recover(ctx)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("start worker: recover: %w", err)
+		}
+		for _, id := range ids {
+			w.Kick(id)
+		}
+	}
+	w.wg.Go(w.sweep)
+	return w, nil
+}
+
+// Close stops consuming and waits for running passes to stop at their next
+// boundary (a tool call in flight is cut; it is closed as interrupted on the
+// next start).
+func (w *Worker) Close() {
+	if w.cc != nil {
+		w.cc.Stop()
+	}
+	w.cancel()
+	w.wg.Wait()
+}
+
+// Kick schedules a pass over a conversation.
+func (w *Worker) Kick(id string) {
+	if events.ValidID(id) != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx.Err() != nil {
+		return
+	}
+	switch w.state[id] {
+	case passRunning, passDirty:
+		w.state[id] = passDirty
+		return
+	}
+	w.state[id] = passRunning
+	w.wg.Go(func() { w.passes(id) })
+}
+
+// Idle reports whether no pass is running (tests and benchmarks wait on it).
+func (w *Worker) Idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.state) == 0
+}
+
+func (w *Worker) passes(id string) {
+	for {
+		if err := w.pass(id); err != nil && w.ctx.Err() == nil {
+			w.cfg.Logger.Error("turn failed", "conversation", id, "err", err)
+		}
+		w.mu.Lock()
+		if w.state[id] == passDirty && w.ctx.Err() == nil {
+			w.state[id] = passRunning
+			w.mu.Unlock()
+			continue
+		}
+		delete(w.state, id)
+		w.mu.Unlock()
+		return
+	}
+}
+
+func (w *Worker) pass(id string) error {
+	ctx := w.ctx
+	conv, err := w.cfg.Convs.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		var agentID string
+		var needs bool
+		conv.View(func(st *State) { agentID, needs = st.Agent, st.NeedsTurn() })
+		if !needs {
+			return nil
+		}
+		agent, ok := w.cfg.Agents(agentID)
+		if !ok {
+			return w.failUnknownAgent(ctx, conv, agentID)
+		}
+		before := conv.seq()
+		if err := NewTurn(agent, w.cfg.Deps, conv).Run(ctx); err != nil {
+			return err
+		}
+		if conv.seq() == before {
+			// Nothing moved: don't spin on a state the turn cannot change.
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+func (c *Conv) seq() uint64 {
+	var s uint64
+	c.View(func(st *State) { s = st.Seq })
+	return s
+}
+
+// failUnknownAgent answers a conversation whose agent is not loaded (its
+// agent.yaml is broken or gone): a run that fails at once, saying why.
+func (w *Worker) failUnknownAgent(ctx context.Context, conv *Conv, agentID string) error {
+	runID := w.cfg.Deps.NewID()
+	_, err := conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		var evs []events.Event
+		open := st.OpenRun
+		if open == "" {
+			if len(st.Queued) == 0 {
+				return nil, nil
+			}
+			evs = append(evs, &events.RunStarted{RunID: runID, Agent: orDefault(agentID, "unknown"), Trigger: "message"})
+			open = runID
+		}
+		msg := fmt.Sprintf("agent %q is not loaded: check its agent.yaml (crew doctor lists skipped agents)", agentID)
+		return append(evs, &events.RunFinished{RunID: open, Status: events.RunFailed, Error: msg}), nil
+	})
+	return err
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// Decide answers an approval (R-GATE-2): approve (always: the tool joins
+// the conversation's auto_approve) or deny. The decision takes the
+// conversation at once: a second decision gets ErrAlreadyDecided, and an
+// answer after the approval expired is recorded as expired, fail closed.
+func (w *Worker) Decide(ctx context.Context, conversation, approvalID string, approve, always bool, channel string) (string, error) {
+	conv, err := w.cfg.Convs.Get(ctx, conversation)
+	if err != nil {
+		return "", err
+	}
+	now := w.cfg.Deps.Clock()
+	var decision string
+	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		a := st.ApprovalByID(approvalID)
+		if a == nil {
+			if d, ok := st.Decided[approvalID]; ok {
+				return nil, fmt.Errorf("%w: %s was %s", ErrAlreadyDecided, approvalID, d)
+			}
+			return nil, fmt.Errorf("%w: %s", ErrUnknownApproval, approvalID)
+		}
+		if a.Decision != "" {
+			return nil, fmt.Errorf("%w: %s was %s", ErrAlreadyDecided, approvalID, a.Decision)
+		}
+		decision = events.DecisionDenied
+		switch {
+		case !now.Before(a.ExpiresAt):
+			decision, always = events.DecisionExpired, false
+		case approve:
+			decision = events.DecisionApproved
+		default:
+			always = false
+		}
+		return []events.Event{&events.ApprovalDecided{ApprovalID: approvalID, Decision: decision, Always: always, Channel: channel}}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	w.Kick(conversation)
+	if decision == events.DecisionExpired && approve {
+		return decision, fmt.Errorf("%w: %s had expired; it was not run", ErrAlreadyDecided, approvalID)
+	}
+	return decision, nil
+}
+
+// sweep decides expired approvals as expired (handled as deny, R-GATE-3).
+func (w *Worker) sweep() {
+	t := time.NewTicker(w.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+			w.SweepOnce(w.ctx)
+		}
+	}
+}
+
+// SweepOnce expires every pending approval whose time is up, in the
+// conversations loaded in this process (the recovery scan loads every
+// conversation with a pending approval).
+func (w *Worker) SweepOnce(ctx context.Context) {
+	now := w.cfg.Deps.Clock()
+	for _, conv := range w.cfg.Convs.loaded() {
+		var expired []string
+		conv.View(func(st *State) {
+			for _, a := range st.Approvals {
+				if a.Decision == "" && !now.Before(a.ExpiresAt) {
+					expired = append(expired, a.ID)
+				}
+			}
+		})
+		for _, id := range expired {
+			if _, err := w.Decide(ctx, conv.ID(), id, false, false, "sweep"); err != nil && !errors.Is(err, ErrAlreadyDecided) {
+				w.cfg.Logger.Error("expire approval", "conversation", conv.ID(), "approval", id, "err", err)
+			}
+		}
+	}
+}
+
+// loaded lists the conversations held in memory.
+func (cs *Convs) loaded() []*Conv {
+	cs.mu.Lock()
+	all := make([]*Conv, 0, len(cs.convs))
+	for _, c := range cs.convs {
+		all = append(all, c)
+	}
+	cs.mu.Unlock()
+	out := all[:0]
+	for _, c := range all {
+		c.mu.Lock()
+		if c.st != nil {
+			out = append(out, c)
+		}
+		c.mu.Unlock()
+	}
+	return out
+}
