@@ -190,6 +190,9 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	}
 	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut
+	// The routes are the run's, not today's config: the question is whether
+	// the loop decides the same given the same answers.
+	agent.Routes, agent.EscalationRoute = recordedRoutes(outputs)
 	convs := NewConvs(mem, nil)
 	for rounds := 0; rounds < 1000 && rep.Diverged == nil && next < len(outputs); rounds++ {
 		c, err := convs.Get(ctx, conv)
@@ -221,6 +224,34 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		rep.Diverged = &rep.Lines[len(rep.Lines)-1]
 	}
 	return rep, nil
+}
+
+// recordedRoutes lists the run's routes in the order it tried them, and its
+// escalation route.
+func recordedRoutes(outputs []events.Envelope) (routes []string, escalation string) {
+	seen := map[string]bool{}
+	add := func(r string) {
+		if r != "" && !seen[r] && r != escalation {
+			seen[r] = true
+			routes = append(routes, r)
+		}
+	}
+	for _, env := range outputs {
+		e, err := env.Decode()
+		if err != nil {
+			continue
+		}
+		switch e := e.(type) {
+		case *events.Escalated:
+			escalation = e.Route
+		case *events.RouteFallback:
+			add(e.From)
+			add(e.To)
+		case *events.ModelCalled:
+			add(e.Route)
+		}
+	}
+	return routes, escalation
 }
 
 type attempt struct {

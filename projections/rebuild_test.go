@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
@@ -80,7 +81,28 @@ func seedRandom(s *seeder, rng *rand.Rand, n int) uint64 {
 				e.ToolCalls = append(e.ToolCalls, events.ToolCallRequest{ID: id, Name: "workspace_read", Arguments: json.RawMessage(`{"path":"notes.md"}`)})
 				r.asked = append(r.asked, id)
 			}
+			if rng.IntN(5) == 0 {
+				last = s.conv(r.conv, &events.RouteFallback{RunID: r.id, Step: r.step, From: "openrouter:a/b", To: "openrouter:x/y", Error: "503 overloaded"})
+			}
 			last = s.conv(r.conv, e)
+			switch rng.IntN(12) {
+			case 0:
+				last = s.conv(r.conv, &events.Escalated{RunID: r.id, Step: r.step, Reason: pick([]string{"loop", "error"}), Route: "openrouter:big/model", Error: "x"})
+			case 1:
+				last = s.conv(r.conv, &events.GuardReminded{RunID: r.id, Step: r.step, Tool: "workspace_read", Count: 3, Text: "reminder"})
+			case 2:
+				last = s.conv(r.conv, &events.SteersApplied{RunID: r.id, Step: r.step, SteerIDs: []string{"s1"}})
+			case 3, 4:
+				if len(e.ToolCalls) > 0 {
+					nCalls++
+					aid := fmt.Sprintf("a%d", nCalls)
+					last = s.conv(r.conv, &events.ApprovalRequested{ApprovalID: aid, RunID: r.id, Step: r.step, CallID: e.ToolCalls[0].ID, Tool: "workspace_read",
+						Arguments: json.RawMessage(`{}`), ExpiresAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+					if rng.IntN(2) == 0 {
+						last = s.conv(r.conv, &events.ApprovalDecided{ApprovalID: aid, Decision: pick([]string{events.DecisionApproved, events.DecisionDenied, events.DecisionExpired}), Always: rng.IntN(2) == 0})
+					}
+				}
+			}
 		case k < 76:
 			r := running[rng.IntN(len(running))]
 			if len(r.asked) == 0 {

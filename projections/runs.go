@@ -24,10 +24,11 @@ const (
 const maxChildDepth = 8
 
 const (
-	bucketRuns      = "runs"                 // run id → Run
-	bucketRunsByCnv = "runs_by_conversation" // conversation \x00 start seq → run id
-	bucketRunKids   = "run_children"         // parent run id \x00 start seq → child run id
-	bucketOrphans   = "run_orphans"          // seq → Orphan
+	bucketRuns         = "runs"                 // run id → Run
+	bucketRunsByCnv    = "runs_by_conversation" // conversation \x00 start seq → run id
+	bucketRunKids      = "run_children"         // parent run id \x00 start seq → child run id
+	bucketOrphans      = "run_orphans"          // seq → Orphan
+	bucketRunApprovals = "run_approvals"        // approval id → run id
 )
 
 // RunSummary is a run without its steps.
@@ -74,6 +75,41 @@ type Step struct {
 	Step       int         `json:"step"`
 	ModelCalls []ModelCall `json:"model_calls,omitempty"`
 	ToolCalls  []ToolCall  `json:"tool_calls,omitempty"`
+	// Fallbacks are routes that failed before one answered (R-LLM-1).
+	Fallbacks []Fallback `json:"fallbacks,omitempty"`
+	// Escalated is set when the turn moved to the escalation route here.
+	Escalated *Escalation `json:"escalated,omitempty"`
+	// Approvals asked at this step, with their decisions.
+	Approvals []Approval `json:"approvals,omitempty"`
+	// Reminders are the loop guard's reminders; Steers counts the owner's
+	// /steer messages taken in at this boundary.
+	Reminders []string `json:"reminders,omitempty"`
+	Steers    int      `json:"steers,omitempty"`
+}
+
+// Fallback is one route_fallback line.
+type Fallback struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Error string `json:"error"`
+}
+
+// Escalation is one escalated line.
+type Escalation struct {
+	Reason string `json:"reason"`
+	Route  string `json:"route"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Approval is an approval asked in a run.
+type Approval struct {
+	ID       string `json:"id"`
+	CallID   string `json:"call_id"`
+	Tool     string `json:"tool"`
+	Reason   string `json:"reason,omitempty"`
+	Decision string `json:"decision,omitempty"` // empty while pending
+	Always   bool   `json:"always,omitempty"`
+	Channel  string `json:"channel,omitempty"`
 }
 
 // ModelCall is one model_called event.
@@ -99,6 +135,9 @@ type ToolCall struct {
 	Truncated  bool   `json:"truncated,omitempty"` // the tool cut its output
 	SpillPath  string `json:"spill_path,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
+	// Outcome says why the harness answered instead of the tool (denied,
+	// expired, max_steps, loop, escalated, interrupted, blocked).
+	Outcome string `json:"outcome,omitempty"`
 	// Completed is false while the call runs, and forever if the harness
 	// stopped during it (it may or may not have run).
 	Completed bool `json:"completed"`
@@ -122,7 +161,7 @@ var _ Projection = Runs{}
 func (Runs) Name() string { return "runs" }
 
 func (Runs) Buckets() []string {
-	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans}
+	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans, bucketRunApprovals}
 }
 
 func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
@@ -148,6 +187,26 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		runID = e.RunID
 	case *events.RunFinished:
 		runID = e.RunID
+	case *events.RouteFallback:
+		runID = e.RunID
+	case *events.Escalated:
+		runID = e.RunID
+	case *events.GuardReminded:
+		runID = e.RunID
+	case *events.SteersApplied:
+		runID = e.RunID
+	case *events.ApprovalRequested:
+		runID = e.RunID
+		if err := tx.Bucket([]byte(bucketRunApprovals)).Put([]byte(e.ApprovalID), []byte(e.RunID)); err != nil {
+			return err
+		}
+	case *events.ApprovalDecided:
+		v := tx.Bucket([]byte(bucketRunApprovals)).Get([]byte(e.ApprovalID))
+		if v == nil {
+			o := Orphan{Seq: env.Seq, Subject: env.Subject, Type: env.Type}
+			return putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
+		}
+		runID = string(v)
 	default:
 		return nil
 	}
@@ -178,7 +237,7 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		r.Totals.OutputTokens += e.OutputTokens
 		if e.CostUSD != nil {
 			r.Totals.CostUSD += *e.CostUSD
-		} else {
+		} else if e.Error == "" { // a failed call cost nothing we know of
 			r.Totals.UnknownCostCalls++
 		}
 	case *events.ToolCalled:
@@ -188,6 +247,28 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		tc := r.toolCall(e.Step, e.CallID)
 		tc.Tool, tc.Output, tc.IsError = e.Tool, truncate(e.Output, toolOutRunes), e.IsError
 		tc.Truncated, tc.SpillPath, tc.DurationMS, tc.Completed = e.Truncated, e.SpillPath, e.DurationMS, true
+		tc.Outcome = e.Outcome
+	case *events.RouteFallback:
+		st := r.step(e.Step)
+		st.Fallbacks = append(st.Fallbacks, Fallback{From: e.From, To: e.To, Error: truncate(e.Error, modelTextRunes)})
+	case *events.Escalated:
+		r.step(e.Step).Escalated = &Escalation{Reason: e.Reason, Route: e.Route, Error: truncate(e.Error, modelTextRunes)}
+	case *events.GuardReminded:
+		st := r.step(e.Step)
+		st.Reminders = append(st.Reminders, e.Text)
+	case *events.SteersApplied:
+		r.step(max(e.Step, 1)).Steers += len(e.SteerIDs)
+	case *events.ApprovalRequested:
+		st := r.step(e.Step)
+		st.Approvals = append(st.Approvals, Approval{ID: e.ApprovalID, CallID: e.CallID, Tool: e.Tool, Reason: e.Reason})
+	case *events.ApprovalDecided:
+		for i := range r.Steps {
+			for j := range r.Steps[i].Approvals {
+				if a := &r.Steps[i].Approvals[j]; a.ID == e.ApprovalID {
+					a.Decision, a.Always, a.Channel = e.Decision, e.Always, e.Channel
+				}
+			}
+		}
 	case *events.RunFinished:
 		t := env.Time
 		r.Finished, r.Status, r.Reason, r.Error = &t, e.Status, e.Reason, e.Error

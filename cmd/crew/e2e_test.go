@@ -297,7 +297,7 @@ func TestKill9OfServeLosesNoAppendedEvent(t *testing.T) {
 	last := after[len(after)-1].Seq
 	// The conversations projection catches up, and every message is
 	// answered (fake:echo) once the resumed turns are done.
-	c := waitConv(t, s.url, conv, "idle with every message answered", func(c convView) bool { return c.Status == "idle" })
+	c := waitConv(t, s.url, conv, "idle with every message answered", settled)
 	var users int
 	for _, m := range c.History {
 		if m.Role == "user" {

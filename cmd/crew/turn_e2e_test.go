@@ -26,6 +26,7 @@ func postJSON(t *testing.T, url string, body any) (int, map[string]any) {
 
 type convView struct {
 	Status           string `json:"status"`
+	Queued           int    `json:"queued"`
 	Halted           string `json:"halted"`
 	PendingApprovals []struct {
 		ID   string `json:"id"`
@@ -52,6 +53,12 @@ func waitConv(t *testing.T, url, id string, what string, ok func(c convView) boo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// settled: no run open, no message waiting for one, and the last word is
+// the agent's (the projection may lag the history by a moment).
+func settled(c convView) bool {
+	return c.Status == "idle" && c.Queued == 0 && len(c.History) > 0 && c.History[len(c.History)-1].Role == "assistant"
 }
 
 func writeScript(t *testing.T, yaml string) string {
@@ -101,7 +108,7 @@ func TestHTTPApproveFlow(t *testing.T) {
 	if code, _ := postJSON(t, s.url+"/api/approvals/"+approval, map[string]any{"decision": "deny"}); code != 409 {
 		t.Errorf("second decision = %d, want 409", code)
 	}
-	c = waitConv(t, s.url, id, "idle", func(c convView) bool { return c.Status == "idle" })
+	c = waitConv(t, s.url, id, "idle", settled)
 	got, err := os.ReadFile(filepath.Join(home, "workspace", "note.txt"))
 	if err != nil || string(got) != "hello from the agent" {
 		t.Errorf("note.txt = %q, %v", got, err)
@@ -124,7 +131,7 @@ func TestHTTPDenyFlow(t *testing.T) {
 	if code, body := postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "deny"}); code != 200 {
 		t.Fatalf("deny = %d %v", code, body)
 	}
-	c = waitConv(t, s.url, id, "idle", func(c convView) bool { return c.Status == "idle" })
+	c = waitConv(t, s.url, id, "idle", settled)
 	if _, err := os.Stat(filepath.Join(home, "workspace", "note.txt")); err == nil {
 		t.Error("a denied write happened")
 	}
@@ -214,7 +221,7 @@ func TestKill9MidTurnResumes(t *testing.T) {
 	s.kill9(t)
 
 	s = startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
-	c := waitConv(t, s.url, id, "idle after resuming", func(c convView) bool { return c.Status == "idle" })
+	c := waitConv(t, s.url, id, "idle after resuming", settled)
 	var interrupted bool
 	for _, m := range c.History {
 		if m.Role == "tool" && strings.Contains(m.Text, "may or may not have run") {
