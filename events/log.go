@@ -2,9 +2,11 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -131,50 +133,135 @@ func (l *Log) Last(ctx context.Context, filter string) (uint64, error) {
 // Read yields the events matching filter with stream sequence ≥ from, in
 // stream order, up to the last one stored when Read started. A decode
 // failure is yielded as a *DecodeError and ends the sequence.
+//
+// A short span (the tail after a snapshot: the common case) is read with
+// JetStream's batched direct get, which creates no consumer, so a thousand
+// turns can load at once without touching the server's consumer limits. A
+// long span (a cold replay) uses an ordered consumer, which streams faster.
 func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[Envelope, error] {
 	return func(yield func(Envelope, error) bool) {
-		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
-		if from > 1 {
-			cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-			cfg.OptStartSeq = from
-		}
-		cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+		upTo, err := l.Last(ctx, filter)
 		if err != nil {
+			yield(Envelope{}, err)
+			return
+		}
+		seq := max(from, 1)
+		if upTo >= seq && upTo-seq > directSpan {
+			l.readOrdered(ctx, filter, seq, yield)
+			return
+		}
+		for seq <= upTo {
+			next, more, err := l.directBatch(ctx, filter, seq, upTo, yield)
+			if err != nil {
+				yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, seq, err))
+				return
+			}
+			if !more {
+				return
+			}
+			seq = next
+		}
+	}
+}
+
+// readBatch is how many events one direct-get request returns; directSpan
+// the widest span of stream sequences read that way.
+const (
+	readBatch  = 512
+	directSpan = 4096
+)
+
+// readOrdered streams the span with an ordered consumer.
+func (l *Log) readOrdered(ctx context.Context, filter string, from uint64, yield func(Envelope, error) bool) {
+	// A reader that dies leaves its consumer to the server, which removes it
+	// after a short idle time.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, InactiveThreshold: 10 * time.Second}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	}
+	cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+	if err != nil {
+		yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+		return
+	}
+	if cons.CachedInfo().NumPending == 0 {
+		return
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+		return
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	for {
+		msg, err := msgs.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
 			yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
 			return
 		}
-		if cons.CachedInfo().NumPending == 0 {
-			return
-		}
-		msgs, err := cons.Messages(jetstream.PullMaxMessages(1024))
+		meta, err := msg.Metadata()
 		if err != nil {
-			yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+			yield(Envelope{}, fmt.Errorf("read %s: metadata: %w", filter, err))
 			return
 		}
-		defer msgs.Stop()
-		stop := context.AfterFunc(ctx, msgs.Stop)
-		defer stop()
-		for {
-			msg, err := msgs.Next()
-			if err != nil {
-				if ctx.Err() != nil {
-					err = ctx.Err()
-				}
-				yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
-				return
-			}
-			meta, err := msg.Metadata()
-			if err != nil {
-				yield(Envelope{}, fmt.Errorf("read %s: metadata: %w", filter, err))
-				return
-			}
-			env, err := decode(msg.Subject(), meta.Sequence.Stream, msg.Data())
-			if !yield(env, err) || err != nil {
-				return
-			}
-			if meta.NumPending == 0 {
-				return
-			}
+		env, err := decode(msg.Subject(), meta.Sequence.Stream, msg.Data())
+		if !yield(env, err) || err != nil {
+			return
+		}
+		if meta.NumPending == 0 {
+			return
+		}
+	}
+}
+
+
+// directBatch fetches up to readBatch events matching filter from seq to
+// upTo, yielding each. It returns where to continue and whether to.
+func (l *Log) directBatch(ctx context.Context, filter string, seq, upTo uint64, yield func(Envelope, error) bool) (next uint64, more bool, err error) {
+	nc := l.js.Conn()
+	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": readBatch, "up_to_seq": upTo})
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, false, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+StreamName, inbox, req); err != nil {
+		return 0, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	last := seq - 1
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		switch msg.Header.Get("Status") {
+		case "404": // nothing (more) in range
+			return 0, false, nil
+		case "204": // end of batch
+			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+			return last + 1, pending > 0 && last < upTo, nil
+		case "":
+		default:
+			return 0, false, fmt.Errorf("direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
+		}
+		n, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("direct get: bad sequence header %q", msg.Header.Get("Nats-Sequence"))
+		}
+		last = n
+		env, derr := decode(msg.Header.Get("Nats-Subject"), n, msg.Data)
+		if !yield(env, derr) || derr != nil {
+			// The caller stopped (or saw the error): drain nothing more.
+			return 0, false, nil
 		}
 	}
 }

@@ -53,6 +53,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		// One owner's events are small; cap a message well above any event.
 		MaxPayload: 8 << 20,
 	}
+	// Readers and live feeds are consumers; a busy hour can hold more than
+	// the server's default per-stream cap.
+	opts.JetStreamLimits.DefaultMaxConsumers = -1
 	switch cfg.Sync {
 	case "", SyncAlways:
 		opts.SyncAlways = true

@@ -1,0 +1,188 @@
+package loop_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/nats-io/nuid"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// stepModel answers by the history it is sent: while fewer than steps
+// assistant messages exist since the last user message it asks for a tool
+// (new arguments each time, so the loop guard stays quiet), then answers.
+// Stateless, so any number of conversations can share it.
+type stepModel struct {
+	steps int
+	mu    sync.Mutex
+	at    []time.Time // when each call arrived
+}
+
+func (m *stepModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.mu.Lock()
+	m.at = append(m.at, time.Now())
+	m.mu.Unlock()
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != llms.ChatMessageTypeHuman; i-- {
+		if msgs[i].Role == llms.ChatMessageTypeAI {
+			n++
+		}
+	}
+	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 100, "CompletionTokens": 10, "CostUSD": 0.0}}
+	if n < m.steps-1 {
+		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "noop", Arguments: fmt.Sprintf(`{"n":%d}`, n)}}}
+	} else {
+		ch.Content = "done"
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+}
+
+func (m *stepModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+type noop struct{}
+
+func (noop) Def() tools.Def {
+	return tools.Def{Name: "noop", Description: "does nothing", Params: json.RawMessage(`{"type":"object"}`)}
+}
+func (noop) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Result{Output: "ok"}, nil
+}
+
+func benchAgent(b *testing.B, steps int) loop.Agent {
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are a benchmark."), 0o600)
+	return loop.Agent{ID: "master", Dir: dir, Workspace: dir, Routes: []string{"fake:bench"}, Tools: []string{"noop"},
+		MaxSteps: steps + 1, CostCapUSD: 0, ToolOutputChars: 8000, ApprovalTTL: time.Minute}
+}
+
+func benchDeps(b *testing.B, m llms.Model) loop.Deps {
+	reg, err := tools.New(noop{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return loop.Deps{
+		Models: func(string) (llms.Model, error) { return m, nil },
+		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: b.TempDir(),
+		Sleep: func(context.Context, time.Duration) error { return nil },
+	}
+}
+
+// BenchmarkToolStep measures the harness's overhead per tool step with the
+// fake provider and a no-op tool: prompt assembly, the model-call, tool-call
+// and tool-result events (stored, fsynced with sync=always), state upkeep.
+// One op is one step; turns are 10 steps on fresh conversations, as in use.
+// p50/p99 are per-step latencies.
+func BenchmarkToolStep(b *testing.B) {
+	for _, sync := range []string{events.SyncAlways, events.SyncInterval} {
+		b.Run(sync, func(b *testing.B) {
+			_, log := eventstest.Start(b, eventstest.WithSync(sync))
+			const steps = 10
+			m := &stepModel{steps: steps}
+			agent, deps := benchAgent(b, steps), benchDeps(b, m)
+			convs := loop.NewConvs(log, nil)
+			ctx := context.Background()
+			done := 0
+			var lat []time.Duration
+			b.ResetTimer()
+			for i := 0; done < b.N; i++ {
+				conv, err := convs.Get(ctx, fmt.Sprint("bench-", i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+					return []events.Event{&events.ConversationOpened{Agent: "master", Channel: "web"}, &events.MessageReceived{Channel: "web", Text: "go"}}, nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				m.at = m.at[:0]
+				if err := loop.NewTurn(agent, deps, conv).Run(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for j := 1; j < len(m.at); j++ {
+					lat = append(lat, m.at[j].Sub(m.at[j-1]))
+				}
+				done += steps
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms/step")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms/step")
+		})
+	}
+}
+
+// BenchmarkConcurrentConversations: 1,000 conversations at once, each a
+// 3-step turn, through the inbound door and the worker on 2 cores. It fails
+// on any error or any message left unanswered.
+func BenchmarkConcurrentConversations(b *testing.B) {
+	const n = 1000
+	for b.Loop() {
+		b.StopTimer()
+		_, log := eventstest.Start(b, eventstest.WithSync(events.SyncAlways))
+		m := &stepModel{steps: 3}
+		agent, deps := benchAgent(b, 3), benchDeps(b, m)
+		convs := loop.NewConvs(log, nil)
+		ctx := context.Background()
+		w, err := loop.StartWorker(ctx, loop.WorkerConfig{Log: log, Convs: convs, Deps: deps,
+			Agents: func(string) (loop.Agent, bool) { return agent, true }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", HasAgent: func(string) bool { return true },
+			Location: time.UTC, Clock: time.Now}
+		b.StartTimer()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, err := in.Receive(ctx, inbound.Message{Text: "go", Channel: fmt.Sprintf("bench:%d", i)})
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Minute)
+		for !w.Idle() {
+			if time.Now().After(deadline) {
+				b.Fatal("turns did not finish in 5 minutes")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.StopTimer()
+		w.Close()
+		answered := 0
+		for i := range n {
+			st, err := loop.LoadState(ctx, log, nil, inbound.DailyID("master", "master", fmt.Sprintf("bench:%d", i), time.Now().UTC()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(st.Queued) == 0 && st.OpenRun == "" && len(st.Messages) == 6 && st.Messages[5].Text == "done" {
+				answered++
+			}
+		}
+		if answered != n {
+			b.Fatalf("%d of %d conversations answered", answered, n)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "conversations/s")
+}
