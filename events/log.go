@@ -220,7 +220,6 @@ func (l *Log) readOrdered(ctx context.Context, filter string, from uint64, yield
 	}
 }
 
-
 // directBatch fetches up to readBatch events matching filter from seq to
 // upTo, yielding each. It returns where to continue and whether to.
 func (l *Log) directBatch(ctx context.Context, filter string, seq, upTo uint64, yield func(Envelope, error) bool) (next uint64, more bool, err error) {
