@@ -64,6 +64,7 @@ func crew(t *testing.T, home string, args ...string) (stdout, stderr string, cod
 type server struct {
 	cmd    *exec.Cmd
 	url    string
+	stdout *lockedBuffer
 	stderr *lockedBuffer
 	done   chan error
 }
@@ -97,7 +98,7 @@ func startServe(t *testing.T, home string, env ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	s := &server{cmd: cmd, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -106,6 +107,7 @@ func startServe(t *testing.T, home string, env ...string) *server {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			s.stdout.Write([]byte(sc.Text() + "\n"))
 			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 				urls <- m[1]
 			}
@@ -193,6 +195,13 @@ func TestInitThenServeAnswersHealthz(t *testing.T) {
 		t.Fatalf("second init: code %d, %q", code, out)
 	}
 	s := startServe(t, home)
+	// R-LLM-4: no key and no Ollama: serve runs on fake:echo and says so.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stdout.String(), "every agent runs on fake:echo"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve does not say it runs on fake:echo:\n%s", s.stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var list []map[string]any
 	if status := getJSON(t, s.url+"/api/conversations", &list); status != 200 {
 		t.Errorf("GET /api/conversations = %d", status)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -238,4 +241,127 @@ func TestKill9MidTurnResumes(t *testing.T) {
 		t.Errorf("the tool ran %d times, want 1 (never re-run after the crash)", strings.Count(string(b), "started"))
 	}
 	s.stop(t)
+}
+
+// R-REL-2: a pending approval survives a restart and is still decidable.
+func TestPendingApprovalSurvivesRestart(t *testing.T) {
+	home := initHome(t)
+	script := "MY_AGENT_ROUTES=fake:script:" + writeScript(t, writeScriptYAML)
+	s := startServe(t, home, script)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "write me a note"})
+	id := acc["conversation_id"].(string)
+	c := waitConv(t, s.url, id, "awaiting approval", func(c convView) bool { return c.Status == "awaiting_approval" })
+	s.kill9(t)
+	s = startServe(t, home, script)
+	if code, body := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "still there?", "conversation_id": id}); code != 409 {
+		t.Errorf("message after restart = %d %v, want 409 (still awaiting approval)", code, body)
+	}
+	if code, body := postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"}); code != 200 {
+		t.Fatalf("approve after restart = %d %v", code, body)
+	}
+	waitConv(t, s.url, id, "idle", settled)
+	if got, _ := os.ReadFile(filepath.Join(home, "workspace", "note.txt")); string(got) != "hello from the agent" {
+		t.Errorf("note.txt = %q", got)
+	}
+	s.stop(t)
+}
+
+// R-LOOP-6 / R-OBS-1: the conversation's SSE feed carries stored events
+// with their sequence as id and the model's text deltas while it writes; a
+// reconnect with Last-Event-ID resumes exactly after that event.
+func TestStreamDeltasAndResume(t *testing.T) {
+	home := initHome(t)
+	script := writeScript(t, `
+- text: "Here is a fairly long answer so that it streams in several pieces."
+  delay: 300ms
+`)
+	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "talk to me"})
+	id := acc["conversation_id"].(string)
+	resp, err := http.Get(s.url + "/api/stream?conversation=" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	frames := readFrames(t, resp.Body, func(f sseFrame) bool { return f.event == "run_finished" })
+	var deltas, ids []string
+	for _, f := range frames {
+		switch {
+		case f.event == "delta":
+			deltas = append(deltas, f.data)
+		case f.id != "":
+			ids = append(ids, f.id)
+		}
+	}
+	if len(deltas) < 2 {
+		t.Errorf("%d delta frames, want the text in several pieces", len(deltas))
+	}
+	if len(ids) < 4 {
+		t.Fatalf("stored events with ids: %v", ids)
+	}
+	// Resume after the second stored event: the third comes next, no gap,
+	// no repeat.
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/api/stream?conversation="+id, nil)
+	req.Header.Set("Last-Event-ID", ids[1])
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	again := readFrames(t, resp2.Body, func(f sseFrame) bool { return f.id != "" })
+	if got := again[len(again)-1].id; got != ids[2] {
+		t.Errorf("resumed at id %s, want %s", got, ids[2])
+	}
+	s.stop(t)
+}
+
+type sseFrame struct{ event, id, data string }
+
+// readFrames reads SSE frames until stop says so (or 30 s pass).
+func readFrames(t *testing.T, body io.Reader, stop func(sseFrame) bool) []sseFrame {
+	t.Helper()
+	type result struct {
+		frames []sseFrame
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out []sseFrame
+		var f sseFrame
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if f.event != "" {
+					out = append(out, f)
+					if stop(f) {
+						done <- result{frames: out}
+						return
+					}
+				}
+				f = sseFrame{}
+			case strings.HasPrefix(line, "event: "):
+				f.event = line[len("event: "):]
+			case strings.HasPrefix(line, "id: "):
+				f.id = line[len("id: "):]
+			case strings.HasPrefix(line, "data: "):
+				f.data += line[len("data: "):]
+			}
+		}
+		done <- result{frames: out, err: fmt.Errorf("stream ended: %v", sc.Err())}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("%v after %d frames", r.err, len(r.frames))
+		}
+		return r.frames
+	case <-time.After(30 * time.Second):
+		t.Fatal("no stop frame within 30 s")
+		return nil
+	}
 }

@@ -1,0 +1,136 @@
+package inbound_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+func newInbound(t *testing.T) (*inbound.Inbound, *loop.Convs, *[]string) {
+	t.Helper()
+	_, log := eventstest.Start(t)
+	convs := loop.NewConvs(log, nil)
+	var kicked []string
+	loc, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
+	in := &inbound.Inbound{
+		Convs: convs, Kick: func(id string) { kicked = append(kicked, id) }, Master: "master",
+		HasAgent: func(id string) bool { return id == "master" || id == "coach" },
+		Location: loc,
+		// 23:30 UTC on the 30th is already the 1st of December in Hanoi.
+		Clock: func() time.Time { return time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC) },
+	}
+	return in, convs, &kicked
+}
+
+// R-IN-1: one conversation per agent, channel and day in the owner's time
+// zone.
+func TestInboundConversationPerChannelPerDayInOwnersTimezone(t *testing.T) {
+	in, _, kicked := newInbound(t)
+	ctx := t.Context()
+	a, err := in.Receive(ctx, inbound.Message{Text: "hi", Channel: "web"})
+	if err != nil || a.ConversationID != "web-20261201" {
+		t.Fatalf("accepted = %+v, %v; want web-20261201", a, err)
+	}
+	b, _ := in.Receive(ctx, inbound.Message{Text: "again", Channel: "web"})
+	c, _ := in.Receive(ctx, inbound.Message{Text: "hi", Channel: "telegram:42"})
+	d, _ := in.Receive(ctx, inbound.Message{Text: "hi", Channel: "web", Agent: "coach"})
+	if b.ConversationID != a.ConversationID || c.ConversationID != "telegram-42-20261201" || d.ConversationID != "coach-web-20261201" {
+		t.Errorf("ids: %s %s %s", b.ConversationID, c.ConversationID, d.ConversationID)
+	}
+	if len(*kicked) != 4 {
+		t.Errorf("kicked %d times, want 4", len(*kicked))
+	}
+}
+
+func TestInboundRefusals(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	cases := []struct {
+		m    inbound.Message
+		want error
+	}{
+		{inbound.Message{Text: "/steer"}, inbound.ErrEmptySteer},
+		{inbound.Message{Text: "/steer   "}, inbound.ErrEmptySteer},
+		{inbound.Message{Text: "  "}, inbound.ErrBadMessage},
+		{inbound.Message{Text: "x", Channel: "Web!"}, inbound.ErrBadMessage},
+		{inbound.Message{Text: "x", Agent: "nobody"}, inbound.ErrUnknownAgent},
+		{inbound.Message{Text: "x", ConversationID: "nope"}, inbound.ErrUnknownConversation},
+		{inbound.Message{Text: "x", ConversationID: "../etc"}, inbound.ErrBadMessage},
+	}
+	for _, c := range cases {
+		if _, err := in.Receive(ctx, c.m); !errors.Is(err, c.want) {
+			t.Errorf("Receive(%+v) = %v, want %v", c.m, err, c.want)
+		}
+	}
+	// Nothing was stored by a refusal.
+	conv, _ := convs.Get(ctx, "nope")
+	conv.View(func(st *loop.State) {
+		if st.Seq != 0 {
+			t.Errorf("a refused message was stored")
+		}
+	})
+}
+
+// R-IN-4: only a conversation waiting on an approval refuses (409).
+func TestInboundRefusesWhileApprovalPending(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	a, _ := in.Receive(ctx, inbound.Message{Text: "write it", Channel: "web"})
+	conv, _ := convs.Get(ctx, a.ConversationID)
+	conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{
+			&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
+			&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "workspace_write", ExpiresAt: time.Now().Add(time.Hour)},
+		}, nil
+	})
+	for _, text := range []string{"hello?", "/steer stop"} {
+		if _, err := in.Receive(ctx, inbound.Message{Text: text, Channel: "web"}); !errors.Is(err, inbound.ErrAwaitingApproval) {
+			t.Errorf("%q while awaiting approval: %v, want ErrAwaitingApproval", text, err)
+		}
+	}
+	// A decision takes the conversation at once: the next message queues.
+	conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved}}, nil
+	})
+	if _, err := in.Receive(ctx, inbound.Message{Text: "and then?", Channel: "web"}); err != nil {
+		t.Errorf("after the decision: %v", err)
+	}
+}
+
+// R-IN-3: /steer goes to the running turn; with none running it is a
+// message. R-HOME-6: the 21st queued message gets 429.
+func TestInboundSteerAndQueueLimit(t *testing.T) {
+	in, convs, kicked := newInbound(t)
+	ctx := t.Context()
+	a, _ := in.Receive(ctx, inbound.Message{Text: "/steer use km", Channel: "web"})
+	if a.Steer {
+		t.Errorf("a steer with no turn running was taken as a steer")
+	}
+	conv, _ := convs.Get(ctx, a.ConversationID)
+	conv.View(func(st *loop.State) {
+		if len(st.Queued) != 1 || st.Queued[0].Text != "use km" {
+			t.Errorf("queued = %+v", st.Queued)
+		}
+	})
+	conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"}}, nil
+	})
+	n := len(*kicked)
+	s, err := in.Receive(ctx, inbound.Message{Text: "/steer shorter please", Channel: "web"})
+	if err != nil || !s.Steer || len(*kicked) != n {
+		t.Errorf("steer while running: %+v, %v (kicks %d → %d)", s, err, n, len(*kicked))
+	}
+	for i := range inbound.MaxQueued {
+		if _, err := in.Receive(ctx, inbound.Message{Text: "more", Channel: "web"}); err != nil {
+			t.Fatalf("message %d: %v", i+1, err)
+		}
+	}
+	if _, err := in.Receive(ctx, inbound.Message{Text: "one too many", Channel: "web"}); !errors.Is(err, inbound.ErrQueueFull) {
+		t.Errorf("21st queued message: %v, want ErrQueueFull", err)
+	}
+}
