@@ -171,8 +171,15 @@ const (
 	directSpan = 4096
 )
 
-// readOrdered streams the span with an ordered consumer.
+// readOrdered streams the span with an ordered consumer, up to the last
+// event stored when it started.
 func (l *Log) readOrdered(ctx context.Context, filter string, from uint64, yield func(Envelope, error) bool) {
+	l.consume(ctx, "read", filter, from, false, yield)
+}
+
+// consume delivers filter's events from from on through an ordered
+// consumer; follow keeps going past the current end.
+func (l *Log) consume(ctx context.Context, what, filter string, from uint64, follow bool, yield func(Envelope, error) bool) {
 	// A reader that dies leaves its consumer to the server, which removes it
 	// after a short idle time.
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, InactiveThreshold: 10 * time.Second}
@@ -182,15 +189,15 @@ func (l *Log) readOrdered(ctx context.Context, filter string, from uint64, yield
 	}
 	cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
 	if err != nil {
-		yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+		yield(Envelope{}, fmt.Errorf("%s %s from %d: %w", what, filter, from, err))
 		return
 	}
-	if cons.CachedInfo().NumPending == 0 {
+	if !follow && cons.CachedInfo().NumPending == 0 {
 		return
 	}
 	msgs, err := cons.Messages(jetstream.PullMaxMessages(1024))
 	if err != nil {
-		yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+		yield(Envelope{}, fmt.Errorf("%s %s from %d: %w", what, filter, from, err))
 		return
 	}
 	defer msgs.Stop()
@@ -199,22 +206,25 @@ func (l *Log) readOrdered(ctx context.Context, filter string, from uint64, yield
 	for {
 		msg, err := msgs.Next()
 		if err != nil {
+			if follow && ctx.Err() != nil {
+				return // the follower left
+			}
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+			yield(Envelope{}, fmt.Errorf("%s %s from %d: %w", what, filter, from, err))
 			return
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
-			yield(Envelope{}, fmt.Errorf("read %s: metadata: %w", filter, err))
+			yield(Envelope{}, fmt.Errorf("%s %s: metadata: %w", what, filter, err))
 			return
 		}
 		env, err := decode(msg.Subject(), meta.Sequence.Stream, msg.Data())
 		if !yield(env, err) || err != nil {
 			return
 		}
-		if meta.NumPending == 0 {
+		if !follow && meta.NumPending == 0 {
 			return
 		}
 	}
@@ -282,42 +292,7 @@ func (l *Log) ReadAll(ctx context.Context, filter string, from uint64) ([]Envelo
 // Used by live feeds (SSE); stream sequences make resumption exact.
 func (l *Log) Follow(ctx context.Context, filter string, from uint64) iter.Seq2[Envelope, error] {
 	return func(yield func(Envelope, error) bool) {
-		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
-		if from > 1 {
-			cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-			cfg.OptStartSeq = from
-		}
-		cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
-		if err != nil {
-			yield(Envelope{}, fmt.Errorf("follow %s from %d: %w", filter, from, err))
-			return
-		}
-		msgs, err := cons.Messages()
-		if err != nil {
-			yield(Envelope{}, fmt.Errorf("follow %s from %d: %w", filter, from, err))
-			return
-		}
-		defer msgs.Stop()
-		stop := context.AfterFunc(ctx, msgs.Stop)
-		defer stop()
-		for {
-			msg, err := msgs.Next()
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(Envelope{}, fmt.Errorf("follow %s: %w", filter, err))
-				}
-				return
-			}
-			meta, err := msg.Metadata()
-			if err != nil {
-				yield(Envelope{}, fmt.Errorf("follow %s: metadata: %w", filter, err))
-				return
-			}
-			env, err := decode(msg.Subject(), meta.Sequence.Stream, msg.Data())
-			if !yield(env, err) || err != nil {
-				return
-			}
-		}
+		l.consume(ctx, "follow", filter, from, true, yield)
 	}
 }
 

@@ -153,7 +153,6 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
 			nc.Publish(events.LiveSubject(conv), b)
 		},
-		Sleep: sleepCtx,
 	}
 	convs := loop.NewConvs(st.log, projections.Snapshots{DB: st.db})
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
@@ -255,16 +254,5 @@ func liveFeed(nc *nats.Conn) func(conv string, deliver func([]byte)) (func(), er
 			return nil, err
 		}
 		return func() { sub.Unsubscribe() }, nil
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
