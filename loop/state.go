@@ -135,8 +135,12 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.RunFinished:
 		if s.OpenRun == e.RunID {
 			s.OpenRun, s.Step, s.Calling, s.Approvals = "", 0, nil, nil
-			// Steers that never reached a tool boundary are dropped with
-			// the run: they were meant for it.
+			// Steers that never reached a tool boundary (the run ended
+			// first) are not lost: they wait as messages for the next turn.
+			for _, p := range s.Steers {
+				s.Queued = append(s.Queued, p)
+				s.BusyQueued = true
+			}
 			s.Steers = nil
 			if e.Status == events.RunHalted {
 				s.LastHalt = e.Reason
@@ -208,6 +212,25 @@ func (s *State) ApprovalByID(id string) *Approval {
 		}
 	}
 	return nil
+}
+
+// ReplyCalls are all the tool calls of the last assistant message, in the
+// order the model wrote them, and which of them have a result.
+func (s *State) ReplyCalls() (calls []events.ToolCallRequest, answered map[string]bool) {
+	answered = map[string]bool{}
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		m := s.Messages[i]
+		if m.Role != RoleAssistant {
+			continue
+		}
+		for _, later := range s.Messages[i+1:] {
+			if later.Role == RoleTool {
+				answered[later.ToolCallID] = true
+			}
+		}
+		return m.ToolCalls, answered
+	}
+	return nil, answered
 }
 
 // UnansweredCalls are the tool calls of the last assistant message that
@@ -342,7 +365,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 3
+const snapshotVersion byte = 4
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -78,7 +78,8 @@ type snapshotOf struct {
 	messages []Message
 	steers   []Pending
 	cost     float64
-	calls    []events.ToolCallRequest
+	calls    []events.ToolCallRequest // all calls of the last reply
+	answered map[string]bool
 	calling  map[string]bool
 	approval map[string]Approval
 	auto     []string
@@ -94,7 +95,7 @@ func (t *Turn) read() snapshotOf {
 		s.messages = append([]Message(nil), st.Messages...)
 		s.steers = append([]Pending(nil), st.Steers...)
 		s.cost = st.CostUSD
-		s.calls = st.UnansweredCalls()
+		s.calls, s.answered = st.ReplyCalls()
 		s.calling = map[string]bool{}
 		for k := range st.Calling {
 			s.calling[k] = true
@@ -217,8 +218,8 @@ func (t *Turn) step(ctx context.Context, s snapshotOf) error {
 		return t.finish(ctx, s.openRun, events.RunHalted, "loop", "")
 	case GuardRemind:
 		// The calls run; the reminder follows their results.
-		paused, _, err := t.settle(ctx, t.read())
-		if err != nil || paused {
+		paused, done, err := t.settle(ctx, t.read())
+		if err != nil || paused || done {
 			return err
 		}
 		return t.emit(ctx, &events.GuardReminded{RunID: s.openRun, Step: step, Tool: t.guard.Tools(), Count: t.guard.Count(), Text: t.guard.Reminder()})
@@ -264,12 +265,30 @@ const (
 // closed, the rest go through the gate. paused: an approval is pending.
 // done: the run finished (ask_user ends the turn).
 func (t *Turn) settle(ctx context.Context, s snapshotOf) (paused, done bool, err error) {
+	// ask_user ends the turn once the reply's calls are settled, even when
+	// a gated call in the same reply paused in between.
 	asked := false
+	for _, c := range s.calls {
+		asked = asked || c.Name == "ask_user"
+	}
+	unanswered := 0
 	for i, c := range s.calls {
+		if s.answered[c.ID] {
+			continue
+		}
+		unanswered++
 		if err := ctx.Err(); err != nil {
 			return false, false, err
 		}
 		step := s.step
+		// A call recorded as started and never finished may or may not
+		// have run: close it, approved or not — never run it twice.
+		if s.calling[c.ID] {
+			if err := t.result(ctx, s.openRun, step, c, interruptedText, true, "interrupted"); err != nil {
+				return false, false, err
+			}
+			continue
+		}
 		if a, ok := s.approval[c.ID]; ok {
 			switch a.Decision {
 			case "":
@@ -289,12 +308,8 @@ func (t *Turn) settle(ctx context.Context, s snapshotOf) (paused, done bool, err
 			}
 			continue
 		}
-		if s.calling[c.ID] {
-			if err := t.result(ctx, s.openRun, step, c, interruptedText, true, "interrupted"); err != nil {
-				return false, false, err
-			}
-			continue
-		}
+		// i is the call's place in the reply, so the cap holds across a
+		// pause for approval or a restart.
 		if i >= MaxCallsPerReply {
 			if err := t.result(ctx, s.openRun, step, c, tooManyText, true, "blocked"); err != nil {
 				return false, false, err
@@ -336,7 +351,7 @@ func (t *Turn) settle(ctx context.Context, s snapshotOf) (paused, done bool, err
 			return false, false, err
 		}
 	}
-	if asked {
+	if asked && unanswered > 0 {
 		return false, true, t.finish(ctx, s.openRun, events.RunDone, "ask_user", "")
 	}
 	return false, false, nil
@@ -397,7 +412,11 @@ func (t *Turn) execute(ctx context.Context, runID string, step int, c events.Too
 			spill = ""
 		}
 	}
-	return t.emit(ctx, &events.ToolCompleted{
+	// The tool ran: its result is recorded even if shutdown began
+	// meanwhile, or the next start would have to call it interrupted.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return t.emit(rctx, &events.ToolCompleted{
 		RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: res.IsError,
 		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(),
 	})
@@ -419,6 +438,9 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	routes := t.agent.Routes
 	if t.escalated {
 		routes = []string{t.agent.EscalationRoute}
+	}
+	if len(routes) == 0 {
+		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
 	opts := []llms.CallOption{}
 	if defs := t.toolDefs(); len(defs) > 0 {
@@ -597,4 +619,4 @@ func toLLM(system string, msgs []Message) []llms.MessageContent {
 	return out
 }
 
-var errNoRoutes = errors.New("agent has no model routes")
+var errNoRoutes = errors.New("the agent has no model routes: set routes in its agent.yaml (or MY_AGENT_ROUTES)")

@@ -742,3 +742,95 @@ func TestAtMostEightToolCallsPerReply(t *testing.T) {
 }
 
 var _ = errors.New
+
+// Review regression (R-REL-2): an approved call that started and never
+// finished is closed as interrupted after a restart — approved or not, a
+// gated tool never runs twice.
+func TestApprovedCallInterruptedIsNotRerun(t *testing.T) {
+	tool := &counter{name: "shell_run", write: true}
+	h := newHarness(t, map[string][]reply{"fake:a": {say("checked")}}, tool)
+	h.send("deploy")
+	h.append(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
+	h.append(&events.ModelCalled{RunID: "r1", Step: 1, Route: "fake:a", Model: "a",
+		ToolCalls: []events.ToolCallRequest{{ID: "k1", Name: "shell_run", Arguments: json.RawMessage(`{}`)}}})
+	h.append(&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "k1", Tool: "shell_run", Arguments: json.RawMessage(`{}`), ExpiresAt: h.now.Add(time.Hour)})
+	h.append(&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved})
+	h.append(&events.ToolCalled{RunID: "r1", Step: 1, CallID: "k1", Tool: "shell_run", Arguments: json.RawMessage(`{}`)})
+	h.convs = loop.NewConvs(h.log, nil) // restart
+	h.turn()
+	res := eventsOf[*events.ToolCompleted](h.events())
+	if tool.runs.Load() != 0 || len(res) != 1 || res[0].Outcome != "interrupted" {
+		t.Errorf("runs %d, results %+v", tool.runs.Load(), res)
+	}
+}
+
+// An agent without routes fails its run with a clear error, never panics.
+func TestLoopWithoutRoutesFailsRun(t *testing.T) {
+	h := newHarness(t, nil)
+	h.agent.Routes = nil
+	h.send("hi")
+	h.turn()
+	if f := lastFinish(t, h.events()); f.Status != events.RunFailed || !strings.Contains(f.Error, "no model routes") {
+		t.Errorf("finish = %+v", f)
+	}
+}
+
+// The cap of 8 calls per reply counts the call's place in the reply, so a
+// pause for approval does not open it again.
+func TestAtMostEightCallsAcrossAnApprovalPause(t *testing.T) {
+	look := &counter{name: "look"}
+	write := &counter{name: "workspace_write", write: true}
+	var calls []events.ToolCallRequest
+	for i := range 12 {
+		name := "look"
+		if i == 4 {
+			name = "workspace_write"
+		}
+		calls = append(calls, events.ToolCallRequest{ID: fmt.Sprint("k", i), Name: name, Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	h := newHarness(t, map[string][]reply{"fake:a": {{calls: calls}, say("ok")}}, look, write)
+	h.send("go")
+	h.turn()
+	h.append(&events.ApprovalDecided{ApprovalID: h.state().PendingApproval().ID, Decision: events.DecisionApproved})
+	h.turn()
+	if n := look.runs.Load() + write.runs.Load(); n != 8 {
+		t.Errorf("%d calls ran, want 8", n)
+	}
+}
+
+// A steer that arrives as the run ends (no tool boundary left) is not
+// lost: the next turn answers it.
+func TestSteerAfterLastBoundaryBecomesMessage(t *testing.T) {
+	h := newHarness(t, map[string][]reply{"fake:a": {say("first"), say("answered the steer")}})
+	inner := h.models["fake:a"]
+	steered := false
+	h.deps.Models = func(string) (llms.Model, error) {
+		return hookModel{inner, func() {
+			if !steered { // the owner steers while the last call is out
+				steered = true
+				h.append(&events.SteerReceived{Channel: "web", Text: "also mention the weather"})
+			}
+		}}, nil
+	}
+	h.send("hi")
+	h.turn() // the model answers with text: the run ends with the steer unapplied
+	st := h.state()
+	if len(st.Queued) != 1 || st.Queued[0].Text != "also mention the weather" || !st.NeedsTurn() {
+		t.Fatalf("state after run: queued %+v", st.Queued)
+	}
+	h.turn()
+	if f := lastFinish(t, h.events()); f.Status != events.RunDone || len(eventsOf[*events.RunStarted](h.events())) != 2 {
+		t.Errorf("the steer was not answered by a new turn")
+	}
+}
+
+// hookModel runs before() at the start of each call.
+type hookModel struct {
+	*fakeModel
+	before func()
+}
+
+func (m hookModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.before()
+	return m.fakeModel.GenerateContent(ctx, msgs, opts...)
+}

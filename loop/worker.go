@@ -112,7 +112,9 @@ func (w *Worker) Close() {
 	if w.cc != nil {
 		w.cc.Stop()
 	}
-	w.cancel()
+	w.mu.Lock()
+	w.cancel() // under mu: no Kick can add to wg once Wait may start
+	w.mu.Unlock()
 	w.wg.Wait()
 }
 
@@ -145,7 +147,10 @@ func (w *Worker) Idle() bool {
 func (w *Worker) passes(id string) {
 	for {
 		if err := w.pass(id); err != nil && w.ctx.Err() == nil {
-			w.cfg.Logger.Error("turn failed", "conversation", id, "err", err)
+			// The run stays open in the log; try again shortly rather than
+			// wait for the next message (the store may be back by then).
+			w.cfg.Logger.Error("turn failed; retrying in 5s", "conversation", id, "err", err)
+			time.AfterFunc(5*time.Second, func() { w.Kick(id) })
 		}
 		w.mu.Lock()
 		if w.state[id] == passDirty && w.ctx.Err() == nil {

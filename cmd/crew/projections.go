@@ -11,7 +11,6 @@ import (
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
 )
 
@@ -69,8 +68,7 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 // views serves the API's read models from the projections.
 type views struct {
 	db    *bbolt.DB
-	loc   *time.Location // the owner's timezone
-	convs *loop.Convs    // the conversations' model-visible history
+	convs *loop.Convs // the conversations' model-visible history
 }
 
 // conversationView is GET /api/conversations/{id}: the projection's view
@@ -101,23 +99,6 @@ func (v views) Conversation(ctx context.Context, id string) (any, error) {
 	out := conversationView{Conversation: c}
 	conv.View(func(st *loop.State) { out.History = append([]loop.Message{}, st.Messages...) })
 	return out, nil
-}
-
-func (v views) ConversationRows(ctx context.Context, limit int) ([]ui.ConversationRow, error) {
-	list, err := projections.ListConversations(v.db, limit)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]ui.ConversationRow, 0, len(list))
-	for _, c := range list {
-		title := c.Title
-		if title == "" {
-			title = "(no messages)"
-		}
-		rows = append(rows, ui.ConversationRow{ID: c.ID, Title: title, Agent: c.Agent, Channel: c.Channel, Status: c.Status,
-			Updated: c.Updated.In(v.loc).Format("2006-01-02 15:04")})
-	}
-	return rows, nil
 }
 
 func (v views) Runs(ctx context.Context, conversation string) (any, error) {

@@ -96,8 +96,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Log:       st.log,
-			Views:     views{db: st.db, loc: h.Config.Location(), convs: c.convs},
-			HomeDir:   dir,
+			Views:     views{db: st.db, convs: c.convs},
+			Pages:     c.pages(dir, h),
 			Inbound:   c.inbound,
 			Approvals: c,
 			Live:      liveFeed(st.srv.Conn()),

@@ -14,10 +14,12 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/ui"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
@@ -38,7 +40,9 @@ type crewRuntime struct {
 	runner  *projections.Runner
 	log     *events.Log
 	convs   *loop.Convs
+	agents  map[string]loop.Agent
 	routes  string // what serve prints about models
+	banner  string // what the UI shows at the top, if anything
 }
 
 // routeSetup decides every agent's routes: MY_AGENT_ROUTES overrides; with
@@ -185,12 +189,19 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			return 0
 		},
 	}
-	return &crewRuntime{worker: w, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, routes: note}, nil
+	banner := ""
+	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
+		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
+	}
+	return &crewRuntime{worker: w, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, agents: agents, routes: note, banner: banner}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
 // invalid shell patterns, unparsable routes.
 func checkAgent(a loop.Agent, reg *tools.Registry) error {
+	if len(a.Routes) == 0 {
+		return fmt.Errorf("%s/agent.yaml: routes: none set (write provider:model routes, e.g. routes: [openrouter:openai/gpt-4.1-mini])", a.Dir)
+	}
 	for _, name := range a.Tools {
 		if _, ok := reg.Lookup(name); !ok && !loop.IsLoopTool(name) {
 			return fmt.Errorf("%s/agent.yaml: tools: unknown tool %q", a.Dir, name)
@@ -208,6 +219,24 @@ func checkAgent(a loop.Agent, reg *tools.Registry) error {
 		}
 	}
 	return nil
+}
+
+// pages wires the HTML site.
+func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
+	var agents []ui.AgentRow
+	for id, a := range h.Agents {
+		if _, ok := c.agents[id]; !ok {
+			continue
+		}
+		agents = append(agents, ui.AgentRow{ID: id, Name: a.Name, Description: a.Description, Routes: strings.Join(c.agents[id].Routes, ", ")})
+	}
+	sort.Slice(agents, func(i, j int) bool {
+		if (agents[i].ID == home.MasterID) != (agents[j].ID == home.MasterID) {
+			return agents[i].ID == home.MasterID
+		}
+		return agents[i].ID < agents[j].ID
+	})
+	return &web.Pages{DB: c.db, Convs: c.convs, Agents: agents, Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now}
 }
 
 // recoverable lists conversations that may have work after a restart.

@@ -133,9 +133,9 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 		return Accepted{}, err
 	}
 	acc.ConversationID, acc.MessageID = id, stored[len(stored)-1].ID
-	if !acc.Steer {
-		in.Kick(id)
-	}
+	// A steer kicks too: if the run ends before a tool boundary, the steer
+	// becomes a message that the next turn answers.
+	in.Kick(id)
 	return acc, nil
 }
 

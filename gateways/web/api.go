@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
@@ -95,28 +94,18 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_id", err.Error())
 		return
 	}
-	from := uint64(0)
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "bad_request", "Last-Event-ID must be a stream sequence")
-			return
-		}
-		from = n + 1
-	}
-	flusher, ok := w.(http.Flusher)
+	from, ok := resumeFrom(w, r)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	out := make(chan []byte, 256)
+	lossy := make(chan []byte, 256)
 	if s.cfg.Live != nil {
 		stop, err := s.cfg.Live(id, func(data []byte) {
 			select {
-			case out <- sseFrame("delta", "", data):
-			default: // lossy: a slow reader misses deltas, never stored events
+			case lossy <- sseFrame("delta", "", data):
+			default: // a slow reader misses deltas, never stored events
 			}
 		})
 		if err != nil {
@@ -125,13 +114,10 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		defer stop()
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": stream of conversation "+id+"\n\n")
-	flusher.Flush()
-
+	flusher, ok := sseStart(w)
+	if !ok {
+		return
+	}
 	stored := make(chan []byte)
 	go func() {
 		defer cancel()
@@ -148,23 +134,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	keepalive := time.NewTicker(15 * time.Second)
-	defer keepalive.Stop()
-	for {
-		var frame []byte
-		select {
-		case <-ctx.Done():
-			return
-		case frame = <-stored:
-		case frame = <-out:
-		case <-keepalive.C:
-			frame = []byte(": keepalive\n\n")
-		}
-		if _, err := w.Write(frame); err != nil {
-			return
-		}
-		flusher.Flush()
-	}
+	pump(ctx, w, flusher, stored, lossy)
 }
 
 func sseFrame(event, id string, data []byte) []byte {

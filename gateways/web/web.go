@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/ui"
 )
 
 // Health reports whether the server is ready to answer: the log is open and
@@ -27,8 +26,6 @@ type Views interface {
 	Conversation(ctx context.Context, id string) (any, error) // ErrNotFound when unknown
 	Runs(ctx context.Context, conversation string) (any, error)
 	Run(ctx context.Context, id string) (any, error) // ErrNotFound when unknown
-	// ConversationRows is the conversation list as the home page shows it.
-	ConversationRows(ctx context.Context, limit int) ([]ui.ConversationRow, error)
 }
 
 // ErrNotFound is returned by Views for unknown ids.
@@ -43,19 +40,18 @@ type Config struct {
 	// "Authorization: Bearer <token>".
 	AuthToken string
 	Logger    *slog.Logger
-	// HomeDir is shown on the home page.
-	HomeDir string
 	// Inbound, Approvals and Live serve the write and live endpoints.
 	Inbound   Receiver
 	Approvals Approver
 	Live      LiveFeed
+	// Pages serves the HTML site; nil serves the API only.
+	Pages *Pages
 }
 
 // New returns the API handler.
 func New(cfg Config) http.Handler {
 	s := &server{cfg: cfg}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.home)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /api/conversations", s.listConversations)
 	mux.HandleFunc("GET /api/conversations/{id}", s.getConversation)
@@ -69,10 +65,32 @@ func New(cfg Config) http.Handler {
 		mux.HandleFunc("POST /api/approvals/{id}", s.decide)
 	}
 	mux.HandleFunc("GET /api/stream", s.stream)
+	if cfg.Pages != nil {
+		s.routesSite(mux)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})
-	return s.authenticate(mux)
+	return s.authenticate(apiCSRF(mux))
+}
+
+// apiCSRF guards the JSON API's writes: a browser cannot send
+// application/json across origins without a preflight we never grant, and
+// an Origin naming another host is refused outright.
+func apiCSRF(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") {
+			if !sameOrigin(r) {
+				writeError(w, http.StatusForbidden, "csrf", "cross-origin request refused")
+				return
+			}
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				writeError(w, http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type server struct{ cfg Config }
@@ -83,26 +101,19 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 	}
 	want := []byte("Bearer " + s.cfg.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 {
+		open := r.URL.Path == "/healthz" || r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/")
+		cookie, _ := r.Cookie(authCookie)
+		if open || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 ||
+			(cookie != nil && subtle.ConstantTimeCompare([]byte(cookie.Value), []byte(s.cfg.AuthToken)) == 1) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusUnauthorized, "unauthorized", "this server needs its auth token: Authorization: Bearer <auth_token>")
+		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		writeError(w, http.StatusUnauthorized, "unauthorized", "this server needs its auth token: Authorization: Bearer <auth_token>, or log in at /login")
 	})
-}
-
-func (s *server) home(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.cfg.Views.ConversationRows(r.Context(), 100)
-	if err != nil {
-		s.reply(w, r, nil, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if err := ui.Home(ui.HomeView{Home: s.cfg.HomeDir, Conversations: rows}).Render(r.Context(), w); err != nil {
-		s.logger().Error("render home", "err", err)
-	}
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,300 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/ui"
+	"github.com/yuin/goldmark"
+	"go.etcd.io/bbolt"
+)
+
+// Pages builds the views of the web UI from the projections and the
+// conversations' state.
+type Pages struct {
+	DB       *bbolt.DB
+	Convs    *loop.Convs
+	Agents   []ui.AgentRow
+	Banner   string
+	Home     string
+	Location *time.Location
+	Clock    func() time.Time
+}
+
+func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell, error) {
+	list, err := projections.ListConversations(p.DB, 100)
+	if err != nil {
+		return ui.Shell{}, err
+	}
+	rows := make([]ui.ConversationRow, 0, len(list))
+	for _, c := range list {
+		rows = append(rows, p.row(c))
+	}
+	banner := p.Banner
+	if banner == "" && len(list) > 0 {
+		banner = p.failingRoute(list[0])
+	}
+	return ui.Shell{Title: title, Home: p.Home, Agents: p.Agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner}, nil
+}
+
+// failingRoute says so when the latest run had to fall back or failed on
+// its models, so the owner sees a broken key or a down provider at once.
+func (p *Pages) failingRoute(c projections.Conversation) string {
+	if c.LastRunID == "" {
+		return ""
+	}
+	r, err := projections.GetRun(p.DB, c.LastRunID)
+	if err != nil || len(r.Steps) == 0 {
+		return ""
+	}
+	last := r.Steps[len(r.Steps)-1]
+	for _, f := range last.Fallbacks {
+		return fmt.Sprintf("Route %s is failing (%s); answers come from the next route.", f.From, f.Error)
+	}
+	if r.Status == events.RunFailed && r.Reason == "model_error" {
+		return "Every model route failed in the last run: " + r.Error
+	}
+	return ""
+}
+
+func (p *Pages) row(c projections.Conversation) ui.ConversationRow {
+	title := c.Title
+	if title == "" {
+		title = c.ID
+	}
+	return ui.ConversationRow{ID: c.ID, Title: title, Agent: c.Agent, Channel: c.Channel, Status: c.Status,
+		Updated: c.Updated.In(p.Location).Format("Jan 2 15:04"), Queued: c.Queued}
+}
+
+func (p *Pages) home(ctx context.Context, csrf string) (ui.HomeView, error) {
+	sh, err := p.shell(ctx, "my-agent-crew", "", csrf)
+	return ui.HomeView{Shell: sh, Conversations: sh.Conversations}, err
+}
+
+// conversation builds the chat of one conversation from its state (the
+// model-visible history) and its projection (status, pending approval).
+func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.ConversationView, error) {
+	c, err := projections.GetConversation(p.DB, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return ui.ConversationView{}, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ui.ConversationView{}, err
+	}
+	sh, err := p.shell(ctx, c.Title, id, csrf)
+	if err != nil {
+		return ui.ConversationView{}, err
+	}
+	v := ui.ConversationView{Shell: sh, Conv: p.row(c)}
+	conv, err := p.Convs.Get(ctx, id)
+	if err != nil {
+		return v, err
+	}
+	conv.View(func(st *loop.State) {
+		v.Items = chatItems(st)
+		v.LastSeq, v.Halted = st.Seq, st.LastHalt
+		if st.OpenRun != "" {
+			v.Conv.Status = projections.ConversationRunning
+		}
+		if a := st.PendingApproval(); a != nil {
+			v.Conv.Status = projections.ConversationAwaitingApproval
+			card := &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
+			for _, call := range st.UnansweredCalls() {
+				if call.ID == a.CallID {
+					card.Args = pretty(call.Arguments)
+				}
+			}
+			v.Approval = card
+		}
+	})
+	return v, nil
+}
+
+func (p *Pages) left(at time.Time) string {
+	d := at.Sub(p.Clock()).Round(time.Second)
+	if d <= 0 {
+		return "expired"
+	}
+	return fmt.Sprintf("%dm %02ds left", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// chatItems lays the history out as the owner reads it: messages, and each
+// tool call as one card holding its result.
+func chatItems(st *loop.State) []ui.Item {
+	results := map[string]loop.Message{}
+	for _, m := range st.Messages {
+		if m.Role == loop.RoleTool {
+			results[m.ToolCallID] = m
+		}
+	}
+	var items []ui.Item
+	for _, m := range st.Messages {
+		switch m.Role {
+		case loop.RoleUser:
+			if strings.HasPrefix(m.Text, "[Harness reminder]") {
+				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
+				continue
+			}
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: m.Text})
+		case loop.RoleAssistant:
+			if m.Text != "" {
+				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: Markdown(m.Text)})
+			}
+			for _, c := range m.ToolCalls {
+				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Args: pretty(c.Arguments)}
+				if r, ok := results[c.ID]; ok {
+					card.Output, card.IsError = r.Text, r.IsError
+				} else {
+					card.Running = true
+				}
+				items = append(items, ui.Item{Kind: ui.ItemTool, Tool: card})
+			}
+		}
+	}
+	for _, q := range st.Queued {
+		items = append(items, ui.Item{Kind: ui.ItemUser, Text: q.Text, Queued: st.OpenRun != ""})
+	}
+	return items
+}
+
+func pretty(raw json.RawMessage) string {
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return out.String()
+}
+
+// md renders Markdown without raw HTML (goldmark's default: raw HTML is
+// omitted and dangerous link schemes are dropped), so model text cannot
+// inject markup.
+var md = goldmark.New()
+
+// Markdown renders model text to safe HTML.
+func Markdown(text string) string {
+	var buf bytes.Buffer
+	if err := md.Convert([]byte(text), &buf); err != nil {
+		return "<pre>" + escape(text) + "</pre>"
+	}
+	return buf.String()
+}
+
+func escape(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+	return r.Replace(s)
+}
+
+// runs builds the runs page.
+func (p *Pages) runs(ctx context.Context, id, csrf string) (ui.RunsView, error) {
+	c, err := projections.GetConversation(p.DB, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return ui.RunsView{}, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ui.RunsView{}, err
+	}
+	sh, err := p.shell(ctx, "Runs · "+c.Title, id, csrf)
+	if err != nil {
+		return ui.RunsView{}, err
+	}
+	v := ui.RunsView{Shell: sh, Conv: p.row(c)}
+	list, err := projections.ListRuns(p.DB, id)
+	if err != nil {
+		return v, err
+	}
+	for _, s := range list {
+		card, err := p.runCard(s.RunID, 0)
+		if err != nil {
+			return v, err
+		}
+		v.Runs = append(v.Runs, card)
+	}
+	return v, nil
+}
+
+func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
+	r, err := projections.GetRun(p.DB, id)
+	if err != nil {
+		return ui.RunCard{}, err
+	}
+	card := ui.RunCard{ID: r.RunID, Agent: r.Agent, Trigger: r.Trigger, Status: r.Status, Reason: r.Reason, Error: r.Error,
+		Started: r.Started.In(p.Location).Format("Jan 2 15:04:05"),
+		Tokens:  fmt.Sprintf("%d in / %d out", r.Totals.InputTokens, r.Totals.OutputTokens),
+		Cost:    fmt.Sprintf("$%.4f", r.Totals.CostUSD)}
+	if r.Totals.UnknownCostCalls > 0 {
+		card.Cost += fmt.Sprintf(" + %d calls of unknown cost", r.Totals.UnknownCostCalls)
+	}
+	if r.Finished != nil {
+		card.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
+	}
+	for _, s := range r.Steps {
+		sc := ui.StepCard{N: s.Step}
+		for _, f := range s.Fallbacks {
+			sc.Lines = append(sc.Lines, fmt.Sprintf("route_fallback: %s failed (%s), trying %s", f.From, f.Error, f.To))
+		}
+		for _, m := range s.ModelCalls {
+			cost := "unknown"
+			if m.CostUSD != nil {
+				cost = fmt.Sprintf("$%.4f", *m.CostUSD)
+			}
+			sc.ModelCalls = append(sc.ModelCalls, ui.ModelCallLine{Route: m.Route, Model: m.Model,
+				Tokens: fmt.Sprintf("%d in / %d out", m.InputTokens, m.OutputTokens), Cost: cost,
+				Latency: fmt.Sprintf("%d ms", m.LatencyMS), Text: m.Text, Tools: strings.Join(m.ToolCalls, ", "), Error: m.Error})
+		}
+		for _, t := range s.ToolCalls {
+			sc.ToolCalls = append(sc.ToolCalls, ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Args: t.Args, Output: t.Output,
+				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed})
+		}
+		for _, a := range s.Approvals {
+			line := fmt.Sprintf("approval for %s: %s", a.Tool, orText(a.Decision, "pending"))
+			if a.Always {
+				line += " (always)"
+			}
+			if a.Reason != "" {
+				line += " — " + a.Reason
+			}
+			sc.Lines = append(sc.Lines, line)
+		}
+		if e := s.Escalated; e != nil {
+			line := fmt.Sprintf("escalated (%s) to %s", e.Reason, e.Route)
+			if e.Error != "" {
+				line += ": " + e.Error
+			}
+			sc.Lines = append(sc.Lines, line)
+		}
+		for range s.Reminders {
+			sc.Lines = append(sc.Lines, "loop guard reminder sent")
+		}
+		if s.Steers > 0 {
+			sc.Lines = append(sc.Lines, fmt.Sprintf("%d steer message(s) taken in", s.Steers))
+		}
+		card.Steps = append(card.Steps, sc)
+	}
+	sort.SliceStable(card.Steps, func(i, j int) bool { return card.Steps[i].N < card.Steps[j].N })
+	if depth < 4 {
+		for _, ch := range r.Children {
+			child, err := p.runCard(ch.RunID, depth+1)
+			if err != nil {
+				return card, err
+			}
+			card.Children = append(card.Children, child)
+		}
+	}
+	return card, nil
+}
+
+func orText(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,318 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/ui"
+)
+
+// The HTML site: pages rendered on the server, forms that work without
+// JavaScript, and two SSE feeds the small app.js uses to stay live.
+
+// csp allows nothing but this origin: no inline script or style, no CDN.
+const csp = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+const (
+	csrfCookie = "crew_csrf"
+	authCookie = "crew_auth"
+)
+
+func (s *server) routesSite(mux *http.ServeMux) {
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(ui.Static())))
+	mux.HandleFunc("GET /{$}", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		v, err := s.cfg.Pages.home(r.Context(), csrf)
+		return ui.HomePage(v), err
+	}))
+	mux.HandleFunc("GET /c/{id}", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		v, err := s.cfg.Pages.conversation(r.Context(), r.PathValue("id"), csrf)
+		return ui.ConversationPage(v), err
+	}))
+	mux.HandleFunc("GET /c/{id}/fragment", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		v, err := s.cfg.Pages.conversation(r.Context(), r.PathValue("id"), csrf)
+		return ui.ChatFragment(v), err
+	}))
+	mux.HandleFunc("GET /c/{id}/runs", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		v, err := s.cfg.Pages.runs(r.Context(), r.PathValue("id"), csrf)
+		return ui.RunsPage(v), err
+	}))
+	mux.HandleFunc("GET /fragments/sidebar", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		sh, err := s.cfg.Pages.shell(r.Context(), "", r.URL.Query().Get("active"), csrf)
+		return ui.Sidebar(sh), err
+	}))
+	mux.HandleFunc("POST /send", s.form(s.send))
+	mux.HandleFunc("POST /approvals/{id}/decide", s.form(s.decideForm))
+	mux.HandleFunc("GET /api/activity", s.activity)
+	mux.HandleFunc("GET /login", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		return ui.LoginPage(ui.LoginView{CSRF: csrf}), nil
+	}))
+	mux.HandleFunc("POST /login", s.form(s.login))
+}
+
+// page renders an HTML page with the security headers and a CSRF cookie.
+func (s *server) page(build func(r *http.Request, csrf string) (templ.Component, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if id := r.PathValue("id"); id != "" {
+			if err := events.ValidID(id); err != nil {
+				http.Error(w, "invalid id", http.StatusBadRequest)
+				return
+			}
+		}
+		csrf := ensureCSRF(w, r)
+		c, err := build(r, csrf)
+		if err != nil {
+			status := http.StatusInternalServerError
+			if errors.Is(err, ErrNotFound) {
+				status = http.StatusNotFound
+			} else {
+				s.logger().Error("render", "path", r.URL.Path, "err", err)
+			}
+			http.Error(w, strings.SplitN(err.Error(), "\n", 2)[0], status)
+			return
+		}
+		htmlHeaders(w)
+		if err := c.Render(r.Context(), w); err != nil {
+			s.logger().Error("render", "path", r.URL.Path, "err", err)
+		}
+	}
+}
+
+func htmlHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", csp)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Cache-Control", "no-store")
+}
+
+// ensureCSRF returns the browser's CSRF token, setting one if missing
+// (double-submit: the form field must equal the cookie).
+func ensureCSRF(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 64 {
+		return c.Value
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := hex.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	return tok
+}
+
+// form checks a state-changing form: same origin, and the CSRF field
+// matching the cookie. JavaScript posts the same forms with fetch.
+func (s *server) form(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		if err := r.ParseForm(); err != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "form too large or malformed")
+			return
+		}
+		if !sameOrigin(r) {
+			writeError(w, http.StatusForbidden, "csrf", "cross-origin form refused")
+			return
+		}
+		c, err := r.Cookie(csrfCookie)
+		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("csrf"))) != 1 {
+			writeError(w, http.StatusForbidden, "csrf", "missing or wrong CSRF token: reload the page")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// sameOrigin refuses a request whose Origin (or, lacking it, Referer) names
+// another host.
+func sameOrigin(r *http.Request) bool {
+	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
+	if src == "" {
+		return true // not a browser's cross-site request; the token still guards
+	}
+	u, err := url.Parse(src)
+	return err == nil && u.Host == r.Host
+}
+
+// wantsJSON: fetch from app.js asks for JSON; a plain form post gets a
+// redirect (works without JavaScript).
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func (s *server) send(w http.ResponseWriter, r *http.Request) {
+	conv := r.PostFormValue("conversation_id")
+	acc, err := s.cfg.Inbound.Receive(r.Context(), inbound.Message{Text: r.PostFormValue("text"), Channel: "web", ConversationID: conv})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusAccepted, acc)
+		return
+	}
+	http.Redirect(w, r, "/c/"+acc.ConversationID, http.StatusSeeOther)
+}
+
+// decideForm is the approval bar's form: the same Approver as the API.
+func (s *server) decideForm(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := events.ValidID(id); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_id", err.Error())
+		return
+	}
+	var approve, always bool
+	switch r.PostFormValue("decision") {
+	case "approve":
+		approve = true
+	case "always":
+		approve, always = true, true
+	case "deny":
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", `decision must be approve, always or deny`)
+		return
+	}
+	decision, err := s.cfg.Approvals.Decide(r.Context(), id, approve, always, "web")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]string{"approval_id": id, "decision": decision})
+		return
+	}
+	back := r.PostFormValue("back")
+	if !strings.HasPrefix(back, "/c/") || strings.Contains(back, "//") {
+		back = "/"
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AuthToken == "" || subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.cfg.AuthToken)) != 1 {
+		htmlHeaders(w)
+		w.WriteHeader(http.StatusUnauthorized)
+		ui.LoginPage(ui.LoginView{Error: "That token is not this server's auth_token.", CSRF: ensureCSRF(w, r)}).Render(r.Context(), w)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: authCookie, Value: s.cfg.AuthToken, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// activityTypes are the events every open tab hears about (R-OBS-1).
+var activityTypes = map[string]bool{
+	events.TypeConversationOpened: true, events.TypeConversationClosed: true, events.TypeMessageReceived: true,
+	events.TypeRunStarted: true, events.TypeRunFinished: true,
+	events.TypeApprovalRequested: true, events.TypeApprovalDecided: true,
+}
+
+// activity is the one live feed for every tab: new conversations, run
+// status changes and approvals of all conversations, with the stream
+// sequence as SSE id so a reconnect resumes without gaps or duplicates.
+func (s *server) activity(w http.ResponseWriter, r *http.Request) {
+	from, ok := resumeFrom(w, r)
+	if !ok {
+		return
+	}
+	if from == 0 {
+		last, err := s.cfg.Log.Last(r.Context(), events.Root+".>")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		from = last + 1
+	}
+	flusher, ok := sseStart(w)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	frames := make(chan []byte)
+	go func() {
+		defer cancel()
+		for env, err := range s.cfg.Log.Follow(ctx, events.Root+".conv.>", from) {
+			if err != nil {
+				return
+			}
+			if !activityTypes[env.Type] {
+				continue
+			}
+			body, _ := json.Marshal(map[string]any{"type": env.Type, "seq": env.Seq, "conversation": events.ScopeOf(env.Subject).ID(), "data": env.Data})
+			select {
+			case frames <- sseFrame(env.Type, strconv.FormatUint(env.Seq, 10), body):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	pump(ctx, w, flusher, frames, nil)
+}
+
+// resumeFrom reads where a feed starts: Last-Event-ID (a reconnect) or
+// ?after=N (the page's sequence), both meaning "after this event".
+func resumeFrom(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "Last-Event-ID / after must be a stream sequence")
+		return 0, false
+	}
+	return n + 1, true
+}
+
+func sseStart(w http.ResponseWriter) (http.Flusher, bool) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return nil, false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte(": live\n\n"))
+	flusher.Flush()
+	return flusher, true
+}
+
+// pump writes frames from the channels until the client leaves, with a
+// keepalive comment every 15 s.
+func pump(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, stored, lossy <-chan []byte) {
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		var frame []byte
+		select {
+		case <-ctx.Done():
+			return
+		case frame = <-stored:
+		case frame = <-lossy:
+		case <-keepalive.C:
+			frame = []byte(": keepalive\n\n")
+		}
+		if _, err := w.Write(frame); err != nil {
+			return
+		}
+		flusher.Flush()
+	}
+}

@@ -1,0 +1,93 @@
+package ui
+
+import (
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// appName is the product name shown in titles and the brand link.
+const appName = "my-agent-crew"
+
+// pageTitle is the document title: the page's own title, then the app's.
+func pageTitle(title string) string {
+	if title == "" || title == appName {
+		return appName
+	}
+	return title + " — " + appName
+}
+
+// titleOf names a conversation, falling back to its id.
+func titleOf(c ConversationRow) string {
+	if c.Title != "" {
+		return c.Title
+	}
+	return c.ID
+}
+
+func convPath(id string) string   { return "/c/" + url.PathEscape(id) }
+func runsPath(id string) string   { return convPath(id) + "/runs" }
+func exportPath(id string) string { return "/api/conversations/" + url.PathEscape(id) + "/export" }
+func decidePath(id string) string { return "/approvals/" + url.PathEscape(id) + "/decide" }
+
+// statusLabel is a status as people read it: "awaiting approval".
+func statusLabel(status string) string {
+	return strings.ReplaceAll(status, "_", " ")
+}
+
+// badgeClass styles a status badge; app.js builds the same class when it
+// updates the header after a refresh.
+func badgeClass(status string) string {
+	return "badge status-" + status
+}
+
+// showBadge reports whether a conversation's status earns a badge in the
+// list; idle conversations stay quiet.
+func showBadge(status string) bool {
+	return status != "" && status != "idle"
+}
+
+// toolStatus is the word in a tool card's summary.
+func toolStatus(t ToolCard) string {
+	switch {
+	case t.Running:
+		return "running…"
+	case t.Outcome != "":
+		return statusLabel(t.Outcome)
+	case t.IsError:
+		return "error"
+	default:
+		return "done"
+	}
+}
+
+func toolClass(t ToolCard) string {
+	switch {
+	case t.Running:
+		return "tool tool-running"
+	case t.Outcome != "" || t.IsError:
+		return "tool tool-error"
+	default:
+		return "tool"
+	}
+}
+
+// timeLeft accepts both "9m 12s" and "9m 12s left" from the handler.
+func timeLeft(in string) string {
+	if in == "" || in == "expired" || strings.HasSuffix(in, "left") {
+		return in
+	}
+	return in + " left"
+}
+
+// maxModelText bounds the model text shown per call on the runs page.
+const maxModelText = 280
+
+// cut shortens s to at most n runes, marking the cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n])) + "…"
+}

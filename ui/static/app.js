@@ -1,0 +1,191 @@
+// app.js enhances the server-rendered pages; every page also works without
+// it. Chat pages follow /api/stream (live text, then fresh fragments), every
+// page follows /api/activity (the sidebar), and the forms post with fetch.
+'use strict';
+(() => {
+  const conv = document.body.dataset.conversation || '';
+  const lastSeq = document.body.dataset.lastSeq || '0';
+  const byTestId = (id, root = document) => root.querySelector('[data-testid="' + id + '"]');
+
+  // Stored event types. SSE delivers named events only to listeners of that
+  // name, so each is listed; 'message' catches events sent without a name.
+  const STORED = ['message', 'conversation_opened', 'conversation_closed', 'message_received',
+    'run_started', 'model_called', 'tool_called', 'tool_completed', 'run_finished',
+    'steer_received', 'steers_applied', 'guard_reminded', 'approval_requested',
+    'approval_decided', 'route_fallback', 'escalated'];
+
+  const debounce = (fn, ms) => {
+    let t;
+    return () => { clearTimeout(t); t = setTimeout(fn, ms); };
+  };
+
+  // swap replaces the element with this id by the one url renders, keeping
+  // the tool cards the reader opened open. Stale answers are dropped.
+  const generation = {};
+  async function swap(id, url) {
+    const n = (generation[id] = (generation[id] || 0) + 1);
+    let html;
+    try {
+      const res = await fetch(url, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
+      if (!res.ok) throw new Error(url + ': HTTP ' + res.status);
+      html = await res.text();
+    } catch (err) {
+      console.warn(err);
+      return null;
+    }
+    const old = document.getElementById(id);
+    if (n !== generation[id] || !old) return null;
+    const tpl = document.createElement('template');
+    tpl.innerHTML = html.trim();
+    const fresh = tpl.content.getElementById(id);
+    if (!fresh) return null;
+    const open = new Set([...old.querySelectorAll('details[open][data-call-id]')].map((d) => d.dataset.callId));
+    fresh.querySelectorAll('details[data-call-id]').forEach((d) => { if (open.has(d.dataset.callId)) d.open = true; });
+    old.replaceWith(fresh);
+    return fresh;
+  }
+
+  // The live reply of the model call in flight, kept here so that a
+  // fragment swap mid-stream does not lose it. A stored model_called means
+  // the fragment now holds that text, so the live copy is dropped.
+  const live = { text: '', tool: '', toolKey: '' };
+  function resetLive() { live.text = ''; live.tool = ''; live.toolKey = ''; }
+  function renderLive() {
+    const reply = byTestId('live-reply');
+    const tool = byTestId('live-tool');
+    if (reply) { reply.textContent = live.text; reply.hidden = !live.text; }
+    if (tool) { tool.textContent = live.tool; tool.hidden = !live.tool; }
+  }
+
+  const nearBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  const toBottom = () => window.scrollTo(0, document.documentElement.scrollHeight);
+
+  const refreshChat = debounce(async () => {
+    if (!conv || !document.getElementById('chat')) return;
+    const chat = await swap('chat', '/c/' + encodeURIComponent(conv) + '/fragment');
+    if (!chat) return;
+    renderLive();
+    tick();
+    const status = byTestId('conv-status');
+    if (status && chat.dataset.status) {
+      status.dataset.status = chat.dataset.status;
+      status.className = 'badge status-' + chat.dataset.status;
+      status.textContent = chat.dataset.statusLabel || chat.dataset.status;
+    }
+    toBottom();
+  }, 50);
+
+  const refreshSidebar = debounce(() => swap('sidebar', '/fragments/sidebar'), 50);
+
+  function onDelta(ev) {
+    let msg;
+    try { msg = JSON.parse(ev.data); } catch { return; }
+    const d = (msg && msg.delta) || {};
+    const stick = nearBottom();
+    if (d.text) live.text += d.text;
+    if (d.tool_name || d.arguments_delta) {
+      const key = d.tool_call_index != null ? String(d.tool_call_index) : d.tool_call_id || live.toolKey;
+      if (key !== live.toolKey) {
+        live.toolKey = key;
+        if (live.tool) live.tool += '\n';
+        if (d.tool_name) live.tool += d.tool_name + ' ';
+      }
+      live.tool += d.arguments_delta || '';
+    }
+    renderLive();
+    if (stick) toBottom();
+  }
+
+  // 1. The conversation's own stream: live deltas and stored events.
+  if (conv && document.getElementById('chat')) {
+    const es = new EventSource('/api/stream?conversation=' + encodeURIComponent(conv) + '&after=' + encodeURIComponent(lastSeq));
+    es.addEventListener('delta', onDelta);
+    STORED.forEach((type) => es.addEventListener(type, () => {
+      if (type === 'model_called' || type === 'run_finished') resetLive();
+      refreshChat();
+    }));
+    toBottom();
+  }
+
+  // 2. The activity feed of all conversations keeps the sidebar current and
+  // catches changes made elsewhere (an approval decided in another tab).
+  if (document.getElementById('sidebar')) {
+    // after=0 would replay the whole log; without it the feed starts now.
+    const es = new EventSource('/api/activity' + (lastSeq !== '0' ? '?after=' + encodeURIComponent(lastSeq) : ''));
+    const onActivity = (ev) => {
+      refreshSidebar();
+      let c = '';
+      try { c = JSON.parse(ev.data).conversation || ''; } catch { /* not JSON: sidebar only */ }
+      if (conv && c === conv) refreshChat();
+    };
+    STORED.forEach((type) => es.addEventListener(type, onActivity));
+  }
+
+  // 3 and 4. The composer and the approval form post with fetch.
+  async function errorText(res) {
+    try {
+      const body = await res.json();
+      if (body && body.error && body.error.message) return body.error.message;
+    } catch { /* not JSON */ }
+    return 'HTTP ' + res.status + ' ' + res.statusText;
+  }
+  function showError(el, text) { if (el) { el.textContent = text; el.hidden = !text; } }
+
+  document.addEventListener('submit', async (ev) => {
+    const form = ev.target;
+    const kind = form.dataset.testid;
+    if (kind !== 'composer' && kind !== 'approval-form') return;
+    ev.preventDefault();
+    const data = new FormData(form);
+    if (ev.submitter && ev.submitter.name) data.set(ev.submitter.name, ev.submitter.value);
+    const errEl = byTestId(kind === 'composer' ? 'composer-error' : 'approval-error', form);
+    const buttons = form.querySelectorAll('button');
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      const res = await fetch(form.action, {
+        method: 'POST', body: new URLSearchParams(data), credentials: 'same-origin',
+        headers: { Accept: 'application/json' },
+      });
+      if (!res.ok) {
+        showError(errEl, await errorText(res));
+        if (kind === 'approval-form') refreshChat(); // already decided or expired
+        return;
+      }
+      showError(errEl, '');
+      if (kind === 'composer') {
+        form.elements.text.value = '';
+        if (!conv) { // the first message of a new chat: go to it
+          let id = '';
+          try { id = (await res.json()).conversation_id || ''; } catch { /* a redirect, not JSON */ }
+          window.location.href = id ? '/c/' + encodeURIComponent(id) : (res.redirected ? res.url : '/');
+          return;
+        }
+      }
+      refreshChat();
+    } catch (err) {
+      showError(errEl, String(err.message || err));
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  });
+
+  // Enter sends, Shift+Enter starts a new line.
+  document.addEventListener('keydown', (ev) => {
+    const t = ev.target;
+    if (ev.key !== 'Enter' || ev.shiftKey || ev.isComposing || !t.matches || !t.matches('[data-testid="composer-text"]')) return;
+    ev.preventDefault();
+    if (t.value.trim()) t.form.requestSubmit();
+  });
+
+  // 5. The approval countdown.
+  function tick() {
+    document.querySelectorAll('[data-testid="approval-time-left"][data-expires]').forEach((el) => {
+      const left = Math.floor((Date.parse(el.dataset.expires) - Date.now()) / 1000);
+      if (Number.isNaN(left)) return;
+      el.textContent = left <= 0 ? 'expired'
+        : Math.floor(left / 60) + 'm ' + String(left % 60).padStart(2, '0') + 's left';
+    });
+  }
+  tick();
+  setInterval(tick, 1000);
+})();

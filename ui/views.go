@@ -1,0 +1,147 @@
+package ui
+
+import "time"
+
+// The view structs are everything the pages show. Handlers (gateways/web)
+// build them from projections and conversation state; components render
+// them and do no I/O.
+
+// Shell is what every page shares: the agent roster, the conversation list,
+// the CSRF token for forms and the status banner.
+type Shell struct {
+	Title         string
+	Home          string
+	Agents        []AgentRow
+	Conversations []ConversationRow
+	Active        string // the conversation shown, if any
+	CSRF          string
+	// Banner is a one-line warning: running on fake:echo, a route failing.
+	Banner string
+}
+
+// AgentRow is one agent of the roster.
+type AgentRow struct {
+	ID          string
+	Name        string
+	Description string
+	Routes      string
+}
+
+// ConversationRow is one line of the conversation list.
+type ConversationRow struct {
+	ID      string
+	Title   string
+	Agent   string
+	Channel string
+	Status  string // idle, running, awaiting_approval, halted, closed
+	Updated string
+	Queued  int
+}
+
+// HomeView is the home page: the list, and a box to start today's chat.
+type HomeView struct {
+	Shell
+	Conversations []ConversationRow
+}
+
+// ConversationView is the chat page of one conversation.
+type ConversationView struct {
+	Shell
+	Conv     ConversationRow
+	Items    []Item
+	Approval *ApprovalCard // the pending approval, if any
+	// LastSeq is the stream sequence the page reflects; the live feed
+	// resumes after it.
+	LastSeq uint64
+	Halted  string // why the last run halted, if it did
+}
+
+// Item kinds.
+const (
+	ItemUser      = "user"
+	ItemAssistant = "assistant"
+	ItemTool      = "tool"
+	ItemNote      = "note" // harness lines: reminders, steers, fallbacks
+)
+
+// Item is one entry of the chat.
+type Item struct {
+	Kind string
+	// Text is the message text (user, note) or the assistant's Markdown
+	// source; HTML is the assistant's text rendered and sanitized.
+	Text   string
+	HTML   string
+	Tool   *ToolCard
+	Queued bool // a user message waiting for the running turn
+	Time   string
+}
+
+// ToolCard is one tool call with its arguments and result.
+type ToolCard struct {
+	CallID  string
+	Tool    string
+	Args    string // pretty JSON
+	Output  string
+	IsError bool
+	Outcome string // denied, expired, max_steps, loop, escalated, interrupted, blocked
+	Running bool   // no result yet
+}
+
+// ApprovalCard is the approval bar.
+type ApprovalCard struct {
+	ID        string
+	Tool      string
+	Args      string // pretty JSON
+	Reason    string
+	ExpiresAt time.Time
+	ExpiresIn string // "9m 12s", computed when rendered on the server
+}
+
+// RunsView is the runs page of one conversation.
+type RunsView struct {
+	Shell
+	Conv ConversationRow
+	Runs []RunCard
+}
+
+// RunCard is one run with its steps and child runs.
+type RunCard struct {
+	ID       string
+	Agent    string
+	Trigger  string
+	Status   string // running, done, halted, failed
+	Reason   string
+	Error    string
+	Started  string
+	Duration string
+	Tokens   string // "1,234 in / 56 out"
+	Cost     string // "$0.0012", with "+ 2 calls of unknown cost" when so
+	Steps    []StepCard
+	Children []RunCard
+}
+
+// StepCard is one step of a run.
+type StepCard struct {
+	N          int
+	ModelCalls []ModelCallLine
+	ToolCalls  []ToolCard
+	Lines      []string // fallbacks, escalation, approvals, reminders, steers
+}
+
+// ModelCallLine is one model call of a step.
+type ModelCallLine struct {
+	Route   string
+	Model   string
+	Tokens  string
+	Cost    string // "unknown" when not reported
+	Latency string
+	Text    string
+	Tools   string // names of the tools it asked for
+	Error   string
+}
+
+// LoginView is the login form (non-loopback servers).
+type LoginView struct {
+	Error string
+	CSRF  string
+}
