@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
@@ -153,5 +156,43 @@ func TestAuthTokenLogin(t *testing.T) {
 	resp, _ = http.Get(srv.URL + "/api/conversations")
 	if resp.StatusCode != 401 {
 		t.Errorf("API without token = %d", resp.StatusCode)
+	}
+}
+
+// R-OBS-1: the activity feed carries every conversation's run and approval
+// events; a reconnect with Last-Event-ID resumes right after that event.
+func TestActivityFeedResumesWithoutGapOrRepeat(t *testing.T) {
+	_, log := eventstest.Start(t)
+	db, _ := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
+	t.Cleanup(func() { db.Close() })
+	srv := httptest.NewServer(web.New(web.Config{Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
+		Pages: &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now}}))
+	t.Cleanup(srv.Close)
+	var seqs []uint64
+	for i, conv := range []string{"a", "b", "c"} {
+		stored, err := log.Append(t.Context(), events.Conv(conv), 0,
+			events.MustNew(&events.RunStarted{RunID: fmt.Sprint("r", i), Agent: "master", Trigger: "message"}),
+			events.MustNew(&events.SteersApplied{RunID: fmt.Sprint("r", i), Step: 1, SteerIDs: []string{"s"}})) // not activity
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, stored[0].Seq)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/api/activity", nil)
+	req.Header.Set("Last-Event-ID", fmt.Sprint(seqs[0]))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var ids []string
+	for sc.Scan() && len(ids) < 2 {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+	}
+	if want := []string{fmt.Sprint(seqs[1]), fmt.Sprint(seqs[2])}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("ids after resuming = %v, want %v (run starts of b and c only)", ids, want)
 	}
 }
