@@ -18,9 +18,24 @@ func cost(v float64) *float64 { return &v }
 // with every field set and one minimal. TestEveryEventTypeHasSampleAndSchema
 // fails when a type is added without samples.
 var samples = map[string][]events.Event{
-	events.TypeSteerReceived: {&events.SteerReceived{Channel: "web", Text: "use metric units"}},
-	events.TypeSteersApplied: {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}},
-	events.TypeGuardReminded: {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
+	events.TypeJobScheduled: {
+		&events.JobScheduled{Agent: "pong", Name: "morning", Cron: "0 7 * * *", Prompt: "Brief me.", Origin: events.OriginChat, SourceConversation: "web-20261130"},
+		&events.JobScheduled{Agent: "pong", Name: "once", At: "2026-12-01T07:00:00Z", Prompt: "Remind me.", Origin: events.OriginChat, ApprovalTTLSeconds: 120},
+	},
+	events.TypeJobFired: {
+		&events.JobFired{Agent: "pong", Due: time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC), Conversation: "job-morning-20261201", Origin: events.OriginProfile},
+		&events.JobFired{Agent: "ledger", Due: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), Manual: true, Origin: events.OriginProfile},
+	},
+	events.TypeJobCompleted: {
+		&events.JobCompleted{Status: events.JobOK, NextRun: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)},
+		&events.JobCompleted{Status: events.JobSkipped},
+		&events.JobCompleted{Status: events.JobFailed, Output: "exit 1", Error: "script failed"},
+	},
+	events.TypeJobCancelled:   {&events.JobCancelled{Reason: "owner"}},
+	events.TypeTelegramOffset: {&events.TelegramOffsetAdvanced{Offset: 1234}},
+	events.TypeSteerReceived:  {&events.SteerReceived{Channel: "web", Text: "use metric units"}},
+	events.TypeSteersApplied:  {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}},
+	events.TypeGuardReminded:  {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
 	events.TypeApprovalRequested: {
 		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"ls"}`), ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
 		&events.ApprovalRequested{ApprovalID: "a2", RunID: "r1", Step: 1, CallID: "c2", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"git push"}`), Reason: "matches shell_ask_patterns: git push", ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
@@ -46,7 +61,7 @@ var samples = map[string][]events.Event{
 	},
 	events.TypeMessageReceived: {
 		&events.MessageReceived{Channel: "web", Text: "hello"},
-		&events.MessageReceived{Channel: "telegram:42", From: "owner", Text: "", Attachments: []string{"inbox/p.jpg"}},
+		&events.MessageReceived{Channel: "telegram:42", From: "owner", Text: "", Attachments: []string{"inbox/p.jpg"}, ExternalID: "telegram:99"},
 	},
 	events.TypeRunStarted: {
 		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},

@@ -30,6 +30,9 @@ func Conv(id string) Scope { return Scope(Root + ".conv." + id) }
 // Job is the scope of one scheduled job.
 func Job(id string) Scope { return Scope(Root + ".job." + id) }
 
+// Telegram is the scope of one bot's polling state.
+func Telegram(bot string) Scope { return Scope(Root + ".tg." + bot) }
+
 // Canvas is the scope of one canvas artifact.
 func Canvas(id string) Scope { return Scope(Root + ".canvas." + id) }
 

@@ -23,6 +23,11 @@ const (
 	TypeApprovalDecided    = "approval_decided"
 	TypeRouteFallback      = "route_fallback"
 	TypeEscalated          = "escalated"
+	TypeJobScheduled       = "job_scheduled"
+	TypeJobFired           = "job_fired"
+	TypeJobCompleted       = "job_completed"
+	TypeJobCancelled       = "job_cancelled"
+	TypeTelegramOffset     = "telegram_offset_advanced"
 )
 
 func init() {
@@ -41,6 +46,11 @@ func init() {
 	register[ApprovalDecided]()
 	register[RouteFallback]()
 	register[Escalated]()
+	register[JobScheduled]()
+	register[JobFired]()
+	register[JobCompleted]()
+	register[JobCancelled]()
+	register[TelegramOffsetAdvanced]()
 }
 
 // ConversationOpened is the first event of a conversation.
@@ -78,6 +88,9 @@ type MessageReceived struct {
 	From        string   `json:"from,omitempty"`
 	Text        string   `json:"text"`
 	Attachments []string `json:"attachments,omitempty"` // workspace-relative paths
+	// ExternalID names the message in its channel ("telegram:<update_id>"),
+	// so a redelivery after a crash is recognised and not answered twice.
+	ExternalID string `json:"external_id,omitempty"`
 }
 
 func (*MessageReceived) EventType() string { return TypeMessageReceived }
@@ -270,3 +283,80 @@ type Escalated struct {
 
 func (*Escalated) EventType() string { return TypeEscalated }
 func (*Escalated) EventVersion() int { return 1 }
+
+// Job origins.
+const (
+	OriginProfile = "profile" // schedules: in agent.yaml
+	OriginChat    = "chat"    // proposed by schedule_create, approved by the owner
+)
+
+// JobScheduled records a job that does not come from agent.yaml: one an
+// agent proposed with schedule_create and the owner approved word for word.
+// Stored on crew.job.<job>.
+type JobScheduled struct {
+	Agent              string `json:"agent"`
+	Name               string `json:"name"`
+	Cron               string `json:"cron,omitempty"` // empty: a one-shot job, due at At
+	At                 string `json:"at,omitempty"`   // RFC 3339, one-shot jobs
+	Prompt             string `json:"prompt,omitempty"`
+	Command            string `json:"command,omitempty"`
+	Script             string `json:"script,omitempty"`
+	ThenPrompt         string `json:"then_prompt,omitempty"`
+	ApprovalTTLSeconds int    `json:"approval_ttl_seconds,omitempty"`
+	Origin             string `json:"origin"`
+	// SourceConversation is where schedule_create was approved.
+	SourceConversation string `json:"source_conversation,omitempty"`
+}
+
+func (*JobScheduled) EventType() string { return TypeJobScheduled }
+func (*JobScheduled) EventVersion() int { return 1 }
+
+// JobFired: a job came due (or was run by hand) and its turn was queued on
+// the job's own conversation. Stored before the turn's message, so a crash
+// between them re-delivers the job (at-least-once).
+type JobFired struct {
+	Agent        string    `json:"agent"`
+	Due          time.Time `json:"due"`
+	Conversation string    `json:"conversation,omitempty"` // empty for a script job that opened no turn
+	Manual       bool      `json:"manual,omitempty"`
+	Origin       string    `json:"origin"`
+}
+
+func (*JobFired) EventType() string { return TypeJobFired }
+func (*JobFired) EventVersion() int { return 1 }
+
+// Job results.
+const (
+	JobOK      = "ok"
+	JobFailed  = "failed"
+	JobSkipped = "skipped" // a script job that printed nothing, or had no then_prompt
+)
+
+// JobCompleted closes one firing of a job.
+type JobCompleted struct {
+	Status  string    `json:"status"`
+	Output  string    `json:"output,omitempty"` // a script's output, cut
+	Error   string    `json:"error,omitempty"`
+	NextRun time.Time `json:"next_run,omitzero"`
+}
+
+func (*JobCompleted) EventType() string { return TypeJobCompleted }
+func (*JobCompleted) EventVersion() int { return 1 }
+
+// JobCancelled stops a chat-origin job (profile jobs change in agent.yaml).
+type JobCancelled struct {
+	Reason string `json:"reason"`
+}
+
+func (*JobCancelled) EventType() string { return TypeJobCancelled }
+func (*JobCancelled) EventVersion() int { return 1 }
+
+// TelegramOffsetAdvanced records the next getUpdates offset of a bot,
+// appended only after the updates before it are stored as messages. Stored
+// on crew.tg.<bot>.
+type TelegramOffsetAdvanced struct {
+	Offset int64 `json:"offset"`
+}
+
+func (*TelegramOffsetAdvanced) EventType() string { return TypeTelegramOffset }
+func (*TelegramOffsetAdvanced) EventVersion() int { return 1 }
