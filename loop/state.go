@@ -80,6 +80,9 @@ type State struct {
 	// Decided remembers every answered approval of the conversation (id →
 	// decision), so a late second answer is a conflict, not "unknown".
 	Decided map[string]string `json:"decided,omitempty"`
+	// External maps channel message ids (telegram:<update_id>) to the
+	// event that stored them, so a redelivered update is not stored twice.
+	External map[string]string `json:"external,omitempty"`
 
 	// CostUSD sums known model costs; UnknownCostCalls counts successful
 	// calls whose cost was not reported (never counted as zero).
@@ -105,6 +108,12 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
+		if e.ExternalID != "" {
+			if s.External == nil {
+				s.External = map[string]string{}
+			}
+			s.External[e.ExternalID] = env.ID
+		}
 		s.Queued = append(s.Queued, Pending{EventID: env.ID, Text: e.Text})
 		if s.OpenRun != "" {
 			s.BusyQueued = true
@@ -365,7 +374,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 4
+const snapshotVersion byte = 5
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -52,6 +52,9 @@ type Message struct {
 	ConversationID string // default: the agent's conversation of the channel and day
 	From           string
 	Attachments    []string
+	// ExternalID names the message in its channel (telegram:<update_id>):
+	// a message already stored under it is accepted again without storing.
+	ExternalID string
 }
 
 // Accepted says where a stored message went.
@@ -100,6 +103,10 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	}
 	var acc Accepted
 	stored, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
+		if prev, seen := st.External[m.ExternalID]; m.ExternalID != "" && seen {
+			acc.MessageID = prev
+			return nil, nil
+		}
 		var evs []events.Event
 		if st.Agent == "" {
 			if !opening {
@@ -127,12 +134,15 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 			// Nothing is running to steer: the words are an ordinary message.
 			text = steer
 		}
-		return append(evs, &events.MessageReceived{Channel: m.Channel, From: m.From, Text: text, Attachments: m.Attachments}), nil
+		return append(evs, &events.MessageReceived{Channel: m.Channel, From: m.From, Text: text, Attachments: m.Attachments, ExternalID: m.ExternalID}), nil
 	})
 	if err != nil {
 		return Accepted{}, err
 	}
-	acc.ConversationID, acc.MessageID = id, stored[len(stored)-1].ID
+	acc.ConversationID = id
+	if len(stored) > 0 {
+		acc.MessageID = stored[len(stored)-1].ID
+	}
 	// A steer kicks too: if the run ends before a tool boundary, the steer
 	// becomes a message that the next turn answers.
 	in.Kick(id)

@@ -139,3 +139,24 @@ func TestInboundSteerAndQueueLimit(t *testing.T) {
 		t.Errorf("21st queued message: %v, want ErrQueueFull", err)
 	}
 }
+
+// R-TG / R-REL-1: a channel message redelivered after a crash (same
+// external id) is accepted again but stored once.
+func TestInboundExternalIDIsStoredOnce(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	a, err := in.Receive(ctx, inbound.Message{Text: "hi", Channel: "telegram:42", ExternalID: "telegram:1001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := in.Receive(ctx, inbound.Message{Text: "hi", Channel: "telegram:42", ExternalID: "telegram:1001"})
+	if err != nil || b.MessageID != a.MessageID {
+		t.Fatalf("redelivery = %+v, %v; want the first message's id %s", b, err, a.MessageID)
+	}
+	conv, _ := convs.Get(ctx, a.ConversationID)
+	conv.View(func(st *loop.State) {
+		if len(st.Queued) != 1 {
+			t.Errorf("stored %d messages, want 1", len(st.Queued))
+		}
+	})
+}
