@@ -18,6 +18,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
 
@@ -60,6 +61,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printNATSAccess(w, h)
 	printSandbox(w)
 	printRoutes(w, h, env.getenv)
+	printAgentChecks(w, h)
 	return nil
 }
 
@@ -228,4 +230,25 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// printAgentChecks runs the checks serve makes before it runs an agent
+// (routes, tool names, shell patterns), so a skipped agent shows here too.
+func printAgentChecks(w io.Writer, h *home.Home) {
+	reg, err := tools.New(tools.Builtins()...)
+	if err != nil {
+		fmt.Fprintf(w, "tools: %v\n", err)
+		return
+	}
+	agents := agentsOf(h, nil)
+	ids := make([]string, 0, len(agents))
+	for id := range agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := checkAgent(agents[id], reg); err != nil {
+			fmt.Fprintf(w, "agent %s will be skipped: %v\n", id, err)
+		}
+	}
 }
