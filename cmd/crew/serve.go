@@ -86,7 +86,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.worker.Close()
+	defer c.Close()
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -98,6 +98,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Log:       st.log,
 			Views:     views{db: st.db, convs: c.convs},
 			Pages:     c.pages(dir, h),
+			Jobs:      c.jobs,
 			Inbound:   c.inbound,
 			Approvals: c,
 			Live:      liveFeed(st.srv.Conn()),

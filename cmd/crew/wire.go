@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,11 +16,13 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/ui"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -35,6 +39,8 @@ var defaultTools = []string{
 // crew is the running runtime: turn worker, inbound door, approvals.
 type crewRuntime struct {
 	worker  *loop.Worker
+	sched   *scheduler.Scheduler
+	jobs    jobsAPI
 	inbound *inbound.Inbound
 	db      *bbolt.DB
 	runner  *projections.Runner
@@ -189,11 +195,20 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			return 0
 		},
 	}
+	profile := profileJobs(h, agents)
+	sched, err := scheduler.Start(ctx, scheduler.Config{
+		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
+		Jobs: profile, RunScript: scriptRunner(agents), SpillDir: filepath.Join(dir, "spill"),
+	})
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
 	banner := ""
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, agents: agents, routes: note, banner: banner}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, agents: agents, routes: note, banner: banner}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -219,6 +234,110 @@ func checkAgent(a loop.Agent, reg *tools.Registry) error {
 		}
 	}
 	return nil
+}
+
+// jobsAPI serves /api/jobs: the jobs projection, with profile jobs that
+// have not fired yet filled in from config.
+type jobsAPI struct {
+	db      *bbolt.DB
+	sched   *scheduler.Scheduler
+	profile []scheduler.Job
+}
+
+func (j jobsAPI) List(ctx context.Context) (any, error) {
+	list, err := projections.ListJobs(j.db)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]int{}
+	for i, job := range list {
+		byID[job.ID] = i
+	}
+	for _, p := range j.profile {
+		i, ok := byID[p.ID]
+		if !ok {
+			list = append(list, projections.Job{ID: p.ID, Status: "idle"})
+			i = len(list) - 1
+		}
+		v := &list[i]
+		v.Agent, v.Name, v.Origin, v.Cron = p.Agent, p.Name, events.OriginProfile, p.Cron
+		v.Prompt, v.Command, v.Script, v.ThenPrompt, v.ApprovalTTLSeconds = p.Prompt, p.Command, p.Script, p.ThenPrompt, p.ApprovalTTLSeconds
+	}
+	sort.Slice(list, func(a, b int) bool { return list[a].ID < list[b].ID })
+	return list, nil
+}
+
+func (j jobsAPI) RunNow(ctx context.Context, id string) error {
+	err := j.sched.RunNow(ctx, id)
+	if errors.Is(err, scheduler.ErrUnknownJob) {
+		return fmt.Errorf("job %q: %w", id, web.ErrNotFound)
+	}
+	return err
+}
+
+// Close stops the scheduler, then the worker.
+func (c *crewRuntime) Close() {
+	c.sched.Close()
+	c.worker.Close()
+}
+
+// profileJobs are the schedules: of every loaded agent.
+func profileJobs(h *home.Home, agents map[string]loop.Agent) []scheduler.Job {
+	var jobs []scheduler.Job
+	for id, a := range h.Agents {
+		if _, ok := agents[id]; !ok {
+			continue
+		}
+		for _, sc := range a.Schedules {
+			jobs = append(jobs, scheduler.Job{
+				ID: jobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
+				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds,
+			})
+		}
+	}
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
+	return jobs
+}
+
+// jobID makes a job's subject token from agent and schedule name.
+func jobID(agent, name string) string {
+	var b strings.Builder
+	for _, r := range agent + "-" + name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	id := b.String()
+	if len(id) > 100 {
+		id = id[:100]
+	}
+	return id
+}
+
+// scriptRunner runs a script job's command as its agent: in its workspace,
+// sandboxed by its shell settings like shell_run.
+func scriptRunner(agents map[string]loop.Agent) func(ctx context.Context, agent, command string) (string, error) {
+	return func(ctx context.Context, agentID, command string) (string, error) {
+		a, ok := agents[agentID]
+		if !ok {
+			return "", fmt.Errorf("agent %q is not loaded", agentID)
+		}
+		cmd := shell.Command{Script: command, Dir: a.Workspace, Env: shell.Environ(os.Environ())}
+		if p := a.Policy; (p.ShellNetwork != nil && !*p.ShellNetwork) || len(p.ShellWritePaths) > 0 {
+			cmd.Sandbox = &shell.Policy{WritePaths: append([]string{a.Workspace}, p.ShellWritePaths...), Network: p.ShellNetwork == nil || *p.ShellNetwork}
+		}
+		out, err := shell.Run(ctx, cmd)
+		if err != nil {
+			return "", err
+		}
+		if out.ExitCode != 0 || out.TimedOut {
+			return out.Text, fmt.Errorf("script exited with %d (timed out: %v)", out.ExitCode, out.TimedOut)
+		}
+		return out.Text, nil
+	}
 }
 
 // pages wires the HTML site.

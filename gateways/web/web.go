@@ -46,6 +46,14 @@ type Config struct {
 	Live      LiveFeed
 	// Pages serves the HTML site; nil serves the API only.
 	Pages *Pages
+	// Jobs serves /api/jobs; nil leaves it out.
+	Jobs Jobs
+}
+
+// Jobs lists scheduled jobs and runs one now.
+type Jobs interface {
+	List(ctx context.Context) (any, error)
+	RunNow(ctx context.Context, id string) error // ErrNotFound when unknown
 }
 
 // New returns the API handler.
@@ -67,6 +75,23 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("GET /api/stream", s.stream)
 	if cfg.Pages != nil {
 		s.routesSite(mux)
+	}
+	if cfg.Jobs != nil {
+		mux.HandleFunc("GET /api/jobs", func(w http.ResponseWriter, r *http.Request) {
+			v, err := cfg.Jobs.List(r.Context())
+			s.reply(w, r, v, err)
+		})
+		mux.HandleFunc("POST /api/jobs/{id}/run", func(w http.ResponseWriter, r *http.Request) {
+			id, ok := pathID(w, r)
+			if !ok {
+				return
+			}
+			if err := cfg.Jobs.RunNow(r.Context(), id); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusAccepted, map[string]string{"job_id": id, "status": "fired"})
+		})
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))

@@ -1,0 +1,483 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	_ "time/tzdata" // the test's non-UTC zone, whatever the host has
+
+	"github.com/jonboulle/clockwork"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// harness is one home: a real embedded JetStream, a fake clock in New
+// York, and a Kick that only records.
+type harness struct {
+	t     *testing.T
+	log   *events.Log
+	clock *clockwork.FakeClock
+	loc   *time.Location
+
+	mu    sync.Mutex
+	kicks []string
+}
+
+func newHarness(t *testing.T, at time.Time) *harness {
+	t.Helper()
+	_, log := eventstest.Start(t)
+	loc, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, log: log, clock: clockwork.NewFakeClockAt(at), loc: loc}
+}
+
+// ny is a wall-clock time in New York.
+func ny(y int, m time.Month, d, hh, mm int) time.Time {
+	loc, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		panic(err)
+	}
+	return time.Date(y, m, d, hh, mm, 0, 0, loc)
+}
+
+// start starts a scheduler with a fresh loop.Convs (as a new process
+// would) and closes it at cleanup.
+func (h *harness) start(cfg Config) *Scheduler {
+	h.t.Helper()
+	cfg.Log, cfg.Convs, cfg.Clock, cfg.Location = h.log, loop.NewConvs(h.log, nil), h.clock, h.loc
+	cfg.Kick = func(conv string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.kicks = append(h.kicks, conv)
+	}
+	s, err := Start(h.t.Context(), cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(s.Close)
+	return s
+}
+
+func (h *harness) kicked(conv string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.kicks, conv)
+}
+
+// timers waits until gocron has armed n timers on the fake clock.
+func (h *harness) timers(n int) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.clock.BlockUntilContext(ctx, n); err != nil {
+		h.t.Fatalf("waiting for %d timers: %v", n, err)
+	}
+}
+
+// events returns the decoded events stored on filter.
+func (h *harness) events(filter string) []events.Event {
+	h.t.Helper()
+	envs, err := h.log.ReadAll(h.t.Context(), filter, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := make([]events.Event, len(envs))
+	for i, env := range envs {
+		if out[i], err = env.Decode(); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func (h *harness) job(id string) []events.Event { return h.events(events.Job(id).Filter()) }
+func (h *harness) conv(id string) []events.Event {
+	return h.events(events.Conv(id).Filter())
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func count[T events.Event](evs []events.Event) int {
+	n := 0
+	for _, e := range evs {
+		if _, ok := e.(T); ok {
+			n++
+		}
+	}
+	return n
+}
+
+func find[T events.Event](evs []events.Event) T {
+	for _, e := range evs {
+		if x, ok := e.(T); ok {
+			return x
+		}
+	}
+	var zero T
+	return zero
+}
+
+// finishRun appends what the worker would at the end of a turn.
+func (h *harness) finishRun(conv, status string) {
+	h.t.Helper()
+	c, err := loop.NewConvs(h.log, nil).Get(h.t.Context(), conv)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, err = c.Append(h.t.Context(), func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.RunStarted{RunID: "r-" + conv, Agent: "coach", Trigger: "job"},
+			&events.RunFinished{RunID: "r-" + conv, Status: status}}, nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestCronFiresInOwnersTimezone(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 8, 59))
+	h.start(Config{Jobs: []Job{{ID: "standup", Agent: "coach", Name: "standup", Cron: "0 9 * * *", Prompt: "plan my day", ApprovalTTLSeconds: 60}}})
+	h.timers(1)
+	if got := h.job("standup"); len(got) != 0 {
+		t.Fatalf("fired before due: %v", got)
+	}
+	h.clock.Advance(time.Minute)
+
+	conv := "job-standup-202611300900" // 09:00 in New York, 14:00 UTC
+	eventually(t, "the job's turn", func() bool { return h.kicked(conv) })
+	fired := find[*events.JobFired](h.job("standup"))
+	if fired == nil || !fired.Due.Equal(time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)) || fired.Conversation != conv || fired.Origin != events.OriginProfile {
+		t.Fatalf("JobFired = %+v", fired)
+	}
+	cevs := h.conv(conv)
+	opened, msg := find[*events.ConversationOpened](cevs), find[*events.MessageReceived](cevs)
+	if opened == nil || !opened.Autonomous || opened.Channel != "job:standup" || opened.ApprovalTTLSeconds != 60 || opened.Day != "2026-11-30" {
+		t.Errorf("ConversationOpened = %+v", opened)
+	}
+	if msg == nil || msg.Text != "plan my day" {
+		t.Errorf("MessageReceived = %+v", msg)
+	}
+
+	// The run's end completes the job, with the next run (tomorrow 09:00).
+	h.finishRun(conv, events.RunDone)
+	eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("standup")) == 1 })
+	done := find[*events.JobCompleted](h.job("standup"))
+	if done.Status != events.JobOK || !done.NextRun.Equal(time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)) {
+		t.Errorf("JobCompleted = %+v", done)
+	}
+}
+
+func TestMissedWhileDownRunsOnce(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 12, 0))
+	// Last fired two days ago and completed; down since.
+	seq := uint64(0)
+	for _, e := range []events.Event{
+		&events.JobFired{Agent: "coach", Due: ny(2026, 11, 28, 9, 0).UTC(), Conversation: "job-standup-202611280900", Origin: events.OriginProfile},
+		&events.JobCompleted{Status: events.JobOK},
+	} {
+		stored, err := h.log.Append(t.Context(), events.Job("standup"), seq, events.MustNew(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = stored[0].Seq
+	}
+	s := h.start(Config{Jobs: []Job{{ID: "standup", Agent: "coach", Cron: "0 9 * * *", Prompt: "plan"}}})
+	eventually(t, "the catch-up", func() bool { return h.kicked("job-standup-202611300900") })
+	s.Close() // waits for the catch-up goroutine: nothing more can fire
+
+	var dues []time.Time
+	for _, e := range h.job("standup") {
+		if f, ok := e.(*events.JobFired); ok {
+			dues = append(dues, f.Due)
+		}
+	}
+	if len(dues) != 2 || !dues[1].Equal(ny(2026, 11, 30, 9, 0)) {
+		t.Fatalf("fired at %v, want the old firing and one catch-up for 30 Nov 09:00", dues)
+	}
+	if n := count[*events.MessageReceived](h.conv("job-standup-202611290900")); n != 0 {
+		t.Errorf("the 29th was fired too (%d messages)", n)
+	}
+}
+
+func TestOneShotAtLeastOnceAcrossRestart(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 0))
+	s := h.start(Config{})
+	at := ny(2026, 11, 30, 11, 30)
+	if err := s.Add(t.Context(), Job{ID: "eggs", Agent: "chef", Name: "eggs", At: at, Prompt: "remind me to buy eggs", SourceConversation: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Persisted before it is queued.
+	if sched := find[*events.JobScheduled](h.job("eggs")); sched == nil || sched.Origin != events.OriginChat || sched.At != "2026-11-30T16:30:00Z" {
+		t.Fatalf("JobScheduled = %+v", sched)
+	}
+	h.timers(1)
+	h.clock.Advance(90 * time.Minute)
+	conv := "job-eggs-202611301130"
+	eventually(t, "the one-shot's message", func() bool { return count[*events.MessageReceived](h.conv(conv)) == 1 })
+
+	// Crash before the model call: no worker ran. A new process starts.
+	s.Close()
+	h.start(Config{})
+	eventually(t, "the restart's kick", func() bool { return len(h.kicksOf(conv)) == 2 })
+
+	if n := count[*events.JobFired](h.job("eggs")); n != 1 {
+		t.Errorf("fired %d times, want 1", n)
+	}
+	if n := count[*events.MessageReceived](h.conv(conv)); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+	st, err := loop.LoadState(t.Context(), h.log, nil, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Queued) != 1 || !st.NeedsTurn() {
+		t.Errorf("queued = %+v: the loop's recovery would not run it", st.Queued)
+	}
+	// Still pending until its run finishes.
+	if n := count[*events.JobCompleted](h.job("eggs")); n != 0 {
+		t.Errorf("completed before the run: %d", n)
+	}
+	h.finishRun(conv, events.RunDone)
+	eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("eggs")) == 1 })
+}
+
+func (h *harness) kicksOf(conv string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, k := range h.kicks {
+		if k == conv {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestFiredButNotDeliveredIsDeliveredAtStart(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 0))
+	sched := &events.JobScheduled{Agent: "chef", At: "2026-11-30T14:30:00Z", Prompt: "eggs", Origin: events.OriginChat}
+	fired := &events.JobFired{Agent: "chef", Due: time.Date(2026, 11, 30, 14, 30, 0, 0, time.UTC), Conversation: "job-eggs-202611300930", Origin: events.OriginChat}
+	stored, err := h.log.Append(t.Context(), events.Job("eggs"), 0, events.MustNew(sched), events.MustNew(fired))
+	if err != nil || len(stored) != 2 {
+		t.Fatal(err)
+	}
+	h.start(Config{})
+	eventually(t, "the re-delivery", func() bool { return h.kicked("job-eggs-202611300930") })
+	if n := count[*events.MessageReceived](h.conv("job-eggs-202611300930")); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+	if n := count[*events.JobFired](h.job("eggs")); n != 1 {
+		t.Errorf("fired %d times, want 1", n)
+	}
+}
+
+func TestScriptJob(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 0))
+	var mu sync.Mutex
+	output := map[string]string{"df -h": "disk 91%\n", "true": ""}
+	run := func(ctx context.Context, agent, command string) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if command == "false" {
+			return "oops", errors.New("exit status 1")
+		}
+		return output[command], nil
+	}
+	s := h.start(Config{RunScript: run, Jobs: []Job{
+		{ID: "disk", Agent: "ops", Cron: "0 * * * *", Script: "df -h", ThenPrompt: "Disk report:"},
+		{ID: "quiet", Agent: "ops", Cron: "0 * * * *", Script: "true", ThenPrompt: "Report:"},
+		{ID: "broken", Agent: "ops", Cron: "0 * * * *", Script: "false", ThenPrompt: "Report:"},
+	}})
+
+	if err := s.RunNow(t.Context(), "disk"); err != nil {
+		t.Fatal(err)
+	}
+	conv := "job-disk-202611301000"
+	msg := find[*events.MessageReceived](h.conv(conv))
+	if msg == nil || msg.Text != "Disk report:\n\ndisk 91%\n" || !h.kicked(conv) {
+		t.Fatalf("turn message = %+v", msg)
+	}
+	if f := find[*events.JobFired](h.job("disk")); f == nil || !f.Manual || f.Conversation != "" {
+		t.Errorf("JobFired = %+v", f)
+	}
+	h.finishRun(conv, events.RunDone)
+	eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("disk")) == 1 })
+	if c := find[*events.JobCompleted](h.job("disk")); c.Status != events.JobOK || c.Output != "disk 91%\n" {
+		t.Errorf("JobCompleted = %+v", c)
+	}
+
+	if err := s.RunNow(t.Context(), "quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if c := find[*events.JobCompleted](h.job("quiet")); c == nil || c.Status != events.JobSkipped {
+		t.Errorf("quiet JobCompleted = %+v", c)
+	}
+	if n := len(h.conv("job-quiet-202611301000")); n != 0 {
+		t.Errorf("quiet opened a conversation (%d events)", n)
+	}
+
+	if err := s.RunNow(t.Context(), "broken"); err != nil {
+		t.Fatal(err)
+	}
+	if c := find[*events.JobCompleted](h.job("broken")); c == nil || c.Status != events.JobFailed || c.Error != "exit status 1" || c.Output != "oops" {
+		t.Errorf("broken JobCompleted = %+v", c)
+	}
+}
+
+func TestAddAndCancelWithoutRestart(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 2))
+	s := h.start(Config{})
+	if err := s.Add(t.Context(), Job{ID: "water", Agent: "coach", Name: "water", Cron: "*/5 * * * *", Command: "hydrate"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(t.Context(), Job{ID: "water", Agent: "coach", Cron: "*/5 * * * *", Prompt: "x"}); !errors.Is(err, ErrJobExists) {
+		t.Errorf("second Add = %v, want ErrJobExists", err)
+	}
+	if err := s.Add(t.Context(), Job{ID: "bad", Agent: "coach", Cron: "not cron", Prompt: "x"}); !errors.Is(err, ErrInvalidJob) {
+		t.Errorf("Add(bad cron) = %v, want ErrInvalidJob", err)
+	}
+	h.timers(1)
+	h.clock.Advance(3 * time.Minute)
+	conv := "job-water-202611301005"
+	eventually(t, "the chat job's turn", func() bool { return h.kicked(conv) })
+	if msg := find[*events.MessageReceived](h.conv(conv)); msg == nil || msg.Text != "/hydrate" {
+		t.Errorf("message = %+v, want the kit command", msg)
+	}
+
+	if err := s.Cancel(t.Context(), "water", "owner asked"); err != nil {
+		t.Fatal(err)
+	}
+	if c := find[*events.JobCancelled](h.job("water")); c == nil || c.Reason != "owner asked" {
+		t.Errorf("JobCancelled = %+v", c)
+	}
+	if n := len(s.cron.Jobs()); n != 0 {
+		t.Errorf("%d gocron jobs after cancel, want 0", n)
+	}
+	if err := s.RunNow(t.Context(), "water"); !errors.Is(err, ErrCancelled) {
+		t.Errorf("RunNow(cancelled) = %v, want ErrCancelled", err)
+	}
+	// A restart does not bring it back.
+	s.Close()
+	s2 := h.start(Config{Jobs: []Job{{ID: "standup", Agent: "coach", Cron: "0 9 * * *", Prompt: "p"}}})
+	if _, err := s2.entry("water"); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("cancelled job after restart: %v, want ErrUnknownJob", err)
+	}
+	if err := s2.Cancel(t.Context(), "standup", "no"); !errors.Is(err, ErrProfileJob) {
+		t.Errorf("Cancel(profile) = %v, want ErrProfileJob", err)
+	}
+}
+
+func TestHousekeeping(t *testing.T) {
+	h := newHarness(t, time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
+	dir := filepath.Join(t.TempDir(), "spill")
+	if err := os.MkdirAll(filepath.Join(dir, "c1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now := h.clock.Now()
+	write := func(name string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := write("c1/old.txt", 8*24*time.Hour)
+	fresh := write("c1/fresh.txt", 6*24*time.Hour+12*time.Hour)
+	h.start(Config{SpillDir: dir})
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("old spill file kept at start: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh spill file deleted: %v", err)
+	}
+	// A day later the fresh one is 7.5 days old.
+	h.timers(1)
+	h.clock.Advance(24 * time.Hour)
+	eventually(t, "the daily sweep", func() bool {
+		_, err := os.Stat(fresh)
+		return os.IsNotExist(err)
+	})
+}
+
+func TestSweepGoesOnPastErrors(t *testing.T) {
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked")
+	if err := os.MkdirAll(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dir, "a"), filepath.Join(locked, "b")} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if os.Getuid() == 0 {
+		t.Skip("root ignores directory permissions")
+	}
+	if err := os.Chmod(locked, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	n, err := sweepDir(dir, time.Now().Add(time.Hour))
+	if n != 1 || err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("sweepDir = %d, %v; want 1 deleted and an error naming locked/b", n, err)
+	}
+	if n, err := sweepDir(filepath.Join(dir, "missing"), time.Now()); n != 0 || err != nil {
+		t.Errorf("sweepDir(missing) = %d, %v", n, err)
+	}
+}
+
+// lockedBuffer is a log sink safe for the scheduler's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+func TestFailedSweepIsLoggedAndTheLoopGoesOn(t *testing.T) {
+	h := newHarness(t, time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	h.start(Config{SpillDir: filepath.Join(file, "spill"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if n := logs.count("spill sweep failed"); n != 1 {
+		t.Fatalf("%d failures logged at start, want 1:\n%s", n, logs.b.String())
+	}
+	h.timers(1)
+	h.clock.Advance(24 * time.Hour)
+	eventually(t, "the next sweep", func() bool { return logs.count("spill sweep failed") == 2 })
+}
