@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
 )
@@ -87,6 +88,22 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if token := h.Getenv("TELEGRAM_BOT_TOKEN", env.getenv); token != "" {
+		master := h.Agents[home.MasterID]
+		if master == nil {
+			return errors.New("telegram: TELEGRAM_BOT_TOKEN is set but the master agent is not loaded")
+		}
+		g, err := telegram.Start(ctx, telegram.Config{
+			Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
+			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c,
+			Logger: logger.With("component", "telegram"),
+		})
+		if err != nil {
+			return fmt.Errorf("telegram: %w", err)
+		}
+		defer g.Close()
+		fmt.Fprintf(env.stdout, "telegram: polling, serving chats %v\n", master.Telegram.AllowedChatIDs)
+	}
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

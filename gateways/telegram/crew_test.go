@@ -1,0 +1,218 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/telegram"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/nats-io/nuid"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// scriptModel answers by the last user message, statelessly:
+//   - "gate …": first a call of the gated tool, then "done after tool";
+//   - "long": a 5,000-character answer of numbered lines;
+//   - anything else: "echo: <text>".
+type scriptModel struct{}
+
+var _ llms.Model = scriptModel{}
+
+func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+	last, afterTool := "", false
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llms.ChatMessageTypeHuman {
+			for _, p := range msgs[i].Parts {
+				if t, ok := p.(llms.TextContent); ok {
+					last += t.Text
+				}
+			}
+			break
+		}
+		if msgs[i].Role == llms.ChatMessageTypeAI {
+			afterTool = true
+		}
+	}
+	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 10, "CompletionTokens": 5, "CostUSD": 0.0}}
+	switch {
+	case strings.HasPrefix(last, "gate") && !afterTool:
+		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated", Arguments: `{"path":"notes.txt"}`}}}
+	case strings.HasPrefix(last, "gate"):
+		ch.Content = "done after tool"
+	case last == "long":
+		ch.Content = longText()
+	default:
+		ch.Content = "echo: " + last
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+}
+
+func (m scriptModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+func longText() string {
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "line %03d *unbalanced _markdown [\n", i)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// gated is a tool that always asks for approval.
+type gated struct{}
+
+func (gated) Def() tools.Def {
+	return tools.Def{Name: "gated", Description: "writes a note", Params: json.RawMessage(`{"type":"object"}`)}
+}
+func (gated) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Result{Output: "written"}, nil
+}
+func (gated) NeedsApproval() bool { return true }
+
+// crew is a real log, worker and inbound door with the scripted model.
+type crew struct {
+	log       *events.Log
+	in        *inbound.Inbound
+	approver  *approver
+	workspace string
+	logs      *syncBuffer
+	logger    *slog.Logger
+}
+
+func newCrew(t *testing.T) *crew {
+	t.Helper()
+	_, log := eventstest.Start(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are a test."), 0o600)
+	reg, err := tools.New(gated{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := loop.Agent{ID: "master", Dir: dir, Workspace: dir, Routes: []string{"fake:script"}, Tools: []string{"gated"},
+		MaxSteps: 5, ToolOutputChars: 8000, ApprovalTTL: time.Hour}
+	deps := loop.Deps{
+		Models: func(string) (llms.Model, error) { return scriptModel{}, nil },
+		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: t.TempDir(),
+		Sleep: func(context.Context, time.Duration) error { return nil },
+	}
+	convs := loop.NewConvs(log, nil)
+	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: log, Convs: convs, Deps: deps,
+		Agents: func(string) (loop.Agent, bool) { return agent, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	buf := &syncBuffer{}
+	return &crew{
+		log: log,
+		in: &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", HasAgent: func(string) bool { return true },
+			Location: time.UTC, Clock: time.Now},
+		approver:  &approver{log: log, worker: w},
+		workspace: dir,
+		logs:      buf,
+		logger:    slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+}
+
+// approver is what cmd/crew does: find the approval's conversation, decide.
+type approver struct {
+	log    *events.Log
+	worker *loop.Worker
+}
+
+var _ telegram.Approver = (*approver)(nil)
+
+func (a *approver) Decide(ctx context.Context, id string, approve, always bool, channel string) (string, error) {
+	envs, err := a.log.ReadAll(ctx, events.Root+".conv.*."+events.TypeApprovalRequested, 0)
+	if err != nil {
+		return "", err
+	}
+	for _, env := range envs {
+		e, err := env.Decode()
+		if err != nil {
+			return "", err
+		}
+		if e.(*events.ApprovalRequested).ApprovalID == id {
+			return a.worker.Decide(ctx, events.ScopeOf(env.Subject).ID(), id, approve, always, channel)
+		}
+	}
+	return "", loop.ErrUnknownApproval
+}
+
+// received lists the stored messages of all conversations.
+func (c *crew) received(t *testing.T) []events.MessageReceived {
+	t.Helper()
+	envs, err := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeMessageReceived, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.MessageReceived
+	for _, env := range envs {
+		e, err := env.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *e.(*events.MessageReceived))
+	}
+	return out
+}
+
+// offset is the bot's last stored offset (0: none).
+func (c *crew) offset(t *testing.T, bot string) int64 {
+	t.Helper()
+	envs, err := c.log.ReadAll(t.Context(), events.Telegram(bot).Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) == 0 {
+		return 0
+	}
+	e, err := envs[len(envs)-1].Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.(*events.TelegramOffsetAdvanced).Offset
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,22 @@
+// Package telegram is the Telegram gateway (R-TG): it long-polls the Bot API
+// for the owner's messages and hands them to the inbound door, and it sends
+// each finished run's answer and each approval card back to the chat.
+//
+// Delivery guarantees:
+//
+//   - Inbound is at-least-once into the log and exactly-once in effect: the
+//     getUpdates offset is stored on crew.tg.<bot> (TelegramOffsetAdvanced)
+//     only after every update before it was stored as a message, so a crash
+//     fetches them again, and Receive recognises a stored update by its
+//     ExternalID "telegram:<update_id>".
+//   - Outbound is at-most-once: the gateway follows the log from its end at
+//     start, so a run that finished while the server was down is not sent
+//     (the answer is still in the web UI); nothing is ever sent twice.
+//   - Replies are plain text (no parse_mode), so Markdown in an answer can
+//     never make a send fail; long answers are split at 4096 characters, on
+//     line boundaries when possible.
+//
+// The bot token is never logged or stored: the log scope is named after the
+// numeric bot id before the token's ':' (or a hash when there is none), and
+// HTTP errors are stripped of the URL that carries the token.
+package telegram

@@ -1,0 +1,454 @@
+package telegram
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// Receiver stores an owner's message: *inbound.Inbound.
+type Receiver interface {
+	Receive(ctx context.Context, m inbound.Message) (inbound.Accepted, error)
+}
+
+// Approver decides approvals by id: the same object the web gateway uses.
+type Approver interface {
+	Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (decision string, err error)
+}
+
+// Config wires a Gateway.
+type Config struct {
+	Token          string
+	APIURL         string // default https://api.telegram.org; tests point it at an emulator
+	AllowedChatIDs []int64
+	Workspace      string // the master's workspace: photos go to <Workspace>/inbox/
+	Log            *events.Log
+	Inbound        Receiver
+	Approvals      Approver
+	Logger         *slog.Logger
+	// PollEvery is the pause after a getUpdates that returned nothing sooner
+	// than this (an emulator that does not long-poll) or failed (default 1 s).
+	PollEvery time.Duration
+	// LongPoll is the getUpdates timeout asked of the server (default 25 s).
+	LongPoll time.Duration
+	// HTTPClient defaults to a client with a timeout above LongPoll.
+	HTTPClient *http.Client
+}
+
+// maxPhoto bounds a downloaded photo (Telegram's own bot limit is 20 MB).
+const maxPhoto = 20 << 20
+
+// Gateway polls one bot and answers its allowed chats.
+type Gateway struct {
+	cfg     Config
+	api     *botAPI
+	bot     string // log scope id, never the token
+	allowed map[int64]bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	offset int64 // next getUpdates offset; poll goroutine only
+	seen   map[int64]bool
+
+	mu     sync.Mutex
+	typing map[int64]int // chat → open runs
+}
+
+// Start reads the stored offset, starts polling and the reply follower,
+// and returns. The gateway runs until Close (not until ctx ends: ctx only
+// bounds Start itself), so cmd/crew must defer Close.
+func Start(ctx context.Context, cfg Config) (*Gateway, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("telegram: no bot token")
+	}
+	if cfg.Log == nil || cfg.Inbound == nil || cfg.Approvals == nil {
+		return nil, errors.New("telegram: Log, Inbound and Approvals are required")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://api.telegram.org"
+	}
+	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = time.Second
+	}
+	if cfg.LongPoll <= 0 {
+		cfg.LongPoll = 25 * time.Second
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: cfg.LongPoll + 15*time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{
+		cfg:     cfg,
+		api:     &botAPI{base: cfg.APIURL + "/bot" + cfg.Token, file: cfg.APIURL + "/file/bot" + cfg.Token, hc: cfg.HTTPClient, token: cfg.Token},
+		bot:     BotID(cfg.Token),
+		allowed: map[int64]bool{},
+		seen:    map[int64]bool{},
+		typing:  map[int64]int{},
+	}
+	for _, id := range cfg.AllowedChatIDs {
+		g.allowed[id] = true
+	}
+	offset, err := g.storedOffset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.offset = offset
+	// Replies follow from the log's end now: runs that finish from here on.
+	last, err := cfg.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	g.wg.Go(func() { g.poll(ctx) })
+	g.wg.Go(func() { g.follow(ctx, last+1) })
+	g.wg.Go(func() { g.keepTyping(ctx) })
+	return g, nil
+}
+
+// Close stops polling and replies and waits for them.
+func (g *Gateway) Close() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// BotID names a bot in the log: the numeric id before the token's ':', or
+// a hash of the token when there is none. Never the token itself.
+func BotID(token string) string {
+	if id, _, ok := strings.Cut(token, ":"); ok {
+		if _, err := strconv.ParseUint(id, 10, 64); err == nil {
+			return id
+		}
+	}
+	sum := sha256.Sum256([]byte(token))
+	return "h" + hex.EncodeToString(sum[:8])
+}
+
+// storedOffset is the last TelegramOffsetAdvanced of the bot (0: none).
+func (g *Gateway) storedOffset(ctx context.Context) (int64, error) {
+	scope := events.Telegram(g.bot)
+	last, err := g.cfg.Log.Last(ctx, scope.Filter())
+	if err != nil || last == 0 {
+		return 0, err
+	}
+	envs, err := g.cfg.Log.ReadAll(ctx, scope.Filter(), last)
+	if err != nil {
+		return 0, fmt.Errorf("telegram: read offset: %w", err)
+	}
+	for _, env := range envs {
+		e, err := env.Decode()
+		if err != nil {
+			return 0, fmt.Errorf("telegram: read offset: %w", err)
+		}
+		if o, ok := e.(*events.TelegramOffsetAdvanced); ok {
+			return o.Offset, nil
+		}
+	}
+	return 0, nil
+}
+
+// poll fetches updates until ctx ends.
+func (g *Gateway) poll(ctx context.Context) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		var ups []update
+		err := g.api.call(ctx, "getUpdates", map[string]any{
+			"offset": g.offset, "timeout": int(g.cfg.LongPoll / time.Second),
+			"allowed_updates": []string{"message", "callback_query"},
+		}, &ups)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			g.cfg.Logger.Warn("telegram poll failed", "error", err)
+			sleep(ctx, g.cfg.PollEvery)
+			continue
+		}
+		if err := g.handleAll(ctx, ups); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Not advanced: the same updates come again and dedupe.
+			g.cfg.Logger.Error("telegram updates not stored", "error", err)
+			sleep(ctx, g.cfg.PollEvery)
+			continue
+		}
+		if len(ups) == 0 && time.Since(start) < g.cfg.PollEvery {
+			sleep(ctx, g.cfg.PollEvery-time.Since(start))
+		}
+	}
+}
+
+// handleAll handles ups in order and then stores the next offset.
+func (g *Gateway) handleAll(ctx context.Context, ups []update) error {
+	next := g.offset
+	// Telegram picks a random next update_id after a week without updates,
+	// which may be below the stored offset: a batch entirely below it is
+	// that, not a redelivery, and restarts the count.
+	reset := len(ups) > 0 && ups[len(ups)-1].UpdateID < g.offset
+	if reset {
+		g.cfg.Logger.Warn("telegram update ids restarted below the stored offset", "offset", g.offset, "update_id", ups[0].UpdateID)
+		next = 0
+	}
+	for _, u := range ups {
+		if u.UpdateID < g.offset && !reset {
+			continue // a server that ignores offset sent it again
+		}
+		if err := g.handle(ctx, u); err != nil {
+			return fmt.Errorf("update %d: %w", u.UpdateID, err)
+		}
+		next = max(next, u.UpdateID+1)
+	}
+	if next == g.offset {
+		return nil
+	}
+	env, err := events.New(&events.TelegramOffsetAdvanced{Offset: next})
+	if err != nil {
+		return err
+	}
+	// One poller per bot: no expectation needed.
+	if _, err := g.cfg.Log.Append(ctx, events.Telegram(g.bot), events.Any, env); err != nil {
+		return fmt.Errorf("store offset %d: %w", next, err)
+	}
+	g.offset = next
+	return nil
+}
+
+// handle serves one update. A returned error means it must be fetched
+// again (the store is down); a problem with the message itself is told to
+// the user and the update counts as handled.
+func (g *Gateway) handle(ctx context.Context, u update) error {
+	switch {
+	case u.Message != nil:
+		return g.handleMessage(ctx, u.UpdateID, u.Message)
+	case u.CallbackQuery != nil:
+		return g.handleCallback(ctx, u.CallbackQuery)
+	}
+	return nil
+}
+
+func (g *Gateway) admit(chatID int64) bool {
+	if g.allowed[chatID] {
+		return true
+	}
+	if !g.seen[chatID] {
+		g.seen[chatID] = true
+		g.cfg.Logger.Warn("telegram chat not allowed: ignored", "chat_id", chatID)
+	}
+	return false
+}
+
+func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message) error {
+	if !g.admit(m.Chat.ID) {
+		return nil
+	}
+	msg := inbound.Message{
+		Text:       m.Text,
+		Channel:    channel(m.Chat.ID),
+		ExternalID: "telegram:" + strconv.FormatInt(updateID, 10),
+	}
+	if m.From != nil {
+		msg.From = m.From.Username
+		if msg.From == "" {
+			msg.From = m.From.First
+		}
+	}
+	if len(m.Photo) > 0 {
+		msg.Text = m.Caption
+		rel, err := g.savePhoto(ctx, updateID, m.Photo)
+		if err != nil {
+			g.cfg.Logger.Warn("telegram photo not saved", "chat_id", m.Chat.ID, "error", err)
+			g.send(ctx, m.Chat.ID, "I could not download that photo: "+err.Error(), nil)
+			return nil
+		}
+		msg.Attachments = []string{rel}
+	}
+	if strings.TrimSpace(msg.Text) == "" && len(msg.Attachments) == 0 {
+		return nil // stickers, joins, …: nothing to answer
+	}
+	acc, err := g.cfg.Inbound.Receive(ctx, msg)
+	if err == nil {
+		if acc.Steer {
+			g.send(ctx, m.Chat.ID, "Steer noted: the running turn takes it in at its next step.", nil)
+		}
+		return nil
+	}
+	if text, ok := userText(err); ok {
+		g.send(ctx, m.Chat.ID, text, nil)
+		return nil
+	}
+	return err
+}
+
+// userText maps Receive and Decide errors to what the chat is told (the
+// one place of this gateway); ok=false means retry later.
+func userText(err error) (string, bool) {
+	switch {
+	case errors.Is(err, inbound.ErrAwaitingApproval):
+		return "A tool call is waiting for your approval: press Approve, Always or Deny on it first.", true
+	case errors.Is(err, inbound.ErrQueueFull):
+		return "Too many messages are queued: wait for the running turn to finish.", true
+	case errors.Is(err, inbound.ErrEmptySteer):
+		return "/steer needs text: /steer <what to change>", true
+	case errors.Is(err, inbound.ErrClosed), errors.Is(err, inbound.ErrBadMessage),
+		errors.Is(err, inbound.ErrUnknownAgent), errors.Is(err, inbound.ErrUnknownConversation):
+		return "Not accepted: " + err.Error(), true
+	case errors.Is(err, loop.ErrAlreadyDecided):
+		return "Already decided.", true
+	case errors.Is(err, loop.ErrUnknownApproval), errors.Is(err, events.ErrInvalidID):
+		return "No such approval.", true
+	}
+	return "", false
+}
+
+// savePhoto downloads the largest size into <workspace>/inbox/<update>.jpg
+// and returns the workspace-relative path.
+func (g *Gateway) savePhoto(ctx context.Context, updateID int64, sizes []photoSize) (string, error) {
+	if g.cfg.Workspace == "" {
+		return "", errors.New("no workspace configured")
+	}
+	best := sizes[0]
+	for _, s := range sizes[1:] {
+		if s.Width*s.Height > best.Width*best.Height || (s.Width*s.Height == best.Width*best.Height && s.FileSize > best.FileSize) {
+			best = s
+		}
+	}
+	var f file
+	if err := g.api.call(ctx, "getFile", map[string]any{"file_id": best.FileID}, &f); err != nil {
+		return "", err
+	}
+	if f.FilePath == "" {
+		return "", errors.New("getFile returned no file_path")
+	}
+	data, err := g.api.download(ctx, f.FilePath, maxPhoto)
+	if err != nil {
+		return "", err
+	}
+	rel := filepath.ToSlash(filepath.Join("inbox", strconv.FormatInt(updateID, 10)+".jpg"))
+	if err := writeAtomic(filepath.Join(g.cfg.Workspace, rel), data); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+// writeAtomic writes data to path through a synced temp file and a rename.
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
+	if q.Message == nil || !g.admit(q.Message.Chat.ID) {
+		return nil
+	}
+	chatID := q.Message.Chat.ID
+	id, approve, always, ok := parseCallback(q.Data)
+	answer := "Unknown button."
+	if ok {
+		decision, err := g.cfg.Approvals.Decide(ctx, id, approve, always, channel(chatID))
+		switch {
+		case err == nil:
+			answer = capitalize(decision) + "."
+			if always {
+				answer = "Approved; the tool is now auto-approved here."
+			}
+		default:
+			text, handled := userText(err)
+			if !handled {
+				if errors.Is(err, context.Canceled) {
+					return err
+				}
+				g.cfg.Logger.Error("telegram approval failed", "approval_id", id, "error", err)
+				text = "The decision was not stored: " + err.Error()
+			}
+			answer = text
+		}
+	}
+	// The buttons go whatever the outcome: a stale card cannot be pressed
+	// twice. Both calls are best effort.
+	if err := g.api.call(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": q.ID, "text": answer}, nil); err != nil {
+		g.cfg.Logger.Debug("telegram answerCallbackQuery failed", "error", err)
+	}
+	if err := g.api.call(ctx, "editMessageReplyMarkup", map[string]any{
+		"chat_id": chatID, "message_id": q.Message.MessageID, "reply_markup": inlineKeyboard{Rows: [][]inlineButton{}},
+	}, nil); err != nil {
+		g.cfg.Logger.Debug("telegram editMessageReplyMarkup failed", "error", err)
+	}
+	g.send(ctx, chatID, answer, nil)
+	return nil
+}
+
+// Callback data: "a:<approval id>:approve|always|deny" (≤ 64 bytes).
+func callbackData(approvalID, choice string) string { return "a:" + approvalID + ":" + choice }
+
+func parseCallback(data string) (id string, approve, always, ok bool) {
+	rest, found := strings.CutPrefix(data, "a:")
+	if !found {
+		return "", false, false, false
+	}
+	id, choice, found := strings.Cut(rest, ":")
+	if !found || id == "" {
+		return "", false, false, false
+	}
+	switch choice {
+	case "approve":
+		return id, true, false, true
+	case "always":
+		return id, true, true, true
+	case "deny":
+		return id, false, false, true
+	}
+	return "", false, false, false
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func channel(chatID int64) string { return "telegram:" + strconv.FormatInt(chatID, 10) }
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

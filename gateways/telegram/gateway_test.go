@@ -1,0 +1,246 @@
+package telegram_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/telegram"
+)
+
+const chat = int64(42)
+
+// TestRestartResumesOffset: the offset is stored after the message, read
+// back by a new gateway, and neither a redelivered update nor one stored
+// just before a crash is stored or answered twice. The token appears in
+// no log line and no event.
+func TestRestartResumesOffset(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	bot := telegram.BotID(testToken)
+	if bot != "123456" {
+		t.Fatalf("BotID = %q, want the numeric part", bot)
+	}
+
+	g := startGateway(t, c, s.URL, chat)
+	s.push(textUpdate(10, chat, "hello"))
+	waitFor(t, "the answer to hello", 10*time.Second, func() bool { return s.count(chat, "echo: hello") == 1 })
+	waitFor(t, "offset 11", 5*time.Second, func() bool { return c.offset(t, bot) == 11 })
+	// A crash after Receive and before the offset: update 11 is stored
+	// (and answered) but its offset is not.
+	if _, err := c.in.Receive(t.Context(), inbound.Message{Text: "eleven", Channel: "telegram:42", ExternalID: "telegram:11"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the answer to eleven", 10*time.Second, func() bool { return s.count(chat, "echo: eleven") == 1 })
+	g.Close()
+
+	// The server lost its confirmations: it sends 10 and 11 again, then 12.
+	s.mu.Lock()
+	s.pending, s.offsets = nil, nil
+	s.mu.Unlock()
+	s.push(textUpdate(10, chat, "hello"))
+	s.push(textUpdate(11, chat, "eleven"))
+	s.push(textUpdate(12, chat, "twelve"))
+	g = startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	waitFor(t, "the answer to twelve", 10*time.Second, func() bool { return s.count(chat, "echo: twelve") == 1 })
+	waitFor(t, "offset 13", 5*time.Second, func() bool { return c.offset(t, bot) == 13 })
+
+	// Telegram restarted its update ids below our offset: served, and
+	// the offset follows them down.
+	s.push(textUpdate(3, chat, "after reset"))
+	waitFor(t, "the answer after the reset", 10*time.Second, func() bool { return s.count(chat, "echo: after reset") == 1 })
+	waitFor(t, "offset 4", 5*time.Second, func() bool { return c.offset(t, bot) == 4 })
+
+	s.mu.Lock()
+	first := s.offsets[0]
+	s.mu.Unlock()
+	if first != 11 {
+		t.Errorf("first getUpdates after restart asked offset %d, want 11", first)
+	}
+	var got []string
+	for _, m := range c.received(t) {
+		got = append(got, m.ExternalID)
+	}
+	if want := []string{"telegram:10", "telegram:11", "telegram:12", "telegram:3"}; !slices.Equal(got, want) {
+		t.Errorf("stored messages %v, want %v", got, want)
+	}
+	for _, text := range []string{"echo: hello", "echo: eleven"} {
+		if n := s.count(chat, text); n != 1 {
+			t.Errorf("%q sent %d times, want once", text, n)
+		}
+	}
+	for _, m := range s.sentTo(chat) {
+		if m.ParseMode != "" {
+			t.Errorf("sent with parse_mode %q, want plain text", m.ParseMode)
+		}
+	}
+	if containsToken(c.logs.String()) {
+		t.Error("the token appears in the logs")
+	}
+	envs, err := c.log.ReadAll(t.Context(), events.Root+".>", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range envs {
+		if containsToken(env.Subject) || containsToken(string(env.Data)) {
+			t.Errorf("the token is stored in %s", env.Subject)
+		}
+	}
+}
+
+// TestDisallowedChat: a chat not in the list gets nothing and stores
+// nothing, is logged once, and its updates still advance the offset.
+func TestDisallowedChat(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, 99, "let me in"))
+	s.push(textUpdate(2, 99, "please"))
+	s.push(textUpdate(3, chat, "hi"))
+	waitFor(t, "the answer to hi", 10*time.Second, func() bool { return s.count(chat, "echo: hi") == 1 })
+	waitFor(t, "offset 4", 5*time.Second, func() bool { return c.offset(t, telegram.BotID(testToken)) == 4 })
+	if got := s.sentTo(99); len(got) != 0 {
+		t.Errorf("sent to a disallowed chat: %+v", got)
+	}
+	if got := c.received(t); len(got) != 1 || got[0].Channel != "telegram:42" {
+		t.Errorf("stored %+v, want only the allowed chat's message", got)
+	}
+	if n := strings.Count(c.logs.String(), "chat not allowed"); n != 1 {
+		t.Errorf("disallowed chat logged %d times, want once", n)
+	}
+}
+
+// TestLongReplySplit: a 5,000-character answer arrives as two plain-text
+// messages cut on a line break, nothing lost.
+func TestLongReplySplit(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "long"))
+	waitFor(t, "two parts", 10*time.Second, func() bool { return len(s.sentTo(chat)) == 2 })
+	parts := s.sentTo(chat)
+	s.mu.Lock()
+	actions := s.actions
+	s.mu.Unlock()
+	if actions == 0 {
+		t.Error("no typing action was sent while the run was open")
+	}
+	for _, p := range parts {
+		if len(p.Text) > telegram.MaxMessage {
+			t.Errorf("part of %d characters", len(p.Text))
+		}
+		if !strings.HasSuffix(p.Text, "[") {
+			t.Errorf("part not cut at a line end: ...%q", p.Text[len(p.Text)-10:])
+		}
+	}
+	// The cut newline is the only thing dropped.
+	if got, want := parts[0].Text+"\n"+parts[1].Text, longText(); got != want {
+		t.Errorf("joined parts differ from the answer: %d vs %d characters", len(got), len(want))
+	}
+}
+
+// TestApprovalButtons: an approval becomes a card with three buttons; the
+// Always button decides it through the Approver (as the web does), the
+// callback is answered, the buttons removed, and the run's answer arrives.
+func TestApprovalButtons(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "gate please"))
+	var card sentMessage
+	waitFor(t, "the approval card", 10*time.Second, func() bool {
+		for _, m := range s.sentTo(chat) {
+			if len(m.ReplyMarkup) > 0 {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(card.Text, "gated") || !strings.Contains(card.Text, "notes.txt") {
+		t.Errorf("card text %q lacks the tool or its arguments", card.Text)
+	}
+	var kb struct {
+		Rows [][]struct {
+			Text string `json:"text"`
+			Data string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal(card.ReplyMarkup, &kb); err != nil || len(kb.Rows) != 1 || len(kb.Rows[0]) != 3 {
+		t.Fatalf("keyboard %s: %v", card.ReplyMarkup, err)
+	}
+	for _, b := range kb.Rows[0] {
+		if len(b.Data) > 64 {
+			t.Errorf("callback data %q over 64 bytes", b.Data)
+		}
+	}
+	// A second message while the approval waits is refused with a hint.
+	s.push(textUpdate(2, chat, "hello?"))
+	waitFor(t, "the waiting hint", 10*time.Second, func() bool {
+		for _, m := range s.sentTo(chat) {
+			if strings.Contains(m.Text, "waiting for your approval") {
+				return true
+			}
+		}
+		return false
+	})
+	always := kb.Rows[0][1]
+	s.push(map[string]any{"update_id": 3, "callback_query": map[string]any{
+		"id": "cb1", "data": always.Data, "from": map[string]any{"id": chat},
+		"message": map[string]any{"message_id": 1, "chat": map[string]any{"id": chat}},
+	}})
+	waitFor(t, "the answer after the tool", 10*time.Second, func() bool { return s.count(chat, "done after tool") == 1 })
+	s.mu.Lock()
+	answered, edited := s.answered, s.edited
+	s.mu.Unlock()
+	if len(answered) != 1 || !strings.Contains(answered[0], "Approved") || edited != 1 {
+		t.Errorf("callback answers %q, edits %d: want one approval answer and one edit", answered, edited)
+	}
+	envs, err := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeApprovalDecided, 0)
+	if err != nil || len(envs) != 1 {
+		t.Fatalf("decisions %d: %v", len(envs), err)
+	}
+	e, _ := envs[0].Decode()
+	if d := e.(*events.ApprovalDecided); d.Decision != events.DecisionApproved || !d.Always || d.Channel != "telegram:42" {
+		t.Errorf("decision %+v", d)
+	}
+}
+
+// TestPhoto: the largest size is downloaded into workspace/inbox and its
+// relative path stored with the caption.
+func TestPhoto(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(map[string]any{"update_id": 7, "message": map[string]any{
+		"message_id": 7, "date": 1, "caption": "what is this",
+		"chat": map[string]any{"id": chat}, "from": map[string]any{"id": chat},
+		"photo": []map[string]any{
+			{"file_id": "small", "width": 90, "height": 90},
+			{"file_id": "big", "width": 1280, "height": 960},
+			{"file_id": "mid", "width": 320, "height": 240},
+		},
+	}})
+	waitFor(t, "the stored photo message", 10*time.Second, func() bool { return len(c.received(t)) == 1 })
+	m := c.received(t)[0]
+	if m.Text != "what is this" || !slices.Equal(m.Attachments, []string{"inbox/7.jpg"}) {
+		t.Errorf("stored %+v", m)
+	}
+	data, err := os.ReadFile(filepath.Join(c.workspace, "inbox", "7.jpg"))
+	if err != nil || !bytes.Equal(data, photoBytes) {
+		t.Errorf("inbox/7.jpg = %q, %v", data, err)
+	}
+	waitFor(t, "an answer", 10*time.Second, func() bool { return len(s.sentTo(chat)) == 1 })
+}

@@ -1,0 +1,275 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/my-agent-crew/crew/events"
+)
+
+// MaxMessage is Telegram's limit on a message's text, in UTF-16 units.
+const MaxMessage = 4096
+
+// runView is what the follower remembers of a conversation's open run.
+type runView struct {
+	open bool
+	text string // the last successful model text of the run
+}
+
+// follow sends answers and approval cards for conversations of allowed
+// chats, from stream sequence from on, until ctx ends.
+func (g *Gateway) follow(ctx context.Context, from uint64) {
+	runs := map[string]*runView{}
+	for ctx.Err() == nil {
+		for env, err := range g.cfg.Log.Follow(ctx, events.Root+".conv.>", from) {
+			if err != nil {
+				if ctx.Err() == nil {
+					g.cfg.Logger.Warn("telegram follow failed: resuming", "from", from, "error", err)
+				}
+				break
+			}
+			from = env.Seq + 1
+			g.apply(ctx, runs, env)
+		}
+		sleep(ctx, g.cfg.PollEvery)
+	}
+}
+
+// apply reacts to one conversation event.
+func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, env events.Envelope) {
+	conv := events.ScopeOf(env.Subject).ID()
+	chatID, ok := chatOf(conv)
+	if !ok || !g.allowed[chatID] {
+		return
+	}
+	switch env.Type {
+	case events.TypeRunStarted, events.TypeModelCalled, events.TypeRunFinished, events.TypeApprovalRequested:
+	default:
+		return
+	}
+	e, err := env.Decode()
+	if err != nil {
+		g.cfg.Logger.Warn("telegram: undecodable event skipped", "subject", env.Subject, "seq", env.Seq, "error", err)
+		return
+	}
+	r := runs[conv]
+	if r == nil {
+		r = &runView{}
+		runs[conv] = r
+	}
+	switch e := e.(type) {
+	case *events.RunStarted:
+		if !r.open {
+			g.setTyping(chatID, 1)
+		}
+		r.open, r.text = true, ""
+		g.chatAction(ctx, chatID)
+	case *events.ModelCalled:
+		if e.Error == "" && e.Text != "" {
+			r.text = e.Text
+		}
+	case *events.ApprovalRequested:
+		g.send(ctx, chatID, approvalText(e), approvalKeyboard(e.ApprovalID))
+	case *events.RunFinished:
+		if r.open {
+			g.setTyping(chatID, -1)
+		}
+		text := r.text
+		if e.Status != events.RunDone {
+			text = strings.TrimSpace(text + "\n\n(run " + e.Status + suffix(e.Reason, e.Error) + ")")
+		}
+		delete(runs, conv)
+		if text != "" {
+			g.send(ctx, chatID, text, nil)
+		}
+	}
+}
+
+func suffix(reason, errText string) string {
+	var parts []string
+	for _, s := range []string{reason, errText} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, ": ")
+}
+
+// chatOf parses "telegram-<chat>-<YYYYMMDD>", the master's daily
+// conversation of a chat (inbound.DailyID).
+func chatOf(conv string) (int64, bool) {
+	rest, ok := strings.CutPrefix(conv, "telegram-")
+	if !ok {
+		return 0, false
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i <= 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest[:i], 10, 64)
+	return id, err == nil
+}
+
+func approvalText(e *events.ApprovalRequested) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approval needed: %s\n", e.Tool)
+	var args bytes.Buffer
+	if json.Indent(&args, e.Arguments, "", "  ") != nil {
+		args.Reset()
+		args.Write(e.Arguments)
+	}
+	a := args.String()
+	if n := utf16Len(a); n > 3000 {
+		a = cutUTF16(a, 3000) + "\n…"
+	}
+	fmt.Fprintf(&b, "%s\n", a)
+	if e.Reason != "" {
+		fmt.Fprintf(&b, "Reason: %s\n", e.Reason)
+	}
+	if !e.ExpiresAt.IsZero() {
+		fmt.Fprintf(&b, "Expires: %s", e.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func approvalKeyboard(id string) *inlineKeyboard {
+	return &inlineKeyboard{Rows: [][]inlineButton{{
+		{Text: "Approve", Data: callbackData(id, "approve")},
+		{Text: "Always", Data: callbackData(id, "always")},
+		{Text: "Deny", Data: callbackData(id, "deny")},
+	}}}
+}
+
+// send delivers text as plain-text messages of at most MaxMessage units;
+// the keyboard goes on the last one. Failures are logged: at-most-once.
+func (g *Gateway) send(ctx context.Context, chatID int64, text string, kb *inlineKeyboard) {
+	parts := Split(text, MaxMessage)
+	for i, part := range parts {
+		params := map[string]any{"chat_id": chatID, "text": part}
+		if kb != nil && i == len(parts)-1 {
+			params["reply_markup"] = kb
+		}
+		if err := g.sendOne(ctx, params); err != nil {
+			if ctx.Err() == nil {
+				g.cfg.Logger.Error("telegram send failed", "chat_id", chatID, "part", i+1, "parts", len(parts), "error", err)
+			}
+			return
+		}
+	}
+}
+
+// sendOne retries a rate-limited or failed send a few times.
+func (g *Gateway) sendOne(ctx context.Context, params map[string]any) error {
+	var err error
+	for attempt := range 3 {
+		if err = g.api.call(ctx, "sendMessage", params, nil); err == nil {
+			return nil
+		}
+		var ae *apiError
+		wait := time.Duration(attempt+1) * g.cfg.PollEvery
+		if errors.As(err, &ae) {
+			if ae.Status == 400 || ae.Status == 403 {
+				return err // the request itself is wrong: retrying cannot help
+			}
+			if ae.RetryAfter > 0 {
+				wait = time.Duration(ae.RetryAfter) * time.Second
+			}
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, wait)
+	}
+	return err
+}
+
+// chatAction shows "typing…"; errors are ignored (emulators answer 500).
+func (g *Gateway) chatAction(ctx context.Context, chatID int64) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = g.api.call(ctx, "sendChatAction", map[string]any{"chat_id": chatID, "action": "typing"}, nil)
+}
+
+func (g *Gateway) setTyping(chatID int64, delta int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := g.typing[chatID] + delta; n > 0 {
+		g.typing[chatID] = n
+	} else {
+		delete(g.typing, chatID)
+	}
+}
+
+// keepTyping renews "typing…" (it lasts 5 s) while a chat has a run open.
+func (g *Gateway) keepTyping(ctx context.Context) {
+	t := time.NewTicker(4 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		chats := make([]int64, 0, len(g.typing))
+		for id := range g.typing {
+			chats = append(chats, id)
+		}
+		g.mu.Unlock()
+		for _, id := range chats {
+			g.chatAction(ctx, id)
+		}
+	}
+}
+
+// Split cuts text into parts of at most limit UTF-16 units (Telegram's
+// measure), at the last line break of a part when there is one in its
+// second half, else at a rune boundary.
+func Split(text string, limit int) []string {
+	var parts []string
+	for utf16Len(text) > limit {
+		head := cutUTF16(text, limit)
+		if i := strings.LastIndexByte(head, '\n'); i > 0 && utf16Len(head[:i]) >= limit/2 {
+			parts = append(parts, head[:i])
+			text = text[i+1:]
+			continue
+		}
+		parts = append(parts, head)
+		text = text[len(head):]
+	}
+	if text != "" || len(parts) == 0 {
+		parts = append(parts, text)
+	}
+	return parts
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// cutUTF16 returns the longest prefix of s of at most limit UTF-16 units.
+func cutUTF16(s string, limit int) string {
+	n := 0
+	for i, r := range s {
+		w := utf16.RuneLen(r) // invalid UTF-8 ranges as U+FFFD: 1
+		if n+w > limit {
+			return s[:i]
+		}
+		n += w
+	}
+	return s
+}
