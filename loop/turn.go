@@ -367,6 +367,7 @@ func (t *Turn) lookup(name string) (tools.Tool, bool) {
 func (t *Turn) toolEnv() tools.Env {
 	return tools.Env{
 		Workspace:    t.agent.Workspace,
+		AgentID:      t.agent.ID,
 		Conversation: t.conv.ID(),
 		SpillDir:     spillDir(t.deps.SpillDir, t.conv.ID()),
 		Agent:        t.agent.Policy,

@@ -30,6 +30,7 @@ type Result struct {
 // Env is what a call runs against.
 type Env struct {
 	Workspace    string // absolute path of the agent's workspace
+	AgentID      string // the agent making the call
 	Conversation string
 	SpillDir     string // <home>/spill/<conversation>
 	Agent        AgentPolicy

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -91,3 +92,5 @@ func cut(s string, n int) string {
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:n])) + "…"
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

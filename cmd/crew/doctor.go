@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
@@ -235,7 +236,7 @@ func humanBytes(n int64) string {
 // printAgentChecks runs the checks serve makes before it runs an agent
 // (routes, tool names, shell patterns), so a skipped agent shows here too.
 func printAgentChecks(w io.Writer, h *home.Home) {
-	reg, err := tools.New(tools.Builtins()...)
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return

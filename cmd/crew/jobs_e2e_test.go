@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,6 +44,74 @@ func TestJobRunNowOverHTTP(t *testing.T) {
 	c := waitConv(t, s.url, conv, "answered", settled)
 	if last := c.History[len(c.History)-1]; last.Text != "echo: Say good morning" {
 		t.Errorf("job answer = %+v", last)
+	}
+	s.stop(t)
+}
+
+// schedule_create always asks — even in an autonomous conversation — and
+// once the owner approves the exact prompt the job exists without a
+// restart (origin chat), is listed on the jobs page, and can be cancelled.
+func TestScheduleCreateAlwaysAsksThenRuns(t *testing.T) {
+	home := initHome(t)
+	agentYAML := filepath.Join(home, "agent.yaml")
+	b, _ := os.ReadFile(agentYAML)
+	os.WriteFile(agentYAML, []byte(strings.Replace(string(b), "autonomous: false", "autonomous: true", 1)), 0o600)
+	script := writeScript(t, `
+- tool_calls:
+    - name: schedule_create
+      arguments: {name: standup, cron: "0 9 * * 1-5", prompt: "Ask me about today's plan"}
+- text: "Your standup reminder is set."
+`)
+	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "remind me every weekday at 9"})
+	id := acc["conversation_id"].(string)
+	c := waitConv(t, s.url, id, "awaiting approval", func(c convView) bool { return c.Status == "awaiting_approval" })
+	if c.PendingApprovals[0].Tool != "schedule_create" {
+		t.Fatalf("pending = %+v", c.PendingApprovals)
+	}
+	var jobs []map[string]any
+	if getJSON(t, s.url+"/api/jobs", &jobs); len(jobs) != 0 {
+		t.Fatalf("a job exists before approval: %v", jobs)
+	}
+	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
+	waitConv(t, s.url, id, "answered", settled)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		if len(jobs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no job after approval: %v", jobs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if jobs[0]["id"] != "master-standup" || jobs[0]["origin"] != "chat" || jobs[0]["prompt"] != "Ask me about today's plan" {
+		t.Errorf("job = %v", jobs[0])
+	}
+	resp, err := http.Get(s.url + "/jobs")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("jobs page: %v %v", resp.StatusCode, err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `data-job-id="master-standup"`) || !strings.Contains(string(page), `data-testid="job-cancel"`) {
+		t.Errorf("jobs page lacks the job or its cancel button")
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/api/jobs/master-standup/cancel", nil)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("cancel = %v %v", resp.StatusCode, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		if jobs[0]["cancelled"] != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job not cancelled: %v", jobs[0])
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	s.stop(t)
 }

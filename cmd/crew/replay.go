@@ -12,6 +12,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
@@ -65,7 +66,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	reg, err := tools.New(tools.Builtins()...)
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
 	if err != nil {
 		return err
 	}

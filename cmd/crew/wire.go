@@ -33,7 +33,12 @@ import (
 // defaultTools is what an agent gets when agent.yaml lists no tools.
 var defaultTools = []string{
 	"workspace_list", "workspace_read", "workspace_glob", "workspace_grep", "workspace_write", "workspace_edit",
-	"shell_run", "tool_output_read", "ask_user", "progress_note",
+	"shell_run", "tool_output_read", "ask_user", "progress_note", "schedule_create",
+}
+
+// allTools is every registry tool: the built-ins and schedule_create.
+func allTools(create *scheduler.CreateTool) []tools.Tool {
+	return append(tools.Builtins(), create)
 }
 
 // crew is the running runtime: turn worker, inbound door, approvals.
@@ -136,19 +141,16 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		return nil, err
 	}
 	agents := agentsOf(h, override)
-	reg0, err := tools.New(tools.Builtins()...)
+	create := scheduler.NewCreateTool(time.Now)
+	reg, err := tools.New(allTools(create)...)
 	if err != nil {
 		return nil, err
 	}
 	for id, a := range agents {
-		if err := checkAgent(a, reg0); err != nil {
+		if err := checkAgent(a, reg); err != nil {
 			logger.Error("agent skipped", "agent", id, "err", err)
 			delete(agents, id)
 		}
-	}
-	reg, err := tools.New(tools.Builtins()...)
-	if err != nil {
-		return nil, err
 	}
 	nc := st.srv.Conn()
 	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
@@ -204,11 +206,12 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		w.Close()
 		return nil, err
 	}
+	create.Bind(sched)
 	banner := ""
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, agents: agents, routes: note, banner: banner}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, agents: agents, routes: note, banner: banner}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -240,6 +243,7 @@ func checkAgent(a loop.Agent, reg *tools.Registry) error {
 // have not fired yet filled in from config.
 type jobsAPI struct {
 	db      *bbolt.DB
+	loc     *time.Location
 	sched   *scheduler.Scheduler
 	profile []scheduler.Job
 }
@@ -267,10 +271,66 @@ func (j jobsAPI) List(ctx context.Context) (any, error) {
 	return list, nil
 }
 
+func (j jobsAPI) Rows(ctx context.Context) ([]ui.JobRow, error) {
+	v, err := j.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rows []ui.JobRow
+	for _, job := range v.([]projections.Job) {
+		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: orText(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
+			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
+			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil}
+		if row.When == "" {
+			row.When = "once at " + job.At
+		}
+		switch {
+		case job.Prompt != "":
+			row.What = job.Prompt
+		case job.Command != "":
+			row.What = "/" + job.Command
+		default:
+			row.What = "$ " + job.Script
+			if job.ThenPrompt != "" {
+				row.What += "\nthen: " + job.ThenPrompt
+			}
+		}
+		if job.LastFired != nil {
+			row.LastFired = job.LastFired.In(j.loc).Format("Jan 2 15:04")
+		}
+		if job.NextRun != nil {
+			row.NextRun = job.NextRun.In(j.loc).Format("Jan 2 15:04")
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func orText(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func (j jobsAPI) Cancel(ctx context.Context, id string) error {
+	err := j.sched.Cancel(ctx, id, "owner")
+	switch {
+	case errors.Is(err, scheduler.ErrUnknownJob):
+		return fmt.Errorf("job %q: %w", id, web.ErrNotFound)
+	case errors.Is(err, scheduler.ErrProfileJob), errors.Is(err, scheduler.ErrCancelled):
+		return fmt.Errorf("%w: %v", web.ErrRefused, err)
+	}
+	return err
+}
+
 func (j jobsAPI) RunNow(ctx context.Context, id string) error {
 	err := j.sched.RunNow(ctx, id)
-	if errors.Is(err, scheduler.ErrUnknownJob) {
+	switch {
+	case errors.Is(err, scheduler.ErrUnknownJob):
 		return fmt.Errorf("job %q: %w", id, web.ErrNotFound)
+	case errors.Is(err, scheduler.ErrCancelled):
+		return fmt.Errorf("%w: %v", web.ErrRefused, err)
 	}
 	return err
 }

@@ -197,6 +197,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		{loop.ErrUnknownApproval, http.StatusNotFound, "not_found"},
 		{loop.ErrAlreadyDecided, http.StatusConflict, "already_decided"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
+		{ErrRefused, http.StatusConflict, "refused"},
 	} {
 		if errors.Is(err, m.target) {
 			writeError(w, m.status, m.code, err.Error())

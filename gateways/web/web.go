@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/ui"
 )
 
 // Health reports whether the server is ready to answer: the log is open and
@@ -50,11 +52,16 @@ type Config struct {
 	Jobs Jobs
 }
 
-// Jobs lists scheduled jobs and runs one now.
+// Jobs lists scheduled jobs, runs one now, cancels a chat job.
 type Jobs interface {
 	List(ctx context.Context) (any, error)
+	Rows(ctx context.Context) ([]ui.JobRow, error)
 	RunNow(ctx context.Context, id string) error // ErrNotFound when unknown
+	Cancel(ctx context.Context, id string) error // ErrNotFound; ErrRefused for profile jobs
 }
+
+// ErrRefused is a request the server understood and will not do (409).
+var ErrRefused = errors.New("refused")
 
 // New returns the API handler.
 func New(cfg Config) http.Handler {
@@ -92,6 +99,43 @@ func New(cfg Config) http.Handler {
 			}
 			writeJSON(w, http.StatusAccepted, map[string]string{"job_id": id, "status": "fired"})
 		})
+		mux.HandleFunc("POST /api/jobs/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+			id, ok := pathID(w, r)
+			if !ok {
+				return
+			}
+			if err := cfg.Jobs.Cancel(r.Context(), id); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]string{"job_id": id, "status": "cancelled"})
+		})
+		if cfg.Pages != nil {
+			mux.HandleFunc("GET /jobs", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+				sh, err := cfg.Pages.shell(r.Context(), "Scheduled jobs", "", csrf)
+				if err != nil {
+					return nil, err
+				}
+				rows, err := cfg.Jobs.Rows(r.Context())
+				return ui.JobsPage(ui.JobsView{Shell: sh, Jobs: rows}), err
+			}))
+			jobForm := func(act func(ctx context.Context, id string) error) http.HandlerFunc {
+				return s.form(func(w http.ResponseWriter, r *http.Request) {
+					id := r.PathValue("id")
+					if err := events.ValidID(id); err != nil {
+						writeError(w, http.StatusBadRequest, "invalid_id", err.Error())
+						return
+					}
+					if err := act(r.Context(), id); err != nil {
+						s.fail(w, r, err)
+						return
+					}
+					http.Redirect(w, r, "/jobs", http.StatusSeeOther)
+				})
+			}
+			mux.HandleFunc("POST /jobs/{id}/run", jobForm(cfg.Jobs.RunNow))
+			mux.HandleFunc("POST /jobs/{id}/cancel", jobForm(cfg.Jobs.Cancel))
+		}
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))

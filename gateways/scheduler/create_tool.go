@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed create_tool.md
+var createToolDoc string
+
+// CreateTool is schedule_create: an agent proposes a recurring (or one-off)
+// prompt; the owner approves the exact text; the job then runs without a
+// restart, with origin "chat". It always asks — no setting turns that off
+// (R-GATE-4): its AskWhen gives a reason for every call, which the gate
+// honours even in an autonomous conversation.
+type CreateTool struct {
+	sched atomic.Pointer[Scheduler]
+	clock func() time.Time
+}
+
+// NewCreateTool returns the tool; Bind gives it the running scheduler.
+func NewCreateTool(clock func() time.Time) *CreateTool {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &CreateTool{clock: clock}
+}
+
+// Bind attaches the scheduler (it starts after the tool registry).
+func (t *CreateTool) Bind(s *Scheduler) { t.sched.Store(s) }
+
+var _ tools.Tool = (*CreateTool)(nil)
+var _ tools.Asker = (*CreateTool)(nil)
+
+type createArgs struct {
+	Name   string `json:"name"`
+	Cron   string `json:"cron"`
+	At     string `json:"at"`
+	Prompt string `json:"prompt"`
+}
+
+func (t *CreateTool) Def() tools.Def {
+	return tools.Def{Name: "schedule_create", Description: createToolDoc, Params: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "description": "short name, letters, digits, - and _"},
+    "cron": {"type": "string", "description": "5-field cron in the owner's time zone, e.g. \"0 7 * * 1-5\"; or leave empty and give at"},
+    "at": {"type": "string", "description": "RFC 3339 time for a one-off job"},
+    "prompt": {"type": "string", "description": "the exact prompt the job will run"}
+  },
+  "required": ["name", "prompt"],
+  "additionalProperties": false
+}`)}
+}
+
+// NeedsApproval is true: it changes what runs later.
+func (t *CreateTool) NeedsApproval() bool { return true }
+
+// AskWhen always asks, showing the exact prompt to approve.
+func (t *CreateTool) AskWhen(env tools.Env, args json.RawMessage) string {
+	var a createArgs
+	json.Unmarshal(args, &a)
+	when := a.Cron
+	if when == "" {
+		when = "at " + a.At
+	}
+	return fmt.Sprintf("schedule_create always asks: approve running this exact prompt (%s): %q", when, a.Prompt)
+}
+
+func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	s := t.sched.Load()
+	if s == nil {
+		return tools.Result{Output: "The scheduler is not running; nothing was scheduled.", IsError: true}, nil
+	}
+	var a createArgs
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return tools.Result{Output: "Bad arguments: " + err.Error(), IsError: true}, nil
+	}
+	j := Job{ID: env.AgentID + "-" + a.Name, Agent: env.AgentID, Name: a.Name, Cron: a.Cron, Prompt: a.Prompt, SourceConversation: env.Conversation}
+	if a.At != "" {
+		at, err := time.Parse(time.RFC3339, a.At)
+		if err != nil {
+			return tools.Result{Output: "at must be an RFC 3339 time such as 2026-12-01T07:00:00+07:00", IsError: true}, nil
+		}
+		if !at.After(t.clock()) {
+			return tools.Result{Output: "at is in the past; nothing was scheduled.", IsError: true}, nil
+		}
+		j.At = at
+	}
+	if err := s.Add(ctx, j); err != nil {
+		if errors.Is(err, ErrInvalidJob) || errors.Is(err, ErrJobExists) {
+			return tools.Result{Output: "Not scheduled: " + err.Error(), IsError: true}, nil
+		}
+		return tools.Result{}, err
+	}
+	return tools.Result{Output: fmt.Sprintf("Scheduled job %s (origin chat). The owner can see and cancel it on the jobs page.", j.ID)}, nil
+}
