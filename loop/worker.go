@@ -29,7 +29,9 @@ type WorkerConfig struct {
 	// runs, unanswered messages, pending approvals); the worker loads each
 	// and runs what its state says is due.
 	Recover func(ctx context.Context) ([]string, error)
-	// SweepEvery is how often expired approvals are decided (default 5 s).
+	// SweepEvery is how often expired approvals are decided (default 5 s);
+	// negative: never here, because the caller runs SweepOnce on its own
+	// scheduler.
 	SweepEvery time.Duration
 }
 
@@ -101,7 +103,9 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			w.Kick(id)
 		}
 	}
-	w.wg.Go(w.sweep)
+	if cfg.SweepEvery > 0 {
+		w.wg.Go(w.sweep)
+	}
 	return w, nil
 }
 

@@ -173,7 +173,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	w, err := loop.StartWorker(ctx, loop.WorkerConfig{
 		Log: st.log, Convs: convs, Deps: deps, Logger: logger.With("component", "loop"),
-		Agents: func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok },
+		SweepEvery: -1, // the scheduler runs the expiry sweep
+		Agents:     func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok },
 		Recover: func(ctx context.Context) ([]string, error) {
 			if err := runner.WaitFor(ctx, lastSeq); err != nil {
 				return nil, err
@@ -201,6 +202,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
 		Jobs: profile, RunScript: scriptRunner(agents), SpillDir: filepath.Join(dir, "spill"),
+		Periodic: []scheduler.Periodic{{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce}},
 	})
 	if err != nil {
 		w.Close()

@@ -61,6 +61,16 @@ type Config struct {
 	// one at start (default 24 h).
 	SpillMaxAge time.Duration
 	SweepEvery  time.Duration
+	// Periodic are other sweeps on the same scheduler, such as the
+	// approval expiry sweep (R-GATE-3).
+	Periodic []Periodic
+}
+
+// Periodic is a task run every Every, its first run one period after start.
+type Periodic struct {
+	Name  string
+	Every time.Duration
+	Run   func(ctx context.Context)
 }
 
 // Scheduler fires jobs. Open with Start, stop with Close.
@@ -184,6 +194,14 @@ func Start(ctx context.Context, cfg Config) (*Scheduler, error) {
 		if _, err := s.cron.NewJob(gocron.DurationJob(cfg.SweepEvery), gocron.NewTask(s.sweep), gocron.WithName("housekeeping")); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("start scheduler: housekeeping: %w", err)
+		}
+	}
+	for _, p := range cfg.Periodic {
+		run := p.Run
+		if _, err := s.cron.NewJob(gocron.DurationJob(p.Every), gocron.NewTask(func() { run(s.ctx) }), gocron.WithName(p.Name),
+			gocron.WithSingletonMode(gocron.LimitModeReschedule)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("start scheduler: %s: %w", p.Name, err)
 		}
 	}
 	s.cron.Start()
