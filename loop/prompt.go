@@ -6,33 +6,102 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
 
+// Prompt is what the system prompt is assembled from.
+type Prompt struct {
+	AgentDir string // AGENTS.md, SOUL.md, MEMORY.md
+	HomeDir  string // users/owner/USER.md and users/owner/facts/*.md
+	Roster   string // one line per agent of the crew, made by the caller
+	Now      time.Time
+	Location *time.Location
+}
+
 // SystemPrompt assembles an agent's system prompt from its files, read anew
-// at every step (R-HOME-4): AGENTS.md, SOUL.md, then the date line last —
-// stable parts first so the provider's prompt cache keeps them.
-func SystemPrompt(agentDir string, now time.Time, loc *time.Location) (string, error) {
-	var b strings.Builder
+// at every step (R-HOME-4), in the fixed order of R-CTX-1 — stable parts
+// first so the provider's prompt cache keeps them: persona (AGENTS.md,
+// SOUL.md) → the owner (USER.md, facts) → the agent's MEMORY.md → the
+// crew's roster → the date line, last. The same files give the same bytes.
+func SystemPrompt(p Prompt) (string, error) {
+	var sections []string
 	for _, name := range []string{"AGENTS.md", "SOUL.md"} {
-		data, err := os.ReadFile(filepath.Join(agentDir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		text, err := readText(filepath.Join(p.AgentDir, name))
 		if err != nil {
-			return "", fmt.Errorf("system prompt: %w", err)
+			return "", err
 		}
-		text := strings.TrimSpace(string(data))
-		if text == "" {
-			continue
+		if text != "" {
+			sections = append(sections, text)
 		}
-		b.WriteString(text)
-		b.WriteString("\n\n")
 	}
+	if p.HomeDir != "" {
+		owner, err := ownerSection(p.HomeDir)
+		if err != nil {
+			return "", err
+		}
+		if owner != "" {
+			sections = append(sections, owner)
+		}
+	}
+	mem, err := readText(filepath.Join(p.AgentDir, "MEMORY.md"))
+	if err != nil {
+		return "", err
+	}
+	if mem != "" {
+		sections = append(sections, "# Your memory (MEMORY.md)\n\n"+mem)
+	}
+	if p.Roster != "" {
+		sections = append(sections, "# The crew\n\n"+p.Roster)
+	}
+	loc := p.Location
 	if loc == nil {
 		loc = time.UTC
 	}
-	fmt.Fprintf(&b, "Today: %s.", now.In(loc).Format("2006-01-02"))
-	return b.String(), nil
+	sections = append(sections, fmt.Sprintf("Today: %s.", p.Now.In(loc).Format("2006-01-02")))
+	return strings.Join(sections, "\n\n"), nil
+}
+
+// ownerSection is USER.md and the facts files, in name order.
+func ownerSection(homeDir string) (string, error) {
+	dir := filepath.Join(homeDir, "users", "owner")
+	user, err := readText(filepath.Join(dir, "USER.md"))
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	if user != "" {
+		parts = append(parts, user)
+	}
+	facts, err := filepath.Glob(filepath.Join(dir, "facts", "*.md"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(facts)
+	for _, f := range facts {
+		text, err := readText(f)
+		if err != nil {
+			return "", err
+		}
+		if text != "" {
+			parts = append(parts, "## "+strings.TrimSuffix(filepath.Base(f), ".md")+"\n\n"+text)
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "# About the owner\n\n" + strings.Join(parts, "\n\n"), nil
+}
+
+// readText reads a file trimmed; a missing file is empty.
+func readText(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("system prompt: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
 }

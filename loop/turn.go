@@ -43,6 +43,8 @@ type Deps struct {
 	Clock    func() time.Time
 	Location *time.Location
 	SpillDir string // <home>/spill
+	HomeDir  string // the home: users/owner/ for the system prompt
+	Roster   string // the crew, one line per agent, for the system prompt
 	NewID    func() string
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).
@@ -431,7 +433,8 @@ func (t *Turn) result(ctx context.Context, runID string, step int, c events.Tool
 // it. It returns nil reply (and nil error) when the failure was recorded and
 // the loop should go on (escalation) or stop (run finished failed).
 func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.ModelCalled, error) {
-	system, err := SystemPrompt(t.agent.Dir, t.deps.Clock(), t.deps.Location)
+	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, HomeDir: t.deps.HomeDir, Roster: t.deps.Roster,
+		Now: t.deps.Clock(), Location: t.deps.Location})
 	if err != nil {
 		return nil, err
 	}

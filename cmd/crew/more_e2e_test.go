@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -81,6 +82,7 @@ func TestReplayCommand(t *testing.T) {
 // id round-trip; the reply streams.
 func TestRouteFallbackOverHTTP(t *testing.T) {
 	var calls atomic.Int32
+	var system atomic.Value
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Model    string           `json:"model"`
@@ -88,6 +90,9 @@ func TestRouteFallbackOverHTTP(t *testing.T) {
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		calls.Add(1)
+		if sys, ok := req.Messages[0]["content"].(string); ok && req.Messages[0]["role"] == "system" {
+			system.Store(sys)
+		}
 		if req.Model == "vendor/broken" {
 			http.Error(w, `{"error":{"message":"upstream exploded"}}`, http.StatusInternalServerError)
 			return
@@ -126,6 +131,13 @@ func TestRouteFallbackOverHTTP(t *testing.T) {
 	b, _ := json.Marshal(run)
 	if !strings.Contains(string(b), "vendor/broken") || !strings.Contains(string(b), "fallback") {
 		t.Errorf("run shows no fallback from vendor/broken:\n%s", b)
+	}
+	// The request carried the assembled system prompt: persona, roster,
+	// date line last (R-CTX-1).
+	sys, _ := system.Load().(string)
+	if !strings.Contains(sys, "# The crew") || !strings.Contains(sys, "Assistant (master)") ||
+		!regexp.MustCompile(`Today: \d{4}-\d{2}-\d{2}\.$`).MatchString(sys) {
+		t.Errorf("system prompt sent:\n%s", sys)
 	}
 	// The export holds the route_fallback event.
 	out, _, _ := crew(t, home, "export", id)

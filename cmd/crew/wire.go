@@ -160,6 +160,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Clock:    time.Now,
 		Location: h.Config.Location(),
 		SpillDir: filepath.Join(dir, "spill"),
+		HomeDir:  dir,
+		Roster:   roster(h, agents),
 		NewID:    nuid.Next,
 		Live: func(conv, runID string, d llm.Delta) {
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
@@ -400,6 +402,39 @@ func scriptRunner(agents map[string]loop.Agent) func(ctx context.Context, agent,
 		}
 		return out.Text, nil
 	}
+}
+
+// roster is the crew as every agent's system prompt shows it: one line per
+// agent with the facts read from the running crew (R-CTX-1).
+func roster(h *home.Home, agents map[string]loop.Agent) string {
+	ids := make([]string, 0, len(agents))
+	for id := range agents {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if (ids[i] == home.MasterID) != (ids[j] == home.MasterID) {
+			return ids[i] == home.MasterID
+		}
+		return ids[i] < ids[j]
+	})
+	var b strings.Builder
+	for _, id := range ids {
+		a, cfg := agents[id], h.Agents[id]
+		fmt.Fprintf(&b, "- %s (%s): %s", orText(cfg.Name, id), id, orText(cfg.Description, "no description"))
+		if len(a.Routes) > 0 {
+			fmt.Fprintf(&b, " — model %s", a.Routes[0])
+		}
+		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
+		if n := len(cfg.Schedules); n > 0 {
+			names := make([]string, n)
+			for i, sc := range cfg.Schedules {
+				names[i] = sc.Name
+			}
+			fmt.Fprintf(&b, "; schedules: %s", strings.Join(names, ", "))
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // pages wires the HTML site.
