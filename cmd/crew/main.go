@@ -27,6 +27,7 @@ func init() {
 	commands = []command{
 		{"serve", "[--listen ADDR]", "run the server: embedded NATS, projections, HTTP API", runServe},
 		{"init", "", "create the home with a working master agent (changes nothing if it exists)", runInit},
+		{"agent", "add <template>", "install a built-in agent: fullstack-developer, kongming, researcher", runAgent},
 		{"doctor", "", "print home, versions, event store, projection lag, sandbox, model routes", runDoctor},
 		{"export", "<conversation> [-o FILE]", "write a conversation's events as hash-chained JSONL", runExport},
 		{"replay", "<run-id> [--route ROUTE]", "re-drive a recorded run with its recorded replies and results; show the first divergence", runReplay},
