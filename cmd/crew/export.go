@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 
+	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 )
 
@@ -38,7 +38,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	write := func(w io.Writer) (int, error) {
 		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 		if errors.Is(err, errStoreBusy) {
-			return exportFromServer(ctx, dir, conv, w)
+			return exportFromServer(ctx, dir, serverToken(env, h), conv, w)
 		}
 		if err != nil {
 			return 0, err
@@ -82,48 +82,47 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// exportFromServer asks the running server, which holds the store.
-func exportFromServer(ctx context.Context, dir, conv string, w io.Writer) (int, error) {
+// exportFromServer asks the running server, which holds the store, and
+// verifies what arrives while copying it, so the count is the same either way.
+func exportFromServer(ctx context.Context, dir, token, conv string, w io.Writer) (int, error) {
 	info, err := readServeInfo(dir)
 	if err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info.URL+"/api/conversations/"+conv+"/export", nil)
-	if err != nil {
-		return 0, err
-	}
-	if tok := os.Getenv("CREW_AUTH_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("export from running server %s: %w", info.URL, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("export from running server %s: %s: %s", info.URL, resp.Status, body)
-	}
-	// Count while copying, so the summary is the same either way.
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
 	var n int
-	var verr error
-	go func() {
-		defer close(done)
-		_, n, verr = events.VerifyExport(pr)
-		io.Copy(io.Discard, pr)
-	}()
-	_, err = io.Copy(io.MultiWriter(w, pw), resp.Body)
-	pw.CloseWithError(err)
-	<-done
+	err = getFromServer(ctx, info.URL+"/api/conversations/"+conv+"/export", token, func(body io.Reader) error {
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		var verr error
+		go func() {
+			defer close(done)
+			_, n, verr = events.VerifyExport(pr)
+			io.Copy(io.Discard, pr)
+		}()
+		_, err := io.Copy(io.MultiWriter(w, pw), body)
+		pw.CloseWithError(err)
+		<-done
+		if err != nil {
+			return err
+		}
+		if verr != nil {
+			return fmt.Errorf("the export arrived broken: %w", verr)
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("export from running server: %w", err)
 	}
-	if verr != nil {
-		return 0, fmt.Errorf("export from running server arrived broken: %w", verr)
-	}
 	return n, nil
+}
+
+// serverToken is the auth token to send to a running server, found where
+// serve finds it.
+func serverToken(env *cliEnv, h *home.Home) string {
+	if h.Config.AuthToken != "" {
+		return h.Config.AuthToken
+	}
+	return h.Getenv("CREW_AUTH_TOKEN", env.getenv)
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {

@@ -42,7 +42,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	agentID, envs, err := recordedRun(ctx, dir, h.Config, runID)
+	agentID, envs, err := recordedRun(ctx, dir, h.Config, serverToken(env, h), runID)
 	if err != nil {
 		return err
 	}
@@ -90,10 +90,10 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 
 // recordedRun returns the run's agent and its conversation's events, from
 // the store when the server is stopped, else from the running server.
-func recordedRun(ctx context.Context, dir string, cfg *home.Config, runID string) (string, []events.Envelope, error) {
+func recordedRun(ctx context.Context, dir string, cfg *home.Config, token, runID string) (string, []events.Envelope, error) {
 	st, err := openStore(ctx, dir, cfg, slog.New(slog.DiscardHandler))
 	if errors.Is(err, errStoreBusy) {
-		return recordedRunFromServer(ctx, dir, runID)
+		return recordedRunFromServer(ctx, dir, token, runID)
 	}
 	if err != nil {
 		return "", nil, err
@@ -107,7 +107,7 @@ func recordedRun(ctx context.Context, dir string, cfg *home.Config, runID string
 	return run.Agent, envs, err
 }
 
-func recordedRunFromServer(ctx context.Context, dir, runID string) (string, []events.Envelope, error) {
+func recordedRunFromServer(ctx context.Context, dir, token, runID string) (string, []events.Envelope, error) {
 	info, err := readServeInfo(dir)
 	if err != nil {
 		return "", nil, err
@@ -116,11 +116,11 @@ func recordedRunFromServer(ctx context.Context, dir, runID string) (string, []ev
 		Agent        string `json:"agent"`
 		Conversation string `json:"conversation"`
 	}
-	if err := getFromServer(ctx, info.URL+"/api/runs/"+runID, func(r io.Reader) error { return json.NewDecoder(r).Decode(&run) }); err != nil {
+	if err := getFromServer(ctx, info.URL+"/api/runs/"+runID, token, func(r io.Reader) error { return json.NewDecoder(r).Decode(&run) }); err != nil {
 		return "", nil, err
 	}
 	var envs []events.Envelope
-	err = getFromServer(ctx, info.URL+"/api/conversations/"+run.Conversation+"/export", func(r io.Reader) error {
+	err = getFromServer(ctx, info.URL+"/api/conversations/"+run.Conversation+"/export", token, func(r io.Reader) error {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64*1024), 64<<20)
 		for sc.Scan() {
@@ -135,10 +135,15 @@ func recordedRunFromServer(ctx context.Context, dir, runID string) (string, []ev
 	return run.Agent, envs, err
 }
 
-func getFromServer(ctx context.Context, url string, read func(io.Reader) error) error {
+// getFromServer GETs url from the running server (with its auth token, if
+// any) and hands a 200 body to read.
+func getFromServer(ctx context.Context, url, token string, read func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -98,7 +98,7 @@ type serveInfo struct {
 
 func writeServeInfo(homeDir string, info serveInfo) error {
 	b, _ := json.Marshal(info)
-	return writeFileAtomic(filepath.Join(dataDir(homeDir), "serve.json"), b, 0o600)
+	return home.WriteFileAtomic(filepath.Join(dataDir(homeDir), "serve.json"), b, 0o600)
 }
 
 func readServeInfo(homeDir string) (serveInfo, error) {
@@ -111,30 +111,4 @@ func readServeInfo(homeDir string) (serveInfo, error) {
 		return info, fmt.Errorf("read %s: %w", filepath.Join(dataDir(homeDir), "serve.json"), err)
 	}
 	return info, nil
-}
-
-// writeFileAtomic writes via a temp file, fsync and rename, so a crash never
-// leaves half a file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

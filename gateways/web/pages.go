@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"sort"
 	"strings"
 	"time"
@@ -183,14 +184,9 @@ var md = goldmark.New()
 func Markdown(text string) string {
 	var buf bytes.Buffer
 	if err := md.Convert([]byte(text), &buf); err != nil {
-		return "<pre>" + escape(text) + "</pre>"
+		return "<pre>" + html.EscapeString(text) + "</pre>"
 	}
 	return buf.String()
-}
-
-func escape(s string) string {
-	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
-	return r.Replace(s)
 }
 
 // runs builds the runs page.

@@ -79,12 +79,12 @@ func installSkel(name, path string, perm fs.FileMode, r *strings.Replacer) error
 	if r != nil {
 		data = []byte(r.Replace(string(data)))
 	}
-	return writeFileAtomic(path, data, perm)
+	return WriteFileAtomic(path, data, perm)
 }
 
-// writeFileAtomic replaces path with data so that a crash leaves either the
+// WriteFileAtomic replaces path with data so that a crash leaves either the
 // old file or the new one, never half of it.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

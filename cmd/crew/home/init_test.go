@@ -201,7 +201,7 @@ func TestDir(t *testing.T) {
 func TestWriteFileAtomicLeavesNoTemp(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
-	if err := writeFileAtomic(p, []byte("x"), 0o640); err != nil {
+	if err := WriteFileAtomic(p, []byte("x"), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -211,7 +211,7 @@ func TestWriteFileAtomicLeavesNoTemp(t *testing.T) {
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
 		t.Errorf("mode = %v", fi.Mode())
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "missing", "f"), nil, 0o600); !errors.Is(err, fs.ErrNotExist) {
+	if err := WriteFileAtomic(filepath.Join(dir, "missing", "f"), nil, 0o600); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("write into missing dir: %v, want ErrNotExist", err)
 	}
 }

@@ -118,7 +118,7 @@ func installTemplate(template, dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+		if err := WriteFileAtomic(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
 			return err
 		}
 	}
