@@ -33,9 +33,12 @@ var samples = map[string][]events.Event{
 	},
 	events.TypeJobCancelled:   {&events.JobCancelled{Reason: "owner"}},
 	events.TypeTelegramOffset: {&events.TelegramOffsetAdvanced{Offset: 1234}},
-	events.TypeSteerReceived:  {&events.SteerReceived{Channel: "web", Text: "use metric units"}},
-	events.TypeSteersApplied:  {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}},
-	events.TypeGuardReminded:  {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
+	events.TypeSteerReceived: {
+		&events.SteerReceived{Channel: "web", Text: "use metric units"},
+		&events.SteerReceived{Channel: "web", Text: "and grams", TurnNotes: &events.TurnNotes{Text: "x", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 0, Digest: strings.Repeat("0", 64)}}}},
+	},
+	events.TypeSteersApplied: {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}},
+	events.TypeGuardReminded: {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
 	events.TypeApprovalRequested: {
 		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"ls"}`), ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
 		&events.ApprovalRequested{ApprovalID: "a2", RunID: "r1", Step: 1, CallID: "c2", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"git push"}`), Reason: "matches shell_ask_patterns: git push", ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
@@ -53,7 +56,7 @@ var samples = map[string][]events.Event{
 	events.TypeConversationOpened: {
 		&events.ConversationOpened{Agent: "master", Channel: "web", Day: "2026-11-30"},
 		&events.ConversationOpened{Agent: "coach", Channel: "delegate", Title: "Plan meals", RootID: "web-20261130", RootSource: "web",
-			ParentRunID: "r1", Autonomous: true, ApprovalTTLSeconds: 600},
+			ParentRunID: "r1", ParentConversation: "web-20261130", ParentCallID: "call_1", CostCapUSD: cost(0.25), Autonomous: true, ApprovalTTLSeconds: 600},
 	},
 	events.TypeConversationClosed: {
 		&events.ConversationClosed{Reason: "day_end"},
@@ -62,6 +65,8 @@ var samples = map[string][]events.Event{
 	events.TypeMessageReceived: {
 		&events.MessageReceived{Channel: "web", Text: "hello"},
 		&events.MessageReceived{Channel: "telegram:42", From: "owner", Text: "", Attachments: []string{"inbox/p.jpg"}, ExternalID: "telegram:99"},
+		&events.MessageReceived{Channel: "web", Text: "/tongket week", Command: "tongket", Prompt: "Sum up the week.", TurnNotes: &events.TurnNotes{
+			Text: "Today's notes (memory/2026-11-30.md):\n- bought milk", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 13, Digest: strings.Repeat("ab", 32)}}}},
 	},
 	events.TypeRunStarted: {
 		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
@@ -81,7 +86,27 @@ var samples = map[string][]events.Event{
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c2", Tool: "shell_run", Output: "x", IsError: true, Truncated: true,
 			SpillPath: "spill/c/c2.txt", DurationMS: 12},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c3", Tool: "shell_run", Output: "DENIED_TOOL", IsError: true, Outcome: "denied"},
+		&events.ToolCompleted{RunID: "r1", Step: 3, CallID: "c4", Tool: "delegate", Output: "Eat more greens.", Delegate: &events.DelegateResult{
+			Agent: "health-coach", Conversation: "d-web-20261130-c4", RunID: "r9", Status: events.RunDone, CostUSD: cost(0.002)}},
 	},
+	events.TypeConversationSummarized: {
+		&events.ConversationSummarized{Summary: "- 2026-11-29 21:04 asked for a lunch plan", LastAt: time.Date(2026, 11, 29, 21, 4, 0, 0, time.UTC), ThroughSeq: 42},
+		&events.ConversationSummarized{Summary: "x", LastAt: time.Date(2026, 11, 29, 21, 4, 0, 0, time.UTC), ThroughSeq: 42, Route: "fake:echo", CostUSD: cost(0.001)},
+	},
+	events.TypeHookRan: {
+		&events.HookRan{RunID: "r1", Hook: "Stop", Command: "notify-send done", DurationMS: 3},
+		&events.HookRan{RunID: "r1", Step: 2, Hook: "PreToolUse", Command: ".agents/hooks/PreToolUse", CallID: "c1", Tool: "shell_run", ExitCode: 2, Output: "no pushes on Friday", Blocked: true, DurationMS: 12},
+		&events.HookRan{RunID: "r1", Step: 2, Hook: "PostToolUse", Command: "sleep 60", CallID: "c1", Tool: "shell_run", ExitCode: -1, TimedOut: true, DurationMS: 10000},
+	},
+	events.TypeMemoryProposed: {
+		&events.MemoryProposed{ProposalID: "p1", Agent: "pong", Old: "a\n", New: "a\nb\n", Days: []string{"2026-11-29", "2026-11-30"}, Kind: events.ProposalAddOnly, Trigger: "cli"},
+		&events.MemoryProposed{ProposalID: "p2", Agent: "pong", Old: "a\n", New: "", Days: []string{}, Kind: events.ProposalRemoval, Reason: "removes 1 line", Route: "fake:echo", CostUSD: cost(0.01), Trigger: "job"},
+	},
+	events.TypeMemoryProposalDecided: {
+		&events.MemoryProposalDecided{ProposalID: "p1", Decision: events.ProposalApproved, Channel: "web"},
+		&events.MemoryProposalDecided{ProposalID: "p1", Decision: events.ProposalAutoApplied},
+	},
+	events.TypeMemoryRolledBack: {&events.MemoryRolledBack{ProposalID: "p1", Channel: "api"}},
 	events.TypeRunFinished: {
 		&events.RunFinished{RunID: "r1", Status: events.RunDone},
 		&events.RunFinished{RunID: "r1", Status: events.RunHalted, Reason: "max_steps"},

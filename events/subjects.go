@@ -33,6 +33,9 @@ func Job(id string) Scope { return Scope(Root + ".job." + id) }
 // Telegram is the scope of one bot's polling state.
 func Telegram(bot string) Scope { return Scope(Root + ".tg." + bot) }
 
+// Agent is the scope of one agent's memory proposals.
+func Agent(id string) Scope { return Scope(Root + ".agent." + id) }
+
 // Canvas is the scope of one canvas artifact.
 func Canvas(id string) Scope { return Scope(Root + ".canvas." + id) }
 

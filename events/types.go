@@ -8,26 +8,31 @@ import (
 // Event types. The string is stored in every envelope and is part of the
 // subject; it never changes once shipped.
 const (
-	TypeConversationOpened = "conversation_opened"
-	TypeConversationClosed = "conversation_closed"
-	TypeMessageReceived    = "message_received"
-	TypeRunStarted         = "run_started"
-	TypeModelCalled        = "model_called"
-	TypeToolCalled         = "tool_called"
-	TypeToolCompleted      = "tool_completed"
-	TypeRunFinished        = "run_finished"
-	TypeSteerReceived      = "steer_received"
-	TypeSteersApplied      = "steers_applied"
-	TypeGuardReminded      = "guard_reminded"
-	TypeApprovalRequested  = "approval_requested"
-	TypeApprovalDecided    = "approval_decided"
-	TypeRouteFallback      = "route_fallback"
-	TypeEscalated          = "escalated"
-	TypeJobScheduled       = "job_scheduled"
-	TypeJobFired           = "job_fired"
-	TypeJobCompleted       = "job_completed"
-	TypeJobCancelled       = "job_cancelled"
-	TypeTelegramOffset     = "telegram_offset_advanced"
+	TypeConversationOpened     = "conversation_opened"
+	TypeConversationClosed     = "conversation_closed"
+	TypeMessageReceived        = "message_received"
+	TypeRunStarted             = "run_started"
+	TypeModelCalled            = "model_called"
+	TypeToolCalled             = "tool_called"
+	TypeToolCompleted          = "tool_completed"
+	TypeRunFinished            = "run_finished"
+	TypeSteerReceived          = "steer_received"
+	TypeSteersApplied          = "steers_applied"
+	TypeGuardReminded          = "guard_reminded"
+	TypeApprovalRequested      = "approval_requested"
+	TypeApprovalDecided        = "approval_decided"
+	TypeRouteFallback          = "route_fallback"
+	TypeEscalated              = "escalated"
+	TypeJobScheduled           = "job_scheduled"
+	TypeJobFired               = "job_fired"
+	TypeJobCompleted           = "job_completed"
+	TypeJobCancelled           = "job_cancelled"
+	TypeTelegramOffset         = "telegram_offset_advanced"
+	TypeConversationSummarized = "conversation_summarized"
+	TypeHookRan                = "hook_ran"
+	TypeMemoryProposed         = "memory_proposed"
+	TypeMemoryProposalDecided  = "memory_proposal_decided"
+	TypeMemoryRolledBack       = "memory_rolled_back"
 )
 
 func init() {
@@ -51,6 +56,11 @@ func init() {
 	register[JobCompleted]()
 	register[JobCancelled]()
 	register[TelegramOffsetAdvanced]()
+	register[ConversationSummarized]()
+	register[HookRan]()
+	register[MemoryProposed]()
+	register[MemoryProposalDecided]()
+	register[MemoryRolledBack]()
 }
 
 // ConversationOpened is the first event of a conversation.
@@ -63,10 +73,17 @@ type ConversationOpened struct {
 	// from and its channel (empty for a root conversation).
 	RootID     string `json:"root_id,omitempty"`
 	RootSource string `json:"root_source,omitempty"`
-	// ParentRunID is the run that delegated this conversation, if any.
+	// ParentRunID is the run that delegated this conversation, if any;
+	// ParentConversation and ParentCallID the conversation and the delegate
+	// call it answers.
 	ParentRunID        string `json:"parent_run_id,omitempty"`
-	Autonomous         bool   `json:"autonomous,omitempty"`
-	ApprovalTTLSeconds int    `json:"approval_ttl_seconds,omitempty"`
+	ParentConversation string `json:"parent_conversation,omitempty"`
+	ParentCallID       string `json:"parent_call_id,omitempty"`
+	// CostCapUSD, when set, is this conversation's budget instead of the
+	// agent's cap (a delegated child gets what its parent had left).
+	CostCapUSD         *float64 `json:"cost_cap_usd,omitempty"`
+	Autonomous         bool     `json:"autonomous,omitempty"`
+	ApprovalTTLSeconds int      `json:"approval_ttl_seconds,omitempty"`
 }
 
 func (*ConversationOpened) EventType() string { return TypeConversationOpened }
@@ -91,6 +108,32 @@ type MessageReceived struct {
 	// ExternalID names the message in its channel ("telegram:<update_id>"),
 	// so a redelivery after a crash is recognised and not answered twice.
 	ExternalID string `json:"external_id,omitempty"`
+	// Command names the kit command the text invoked ("/tongket args"),
+	// and Prompt is what the model reads instead of Text: the command's
+	// file with $ARGUMENTS filled in, as it was when the message arrived.
+	Command string `json:"command,omitempty"`
+	Prompt  string `json:"prompt,omitempty"`
+	// TurnNotes is what changed in the agent's memory since this
+	// conversation was last told (R-CTX-2); the model reads it framed,
+	// right before the message, at every later call. Never rewritten.
+	TurnNotes *TurnNotes `json:"turn_notes,omitempty"`
+}
+
+// TurnNotes travel with a turn-opening message (seed 000 §6).
+type TurnNotes struct {
+	// Text is the notes block as the model reads it, without the frame.
+	Text string `json:"text"`
+	// Told is what the conversation has been told of each item after this
+	// message: the items changed here, each with its whole length and
+	// digest, so the next message can tell only what changed since.
+	Told []NoteTold `json:"told"`
+}
+
+// NoteTold is how much of one memory item a conversation has been told.
+type NoteTold struct {
+	Key    string `json:"key"`    // "summary:<channel>", "memory/2026-11-30.md"
+	Len    int    `json:"len"`    // bytes of the item as told
+	Digest string `json:"digest"` // sha256 hex of those bytes
 }
 
 func (*MessageReceived) EventType() string { return TypeMessageReceived }
@@ -166,6 +209,17 @@ type ToolCompleted struct {
 	// "denied", "expired", "max_steps", "loop", "escalated", "interrupted",
 	// "blocked" (deny pattern / hook). Empty when the tool ran.
 	Outcome string `json:"outcome,omitempty"`
+	// Delegate describes the child run a delegate call ran.
+	Delegate *DelegateResult `json:"delegate,omitempty"`
+}
+
+// DelegateResult is the child side of a delegate call (R-DEL).
+type DelegateResult struct {
+	Agent        string   `json:"agent"`
+	Conversation string   `json:"conversation"`
+	RunID        string   `json:"run_id,omitempty"`
+	Status       string   `json:"status"` // the child run's: done, halted, failed
+	CostUSD      *float64 `json:"cost_usd"`
 }
 
 func (*ToolCompleted) EventType() string { return TypeToolCompleted }
@@ -194,6 +248,8 @@ func (*RunFinished) EventVersion() int { return 1 }
 type SteerReceived struct {
 	Channel string `json:"channel"`
 	Text    string `json:"text"`
+	// TurnNotes as on MessageReceived: a steer opens the next step.
+	TurnNotes *TurnNotes `json:"turn_notes,omitempty"`
 }
 
 func (*SteerReceived) EventType() string { return TypeSteerReceived }
@@ -360,3 +416,93 @@ type TelegramOffsetAdvanced struct {
 
 func (*TelegramOffsetAdvanced) EventType() string { return TypeTelegramOffset }
 func (*TelegramOffsetAdvanced) EventVersion() int { return 1 }
+
+// ConversationSummarized stores a summary of the conversation so far, made
+// when it closes at day end or on demand. The next conversation on the same
+// channel is told it as "Previous conversation" (R-CTX-2). Every transcript
+// line it was made from starts with the date-time in the owner's timezone,
+// and the summary uses absolute dates.
+type ConversationSummarized struct {
+	Summary    string    `json:"summary"`
+	LastAt     time.Time `json:"last_at"`     // the last message summarized
+	ThroughSeq uint64    `json:"through_seq"` // the last event summarized
+	Route      string    `json:"route,omitempty"`
+	CostUSD    *float64  `json:"cost_usd,omitempty"`
+}
+
+func (*ConversationSummarized) EventType() string { return TypeConversationSummarized }
+func (*ConversationSummarized) EventVersion() int { return 1 }
+
+// HookRan records one run of an owner's hook command (R-LOOP-8).
+type HookRan struct {
+	RunID      string `json:"run_id"`
+	Step       int    `json:"step,omitempty"`
+	Hook       string `json:"hook"` // UserPromptSubmit, PreToolUse, PostToolUse, Stop
+	Command    string `json:"command"`
+	CallID     string `json:"call_id,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	ExitCode   int    `json:"exit_code"`
+	Output     string `json:"output,omitempty"` // stdout and stderr, cut
+	Blocked    bool   `json:"blocked,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+func (*HookRan) EventType() string { return TypeHookRan }
+func (*HookRan) EventVersion() int { return 1 }
+
+// Memory proposal kinds, decided by a line diff in code (R-MEM-2).
+const (
+	ProposalAddOnly     = "add_only"
+	ProposalDateOnly    = "date_only"
+	ProposalRemoval     = "removal"
+	ProposalChange      = "change"
+	ProposalUnknownDate = "unknown_date"
+	ProposalUnchanged   = "unchanged"
+)
+
+// MemoryProposed files a rewrite of an agent's MEMORY.md, made by the
+// memory_consolidate operation from the last 7 days of notes. Stored on
+// the agent's scope.
+type MemoryProposed struct {
+	ProposalID string   `json:"proposal_id"`
+	Agent      string   `json:"agent"`
+	Old        string   `json:"old"` // MEMORY.md when proposed: kept for rollback
+	New        string   `json:"new"`
+	Days       []string `json:"days"` // the notes read, YYYY-MM-DD
+	Kind       string   `json:"kind"`
+	Reason     string   `json:"reason,omitempty"` // why it waits for a human
+	Route      string   `json:"route,omitempty"`
+	CostUSD    *float64 `json:"cost_usd,omitempty"`
+	Trigger    string   `json:"trigger"` // cli, api, job
+}
+
+func (*MemoryProposed) EventType() string { return TypeMemoryProposed }
+func (*MemoryProposed) EventVersion() int { return 1 }
+
+// Proposal decisions.
+const (
+	ProposalApproved    = "approved"
+	ProposalRejected    = "rejected"
+	ProposalAutoApplied = "auto_applied"
+)
+
+// MemoryProposalDecided approves (MEMORY.md is then written), rejects or
+// auto-applies a proposal. Recorded before the file is written.
+type MemoryProposalDecided struct {
+	ProposalID string `json:"proposal_id"`
+	Decision   string `json:"decision"`
+	Channel    string `json:"channel,omitempty"`
+}
+
+func (*MemoryProposalDecided) EventType() string { return TypeMemoryProposalDecided }
+func (*MemoryProposalDecided) EventVersion() int { return 1 }
+
+// MemoryRolledBack puts back the MEMORY.md an applied proposal replaced.
+type MemoryRolledBack struct {
+	ProposalID string `json:"proposal_id"`
+	Channel    string `json:"channel,omitempty"`
+}
+
+func (*MemoryRolledBack) EventType() string { return TypeMemoryRolledBack }
+func (*MemoryRolledBack) EventVersion() int { return 1 }

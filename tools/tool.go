@@ -35,6 +35,20 @@ type Env struct {
 	SpillDir     string // <home>/spill/<conversation>
 	Agent        AgentPolicy
 	Clock        func() time.Time // nil means time.Now
+	// AgentDir is the agent's folder (MEMORY.md, memory/, skills/, .agents/)
+	// and HomeDir the home (users/owner/, wiki/, skills/, .agents/): only
+	// the memory, wiki and skill tools use them, never a path argument.
+	AgentDir string
+	HomeDir  string
+	Location *time.Location // the owner's timezone; nil means UTC
+}
+
+// Loc returns the owner's timezone.
+func (e Env) Loc() *time.Location {
+	if e.Location == nil {
+		return time.UTC
+	}
+	return e.Location
 }
 
 // Now returns the time by env's clock.
