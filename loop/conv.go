@@ -23,8 +23,9 @@ var _ Appender = (*events.Log)(nil)
 // (R-ES-3). Another process writing the same conversation makes an append
 // fail with a conflict; the Conv then re-reads and decides again.
 type Convs struct {
-	log   Appender
-	snaps Snapshots
+	log    Appender
+	snaps  Snapshots
+	opener Opener
 
 	mu    sync.Mutex
 	convs map[string]*Conv
@@ -34,6 +35,34 @@ type Convs struct {
 func NewConvs(log Appender, snaps Snapshots) *Convs {
 	return &Convs{log: log, snaps: snaps, convs: map[string]*Conv{}}
 }
+
+// Opening is a turn-opening message about to be stored: an owner's
+// message, a job's prompt, a delegated brief or a steer.
+type Opening struct {
+	Conversation, Agent, Channel string
+	Text                         string
+	Steer                        bool
+	// Told is what the conversation has been told of each memory item so
+	// far, read back from the messages already stored.
+	Told map[string]events.NoteTold
+}
+
+// Opened is what an Opener adds to the message: the turn notes and, for a
+// kit command ("/name args"), its name and the prompt the model reads.
+type Opened struct {
+	Notes   *events.TurnNotes
+	Command string
+	Prompt  string
+}
+
+// Opener computes what travels with a turn-opening message. It runs under
+// the conversation's lock, in the same step that stores the message, so the
+// notes are computed against exactly what the stored history told. It must
+// not fail: a message whose notes could not be made is stored without them.
+type Opener func(ctx context.Context, o Opening) Opened
+
+// SetOpener installs the opener; call it before the first Append.
+func (cs *Convs) SetOpener(o Opener) { cs.opener = o }
 
 // Get returns the conversation's writer, loading its state on first use.
 func (cs *Convs) Get(ctx context.Context, id string) (*Conv, error) {
@@ -89,6 +118,7 @@ func (c *Conv) Append(ctx context.Context, decide Decide) ([]events.Envelope, er
 		if err != nil || len(evs) == 0 {
 			return nil, err
 		}
+		c.open(ctx, evs)
 		envs := make([]events.Envelope, len(evs))
 		for i, e := range evs {
 			if envs[i], err = events.New(e); err != nil {
@@ -111,6 +141,47 @@ func (c *Conv) Append(ctx context.Context, decide Decide) ([]events.Envelope, er
 			return stored, fmt.Errorf("conversation %s: %w", c.id, err)
 		}
 		return stored, nil
+	}
+}
+
+// open fills in what travels with each turn-opening message of evs that
+// does not carry it yet (a retried decision computes it afresh).
+func (c *Conv) open(ctx context.Context, evs []events.Event) {
+	o := c.convs.opener
+	if o == nil {
+		return
+	}
+	agent, channel := c.st.Agent, c.st.Channel
+	told := make(map[string]events.NoteTold, len(c.st.Told))
+	for k, v := range c.st.Told {
+		told[k] = v
+	}
+	for _, e := range evs {
+		var op Opened
+		switch e := e.(type) {
+		case *events.ConversationOpened:
+			agent, channel = e.Agent, e.Channel
+			continue
+		case *events.MessageReceived:
+			if e.TurnNotes != nil || e.Prompt != "" {
+				continue
+			}
+			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Told: told})
+			e.TurnNotes, e.Command, e.Prompt = op.Notes, op.Command, op.Prompt
+		case *events.SteerReceived:
+			if e.TurnNotes != nil {
+				continue
+			}
+			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Steer: true, Told: told})
+			e.TurnNotes = op.Notes
+		default:
+			continue
+		}
+		if op.Notes != nil {
+			for _, t := range op.Notes.Told {
+				told[t.Key] = t
+			}
+		}
 	}
 }
 

@@ -26,12 +26,52 @@ type Message struct {
 	ToolCallID string                   `json:"tool_call_id,omitempty"`
 	Tool       string                   `json:"tool,omitempty"`
 	IsError    bool                     `json:"is_error,omitempty"`
+	// Said is the owner's own words when Text (what the model reads) adds
+	// turn notes or a kit command's prompt; Notes is the notes block.
+	Said  string `json:"said,omitempty"`
+	Notes string `json:"notes,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
 type Pending struct {
 	EventID string `json:"event_id"`
-	Text    string `json:"text"`
+	Text    string `json:"text"`            // what the model will read
+	Said    string `json:"said,omitempty"`  // the owner's words, when Text differs
+	Notes   string `json:"notes,omitempty"` // the turn notes block, if any
+}
+
+// userMessage is a pending message as it enters the history.
+func (p Pending) userMessage() Message {
+	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes}
+}
+
+// Frame introduces the turn notes the model reads before a message
+// (R-CTX-2): they are the harness's words, not the owner's.
+const Frame = "[Your memory — inserted by the system before this message, not the user's words]"
+
+// ModelText is what the model reads for a turn-opening message: the notes
+// framed, then the kit command's prompt or the text as written. With no
+// notes and no command it is the text, byte for byte.
+func ModelText(notes *events.TurnNotes, prompt, text string) string {
+	body := text
+	if prompt != "" {
+		body = prompt
+	}
+	if notes == nil || notes.Text == "" {
+		return body
+	}
+	return Frame + "\n" + notes.Text + "\n[End of memory]\n\n" + body
+}
+
+func pending(id string, notes *events.TurnNotes, prompt, text string) Pending {
+	p := Pending{EventID: id, Text: ModelText(notes, prompt, text)}
+	if p.Text != text {
+		p.Said = text
+	}
+	if notes != nil {
+		p.Notes = notes.Text
+	}
+	return p
 }
 
 // Approval is a gated tool call waiting for (or just given) a decision.
@@ -90,6 +130,19 @@ type State struct {
 	UnknownCostCalls int     `json:"unknown_cost_calls"`
 	LastHalt         string  `json:"last_halt,omitempty"`
 	Closed           bool    `json:"closed,omitempty"`
+
+	// Told is what this conversation has been told of each memory item
+	// (turn notes), folded from the stored messages (R-CTX-2).
+	Told map[string]events.NoteTold `json:"told,omitempty"`
+
+	// Delegation: a child conversation names its root and parent; CostCap
+	// replaces the agent's cap when set. Delegations counts delegate calls
+	// made here (R-HOME-6: at most 8).
+	RootID             string   `json:"root_id,omitempty"`
+	ParentConversation string   `json:"parent_conversation,omitempty"`
+	ParentCallID       string   `json:"parent_call_id,omitempty"`
+	CostCap            *float64 `json:"cost_cap,omitempty"`
+	Delegations        int      `json:"delegations,omitempty"`
 }
 
 // Apply folds one event of the conversation into the state. Events at or
@@ -105,6 +158,7 @@ func (s *State) Apply(env events.Envelope) error {
 	switch e := e.(type) {
 	case *events.ConversationOpened:
 		s.Agent, s.Channel, s.Autonomous, s.ApprovalTTL = e.Agent, e.Channel, e.Autonomous, e.ApprovalTTLSeconds
+		s.RootID, s.ParentConversation, s.ParentCallID, s.CostCap = e.RootID, e.ParentConversation, e.ParentCallID, e.CostCapUSD
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
@@ -114,12 +168,14 @@ func (s *State) Apply(env events.Envelope) error {
 			}
 			s.External[e.ExternalID] = env.ID
 		}
-		s.Queued = append(s.Queued, Pending{EventID: env.ID, Text: e.Text})
+		s.tell(e.TurnNotes)
+		s.Queued = append(s.Queued, pending(env.ID, e.TurnNotes, e.Prompt, e.Text))
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
 	case *events.SteerReceived:
-		s.Steers = append(s.Steers, Pending{EventID: env.ID, Text: e.Text})
+		s.tell(e.TurnNotes)
+		s.Steers = append(s.Steers, pending(env.ID, e.TurnNotes, "", e.Text))
 	case *events.SteersApplied:
 		applied := map[string]bool{}
 		for _, id := range e.SteerIDs {
@@ -128,7 +184,7 @@ func (s *State) Apply(env events.Envelope) error {
 		kept := s.Steers[:0]
 		for _, p := range s.Steers {
 			if applied[p.EventID] {
-				s.Messages = append(s.Messages, Message{Role: RoleUser, Text: p.Text})
+				s.Messages = append(s.Messages, p.userMessage())
 			} else {
 				kept = append(kept, p)
 			}
@@ -137,7 +193,7 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.RunStarted:
 		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
 		for _, q := range s.Queued {
-			s.Messages = append(s.Messages, Message{Role: RoleUser, Text: q.Text})
+			s.Messages = append(s.Messages, q.userMessage())
 		}
 		s.Queued, s.BusyQueued = nil, false
 		s.Calling, s.Approvals = nil, nil
@@ -170,11 +226,21 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.GuardReminded:
 		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
 	case *events.ToolCalled:
+		if e.Tool == DelegateTool {
+			s.Delegations++
+		}
 		if s.Calling == nil {
 			s.Calling = map[string]bool{}
 		}
 		s.Calling[e.CallID] = true
 	case *events.ToolCompleted:
+		if d := e.Delegate; d != nil { // the child's spending is the parent's
+			if d.CostUSD != nil {
+				s.CostUSD += *d.CostUSD
+			} else {
+				s.UnknownCostCalls++
+			}
+		}
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
 		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
@@ -201,6 +267,28 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Seq = env.Seq
 	}
 	return nil
+}
+
+// tell records what a stored message's notes told the conversation.
+func (s *State) tell(n *events.TurnNotes) {
+	if n == nil {
+		return
+	}
+	if s.Told == nil {
+		s.Told = map[string]events.NoteTold{}
+	}
+	for _, t := range n.Told {
+		s.Told[t.Key] = t
+	}
+}
+
+// Budget is the conversation's cost cap: the agent's, or the smaller one a
+// delegated child was given. Zero means none.
+func (s *State) Budget(agentCap float64) float64 {
+	if s.CostCap != nil && (agentCap <= 0 || *s.CostCap < agentCap) {
+		return *s.CostCap
+	}
+	return agentCap
 }
 
 // PendingApproval returns the undecided approval of the open run, if any.
@@ -374,7 +462,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 5
+const snapshotVersion byte = 6
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

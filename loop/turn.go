@@ -44,7 +44,9 @@ type Deps struct {
 	Location *time.Location
 	SpillDir string // <home>/spill
 	HomeDir  string // the home: users/owner/ for the system prompt
-	Roster   string // the crew, one line per agent, for the system prompt
+	// Roster is the crew, one line per agent, for the system prompt; asked
+	// at every step, so a reloaded crew shows from the next step on.
+	Roster func() string
 	NewID    func() string
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).
@@ -80,6 +82,7 @@ type snapshotOf struct {
 	messages []Message
 	steers   []Pending
 	cost     float64
+	budget   float64 // the cost cap in force; 0: none
 	calls    []events.ToolCallRequest // all calls of the last reply
 	answered map[string]bool
 	calling  map[string]bool
@@ -96,7 +99,7 @@ func (t *Turn) read() snapshotOf {
 		s.openRun, s.step, s.queued, s.busy = st.OpenRun, st.Step, len(st.Queued), st.BusyQueued
 		s.messages = append([]Message(nil), st.Messages...)
 		s.steers = append([]Pending(nil), st.Steers...)
-		s.cost = st.CostUSD
+		s.cost, s.budget = st.CostUSD, st.Budget(t.agent.CostCapUSD)
 		s.calls, s.answered = st.ReplyCalls()
 		s.calling = map[string]bool{}
 		for k := range st.Calling {
@@ -170,7 +173,7 @@ func (t *Turn) Run(ctx context.Context) error {
 			t.guard.Reset()
 			s = t.read()
 		}
-		if t.agent.CostCapUSD > 0 && s.cost >= t.agent.CostCapUSD {
+		if s.budget > 0 && s.cost >= s.budget {
 			return t.finish(ctx, s.openRun, events.RunHalted, "cost_cap", "")
 		}
 		if err := t.step(ctx, s); err != nil {
@@ -231,7 +234,7 @@ func (t *Turn) step(ctx context.Context, s snapshotOf) error {
 
 func (t *Turn) canEscalate(s snapshotOf, step int) bool {
 	return t.agent.EscalationRoute != "" && !t.escalated && step < t.agent.MaxSteps &&
-		(t.agent.CostCapUSD <= 0 || s.cost < t.agent.CostCapUSD)
+		(s.budget <= 0 || s.cost < s.budget)
 }
 
 func (t *Turn) finish(ctx context.Context, runID, status, reason, errText string) error {
@@ -374,6 +377,9 @@ func (t *Turn) toolEnv() tools.Env {
 		SpillDir:     spillDir(t.deps.SpillDir, t.conv.ID()),
 		Agent:        t.agent.Policy,
 		Clock:        t.deps.Clock,
+		AgentDir:     t.agent.Dir,
+		HomeDir:      t.deps.HomeDir,
+		Location:     t.deps.Location,
 	}
 }
 
@@ -433,7 +439,11 @@ func (t *Turn) result(ctx context.Context, runID string, step int, c events.Tool
 // it. It returns nil reply (and nil error) when the failure was recorded and
 // the loop should go on (escalation) or stop (run finished failed).
 func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.ModelCalled, error) {
-	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, HomeDir: t.deps.HomeDir, Roster: t.deps.Roster,
+	var roster string
+	if t.deps.Roster != nil {
+		roster = t.deps.Roster()
+	}
+	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, HomeDir: t.deps.HomeDir, Roster: roster,
 		Now: t.deps.Clock(), Location: t.deps.Location})
 	if err != nil {
 		return nil, err

@@ -153,6 +153,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		}
 	}
 	nc := st.srv.Conn()
+	rosterText := roster(h, agents)
 	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
 	deps := loop.Deps{
 		Models:   mdl.Model,
@@ -161,7 +162,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Location: h.Config.Location(),
 		SpillDir: filepath.Join(dir, "spill"),
 		HomeDir:  dir,
-		Roster:   roster(h, agents),
+		Roster:   func() string { return rosterText },
 		NewID:    nuid.Next,
 		Live: func(conv, runID string, d llm.Delta) {
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
