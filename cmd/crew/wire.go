@@ -354,6 +354,9 @@ func profileJobs(h *home.Home, agents map[string]loop.Agent) []scheduler.Job {
 			continue
 		}
 		for _, sc := range a.Schedules {
+			if !sc.On() {
+				continue
+			}
 			jobs = append(jobs, scheduler.Job{
 				ID: jobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
 				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds,
@@ -426,11 +429,13 @@ func roster(h *home.Home, agents map[string]loop.Agent) string {
 			fmt.Fprintf(&b, " — model %s", a.Routes[0])
 		}
 		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
-		if n := len(cfg.Schedules); n > 0 {
-			names := make([]string, n)
-			for i, sc := range cfg.Schedules {
-				names[i] = sc.Name
+		var names []string
+		for _, sc := range cfg.Schedules {
+			if sc.On() {
+				names = append(names, sc.Name)
 			}
+		}
+		if len(names) > 0 {
 			fmt.Fprintf(&b, "; schedules: %s", strings.Join(names, ", "))
 		}
 		b.WriteString("\n")

@@ -112,7 +112,13 @@ type Schedule struct {
 	Script             string `yaml:"script"`
 	ThenPrompt         string `yaml:"then_prompt"`
 	ApprovalTTLSeconds int    `yaml:"approval_ttl_seconds"` // 0: inherit from the agent
+	// Enabled false keeps the schedule written down without running it
+	// (the examples crew init installs ship that way). nil: enabled.
+	Enabled *bool `yaml:"enabled"`
 }
+
+// On reports whether the schedule runs.
+func (s Schedule) On() bool { return s.Enabled == nil || *s.Enabled }
 
 // AgentTelegram is the telegram: block of agent.yaml.
 type AgentTelegram struct {
