@@ -13,6 +13,13 @@ func newHome(t *testing.T) string {
 	if _, err := Init(dir); err != nil {
 		t.Fatalf("Init: %v", err)
 	}
+	// A bare home: most tests add their own agents. Init's examples are
+	// tested in TestInitInstallsExampleAgents.
+	for _, name := range Examples {
+		if err := os.RemoveAll(filepath.Join(dir, "agents", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir
 }
 

@@ -31,7 +31,13 @@ var initFiles = []struct {
 	{"MEMORY.md", "MEMORY.md", 0o644},
 	{"USER.md", "users/owner/USER.md", 0o644},
 	{"env", "env", 0o600},
+	{"tongket.md", ".agents/commands/tongket.md", 0o644},
+	{"delegation.md", "skills/delegation.md", 0o644},
 }
+
+// Examples are the seed's personal agents crew init installs next to the
+// master (R-HOME-5): personas written by us, schedules disabled.
+var Examples = []string{"pong", "ledger", "health-coach"}
 
 // Init creates a home with a working master agent at dir. A home is
 // initialised once it has config.yaml: then Init changes nothing and returns
@@ -56,6 +62,14 @@ func Init(dir string) (created bool, err error) {
 	}
 	for _, f := range initFiles {
 		if err := installSkel(f.skel, filepath.Join(dir, f.path), f.perm, nil); err != nil {
+			return false, fmt.Errorf("init home: %w", err)
+		}
+	}
+	for _, name := range Examples {
+		if _, err := os.Lstat(filepath.Join(dir, "agents", name)); err == nil {
+			continue // installed by the interrupted Init, or the owner's own
+		}
+		if _, err := placeTemplate(dir, name); err != nil {
 			return false, fmt.Errorf("init home: %w", err)
 		}
 	}

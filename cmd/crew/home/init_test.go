@@ -215,3 +215,41 @@ func TestWriteFileAtomicLeavesNoTemp(t *testing.T) {
 		t.Errorf("write into missing dir: %v, want ErrNotExist", err)
 	}
 }
+
+// R-HOME-5: crew init installs the seed's personal agents as examples, with
+// their schedules disabled and the ledger's shell without network.
+func TestInitInstallsExampleAgents(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	h := mustLoad(t, dir)
+	if len(h.Problems) != 0 {
+		t.Fatalf("problems: %v", h.Problems)
+	}
+	for _, id := range append([]string{MasterID}, Examples...) {
+		a := h.Agents[id]
+		if a == nil {
+			t.Fatalf("agent %s not installed", id)
+		}
+		for _, sc := range a.Schedules {
+			if sc.On() {
+				t.Errorf("%s: schedule %s enabled; examples ship disabled", id, sc.Name)
+			}
+		}
+	}
+	ledger := h.Agents["ledger"]
+	if ledger.ShellNetwork == nil || *ledger.ShellNetwork {
+		t.Error("ledger: shell_network is not false")
+	}
+	for _, banned := range []string{"delegate", "user_memory_save", "wiki_apply", "wiki_get", "fetch_url", "web_search"} {
+		if slices.Contains(ledger.Tools, banned) {
+			t.Errorf("ledger has %s", banned)
+		}
+	}
+	for _, f := range []string{".agents/commands/tongket.md", "skills/delegation.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -57,6 +57,12 @@ func AddAgent(homeDir, template string) (dir string, err error) {
 		}
 		return "", fmt.Errorf("add agent: %w", err)
 	}
+	return placeTemplate(homeDir, template)
+}
+
+// placeTemplate installs template as agents/<template>/ of homeDir, or
+// refuses when that folder exists.
+func placeTemplate(homeDir, template string) (dir string, err error) {
 	agents := filepath.Join(homeDir, "agents")
 	dir = filepath.Join(agents, template)
 	if _, err := os.Lstat(dir); err == nil {

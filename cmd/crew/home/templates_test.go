@@ -13,10 +13,12 @@ import (
 var templateTools = []string{
 	"workspace_list", "workspace_read", "workspace_glob", "workspace_grep", "workspace_write", "workspace_edit",
 	"shell_run", "tool_output_read", "ask_user", "progress_note",
+	"memory_save", "memory_search", "user_memory_save", "user_memory_forget",
+	"wiki_get", "wiki_search", "wiki_apply", "skill_read", "delegate",
 }
 
 func TestTemplatesList(t *testing.T) {
-	want := []string{"fullstack-developer", "kongming", "researcher"}
+	want := []string{"fullstack-developer", "health-coach", "kongming", "ledger", "pong", "researcher"}
 	if got := Templates(); !slices.Equal(got, want) {
 		t.Fatalf("Templates() = %v, want %v", got, want)
 	}
