@@ -51,9 +51,11 @@ type crewRuntime struct {
 	runner  *projections.Runner
 	log     *events.Log
 	convs   *loop.Convs
-	agents  map[string]loop.Agent
-	routes  string // what serve prints about models
-	banner  string // what the UI shows at the top, if anything
+	crew    *liveCrew
+	// stopWatch ends the crew's reload watch.
+	stopWatch context.CancelFunc
+	routes    string // what serve prints about models
+	banner    string // what the UI shows at the top, if anything
 }
 
 // routeSetup decides every agent's routes: MY_AGENT_ROUTES overrides; with
@@ -140,20 +142,13 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if err != nil {
 		return nil, err
 	}
-	agents := agentsOf(h, override)
 	create := scheduler.NewCreateTool(time.Now)
 	reg, err := tools.New(allTools(create)...)
 	if err != nil {
 		return nil, err
 	}
-	for id, a := range agents {
-		if err := checkAgent(a, reg); err != nil {
-			logger.Error("agent skipped", "agent", id, "err", err)
-			delete(agents, id)
-		}
-	}
+	cr := newCrew(dir, h, override, reg, logger.With("component", "crew"))
 	nc := st.srv.Conn()
-	rosterText := roster(h, agents)
 	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
 	deps := loop.Deps{
 		Models:   mdl.Model,
@@ -162,7 +157,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Location: h.Config.Location(),
 		SpillDir: filepath.Join(dir, "spill"),
 		HomeDir:  dir,
-		Roster:   func() string { return rosterText },
+		Roster:   cr.roster,
 		NewID:    nuid.Next,
 		Live: func(conv, runID string, d llm.Delta) {
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
@@ -177,7 +172,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	w, err := loop.StartWorker(ctx, loop.WorkerConfig{
 		Log: st.log, Convs: convs, Deps: deps, Logger: logger.With("component", "loop"),
 		SweepEvery: -1, // the scheduler runs the expiry sweep
-		Agents:     func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok },
+		Agents:     cr.agent,
 		Recover: func(ctx context.Context) ([]string, error) {
 			if err := runner.WaitFor(ctx, lastSeq); err != nil {
 				return nil, err
@@ -190,21 +185,21 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	in := &inbound.Inbound{
 		Convs: convs, Kick: w.Kick, Master: home.MasterID,
-		HasAgent:   func(id string) bool { _, ok := agents[id]; return ok },
+		HasAgent:   func(id string) bool { _, ok := cr.agent(id); return ok },
 		Location:   h.Config.Location(),
 		Clock:      time.Now,
-		Autonomous: func(id string) bool { return agents[id].Autonomous },
+		Autonomous: func(id string) bool { a, _ := cr.agent(id); return a.Autonomous },
 		ApprovalTTL: func(id, channel string) int {
-			if a := h.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
+			if a := cr.get().home.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
 				return a.Telegram.ApprovalTTLSeconds
 			}
 			return 0
 		},
 	}
-	profile := profileJobs(h, agents)
+	profile := profileJobs(h, cr.get().agents)
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: profile, RunScript: scriptRunner(agents), SpillDir: filepath.Join(dir, "spill"),
+		Jobs: profile, RunScript: scriptRunner(cr.agent), SpillDir: filepath.Join(dir, "spill"),
 		Periodic: []scheduler.Periodic{{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce}},
 	})
 	if err != nil {
@@ -212,11 +207,13 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		return nil, err
 	}
 	create.Bind(sched)
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	go cr.watch(watchCtx, 2*time.Second)
 	banner := ""
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, agents: agents, routes: note, banner: banner}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, routes: note, banner: banner, stopWatch: stopWatch}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -342,6 +339,7 @@ func (j jobsAPI) RunNow(ctx context.Context, id string) error {
 
 // Close stops the scheduler, then the worker.
 func (c *crewRuntime) Close() {
+	c.stopWatch()
 	c.sched.Close()
 	c.worker.Close()
 }
@@ -387,9 +385,9 @@ func jobID(agent, name string) string {
 
 // scriptRunner runs a script job's command as its agent: in its workspace,
 // sandboxed by its shell settings like shell_run.
-func scriptRunner(agents map[string]loop.Agent) func(ctx context.Context, agent, command string) (string, error) {
+func scriptRunner(agents func(id string) (loop.Agent, bool)) func(ctx context.Context, agent, command string) (string, error) {
 	return func(ctx context.Context, agentID, command string) (string, error) {
-		a, ok := agents[agentID]
+		a, ok := agents(agentID)
 		if !ok {
 			return "", fmt.Errorf("agent %q is not loaded", agentID)
 		}
@@ -445,12 +443,15 @@ func roster(h *home.Home, agents map[string]loop.Agent) string {
 
 // pages wires the HTML site.
 func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
-	var agents []ui.AgentRow
-	for id, a := range h.Agents {
-		if _, ok := c.agents[id]; !ok {
-			continue
-		}
-		agents = append(agents, ui.AgentRow{ID: id, Name: a.Name, Description: a.Description, Routes: strings.Join(c.agents[id].Routes, ", ")})
+	return &web.Pages{DB: c.db, Convs: c.convs, Crew: c.crewView, Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now}
+}
+
+// crewView is the running crew as the UI lists it, and what is not loaded.
+func (c *crewRuntime) crewView() (agents []ui.AgentRow, problems []string) {
+	set := c.crew.get()
+	for id, a := range set.agents {
+		cfg := set.home.Agents[id]
+		agents = append(agents, ui.AgentRow{ID: id, Name: cfg.Name, Description: cfg.Description, Routes: strings.Join(a.Routes, ", ")})
 	}
 	sort.Slice(agents, func(i, j int) bool {
 		if (agents[i].ID == home.MasterID) != (agents[j].ID == home.MasterID) {
@@ -458,7 +459,7 @@ func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
 		}
 		return agents[i].ID < agents[j].ID
 	})
-	return &web.Pages{DB: c.db, Convs: c.convs, Agents: agents, Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now}
+	return agents, set.problems
 }
 
 // recoverable lists conversations that may have work after a restart.

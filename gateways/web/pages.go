@@ -22,9 +22,12 @@ import (
 // Pages builds the views of the web UI from the projections and the
 // conversations' state.
 type Pages struct {
-	DB       *bbolt.DB
-	Convs    *loop.Convs
-	Agents   []ui.AgentRow
+	DB     *bbolt.DB
+	Convs  *loop.Convs
+	Agents []ui.AgentRow
+	// Crew, when set, gives the agents listed and the problems of the
+	// agents that are not loaded; it wins over Agents (the crew reloads).
+	Crew     func() (agents []ui.AgentRow, problems []string)
 	Banner   string
 	Home     string
 	Location *time.Location
@@ -40,11 +43,18 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 	for _, c := range list {
 		rows = append(rows, p.row(c))
 	}
-	banner := p.Banner
+	agents, banner := p.Agents, p.Banner
+	if p.Crew != nil {
+		var problems []string
+		agents, problems = p.Crew()
+		if len(problems) > 0 {
+			banner = strings.TrimSpace("Not loaded (fix the file and save; the crew reloads by itself): " + strings.Join(problems, " · ") + " " + banner)
+		}
+	}
 	if banner == "" && len(list) > 0 {
 		banner = p.failingRoute(list[0])
 	}
-	return ui.Shell{Title: title, Home: p.Home, Agents: p.Agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner}, nil
+	return ui.Shell{Title: title, Home: p.Home, Agents: agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner}, nil
 }
 
 // failingRoute says so when the latest run had to fall back or failed on

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// crewSet is the loaded crew: the agents that run, the roster every system
+// prompt shows, and what could not be loaded. A reload replaces it whole.
+type crewSet struct {
+	home     *home.Home
+	agents   map[string]loop.Agent
+	roster   string
+	problems []string
+}
+
+// buildCrew checks every loaded agent against the tools the server has; a
+// broken one is reported and left out, the others run (R-HOME-3).
+func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
+	agents := agentsOf(h, override)
+	var problems []string
+	for _, p := range h.Problems {
+		problems = append(problems, p.Error())
+	}
+	for id, a := range agents {
+		if err := checkAgent(a, reg); err != nil {
+			problems = append(problems, err.Error())
+			delete(agents, id)
+		}
+	}
+	sort.Strings(problems)
+	return &crewSet{home: h, agents: agents, roster: roster(h, agents), problems: problems}
+}
+
+// liveCrew holds the current crewSet and reloads it when an agent's files
+// change, without a restart (R-HOME-4). Conversations already running keep
+// going; each step asks for the agent afresh.
+type liveCrew struct {
+	dir      string
+	override []string
+	reg      *tools.Registry
+	logger   *slog.Logger
+	onReload func(*crewSet)
+
+	mu    sync.RWMutex
+	cur   *crewSet
+	stamp string
+}
+
+func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, logger *slog.Logger) *liveCrew {
+	c := &liveCrew{dir: dir, override: override, reg: reg, logger: logger}
+	c.cur = buildCrew(h, override, reg)
+	c.stamp = crewStamp(dir)
+	for _, p := range c.cur.problems {
+		logger.Error("agent skipped", "problem", p)
+	}
+	return c
+}
+
+func (c *liveCrew) get() *crewSet {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.cur
+}
+
+func (c *liveCrew) agent(id string) (loop.Agent, bool) {
+	a, ok := c.get().agents[id]
+	return a, ok
+}
+
+func (c *liveCrew) roster() string { return c.get().roster }
+
+// reloadIfChanged reloads the crew when the files it is made of changed
+// since the last load. A home whose config.yaml or env no longer loads
+// keeps the running crew and reports why.
+func (c *liveCrew) reloadIfChanged() {
+	stamp := crewStamp(c.dir)
+	c.mu.RLock()
+	same := stamp == c.stamp
+	c.mu.RUnlock()
+	if same {
+		return
+	}
+	h, err := home.Load(c.dir)
+	if err != nil {
+		c.logger.Error("crew not reloaded", "err", err)
+		c.mu.Lock()
+		c.stamp = stamp
+		prev := *c.cur
+		prev.problems = append([]string{fmt.Sprintf("not reloaded, the crew from before keeps running: %v", err)}, c.cur.problems...)
+		c.cur = &prev
+		c.mu.Unlock()
+		return
+	}
+	next := buildCrew(h, c.override, c.reg)
+	c.mu.Lock()
+	c.cur, c.stamp = next, stamp
+	c.mu.Unlock()
+	ids := make([]string, 0, len(next.agents))
+	for id := range next.agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	c.logger.Info("crew reloaded", "agents", strings.Join(ids, ","), "problems", len(next.problems))
+	for _, p := range next.problems {
+		c.logger.Error("agent skipped", "problem", p)
+	}
+	if c.onReload != nil {
+		c.onReload(next)
+	}
+}
+
+// watch checks for changes every interval until ctx ends.
+func (c *liveCrew) watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.reloadIfChanged()
+		}
+	}
+}
+
+// crewStamp fingerprints what the crew is loaded from: config.yaml, env,
+// every agent.yaml and the skills and kit commands the roster lists (name,
+// size and modification time). Persona and memory files are not in it:
+// they are read afresh at every step anyway.
+func crewStamp(dir string) string {
+	var b strings.Builder
+	patterns := []string{
+		"config.yaml", "env", "agent.yaml", "agents", "agents/*", "agents/*/agent.yaml",
+		"skills/*.md", "agents/*/skills/*.md", ".agents/commands/*.md", "agents/*/.agents/commands/*.md",
+	}
+	for _, p := range patterns {
+		matches, _ := filepath.Glob(filepath.Join(dir, p))
+		sort.Strings(matches)
+		for _, m := range matches {
+			fi, err := os.Stat(m)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(&b, "%s %d %d\n", m, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
