@@ -19,8 +19,8 @@ func TestAgentFolderChangesReloadWithoutRestart(t *testing.T) {
 		t.Fatal("init failed")
 	}
 	s := startServe(t, home, "MY_AGENT_ROUTES=fake:echo")
-	if code, body := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "hi", "agent": "scout"}); code != 422 {
-		t.Fatalf("message to a missing agent = %d %v, want 422", code, body)
+	if code, body := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "hi", "agent": "scout"}); code != 404 {
+		t.Fatalf("message to a missing agent = %d %v, want 404", code, body)
 	}
 
 	writeAgent(t, home, "scout", "name: Scout\ndescription: Looks around.\nroutes: [fake:echo]\ntools: [workspace_list]\n")
@@ -43,8 +43,8 @@ func TestAgentFolderChangesReloadWithoutRestart(t *testing.T) {
 		page := getPage(t, s.url+"/")
 		return strings.Contains(page, filepath.Join("agents", "scout", "agent.yaml")+":2:12")
 	})
-	if code, _ := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "still there?", "agent": "scout"}); code != 422 {
-		t.Errorf("message to the broken agent = %d, want 422", code)
+	if code, _ := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "still there?", "agent": "scout"}); code != 404 {
+		t.Errorf("message to the broken agent = %d, want 404", code)
 	}
 	code, body := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "and you?"})
 	if code != 202 {
