@@ -91,16 +91,20 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	}
 	id := m.ConversationID
 	opening := id == ""
+	var conv *loop.Conv
+	var err error
 	if opening {
-		id = DailyID(agent, in.Master, m.Channel, in.Clock().In(in.Location))
+		conv, err = in.today(ctx, DailyID(agent, in.Master, m.Channel, in.Clock().In(in.Location)))
+	} else {
+		conv, err = in.Convs.Get(ctx, id)
 	}
-	conv, err := in.Convs.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, events.ErrInvalidID) {
 			return Accepted{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
 		}
 		return Accepted{}, err
 	}
+	id = conv.ID()
 	var acc Accepted
 	stored, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
 		if prev, seen := st.External[m.ExternalID]; m.ExternalID != "" && seen {
@@ -148,6 +152,29 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	in.Kick(id)
 	return acc, nil
 }
+
+// today returns the conversation a message without conversation_id goes
+// to: the day's conversation on its channel, or, once the owner closed
+// that one, the next of the day ("web-20261130-2", ...).
+func (in *Inbound) today(ctx context.Context, daily string) (*loop.Conv, error) {
+	id := daily
+	for n := 2; ; n++ {
+		conv, err := in.Convs.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		closed := false
+		conv.View(func(st *loop.State) { closed = st.Closed })
+		if !closed || n > maxPerDay {
+			return conv, nil
+		}
+		id = fmt.Sprintf("%s-%d", daily, n)
+	}
+}
+
+// maxPerDay bounds the conversations of one channel and day: past it, the
+// last one stays closed and says so.
+const maxPerDay = 100
 
 func ttl(f func(agent, channel string) int, agent, channel string) int {
 	if f == nil {

@@ -160,3 +160,32 @@ func TestInboundExternalIDIsStoredOnce(t *testing.T) {
 		}
 	})
 }
+
+// A conversation the owner closed stays closed; the next message without a
+// conversation id opens the day's next one, which its turn notes then tell
+// the closed one's summary (R-CTX-2).
+func TestInboundAfterCloseOpensTheDaysNextConversation(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	a, err := in.Receive(ctx, inbound.Message{Text: "hi", Channel: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := convs.Get(ctx, a.ConversationID)
+	if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.ConversationClosed{Reason: "owner"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Receive(ctx, inbound.Message{Text: "late", ConversationID: a.ConversationID}); !errors.Is(err, inbound.ErrClosed) {
+		t.Errorf("message into the closed conversation = %v, want ErrClosed", err)
+	}
+	b, err := in.Receive(ctx, inbound.Message{Text: "fresh start", Channel: "web"})
+	if err != nil || b.ConversationID != "web-20261201-2" {
+		t.Fatalf("next = %+v, %v; want web-20261201-2", b, err)
+	}
+	c, _ := in.Receive(ctx, inbound.Message{Text: "again", Channel: "web"})
+	if c.ConversationID != b.ConversationID {
+		t.Errorf("then %s, want %s", c.ConversationID, b.ConversationID)
+	}
+}
