@@ -94,6 +94,8 @@ type Conv struct {
 	convs *Convs
 	mu    sync.Mutex
 	st    *State
+	// changed is closed (and replaced) whenever st changes, waking Wait.
+	changed chan struct{}
 }
 
 // ID is the conversation id.
@@ -113,6 +115,7 @@ type Decide func(st *State) ([]events.Event, error)
 func (c *Conv) Append(ctx context.Context, decide Decide) ([]events.Envelope, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.notify() // a spurious wake is harmless: Wait re-checks
 	for attempt := 0; ; attempt++ {
 		evs, err := decide(c.st)
 		if err != nil || len(evs) == 0 {
@@ -198,8 +201,41 @@ func (c *Conv) View(f func(st *State)) {
 func (c *Conv) Refresh(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.notify()
 	_, err := c.st.CatchUp(ctx, c.convs.log)
 	return err
+}
+
+// Wait returns once cond holds for the conversation's state, checking it
+// now and after every change (an append here, a Refresh), or when ctx ends.
+// cond runs under the conversation's lock and must not keep st.
+func (c *Conv) Wait(ctx context.Context, cond func(st *State) bool) error {
+	for {
+		c.mu.Lock()
+		ok := cond(c.st)
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// notify wakes every Wait; the caller holds c.mu, so a woken Wait checks
+// the state after the change.
+func (c *Conv) notify() {
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 }
 
 // Snapshot saves the current state as the conversation's snapshot.

@@ -1,5 +1,281 @@
 package loop
 
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
+)
+
 // DelegateTool is the loop tool that runs a child turn on another agent
 // (R-DEL).
 const DelegateTool = "delegate"
+
+// MaxDelegations is how many delegate calls one conversation may make
+// (R-HOME-6).
+const MaxDelegations = 8
+
+// DelegateChannel is the channel of a delegated child conversation and of
+// its brief.
+const DelegateChannel = "delegate"
+
+var delegateDef = tools.Def{
+	Name: DelegateTool,
+	Description: "Hand a task to another agent of the crew and wait for its answer. It works alone, with its own instructions, tools and workspace, " +
+		"and sees only `task` — never this conversation — so put everything it needs in the task: the question, the facts and numbers, the constraints, " +
+		"the form of the answer you want. Its answer comes back as this call's result.",
+	Params: json.RawMessage(`{"type":"object","properties":{` +
+		`"agent":{"type":"string","description":"id of the agent, as the crew list names it"},` +
+		`"task":{"type":"string","description":"the complete brief: the agent knows nothing else"}},` +
+		`"required":["agent","task"]}`),
+}
+
+// ChildID is the conversation a delegate call opens. It is derived from the
+// parent conversation and the call id, so a call resumed after a restart
+// finds the child it opened.
+func ChildID(parent, callID string) string {
+	sum := sha256.Sum256([]byte(parent + "\x00" + callID))
+	if len(parent) > 80 {
+		parent = parent[:80]
+	}
+	return parent + "-d-" + hex.EncodeToString(sum[:8])
+}
+
+type delegateArgs struct {
+	Agent string `json:"agent"`
+	Task  string `json:"task"`
+}
+
+// delegate settles one delegate call: it refuses it, or records it, opens
+// the child conversation, has the worker run it and waits for the child's
+// run to end; the child's answer is the call's result. A call recorded
+// before a restart is resumed, never closed as interrupted: the child
+// carries on where it was, or is opened now if the crash came first.
+func (t *Turn) delegate(ctx context.Context, s snapshotOf, step int, c events.ToolCallRequest) error {
+	var args delegateArgs
+	if err := json.Unmarshal(c.Arguments, &args); err != nil || strings.TrimSpace(args.Agent) == "" || strings.TrimSpace(args.Task) == "" {
+		return t.result(ctx, s.openRun, step, c, `Not run: delegate needs {"agent": "<agent id>", "task": "<the complete brief>"}, both non-empty.`, true, "")
+	}
+	args.Agent = strings.TrimSpace(args.Agent)
+	if !s.calling[c.ID] {
+		refused := false
+		_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
+			if why := t.refuseDelegation(st, args.Agent); why != "" {
+				refused = true
+				return []events.Event{&events.ToolCompleted{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: why, IsError: true, Outcome: "blocked"}}, nil
+			}
+			refused = false
+			return []events.Event{&events.ToolCalled{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}}, nil
+		})
+		if err != nil || refused {
+			return err
+		}
+	}
+	if t.deps.Convs == nil || t.deps.Kick == nil {
+		// Recorded before, not runnable here: say so rather than hang.
+		return t.result(ctx, s.openRun, step, c, "The harness cannot run delegated agents here; the task was not done.", true, "blocked")
+	}
+	start := t.deps.Clock()
+	child, err := t.openChild(ctx, s.openRun, c.ID, args)
+	if err != nil {
+		return err
+	}
+	t.deps.Kick(child.ID())
+	// The child runs on its own pass; an approval it waits for only makes
+	// this wait longer. Stopping the server leaves the call open, and the
+	// next start resumes the wait.
+	if err := child.Wait(ctx, func(st *State) bool { return st.DelegateEnd != nil || st.Closed }); err != nil {
+		return err
+	}
+	var end RunEnd
+	var runID string
+	child.View(func(st *State) {
+		runID = st.DelegateRun
+		if st.DelegateEnd != nil {
+			end = *st.DelegateEnd
+		} else {
+			end = RunEnd{Status: events.RunFailed, Error: "its conversation was closed before it answered",
+				CostUSD: st.CostUSD, UnknownCostCalls: st.UnknownCostCalls}
+		}
+	})
+	full, isErr := delegateAnswer(args.Agent, end)
+	res := &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status}
+	if end.UnknownCostCalls == 0 || end.CostUSD > 0 {
+		cost := end.CostUSD
+		res.CostUSD = &cost
+	}
+	shown, truncated := tools.Truncate(full, t.agent.ToolOutputChars)
+	var spill string
+	if truncated {
+		if spill, err = tools.Spill(t.toolEnv(), c.ID, full); err != nil {
+			shown += "\n(The full output could not be kept: " + err.Error() + ")"
+			spill = ""
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return t.emit(rctx, &events.ToolCompleted{
+		RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: isErr,
+		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(), Delegate: res,
+	})
+}
+
+// refuseDelegation says why a new delegate call may not run, or "".
+func (t *Turn) refuseDelegation(st *State, agentID string) string {
+	if !contains(t.agent.Tools, DelegateTool) {
+		return fmt.Sprintf("Unknown tool %q: it is not one of your tools.", DelegateTool)
+	}
+	if t.deps.Convs == nil || t.deps.Agents == nil || t.deps.Kick == nil {
+		return "Not run: delegation is not available here. Do the task yourself."
+	}
+	if st.ParentConversation != "" || st.RootID != "" {
+		return "Not run: this task was delegated to you, and delegation goes one level deep only. Do it yourself; if another agent should help, say so in your answer."
+	}
+	whom := "You may delegate to any other agent of the crew."
+	if len(t.agent.Delegates) > 0 {
+		whom = "You may delegate to: " + strings.Join(t.agent.Delegates, ", ") + "."
+	}
+	switch _, known := t.deps.Agents(agentID); {
+	case agentID == t.agent.ID:
+		return fmt.Sprintf("Not run: you cannot delegate to yourself (%s). %s", agentID, whom)
+	case len(t.agent.Delegates) > 0 && !contains(t.agent.Delegates, agentID):
+		return fmt.Sprintf("Not run: you may not delegate to %q. %s", agentID, whom)
+	case !known:
+		return fmt.Sprintf("Not run: there is no agent %q in the crew. %s", agentID, whom)
+	}
+	if st.Delegations >= MaxDelegations {
+		return fmt.Sprintf("Not run: this conversation has already made %d delegations, the most allowed. Finish the work yourself.", MaxDelegations)
+	}
+	if budget := st.Budget(t.agent.CostCapUSD); budget > 0 && st.CostUSD >= budget {
+		return fmt.Sprintf("Not run: no budget left: this conversation has spent $%.4f of its $%.4f cost cap.", st.CostUSD, budget)
+	}
+	return ""
+}
+
+// openChild opens the child conversation of a delegate call unless it is
+// open already: the brief is its only message.
+func (t *Turn) openChild(ctx context.Context, runID, callID string, args delegateArgs) (*Conv, error) {
+	var opened events.ConversationOpened
+	t.conv.View(func(st *State) {
+		opened = events.ConversationOpened{
+			Agent: args.Agent, Channel: DelegateChannel, Title: titleOf(args.Task),
+			RootID: st.RootID, RootSource: st.Channel,
+			ParentRunID: runID, ParentConversation: t.conv.ID(), ParentCallID: callID,
+			Autonomous: true, ApprovalTTLSeconds: st.ApprovalTTL,
+		}
+		if opened.RootID == "" {
+			opened.RootID = t.conv.ID()
+		}
+		if opened.ApprovalTTLSeconds <= 0 {
+			opened.ApprovalTTLSeconds = int(t.agent.ApprovalTTL / time.Second)
+		}
+		// The child may spend what the parent has left, and no more than
+		// its own cap.
+		own := 0.0
+		if a, ok := t.deps.Agents(args.Agent); ok {
+			own = a.CostCapUSD
+		}
+		capUSD := own
+		if budget := st.Budget(t.agent.CostCapUSD); budget > 0 {
+			left := max(budget-st.CostUSD, 0)
+			if capUSD <= 0 || left < capUSD {
+				capUSD = left
+			}
+			opened.CostCapUSD = &capUSD
+		} else if own > 0 {
+			opened.CostCapUSD = &capUSD
+		}
+	})
+	child, err := t.deps.Convs.Get(ctx, ChildID(t.conv.ID(), callID))
+	if err != nil {
+		return nil, err
+	}
+	_, err = child.Append(ctx, func(st *State) ([]events.Event, error) {
+		if st.Agent != "" {
+			return nil, nil
+		}
+		o := opened
+		return []events.Event{&o, &events.MessageReceived{Channel: DelegateChannel, From: t.agent.ID, Text: args.Task}}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delegate to %s: %w", args.Agent, err)
+	}
+	return child, nil
+}
+
+// delegated marks the first run of a delegated conversation: it names the
+// parent run and was triggered by the delegation.
+func delegated(st *State, e *events.RunStarted) *events.RunStarted {
+	if st.ParentRunID != "" && st.DelegateRun == "" {
+		e.ParentRunID, e.Trigger = st.ParentRunID, "delegate"
+	}
+	return e
+}
+
+// runEnd is how the delegated run ended, read when its run_finished is
+// applied: the last text it wrote and what it asked, if it asked.
+func (s *State) runEnd(e *events.RunFinished) *RunEnd {
+	end := &RunEnd{Status: e.Status, Reason: e.Reason, Error: e.Error, CostUSD: s.CostUSD, UnknownCostCalls: s.UnknownCostCalls}
+	last := true
+	for i := len(s.Messages) - 1; i >= 0 && end.Text == ""; i-- {
+		m := s.Messages[i]
+		if m.Role != RoleAssistant {
+			continue
+		}
+		if last && e.Reason == "ask_user" {
+			for _, c := range m.ToolCalls {
+				var q struct {
+					Question string `json:"question"`
+				}
+				if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
+					end.Question = q.Question
+				}
+			}
+		}
+		last = false
+		end.Text = m.Text
+	}
+	return end
+}
+
+// delegateAnswer is the delegate call's result: the child's answer, or
+// what stopped it and whatever it wrote.
+func delegateAnswer(agent string, end RunEnd) (text string, isError bool) {
+	wrote := "It wrote nothing."
+	if end.Text != "" {
+		wrote = "What it wrote last:\n\n" + end.Text
+	}
+	switch {
+	case end.Status == events.RunDone && end.Reason == "ask_user":
+		return fmt.Sprintf("%s stopped to ask the owner a question instead of finishing: %q. Answer it in a new delegate call, or ask the owner yourself. %s", agent, end.Question, wrote), true
+	case end.Status == events.RunDone && end.Text != "":
+		return end.Text, false
+	case end.Status == events.RunDone:
+		return agent + " finished without writing an answer.", true
+	case end.Status == events.RunHalted:
+		return fmt.Sprintf("%s was stopped before it finished (%s). %s", agent, orDefault(end.Reason, "halted"), wrote), true
+	default:
+		why := end.Error
+		if why == "" {
+			why = orDefault(end.Reason, "unknown error")
+		}
+		return fmt.Sprintf("%s failed: %s. %s", agent, why, wrote), true
+	}
+}
+
+// titleOf is a conversation title from a brief: its first line, cut.
+func titleOf(task string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(task), "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) <= 80 {
+		return line
+	}
+	return strings.TrimSpace(string([]rune(line)[:79])) + "…"
+}

@@ -3,6 +3,7 @@ package loop
 import (
 	"errors"
 	"fmt"
+	"github.com/my-agent-crew/crew/kit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,7 +25,10 @@ type Prompt struct {
 // at every step (R-HOME-4), in the fixed order of R-CTX-1 — stable parts
 // first so the provider's prompt cache keeps them: persona (AGENTS.md,
 // SOUL.md) → the owner (USER.md, facts) → the agent's MEMORY.md → the
-// crew's roster → the date line, last. The same files give the same bytes.
+// crew's roster, the kit commands and the skills index → the date line,
+// last. The same files give the same bytes. What changes between turns
+// (daily notes, the previous conversation) is not here: it travels with
+// the turn-opening message as turn notes.
 func SystemPrompt(p Prompt) (string, error) {
 	var sections []string
 	for _, name := range []string{"AGENTS.md", "SOUL.md"} {
@@ -55,12 +59,39 @@ func SystemPrompt(p Prompt) (string, error) {
 	if p.Roster != "" {
 		sections = append(sections, "# The crew\n\n"+p.Roster)
 	}
+	sections = append(sections, kitSections(p.HomeDir, p.AgentDir)...)
 	loc := p.Location
 	if loc == nil {
 		loc = time.UTC
 	}
 	sections = append(sections, fmt.Sprintf("Today: %s.", p.Now.In(loc).Format("2006-01-02")))
 	return strings.Join(sections, "\n\n"), nil
+}
+
+// kitSections are the kit commands and the skills index (R-CTX-1): what
+// the owner can send as "/name", and the skills the agent loads with
+// skill_read (always-on ones in full). A kit file that does not parse is
+// named in the prompt instead of failing the turn; crew doctor reports it
+// too.
+func kitSections(homeDir, agentDir string) []string {
+	var out []string
+	cmds, err := kit.Commands(homeDir, agentDir)
+	if sec := kit.CommandsSection(cmds); sec != "" || err != nil {
+		out = append(out, withProblem(orText(sec, "# Kit commands"), err))
+	}
+	skills, err := kit.Skills(homeDir, agentDir)
+	if sec := kit.SkillsSection(skills); sec != "" || err != nil {
+		out = append(out, withProblem(orText(sec, "# Skills"), err))
+	}
+	return out
+}
+
+// withProblem adds to a section the files that could not be read for it.
+func withProblem(section string, err error) string {
+	if err == nil {
+		return section
+	}
+	return section + "\n\n(Some files were not loaded: " + strings.Join(strings.Fields(err.Error()), " ") + ")"
 }
 
 // ownerSection is USER.md and the facts files, in name order.

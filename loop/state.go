@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/memory"
 )
 
 // Roles of model-visible messages.
@@ -30,6 +31,8 @@ type Message struct {
 	// turn notes or a kit command's prompt; Notes is the notes block.
 	Said  string `json:"said,omitempty"`
 	Notes string `json:"notes,omitempty"`
+	// Delegate is the child run a delegate call's result came from.
+	Delegate *events.DelegateResult `json:"delegate,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
@@ -45,10 +48,6 @@ func (p Pending) userMessage() Message {
 	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes}
 }
 
-// Frame introduces the turn notes the model reads before a message
-// (R-CTX-2): they are the harness's words, not the owner's.
-const Frame = "[Your memory — inserted by the system before this message, not the user's words]"
-
 // ModelText is what the model reads for a turn-opening message: the notes
 // framed, then the kit command's prompt or the text as written. With no
 // notes and no command it is the text, byte for byte.
@@ -57,10 +56,7 @@ func ModelText(notes *events.TurnNotes, prompt, text string) string {
 	if prompt != "" {
 		body = prompt
 	}
-	if notes == nil || notes.Text == "" {
-		return body
-	}
-	return Frame + "\n" + notes.Text + "\n[End of memory]\n\n" + body
+	return memory.Framed(notes, body)
 }
 
 func pending(id string, notes *events.TurnNotes, prompt, text string) Pending {
@@ -141,8 +137,27 @@ type State struct {
 	RootID             string   `json:"root_id,omitempty"`
 	ParentConversation string   `json:"parent_conversation,omitempty"`
 	ParentCallID       string   `json:"parent_call_id,omitempty"`
+	ParentRunID        string   `json:"parent_run_id,omitempty"`
 	CostCap            *float64 `json:"cost_cap,omitempty"`
 	Delegations        int      `json:"delegations,omitempty"`
+	// DelegateRun is the run the delegation started here (its run_started
+	// names the parent run); DelegateEnd is how it ended, once it has.
+	DelegateRun string  `json:"delegate_run,omitempty"`
+	DelegateEnd *RunEnd `json:"delegate_end,omitempty"`
+}
+
+// RunEnd is how a delegated child run ended, as its parent is told.
+type RunEnd struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Text is the run's last assistant text; Question what it asked the
+	// owner when it ended on ask_user.
+	Text     string `json:"text,omitempty"`
+	Question string `json:"question,omitempty"`
+	// CostUSD and UnknownCostCalls are the conversation's totals then.
+	CostUSD          float64 `json:"cost_usd"`
+	UnknownCostCalls int     `json:"unknown_cost_calls,omitempty"`
 }
 
 // Apply folds one event of the conversation into the state. Events at or
@@ -159,6 +174,7 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.ConversationOpened:
 		s.Agent, s.Channel, s.Autonomous, s.ApprovalTTL = e.Agent, e.Channel, e.Autonomous, e.ApprovalTTLSeconds
 		s.RootID, s.ParentConversation, s.ParentCallID, s.CostCap = e.RootID, e.ParentConversation, e.ParentCallID, e.CostCapUSD
+		s.ParentRunID = e.ParentRunID
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
@@ -197,6 +213,9 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.Queued, s.BusyQueued = nil, false
 		s.Calling, s.Approvals = nil, nil
+		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
+			s.DelegateRun = e.RunID
+		}
 	case *events.RunFinished:
 		if s.OpenRun == e.RunID {
 			s.OpenRun, s.Step, s.Calling, s.Approvals = "", 0, nil, nil
@@ -209,6 +228,9 @@ func (s *State) Apply(env events.Envelope) error {
 			s.Steers = nil
 			if e.Status == events.RunHalted {
 				s.LastHalt = e.Reason
+			}
+			if e.RunID == s.DelegateRun && s.DelegateEnd == nil {
+				s.DelegateEnd = s.runEnd(e)
 			}
 		}
 	case *events.ModelCalled:
@@ -243,7 +265,7 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
-		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
+		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate})
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {
 			s.Approvals = map[string]*Approval{}
@@ -462,7 +484,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 6
+const snapshotVersion byte = 7
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
@@ -33,6 +34,8 @@ type Agent struct {
 	ToolOutputChars int
 	ApprovalTTL     time.Duration
 	Policy          tools.AgentPolicy
+	// Delegates are the agents this one may delegate to; empty: any other.
+	Delegates []string
 }
 
 // Deps are the turn's edges: models, tools, time and the live feed. Replay
@@ -47,12 +50,18 @@ type Deps struct {
 	// Roster is the crew, one line per agent, for the system prompt; asked
 	// at every step, so a reloaded crew shows from the next step on.
 	Roster func() string
-	NewID    func() string
+	NewID  func() string
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).
 	Live func(conversation, runID string, d llm.Delta)
 	// Sleep waits between 429 retries (tests make it instant).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Delegation (R-DEL): Convs opens and follows the child conversation,
+	// Agents finds the delegate, Kick has the worker run the child. The
+	// worker fills in what is unset; without them delegate is refused.
+	Convs  *Convs
+	Agents func(id string) (Agent, bool)
+	Kick   func(conversation string)
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for
@@ -66,6 +75,10 @@ type Turn struct {
 
 	guard     Guard
 	escalated bool
+
+	hooksRead bool
+	hk        *kit.Hooks
+	hkErr     error
 }
 
 // NewTurn prepares a pass over conv for agent.
@@ -82,7 +95,7 @@ type snapshotOf struct {
 	messages []Message
 	steers   []Pending
 	cost     float64
-	budget   float64 // the cost cap in force; 0: none
+	budget   float64                  // the cost cap in force; 0: none
 	calls    []events.ToolCallRequest // all calls of the last reply
 	answered map[string]bool
 	calling  map[string]bool
@@ -137,14 +150,28 @@ func (t *Turn) Run(ctx context.Context) error {
 			trigger = "queue"
 		}
 		runID := t.deps.NewID()
-		_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		var prompt []string
+		stored, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
 			if st.OpenRun != "" || len(st.Queued) == 0 {
 				return nil, nil // someone else started it
 			}
-			return []events.Event{&events.RunStarted{RunID: runID, Agent: t.agent.ID, Trigger: trigger}}, nil
+			prompt = prompt[:0]
+			for _, q := range st.Queued {
+				prompt = append(prompt, orText(q.Said, q.Text))
+			}
+			return []events.Event{delegated(st, &events.RunStarted{RunID: runID, Agent: t.agent.ID, Trigger: trigger})}, nil
 		})
 		if err != nil {
 			return err
+		}
+		if len(stored) > 0 {
+			reason, blocked, err := t.hook(ctx, runID, 0, kit.UserPromptSubmit, nil, map[string]any{"prompt": strings.Join(prompt, "\n\n")})
+			if err != nil {
+				return err
+			}
+			if blocked {
+				return t.finish(ctx, runID, events.RunHalted, "hook", reason)
+			}
 		}
 	}
 	for {
@@ -238,12 +265,16 @@ func (t *Turn) canEscalate(s snapshotOf, step int) bool {
 }
 
 func (t *Turn) finish(ctx context.Context, runID, status, reason, errText string) error {
-	_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
+	stored, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		if st.OpenRun != runID {
 			return nil, nil
 		}
 		return []events.Event{&events.RunFinished{RunID: runID, Status: status, Reason: reason, Error: errText}}, nil
 	})
+	if err != nil || len(stored) == 0 {
+		return err
+	}
+	_, _, err = t.hook(ctx, runID, 0, kit.Stop, nil, map[string]any{"status": status, "reason": reason})
 	return err
 }
 
@@ -286,6 +317,14 @@ func (t *Turn) settle(ctx context.Context, s snapshotOf) (paused, done bool, err
 			return false, false, err
 		}
 		step := s.step
+		// A delegate call waits for its child, also when it was recorded
+		// before a restart: the child carries on, nothing runs twice.
+		if c.Name == DelegateTool && i < MaxCallsPerReply {
+			if err := t.delegate(ctx, s, step, c); err != nil {
+				return false, false, err
+			}
+			continue
+		}
 		// A call recorded as started and never finished may or may not
 		// have run: close it, approved or not — never run it twice.
 		if s.calling[c.ID] {
@@ -398,6 +437,11 @@ func (t *Turn) execute(ctx context.Context, runID string, step int, c events.Too
 	if !ok {
 		return t.result(ctx, runID, step, c, fmt.Sprintf("Unknown tool %q: it is not one of your tools.", c.Name), true, "blocked")
 	}
+	if reason, blocked, err := t.hook(ctx, runID, step, kit.PreToolUse, &c, map[string]any{"tool_input": rawArgs(c.Arguments)}); err != nil {
+		return err
+	} else if blocked {
+		return t.result(ctx, runID, step, c, "Blocked by the owner's PreToolUse hook, so it was not run and nothing changed: "+reason, true, "blocked")
+	}
 	if err := t.emit(ctx, &events.ToolCalled{RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
 		return err
 	}
@@ -425,6 +469,10 @@ func (t *Turn) execute(ctx context.Context, runID string, step int, c events.Too
 	// meanwhile, or the next start would have to call it interrupted.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if feedback, _, err := t.hook(rctx, runID, step, kit.PostToolUse, &c, map[string]any{
+		"tool_input": rawArgs(c.Arguments), "tool_response": map[string]any{"output": shown, "is_error": res.IsError}}); err == nil && feedback != "" {
+		shown += "\n\n[The owner's PostToolUse hook says]\n" + strings.TrimSpace(feedback)
+	}
 	return t.emit(rctx, &events.ToolCompleted{
 		RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: res.IsError,
 		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(),
@@ -541,6 +589,7 @@ var loopTools = []tools.Def{
 		Params: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`)},
 	{Name: "progress_note", Description: "Put one short line on the owner's timeline saying what you are doing.",
 		Params: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+	delegateDef,
 }
 
 func modelCalled(runID string, step int, route string, resp *llms.ContentResponse, latency time.Duration) *events.ModelCalled {
@@ -634,3 +683,11 @@ func toLLM(system string, msgs []Message) []llms.MessageContent {
 }
 
 var errNoRoutes = errors.New("the agent has no model routes: set routes in its agent.yaml (or MY_AGENT_ROUTES)")
+
+// orText is s, or d when s is empty.
+func orText(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

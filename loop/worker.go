@@ -186,7 +186,7 @@ func (w *Worker) pass(id string) error {
 			return w.failUnknownAgent(ctx, conv, agentID)
 		}
 		before := conv.seq()
-		if err := NewTurn(agent, w.cfg.Deps, conv).Run(ctx); err != nil {
+		if err := NewTurn(agent, w.deps(), conv).Run(ctx); err != nil {
 			return err
 		}
 		if conv.seq() == before {
@@ -195,6 +195,22 @@ func (w *Worker) pass(id string) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// deps are the turn's edges, with what delegation needs filled in from the
+// worker: a delegate's conversation runs on a pass of its own.
+func (w *Worker) deps() Deps {
+	d := w.cfg.Deps
+	if d.Convs == nil {
+		d.Convs = w.cfg.Convs
+	}
+	if d.Agents == nil {
+		d.Agents = w.cfg.Agents
+	}
+	if d.Kick == nil {
+		d.Kick = w.Kick
+	}
+	return d
 }
 
 func (c *Conv) seq() uint64 {
@@ -214,7 +230,7 @@ func (w *Worker) failUnknownAgent(ctx context.Context, conv *Conv, agentID strin
 			if len(st.Queued) == 0 {
 				return nil, nil
 			}
-			evs = append(evs, &events.RunStarted{RunID: runID, Agent: orDefault(agentID, "unknown"), Trigger: "message"})
+			evs = append(evs, delegated(st, &events.RunStarted{RunID: runID, Agent: orDefault(agentID, "unknown"), Trigger: "message"}))
 			open = runID
 		}
 		msg := fmt.Sprintf("agent %q is not loaded: check its agent.yaml (crew doctor lists skipped agents)", agentID)

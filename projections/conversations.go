@@ -52,7 +52,9 @@ type Conversation struct {
 	// Queued counts owner messages stored since the last run started: not
 	// yet taken by a run.
 	Queued int `json:"queued,omitempty"`
-	// PendingApprovals are undecided approvals, oldest first.
+	// PendingApprovals are undecided approvals, oldest first; a delegation
+	// root lists its children's too (R-DEL: they surface where the owner
+	// is), each naming its conversation.
 	PendingApprovals []PendingApproval `json:"pending_approvals,omitempty"`
 	// Halted is the reason the last run halted, until another run starts.
 	Halted string `json:"halted,omitempty"`
@@ -78,6 +80,10 @@ type PendingApproval struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Reason    string          `json:"reason,omitempty"`
 	ExpiresAt time.Time       `json:"expires_at"`
+	// Conversation and Agent name the delegated child that asked, when it
+	// is not the conversation listing it.
+	Conversation string `json:"conversation,omitempty"`
+	Agent        string `json:"agent,omitempty"`
 }
 
 // bucketApprovals maps approval id → conversation id.
@@ -178,22 +184,66 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		c.Closed, c.CloseReason = &t, e.Reason
 	}
 	c.Updated, c.LastSeq = env.Time, env.Seq
-	switch {
-	case c.Closed != nil:
-		c.Status = ConversationClosed
-	case len(c.PendingApprovals) > 0:
-		c.Status = ConversationAwaitingApproval
-	case len(c.ActiveRuns) > 0:
-		c.Status = ConversationRunning
-	case c.Halted != "":
-		c.Status = ConversationHalted
-	default:
-		c.Status = ConversationIdle
-	}
+	c.Status = statusOf(c)
 	if err := putJSON(convs, []byte(id), c); err != nil {
 		return err
 	}
-	return index.Put(append(timeKey(c.Updated), id...), nil)
+	if err := index.Put(append(timeKey(c.Updated), id...), nil); err != nil {
+		return err
+	}
+	if c.RootID != "" && c.RootID != id {
+		return surfaceOnRoot(convs, c, e)
+	}
+	return nil
+}
+
+func statusOf(c Conversation) string {
+	switch {
+	case c.Closed != nil:
+		return ConversationClosed
+	case len(c.PendingApprovals) > 0:
+		return ConversationAwaitingApproval
+	case len(c.ActiveRuns) > 0:
+		return ConversationRunning
+	case c.Halted != "":
+		return ConversationHalted
+	default:
+		return ConversationIdle
+	}
+}
+
+// surfaceOnRoot mirrors a delegated child's approvals on its root
+// conversation, which is where the owner looks: listed there while pending,
+// so the root shows awaiting_approval. The root's own time and sequence do
+// not change (nothing was appended to it).
+func surfaceOnRoot(convs *bbolt.Bucket, child Conversation, e events.Event) error {
+	switch e.(type) {
+	case *events.ApprovalRequested, *events.ApprovalDecided, *events.RunFinished:
+	default:
+		return nil
+	}
+	var root Conversation
+	found, err := getJSON(convs, []byte(child.RootID), &root)
+	if err != nil || !found {
+		return err
+	}
+	switch e := e.(type) {
+	case *events.ApprovalRequested:
+		a := child.PendingApprovals[len(child.PendingApprovals)-1]
+		a.Conversation, a.Agent = child.ID, child.Agent
+		root.PendingApprovals = append(root.PendingApprovals, a)
+	case *events.ApprovalDecided:
+		root.PendingApprovals = slices.DeleteFunc(root.PendingApprovals, func(a PendingApproval) bool { return a.ID == e.ApprovalID })
+	case *events.RunFinished:
+		root.PendingApprovals = slices.DeleteFunc(root.PendingApprovals, func(a PendingApproval) bool {
+			return a.Conversation == child.ID && a.RunID == e.RunID
+		})
+	}
+	if len(root.PendingApprovals) == 0 {
+		root.PendingApprovals = nil
+	}
+	root.Status = statusOf(root)
+	return putJSON(convs, []byte(root.ID), root)
 }
 
 // GetConversation returns conversation id, or ErrNotFound.

@@ -29,7 +29,7 @@ type Projection interface {
 }
 
 // All returns every projection of this build, in a stable order.
-func All() []Projection { return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}} }
+func All() []Projection { return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}} }
 
 // checkpointBucket holds each projection's last applied stream sequence,
 // key = name, value = big-endian uint64.

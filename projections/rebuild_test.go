@@ -24,6 +24,7 @@ func seedRandom(s *seeder, rng *rand.Rand, n int) uint64 {
 		step     int
 		asked    []string // tool call ids the model asked for, not yet called
 		called   []string // called, not yet completed
+		kids     []string // conversations delegated from it
 	}
 	var convs []string
 	var running []*run
@@ -41,6 +42,14 @@ func seedRandom(s *seeder, rng *rand.Rand, n int) uint64 {
 			if len(running) > 0 && rng.IntN(2) == 0 {
 				parent := running[rng.IntN(len(running))]
 				e.Channel, e.ParentRunID, e.RootID = "delegate", parent.id, parent.conv
+				parent.kids = append(parent.kids, id)
+				switch {
+				case len(parent.called) > 0:
+					e.ParentCallID = pick(parent.called)
+				case rng.IntN(2) == 0:
+					nCalls++
+					e.ParentCallID = fmt.Sprintf("call%d", nCalls) // the call event is missing
+				}
 			}
 			convs = append(convs, id)
 			last = s.conv(id, e)
@@ -54,8 +63,11 @@ func seedRandom(s *seeder, rng *rand.Rand, n int) uint64 {
 			if len(running) > 0 && rng.IntN(3) == 0 {
 				parent := running[rng.IntN(len(running))]
 				e.ParentRunID, e.Trigger = parent.id, "delegate"
-				if rng.IntN(2) == 0 {
+				switch {
+				case rng.IntN(2) == 0:
 					r.conv = parent.conv
+				case len(parent.kids) > 0:
+					r.conv = pick(parent.kids)
 				}
 			}
 			running = append(running, r)
@@ -120,8 +132,17 @@ func seedRandom(s *seeder, rng *rand.Rand, n int) uint64 {
 			}
 			id := r.called[0]
 			r.called = r.called[1:]
-			last = s.conv(r.conv, &events.ToolCompleted{RunID: r.id, Step: r.step, CallID: id, Tool: "workspace_read",
-				Output: strings.Repeat("line\n", rng.IntN(200)), IsError: rng.IntN(5) == 0, DurationMS: int64(rng.IntN(400))})
+			e := &events.ToolCompleted{RunID: r.id, Step: r.step, CallID: id, Tool: "workspace_read",
+				Output: strings.Repeat("line\n", rng.IntN(200)), IsError: rng.IntN(5) == 0, DurationMS: int64(rng.IntN(400))}
+			if rng.IntN(4) == 0 {
+				e.Tool = "delegate"
+				e.Delegate = &events.DelegateResult{Agent: "chef", Conversation: pick(convs), RunID: fmt.Sprintf("r%d", 1+rng.IntN(nRuns)),
+					Status: pick([]string{events.RunDone, events.RunHalted})}
+				if rng.IntN(3) > 0 {
+					e.Delegate.CostUSD = cost(float64(rng.IntN(10000)) / 1e6)
+				}
+			}
+			last = s.conv(r.conv, e)
 		case k < 94:
 			i := rng.IntN(len(running))
 			r := running[i]
@@ -135,6 +156,14 @@ func seedRandom(s *seeder, rng *rand.Rand, n int) uint64 {
 		default:
 			last = s.conv(pick(convs), &events.ConversationClosed{Reason: "day_changed"})
 		}
+	}
+	if len(running) > 0 && n > 0 {
+		// A delegated child left waiting on an approval: its root lists it.
+		parent, id := running[0], fmt.Sprintf("c%d", len(convs))
+		s.conv(id, &events.ConversationOpened{Agent: "chef", Channel: "delegate", RootID: parent.conv, ParentRunID: parent.id})
+		s.conv(id, &events.RunStarted{RunID: "r-last", Agent: "chef", Trigger: "delegate", ParentRunID: parent.id})
+		last = s.conv(id, &events.ApprovalRequested{ApprovalID: "a-last", RunID: "r-last", Step: 1, CallID: "call-last", Tool: "shell_run",
+			Arguments: json.RawMessage(`{}`), ExpiresAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
 	}
 	return last
 }
@@ -155,7 +184,7 @@ func TestRebuildIsByteIdenticalToLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := dumpAll(t, live)
-	for _, must := range []string{`"run_children"`, `"run_orphans"`, `\"completed\":false`, `\"cost_usd\":null`, `\"status\":\"closed\"`, `\"status\":\"running\"`} {
+	for _, must := range []string{`"run_children"`, `"run_orphans"`, `"run_delegations"`, `\"delegated_cost_usd\":`, `\"delegate\":{\"agent\":\"coach`, `Z\",\"conversation\":\"c`, `\"completed\":false`, `\"cost_usd\":null`, `\"status\":\"closed\"`, `\"status\":\"running\"`} {
 		if !strings.Contains(want, must) {
 			t.Errorf("seeded history lacks %s; change the seed or the generator", must)
 		}

@@ -29,6 +29,7 @@ const (
 	bucketRunKids      = "run_children"         // parent run id \x00 start seq → child run id
 	bucketOrphans      = "run_orphans"          // seq → Orphan
 	bucketRunApprovals = "run_approvals"        // approval id → run id
+	bucketRunDelegs    = "run_delegations"      // child conversation → delegation
 )
 
 // RunSummary is a run without its steps.
@@ -57,9 +58,12 @@ type Totals struct {
 	ToolCalls    int `json:"tool_calls"`
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
-	// CostUSD sums the known costs; UnknownCostCalls counts the model calls
-	// whose cost was not known, so a total is never silently low.
+	// CostUSD sums the known costs, the delegated child runs' included
+	// (DelegatedCostUSD is their part); UnknownCostCalls counts the model
+	// calls and delegations whose cost was not known, so a total is never
+	// silently low.
 	CostUSD          float64 `json:"cost_usd"`
+	DelegatedCostUSD float64 `json:"delegated_cost_usd,omitempty"`
 	UnknownCostCalls int     `json:"unknown_cost_calls"`
 }
 
@@ -141,6 +145,26 @@ type ToolCall struct {
 	// Completed is false while the call runs, and forever if the harness
 	// stopped during it (it may or may not have run).
 	Completed bool `json:"completed"`
+	// Delegate is the child a delegate call runs (R-DEL).
+	Delegate *DelegateCall `json:"delegate,omitempty"`
+}
+
+// DelegateCall is the child side of a delegate call: its conversation as
+// soon as it is opened, its run once started, how it ended once answered.
+type DelegateCall struct {
+	Agent        string   `json:"agent"`
+	Conversation string   `json:"conversation"`
+	RunID        string   `json:"run_id,omitempty"`
+	Status       string   `json:"status,omitempty"` // empty while the child runs
+	CostUSD      *float64 `json:"cost_usd"`         // null: unknown or not yet
+	// Run is the child run with its steps. Filled by GetRun, never stored.
+	Run *Run `json:"run,omitempty"`
+}
+
+// delegation links a child conversation to the call that opened it.
+type delegation struct {
+	ParentRunID string `json:"parent_run_id"`
+	CallID      string `json:"call_id"`
 }
 
 // Orphan is a run event naming a run this projection never saw start. It is
@@ -161,7 +185,7 @@ var _ Projection = Runs{}
 func (Runs) Name() string { return "runs" }
 
 func (Runs) Buckets() []string {
-	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans, bucketRunApprovals}
+	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans, bucketRunApprovals, bucketRunDelegs}
 }
 
 func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
@@ -174,8 +198,11 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return err
 	}
 	runs := tx.Bucket([]byte(bucketRuns))
-	if e, ok := e.(*events.RunStarted); ok {
+	switch e := e.(type) {
+	case *events.RunStarted:
 		return startRun(tx, runs, scope.ID(), env, e)
+	case *events.ConversationOpened:
+		return openDelegation(tx, runs, scope.ID(), e)
 	}
 	var runID string
 	switch e := e.(type) {
@@ -248,6 +275,15 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		tc.Tool, tc.Output, tc.IsError = e.Tool, truncate(e.Output, toolOutRunes), e.IsError
 		tc.Truncated, tc.SpillPath, tc.DurationMS, tc.Completed = e.Truncated, e.SpillPath, e.DurationMS, true
 		tc.Outcome = e.Outcome
+		if d := e.Delegate; d != nil {
+			tc.Delegate = &DelegateCall{Agent: d.Agent, Conversation: d.Conversation, RunID: d.RunID, Status: d.Status, CostUSD: d.CostUSD}
+			if d.CostUSD != nil {
+				r.Totals.CostUSD += *d.CostUSD
+				r.Totals.DelegatedCostUSD += *d.CostUSD
+			} else {
+				r.Totals.UnknownCostCalls++
+			}
+		}
 	case *events.RouteFallback:
 		st := r.step(e.Step)
 		st.Fallbacks = append(st.Fallbacks, Fallback{From: e.From, To: e.To, Error: truncate(e.Error, modelTextRunes)})
@@ -302,8 +338,68 @@ func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope
 	if err := tx.Bucket([]byte(bucketRunsByCnv)).Put(seqKey(conv, env.Seq), []byte(e.RunID)); err != nil {
 		return err
 	}
-	if e.ParentRunID != "" {
-		return tx.Bucket([]byte(bucketRunKids)).Put(seqKey(e.ParentRunID, env.Seq), []byte(e.RunID))
+	if e.ParentRunID == "" {
+		return nil
+	}
+	if err := tx.Bucket([]byte(bucketRunKids)).Put(seqKey(e.ParentRunID, env.Seq), []byte(e.RunID)); err != nil {
+		return err
+	}
+	// The delegate call that opened this conversation now has its run.
+	var d delegation
+	found, err = getJSON(tx.Bucket([]byte(bucketRunDelegs)), []byte(conv), &d)
+	if err != nil || !found || d.ParentRunID != e.ParentRunID {
+		return err
+	}
+	var parent Run
+	if found, err = getJSON(runs, []byte(d.ParentRunID), &parent); err != nil || !found {
+		return err
+	}
+	tc := parent.findCall(d.CallID)
+	if tc == nil || tc.Delegate == nil || tc.Delegate.RunID != "" {
+		return nil
+	}
+	tc.Delegate.RunID = e.RunID
+	return putJSON(runs, []byte(d.ParentRunID), parent)
+}
+
+// openDelegation links a delegated child conversation to the parent run's
+// delegate call, before the child's run starts.
+func openDelegation(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, e *events.ConversationOpened) error {
+	if e.ParentRunID == "" || e.ParentCallID == "" {
+		return nil
+	}
+	if err := putJSON(tx.Bucket([]byte(bucketRunDelegs)), []byte(conv), delegation{ParentRunID: e.ParentRunID, CallID: e.ParentCallID}); err != nil {
+		return err
+	}
+	var parent Run
+	found, err := getJSON(runs, []byte(e.ParentRunID), &parent)
+	if err != nil || !found {
+		return err
+	}
+	tc := parent.findCall(e.ParentCallID)
+	if tc == nil {
+		last := 0
+		if n := len(parent.Steps); n > 0 {
+			last = parent.Steps[n-1].Step
+		}
+		tc = parent.toolCall(last, e.ParentCallID)
+		tc.Tool = "delegate"
+		parent.Totals.Steps = len(parent.Steps)
+	}
+	if tc.Delegate == nil {
+		tc.Delegate = &DelegateCall{Agent: e.Agent, Conversation: conv}
+	}
+	return putJSON(runs, []byte(e.ParentRunID), parent)
+}
+
+// findCall returns the tool call callID of any step, or nil.
+func (r *Run) findCall(callID string) *ToolCall {
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		for j := range r.Steps[i].ToolCalls {
+			if r.Steps[i].ToolCalls[j].CallID == callID {
+				return &r.Steps[i].ToolCalls[j]
+			}
+		}
 	}
 	return nil
 }
@@ -322,12 +418,8 @@ func (r *Run) step(n int) *Step {
 
 // toolCall returns the call callID of any step, else a new one in step n.
 func (r *Run) toolCall(n int, callID string) *ToolCall {
-	for i := len(r.Steps) - 1; i >= 0; i-- {
-		for j := range r.Steps[i].ToolCalls {
-			if r.Steps[i].ToolCalls[j].CallID == callID {
-				return &r.Steps[i].ToolCalls[j]
-			}
-		}
+	if tc := r.findCall(callID); tc != nil {
+		return tc
 	}
 	s := r.step(n)
 	s.ToolCalls = append(s.ToolCalls, ToolCall{CallID: callID})
@@ -347,12 +439,48 @@ func GetRun(db *bbolt.DB, id string) (Run, error) {
 			return err
 		}
 		r.Children, err = children(tx, id, 1)
-		return err
+		if err != nil {
+			return err
+		}
+		return nestDelegates(tx, &r, 1)
 	})
 	if err != nil {
 		return Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// nestDelegates puts each delegate call's child run, with its steps, under
+// the call, up to maxChildDepth.
+func nestDelegates(tx *bbolt.Tx, r *Run, depth int) error {
+	if depth > maxChildDepth {
+		return nil
+	}
+	runs := tx.Bucket([]byte(bucketRuns))
+	for i := range r.Steps {
+		for j := range r.Steps[i].ToolCalls {
+			d := r.Steps[i].ToolCalls[j].Delegate
+			if d == nil || d.RunID == "" {
+				continue
+			}
+			var child Run
+			found, err := getJSON(runs, []byte(d.RunID), &child)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue
+			}
+			if child.Children, err = children(tx, child.RunID, depth+1); err != nil {
+				return err
+			}
+			if err := nestDelegates(tx, &child, depth+1); err != nil {
+				return err
+			}
+			d.Run = &child
+		}
+	}
+	return nil
 }
 
 // ListRuns returns the runs of conversation in start order, each child run

@@ -62,6 +62,23 @@ func toolStatus(t ToolCard) string {
 	}
 }
 
+// delegateTitle heads a pinned delegate card: who answered, or is still at
+// it, or stopped.
+func delegateTitle(d DelegateCard) string {
+	name := d.AgentName
+	if name == "" {
+		name = d.Agent
+	}
+	switch d.Status {
+	case "running":
+		return name + " is working on it"
+	case "done":
+		return name + " answered"
+	default:
+		return name + " stopped before answering"
+	}
+}
+
 func toolClass(t ToolCard) string {
 	switch {
 	case t.Running:

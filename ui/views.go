@@ -61,7 +61,8 @@ const (
 	ItemUser      = "user"
 	ItemAssistant = "assistant"
 	ItemTool      = "tool"
-	ItemNote      = "note" // harness lines: reminders, steers, fallbacks
+	ItemNote      = "note"     // harness lines: reminders, steers, fallbacks
+	ItemDelegate  = "delegate" // a delegate call, pinned with the child's answer
 )
 
 // Item is one entry of the chat.
@@ -69,11 +70,12 @@ type Item struct {
 	Kind string
 	// Text is the message text (user, note) or the assistant's Markdown
 	// source; HTML is the assistant's text rendered and sanitized.
-	Text   string
-	HTML   string
-	Tool   *ToolCard
-	Queued bool // a user message waiting for the running turn
-	Time   string
+	Text     string
+	HTML     string
+	Tool     *ToolCard
+	Delegate *DelegateCard
+	Queued   bool // a user message waiting for the running turn
+	Time     string
 }
 
 // ToolCard is one tool call with its arguments and result.
@@ -85,6 +87,22 @@ type ToolCard struct {
 	IsError bool
 	Outcome string // denied, expired, max_steps, loop, escalated, interrupted, blocked
 	Running bool   // no result yet
+	// Child is the run a delegate call ran (runs page only).
+	Child *RunCard
+}
+
+// DelegateCard pins a delegate call in the master's thread: who answered,
+// the answer, and where the child's own conversation is.
+type DelegateCard struct {
+	CallID       string
+	Agent        string // the delegate's id
+	AgentName    string // as the roster names it; the id when unnamed
+	Task         string // the brief it was given
+	Conversation string // the child conversation
+	Status       string // running, done, halted, failed
+	Cost         string // "$0.0021", "cost unknown"; empty while running
+	Answer       string // the result as the master read it (Markdown)
+	HTML         string // Answer rendered and sanitized
 }
 
 // ApprovalCard is the approval bar.
@@ -95,6 +113,10 @@ type ApprovalCard struct {
 	Reason    string
 	ExpiresAt time.Time
 	ExpiresIn string // "9m 12s", computed when rendered on the server
+	// From and Conversation name the delegated agent that asked, when the
+	// approval is a child's shown on its root.
+	From         string
+	Conversation string
 }
 
 // RunsView is the runs page of one conversation.

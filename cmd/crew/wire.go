@@ -18,8 +18,10 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/memory"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
@@ -34,11 +36,15 @@ import (
 var defaultTools = []string{
 	"workspace_list", "workspace_read", "workspace_glob", "workspace_grep", "workspace_write", "workspace_edit",
 	"shell_run", "tool_output_read", "ask_user", "progress_note", "schedule_create",
+	"memory_save", "memory_search", "user_memory_save", "user_memory_forget",
+	"wiki_get", "wiki_search", "wiki_apply", "skill_read",
 }
 
-// allTools is every registry tool: the built-ins and schedule_create.
+// allTools is every registry tool: the built-ins, schedule_create, the
+// memory tools and skill_read.
 func allTools(create *scheduler.CreateTool) []tools.Tool {
-	return append(tools.Builtins(), create)
+	out := append(tools.Builtins(), create, kit.SkillRead())
+	return append(out, memory.Tools()...)
 }
 
 // crew is the running runtime: turn worker, inbound door, approvals.
@@ -52,6 +58,8 @@ type crewRuntime struct {
 	log     *events.Log
 	convs   *loop.Convs
 	crew    *liveCrew
+	// summaries summarizes and closes conversations (day end, on demand).
+	summaries *summarizer
 	// stopWatch ends the crew's reload watch.
 	stopWatch context.CancelFunc
 	routes    string // what serve prints about models
@@ -165,6 +173,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	}
 	convs := loop.NewConvs(st.log, projections.Snapshots{DB: st.db})
+	convs.SetOpener(opener(dir, cr, st.db, h.Config.Location(), time.Now, logger.With("component", "notes")))
+	sum := &summarizer{log: st.log, convs: convs, db: st.db, runner: runner, crew: cr, models: mdl.Model, loc: h.Config.Location(), clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
 	if err != nil {
 		return nil, err
@@ -200,7 +210,14 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
 		Jobs: profile, RunScript: scriptRunner(cr.agent), SpillDir: filepath.Join(dir, "spill"),
-		Periodic: []scheduler.Periodic{{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce}},
+		Periodic: []scheduler.Periodic{
+			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
+			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
+				if err := sum.CloseDay(ctx); err != nil {
+					logger.Error("day end: some conversations were not closed", "err", err)
+				}
+			}},
+		},
 	})
 	if err != nil {
 		w.Close()
@@ -213,7 +230,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, routes: note, banner: banner, stopWatch: stopWatch}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stopWatch}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,

@@ -127,7 +127,38 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 			v.Approval = card
 		}
 	})
+	if v.Approval == nil {
+		// A delegated child's approval surfaces on its root (R-DEL).
+		for _, a := range c.PendingApprovals {
+			if a.Conversation == "" || a.Conversation == id {
+				continue
+			}
+			v.Conv.Status = projections.ConversationAwaitingApproval
+			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Args: pretty(a.Arguments), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
+				ExpiresIn: p.left(a.ExpiresAt), From: p.agentName(a.Agent), Conversation: a.Conversation}
+			break
+		}
+	}
+	for _, it := range v.Items {
+		if it.Delegate != nil {
+			it.Delegate.AgentName = p.agentName(it.Delegate.Agent)
+		}
+	}
 	return v, nil
+}
+
+// agentName is an agent as the roster names it.
+func (p *Pages) agentName(id string) string {
+	agents := p.Agents
+	if p.Crew != nil {
+		agents, _ = p.Crew()
+	}
+	for _, a := range agents {
+		if a.ID == id && a.Name != "" {
+			return a.Name
+		}
+	}
+	return id
 }
 
 func (p *Pages) left(at time.Time) string {
@@ -155,12 +186,16 @@ func chatItems(st *loop.State) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: m.Text})
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(m.Said, m.Text)})
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: Markdown(m.Text)})
 			}
 			for _, c := range m.ToolCalls {
+				if d := delegateCard(st, c, results); d != nil {
+					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
+					continue
+				}
 				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Args: pretty(c.Arguments)}
 				if r, ok := results[c.ID]; ok {
 					card.Output, card.IsError = r.Text, r.IsError
@@ -172,9 +207,34 @@ func chatItems(st *loop.State) []ui.Item {
 		}
 	}
 	for _, q := range st.Queued {
-		items = append(items, ui.Item{Kind: ui.ItemUser, Text: q.Text, Queued: st.OpenRun != ""})
+		items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(q.Said, q.Text), Queued: st.OpenRun != ""})
 	}
 	return items
+}
+
+// delegateCard pins a delegate call: running, or answered by its child. A
+// refused call (no child) is an ordinary tool card: nil.
+func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]loop.Message) *ui.DelegateCard {
+	if c.Name != loop.DelegateTool {
+		return nil
+	}
+	var args struct{ Agent, Task string }
+	json.Unmarshal(c.Arguments, &args)
+	d := &ui.DelegateCard{CallID: c.ID, Agent: args.Agent, Task: args.Task, Conversation: loop.ChildID(st.Conversation, c.ID), Status: "running"}
+	r, answered := results[c.ID]
+	switch {
+	case answered && r.Delegate == nil:
+		return nil
+	case !answered:
+		return d
+	}
+	d.Agent, d.Conversation, d.Status = r.Delegate.Agent, r.Delegate.Conversation, r.Delegate.Status
+	d.Answer, d.HTML = r.Text, Markdown(r.Text)
+	d.Cost = "cost unknown"
+	if r.Delegate.CostUSD != nil {
+		d.Cost = fmt.Sprintf("$%.4f", *r.Delegate.CostUSD)
+	}
+	return d
 }
 
 func pretty(raw json.RawMessage) string {
@@ -236,9 +296,13 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		Started: r.Started.In(p.Location).Format("Jan 2 15:04:05"),
 		Tokens:  fmt.Sprintf("%d in / %d out", r.Totals.InputTokens, r.Totals.OutputTokens),
 		Cost:    fmt.Sprintf("$%.4f", r.Totals.CostUSD)}
+	if r.Totals.DelegatedCostUSD > 0 {
+		card.Cost += fmt.Sprintf(" ($%.4f by delegates)", r.Totals.DelegatedCostUSD)
+	}
 	if r.Totals.UnknownCostCalls > 0 {
 		card.Cost += fmt.Sprintf(" + %d calls of unknown cost", r.Totals.UnknownCostCalls)
 	}
+	nested := map[string]bool{} // child runs shown under their delegate call
 	if r.Finished != nil {
 		card.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
 	}
@@ -257,8 +321,18 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 				Latency: fmt.Sprintf("%d ms", m.LatencyMS), Text: m.Text, Tools: strings.Join(m.ToolCalls, ", "), Error: m.Error})
 		}
 		for _, t := range s.ToolCalls {
-			sc.ToolCalls = append(sc.ToolCalls, ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Args: t.Args, Output: t.Output,
-				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed})
+			tc := ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Args: t.Args, Output: t.Output,
+				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed}
+			if d := t.Delegate; d != nil && d.RunID != "" && depth < 4 {
+				child, err := p.runCard(d.RunID, depth+1)
+				if err != nil && !errors.Is(err, projections.ErrNotFound) {
+					return card, err
+				}
+				if err == nil {
+					tc.Child, nested[d.RunID] = &child, true
+				}
+			}
+			sc.ToolCalls = append(sc.ToolCalls, tc)
 		}
 		for _, a := range s.Approvals {
 			line := fmt.Sprintf("approval for %s: %s", a.Tool, orText(a.Decision, "pending"))
@@ -288,6 +362,9 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 	sort.SliceStable(card.Steps, func(i, j int) bool { return card.Steps[i].N < card.Steps[j].N })
 	if depth < 4 {
 		for _, ch := range r.Children {
+			if nested[ch.RunID] {
+				continue
+			}
 			child, err := p.runCard(ch.RunID, depth+1)
 			if err != nil {
 				return card, err

@@ -50,6 +50,9 @@ type Config struct {
 	Pages *Pages
 	// Jobs serves /api/jobs; nil leaves it out.
 	Jobs Jobs
+	// Conversations summarizes and closes conversations; nil leaves the
+	// endpoints out.
+	Conversations ConversationOps
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -137,6 +140,7 @@ func New(cfg Config) http.Handler {
 			mux.HandleFunc("POST /jobs/{id}/cancel", jobForm(cfg.Jobs.Cancel))
 		}
 	}
+	s.routeConversationOps(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})

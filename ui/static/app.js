@@ -116,7 +116,10 @@
       refreshSidebar();
       let c = '';
       try { c = JSON.parse(ev.data).conversation || ''; } catch { /* not JSON: sidebar only */ }
-      if (conv && c === conv) refreshChat();
+      // A delegated child of this chat (its pinned card names it) changed:
+      // its approval or answer shows here.
+      const child = c && document.querySelector('[data-child-conversation="' + CSS.escape(c) + '"]');
+      if (conv && (c === conv || child)) refreshChat();
     };
     STORED.forEach((type) => es.addEventListener(type, onActivity));
   }

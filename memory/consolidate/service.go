@@ -1,0 +1,495 @@
+package consolidate
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/nats-io/nuid"
+	"github.com/tmc/langchaingo/llms"
+	"go.etcd.io/bbolt"
+)
+
+// instruction is the system prompt of the rewrite.
+//
+//go:embed instruction.md
+var instruction string
+
+// Days is how many days of notes a consolidation reads: today and the six
+// before, in the owner's timezone.
+const Days = 7
+
+// Triggers: what asked for a consolidation.
+const (
+	TriggerCLI = "cli"
+	TriggerAPI = "api"
+	TriggerJob = "job"
+)
+
+// Agent is what consolidation needs of an agent.
+type Agent struct {
+	ID         string
+	Dir        string   // holds MEMORY.md and memory/YYYY-MM-DD.md
+	Routes     []string // tried in order
+	Autonomous bool
+}
+
+// Config wires a Service.
+type Config struct {
+	Log *events.Log
+	DB  *bbolt.DB // the projections database, with the memory projection
+	// WaitFor returns once every projection has applied stream sequence
+	// seq (projections.Runner.WaitFor).
+	WaitFor  func(ctx context.Context, seq uint64) error
+	Agents   func(id string) (Agent, bool)
+	Models   func(route string) (llms.Model, error)
+	Location *time.Location   // the owner's timezone; nil is UTC
+	Clock    func() time.Time // nil is time.Now
+	NewID    func() string    // proposal ids; nil is nuid.Next
+	Logger   *slog.Logger
+}
+
+// Service files, decides and rolls back MEMORY.md proposals.
+type Service struct {
+	cfg Config
+	// mu orders every check of MEMORY.md with the append and the write
+	// that follow it (see the package doc).
+	mu sync.Mutex
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = nuid.Next
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg}
+}
+
+// Proposal is a proposal as shown to people: the projected view with its
+// line diff and how many lines it adds and removes.
+type Proposal struct {
+	projections.Proposal
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+	Diff    []Line `json:"diff,omitempty"`
+}
+
+func withDiff(p projections.Proposal) Proposal {
+	out := Proposal{Proposal: p, Diff: Diff(p.Old, p.New)}
+	for _, l := range out.Diff {
+		switch l.Op {
+		case Add:
+			out.Added++
+		case Del:
+			out.Removed++
+		}
+	}
+	return out
+}
+
+// Get returns a proposal with its diff, or ErrUnknownProposal.
+func (s *Service) Get(ctx context.Context, id string) (Proposal, error) {
+	p, err := projections.GetProposal(s.cfg.DB, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return Proposal{}, fmt.Errorf("%w: no proposal %q", ErrUnknownProposal, id)
+	}
+	if err != nil {
+		return Proposal{}, err
+	}
+	return withDiff(p), nil
+}
+
+// List returns the proposals of agent (all when ""), newest first, with
+// their counts of lines but without the texts and the diff.
+func (s *Service) List(ctx context.Context, agent string) ([]Proposal, error) {
+	ps, err := projections.ListProposals(s.cfg.DB, agent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Proposal, 0, len(ps))
+	for _, p := range ps {
+		v := withDiff(p)
+		v.Old, v.New, v.Diff = "", "", nil
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Consolidate asks the agent's model to rewrite MEMORY.md from the notes
+// of the last 7 days and files the rewrite as a proposal, applied at once
+// only when the agent is autonomous and Classify says add_only or
+// date_only. With no notes it calls no model and returns
+// ErrNothingToConsolidate. trigger is TriggerCLI, TriggerAPI or TriggerJob.
+func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Proposal, error) {
+	switch trigger {
+	case TriggerCLI, TriggerAPI, TriggerJob:
+	default:
+		return Proposal{}, fmt.Errorf("consolidate %s: trigger %q: want cli, api or job", agentID, trigger)
+	}
+	a, ok := s.cfg.Agents(agentID)
+	if !ok {
+		return Proposal{}, fmt.Errorf("%w: %q is not a loaded agent", ErrUnknownAgent, agentID)
+	}
+	old, err := readMemory(a.Dir)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("consolidate %s: %w", a.ID, err)
+	}
+	days, notes, err := s.notes(a.Dir)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("consolidate %s: %w", a.ID, err)
+	}
+	if len(days) == 0 {
+		from, to := s.window()
+		return Proposal{}, fmt.Errorf("%w: %s wrote no notes in memory/ from %s to %s", ErrNothingToConsolidate, a.ID, from, to)
+	}
+	text, route, cost, err := s.rewrite(ctx, a, old, notes)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("consolidate %s: %w", a.ID, err)
+	}
+	kind, reason := Classify(old, text, notes)
+	id := s.cfg.NewID()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	auto := a.Autonomous && AutoApplies(kind)
+	switch {
+	case !AutoApplies(kind):
+		reason += "; only add-only and date-only proposals are applied without a human"
+	case !a.Autonomous:
+		reason += "; " + a.ID + " is not autonomous, so a human decides"
+	}
+	if auto {
+		// The model took a while: if MEMORY.md changed meanwhile, writing
+		// the rewrite would lose that change.
+		if now, err := readMemory(a.Dir); err != nil {
+			return Proposal{}, fmt.Errorf("consolidate %s: %w", a.ID, err)
+		} else if now != old {
+			auto = false
+			reason += "; MEMORY.md changed while the model was writing, so it waits"
+		}
+	}
+	proposed := &events.MemoryProposed{ProposalID: id, Agent: a.ID, Old: old, New: text, Days: days, Kind: kind, Reason: reason,
+		Route: route, CostUSD: cost, Trigger: trigger}
+	evs := []events.Event{proposed}
+	if auto {
+		evs = append(evs, &events.MemoryProposalDecided{ProposalID: id, Decision: events.ProposalAutoApplied, Channel: trigger})
+	}
+	last, err := s.appendRetry(ctx, a.ID, evs...)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("consolidate %s: file proposal %s: %w", a.ID, id, err)
+	}
+	if auto {
+		if err := writeMemory(a.Dir, text); err != nil {
+			return Proposal{}, fmt.Errorf("consolidate %s: proposal %s is recorded as auto-applied, but %w", a.ID, id, err)
+		}
+	}
+	s.cfg.Logger.Info("memory proposal filed", "agent", a.ID, "proposal", id, "kind", kind, "applied", auto, "route", route)
+	return s.after(ctx, last, id)
+}
+
+// window is the first and last day of notes read, YYYY-MM-DD.
+func (s *Service) window() (from, to string) {
+	today := s.cfg.Clock().In(s.cfg.Location)
+	return today.AddDate(0, 0, -(Days - 1)).Format(time.DateOnly), today.Format(time.DateOnly)
+}
+
+// notes reads memory/YYYY-MM-DD.md of the last Days days, oldest first,
+// as the model is shown them; days lists the files that had text.
+func (s *Service) notes(dir string) (days []string, text string, err error) {
+	today := s.cfg.Clock().In(s.cfg.Location)
+	y, m, d := today.Date()
+	var b strings.Builder
+	for i := Days - 1; i >= 0; i-- {
+		day := time.Date(y, m, d-i, 12, 0, 0, 0, s.cfg.Location).Format(time.DateOnly)
+		name := "memory/" + day + ".md"
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("read %s: %w", name, err)
+		}
+		note := strings.TrimSpace(strings.ReplaceAll(string(data), "\r\n", "\n"))
+		if note == "" {
+			continue
+		}
+		days = append(days, day)
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", name, note)
+	}
+	return days, b.String(), nil
+}
+
+// rewrite asks the agent's routes in order for the new MEMORY.md; a route
+// that fails or answers nothing passes to the next.
+func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (text, route string, cost *float64, err error) {
+	current := strings.TrimSpace(old)
+	if current == "" {
+		current = "(MEMORY.md is empty)"
+	}
+	from, to := s.window()
+	user := fmt.Sprintf("Today is %s (%s).\n\n# Current MEMORY.md\n\n%s\n\n# Notes from %s to %s\n\n%s# Task\n\nWrite the new MEMORY.md.",
+		to, s.cfg.Location, current, from, to, notes)
+	msgs := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
+		llms.TextParts(llms.ChatMessageTypeHuman, user),
+	}
+	var failures []string
+	for _, r := range a.Routes {
+		mdl, err := s.cfg.Models(r)
+		if err != nil {
+			failures = append(failures, r+": "+err.Error())
+			continue
+		}
+		resp, err := llm.Call(ctx, mdl, msgs)
+		if ctx.Err() != nil {
+			return "", "", nil, ctx.Err()
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("memory consolidation: route failed", "agent", a.ID, "route", r, "err", err)
+			failures = append(failures, r+": "+firstLine(err.Error()))
+			continue
+		}
+		if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
+			failures = append(failures, r+": empty reply")
+			continue
+		}
+		ch := resp.Choices[0]
+		if c, ok := ch.GenerationInfo["CostUSD"].(float64); ok {
+			cost = &c
+		}
+		return cleanReply(ch.Content), r, cost, nil
+	}
+	if len(a.Routes) == 0 {
+		failures = append(failures, "the agent has no routes")
+	}
+	return "", "", nil, fmt.Errorf("%w: %s", ErrModel, strings.Join(failures, "; "))
+}
+
+// cleanReply is the file the model wrote: without a code fence around
+// all of it, ending with one newline.
+func cleanReply(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+	if strings.HasPrefix(s, "```") && strings.HasSuffix(s, "```") {
+		if i := strings.IndexByte(s, '\n'); i >= 0 && len(s) >= i+4 {
+			s = strings.TrimSpace(s[i+1 : len(s)-3])
+		}
+	}
+	return s + "\n"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Decide approves or rejects a pending proposal. An approval is stored,
+// then MEMORY.md is written. It refuses with ErrAlreadyDecided a proposal
+// decided before, and an approval with ErrMemoryChanged when MEMORY.md is
+// no longer the text the proposal was made from. channel says where the
+// decision came from (web, api, …).
+func (s *Service) Decide(ctx context.Context, id string, approve bool, channel string) (Proposal, error) {
+	if err := events.ValidID(id); err != nil {
+		return Proposal{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		p, expect, err := s.current(ctx, id)
+		if err != nil {
+			return Proposal{}, err
+		}
+		if p.Status != projections.ProposalPending {
+			return Proposal{}, fmt.Errorf("%w: proposal %s of %s was %s", ErrAlreadyDecided, id, p.Agent, decided(p, s.cfg.Location))
+		}
+		var dir string
+		decision := events.ProposalRejected
+		if approve {
+			decision = events.ProposalApproved
+			a, ok := s.cfg.Agents(p.Agent)
+			if !ok {
+				return Proposal{}, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
+			}
+			dir = a.Dir
+			now, err := readMemory(dir)
+			if err != nil {
+				return Proposal{}, fmt.Errorf("approve proposal %s: %w", id, err)
+			}
+			if now != p.Old {
+				return Proposal{}, fmt.Errorf("%w since proposal %s was made: approving it would lose that change; reject it and consolidate %s again", ErrMemoryChanged, id, p.Agent)
+			}
+		}
+		seq, err := s.append(ctx, p.Agent, expect, &events.MemoryProposalDecided{ProposalID: id, Decision: decision, Channel: channel})
+		if errors.Is(err, events.ErrConflict) && attempt < maxAttempts {
+			continue // someone appended to the agent's scope: read again
+		}
+		if err != nil {
+			return Proposal{}, fmt.Errorf("decide proposal %s: %w", id, err)
+		}
+		if approve {
+			if err := writeMemory(dir, p.New); err != nil {
+				return Proposal{}, fmt.Errorf("proposal %s is recorded as approved, but %w", id, err)
+			}
+		}
+		s.cfg.Logger.Info("memory proposal decided", "agent", p.Agent, "proposal", id, "decision", decision, "channel", channel)
+		return s.after(ctx, seq, id)
+	}
+}
+
+// Rollback puts back the MEMORY.md an applied proposal replaced: stored,
+// then written. It refuses with ErrNotApplied a proposal that is not
+// applied, and with ErrMemoryChanged when MEMORY.md is no longer what the
+// proposal wrote.
+func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, error) {
+	if err := events.ValidID(id); err != nil {
+		return Proposal{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		p, expect, err := s.current(ctx, id)
+		if err != nil {
+			return Proposal{}, err
+		}
+		if p.Status != projections.ProposalApplied {
+			return Proposal{}, fmt.Errorf("%w: proposal %s of %s is %s; only an applied proposal can be rolled back", ErrNotApplied, id, p.Agent, strings.ReplaceAll(p.Status, "_", " "))
+		}
+		a, ok := s.cfg.Agents(p.Agent)
+		if !ok {
+			return Proposal{}, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
+		}
+		now, err := readMemory(a.Dir)
+		if err != nil {
+			return Proposal{}, fmt.Errorf("roll back proposal %s: %w", id, err)
+		}
+		if now != p.New {
+			return Proposal{}, fmt.Errorf("%w since proposal %s was applied: rolling it back would lose that change", ErrMemoryChanged, id)
+		}
+		seq, err := s.append(ctx, p.Agent, expect, &events.MemoryRolledBack{ProposalID: id, Channel: channel})
+		if errors.Is(err, events.ErrConflict) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return Proposal{}, fmt.Errorf("roll back proposal %s: %w", id, err)
+		}
+		if err := writeMemory(a.Dir, p.Old); err != nil {
+			return Proposal{}, fmt.Errorf("proposal %s is recorded as rolled back, but %w", id, err)
+		}
+		s.cfg.Logger.Info("memory proposal rolled back", "agent", p.Agent, "proposal", id, "channel", channel)
+		return s.after(ctx, seq, id)
+	}
+}
+
+// decided says how and when p was decided: "approved at 2026-11-30 18:02".
+func decided(p projections.Proposal, loc *time.Location) string {
+	d := strings.ReplaceAll(p.Decision, "_", "-") // approved, rejected, auto-applied
+	if p.Decided != nil {
+		d += " at " + p.Decided.In(loc).Format("2006-01-02 15:04")
+	}
+	if p.Status == projections.ProposalRolledBack {
+		d += " and rolled back since"
+	}
+	return d
+}
+
+// current returns the proposal as of the last event of its agent's scope,
+// and that event's sequence: the expectation of the next append.
+func (s *Service) current(ctx context.Context, id string) (projections.Proposal, uint64, error) {
+	last, err := s.cfg.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return projections.Proposal{}, 0, err
+	}
+	if err := s.cfg.WaitFor(ctx, last); err != nil {
+		return projections.Proposal{}, 0, err
+	}
+	p, err := projections.GetProposal(s.cfg.DB, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return p, 0, fmt.Errorf("%w: no proposal %q", ErrUnknownProposal, id)
+	}
+	if err != nil {
+		return p, 0, err
+	}
+	expect, err := s.cfg.Log.Last(ctx, events.Agent(p.Agent).Filter())
+	if err != nil {
+		return p, 0, err
+	}
+	if err := s.cfg.WaitFor(ctx, expect); err != nil {
+		return p, 0, err
+	}
+	// The projection now holds at least every event up to expect; if it
+	// holds more, the append below conflicts and the caller reads again.
+	p, err = projections.GetProposal(s.cfg.DB, id)
+	return p, expect, err
+}
+
+// maxAttempts bounds the re-reads after a conflicting append: each
+// conflict means another writer made progress.
+const maxAttempts = 10
+
+// append stores one event on the agent's scope, expecting expect as its
+// last sequence; it returns the event's sequence.
+func (s *Service) append(ctx context.Context, agent string, expect uint64, e events.Event) (uint64, error) {
+	env, err := events.New(e)
+	if err != nil {
+		return 0, err
+	}
+	stored, err := s.cfg.Log.Append(ctx, events.Agent(agent), expect, env)
+	if err != nil {
+		return 0, err
+	}
+	return stored[0].Seq, nil
+}
+
+// appendRetry stores new events on the agent's scope after whatever is
+// there (a new proposal depends on no earlier event of the scope).
+func (s *Service) appendRetry(ctx context.Context, agent string, evs ...events.Event) (uint64, error) {
+	for attempt := 1; ; attempt++ {
+		expect, err := s.cfg.Log.Last(ctx, events.Agent(agent).Filter())
+		if err != nil {
+			return 0, err
+		}
+		envs := make([]events.Envelope, len(evs))
+		for i, e := range evs {
+			if envs[i], err = events.New(e); err != nil {
+				return 0, err
+			}
+		}
+		stored, err := s.cfg.Log.Append(ctx, events.Agent(agent), expect, envs...)
+		if errors.Is(err, events.ErrConflict) && len(stored) == 0 && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return stored[len(stored)-1].Seq, nil
+	}
+}
+
+// after waits for the projection to apply seq and returns the proposal.
+func (s *Service) after(ctx context.Context, seq uint64, id string) (Proposal, error) {
+	if err := s.cfg.WaitFor(ctx, seq); err != nil {
+		return Proposal{}, err
+	}
+	return s.Get(ctx, id)
+}

@@ -1,0 +1,53 @@
+package memory
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed memory_save.md
+var memorySaveDescription string
+
+// memorySave appends a timestamped line to today's daily note.
+type memorySave struct{}
+
+func (memorySave) Def() tools.Def {
+	return tools.Def{Name: "memory_save", Description: memorySaveDescription, Params: schema(`{
+  "type": "object",
+  "properties": {
+    "text": {"type": "string", "description": "What to remember, one line if possible."}
+  },
+  "required": ["text"],
+  "additionalProperties": false
+}`)}
+}
+
+func (memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Text string `json:"text"`
+	}
+	if res, ok := decode("memory_save", args, &a); !ok {
+		return res, nil
+	}
+	text := normalize(strings.TrimSpace(a.Text))
+	if text == "" {
+		return failf("text is required: what to remember"), nil
+	}
+	root, err := openDir("memory_save", env.AgentDir)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer root.Close()
+	now := env.Now().In(env.Loc())
+	name := noteKey(now)
+	line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(text, "\n", "\n  ")
+	if err := appendText(root, name, line); err != nil {
+		return tools.Result{}, fmt.Errorf("memory_save: %s: %w", name, err)
+	}
+	return tools.Result{Output: fmt.Sprintf("saved to %s; it will be in the turn notes of the next message", name)}, nil
+}

@@ -1,0 +1,111 @@
+package memory
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed memory_search.md
+var memorySearchDescription string
+
+// memorySearch finds lines in MEMORY.md and the daily notes.
+type memorySearch struct{}
+
+func (memorySearch) Def() tools.Def {
+	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Params: schema(`{
+  "type": "object",
+  "properties": {
+    "query": {"type": "string", "description": "Text to find, case-insensitive."},
+    "days": {"type": "integer", "minimum": 1, "description": "Only daily notes of the last this many days, today included. Default: all."}
+  },
+  "required": ["query"],
+  "additionalProperties": false
+}`)}
+}
+
+func (memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Query string `json:"query"`
+		Days  int    `json:"days"`
+	}
+	if res, ok := decode("memory_search", args, &a); !ok {
+		return res, nil
+	}
+	switch {
+	case strings.TrimSpace(a.Query) == "":
+		return failf("query is required"), nil
+	case a.Days < 0:
+		return failf("days must be 1 or more, or left out for all notes"), nil
+	}
+	root, err := openDir("memory_search", env.AgentDir)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer root.Close()
+
+	files, err := noteFiles(root, env.Now().In(env.Loc()), a.Days)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("memory_search: %w", err)
+	}
+	query := strings.ToLower(a.Query)
+	var out []string
+	var more bool
+	for _, f := range append([]string{"MEMORY.md"}, files...) {
+		text, _, err := readFile(root, f)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("memory_search: %s: %w", f, err)
+		}
+		if out, more = matchLines(out, f+":", text, query); more {
+			out = append(out, fmt.Sprintf("… cut at %d matches; narrow the query or pass days", maxMatches))
+			break
+		}
+	}
+	if len(out) == 0 {
+		return tools.Result{Output: fmt.Sprintf("no matches for %q in MEMORY.md or memory/", a.Query)}, nil
+	}
+	return tools.Result{Output: strings.Join(out, "\n")}, nil
+}
+
+// noteFiles lists memory/*.md newest first; with days > 0 only the daily
+// notes of the last days days up to today.
+func noteFiles(root *os.Root, today time.Time, days int) ([]string, error) {
+	entries, err := fs.ReadDir(root.FS(), "memory")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	y, m, d := today.Date()
+	oldest := time.Date(y, m, d-days+1, 0, 0, 0, 0, today.Location()).Format("2006-01-02") + ".md"
+	var files []string
+	for _, e := range entries {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(n, ".md") { // a symlink may lead out of the folder
+			continue
+		}
+		if days > 0 && !(isNoteName(n) && n >= oldest) {
+			continue
+		}
+		files = append(files, "memory/"+n)
+	}
+	slices.Sort(files)
+	slices.Reverse(files)
+	return files, nil
+}
+
+// isNoteName reports whether n is a daily note's name, YYYY-MM-DD.md.
+func isNoteName(n string) bool {
+	_, err := time.Parse("2006-01-02.md", n)
+	return err == nil
+}

@@ -1,0 +1,162 @@
+package memory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+)
+
+// Frame introduces the turn notes the model reads before a message: they
+// are the harness's words, not the owner's.
+const Frame = "[Your memory — inserted by the system before this message, not the user's words]"
+
+// Item is one thing the turn notes can tell.
+type Item struct {
+	Key     string // stable across turns: "summary:<channel>", "memory/2026-11-30.md"
+	Title   string // how the block names it
+	Content string // normalized (see Items); "" when empty or missing
+}
+
+// Summary is the summary of the most recent conversation on a channel; the
+// zero value means there is none.
+type Summary struct {
+	Channel, Conversation, Text string
+	LastAt                      time.Time
+}
+
+// Items returns what the turn notes may tell at now: prev's summary when
+// there is one, then yesterday's and today's notes (dates in loc, nil
+// meaning UTC). A missing note is an empty item, so Compose can report a
+// note that was emptied.
+//
+// Content is the text with line endings made "\n", trailing spaces and
+// tabs removed from every line and trailing blank lines dropped. So
+// appending whole lines to a note only extends its content, which Compose
+// tells as new lines, while invisible whitespace changes tell nothing.
+func Items(agentDir string, now time.Time, loc *time.Location, prev Summary) ([]Item, error) {
+	if agentDir == "" {
+		return nil, fmt.Errorf("memory: items: %w", ErrNoDir)
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	var items []Item
+	if prev.Text != "" {
+		title := "Previous conversation"
+		if !prev.LastAt.IsZero() {
+			title += " (last at " + prev.LastAt.In(loc).Format("2006-01-02 15:04") + ")"
+		}
+		items = append(items, Item{Key: "summary:" + prev.Channel, Title: title, Content: normalize(prev.Text)})
+	}
+	y, m, d := now.In(loc).Date()
+	for _, day := range []struct {
+		name string
+		date time.Time
+	}{
+		{"Yesterday's notes", time.Date(y, m, d-1, 0, 0, 0, 0, loc)},
+		{"Today's notes", time.Date(y, m, d, 0, 0, 0, 0, loc)},
+	} {
+		key := noteKey(day.date)
+		data, err := os.ReadFile(filepath.Join(agentDir, filepath.FromSlash(key)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("memory: read %s: %w", key, err)
+		}
+		items = append(items, Item{Key: key, Title: day.name + " (" + key + ")", Content: normalize(string(data))})
+	}
+	return items, nil
+}
+
+// noteKey is the daily note of date's day, relative to the agent's folder.
+func noteKey(date time.Time) string {
+	return "memory/" + date.Format("2006-01-02") + ".md"
+}
+
+// normalize is an item's content as Items documents it.
+func normalize(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}
+
+// Compose returns the notes that tell what changed in items since told, or
+// nil when nothing did. Blocks follow the order of items, separated by a
+// blank line:
+//
+//	<Title>:\n<content>                          untold, not empty
+//	<Title>, new lines since last told:\n<new>   grew by whole lines
+//	<Title> (rewritten; this replaces the version told before):\n<content>
+//	<Title>: now empty.                          told, now empty
+//
+// An untold empty item and an unchanged one (same length and digest) tell
+// nothing. Told lists exactly the items told, each with its whole current
+// length and digest.
+func Compose(told map[string]events.NoteTold, items []Item) *events.TurnNotes {
+	var blocks []string
+	var now []events.NoteTold
+	for _, it := range items {
+		prev, known := told[it.Key]
+		b := block(prev, known, it)
+		if b == "" {
+			continue
+		}
+		blocks = append(blocks, b)
+		now = append(now, events.NoteTold{Key: it.Key, Len: len(it.Content), Digest: Digest(it.Content)})
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	return &events.TurnNotes{Text: strings.Join(blocks, "\n\n"), Told: now}
+}
+
+// block is what to tell of it given what was told, "" for nothing.
+func block(prev events.NoteTold, known bool, it Item) string {
+	c := it.Content
+	switch {
+	case !known && c == "":
+		return ""
+	case !known:
+		return it.Title + ":\n" + c
+	case len(c) == prev.Len && Digest(c) == prev.Digest:
+		return ""
+	case c == "":
+		return it.Title + ": now empty."
+	case grew(prev, c):
+		return it.Title + ", new lines since last told:\n" + strings.TrimPrefix(c[prev.Len:], "\n")
+	default:
+		return it.Title + " (rewritten; this replaces the version told before):\n" + c
+	}
+}
+
+// grew reports whether c is what was told plus whole new lines. A told
+// line that was merely extended is a rewrite, not new lines.
+func grew(prev events.NoteTold, c string) bool {
+	return prev.Len < len(c) &&
+		(prev.Len == 0 || c[prev.Len] == '\n') &&
+		Digest(c[:prev.Len]) == prev.Digest
+}
+
+// Digest is the lowercase hex sha256 of s, as NoteTold records it.
+func Digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Framed is what the model reads for a turn-opening message: the notes
+// inside the frame, then the message. With no notes it is message, byte
+// for byte.
+func Framed(notes *events.TurnNotes, message string) string {
+	if notes == nil || notes.Text == "" {
+		return message
+	}
+	return Frame + "\n" + notes.Text + "\n[End of memory]\n\n" + message
+}

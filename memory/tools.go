@@ -1,0 +1,204 @@
+package memory
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// NamePattern is what a fact or wiki page name must match; it becomes the
+// file name with ".md" added, never a path.
+const NamePattern = `^[a-z0-9][a-z0-9_-]{0,63}$`
+
+var nameRE = regexp.MustCompile(NamePattern)
+
+// maxMatches caps the lines a search returns.
+const maxMatches = 50
+
+// Tools returns the memory and wiki tools, for tools.New. None needs
+// approval: they write only the agent's notes, the owner's facts and the
+// wiki, and every write is recorded as a tool call first (see the package
+// doc).
+func Tools() []tools.Tool {
+	return []tools.Tool{
+		memorySave{}, memorySearch{},
+		userMemorySave{}, userMemoryForget{},
+		wikiGet{}, wikiSearch{}, wikiApply{},
+	}
+}
+
+// writeMu serialises read-modify-write of memory files across the
+// conversations of this process: the owner's facts and the wiki are shared
+// by every agent, and a lost update would silently drop a line.
+var writeMu sync.Mutex
+
+// openDir opens an Env folder as a root. A missing folder is a harness
+// fault: writing beside it would put memory where nothing reads it.
+func openDir(tool, dir string) (*os.Root, error) {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("%s: %w: %q", tool, ErrNoDir, dir)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", tool, ErrNoDir, err)
+	}
+	return r, nil
+}
+
+// checkName refuses a name that is not NamePattern; ok is false then and
+// res says why, for the model.
+func checkName(what, name string) (res tools.Result, ok bool) {
+	if nameRE.MatchString(name) {
+		return tools.Result{}, true
+	}
+	return failf("%s %q is not allowed: use 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter or digit, without \".md\" (%s)", what, name, NamePattern), false
+}
+
+// readFile returns name's text beneath root; a missing file is "" and
+// exists false.
+func readFile(root *os.Root, name string) (text string, exists bool, err error) {
+	data, err := root.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(data), true, nil
+}
+
+// appendText adds text at the end of name as whole lines, creating the
+// file and its directory.
+func appendText(root *os.Root, name, text string) error {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	old, _, err := readFile(root, name)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(root, name, []byte(joinLines(old, text)))
+}
+
+// joinLines is text added to old on a new line, ending with a newline.
+func joinLines(old, text string) string {
+	if old != "" && !strings.HasSuffix(old, "\n") {
+		old += "\n"
+	}
+	return withNewline(old + text)
+}
+
+func withNewline(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+// writeAtomic replaces name beneath root with data: a temp file in the same
+// directory, fsync, rename, fsync of the directory, so a crash leaves the
+// old file or the new one. Missing directories are made; an existing file
+// keeps its permissions.
+func writeAtomic(root *os.Root, name string, data []byte) error {
+	dir := path.Dir(name)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	perm := fs.FileMode(0o644)
+	if fi, err := root.Stat(name); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(dir, "."+path.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, syscall.EINVAL) { // some filesystems cannot sync a directory
+		return nil
+	}
+	return err
+}
+
+// matchLines appends to out the lines of text containing query (already
+// lowercased), as "<prefix><line>: <text>", until out holds maxMatches;
+// more reports whether any were left out.
+func matchLines(out []string, prefix, text, query string) (_ []string, more bool) {
+	for i, l := range strings.Split(text, "\n") {
+		if !strings.Contains(strings.ToLower(l), query) {
+			continue
+		}
+		if len(out) == maxMatches {
+			return out, true
+		}
+		out = append(out, fmt.Sprintf("%s%d: %s", prefix, i+1, strings.TrimRight(l, " \t\r")))
+	}
+	return out, false
+}
+
+// decode reads a call's arguments into v strictly: an unknown field is
+// refused so a model that misspells a parameter learns so. Empty or null
+// arguments decode as {}.
+func decode(tool string, args json.RawMessage, v any) (res tools.Result, ok bool) {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return failf("invalid arguments for %s: %v", tool, err), false
+	}
+	if dec.More() {
+		return failf("invalid arguments for %s: trailing data after the JSON object", tool), false
+	}
+	return tools.Result{}, true
+}
+
+// failf is a failure for the model to read.
+func failf(format string, a ...any) tools.Result {
+	return tools.Result{Output: fmt.Sprintf(format, a...), IsError: true}
+}
+
+// schema is a JSON Schema literal for a Def.
+func schema(s string) json.RawMessage {
+	if !json.Valid([]byte(s)) {
+		panic("memory: invalid schema literal: " + s)
+	}
+	return json.RawMessage(s)
+}

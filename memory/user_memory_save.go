@@ -1,0 +1,59 @@
+package memory
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed user_memory_save.md
+var userMemorySaveDescription string
+
+// factsDir holds the owner's fact files beneath the home.
+const factsDir = "users/owner/facts"
+
+// userMemorySave appends a line to one of the owner's fact files.
+type userMemorySave struct{}
+
+func (userMemorySave) Def() tools.Def {
+	return tools.Def{Name: "user_memory_save", Description: userMemorySaveDescription, Params: schema(`{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The fact file, e.g. \"diet\" or \"family\"; no \".md\"."},
+    "text": {"type": "string", "description": "The fact, one line if possible."}
+  },
+  "required": ["name", "text"],
+  "additionalProperties": false
+}`)}
+}
+
+func (userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Name string `json:"name"`
+		Text string `json:"text"`
+	}
+	if res, ok := decode("user_memory_save", args, &a); !ok {
+		return res, nil
+	}
+	if res, ok := checkName("name", a.Name); !ok {
+		return res, nil
+	}
+	text := normalize(strings.TrimSpace(a.Text))
+	if text == "" {
+		return failf("text is required: the fact to save"), nil
+	}
+	root, err := openDir("user_memory_save", env.HomeDir)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer root.Close()
+	name := factsDir + "/" + a.Name + ".md"
+	if err := appendText(root, name, "- "+strings.ReplaceAll(text, "\n", "\n  ")); err != nil {
+		return tools.Result{}, fmt.Errorf("user_memory_save: %s: %w", name, err)
+	}
+	return tools.Result{Output: fmt.Sprintf("saved to %s; the owner's facts are in every agent's system prompt from the next model call", name)}, nil
+}

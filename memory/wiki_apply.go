@@ -1,0 +1,122 @@
+package memory
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed wiki_apply.md
+var wikiApplyDescription string
+
+// wikiApply creates, overwrites, appends to or edits a wiki page.
+type wikiApply struct{}
+
+func (wikiApply) Def() tools.Def {
+	return tools.Def{Name: "wiki_apply", Description: wikiApplyDescription, Params: schema(`{
+  "type": "object",
+  "properties": {
+    "page": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The page name, no \".md\"."},
+    "content": {"type": "string", "description": "The whole page: creates it or replaces it."},
+    "append": {"type": "string", "description": "Text added at the end of an existing page, on a new line."},
+    "replace": {
+      "type": "object",
+      "description": "Replace text that occurs exactly once in an existing page.",
+      "properties": {
+        "old": {"type": "string", "description": "Exact text to replace."},
+        "new": {"type": "string", "description": "Replacement text (may be empty to delete)."}
+      },
+      "required": ["old", "new"],
+      "additionalProperties": false
+    }
+  },
+  "required": ["page"],
+  "additionalProperties": false
+}`)}
+}
+
+func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Page    string  `json:"page"`
+		Content *string `json:"content"`
+		Append  *string `json:"append"`
+		Replace *struct {
+			Old string  `json:"old"`
+			New *string `json:"new"`
+		} `json:"replace"`
+	}
+	if res, ok := decode("wiki_apply", args, &a); !ok {
+		return res, nil
+	}
+	if res, ok := checkName("page", a.Page); !ok {
+		return res, nil
+	}
+	given := 0
+	for _, set := range []bool{a.Content != nil, a.Append != nil, a.Replace != nil} {
+		if set {
+			given++
+		}
+	}
+	switch {
+	case given != 1:
+		return failf("give exactly one of content (the whole page), append (text to add at the end) or replace ({old, new})"), nil
+	case a.Content != nil && strings.TrimSpace(*a.Content) == "":
+		return failf("content is empty; give the page's whole text"), nil
+	case a.Append != nil && strings.TrimSpace(*a.Append) == "":
+		return failf("append is empty; give the text to add"), nil
+	case a.Replace != nil && (a.Replace.Old == "" || a.Replace.New == nil):
+		return failf("replace needs old (non-empty, exact text of the page) and new"), nil
+	case a.Replace != nil && a.Replace.Old == *a.Replace.New:
+		return failf("replace old and new are the same; nothing to change"), nil
+	}
+	root, err := openDir("wiki_apply", env.HomeDir)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer root.Close()
+	name := wikiDir + "/" + a.Page + ".md"
+
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	old, exists, err := readFile(root, name)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
+	}
+	if !exists && a.Content == nil {
+		return failf("there is no wiki page %q; create it with content", a.Page), nil
+	}
+	var text, done string
+	switch {
+	case a.Content != nil:
+		text, done = withNewline(*a.Content), "created "+name
+		if exists {
+			done = "overwrote " + name
+		}
+	case a.Append != nil:
+		text, done = joinLines(old, *a.Append), "appended to "+name
+	default:
+		switch n := strings.Count(old, a.Replace.Old); n {
+		case 0:
+			return failf("replace old text not found in %s; read it with wiki_get and copy the text exactly", name), nil
+		case 1:
+			text, done = strings.Replace(old, a.Replace.Old, *a.Replace.New, 1), "replaced 1 occurrence in "+name
+		default:
+			return failf("replace old text occurs %d times in %s; include more surrounding text so it occurs once", n, name), nil
+		}
+	}
+	if err := writeAtomic(root, name, []byte(text)); err != nil {
+		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
+	}
+	return tools.Result{Output: fmt.Sprintf("%s (%d lines)", done, lineCount(text))}, nil
+}
+
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+}

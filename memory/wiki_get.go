@@ -1,0 +1,58 @@
+package memory
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed wiki_get.md
+var wikiGetDescription string
+
+// wikiDir holds the shared wiki's pages beneath the home.
+const wikiDir = "wiki"
+
+// wikiGet returns a wiki page.
+type wikiGet struct{}
+
+func (wikiGet) Def() tools.Def {
+	return tools.Def{Name: "wiki_get", Description: wikiGetDescription, Params: schema(`{
+  "type": "object",
+  "properties": {
+    "page": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The page name, no \".md\"."}
+  },
+  "required": ["page"],
+  "additionalProperties": false
+}`)}
+}
+
+func (wikiGet) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Page string `json:"page"`
+	}
+	if res, ok := decode("wiki_get", args, &a); !ok {
+		return res, nil
+	}
+	if res, ok := checkName("page", a.Page); !ok {
+		return res, nil
+	}
+	root, err := openDir("wiki_get", env.HomeDir)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer root.Close()
+	name := wikiDir + "/" + a.Page + ".md"
+	text, exists, err := readFile(root, name)
+	switch {
+	case err != nil:
+		return tools.Result{}, fmt.Errorf("wiki_get: %s: %w", name, err)
+	case !exists:
+		return failf("there is no wiki page %q; wiki_search with an empty query lists the pages", a.Page), nil
+	case text == "":
+		return tools.Result{Output: name + " is empty"}, nil
+	}
+	return tools.Result{Output: text}, nil
+}
