@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -64,17 +65,22 @@ func (t *Turn) delegate(ctx context.Context, s snapshotOf, step int, c events.To
 		return t.result(ctx, s.openRun, step, c, `Not run: delegate needs {"agent": "<agent id>", "task": "<the complete brief>"}, both non-empty.`, true, "")
 	}
 	args.Agent = strings.TrimSpace(args.Agent)
+	if t.deps.Delegated != nil {
+		return t.replayDelegate(ctx, s, step, c)
+	}
 	if !s.calling[c.ID] {
-		refused := false
-		_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
-			if why := t.refuseDelegation(st, args.Agent); why != "" {
-				refused = true
-				return []events.Event{&events.ToolCompleted{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: why, IsError: true, Outcome: "blocked"}}, nil
-			}
-			refused = false
-			return []events.Event{&events.ToolCalled{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}}, nil
-		})
-		if err != nil || refused {
+		var why string
+		t.conv.View(func(st *State) { why = t.refuseDelegation(st, args.Agent) })
+		if why != "" {
+			return t.result(ctx, s.openRun, step, c, why, true, "blocked")
+		}
+		// The owner's PreToolUse hooks guard a delegation like any call.
+		if reason, blocked, err := t.hook(ctx, s.openRun, step, kit.PreToolUse, &c, map[string]any{"tool_input": rawArgs(c.Arguments)}); err != nil {
+			return err
+		} else if blocked {
+			return t.result(ctx, s.openRun, step, c, "Blocked by the owner's PreToolUse hook, so it was not run and nothing changed: "+reason, true, "blocked")
+		}
+		if err := t.emit(ctx, &events.ToolCalled{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
 			return err
 		}
 	}
@@ -125,6 +131,22 @@ func (t *Turn) delegate(ctx context.Context, s snapshotOf, step int, c events.To
 		RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: isErr,
 		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(), Delegate: res,
 	})
+}
+
+// replayDelegate answers a delegate call as recorded: refused, or called
+// and answered by its child; no child runs again.
+func (t *Turn) replayDelegate(ctx context.Context, s snapshotOf, step int, c events.ToolCallRequest) error {
+	rec, ok := t.deps.Delegated(c.ID)
+	if !ok {
+		return t.result(ctx, s.openRun, step, c, "The harness has no recorded result for this delegate call.", true, "blocked")
+	}
+	if rec.Delegate != nil && !s.calling[c.ID] {
+		if err := t.emit(ctx, &events.ToolCalled{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
+			return err
+		}
+	}
+	return t.emit(ctx, &events.ToolCompleted{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: rec.Output, IsError: rec.IsError,
+		Truncated: rec.Truncated, SpillPath: rec.SpillPath, DurationMS: rec.DurationMS, Outcome: rec.Outcome, Delegate: rec.Delegate})
 }
 
 // refuseDelegation says why a new delegate call may not run, or "".

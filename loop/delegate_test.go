@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/schemas"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
@@ -248,6 +249,25 @@ func TestDelegateChildSeesOnlyTheBrief(t *testing.T) {
 	if len(rs) != 1 || rs[0].ParentRunID != parentRun || rs[0].Trigger != "delegate" || rs[0].RunID != d.RunID {
 		t.Errorf("child run_started = %+v", rs)
 	}
+	c.validate("c1", child)
+}
+
+// validate checks every stored event of the conversations against its
+// schema.
+func (c *crew) validate(convs ...string) {
+	c.t.Helper()
+	for _, conv := range convs {
+		envs, err := c.log.ReadAll(c.t.Context(), events.Conv(conv).Filter(), 0)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, env := range envs {
+			body, _ := json.Marshal(env)
+			if err := schemas.ValidateJSON(events.SchemaPath(env.Type, env.V), body); err != nil {
+				c.t.Errorf("%s %s does not validate: %v\n%s", conv, env.Type, err, body)
+			}
+		}
+	}
 }
 
 // R-DEL, R-LOOP-5: the child's spending is the parent's: it is added to the
@@ -352,6 +372,7 @@ func TestDelegateOneLevelDeep(t *testing.T) {
 	if len(inner) != 1 || !inner[0].IsError || inner[0].Outcome != "blocked" || !strings.Contains(inner[0].Output, "one level deep") {
 		t.Errorf("child's delegate result = %+v", inner)
 	}
+	c.validate("c1", child)
 	if got := eventsOf[*events.ToolCalled](c.events(child)); len(got) != 0 {
 		t.Errorf("the refused call was recorded as started: %+v", got)
 	}
@@ -566,5 +587,36 @@ func checkResumed(t *testing.T, c *crew) {
 	}
 	if rs := eventsOf[*events.RunStarted](child); len(rs) != 1 || rs[0].RunID != res[0].Delegate.RunID {
 		t.Errorf("child runs %+v, result names %s", rs, res[0].Delegate.RunID)
+	}
+}
+
+// R-OBS-3 with delegation: replaying a run that delegated answers each
+// delegate call as recorded (refused or answered) and runs no child.
+func TestDelegateRunReplays(t *testing.T) {
+	c := newCrew(t, map[string][]reply{
+		"master": {delegateTo("ledger", "balance?"), delegateTo("coach", "plan"), say("planned")},
+		"coach":  {say("the plan")},
+	})
+	m := c.agents["master"]
+	m.Delegates = []string{"coach"}
+	c.agents["master"] = m
+	c.start()
+	c.send("plan")
+	c.answered()
+	envs, err := c.log.ReadAll(t.Context(), events.Conv("c1").Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := eventsOf[*events.RunStarted](c.events("c1"))[0].RunID
+	coachCalls := c.model("coach").calls()
+	rep, err := loop.Replay(t.Context(), envs, run, c.agents["master"], c.deps.Tools, time.UTC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diverged != nil {
+		t.Fatalf("diverged at %+v", *rep.Diverged)
+	}
+	if n := c.model("coach").calls(); n != coachCalls {
+		t.Errorf("replay ran the child: coach called %d times, was %d", n, coachCalls)
 	}
 }

@@ -101,6 +101,7 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 	attempts := map[string][]attempt{}
 	results := map[string][]*events.ToolCompleted{} // by tool, in run order
 	called := map[string]bool{}
+	delegated := map[string]*events.ToolCompleted{} // by call id
 	for _, env := range outputs {
 		e, err := env.Decode()
 		if err != nil {
@@ -118,7 +119,9 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		case *events.ToolCalled:
 			called[e.CallID] = true
 		case *events.ToolCompleted:
-			if called[e.CallID] { // the tool ran: its Run produced this
+			if e.Tool == DelegateTool {
+				delegated[e.CallID] = e
+			} else if called[e.CallID] { // the tool ran: its Run produced this
 				results[e.Tool] = append(results[e.Tool], e)
 			}
 		}
@@ -188,6 +191,9 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		},
 		Location: loc,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
+		// A delegate call is answered as recorded; its child is a run of
+		// its own, replayed on its own.
+		Delegated: func(callID string) (*events.ToolCompleted, bool) { e, ok := delegated[callID]; return e, ok },
 	}
 	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut
 	// The routes are the run's, not today's config: the question is whether

@@ -22,7 +22,7 @@ func TestMemoryProposals(t *testing.T) {
 	s.add(pong, &events.MemoryProposalDecided{ProposalID: "p3", Decision: events.ProposalRejected, Channel: "web"})
 	s.add(pong, &events.MemoryProposalDecided{ProposalID: "p3", Decision: events.ProposalApproved, Channel: "api"}) // late: the first stands
 	s.add(pong, &events.MemoryRolledBack{ProposalID: "p1", Channel: "api"})
-	s.add(pong, &events.MemoryRolledBack{ProposalID: "p3", Channel: "api"})          // not applied: ignored
+	s.add(pong, &events.MemoryRolledBack{ProposalID: "p3", Channel: "api"})               // not applied: ignored
 	s.add(pong, &events.MemoryProposalDecided{ProposalID: "ghost", Decision: "approved"}) // unknown: ignored
 	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "not memory"})
 

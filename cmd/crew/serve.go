@@ -116,6 +116,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Views:         views{db: st.db, convs: c.convs},
 			Pages:         c.pages(dir, h),
 			Jobs:          c.jobs,
+			Memory:        c.memory,
 			Conversations: c.summaries,
 			Inbound:       c.inbound,
 			Approvals:     c,

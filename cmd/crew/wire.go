@@ -37,7 +37,7 @@ var defaultTools = []string{
 	"workspace_list", "workspace_read", "workspace_glob", "workspace_grep", "workspace_write", "workspace_edit",
 	"shell_run", "tool_output_read", "ask_user", "progress_note", "schedule_create",
 	"memory_save", "memory_search", "user_memory_save", "user_memory_forget",
-	"wiki_get", "wiki_search", "wiki_apply", "skill_read",
+	"wiki_get", "wiki_search", "wiki_apply", "skill_read", "delegate",
 }
 
 // allTools is every registry tool: the built-ins, schedule_create, the
@@ -52,6 +52,7 @@ type crewRuntime struct {
 	worker  *loop.Worker
 	sched   *scheduler.Scheduler
 	jobs    jobsAPI
+	memory  memoryAPI
 	inbound *inbound.Inbound
 	db      *bbolt.DB
 	runner  *projections.Runner
@@ -104,6 +105,7 @@ func agentsOf(h *home.Home, override []string) map[string]loop.Agent {
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
+			Delegates: a.Delegates,
 			Policy: tools.AgentPolicy{
 				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
 				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
@@ -207,9 +209,10 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	}
 	profile := profileJobs(h, cr.get().agents)
+	mem := newMemory(st.log, st.db, runner.WaitFor, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: profile, RunScript: scriptRunner(cr.agent), SpillDir: filepath.Join(dir, "spill"),
+		Jobs: profile, RunScript: scriptRunner(cr.agent), RunConsolidate: mem.runJob, SpillDir: filepath.Join(dir, "spill"),
 		Periodic: []scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
@@ -230,7 +233,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stopWatch}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stopWatch}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -308,6 +311,8 @@ func (j jobsAPI) Rows(ctx context.Context) ([]ui.JobRow, error) {
 			row.What = job.Prompt
 		case job.Command != "":
 			row.What = "/" + job.Command
+		case job.Script == "":
+			row.What = "memory consolidate"
 		default:
 			row.What = "$ " + job.Script
 			if job.ThenPrompt != "" {
@@ -374,7 +379,7 @@ func profileJobs(h *home.Home, agents map[string]loop.Agent) []scheduler.Job {
 			}
 			jobs = append(jobs, scheduler.Job{
 				ID: jobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
-				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds,
+				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
 			})
 		}
 	}

@@ -31,6 +31,8 @@ type Job struct {
 	Prompt  string
 	Command string // a kit command: the turn's text is "/<command>"
 	Script  string // run by Config.RunScript; a turn only if it printed something and ThenPrompt is set
+	// Consolidate runs Config.RunConsolidate for the agent (R-MEM-2): no turn.
+	Consolidate bool
 	// ThenPrompt precedes a script's output in the turn it opens.
 	ThenPrompt         string
 	ApprovalTTLSeconds int
@@ -52,6 +54,8 @@ type Config struct {
 	Jobs []Job
 	// RunScript runs a script job's command as the agent (tools/shell).
 	RunScript func(ctx context.Context, agent, command string) (output string, err error)
+	// RunConsolidate files a memory consolidation proposal for the agent.
+	RunConsolidate func(ctx context.Context, agent string) (output string, err error)
 	// ScriptTimeout bounds one script run (default 5 min).
 	ScriptTimeout time.Duration
 	// SpillDir is <home>/spill; empty disables housekeeping.
@@ -351,8 +355,11 @@ func (s *Scheduler) validate(j Job) (gocron.Cron, error) {
 			kinds++
 		}
 	}
+	if j.Consolidate {
+		kinds++
+	}
 	if kinds != 1 {
-		return nil, fmt.Errorf("%w %s: want exactly one of prompt, command, script", ErrInvalidJob, j.ID)
+		return nil, fmt.Errorf("%w %s: want exactly one of prompt, command, script, consolidate", ErrInvalidJob, j.ID)
 	}
 	if (j.Cron == "") == j.At.IsZero() {
 		return nil, fmt.Errorf("%w %s: want exactly one of cron, at", ErrInvalidJob, j.ID)
@@ -455,7 +462,7 @@ func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual b
 	}
 	conv := ConversationID(id, due, s.cfg.Location)
 	fired := &events.JobFired{Agent: e.job.Agent, Due: due.UTC(), Manual: manual, Origin: e.job.Origin}
-	if e.job.Script == "" {
+	if e.job.Script == "" && !e.job.Consolidate {
 		fired.Conversation = conv
 	}
 	env, err := events.New(fired)
@@ -472,6 +479,9 @@ func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual b
 	}
 	s.mu.Unlock()
 
+	if e.job.Consolidate {
+		return s.runConsolidate(ctx, e, env.ID)
+	}
 	if e.job.Script == "" {
 		text := e.job.Prompt
 		if e.job.Command != "" {

@@ -85,6 +85,8 @@ func (s *Scheduler) resume(ctx context.Context, e *entry) error {
 		s.mu.Unlock()
 		s.cfg.Kick(conv)
 		return nil
+	case e.job.Consolidate:
+		return s.complete(ctx, e, fired, events.JobFailed, "", "interrupted by a restart while consolidating memory (a proposal may have been filed)")
 	case e.job.Script != "":
 		return s.complete(ctx, e, fired, events.JobFailed, "", "interrupted by a restart before the script's turn was stored")
 	default:

@@ -50,6 +50,8 @@ type Config struct {
 	Pages *Pages
 	// Jobs serves /api/jobs; nil leaves it out.
 	Jobs Jobs
+	// Memory serves /api/memory/… and /memory; nil leaves them out.
+	Memory MemoryService
 	// Conversations summarizes and closes conversations; nil leaves the
 	// endpoints out.
 	Conversations ConversationOps
@@ -141,6 +143,9 @@ func New(cfg Config) http.Handler {
 		}
 	}
 	s.routeConversationOps(mux)
+	if cfg.Memory != nil {
+		s.routesMemory(mux)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/memory/consolidate"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/schemas"
 	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
 )
@@ -205,6 +206,25 @@ func TestConsolidateSupervisedWaitsForApproval(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].ID != p.ID || list[0].Old != "" || list[0].Diff != nil || list[0].Added != 1 {
 		t.Errorf("List = %+v, %v", list, err)
 	}
+	h.validateEvents("pong", 3)
+}
+
+// validateEvents checks the agent's stored events against their schemas.
+func (h *home) validateEvents(agent string, want int) {
+	h.t.Helper()
+	envs, err := h.log.ReadAll(h.t.Context(), events.Agent(agent).Filter(), 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(envs) != want {
+		h.t.Errorf("%d events on %s, want %d", len(envs), events.Agent(agent), want)
+	}
+	for _, env := range envs {
+		body, _ := json.Marshal(env)
+		if err := schemas.ValidateJSON(events.SchemaPath(env.Type, env.V), body); err != nil {
+			h.t.Errorf("%s does not validate: %v\n%s", env.Type, err, body)
+		}
+	}
 }
 
 // R-MEM-2: an autonomous agent applies add-only and date-only proposals
@@ -212,9 +232,9 @@ func TestConsolidateSupervisedWaitsForApproval(t *testing.T) {
 func TestConsolidateAutonomousAppliesOnlyAddOnlyOrDateOnly(t *testing.T) {
 	h := newHome(t)
 	replies := []string{
-		oldMemory + "- Prefers oat milk.\n",                                         // add_only: applied
-		strings.Replace(oldMemory+"- Prefers oat milk.\n", "2026-12-03", "2026-12-05", 1), // date_only, date in the notes: applied
-		"# Memory\n\n- Prefers oat milk.\n",                                         // removal: waits
+		oldMemory + "- Prefers oat milk.\n",                                                 // add_only: applied
+		strings.Replace(oldMemory+"- Prefers oat milk.\n", "2026-12-03", "2026-12-05", 1),   // date_only, date in the notes: applied
+		"# Memory\n\n- Prefers oat milk.\n",                                                 // removal: waits
 		strings.Replace(oldMemory, "2026-12-03", "2026-12-24", 1) + "- Prefers oat milk.\n", // unsourced date: waits
 	}
 	a := h.agent("coach", true, weekNotes, replies...)
@@ -256,6 +276,7 @@ func TestConsolidateAutonomousAppliesOnlyAddOnlyOrDateOnly(t *testing.T) {
 	if got := readFile(t, memory); got != replies[0] {
 		t.Errorf("MEMORY.md after rolling back the date change:\n%s", got)
 	}
+	h.validateEvents("coach", 7)
 }
 
 func TestConsolidateWithoutNotesCallsNoModel(t *testing.T) {

@@ -67,8 +67,8 @@ func checkAgent(f *yamlFile, a *Agent, c *Config) error {
 	return checkMCPNames(f, a.MCP, c)
 }
 
-// checkSchedule enforces the job kinds of R-JOB: a prompt, a kit command or
-// a script, and then_prompt only after a script.
+// checkSchedule enforces the job kinds of R-JOB: a prompt, a kit command,
+// a script or a memory consolidation, and then_prompt only after a script.
 func checkSchedule(f *yamlFile, i int, s *Schedule) error {
 	base := []string{"schedules", strconv.Itoa(i)}
 	key := keyPath(base)
@@ -78,8 +78,11 @@ func checkSchedule(f *yamlFile, i int, s *Schedule) error {
 			set++
 		}
 	}
+	if s.Consolidate {
+		set++
+	}
 	if set != 1 {
-		return f.errAt(base, key, key+": set exactly one of prompt, command or script")
+		return f.errAt(base, key, key+": set exactly one of prompt, command, script or consolidate: true")
 	}
 	if s.ThenPrompt != "" && s.Script == "" {
 		loc := append(cloneLoc(base), "then_prompt")

@@ -103,13 +103,14 @@ type Agent struct {
 }
 
 // Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,
-// Command and Script is set; ThenPrompt only goes with Script.
+// Command, Script and Consolidate is set; ThenPrompt only goes with Script.
 type Schedule struct {
 	Name               string `yaml:"name"`
 	Cron               string `yaml:"cron"`
 	Prompt             string `yaml:"prompt"`
 	Command            string `yaml:"command"`
 	Script             string `yaml:"script"`
+	Consolidate        bool   `yaml:"consolidate"` // rewrite MEMORY.md from the week's notes as a proposal (R-MEM-2)
 	ThenPrompt         string `yaml:"then_prompt"`
 	ApprovalTTLSeconds int    `yaml:"approval_ttl_seconds"` // 0: inherit from the agent
 	// Enabled false keeps the schedule written down without running it

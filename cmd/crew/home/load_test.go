@@ -86,7 +86,7 @@ func TestConfigErrors(t *testing.T) {
 			`%s:2:7: mcp[0]: unknown MCP server "gh" (config.yaml defines no mcp_servers)`, "mcp[0]"},
 		{"schedule kind", "agent.yaml",
 			"name: x\nschedules:\n  - name: a\n    cron: '@daily'\n",
-			`%s:3:5: schedules[0]: set exactly one of prompt, command or script`, "schedules[0]"},
+			`%s:3:5: schedules[0]: set exactly one of prompt, command, script or consolidate: true`, "schedules[0]"},
 		{"schedule cron", "agent.yaml",
 			"name: x\nschedules:\n  - name: a\n    cron: every day\n    prompt: hi\n",
 			`%s:4:11: schedules[0].cron: invalid cron expression "every day": expected exactly 5 fields, found 2: [every day]`, "schedules[0].cron"},

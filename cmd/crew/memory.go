@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/memory/consolidate"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/ui"
+	"github.com/tmc/langchaingo/llms"
+	"go.etcd.io/bbolt"
+)
+
+// memoryAPI is the memory consolidation service as the web gateway, the
+// scheduler and the CLI use it (R-MEM-2).
+type memoryAPI struct {
+	svc *consolidate.Service
+	loc *time.Location
+}
+
+var _ web.MemoryService = memoryAPI{}
+
+// newMemory wires the consolidation service onto an open store whose
+// projections wait advances.
+func newMemory(log *events.Log, db *bbolt.DB, wait func(context.Context, uint64) error, h *home.Home,
+	agents func(id string) (loop.Agent, bool), models func(string) (llms.Model, error), logger *slog.Logger) memoryAPI {
+	svc := consolidate.New(consolidate.Config{
+		Log: log, DB: db, WaitFor: wait, Models: models, Location: h.Config.Location(), Logger: logger,
+		Agents: func(id string) (consolidate.Agent, bool) {
+			a, ok := agents(id)
+			return consolidate.Agent{ID: id, Dir: a.Dir, Routes: a.Routes, Autonomous: a.Autonomous}, ok
+		},
+	})
+	return memoryAPI{svc: svc, loc: h.Config.Location()}
+}
+
+// webError keeps the service's message and adds the gateway's sentinel,
+// which chooses the HTTP status.
+type webError struct{ sentinel, err error }
+
+func (e webError) Error() string   { return e.err.Error() }
+func (e webError) Unwrap() []error { return []error{e.sentinel, e.err} }
+
+func toWeb(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{consolidate.ErrUnknownAgent, web.ErrNotFound},
+		{consolidate.ErrUnknownProposal, web.ErrNotFound},
+		{consolidate.ErrAlreadyDecided, web.ErrProposalDecided},
+		{consolidate.ErrMemoryChanged, web.ErrMemoryChanged},
+		{consolidate.ErrNotApplied, web.ErrNotApplied},
+		{consolidate.ErrNothingToConsolidate, web.ErrNothingToConsolidate},
+		{consolidate.ErrModel, web.ErrModelFailed},
+	} {
+		if errors.Is(err, m.from) {
+			return webError{m.to, err}
+		}
+	}
+	return err
+}
+
+func (m memoryAPI) Proposals(ctx context.Context, agent string) (any, error) {
+	v, err := m.svc.List(ctx, agent)
+	return v, toWeb(err)
+}
+
+func (m memoryAPI) Proposal(ctx context.Context, id string) (any, error) {
+	v, err := m.svc.Get(ctx, id)
+	return v, toWeb(err)
+}
+
+func (m memoryAPI) Consolidate(ctx context.Context, agent, trigger string) (any, error) {
+	v, err := m.svc.Consolidate(ctx, agent, trigger)
+	return v, toWeb(err)
+}
+
+func (m memoryAPI) Decide(ctx context.Context, id string, approve bool, channel string) (any, error) {
+	v, err := m.svc.Decide(ctx, id, approve, channel)
+	return v, toWeb(err)
+}
+
+func (m memoryAPI) Rollback(ctx context.Context, id, channel string) (any, error) {
+	v, err := m.svc.Rollback(ctx, id, channel)
+	return v, toWeb(err)
+}
+
+// memoryPageRows is how many proposals /memory shows, newest first.
+const memoryPageRows = 50
+
+func (m memoryAPI) Rows(ctx context.Context, agent string) ([]ui.ProposalRow, error) {
+	list, err := m.svc.List(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]ui.ProposalRow, 0, min(len(list), memoryPageRows))
+	for _, s := range list[:min(len(list), memoryPageRows)] {
+		p, err := m.svc.Get(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		row := ui.ProposalRow{ID: p.ID, Agent: p.Agent, When: p.Proposed.In(m.loc).Format("Jan 2 15:04"), Kind: p.Kind,
+			Status: p.Status, Auto: p.Auto, Reason: p.Reason, Trigger: p.Trigger, Days: daysText(p.Days),
+			Decided: decidedText(p.Proposal, m.loc), Added: p.Added, Removed: p.Removed}
+		for _, l := range p.Diff {
+			row.Diff = append(row.Diff, ui.DiffLine{Op: string(rune(l.Op)), Text: l.Text})
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func daysText(days []string) string {
+	switch len(days) {
+	case 0:
+		return "no days"
+	case 1:
+		return days[0]
+	}
+	return fmt.Sprintf("%s … %s (%d days)", days[0], days[len(days)-1], len(days))
+}
+
+// decidedText is "approved on web, Nov 30 18:02; rolled back on api, …".
+func decidedText(p projections.Proposal, loc *time.Location) string {
+	if p.Decided == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%s on %s, %s", strings.ReplaceAll(p.Decision, "_", "-"), orText(p.DecisionChannel, "?"), p.Decided.In(loc).Format("Jan 2 15:04"))
+	if p.RolledBack != nil {
+		s += fmt.Sprintf("; rolled back on %s, %s", orText(p.RollbackChannel, "?"), p.RolledBack.In(loc).Format("Jan 2 15:04"))
+	}
+	return s
+}
+
+// runJob is a consolidate job's run (schedules: consolidate: true): its
+// output says what was filed; no notes is a quiet success.
+func (m memoryAPI) runJob(ctx context.Context, agent string) (string, error) {
+	p, err := m.svc.Consolidate(ctx, agent, consolidate.TriggerJob)
+	if errors.Is(err, consolidate.ErrNothingToConsolidate) {
+		return err.Error(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("proposal %s: %s, %s", p.ID, p.Kind, outcome(p)), nil
+}
+
+func outcome(p consolidate.Proposal) string {
+	if p.Status == projections.ProposalApplied {
+		return "applied to MEMORY.md"
+	}
+	return "waits for a human at /memory"
+}
+
+func runMemory(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "memory")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 || fs.Arg(0) != "consolidate" {
+		fs.Usage()
+		return exitError{2}
+	}
+	agent := fs.Arg(1)
+	if err := events.ValidID(agent); err != nil {
+		return err
+	}
+	dir, err := homeDir(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	h, err := loadHome(env, dir)
+	if err != nil {
+		return err
+	}
+	p, err := consolidateHere(ctx, env, dir, h, agent)
+	if errors.Is(err, errStoreBusy) {
+		p, err = consolidateOnServer(ctx, dir, serverToken(env, h), agent)
+	}
+	if err != nil {
+		return err
+	}
+	printProposal(env.stdout, p)
+	return nil
+}
+
+// consolidateHere runs the service in this process on a stopped home, with
+// the routes serve would use. errStoreBusy means a server holds the store.
+func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, agent string) (consolidate.Proposal, error) {
+	if _, ok := h.Agents[agent]; !ok {
+		return consolidate.Proposal{}, fmt.Errorf("%w: %q is not a loaded agent of %s", consolidate.ErrUnknownAgent, agent, dir)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := openStore(ctx, dir, h.Config, quiet)
+	if err != nil {
+		return consolidate.Proposal{}, err
+	}
+	defer st.Close()
+	runner, err := projections.Open(ctx, st.log, st.db, quiet, projections.All()...)
+	if err != nil {
+		return consolidate.Proposal{}, err
+	}
+	defer runner.Close(context.WithoutCancel(ctx))
+	providers := llm.NewProviders(llm.Config{
+		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", env.getenv),
+		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", env.getenv),
+		OllamaHost:        h.Getenv("OLLAMA_HOST", env.getenv),
+	})
+	override, note, err := routeSetup(ctx, h, env.getenv, providers)
+	if err != nil {
+		return consolidate.Proposal{}, err
+	}
+	fmt.Fprintln(env.stderr, note)
+	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
+	agents := agentsOf(h, override)
+	mem := newMemory(st.log, st.db, runner.WaitFor, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
+	return mem.svc.Consolidate(ctx, agent, consolidate.TriggerCLI)
+}
+
+// consolidateOnServer asks the running server, which holds the store.
+func consolidateOnServer(ctx context.Context, dir, token, agent string) (consolidate.Proposal, error) {
+	var p consolidate.Proposal
+	info, err := readServeInfo(dir)
+	if err != nil {
+		return p, err
+	}
+	body, _ := json.Marshal(map[string]string{"agent": agent, "trigger": consolidate.TriggerCLI})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, info.URL+"/api/memory/consolidate", bytes.NewReader(body))
+	if err != nil {
+		return p, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return p, fmt.Errorf("ask the running server: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return p, fmt.Errorf("ask the running server: %w", err)
+	}
+	if resp.StatusCode != http.StatusCreated {
+		var apiErr struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal(raw, &apiErr) == nil && apiErr.Error.Message != "" {
+			return p, fmt.Errorf("the running server answered %s: %s", resp.Status, apiErr.Error.Message)
+		}
+		return p, fmt.Errorf("the running server answered %s: %s", resp.Status, bytes.TrimSpace(raw))
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("read the server's proposal: %w", err)
+	}
+	return p, nil
+}
+
+// printProposal shows what was filed and the diff.
+func printProposal(w io.Writer, p consolidate.Proposal) {
+	fmt.Fprintf(w, "proposal %s for %s: %s (+%d −%d)\n", p.ID, p.Agent, p.Kind, p.Added, p.Removed)
+	if p.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", p.Reason)
+	}
+	if p.Status == projections.ProposalApplied {
+		fmt.Fprintf(w, "applied to MEMORY.md; to undo: POST /api/memory/proposals/%s/rollback, or Roll back on /memory\n", p.ID)
+	} else {
+		fmt.Fprintf(w, "waits for you: Approve or Reject on /memory, or POST /api/memory/proposals/%s {\"decision\":\"approve\"}\n", p.ID)
+	}
+	fmt.Fprintln(w)
+	for _, l := range p.Diff {
+		fmt.Fprintf(w, "%c %s\n", l.Op, l.Text)
+	}
+}
