@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 )
@@ -23,6 +24,7 @@ type crewSet struct {
 	agents   map[string]loop.Agent
 	roster   string
 	problems []string
+	profile  []scheduler.Job // the enabled schedules of the loaded agents
 }
 
 // buildCrew checks every loaded agent against the tools the server has; a
@@ -40,7 +42,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 		}
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: roster(h, agents), problems: problems}
+	return &crewSet{home: h, agents: agents, roster: roster(h, agents), problems: problems, profile: profileJobs(h, agents)}
 }
 
 // liveCrew holds the current crewSet and reloads it when an agent's files
@@ -80,6 +82,8 @@ func (c *liveCrew) agent(id string) (loop.Agent, bool) {
 }
 
 func (c *liveCrew) roster() string { return c.get().roster }
+
+func (c *liveCrew) profile() []scheduler.Job { return c.get().profile }
 
 // reloadIfChanged reloads the crew when the files it is made of changed
 // since the last load. A home whose config.yaml or env no longer loads

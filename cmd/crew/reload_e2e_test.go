@@ -37,6 +37,26 @@ func TestAgentFolderChangesReloadWithoutRestart(t *testing.T) {
 		t.Errorf("scout answered %q", last.Text)
 	}
 
+	// A schedule added to agent.yaml joins the timetable.
+	writeAgent(t, home, "scout", "name: Scout\ndescription: Looks around.\nroutes: [fake:echo]\ntools: [workspace_list]\nschedules:\n  - name: morning\n    cron: \"0 7 * * *\"\n    prompt: Look around.\n")
+	waitFor(t, "the new schedule in /api/jobs", func() bool {
+		var jobs []struct {
+			ID     string `json:"id"`
+			Agent  string `json:"agent"`
+			Status string `json:"status"`
+		}
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		for _, j := range jobs {
+			if j.ID == "scout-morning" && j.Agent == "scout" {
+				return true
+			}
+		}
+		return false
+	})
+	if code, body := postJSON(t, s.url+"/api/jobs/scout-morning/run", map[string]any{}); code != 202 {
+		t.Errorf("run the reloaded schedule now = %d %v", code, body)
+	}
+
 	// Break it: the page names the file, line and column; the master runs on.
 	writeAgent(t, home, "scout", "name: Scout\nmax_steps: lots\n")
 	waitFor(t, "the broken agent.yaml in the banner", func() bool {

@@ -208,7 +208,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			return 0
 		},
 	}
-	profile := profileJobs(h, cr.get().agents)
+	profile := cr.profile()
 	mem := newMemory(st.log, st.db, runner.WaitFor, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
@@ -228,12 +228,17 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	create.Bind(sched)
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	cr.onReload = func(set *crewSet) {
+		if err := sched.SetProfile(watchCtx, set.profile); err != nil {
+			logger.Error("schedules not reloaded", "err", err)
+		}
+	}
 	go cr.watch(watchCtx, 2*time.Second)
 	banner := ""
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stopWatch}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stopWatch}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -267,7 +272,7 @@ type jobsAPI struct {
 	db      *bbolt.DB
 	loc     *time.Location
 	sched   *scheduler.Scheduler
-	profile []scheduler.Job
+	profile func() []scheduler.Job
 }
 
 func (j jobsAPI) List(ctx context.Context) (any, error) {
@@ -279,7 +284,7 @@ func (j jobsAPI) List(ctx context.Context) (any, error) {
 	for i, job := range list {
 		byID[job.ID] = i
 	}
-	for _, p := range j.profile {
+	for _, p := range j.profile() {
 		i, ok := byID[p.ID]
 		if !ok {
 			list = append(list, projections.Job{ID: p.ID, Status: "idle"})
