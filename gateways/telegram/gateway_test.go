@@ -244,3 +244,31 @@ func TestPhoto(t *testing.T) {
 	}
 	waitFor(t, "an answer", 10*time.Second, func() bool { return len(s.sentTo(chat)) == 1 })
 }
+
+// R-DEL: a delegated child's approval surfaces in the chat its root
+// conversation belongs to.
+func TestChildApprovalReachesRootChat(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	root := "telegram-42-20261130"
+	for _, e := range []events.Event{
+		&events.ConversationOpened{Agent: "coach", Channel: "delegate", RootID: root, RootSource: "telegram:42", ParentConversation: root, Autonomous: true},
+		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run",
+			Arguments: json.RawMessage(`{"command":"git push"}`), Reason: "matches shell_ask_patterns", ExpiresAt: time.Now().Add(time.Hour)},
+	} {
+		last, _ := c.log.Last(t.Context(), events.Conv("d-child").Filter())
+		if _, err := c.log.Append(t.Context(), events.Conv("d-child"), last, events.MustNew(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the child's approval card", 10*time.Second, func() bool {
+		for _, m := range s.sentTo(chat) {
+			if len(m.ReplyMarkup) > 0 && strings.Contains(m.Text, "git push") {
+				return true
+			}
+		}
+		return false
+	})
+}

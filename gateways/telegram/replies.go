@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ type runView struct {
 // chats, from stream sequence from on, until ctx ends.
 func (g *Gateway) follow(ctx context.Context, from uint64) {
 	runs := map[string]*runView{}
+	children := map[string]int64{} // a delegated conversation → its root's chat
 	for ctx.Err() == nil {
 		for env, err := range g.cfg.Log.Follow(ctx, events.Root+".conv.>", from) {
 			if err != nil {
@@ -36,17 +38,21 @@ func (g *Gateway) follow(ctx context.Context, from uint64) {
 				break
 			}
 			from = env.Seq + 1
-			g.apply(ctx, runs, env)
+			g.apply(ctx, runs, children, env)
 		}
 		sleep(ctx, g.cfg.PollEvery)
 	}
 }
 
 // apply reacts to one conversation event.
-func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, env events.Envelope) {
+func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children map[string]int64, env events.Envelope) {
 	conv := events.ScopeOf(env.Subject).ID()
 	chatID, ok := chatOf(conv)
-	if !ok || !g.allowed[chatID] {
+	if !ok {
+		g.applyChild(ctx, children, conv, env)
+		return
+	}
+	if !g.allowed[chatID] {
 		return
 	}
 	switch env.Type {
@@ -92,6 +98,32 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, env event
 	}
 }
 
+// applyChild sends the approval cards of a conversation delegated from a
+// chat's conversation to that chat: a child's ask-reasons still ask, and
+// they surface where the owner talks (R-DEL).
+func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, conv string, env events.Envelope) {
+	switch env.Type {
+	case events.TypeConversationOpened, events.TypeApprovalRequested:
+	default:
+		return
+	}
+	e, err := env.Decode()
+	if err != nil {
+		g.cfg.Logger.Warn("telegram: undecodable event skipped", "subject", env.Subject, "seq", env.Seq, "error", err)
+		return
+	}
+	switch e := e.(type) {
+	case *events.ConversationOpened:
+		if root, ok := chatOf(e.RootID); ok && g.allowed[root] {
+			children[conv] = root
+		}
+	case *events.ApprovalRequested:
+		if chatID, ok := children[conv]; ok {
+			g.send(ctx, chatID, approvalText(e), approvalKeyboard(e.ApprovalID))
+		}
+	}
+}
+
 func suffix(reason, errText string) string {
 	var parts []string
 	for _, s := range []string{reason, errText} {
@@ -106,19 +138,18 @@ func suffix(reason, errText string) string {
 }
 
 // chatOf parses "telegram-<chat>-<YYYYMMDD>", the master's daily
-// conversation of a chat (inbound.DailyID).
+// conversation of a chat (inbound.DailyID), or "…-<n>", the day's next
+// conversation after the owner closed one.
 func chatOf(conv string) (int64, bool) {
-	rest, ok := strings.CutPrefix(conv, "telegram-")
-	if !ok {
+	m := chatConv.FindStringSubmatch(conv)
+	if m == nil {
 		return 0, false
 	}
-	i := strings.LastIndexByte(rest, '-')
-	if i <= 0 {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(rest[:i], 10, 64)
+	id, err := strconv.ParseInt(m[1], 10, 64)
 	return id, err == nil
 }
+
+var chatConv = regexp.MustCompile(`^telegram-(-?[0-9]+)-[0-9]{8}(?:-[0-9]+)?$`)
 
 func approvalText(e *events.ApprovalRequested) string {
 	var b strings.Builder

@@ -56,12 +56,12 @@ func TestParseCallback(t *testing.T) {
 }
 
 func TestChatOf(t *testing.T) {
-	for conv, want := range map[string]int64{"telegram-42-20261130": 42, "telegram--1001-20261130": -1001} {
+	for conv, want := range map[string]int64{"telegram-42-20261130": 42, "telegram--1001-20261130": -1001, "telegram-42-20261130-2": 42} {
 		if got, ok := chatOf(conv); !ok || got != want {
 			t.Errorf("chatOf(%q) = %d %v", conv, got, ok)
 		}
 	}
-	for _, conv := range []string{"web-20261130", "coach-telegram-42-20261130", "telegram-x-1"} {
+	for _, conv := range []string{"web-20261130", "coach-telegram-42-20261130", "telegram-x-1", "telegram-42-2026113", ""} {
 		if _, ok := chatOf(conv); ok {
 			t.Errorf("chatOf(%q) ok", conv)
 		}
