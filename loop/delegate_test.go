@@ -620,3 +620,27 @@ func TestDelegateRunReplays(t *testing.T) {
 		t.Errorf("replay ran the child: coach called %d times, was %d", n, coachCalls)
 	}
 }
+
+// R-LOOP-8 with R-DEL: the owner's PreToolUse hook guards a delegation like
+// any call: blocked, nothing is opened and the child never runs.
+func TestDelegateBlockedByPreToolUseHook(t *testing.T) {
+	c := newCrew(t, map[string][]reply{
+		"master": {delegateTo("coach", "plan"), say("done")},
+		"coach":  {say("planned")},
+	})
+	writeHooks(t, c.agents["master"].Dir, `{"hooks":{"PreToolUse":[{"matcher":"delegate","hooks":[{"type":"command","command":"echo 'no delegating today' >&2; exit 2"}]}]}}`)
+	c.start()
+	c.send("plan")
+	c.answered()
+	evs := c.events("c1")
+	res := delegateResults(evs)
+	if len(res) != 1 || res[0].Outcome != "blocked" || !strings.Contains(res[0].Output, "no delegating today") || len(eventsOf[*events.ToolCalled](evs)) != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	if n := c.model("coach").calls(); n != 0 {
+		t.Errorf("coach called %d times", n)
+	}
+	if last, err := c.log.Last(t.Context(), events.Conv(loop.ChildID("c1", res[0].CallID)).Filter()); err != nil || last != 0 {
+		t.Errorf("a child was opened (last %d, %v)", last, err)
+	}
+}
