@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -378,6 +379,17 @@ func TestDelegateOneLevelDeep(t *testing.T) {
 	}
 	if n := c.model("ledger").calls(); n != 0 {
 		t.Errorf("ledger called %d times", n)
+	}
+	coach := c.model("coach")
+	coach.mu.Lock()
+	for i, names := range coach.offered {
+		if slices.Contains(names, loop.DelegateTool) {
+			t.Errorf("the child's call %d was offered delegate: %v", i+1, names)
+		}
+	}
+	coach.mu.Unlock()
+	if master := c.model("master"); !slices.Contains(master.offered[0], loop.DelegateTool) {
+		t.Errorf("the master was not offered delegate: %v", master.offered[0])
 	}
 	if last, err := c.log.Last(t.Context(), events.Conv(loop.ChildID(child, inner[0].CallID)).Filter()); err != nil || last != 0 {
 		t.Errorf("a grandchild conversation was opened (last %d, %v)", last, err)

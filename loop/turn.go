@@ -99,6 +99,7 @@ type snapshotOf struct {
 	steers   []Pending
 	cost     float64
 	budget   float64                  // the cost cap in force; 0: none
+	child    bool                     // a delegated conversation: it may not delegate again
 	calls    []events.ToolCallRequest // all calls of the last reply
 	answered map[string]bool
 	calling  map[string]bool
@@ -116,6 +117,7 @@ func (t *Turn) read() snapshotOf {
 		s.messages = append([]Message(nil), st.Messages...)
 		s.steers = append([]Pending(nil), st.Steers...)
 		s.cost, s.budget = st.CostUSD, st.Budget(t.agent.CostCapUSD)
+		s.child = st.RootID != ""
 		s.calls, s.answered = st.ReplyCalls()
 		s.calling = map[string]bool{}
 		for k := range st.Calling {
@@ -508,7 +510,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
 	opts := []llms.CallOption{}
-	if defs := t.toolDefs(); len(defs) > 0 {
+	if defs := t.toolDefs(s.child); len(defs) > 0 {
 		opts = append(opts, llms.WithTools(defs))
 	}
 	var lastErr error
@@ -560,7 +562,9 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", oneLine(lastErr))
 }
 
-func (t *Turn) toolDefs() []llms.Tool {
+// toolDefs declares the agent's tools to the model; a delegated child is
+// not offered delegate (one level deep).
+func (t *Turn) toolDefs(child bool) []llms.Tool {
 	var out []llms.Tool
 	if t.deps.Tools != nil {
 		for _, d := range t.deps.Tools.Defs(t.agent.Tools) {
@@ -568,7 +572,7 @@ func (t *Turn) toolDefs() []llms.Tool {
 		}
 	}
 	for _, d := range loopTools {
-		if contains(t.agent.Tools, d.Name) {
+		if contains(t.agent.Tools, d.Name) && !(child && d.Name == DelegateTool) {
 			out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
 		}
 	}

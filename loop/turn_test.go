@@ -46,14 +46,26 @@ type fakeModel struct {
 	route   string
 	replies []reply
 	seen    [][]llms.MessageContent
+	offered [][]string // the tool names declared at each call
 }
 
 var _ llms.Model = (*fakeModel)(nil)
 
-func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seen = append(m.seen, msgs)
+	var o llms.CallOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var names []string
+	for _, tl := range o.Tools {
+		if tl.Function != nil {
+			names = append(names, tl.Function.Name)
+		}
+	}
+	m.offered = append(m.offered, names)
 	if len(m.replies) == 0 {
 		return nil, fmt.Errorf("%s: script exhausted", m.route)
 	}

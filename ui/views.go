@@ -36,6 +36,7 @@ type ConversationRow struct {
 	Status  string // idle, running, awaiting_approval, halted, closed
 	Updated string
 	Queued  int
+	Root    string // for a delegated conversation, the conversation it answers
 }
 
 // HomeView is the home page: the list, and a box to start today's chat.
@@ -76,6 +77,10 @@ type Item struct {
 	Delegate *DelegateCard
 	Queued   bool // a user message waiting for the running turn
 	Time     string
+	// Notes are the turn notes (memory) the model read with a user message;
+	// Command the kit command it invoked.
+	Notes   string
+	Command string
 }
 
 // ToolCard is one tool call with its arguments and result.

@@ -18,13 +18,14 @@ import (
 
 // Errors, each mapped to one HTTP status by the web gateway.
 var (
-	ErrAwaitingApproval    = errors.New("the conversation is waiting for an approval: decide it first")             // 409
-	ErrQueueFull           = errors.New("too many queued messages: wait for the running turn")                      // 429
-	ErrEmptySteer          = errors.New("/steer needs text: /steer <what to change>")                               // 422
-	ErrUnknownConversation = errors.New("no such conversation")                                                     // 404
-	ErrUnknownAgent        = errors.New("no such agent")                                                            // 404
-	ErrBadMessage          = errors.New("bad message")                                                              // 400
-	ErrClosed              = errors.New("the conversation is closed: send without conversation_id to open today's") // 409
+	ErrAwaitingApproval    = errors.New("the conversation is waiting for an approval: decide it first")                  // 409
+	ErrQueueFull           = errors.New("too many queued messages: wait for the running turn")                           // 429
+	ErrEmptySteer          = errors.New("/steer needs text: /steer <what to change>")                                    // 422
+	ErrUnknownConversation = errors.New("no such conversation")                                                          // 404
+	ErrUnknownAgent        = errors.New("no such agent")                                                                 // 404
+	ErrBadMessage          = errors.New("bad message")                                                                   // 400
+	ErrClosed              = errors.New("the conversation is closed: send without conversation_id to open today's")      // 409
+	ErrDelegated           = errors.New("a delegated conversation takes no messages: its brief came from another agent") // 409
 )
 
 // MaxQueued is how many unanswered messages a conversation holds (R-HOME-6).
@@ -123,6 +124,9 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 		}
 		if st.Closed {
 			return nil, ErrClosed
+		}
+		if st.ParentConversation != "" {
+			return nil, fmt.Errorf("%w: talk to %s, which delegated it", ErrDelegated, st.ParentConversation)
 		}
 		if st.PendingApproval() != nil {
 			return nil, ErrAwaitingApproval

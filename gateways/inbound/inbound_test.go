@@ -189,3 +189,19 @@ func TestInboundAfterCloseOpensTheDaysNextConversation(t *testing.T) {
 		t.Errorf("then %s, want %s", c.ConversationID, b.ConversationID)
 	}
 }
+
+// R-DEL: a delegated child sees only its brief; the owner cannot post into
+// it (its answer goes to the parent, which would never read a second run).
+func TestInboundRefusesDelegatedConversation(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	conv, _ := convs.Get(ctx, "web-20261201-d-abc")
+	if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.ConversationOpened{Agent: "coach", Channel: "delegate", RootID: "web-20261201", ParentConversation: "web-20261201", Autonomous: true}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Receive(ctx, inbound.Message{Text: "psst", ConversationID: "web-20261201-d-abc"}); !errors.Is(err, inbound.ErrDelegated) {
+		t.Errorf("message into a delegated conversation = %v, want ErrDelegated", err)
+	}
+}

@@ -83,7 +83,7 @@ func (p *Pages) row(c projections.Conversation) ui.ConversationRow {
 		title = c.ID
 	}
 	return ui.ConversationRow{ID: c.ID, Title: title, Agent: c.Agent, Channel: c.Channel, Status: c.Status,
-		Updated: c.Updated.In(p.Location).Format("Jan 2 15:04"), Queued: c.Queued}
+		Updated: c.Updated.In(p.Location).Format("Jan 2 15:04"), Queued: c.Queued, Root: c.RootID}
 }
 
 func (p *Pages) home(ctx context.Context, csrf string) (ui.HomeView, error) {
@@ -186,7 +186,7 @@ func chatItems(st *loop.State) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(m.Said, m.Text)})
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(m.Said, m.Text), Notes: m.Notes})
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: Markdown(m.Text)})
