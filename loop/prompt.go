@@ -15,6 +15,7 @@ import (
 // Prompt is what the system prompt is assembled from.
 type Prompt struct {
 	AgentDir string // AGENTS.md, SOUL.md, MEMORY.md
+	Persona  string // when set, replaces AGENTS.md, SOUL.md and MEMORY.md
 	HomeDir  string // users/owner/USER.md and users/owner/facts/*.md
 	Roster   string // one line per agent of the crew, made by the caller
 	Now      time.Time
@@ -31,7 +32,11 @@ type Prompt struct {
 // the turn-opening message as turn notes.
 func SystemPrompt(p Prompt) (string, error) {
 	var sections []string
-	for _, name := range []string{"AGENTS.md", "SOUL.md"} {
+	personaFiles := []string{"AGENTS.md", "SOUL.md"}
+	if p.Persona != "" {
+		sections, personaFiles = append(sections, strings.TrimSpace(p.Persona)), nil
+	}
+	for _, name := range personaFiles {
 		text, err := readText(filepath.Join(p.AgentDir, name))
 		if err != nil {
 			return "", err
@@ -49,9 +54,12 @@ func SystemPrompt(p Prompt) (string, error) {
 			sections = append(sections, owner)
 		}
 	}
-	mem, err := readText(filepath.Join(p.AgentDir, "MEMORY.md"))
-	if err != nil {
-		return "", err
+	var mem string
+	if p.Persona == "" {
+		var err error
+		if mem, err = readText(filepath.Join(p.AgentDir, "MEMORY.md")); err != nil {
+			return "", err
+		}
 	}
 	if mem != "" {
 		sections = append(sections, "# Your memory (MEMORY.md)\n\n"+mem)

@@ -36,6 +36,12 @@ type Agent struct {
 	Policy          tools.AgentPolicy
 	// Delegates are the agents this one may delegate to; empty: any other.
 	Delegates []string
+	// Name and Description are how the crew's roster shows the agent.
+	Name, Description string
+	// Persona, when set, is the whole persona instead of the folder's
+	// AGENTS.md, SOUL.md and MEMORY.md: a kit sub-agent (.agents/agents/*.md)
+	// is a role with a prompt and no memory of its own.
+	Persona string
 }
 
 // Deps are the turn's edges: models, tools, time and the live feed. Replay
@@ -496,7 +502,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if t.deps.Roster != nil {
 		roster = t.deps.Roster()
 	}
-	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, HomeDir: t.deps.HomeDir, Roster: roster,
+	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
 		Now: t.deps.Clock(), Location: t.deps.Location})
 	if err != nil {
 		return nil, err

@@ -45,6 +45,9 @@ func opener(homeDir string, cr *liveCrew, db *bbolt.DB, loc *time.Location, cloc
 				prev = memory.Summary{Channel: o.Channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}
 			}
 		}
+		if a.Persona != "" {
+			return out // a kit sub-agent keeps no memory of its own
+		}
 		items, err := memory.Items(a.Dir, clock(), loc, prev)
 		if err != nil {
 			logger.Warn("turn notes not made", "conversation", o.Conversation, "err", err)

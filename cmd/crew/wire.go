@@ -101,7 +101,7 @@ func agentsOf(h *home.Home, override []string) map[string]loop.Agent {
 			names = defaultTools
 		}
 		out[id] = loop.Agent{
-			ID: id, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
+			ID: id, Name: orText(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
@@ -448,14 +448,21 @@ func roster(h *home.Home, agents map[string]loop.Agent) string {
 	})
 	var b strings.Builder
 	for _, id := range ids {
-		a, cfg := agents[id], h.Agents[id]
-		fmt.Fprintf(&b, "- %s (%s): %s", orText(cfg.Name, id), id, orText(cfg.Description, "no description"))
+		a := agents[id]
+		fmt.Fprintf(&b, "- %s (%s): %s", orText(a.Name, id), id, orText(a.Description, "no description"))
+		if a.Persona != "" {
+			b.WriteString(" (kit sub-agent)")
+		}
 		if len(a.Routes) > 0 {
 			fmt.Fprintf(&b, " — model %s", a.Routes[0])
 		}
 		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
 		var names []string
-		for _, sc := range cfg.Schedules {
+		var schedules []home.Schedule
+		if cfg := h.Agents[id]; cfg != nil && a.Persona == "" {
+			schedules = cfg.Schedules
+		}
+		for _, sc := range schedules {
 			if sc.On() {
 				names = append(names, sc.Name)
 			}
@@ -477,8 +484,7 @@ func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
 func (c *crewRuntime) crewView() (agents []ui.AgentRow, problems []string) {
 	set := c.crew.get()
 	for id, a := range set.agents {
-		cfg := set.home.Agents[id]
-		agents = append(agents, ui.AgentRow{ID: id, Name: cfg.Name, Description: cfg.Description, Routes: strings.Join(a.Routes, ", ")})
+		agents = append(agents, ui.AgentRow{ID: id, Name: a.Name, Description: a.Description, Routes: strings.Join(a.Routes, ", ")})
 	}
 	sort.Slice(agents, func(i, j int) bool {
 		if (agents[i].ID == home.MasterID) != (agents[j].ID == home.MasterID) {
