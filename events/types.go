@@ -262,6 +262,9 @@ type SteersApplied struct {
 	RunID    string   `json:"run_id"`
 	Step     int      `json:"step"`
 	SteerIDs []string `json:"steer_ids"`
+	// Withheld: the owner's UserPromptSubmit hook blocked these steers, so
+	// they enter the history as a withheld line, never as their words.
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 func (*SteersApplied) EventType() string { return TypeSteersApplied }

@@ -172,7 +172,10 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Told: told})
 			e.TurnNotes, e.Command, e.Prompt = op.Notes, op.Command, op.Prompt
 		case *events.SteerReceived:
-			if e.TurnNotes != nil {
+			// With messages queued during the run the steer carries no
+			// notes: it reaches the model at the next tool boundary, before
+			// those messages, whose notes its own would build on.
+			if e.TurnNotes != nil || len(c.st.Queued) > 0 {
 				continue
 			}
 			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Steer: true, Told: told})

@@ -3,6 +3,8 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/kit"
@@ -26,6 +28,34 @@ func (t *Turn) hooks() (*kit.Hooks, error) {
 		}
 	}
 	return t.hk, t.hkErr
+}
+
+// promptHook runs the UserPromptSubmit hooks of a run that has made no
+// model call and has not run them, and halts it when one blocks.
+func (t *Turn) promptHook(ctx context.Context) (halted bool, err error) {
+	var runID string
+	var prompt []string
+	due := false
+	t.conv.View(func(st *State) {
+		runID, prompt = st.OpenRun, append([]string(nil), st.RunPrompt...)
+		due = st.OpenRun != "" && st.Step == 0 && !st.PromptChecked && st.RootID == ""
+	})
+	if !due || t.promptHooked {
+		return false, nil
+	}
+	t.promptHooked = true // with no hooks nothing is recorded: once per pass
+	return t.steerHook(ctx, runID, 0, prompt)
+}
+
+// steerHook runs UserPromptSubmit on the owner's words entering the run
+// (its opening messages, or steers at a tool boundary) and halts the run
+// when a hook blocks.
+func (t *Turn) steerHook(ctx context.Context, runID string, step int, words []string) (halted bool, err error) {
+	reason, blocked, err := t.hook(ctx, runID, step, kit.UserPromptSubmit, nil, map[string]any{"prompt": strings.Join(words, "\n\n")})
+	if err != nil || !blocked {
+		return false, err
+	}
+	return true, t.finish(ctx, runID, events.RunHalted, "hook", reason)
 }
 
 // hook runs the hooks of event, records each run, and says whether one
@@ -63,6 +93,15 @@ func (t *Turn) hook(ctx context.Context, runID string, step int, event string, c
 		return "", false, err
 	}
 	reason, blocked = kit.BlockReason(outs)
+	if event == kit.PreToolUse || event == kit.UserPromptSubmit {
+		// A guard that could not start or did not finish fails closed.
+		for _, o := range outs {
+			if o.ExitCode == -1 && ctx.Err() == nil {
+				reason = strings.TrimSpace(reason + "\nThe hook " + strconv.Quote(o.Command) + " did not run to its end: " + strings.TrimSpace(o.Output))
+				blocked = true
+			}
+		}
+	}
 	if !blocked && event == kit.PostToolUse {
 		// Exit code 2 after the call: its stderr is feedback for the model.
 		for _, o := range outs {

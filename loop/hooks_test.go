@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,65 @@ func TestHookBrokenFileFailsClosed(t *testing.T) {
 	}
 	if f := lastFinish(t, h.events()); f.Reason != "hook" || !strings.Contains(f.Error, "hooks.json:1:") {
 		t.Fatalf("finish = %+v", f)
+	}
+}
+
+// R-LOOP-8: words a UserPromptSubmit hook blocked never reach a model,
+// not in this run and not in the next turn's history; the message's turn
+// notes stay.
+func TestHookBlockedPromptIsWithheldFromLaterTurns(t *testing.T) {
+	h := newHarness(t, map[string][]reply{"fake:a": {say("ok")}})
+	writeHooks(t, h.agent.Dir, `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"grep -q hunter2 && { echo 'no passwords' >&2; exit 2; }; exit 0"}]}]}}`)
+	h.send("my password is hunter2")
+	h.turn()
+	h.send("what did I say?")
+	h.turn()
+	seen := h.models["fake:a"].seen
+	if len(seen) != 1 {
+		t.Fatalf("%d model calls, want 1", len(seen))
+	}
+	for _, m := range seen[0] {
+		for _, p := range m.Parts {
+			if strings.Contains(fmt.Sprint(p), "hunter2") {
+				t.Fatalf("the blocked words reached the model: %v", p)
+			}
+		}
+	}
+	if !strings.Contains(fmt.Sprint(seen[0]), "Withheld") {
+		t.Errorf("the model was not told a message was withheld: %v", seen[0])
+	}
+}
+
+// A run resumed after a crash between its start and its UserPromptSubmit
+// hooks runs them before the first model call.
+func TestHookUserPromptSubmitRunsOnResume(t *testing.T) {
+	h := newHarness(t, map[string][]reply{"fake:a": {say("ok")}})
+	writeHooks(t, h.agent.Dir, `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"echo 'blocked on resume' >&2; exit 2"}]}]}}`)
+	h.send("hello")
+	h.append(&events.RunStarted{RunID: "r-crashed", Agent: "master", Trigger: "message"}) // the crash came here
+	h.turn()
+	if len(h.models["fake:a"].seen) != 0 {
+		t.Fatal("the model was called without the prompt hook")
+	}
+	if f := lastFinish(t, h.events()); f.RunID != "r-crashed" || f.Reason != "hook" {
+		t.Fatalf("finish = %+v", f)
+	}
+}
+
+// A guard hook that cannot start, or runs past its timeout, blocks (fail
+// closed) instead of letting the call through.
+func TestHookThatCannotFinishBlocks(t *testing.T) {
+	tool := &counter{name: "look"}
+	h := newHarness(t, map[string][]reply{"fake:a": {use("look", `{}`), say("ok")}}, tool)
+	h.agent.Autonomous = true
+	writeHooks(t, h.agent.Dir, `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"sleep 5","timeout":0.2}]}]}}`)
+	h.send("go")
+	h.turn()
+	if tool.runs.Load() != 0 {
+		t.Fatal("the call ran although its guard timed out")
+	}
+	done := eventsOf[*events.ToolCompleted](h.events())
+	if len(done) != 1 || done[0].Outcome != "blocked" || !strings.Contains(done[0].Output, "did not run to its end") {
+		t.Fatalf("result = %+v", done)
 	}
 }

@@ -2,13 +2,16 @@ package loop
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/gob"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/memory"
 )
 
@@ -41,6 +44,22 @@ type Pending struct {
 	Text    string `json:"text"`            // what the model will read
 	Said    string `json:"said,omitempty"`  // the owner's words, when Text differs
 	Notes   string `json:"notes,omitempty"` // the turn notes block, if any
+	// Seq is the event's stream sequence: steers left over when a run ends
+	// join the queued messages in the order they were stored.
+	Seq uint64 `json:"seq,omitempty"`
+}
+
+// withheldText replaces owner's words a UserPromptSubmit hook blocked.
+const withheldText = "[Withheld: the owner's UserPromptSubmit hook blocked this message; its words were not passed on.]"
+
+// withheld is m with the owner's words replaced; its turn notes stay, since
+// the conversation was told them when the message was stored.
+func withheld(m Message) Message {
+	var notes *events.TurnNotes
+	if m.Notes != "" {
+		notes = &events.TurnNotes{Text: m.Notes}
+	}
+	return Message{Role: RoleUser, Text: ModelText(notes, "", withheldText), Said: "(withheld by the owner's hook)", Notes: m.Notes}
 }
 
 // userMessage is a pending message as it enters the history.
@@ -59,8 +78,8 @@ func ModelText(notes *events.TurnNotes, prompt, text string) string {
 	return memory.Framed(notes, body)
 }
 
-func pending(id string, notes *events.TurnNotes, prompt, text string) Pending {
-	p := Pending{EventID: id, Text: ModelText(notes, prompt, text)}
+func pending(env events.Envelope, notes *events.TurnNotes, prompt, text string) Pending {
+	p := Pending{EventID: env.ID, Seq: env.Seq, Text: ModelText(notes, prompt, text)}
 	if p.Text != text {
 		p.Said = text
 	}
@@ -127,6 +146,13 @@ type State struct {
 	LastHalt         string  `json:"last_halt,omitempty"`
 	Closed           bool    `json:"closed,omitempty"`
 
+	// RunPrompt are the owner's words the open run started on, and
+	// PromptChecked says its UserPromptSubmit hooks ran (R-LOOP-8): a run
+	// resumed after a crash runs them if they did not.
+	RunPrompt     []string `json:"run_prompt,omitempty"`
+	PromptChecked bool     `json:"prompt_checked,omitempty"`
+	RunFrom       int      `json:"run_from,omitempty"` // index in Messages of the open run's first message
+
 	// Told is what this conversation has been told of each memory item
 	// (turn notes), folded from the stored messages (R-CTX-2).
 	Told map[string]events.NoteTold `json:"told,omitempty"`
@@ -185,13 +211,13 @@ func (s *State) Apply(env events.Envelope) error {
 			s.External[e.ExternalID] = env.ID
 		}
 		s.tell(e.TurnNotes)
-		s.Queued = append(s.Queued, pending(env.ID, e.TurnNotes, e.Prompt, e.Text))
+		s.Queued = append(s.Queued, pending(env, e.TurnNotes, e.Prompt, e.Text))
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
 	case *events.SteerReceived:
 		s.tell(e.TurnNotes)
-		s.Steers = append(s.Steers, pending(env.ID, e.TurnNotes, "", e.Text))
+		s.Steers = append(s.Steers, pending(env, e.TurnNotes, "", e.Text))
 	case *events.SteersApplied:
 		applied := map[string]bool{}
 		for _, id := range e.SteerIDs {
@@ -199,30 +225,54 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		kept := s.Steers[:0]
 		for _, p := range s.Steers {
-			if applied[p.EventID] {
+			switch {
+			case applied[p.EventID] && e.Withheld:
+				s.Messages = append(s.Messages, withheld(p.userMessage()))
+			case applied[p.EventID]:
 				s.Messages = append(s.Messages, p.userMessage())
-			} else {
+			default:
 				kept = append(kept, p)
 			}
 		}
 		s.Steers = kept
 	case *events.RunStarted:
 		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
+		s.RunPrompt, s.PromptChecked, s.RunFrom = nil, false, len(s.Messages)
 		for _, q := range s.Queued {
 			s.Messages = append(s.Messages, q.userMessage())
+			s.RunPrompt = append(s.RunPrompt, orText(q.Said, q.Text))
 		}
 		s.Queued, s.BusyQueued = nil, false
 		s.Calling, s.Approvals = nil, nil
 		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
 			s.DelegateRun = e.RunID
 		}
+	case *events.HookRan:
+		if e.Hook == kit.UserPromptSubmit && e.RunID == s.OpenRun && e.Step == 0 {
+			s.PromptChecked = true
+		}
 	case *events.RunFinished:
 		if s.OpenRun == e.RunID {
+			if e.Status == events.RunHalted && e.Reason == "hook" && s.Step == 0 {
+				// UserPromptSubmit blocked the run's opening words: they
+				// never reach a model, now or in a later turn.
+				for i := s.RunFrom; i < len(s.Messages); i++ {
+					if s.Messages[i].Role == RoleUser {
+						s.Messages[i] = withheld(s.Messages[i])
+					}
+				}
+			}
 			s.OpenRun, s.Step, s.Calling, s.Approvals = "", 0, nil, nil
 			// Steers that never reached a tool boundary (the run ended
-			// first) are not lost: they wait as messages for the next turn.
-			for _, p := range s.Steers {
-				s.Queued = append(s.Queued, p)
+			// first) are not lost: they wait as messages for the next turn,
+			// in the order they were stored among the messages queued
+			// meanwhile — their turn notes tell what changed since the one
+			// stored before, so the model must read them in that order.
+			if len(s.Steers) > 0 {
+				s.Queued = append(s.Queued, s.Steers...)
+				if !slices.ContainsFunc(s.Queued, func(p Pending) bool { return p.Seq == 0 }) {
+					slices.SortStableFunc(s.Queued, func(a, b Pending) int { return cmp.Compare(a.Seq, b.Seq) })
+				}
 				s.BusyQueued = true
 			}
 			s.Steers = nil
@@ -484,7 +534,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 7
+const snapshotVersion byte = 10
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -122,3 +122,33 @@ func TestCorruptSnapshotFallsBackToColdReplay(t *testing.T) {
 		t.Fatalf("state = %+v, %v", st, err)
 	}
 }
+
+// A steer the run never reached a tool boundary for waits as a message,
+// in the order it was stored among the messages queued meanwhile: the
+// owner's words in order, and each message's turn notes after the ones
+// they build on ("new lines since last told").
+func TestLeftoverSteerKeepsItsPlaceAmongQueuedMessages(t *testing.T) {
+	_, log := eventstest.Start(t)
+	conv := "steer-order"
+	if _, err := log.Append(t.Context(), events.Conv(conv), 0,
+		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "first"}),
+		events.MustNew(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"}),
+		events.MustNew(&events.SteerReceived{Channel: "web", Text: "steer sent second"}),
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "message sent third"}),
+		events.MustNew(&events.RunFinished{RunID: "r1", Status: events.RunDone}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	st, err := loop.LoadState(t.Context(), log, nil, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range st.Queued {
+		got = append(got, q.Text)
+	}
+	if want := []string{"steer sent second", "message sent third"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("queued = %q, want %q", got, want)
+	}
+}

@@ -85,9 +85,10 @@ type Turn struct {
 	guard     Guard
 	escalated bool
 
-	hooksRead bool
-	hk        *kit.Hooks
-	hkErr     error
+	hooksRead    bool
+	promptHooked bool
+	hk           *kit.Hooks
+	hkErr        error
 }
 
 // NewTurn prepares a pass over conv for agent.
@@ -161,29 +162,21 @@ func (t *Turn) Run(ctx context.Context) error {
 			trigger = "queue"
 		}
 		runID := t.deps.NewID()
-		var prompt []string
-		stored, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
 			if st.OpenRun != "" || len(st.Queued) == 0 {
 				return nil, nil // someone else started it
-			}
-			prompt = prompt[:0]
-			for _, q := range st.Queued {
-				prompt = append(prompt, orText(q.Said, q.Text))
 			}
 			return []events.Event{delegated(st, &events.RunStarted{RunID: runID, Agent: t.agent.ID, Trigger: trigger})}, nil
 		})
 		if err != nil {
 			return err
 		}
-		if len(stored) > 0 {
-			reason, blocked, err := t.hook(ctx, runID, 0, kit.UserPromptSubmit, nil, map[string]any{"prompt": strings.Join(prompt, "\n\n")})
-			if err != nil {
-				return err
-			}
-			if blocked {
-				return t.finish(ctx, runID, events.RunHalted, "hook", reason)
-			}
-		}
+	}
+	// UserPromptSubmit: before the run's first model call, also when a
+	// crash came between the run's start and its hooks (a delegated brief
+	// is an agent's words, not the owner's: no hook).
+	if halted, err := t.promptHook(ctx); err != nil || halted {
+		return err
 	}
 	for {
 		s = t.read()
@@ -202,11 +195,19 @@ func (t *Turn) Run(ctx context.Context) error {
 		// Tool boundary: pending steers enter the history as user words.
 		if len(s.steers) > 0 {
 			ids := make([]string, len(s.steers))
+			words := make([]string, len(s.steers))
 			for i, p := range s.steers {
-				ids[i] = p.EventID
+				ids[i], words[i] = p.EventID, orText(p.Said, p.Text)
 			}
-			if err := t.emit(ctx, &events.SteersApplied{RunID: s.openRun, Step: s.step, SteerIDs: ids}); err != nil {
+			reason, blocked, err := t.hook(ctx, s.openRun, s.step, kit.UserPromptSubmit, nil, map[string]any{"prompt": strings.Join(words, "\n\n")})
+			if err != nil {
 				return err
+			}
+			if err := t.emit(ctx, &events.SteersApplied{RunID: s.openRun, Step: s.step, SteerIDs: ids, Withheld: blocked}); err != nil {
+				return err
+			}
+			if blocked {
+				return t.finish(ctx, s.openRun, events.RunHalted, "steer_hook", reason)
 			}
 			t.guard.Reset()
 			s = t.read()
@@ -476,14 +477,16 @@ func (t *Turn) execute(ctx context.Context, runID string, step int, c events.Too
 			spill = ""
 		}
 	}
+	// PostToolUse hooks run under their own timeouts; a shutdown cuts
+	// them, never the result below.
+	if feedback, _, err := t.hook(ctx, runID, step, kit.PostToolUse, &c, map[string]any{
+		"tool_input": rawArgs(c.Arguments), "tool_response": map[string]any{"output": shown, "is_error": res.IsError}}); err == nil && feedback != "" {
+		shown += "\n\n[The owner's PostToolUse hook says]\n" + strings.TrimSpace(feedback)
+	}
 	// The tool ran: its result is recorded even if shutdown began
 	// meanwhile, or the next start would have to call it interrupted.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if feedback, _, err := t.hook(rctx, runID, step, kit.PostToolUse, &c, map[string]any{
-		"tool_input": rawArgs(c.Arguments), "tool_response": map[string]any{"output": shown, "is_error": res.IsError}}); err == nil && feedback != "" {
-		shown += "\n\n[The owner's PostToolUse hook says]\n" + strings.TrimSpace(feedback)
-	}
 	return t.emit(rctx, &events.ToolCompleted{
 		RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: res.IsError,
 		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(),

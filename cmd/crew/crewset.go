@@ -60,9 +60,20 @@ type liveCrew struct {
 	logger   *slog.Logger
 	onReload func(*crewSet)
 
-	mu    sync.RWMutex
-	cur   *crewSet
-	stamp string
+	mu      sync.RWMutex
+	cur     *crewSet
+	stamp   string
+	loadErr string // why the last reload failed, until one succeeds
+}
+
+// problems are what is not loaded, and why the last reload failed.
+func (c *liveCrew) problems() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.loadErr == "" {
+		return c.cur.problems
+	}
+	return append([]string{c.loadErr}, c.cur.problems...)
 }
 
 func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, logger *slog.Logger) *liveCrew {
@@ -106,15 +117,13 @@ func (c *liveCrew) reloadIfChanged() {
 		c.logger.Error("crew not reloaded", "err", err)
 		c.mu.Lock()
 		c.stamp = stamp
-		prev := *c.cur
-		prev.problems = append([]string{fmt.Sprintf("not reloaded, the crew from before keeps running: %v", err)}, c.cur.problems...)
-		c.cur = &prev
+		c.loadErr = fmt.Sprintf("not reloaded, the crew from before keeps running: %v", err)
 		c.mu.Unlock()
 		return
 	}
 	next := buildCrew(h, c.override, c.reg)
 	c.mu.Lock()
-	c.cur, c.stamp = next, stamp
+	c.cur, c.stamp, c.loadErr = next, stamp, ""
 	c.mu.Unlock()
 	ids := make([]string, 0, len(next.agents))
 	for id := range next.agents {
@@ -145,14 +154,17 @@ func (c *liveCrew) watch(ctx context.Context, every time.Duration) {
 }
 
 // crewStamp fingerprints what the crew is loaded from: config.yaml, env,
-// every agent.yaml and the skills and kit commands the roster lists (name,
-// size and modification time). Persona and memory files are not in it:
-// they are read afresh at every step anyway.
+// every agent.yaml, the skills and kit commands the roster lists and the
+// kit sub-agents (name, size and modification time). Persona and memory
+// files are not in it: they are read afresh at every step anyway.
 func crewStamp(dir string) string {
 	var b strings.Builder
 	patterns := []string{
 		"config.yaml", "env", "agent.yaml", "agents", "agents/*", "agents/*/agent.yaml",
 		"skills/*.md", "agents/*/skills/*.md", ".agents/commands/*.md", "agents/*/.agents/commands/*.md",
+		// Kit sub-agents join the crew (addKitAgents) with their prompt
+		// read at load, so an edit must reload it.
+		".agents/agents/*.md", "agents/*/.agents/agents/*.md",
 	}
 	for _, p := range patterns {
 		matches, _ := filepath.Glob(filepath.Join(dir, p))
@@ -239,6 +251,8 @@ func addKitAgents(h *home.Home, agents map[string]loop.Agent, override []string)
 					}
 				}
 			}
+			// No memory of its own: the memory tools would write its parent's.
+			a.Tools = slices.DeleteFunc(a.Tools, func(t string) bool { return t == "memory_save" || t == "memory_search" })
 			if override == nil && sa.Model != "" {
 				if _, err := llm.ParseRoute(sa.Model); err == nil {
 					a.Routes = []string{sa.Model}

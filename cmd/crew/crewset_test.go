@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,5 +73,42 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	}
 	if !strings.HasPrefix(sys, "You review changes.") || strings.Contains(sys, "# Your memory") {
 		t.Errorf("system prompt:\n%s", sys)
+	}
+}
+
+// A kit sub-agent's file is read when the crew loads (its prompt becomes
+// the persona), so adding or editing one must reload the crew.
+func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := home.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	h, err := home.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := newCrew(dir, h, nil, reg, slog.New(slog.DiscardHandler))
+	p := filepath.Join(dir, "agents", "pong", ".agents", "agents", "drafter.md")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("---\ndescription: Drafts mail.\n---\nYou draft mail.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cr.reloadIfChanged()
+	a, ok := cr.agent("pong-drafter")
+	if !ok || a.Persona != "You draft mail." {
+		t.Fatalf("after adding the file: pong-drafter = %+v (%v)", a, ok)
+	}
+	if err := os.WriteFile(p, []byte("---\ndescription: Drafts mail.\n---\nYou draft short mail.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cr.reloadIfChanged()
+	if a, _ := cr.agent("pong-drafter"); a.Persona != "You draft short mail." {
+		t.Errorf("after editing the file: persona = %q", a.Persona)
 	}
 }

@@ -62,7 +62,7 @@ type crewRuntime struct {
 	// summaries summarizes and closes conversations (day end, on demand).
 	summaries *summarizer
 	// stopWatch ends the crew's reload watch.
-	stopWatch context.CancelFunc
+	stopWatch func()
 	routes    string // what serve prints about models
 	banner    string // what the UI shows at the top, if anything
 }
@@ -233,12 +233,17 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			logger.Error("schedules not reloaded", "err", err)
 		}
 	}
-	go cr.watch(watchCtx, 2*time.Second)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		cr.watch(watchCtx, 2*time.Second)
+	}()
+	stop := func() { stopWatch(); <-watchDone }
 	banner := ""
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stopWatch}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -492,7 +497,7 @@ func (c *crewRuntime) crewView() (agents []ui.AgentRow, problems []string) {
 		}
 		return agents[i].ID < agents[j].ID
 	})
-	return agents, set.problems
+	return agents, c.crew.problems()
 }
 
 // recoverable lists conversations that may have work after a restart.

@@ -92,6 +92,19 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	}
 	id := m.ConversationID
 	opening := id == ""
+	for attempt := 0; ; attempt++ {
+		acc, err := in.store(ctx, m, agent, id, opening, text, steer, isSteer)
+		// Closed between finding today's conversation and the append: the
+		// day's next one takes it.
+		if errors.Is(err, ErrClosed) && opening && attempt == 0 {
+			continue
+		}
+		return acc, err
+	}
+}
+
+// store appends the message to its conversation (today's when opening).
+func (in *Inbound) store(ctx context.Context, m Message, agent, id string, opening bool, text, steer string, isSteer bool) (Accepted, error) {
 	var conv *loop.Conv
 	var err error
 	if opening {
@@ -113,6 +126,9 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 			return nil, nil
 		}
 		var evs []events.Event
+		if opening && st.Agent != "" && (st.Agent != agent || st.Channel != m.Channel) {
+			return nil, fmt.Errorf("%w: channel %q of agent %s names the conversation %s of agent %s on %q; use another channel name", ErrBadMessage, m.Channel, agent, id, st.Agent, st.Channel)
+		}
 		if st.Agent == "" {
 			if !opening {
 				return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, id)

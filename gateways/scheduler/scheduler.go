@@ -475,7 +475,7 @@ func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual b
 	s.mu.Lock()
 	e.lastDue, e.open, e.openDue, e.openConv, e.openID, e.scriptOut = due, true, due, fired.Conversation, env.ID, ""
 	if fired.Conversation != "" {
-		s.byConv[conv] = firing{job: id, fired: env.ID}
+		s.byConv[conv] = firing{job: id, fired: env.ID, entry: e}
 	}
 	s.mu.Unlock()
 
@@ -510,7 +510,7 @@ func (s *Scheduler) runScript(ctx context.Context, e *entry, fired, conv string)
 	}
 	s.mu.Lock()
 	e.openConv, e.scriptOut = conv, out
-	s.byConv[conv] = firing{job: e.job.ID, fired: fired}
+	s.byConv[conv] = firing{job: e.job.ID, fired: fired, entry: e}
 	s.mu.Unlock()
 	return s.deliver(ctx, e, fired, conv, e.job.ThenPrompt+"\n\n"+out)
 }

@@ -13,6 +13,9 @@ import (
 type firing struct {
 	job   string
 	fired string // id of its JobFired event
+	// entry is the job's entry, which completes the firing also after
+	// SetProfile took the job off the timetable.
+	entry *entry
 }
 
 // fold reads every job scope and returns what the log says of each job.
@@ -81,7 +84,7 @@ func (s *Scheduler) resume(ctx context.Context, e *entry) error {
 		// The loop's recovery runs the queued message; kicking is harmless.
 		s.mu.Lock()
 		e.openConv = conv
-		s.byConv[conv] = firing{job: e.job.ID, fired: fired}
+		s.byConv[conv] = firing{job: e.job.ID, fired: fired, entry: e}
 		s.mu.Unlock()
 		s.cfg.Kick(conv)
 		return nil
@@ -91,7 +94,7 @@ func (s *Scheduler) resume(ctx context.Context, e *entry) error {
 		return s.complete(ctx, e, fired, events.JobFailed, "", "interrupted by a restart before the script's turn was stored")
 	default:
 		s.mu.Lock()
-		s.byConv[conv] = firing{job: e.job.ID, fired: fired}
+		s.byConv[conv] = firing{job: e.job.ID, fired: fired, entry: e}
 		s.mu.Unlock()
 		text := e.job.Prompt
 		if e.job.Command != "" {
@@ -142,7 +145,7 @@ func (s *Scheduler) watch(from uint64) {
 			conv := events.ScopeOf(env.Subject).ID()
 			s.mu.Lock()
 			f, ok := s.byConv[conv]
-			e := s.jobs[f.job]
+			e := f.entry
 			s.mu.Unlock()
 			if !ok || e == nil {
 				continue

@@ -16,6 +16,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -159,11 +160,33 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.awaitConversation(r.Context(), acc.ConversationID)
 	if wantsJSON(r) {
 		writeJSON(w, http.StatusAccepted, acc)
 		return
 	}
 	http.Redirect(w, r, "/c/"+acc.ConversationID, http.StatusSeeOther)
+}
+
+// awaitConversation waits, briefly, until the conversations projection has
+// id. A first message opens its conversation in the log, and the
+// projection the chat page reads catches up a moment later: sending the
+// browser there before that showed "not found" in place of the chat.
+func (s *server) awaitConversation(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := projections.GetConversation(s.cfg.Pages.DB, id); !errors.Is(err, projections.ErrNotFound) {
+			return // there, or an error the page will show
+		}
+		select {
+		case <-ctx.Done():
+			return // the page says "not found"; a reload finds it
+		case <-tick.C:
+		}
+	}
 }
 
 // decideForm is the approval bar's form: the same Approver as the API.

@@ -105,7 +105,10 @@ type dateToken struct {
 	days       []string
 }
 
-const monthNames = `(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?`
+// monthNames matches a month's name in any case but May, which must be
+// capitalised: "may 5 times" is a verb and a count, not a date, and
+// reading it as one would let a reworded line pass as date_only.
+const monthNames = `(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?`
 
 var (
 	numericDate = regexp.MustCompile(`(\d{1,4})([-/.])(\d{1,2})([-/.])(\d{1,4})`)

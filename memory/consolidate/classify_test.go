@@ -58,6 +58,10 @@ func TestAutoApplyOnlyAddOnlyOrDateOnly(t *testing.T) {
 			kind: events.ProposalRemoval, reason: "removes 4 lines"},
 		{name: "reordered", old: "- a\n- b\n", new: "- b\n- a\n", sources: notes,
 			kind: events.ProposalChange},
+		// "may 3" is a verb and a count: rewording it is a change, even in
+		// a week whose notes name May 5.
+		{name: "may is not a month", old: "- Runs may 3 times a week at most.\n", new: "- Runs may 5 times a week at most.\n",
+			sources: "## memory/2026-05-05.md\n\n- ran\n", kind: events.ProposalChange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +92,7 @@ func TestDates(t *testing.T) {
 		{"Nov 30, 2026; 1st December 2026; dec 24", []string{"2026-11-30", "2026-12-01", "????-12-24"}},
 		{"version 1.2.3, phone 12-34-5678, 2026-13-01, 2026-02-30, 123/11/2026", nil},
 		{"memory/2026-11-29.md", []string{"2026-11-29"}},
+		{"May 5, 2026; 5 May; may 5 times", []string{"2026-05-05", "????-05-05"}},
 	}
 	for _, tt := range tests {
 		var got []string
