@@ -174,15 +174,27 @@ func TestDelegateOverHTTP(t *testing.T) {
 		t.Errorf("the coach was sent %q", coach)
 	}
 
+	// The runs projection follows the log on its own consumer: wait until
+	// it has the run whole (finished, the delegate call with its child).
 	var runs []delegateRun
-	getJSON(t, s.url+"/api/conversations/"+id+"/runs", &runs)
-	if len(runs) != 1 {
-		t.Fatalf("runs of the master's conversation: %+v", runs)
-	}
 	var run delegateRun
-	if code := getJSON(t, s.url+"/api/runs/"+runs[0].RunID, &run); code != 200 {
-		t.Fatalf("GET run = %d", code)
-	}
+	waitFor(t, "the run projected whole", func() bool {
+		runs, run = nil, delegateRun{}
+		if getJSON(t, s.url+"/api/conversations/"+id+"/runs", &runs) != 200 || len(runs) != 1 {
+			return false
+		}
+		if getJSON(t, s.url+"/api/runs/"+runs[0].RunID, &run) != 200 || run.Status != "done" {
+			return false
+		}
+		for _, st := range run.Steps {
+			for _, tc := range st.ToolCalls {
+				if tc.Delegate != nil && tc.Delegate.Run != nil && tc.Delegate.Run.Status == "done" {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	var child *delegateRun
 	var childCost *float64
 	for _, st := range run.Steps {
