@@ -60,6 +60,9 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 		drafter.Workspace != filepath.Join(dir, "agents", "pong", "workspace") {
 		t.Errorf("pong-drafter = %+v (%v)", drafter, ok)
 	}
+	if !strings.Contains(set.roster, "; skills: delegation") {
+		t.Errorf("roster lists no skills:\n%s", set.roster)
+	}
 	if !strings.Contains(set.roster, "- reviewer (reviewer): Reviews a change. (kit sub-agent)") {
 		t.Errorf("roster:\n%s", set.roster)
 	}

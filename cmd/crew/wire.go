@@ -462,6 +462,13 @@ func roster(h *home.Home, agents map[string]loop.Agent) string {
 			fmt.Fprintf(&b, " — model %s", a.Routes[0])
 		}
 		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
+		if skills, _ := kit.Skills(h.Dir, a.Dir); len(skills) > 0 {
+			names := make([]string, len(skills))
+			for i, sk := range skills {
+				names[i] = sk.Name
+			}
+			fmt.Fprintf(&b, "; skills: %s", strings.Join(names, ", "))
+		}
 		var names []string
 		var schedules []home.Schedule
 		if cfg := h.Agents[id]; cfg != nil && a.Persona == "" {
