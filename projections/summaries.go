@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"errors"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -88,7 +87,7 @@ func LatestSummary(db *bbolt.DB, agent, channel, exclude string) (s ChannelSumma
 	err = db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(bucketSummaryLatest))
 		if b == nil {
-			return errors.New("summaries projection not opened")
+			return nil // not projected yet: no summary
 		}
 		found, err := getJSON(b, []byte(agent+"\x00"+channel), &s)
 		ok = found && s.Conversation != exclude

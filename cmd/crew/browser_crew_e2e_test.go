@@ -39,29 +39,45 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	}
 }
 
-// wait waits until sel is visible; if it never is, it shows the page and
-// the server's log.
+// wait waits until sel is visible, across page loads, for 30 s at most;
+// if it never is, it shows the page and the server's log.
 func wait(t *testing.T, ctx context.Context, s *server, sel string) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-		loc, _ := chromedp.Run(ctx, chromedp.Location())
-		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector('main') || document.body).outerHTML`))
-		t.Fatalf("%s never showed at %s: %v\n%s\n--- crew serve:\n%s", sel, loc, err, html, s.stderr)
+		dump(t, ctx, s, sel+" visible", err)
 	}
 }
 
 // waitIdle waits until the chat, its header and the sidebar all say the
 // run is over.
-func waitIdle(t *testing.T, ctx context.Context) {
+func waitIdle(t *testing.T, ctx context.Context, s *server) {
 	t.Helper()
-	do(t, ctx,
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="chat"][data-status="idle"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conv-status"][data-status="idle"]`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`[data-testid="working"]`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`#sidebar [aria-current="page"] [data-testid="status-badge"]`)),
-	)
+	waitJS(t, ctx, s, "the page says idle", `!!document.querySelector('[data-testid="chat"][data-status="idle"]')
+		&& !!document.querySelector('[data-testid="conv-status"][data-status="idle"]')
+		&& !document.querySelector('[data-testid="working"]')
+		&& !document.querySelector('#sidebar [aria-current="page"] [data-testid="status-badge"]')`)
+}
+
+// waitJS waits until the expression is true on the page now shown (30 s
+// at most); if it never is, it shows the page and the server's log.
+func waitJS(t *testing.T, ctx context.Context, s *server, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		dump(t, ctx, s, what, err)
+	}
+}
+
+// dump fails the test with the page, the conversations the server has and
+// its log.
+func dump(t *testing.T, ctx context.Context, s *server, what string, err error) {
+	t.Helper()
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.outerHTML`))
+	var api []map[string]any
+	getJSON(t, s.url+"/api/conversations", &api)
+	t.Fatalf("%s: never, at %s: %v\n%s\n--- /api/conversations: %v\n--- crew serve:\n%s", what, loc, err, html, api, s.stderr)
 }
 
 func count(t *testing.T, ctx context.Context, sel string) int {
@@ -124,7 +140,7 @@ func TestBrowserDelegateCard(t *testing.T) {
 	wait(t, ctx, s, `[data-testid="delegate-answer"]`)
 	wait(t, ctx, s, `[data-testid="msg-assistant"]`)
 	waitText(t, ctx, `[data-testid="msg-assistant"]`, "The coach says: oats.")
-	waitIdle(t, ctx)
+	waitIdle(t, ctx, s)
 	if got := text(t, ctx, `[data-testid="delegate-title"]`); got != "Health coach answered" {
 		t.Errorf("delegate card title = %q", got)
 	}
@@ -298,10 +314,10 @@ func TestBrowserTurnNotesAndNewConversation(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="composer-text"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="composer-text"]`), "How did today go?"),
 		chromedp.Click(chromedp.CSS(`[data-testid="composer-send"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="msg-assistant"]`)),
 	)
+	wait(t, ctx, s, `[data-testid="msg-assistant"]`)
 	waitText(t, ctx, `[data-testid="msg-assistant"]`, "ok")
-	waitIdle(t, ctx)
+	waitIdle(t, ctx, s)
 	if n := count(t, ctx, `[data-testid="msg-user"] [data-testid="turn-notes"]:not([open])`); n != 1 {
 		h, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('chat').outerHTML`))
 		t.Fatalf("want one folded turn-notes under the owner's message, have %d:\n%s", n, h)

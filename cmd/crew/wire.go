@@ -489,7 +489,7 @@ func roster(h *home.Home, agents map[string]loop.Agent) string {
 
 // pages wires the HTML site.
 func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
-	return &web.Pages{DB: c.db, Convs: c.convs, Crew: c.crewView, Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now}
+	return &web.Pages{DB: c.db, Convs: c.convs, Crew: c.crewView, Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
 }
 
 // crewView is the running crew as the UI lists it, and what is not loaded.

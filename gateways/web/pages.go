@@ -27,8 +27,12 @@ type Pages struct {
 	Agents []ui.AgentRow
 	// Crew, when set, gives the agents listed and the problems of the
 	// agents that are not loaded; it wins over Agents (the crew reloads).
-	Crew     func() (agents []ui.AgentRow, problems []string)
-	Banner   string
+	Crew   func() (agents []ui.AgentRow, problems []string)
+	Banner string
+	// WaitFor blocks until the projections have applied a stream sequence
+	// (projections.Runner.WaitFor), so a page rendered right after an event
+	// shows it; nil: no waiting.
+	WaitFor  func(ctx context.Context, seq uint64) error
 	Home     string
 	Location *time.Location
 	Clock    func() time.Time
@@ -101,23 +105,17 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	if err != nil {
 		return ui.ConversationView{}, err
 	}
-	sh, err := p.shell(ctx, c.Title, id, csrf)
+	conv, err := p.Convs.Get(ctx, id)
 	if err != nil {
 		return ui.ConversationView{}, err
 	}
-	v := ui.ConversationView{Shell: sh, Conv: p.row(c)}
-	conv, err := p.Convs.Get(ctx, id)
-	if err != nil {
-		return v, err
-	}
+	var v ui.ConversationView
+	var running bool
 	conv.View(func(st *loop.State) {
 		v.Items = chatItems(st)
 		v.LastSeq, v.Halted = st.Seq, st.LastHalt
-		if st.OpenRun != "" {
-			v.Conv.Status = projections.ConversationRunning
-		}
+		running = st.OpenRun != ""
 		if a := st.PendingApproval(); a != nil {
-			v.Conv.Status = projections.ConversationAwaitingApproval
 			card := &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
 			for _, call := range st.UnansweredCalls() {
 				if call.ID == a.CallID {
@@ -127,6 +125,24 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 			v.Approval = card
 		}
 	})
+	// The state holds the events just stored; the projection catches up a
+	// moment later. Rendered in between, a finished run showed as running
+	// and no later event came to correct it: wait for the projection.
+	if c.LastSeq < v.LastSeq {
+		if c, err = p.awaitProjected(ctx, id, v.LastSeq); err != nil {
+			return ui.ConversationView{}, err
+		}
+	}
+	if v.Shell, err = p.shell(ctx, c.Title, id, csrf); err != nil {
+		return ui.ConversationView{}, err
+	}
+	v.Conv = p.row(c)
+	switch {
+	case v.Approval != nil:
+		v.Conv.Status = projections.ConversationAwaitingApproval
+	case running:
+		v.Conv.Status = projections.ConversationRunning
+	}
 	if v.Approval == nil {
 		// A delegated child's approval surfaces on its root (R-DEL).
 		for _, a := range c.PendingApprovals {
@@ -145,6 +161,24 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 		}
 	}
 	return v, nil
+}
+
+// awaitProjected waits, at most two seconds, until the projections have
+// applied seq, then reads conversation id: a page a moment stale beats no
+// page.
+func (p *Pages) awaitProjected(ctx context.Context, id string, seq uint64) (projections.Conversation, error) {
+	p.caughtUp(ctx, seq)
+	return projections.GetConversation(p.DB, id)
+}
+
+// caughtUp waits, at most two seconds, for the projections to apply seq.
+func (p *Pages) caughtUp(ctx context.Context, seq uint64) {
+	if p.WaitFor == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = p.WaitFor(ctx, seq) // on timeout or a stopped projection, render what there is
 }
 
 // agentName is an agent as the roster names it.

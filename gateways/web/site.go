@@ -16,7 +16,6 @@ import (
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -168,24 +167,27 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/c/"+acc.ConversationID, http.StatusSeeOther)
 }
 
+// pagesCaughtUp waits, briefly, until the conversations projection the
+// pages read has applied seq. The feeds announce a stored event so that
+// the page fetches fresh HTML; announced before the projection had it, the
+// page showed the conversation as it was before (a finished run still
+// "running"), and no later event came to correct it.
+func (s *server) pagesCaughtUp(ctx context.Context, seq uint64) {
+	if s.cfg.Pages != nil {
+		s.cfg.Pages.caughtUp(ctx, seq)
+	}
+}
+
 // awaitConversation waits, briefly, until the conversations projection has
 // id. A first message opens its conversation in the log, and the
 // projection the chat page reads catches up a moment later: sending the
 // browser there before that showed "not found" in place of the chat.
 func (s *server) awaitConversation(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if _, err := projections.GetConversation(s.cfg.Pages.DB, id); !errors.Is(err, projections.ErrNotFound) {
-			return // there, or an error the page will show
-		}
-		select {
-		case <-ctx.Done():
-			return // the page says "not found"; a reload finds it
-		case <-tick.C:
-		}
+	if s.cfg.Log == nil {
+		return
+	}
+	if seq, err := s.cfg.Log.Last(ctx, events.Conv(id).Filter()); err == nil {
+		s.cfg.Pages.caughtUp(ctx, seq)
 	}
 }
 
@@ -274,6 +276,7 @@ func (s *server) activity(w http.ResponseWriter, r *http.Request) {
 			if !activityTypes[env.Type] {
 				continue
 			}
+			s.pagesCaughtUp(ctx, env.Seq)
 			body, _ := json.Marshal(map[string]any{"type": env.Type, "seq": env.Seq, "conversation": events.ScopeOf(env.Subject).ID(), "data": env.Data})
 			select {
 			case frames <- sseFrame(env.Type, strconv.FormatUint(env.Seq, 10), body):
