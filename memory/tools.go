@@ -2,19 +2,15 @@ package memory
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/my-agent-crew/crew/tools"
 )
@@ -89,7 +85,7 @@ func appendText(root *os.Root, name, text string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(root, name, []byte(joinLines(old, text)))
+	return tools.WriteAtomic(root, name, []byte(joinLines(old, text)), 0o644)
 }
 
 // joinLines is text added to old on a new line, ending with a newline.
@@ -105,54 +101,6 @@ func withNewline(s string) string {
 		return s
 	}
 	return s + "\n"
-}
-
-// writeAtomic replaces name beneath root with data: a temp file in the same
-// directory, fsync, rename, fsync of the directory, so a crash leaves the
-// old file or the new one. Missing directories are made; an existing file
-// keeps its permissions.
-func writeAtomic(root *os.Root, name string, data []byte) error {
-	dir := path.Dir(name)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	perm := fs.FileMode(0o644)
-	if fi, err := root.Stat(name); err == nil {
-		perm = fi.Mode().Perm()
-	}
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(dir, "."+path.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		root.Remove(tmp)
-		return err
-	}
-	d, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, syscall.EINVAL) { // some filesystems cannot sync a directory
-		return nil
-	}
-	return err
 }
 
 // matchLines appends to out the lines of text containing query (already

@@ -108,7 +108,7 @@ func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 			return failf("replace old text occurs %d times in %s; include more surrounding text so it occurs once", n, name), nil
 		}
 	}
-	if err := writeAtomic(root, name, []byte(text)); err != nil {
+	if err := tools.WriteAtomic(root, name, []byte(text), 0o644); err != nil {
 		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("%s (%d lines)", done, lineCount(text))}, nil

@@ -11,11 +11,11 @@ import (
 	"syscall"
 )
 
-// writeAtomic replaces name beneath root with data: a temp file in the same
+// WriteAtomic replaces name beneath root with data: a temp file in the same
 // directory, fsync, rename, then fsync of the directory, so a crash leaves
 // either the old file or the new one. Missing parent directories are made.
 // An existing file keeps its permission bits; a new one gets perm.
-func writeAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(name)
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -49,7 +49,7 @@ func Spill(env Env, callID, full string) (relPath string, err error) {
 	}
 	defer root.Close()
 	name := spillName(callID)
-	if err := writeAtomic(root, name, []byte(full), 0o600); err != nil {
+	if err := WriteAtomic(root, name, []byte(full), 0o600); err != nil {
 		return "", fmt.Errorf("tools: spill %s: %w", callID, err)
 	}
 	return path.Join("spill", filepath.Base(env.SpillDir), name), nil

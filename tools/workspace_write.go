@@ -51,7 +51,7 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 		return failf("path %q is the workspace itself; name a file", a.Path), nil
 	}
 	_, statErr := pl.root.Stat(pl.rel)
-	if err := writeAtomic(pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
+	if err := WriteAtomic(pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
 		return failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	verb := "overwrote"

@@ -18,6 +18,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
 )
 
 // Receiver stores an owner's message: *inbound.Inbound.
@@ -347,28 +348,19 @@ func (g *Gateway) savePhoto(ctx context.Context, updateID int64, sizes []photoSi
 	return rel, nil
 }
 
-// writeAtomic writes data to path through a synced temp file and a rename.
+// writeAtomic writes data to path through a synced temp file and a rename
+// (tools.WriteAtomic), making its folder if needed.
 func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	defer root.Close()
+	return tools.WriteAtomic(root, filepath.Base(path), data, 0o600)
 }
 
 func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {

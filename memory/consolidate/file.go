@@ -6,7 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/my-agent-crew/crew/tools"
 )
 
 // memoryFile is the agent's MEMORY.md.
@@ -24,47 +25,18 @@ func readMemory(agentDir string) (string, error) {
 	return string(b), nil
 }
 
-// writeMemory replaces MEMORY.md atomically: a temp file beside it, fsync,
-// rename, fsync of the folder, so a crash leaves the old file or the new
-// one, never half of one. An existing file keeps its permissions.
-func writeMemory(agentDir, text string) (err error) {
-	path := memoryFile(agentDir)
-	perm := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		perm = fi.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(agentDir, ".MEMORY.md.tmp-*")
+// writeMemory replaces MEMORY.md atomically (tools.WriteAtomic: a temp
+// file beside it, fsync, rename, fsync of the folder), so a crash leaves
+// the old file or the new one, never half of one. An existing file keeps
+// its permissions.
+func writeMemory(agentDir, text string) error {
+	root, err := os.OpenRoot(agentDir)
 	if err != nil {
 		return fmt.Errorf("write MEMORY.md: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.WriteString(text); err != nil {
+	defer root.Close()
+	if err := tools.WriteAtomic(root, "MEMORY.md", []byte(text), 0o644); err != nil {
 		return fmt.Errorf("write MEMORY.md: %w", err)
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
-	}
-	d, err := os.Open(agentDir)
-	if err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) { // some filesystems cannot sync a folder
-		return fmt.Errorf("write MEMORY.md: sync folder: %w", err)
 	}
 	return nil
 }
