@@ -87,7 +87,7 @@ var samples = map[string][]events.Event{
 			SpillPath: "spill/c/c2.txt", DurationMS: 12},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c3", Tool: "shell_run", Output: "DENIED_TOOL", IsError: true, Outcome: "denied"},
 		&events.ToolCompleted{RunID: "r1", Step: 3, CallID: "c4", Tool: "delegate", Output: "Eat more greens.", Delegate: &events.DelegateResult{
-			Agent: "health-coach", Conversation: "d-web-20261130-c4", RunID: "r9", Status: events.RunDone, CostUSD: cost(0.002)}},
+			Agent: "health-coach", Conversation: "d-web-20261130-c4", RunID: "r9", Status: events.RunDone, CostUSD: cost(0.002), UnknownCostCalls: 1}},
 	},
 	events.TypeConversationSummarized: {
 		&events.ConversationSummarized{Summary: "- 2026-11-29 21:04 asked for a lunch plan", LastAt: time.Date(2026, 11, 29, 21, 4, 0, 0, time.UTC), ThroughSeq: 42},

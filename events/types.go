@@ -220,6 +220,9 @@ type DelegateResult struct {
 	RunID        string   `json:"run_id,omitempty"`
 	Status       string   `json:"status"` // the child run's: done, halted, failed
 	CostUSD      *float64 `json:"cost_usd"`
+	// UnknownCostCalls counts the child's model calls whose cost was not
+	// reported: CostUSD is then a lower bound, never silently complete.
+	UnknownCostCalls int `json:"unknown_cost_calls,omitempty"`
 }
 
 func (*ToolCompleted) EventType() string { return TypeToolCompleted }

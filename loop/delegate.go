@@ -112,7 +112,7 @@ func (t *Turn) delegate(ctx context.Context, s snapshotOf, step int, c events.To
 		}
 	})
 	full, isErr := delegateAnswer(args.Agent, end)
-	res := &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status}
+	res := &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status, UnknownCostCalls: end.UnknownCostCalls}
 	if end.UnknownCostCalls == 0 || end.CostUSD > 0 {
 		cost := end.CostUSD
 		res.CostUSD = &cost
@@ -220,11 +220,18 @@ func (t *Turn) openChild(ctx context.Context, runID, callID string, args delegat
 		return nil, err
 	}
 	_, err = child.Append(ctx, func(st *State) ([]events.Event, error) {
-		if st.Agent != "" {
-			return nil, nil
+		brief := &events.MessageReceived{Channel: DelegateChannel, From: t.agent.ID, Text: args.Task}
+		switch {
+		case st.Agent == "":
+			o := opened
+			return []events.Event{&o, brief}, nil
+		case !st.Closed && st.OpenRun == "" && st.DelegateRun == "" && len(st.Queued) == 0 && len(st.Messages) == 0:
+			// The two are separate publishes: a crash or a shutdown between
+			// them left the child opened without its brief, and nothing
+			// would ever run it.
+			return []events.Event{brief}, nil
 		}
-		o := opened
-		return []events.Event{&o, &events.MessageReceived{Channel: DelegateChannel, From: t.agent.ID, Text: args.Task}}, nil
+		return nil, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("delegate to %s: %w", args.Agent, err)

@@ -574,6 +574,38 @@ func TestDelegateRestartWhileWaiting(t *testing.T) {
 			t.Errorf("child opened = %+v", opened)
 		}
 	})
+	// The opening and the brief are two publishes, not one atomic write: a
+	// crash (or a shutdown cancelling the append) between them leaves a
+	// child with no message, which no pass would ever run.
+	t.Run("crash between the child's opening and its brief", func(t *testing.T) {
+		c := newCrew(t, map[string][]reply{
+			"master": {say("the coach planned")},
+			"coach":  {say("planned")},
+		})
+		call := delegateTo("coach", "plan").calls[0]
+		convs := loop.NewConvs(c.log, nil)
+		add := func(conv string, evs ...events.Event) {
+			t.Helper()
+			cv, err := convs.Get(t.Context(), conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cv.Append(t.Context(), func(*loop.State) ([]events.Event, error) { return evs, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add("c1",
+			&events.ConversationOpened{Agent: "master", Channel: "web"},
+			&events.MessageReceived{Channel: "web", Text: "plan"},
+			&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
+			&events.ModelCalled{RunID: "r1", Step: 1, Route: "fake:master", ToolCalls: []events.ToolCallRequest{call}, CostUSD: new(0.0)},
+			&events.ToolCalled{RunID: "r1", Step: 1, CallID: call.ID, Tool: loop.DelegateTool, Arguments: call.Arguments})
+		add(loop.ChildID("c1", call.ID), &events.ConversationOpened{Agent: "coach", Channel: loop.DelegateChannel, RootID: "c1", RootSource: "web",
+			ParentRunID: "r1", ParentConversation: "c1", ParentCallID: call.ID, Autonomous: true, ApprovalTTLSeconds: 600})
+		c.start("c1")
+		c.answered()
+		checkResumed(t, c)
+	})
 }
 
 // checkResumed: one delegate call, one child, one child run, a real result
@@ -654,5 +686,26 @@ func TestDelegateBlockedByPreToolUseHook(t *testing.T) {
 	}
 	if last, err := c.log.Last(t.Context(), events.Conv(loop.ChildID("c1", res[0].CallID)).Filter()); err != nil || last != 0 {
 		t.Errorf("a child was opened (last %d, %v)", last, err)
+	}
+}
+
+// A provider that repeats a tool call id in a later reply gets a new
+// delegation, not the first child's answer and cost again.
+func TestDelegateRepeatedCallIDOpensANewChild(t *testing.T) {
+	first, second := delegateTo("coach", "first"), delegateTo("coach", "second")
+	second.calls[0].ID = first.calls[0].ID // the provider repeats the id
+	c := newCrew(t, map[string][]reply{
+		"master": {first, second, say("done")},
+		"coach":  {say("answer one"), say("answer two")},
+	})
+	c.start()
+	c.send("plan")
+	c.answered()
+	res := delegateResults(c.events("c1"))
+	if len(res) != 2 || res[0].Output != "answer one" || res[1].Output != "answer two" || res[0].CallID == res[1].CallID {
+		t.Fatalf("delegate results = %+v", res)
+	}
+	if n := c.model("coach").calls(); n != 2 {
+		t.Errorf("coach called %d times, want 2", n)
 	}
 }

@@ -309,8 +309,10 @@ func (s *State) Apply(env events.Envelope) error {
 		if d := e.Delegate; d != nil { // the child's spending is the parent's
 			if d.CostUSD != nil {
 				s.CostUSD += *d.CostUSD
-			} else {
-				s.UnknownCostCalls++
+			}
+			s.UnknownCostCalls += d.UnknownCostCalls
+			if d.CostUSD == nil && d.UnknownCostCalls == 0 {
+				s.UnknownCostCalls++ // recorded before the count existed
 			}
 		}
 		delete(s.Calling, e.CallID)

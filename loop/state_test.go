@@ -152,3 +152,24 @@ func TestLeftoverSteerKeepsItsPlaceAmongQueuedMessages(t *testing.T) {
 		t.Errorf("queued = %q, want %q", got, want)
 	}
 }
+
+// R-DEL: a child's spending is the parent's, and a child call of unknown
+// cost stays unknown in the parent (its total is a lower bound, never
+// silently complete).
+func TestDelegateCostAndUnknownCallsReachTheParent(t *testing.T) {
+	var st loop.State
+	known := 0.01
+	for _, e := range []events.Event{
+		&events.ToolCompleted{RunID: "r1", Step: 1, CallID: "c1", Tool: loop.DelegateTool, Output: "ok",
+			Delegate: &events.DelegateResult{Agent: "coach", Conversation: "d1", Status: events.RunDone, CostUSD: &known, UnknownCostCalls: 2}},
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c2", Tool: loop.DelegateTool, Output: "ok",
+			Delegate: &events.DelegateResult{Agent: "coach", Conversation: "d2", Status: events.RunDone}},
+	} {
+		if err := st.Apply(events.MustNew(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.CostUSD != 0.01 || st.UnknownCostCalls != 3 {
+		t.Errorf("cost %v, unknown calls %d; want 0.01 and 3", st.CostUSD, st.UnknownCostCalls)
+	}
+}

@@ -544,6 +544,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 			resp, err = llm.Call(ctx, model, msgs, callOpts...)
 			if err == nil {
 				mc := modelCalled(s.openRun, step, route, resp, t.deps.Clock().Sub(start))
+				uniqueCallIDs(mc.ToolCalls, s.messages, step)
 				if err := t.emit(ctx, mc); err != nil {
 					return nil, err
 				}
@@ -636,6 +637,27 @@ func modelCalled(runID string, step int, route string, resp *llms.ContentRespons
 		mc.CostUSD = &c
 	}
 	return mc
+}
+
+// uniqueCallIDs renames, before the reply is recorded, a tool call whose id
+// the conversation already used (some providers repeat ids across replies):
+// results, approvals, delegations and the runs view all key on the id. The
+// new id is derived from the step, so a replay of the recorded reply keeps it.
+func uniqueCallIDs(calls []events.ToolCallRequest, history []Message, step int) {
+	used := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.ToolCalls {
+			used[c.ID] = true
+		}
+	}
+	for i := range calls {
+		id := calls[i].ID
+		for n := 1; used[id] || id == ""; n++ {
+			id = fmt.Sprintf("%s-s%d-%d", calls[i].ID, step, n)
+		}
+		calls[i].ID = id
+		used[id] = true
+	}
 }
 
 func intOf(v any) int {

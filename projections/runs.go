@@ -280,7 +280,9 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			if d.CostUSD != nil {
 				r.Totals.CostUSD += *d.CostUSD
 				r.Totals.DelegatedCostUSD += *d.CostUSD
-			} else {
+			}
+			r.Totals.UnknownCostCalls += d.UnknownCostCalls
+			if d.CostUSD == nil && d.UnknownCostCalls == 0 {
 				r.Totals.UnknownCostCalls++
 			}
 		}
