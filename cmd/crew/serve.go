@@ -97,6 +97,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
 			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c,
 			Logger: logger.With("component", "telegram"),
+			NewConversation: func(ctx context.Context, channel string) (string, error) {
+				id, err := c.inbound.Current(ctx, home.MasterID, channel)
+				if err != nil {
+					return "", err
+				}
+				return c.summaries.Close(ctx, id)
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("telegram: %w", err)

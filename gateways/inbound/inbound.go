@@ -173,6 +173,16 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 	return acc, nil
 }
 
+// Current is the id of the conversation a message from agent's channel
+// without conversation_id would go to now.
+func (in *Inbound) Current(ctx context.Context, agent, channel string) (string, error) {
+	conv, err := in.today(ctx, DailyID(agent, in.Master, channel, in.Clock().In(in.Location)))
+	if err != nil {
+		return "", err
+	}
+	return conv.ID(), nil
+}
+
 // today returns the conversation a message without conversation_id goes
 // to: the day's conversation on its channel, or, once the owner closed
 // that one, the next of the day ("web-20261130-2", ...).

@@ -48,6 +48,10 @@ type Config struct {
 	LongPoll time.Duration
 	// HTTPClient defaults to a client with a timeout above LongPoll.
 	HTTPClient *http.Client
+	// NewConversation closes the chat's current conversation (summarized)
+	// when the owner sends /new, so the next message starts a new one that
+	// is told the summary. nil: /new is an ordinary message.
+	NewConversation func(ctx context.Context, channel string) (summary string, err error)
 }
 
 // maxPhoto bounds a downloaded photo (Telegram's own bot limit is 20 MB).
@@ -282,6 +286,15 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	}
 	if strings.TrimSpace(msg.Text) == "" && len(msg.Attachments) == 0 {
 		return nil // stickers, joins, …: nothing to answer
+	}
+	if strings.TrimSpace(msg.Text) == "/new" && g.cfg.NewConversation != nil {
+		_, err := g.cfg.NewConversation(ctx, msg.Channel)
+		if err != nil {
+			g.send(ctx, m.Chat.ID, "Not started: "+err.Error(), nil)
+			return nil
+		}
+		g.send(ctx, m.Chat.ID, "Closed this conversation with a summary; your next message starts a new one, which is told it.", nil)
+		return nil
 	}
 	acc, err := g.cfg.Inbound.Receive(ctx, msg)
 	if err == nil {

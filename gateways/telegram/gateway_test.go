@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -271,4 +272,44 @@ func TestChildApprovalReachesRootChat(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// /new closes the chat's conversation (through NewConversation) instead of
+// being stored as a message.
+func TestNewCommandStartsANewConversation(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	asked := make(chan string, 1)
+	g, err := telegram.Start(t.Context(), telegram.Config{
+		Token: testToken, APIURL: s.URL, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
+		Log: c.log, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 20 * time.Millisecond,
+		NewConversation: func(ctx context.Context, channel string) (string, error) {
+			asked <- channel
+			return "a summary", nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s.push(textUpdate(1, chat, "/new"))
+	select {
+	case ch := <-asked:
+		if ch != "telegram:42" {
+			t.Errorf("closed the conversation of %q", ch)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("/new never reached NewConversation")
+	}
+	waitFor(t, "the confirmation", 10*time.Second, func() bool {
+		for _, m := range s.sentTo(chat) {
+			if strings.Contains(m.Text, "next message starts a new one") {
+				return true
+			}
+		}
+		return false
+	})
+	if got := c.received(t); len(got) != 0 {
+		t.Errorf("/new was stored as a message: %+v", got)
+	}
 }
