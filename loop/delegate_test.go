@@ -709,3 +709,49 @@ func TestDelegateRepeatedCallIDOpensANewChild(t *testing.T) {
 		t.Errorf("coach called %d times, want 2", n)
 	}
 }
+
+// A run whose agent is no longer loaded ends failed, and every call of its
+// last reply gets a result (a started one as interrupted), so the history
+// stays one a model accepts when the agent is back.
+func TestUnloadedAgentRunClosesItsCalls(t *testing.T) {
+	c := newCrew(t, nil)
+	cost := 0.001
+	last := uint64(0)
+	for _, e := range []events.Event{
+		&events.ConversationOpened{Agent: "master", Channel: "web"},
+		&events.MessageReceived{Channel: "web", Text: "go"},
+		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
+		&events.ModelCalled{RunID: "r1", Step: 1, Route: "fake:master", Model: "master", CostUSD: &cost, ToolCalls: []events.ToolCallRequest{
+			{ID: "started", Name: loop.DelegateTool, Arguments: json.RawMessage(`{"agent":"coach","task":"x"}`)},
+			{ID: "waiting", Name: "progress_note", Arguments: json.RawMessage(`{}`)},
+		}},
+		&events.ToolCalled{RunID: "r1", Step: 1, CallID: "started", Tool: loop.DelegateTool, Arguments: json.RawMessage(`{"agent":"coach","task":"x"}`)},
+	} {
+		stored, err := c.log.Append(t.Context(), events.Conv("c1"), last, events.MustNew(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = stored[0].Seq
+	}
+	delete(c.agents, "master") // a reload dropped it
+	c.start("c1")
+	c.settle("the run failed", func() bool {
+		f := eventsOf[*events.RunFinished](c.events("c1"))
+		return len(f) == 1
+	})
+	evs := c.events("c1")
+	if f := eventsOf[*events.RunFinished](evs)[0]; f.Status != events.RunFailed || !strings.Contains(f.Error, "not loaded") {
+		t.Errorf("finish = %+v", f)
+	}
+	got := map[string]string{}
+	for _, d := range eventsOf[*events.ToolCompleted](evs) {
+		got[d.CallID] = d.Outcome
+	}
+	if got["started"] != "interrupted" || got["waiting"] != "blocked" {
+		t.Errorf("results = %v, want started interrupted and waiting blocked", got)
+	}
+	st := c.state("c1")
+	if calls := st.UnansweredCalls(); len(calls) != 0 {
+		t.Errorf("unanswered calls left: %+v", calls)
+	}
+}

@@ -234,6 +234,17 @@ func (w *Worker) failUnknownAgent(ctx context.Context, conv *Conv, agentID strin
 			open = runID
 		}
 		msg := fmt.Sprintf("agent %q is not loaded: check its agent.yaml (crew doctor lists skipped agents)", agentID)
+		if st.OpenRun != "" {
+			// Every call of the last reply gets a result, so the history
+			// stays one a model accepts when the agent is back.
+			for _, c := range st.UnansweredCalls() {
+				text, outcome := "Not run: the agent's configuration is not loaded, so the run ended. Nothing was run and nothing changed.", "blocked"
+				if st.Calling[c.ID] {
+					text, outcome = interruptedText, "interrupted"
+				}
+				evs = append(evs, &events.ToolCompleted{RunID: open, Step: st.Step, CallID: c.ID, Tool: c.Name, Output: text, IsError: true, Outcome: outcome})
+			}
+		}
 		return append(evs, &events.RunFinished{RunID: open, Status: events.RunFailed, Error: msg}), nil
 	})
 	return err
