@@ -185,7 +185,7 @@ func (s *server) routesMemory(mux *http.ServeMux) {
 			return
 		}
 		v, err := mem.Decide(r.Context(), id, d == "approve", "web")
-		s.memoryFormDone(w, r, v, err, "/memory#p-"+id)
+		s.memoryFormDone(w, r, v, err, memoryBack(r, id))
 	}))
 	mux.HandleFunc("POST /memory/{id}/rollback", s.form(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
@@ -194,7 +194,7 @@ func (s *server) routesMemory(mux *http.ServeMux) {
 			return
 		}
 		v, err := mem.Rollback(r.Context(), id, "web")
-		s.memoryFormDone(w, r, v, err, "/memory#p-"+id)
+		s.memoryFormDone(w, r, v, err, memoryBack(r, id))
 	}))
 }
 
@@ -209,6 +209,15 @@ func (s *server) memoryPage(r *http.Request, csrf, errText string) (templ.Compon
 	}
 	rows, err := s.cfg.Memory.Rows(r.Context(), agent)
 	return ui.MemoryPage(ui.MemoryView{Shell: sh, Agent: agent, Error: errText, Proposals: rows}), err
+}
+
+// memoryBack is the page a decision form returns to: the same agent's
+// proposals, at the one decided.
+func memoryBack(r *http.Request, id string) string {
+	if agent := r.PostFormValue("agent"); events.ValidID(agent) == nil {
+		return "/memory?agent=" + agent + "#p-" + id
+	}
+	return "/memory#p-" + id
 }
 
 // memoryFormDone answers a form: JSON for app.js, else back to the page,
