@@ -102,7 +102,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 				if err != nil {
 					return "", err
 				}
-				return c.summaries.Close(ctx, id)
+				sum, err := c.summaries.Close(ctx, id)
+				if errors.Is(err, web.ErrNotFound) {
+					return "", errors.New("this chat has no conversation open today; just write")
+				}
+				return sum, err
 			},
 		})
 		if err != nil {

@@ -40,7 +40,7 @@ var errNothingToSummarize = errors.New("nothing to summarize: no message since t
 
 // Summarize makes and stores a summary of the conversation as it is now.
 func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
-	conv, err := s.convs.Get(ctx, id)
+	conv, err := s.conv(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -105,11 +105,27 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	return text, nil
 }
 
+// conv is the writer of a stored conversation; an id the log has never
+// seen is not found (and takes no place among the writers).
+func (s *summarizer) conv(ctx context.Context, id string) (*loop.Conv, error) {
+	if err := events.ValidID(id); err != nil {
+		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+	}
+	last, err := s.log.Last(ctx, events.Conv(id).Filter())
+	if err != nil {
+		return nil, err
+	}
+	if last == 0 {
+		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+	}
+	return s.convs.Get(ctx, id)
+}
+
 // Close summarizes the conversation when the owner talks on its channel,
 // then closes it; the next message on the channel opens the day's next
 // conversation, which is told this summary.
 func (s *summarizer) Close(ctx context.Context, id string) (string, error) {
-	conv, err := s.convs.Get(ctx, id)
+	conv, err := s.conv(ctx, id)
 	if err != nil {
 		return "", err
 	}
