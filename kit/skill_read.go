@@ -1,7 +1,6 @@
 package kit
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -38,11 +37,11 @@ func (skillRead) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 	var a struct {
 		Name string `json:"name"`
 	}
-	if msg, ok := decodeArgs("skill_read", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := tools.DecodeArgs("skill_read", args, &a); !ok {
+		return tools.Failf("%s", msg), nil
 	}
 	if a.Name == "" {
-		return failf("name is required"), nil
+		return tools.Failf("name is required"), nil
 	}
 	// A broken skill file is the owner's to fix; the model can still read
 	// the others and tell the owner what is wrong.
@@ -65,28 +64,5 @@ func (skillRead) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 	if loadErr != nil {
 		msg += "\nSome skill files could not be read:\n" + loadErr.Error()
 	}
-	return failf("%s", msg), nil
-}
-
-// decodeArgs reads a call's JSON arguments into v strictly, as the built-in
-// tools do: unknown fields are refused so a model that misspells a
-// parameter learns so. Empty or null arguments decode as {}.
-func decodeArgs(tool string, args json.RawMessage, v any) (msg string, ok bool) {
-	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
-		args = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Sprintf("invalid arguments for %s: %v", tool, err), false
-	}
-	if dec.More() {
-		return fmt.Sprintf("invalid arguments for %s: trailing data after the JSON object", tool), false
-	}
-	return "", true
-}
-
-// failf returns a failure Result for the model.
-func failf(format string, a ...any) tools.Result {
-	return tools.Result{Output: fmt.Sprintf(format, a...), IsError: true}
+	return tools.Failf("%s", msg), nil
 }

@@ -36,7 +36,7 @@ func (memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	}
 	text := normalize(strings.TrimSpace(a.Text))
 	if text == "" {
-		return failf("text is required: what to remember"), nil
+		return tools.Failf("text is required: what to remember"), nil
 	}
 	root, err := openDir("memory_save", env.AgentDir)
 	if err != nil {

@@ -43,9 +43,9 @@ func (memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessage
 	}
 	switch {
 	case strings.TrimSpace(a.Query) == "":
-		return failf("query is required"), nil
+		return tools.Failf("query is required"), nil
 	case a.Days < 0:
-		return failf("days must be 1 or more, or left out for all notes"), nil
+		return tools.Failf("days must be 1 or more, or left out for all notes"), nil
 	}
 	root, err := openDir("memory_search", env.AgentDir)
 	if err != nil {

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +59,7 @@ func checkName(what, name string) (res tools.Result, ok bool) {
 	if nameRE.MatchString(name) {
 		return tools.Result{}, true
 	}
-	return failf("%s %q is not allowed: use 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter or digit, without \".md\" (%s)", what, name, NamePattern), false
+	return tools.Failf("%s %q is not allowed: use 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter or digit, without \".md\" (%s)", what, name, NamePattern), false
 }
 
 // readFile returns name's text beneath root; a missing file is "" and
@@ -119,28 +118,13 @@ func matchLines(out []string, prefix, text, query string) (_ []string, more bool
 	return out, false
 }
 
-// decode reads a call's arguments into v strictly: an unknown field is
-// refused so a model that misspells a parameter learns so. Empty or null
-// arguments decode as {}.
-func decode(tool string, args json.RawMessage, v any) (res tools.Result, ok bool) {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return failf("invalid arguments for %s: %v", tool, err), false
-	}
-	if dec.More() {
-		return failf("invalid arguments for %s: trailing data after the JSON object", tool), false
+// decode reads a call's arguments strictly (tools.DecodeArgs); a mistake is
+// a result for the model.
+func decode(tool string, args json.RawMessage, v any) (tools.Result, bool) {
+	if msg, ok := tools.DecodeArgs(tool, args, v); !ok {
+		return tools.Failf("%s", msg), false
 	}
 	return tools.Result{}, true
-}
-
-// failf is a failure for the model to read.
-func failf(format string, a ...any) tools.Result {
-	return tools.Result{Output: fmt.Sprintf(format, a...), IsError: true}
 }
 
 // schema is a JSON Schema literal for a Def.

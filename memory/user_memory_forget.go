@@ -40,7 +40,7 @@ func (userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMes
 		return res, nil
 	}
 	if a.Text != nil && *a.Text == "" {
-		return failf("text is empty; leave it out to remove the whole fact file"), nil
+		return tools.Failf("text is empty; leave it out to remove the whole fact file"), nil
 	}
 	root, err := openDir("user_memory_forget", env.HomeDir)
 	if err != nil {
@@ -56,7 +56,7 @@ func (userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMes
 		return tools.Result{}, fmt.Errorf("user_memory_forget: %s: %w", name, err)
 	}
 	if !exists {
-		return failf("there is no fact file %s; nothing was removed", name), nil
+		return tools.Failf("there is no fact file %s; nothing was removed", name), nil
 	}
 	if a.Text == nil {
 		if err := root.Remove(name); err != nil {
@@ -73,7 +73,7 @@ func (userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMes
 	}
 	n := len(lines) - len(kept)
 	if n == 0 {
-		return failf("no line of %s contains %q (the match is exact and case-sensitive); nothing was removed", name, *a.Text), nil
+		return tools.Failf("no line of %s contains %q (the match is exact and case-sensitive); nothing was removed", name, *a.Text), nil
 	}
 	if err := tools.WriteAtomic(root, name, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		return tools.Result{}, fmt.Errorf("user_memory_forget: %s: %w", name, err)

@@ -44,7 +44,7 @@ func (userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessa
 	}
 	text := normalize(strings.TrimSpace(a.Text))
 	if text == "" {
-		return failf("text is required: the fact to save"), nil
+		return tools.Failf("text is required: the fact to save"), nil
 	}
 	root, err := openDir("user_memory_save", env.HomeDir)
 	if err != nil {

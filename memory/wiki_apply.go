@@ -63,15 +63,15 @@ func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 	}
 	switch {
 	case given != 1:
-		return failf("give exactly one of content (the whole page), append (text to add at the end) or replace ({old, new})"), nil
+		return tools.Failf("give exactly one of content (the whole page), append (text to add at the end) or replace ({old, new})"), nil
 	case a.Content != nil && strings.TrimSpace(*a.Content) == "":
-		return failf("content is empty; give the page's whole text"), nil
+		return tools.Failf("content is empty; give the page's whole text"), nil
 	case a.Append != nil && strings.TrimSpace(*a.Append) == "":
-		return failf("append is empty; give the text to add"), nil
+		return tools.Failf("append is empty; give the text to add"), nil
 	case a.Replace != nil && (a.Replace.Old == "" || a.Replace.New == nil):
-		return failf("replace needs old (non-empty, exact text of the page) and new"), nil
+		return tools.Failf("replace needs old (non-empty, exact text of the page) and new"), nil
 	case a.Replace != nil && a.Replace.Old == *a.Replace.New:
-		return failf("replace old and new are the same; nothing to change"), nil
+		return tools.Failf("replace old and new are the same; nothing to change"), nil
 	}
 	root, err := openDir("wiki_apply", env.HomeDir)
 	if err != nil {
@@ -87,7 +87,7 @@ func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
 	}
 	if !exists && a.Content == nil {
-		return failf("there is no wiki page %q; create it with content", a.Page), nil
+		return tools.Failf("there is no wiki page %q; create it with content", a.Page), nil
 	}
 	var text, done string
 	switch {
@@ -101,11 +101,11 @@ func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 	default:
 		switch n := strings.Count(old, a.Replace.Old); n {
 		case 0:
-			return failf("replace old text not found in %s; read it with wiki_get and copy the text exactly", name), nil
+			return tools.Failf("replace old text not found in %s; read it with wiki_get and copy the text exactly", name), nil
 		case 1:
 			text, done = strings.Replace(old, a.Replace.Old, *a.Replace.New, 1), "replaced 1 occurrence in "+name
 		default:
-			return failf("replace old text occurs %d times in %s; include more surrounding text so it occurs once", n, name), nil
+			return tools.Failf("replace old text occurs %d times in %s; include more surrounding text so it occurs once", n, name), nil
 		}
 	}
 	if err := tools.WriteAtomic(root, name, []byte(text), 0o644); err != nil {

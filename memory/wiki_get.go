@@ -50,7 +50,7 @@ func (wikiGet) Run(ctx context.Context, env tools.Env, args json.RawMessage) (to
 	case err != nil:
 		return tools.Result{}, fmt.Errorf("wiki_get: %s: %w", name, err)
 	case !exists:
-		return failf("there is no wiki page %q; wiki_search with an empty query lists the pages", a.Page), nil
+		return tools.Failf("there is no wiki page %q; wiki_search with an empty query lists the pages", a.Page), nil
 	case text == "":
 		return tools.Result{Output: name + " is empty"}, nil
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 )
 
-// decode reads a call's JSON arguments into v strictly: unknown fields are
+// DecodeArgs reads a call's JSON arguments into v strictly: unknown fields are
 // refused so a model that misspells a parameter learns so. Empty or null
 // arguments decode as {}. The returned message is for the model.
-func decode(tool string, args json.RawMessage, v any) (msg string, ok bool) {
+func DecodeArgs(tool string, args json.RawMessage, v any) (msg string, ok bool) {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -24,8 +24,8 @@ func decode(tool string, args json.RawMessage, v any) (msg string, ok bool) {
 	return "", true
 }
 
-// failf returns a failure Result for the model.
-func failf(format string, a ...any) Result {
+// Failf returns a failure Result for the model.
+func Failf(format string, a ...any) Result {
 	return Result{Output: fmt.Sprintf(format, a...), IsError: true}
 }
 

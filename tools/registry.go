@@ -61,7 +61,7 @@ func (r *Registry) Defs(names []string) []Def {
 func (r *Registry) Run(ctx context.Context, env Env, c Call) (Result, error) {
 	t, ok := r.byName[c.Name]
 	if !ok {
-		return failf("unknown tool %q", c.Name), nil
+		return Failf("unknown tool %q", c.Name), nil
 	}
 	return t.Run(ctx, env, c.Arguments)
 }

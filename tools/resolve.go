@@ -93,7 +93,7 @@ func openPath(env Env, rel string) (place, *Result, error) {
 		return place{}, nil, err
 	}
 	if err != nil {
-		res := failf("%s", describePathErr(rel, err))
+		res := Failf("%s", describePathErr(rel, err))
 		return place{}, &res, nil
 	}
 	wsRoot, _ := workspaceRoot(env.Workspace) // checked by Resolve

@@ -43,7 +43,7 @@ type shellArgs struct {
 // decode (Run then reports why).
 func shellCommand(args json.RawMessage) string {
 	var a shellArgs
-	if _, ok := decode("shell_run", args, &a); !ok {
+	if _, ok := DecodeArgs("shell_run", args, &a); !ok {
 		return ""
 	}
 	return a.Command
@@ -78,17 +78,17 @@ func (ShellRun) AllowWhen(env Env, args json.RawMessage) bool {
 
 func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
 	var a shellArgs
-	if msg, ok := decode("shell_run", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("shell_run", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return failf("command is required"), nil
+		return Failf("command is required"), nil
 	}
 	if p, denied := firstMatch(env.Agent.ShellDenyPatterns, a.Command, true); denied {
-		return failf("refused: the command matches shell_deny_patterns entry %q; it was not run", p), nil
+		return Failf("refused: the command matches shell_deny_patterns entry %q; it was not run", p), nil
 	}
 	if a.TimeoutSeconds < 0 {
-		return failf("timeout_seconds must be positive"), nil
+		return Failf("timeout_seconds must be positive"), nil
 	}
 	ws, err := workspaceRoot(env.Workspace)
 	if err != nil {
@@ -103,13 +103,13 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 	}
 	out, err := shell.Run(ctx, cmd)
 	if errors.Is(err, shell.ErrNoSandbox) {
-		return failf("refused: this agent's shell must run sandboxed, but %v; the command was not run", err), nil
+		return Failf("refused: this agent's shell must run sandboxed, but %v; the command was not run", err), nil
 	}
 	if err != nil && ctx.Err() != nil {
 		return Result{}, err
 	}
 	if err != nil {
-		return failf("could not run the command: %v", err), nil
+		return Failf("could not run the command: %v", err), nil
 	}
 	return shellResult(out, cmd), nil
 }

@@ -43,14 +43,14 @@ func (ToolOutputRead) Run(ctx context.Context, env Env, args json.RawMessage) (R
 		Offset int    `json:"offset"`
 		Limit  int    `json:"limit"`
 	}
-	if msg, ok := decode("tool_output_read", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("tool_output_read", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	if a.CallID == "" {
-		return failf("call_id is required"), nil
+		return Failf("call_id is required"), nil
 	}
 	if a.Offset < 0 || a.Limit < 0 {
-		return failf("offset and limit must not be negative"), nil
+		return Failf("offset and limit must not be negative"), nil
 	}
 	limit := a.Limit
 	if limit == 0 {
@@ -63,7 +63,7 @@ func (ToolOutputRead) Run(ctx context.Context, env Env, args json.RawMessage) (R
 
 	data, err := readSpill(env.SpillDir, spillName(a.CallID))
 	if errors.Is(err, fs.ErrNotExist) {
-		return failf("no saved output for call_id %q in this conversation (only outputs that were cut are saved)", a.CallID), nil
+		return Failf("no saved output for call_id %q in this conversation (only outputs that were cut are saved)", a.CallID), nil
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("tools: tool_output_read %s: %w", a.CallID, err)
@@ -71,7 +71,7 @@ func (ToolOutputRead) Run(ctx context.Context, env Env, args json.RawMessage) (R
 	full := string(data)
 	total := utf8.RuneCountInString(full)
 	if a.Offset >= total {
-		return failf("offset %d is past the end of the output (%d characters)", a.Offset, total), nil
+		return Failf("offset %d is past the end of the output (%d characters)", a.Offset, total), nil
 	}
 	start, end := runeIndex(full, a.Offset), runeIndex(full, a.Offset+limit)
 	last := min(a.Offset+limit, total)

@@ -37,16 +37,16 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 		New        *string `json:"new"`
 		ReplaceAll bool    `json:"replace_all"`
 	}
-	if msg, ok := decode("workspace_edit", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("workspace_edit", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	switch {
 	case a.Path == "" || a.New == nil:
-		return failf("path, old and new are required"), nil
+		return Failf("path, old and new are required"), nil
 	case a.Old == "":
-		return failf("old must not be empty; use workspace_write to create a file"), nil
+		return Failf("old must not be empty; use workspace_write to create a file"), nil
 	case a.Old == *a.New:
-		return failf("old and new are the same; nothing to change"), nil
+		return Failf("old and new are the same; nothing to change"), nil
 	}
 	content, res, err := readText(env, a.Path)
 	if res != nil || err != nil {
@@ -55,9 +55,9 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	n := strings.Count(content, a.Old)
 	switch {
 	case n == 0:
-		return failf("old text not found in %s; read the file again and copy the text exactly, including whitespace", a.Path), nil
+		return Failf("old text not found in %s; read the file again and copy the text exactly, including whitespace", a.Path), nil
 	case n > 1 && !a.ReplaceAll:
-		return failf("old text occurs %d times in %s; include more surrounding text to make it unique, or set replace_all", n, a.Path), nil
+		return Failf("old text occurs %d times in %s; include more surrounding text to make it unique, or set replace_all", n, a.Path), nil
 	}
 	updated := strings.ReplaceAll(content, a.Old, *a.New) // n == 1 or replace_all
 
@@ -67,7 +67,7 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	}
 	defer pl.root.Close()
 	if err := WriteAtomic(pl.root, pl.rel, []byte(updated), 0o644); err != nil {
-		return failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
+		return Failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	if n == 1 {
 		return Result{Output: fmt.Sprintf("replaced 1 occurrence in %s", a.Path)}, nil

@@ -33,12 +33,12 @@ func (WorkspaceGlob) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	var a struct {
 		Pattern string `json:"pattern"`
 	}
-	if msg, ok := decode("workspace_glob", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("workspace_glob", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	g, err := compileGlob(a.Pattern)
 	if err != nil {
-		return failf("invalid pattern %q: %v", a.Pattern, err), nil
+		return Failf("invalid pattern %q: %v", a.Pattern, err), nil
 	}
 	pl, res, err := openPath(env, "")
 	if res != nil || err != nil {

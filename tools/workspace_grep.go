@@ -41,20 +41,20 @@ func (WorkspaceGrep) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 		Path    string `json:"path"`
 		Glob    string `json:"glob"`
 	}
-	if msg, ok := decode("workspace_grep", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("workspace_grep", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	if a.Pattern == "" {
-		return failf("pattern is required"), nil
+		return Failf("pattern is required"), nil
 	}
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
-		return failf("invalid regular expression: %v", err), nil
+		return Failf("invalid regular expression: %v", err), nil
 	}
 	var g *glob
 	if a.Glob != "" {
 		if g, err = compileGlob(a.Glob); err != nil {
-			return failf("invalid glob %q: %v", a.Glob, err), nil
+			return Failf("invalid glob %q: %v", a.Glob, err), nil
 		}
 	}
 	pl, res, err := openPath(env, a.Path)
@@ -64,7 +64,7 @@ func (WorkspaceGrep) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	defer pl.root.Close()
 	fsys := pl.root.FS()
 	if _, err := fs.Stat(fsys, pl.rel); err != nil {
-		return failf("%s", describePathErr(a.Path, err)), nil
+		return Failf("%s", describePathErr(a.Path, err)), nil
 	}
 
 	var b strings.Builder

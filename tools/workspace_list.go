@@ -31,8 +31,8 @@ func (WorkspaceList) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	var a struct {
 		Path string `json:"path"`
 	}
-	if msg, ok := decode("workspace_list", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("workspace_list", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {
@@ -43,14 +43,14 @@ func (WorkspaceList) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 
 	fi, err := pl.root.Stat(pl.rel)
 	if err != nil {
-		return failf("%s", describePathErr(show, err)), nil
+		return Failf("%s", describePathErr(show, err)), nil
 	}
 	if !fi.IsDir() {
-		return failf("%s is a file, not a directory; use workspace_read", show), nil
+		return Failf("%s is a file, not a directory; use workspace_read", show), nil
 	}
 	entries, err := fs.ReadDir(pl.root.FS(), pl.rel)
 	if err != nil {
-		return failf("%s", describePathErr(show, err)), nil
+		return Failf("%s", describePathErr(show, err)), nil
 	}
 	if len(entries) == 0 {
 		return Result{Output: show + " is empty"}, nil

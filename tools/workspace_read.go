@@ -38,14 +38,14 @@ func (WorkspaceRead) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 		Offset int    `json:"offset"`
 		Limit  int    `json:"limit"`
 	}
-	if msg, ok := decode("workspace_read", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("workspace_read", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	if a.Path == "" {
-		return failf("path is required"), nil
+		return Failf("path is required"), nil
 	}
 	if a.Offset < 0 || a.Limit < 0 {
-		return failf("offset and limit must be positive"), nil
+		return Failf("offset and limit must be positive"), nil
 	}
 	offset, limit := max(a.Offset, 1), a.Limit
 	if limit == 0 {
@@ -62,7 +62,7 @@ func (WorkspaceRead) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	}
 	lines := strings.Split(strings.TrimSuffix(content, "\n"), "\n")
 	if offset > len(lines) {
-		return failf("offset %d is past the end of %s (%d lines)", offset, a.Path, len(lines)), nil
+		return Failf("offset %d is past the end of %s (%d lines)", offset, a.Path, len(lines)), nil
 	}
 	end := min(offset-1+limit, len(lines))
 	var b strings.Builder
@@ -87,7 +87,7 @@ func readText(env Env, rel string) (string, *Result, error) {
 	}
 	defer pl.root.Close()
 	fail := func(format string, a ...any) (string, *Result, error) {
-		r := failf(format, a...)
+		r := Failf(format, a...)
 		return "", &r, nil
 	}
 	fi, err := pl.root.Stat(pl.rel)

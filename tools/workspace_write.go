@@ -36,11 +36,11 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 		Path    string  `json:"path"`
 		Content *string `json:"content"`
 	}
-	if msg, ok := decode("workspace_write", args, &a); !ok {
-		return failf("%s", msg), nil
+	if msg, ok := DecodeArgs("workspace_write", args, &a); !ok {
+		return Failf("%s", msg), nil
 	}
 	if a.Path == "" || a.Content == nil {
-		return failf("path and content are required"), nil
+		return Failf("path and content are required"), nil
 	}
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {
@@ -48,11 +48,11 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 	}
 	defer pl.root.Close()
 	if pl.rel == "." {
-		return failf("path %q is the workspace itself; name a file", a.Path), nil
+		return Failf("path %q is the workspace itself; name a file", a.Path), nil
 	}
 	_, statErr := pl.root.Stat(pl.rel)
 	if err := WriteAtomic(pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
-		return failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
+		return Failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	verb := "overwrote"
 	if errors.Is(statErr, fs.ErrNotExist) {

@@ -180,6 +180,22 @@ func crewStamp(dir string) string {
 	return b.String()
 }
 
+// crewOrder is the agents' ids as the crew is shown: the master first,
+// then by id.
+func crewOrder(agents map[string]loop.Agent) []string {
+	ids := make([]string, 0, len(agents))
+	for id := range agents {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if (ids[i] == home.MasterID) != (ids[j] == home.MasterID) {
+			return ids[i] == home.MasterID
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
+}
+
 // claudeTools maps Claude Code's tool names, as kit sub-agent files often
 // list them, to ours.
 var claudeTools = map[string]string{
@@ -194,16 +210,7 @@ var claudeTools = map[string]string{
 // own), the tools its file lists (all of its parent's but delegate when it
 // lists none), and its file's model when that is a route (provider:model).
 func addKitAgents(h *home.Home, agents map[string]loop.Agent, override []string) (problems []string) {
-	parents := make([]string, 0, len(agents))
-	for id := range agents {
-		parents = append(parents, id)
-	}
-	sort.Slice(parents, func(i, j int) bool { // the master first: home-level ones take its settings
-		if (parents[i] == home.MasterID) != (parents[j] == home.MasterID) {
-			return parents[i] == home.MasterID
-		}
-		return parents[i] < parents[j]
-	})
+	parents := crewOrder(agents) // the master first: home-level ones take its settings
 	homeKit := filepath.Join(h.Dir, ".agents") + string(filepath.Separator)
 	seen := map[string]bool{}
 	for _, pid := range parents {

@@ -441,16 +441,7 @@ func scriptRunner(agents func(id string) (loop.Agent, bool)) func(ctx context.Co
 // roster is the crew as every agent's system prompt shows it: one line per
 // agent with the facts read from the running crew (R-CTX-1).
 func roster(h *home.Home, agents map[string]loop.Agent) string {
-	ids := make([]string, 0, len(agents))
-	for id := range agents {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		if (ids[i] == home.MasterID) != (ids[j] == home.MasterID) {
-			return ids[i] == home.MasterID
-		}
-		return ids[i] < ids[j]
-	})
+	ids := crewOrder(agents)
 	var b strings.Builder
 	for _, id := range ids {
 		a := agents[id]
@@ -495,15 +486,10 @@ func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
 // crewView is the running crew as the UI lists it, and what is not loaded.
 func (c *crewRuntime) crewView() (agents []ui.AgentRow, problems []string) {
 	set := c.crew.get()
-	for id, a := range set.agents {
+	for _, id := range crewOrder(set.agents) {
+		a := set.agents[id]
 		agents = append(agents, ui.AgentRow{ID: id, Name: a.Name, Description: a.Description, Routes: strings.Join(a.Routes, ", ")})
 	}
-	sort.Slice(agents, func(i, j int) bool {
-		if (agents[i].ID == home.MasterID) != (agents[j].ID == home.MasterID) {
-			return agents[i].ID == home.MasterID
-		}
-		return agents[i].ID < agents[j].ID
-	})
 	return agents, c.crew.problems()
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -81,10 +80,8 @@ func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessag
 		return tools.Result{Output: "The scheduler is not running; nothing was scheduled.", IsError: true}, nil
 	}
 	var a createArgs
-	dec := json.NewDecoder(strings.NewReader(string(args)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return tools.Result{Output: "Bad arguments: " + err.Error(), IsError: true}, nil
+	if msg, ok := tools.DecodeArgs(t.Def().Name, args, &a); !ok {
+		return tools.Failf("%s", msg), nil
 	}
 	j := Job{ID: env.AgentID + "-" + a.Name, Agent: env.AgentID, Name: a.Name, Cron: a.Cron, Prompt: a.Prompt, SourceConversation: env.Conversation}
 	if a.At != "" {
