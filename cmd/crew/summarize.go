@@ -85,10 +85,11 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
 	prompt := memory.SummaryPrompt(memory.Transcript(lines, s.loc), s.clock(), s.loc)
-	text, route, cost, err := askRoutes(ctx, s.models, agent.Routes, prompt)
+	text, route, cost, err := llm.Ask(ctx, s.models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarize %s: %w", id, err)
 	}
+	text = strings.TrimSpace(text)
 	stored, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
 		return []events.Event{&events.ConversationSummarized{Summary: text, LastAt: last.UTC(), ThroughSeq: through, Route: route, CostUSD: cost}}, nil
 	})
@@ -213,36 +214,4 @@ func (s *summarizer) CloseDay(ctx context.Context) error {
 // conversation there should hear how the last one went.
 func talked(channel string) bool {
 	return channel == "web" || channel == "api" || strings.HasPrefix(channel, "telegram")
-}
-
-// askRoutes asks the model one question over the routes in order and
-// returns the first answer, the route that gave it and its cost.
-func askRoutes(ctx context.Context, models func(string) (llms.Model, error), routes []string, prompt string) (text, route string, cost *float64, err error) {
-	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}
-	var errs []error
-	for _, r := range routes {
-		m, err := models(r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r, err))
-			continue
-		}
-		resp, err := llm.Call(ctx, m, msgs)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r, err))
-			continue
-		}
-		if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
-			errs = append(errs, fmt.Errorf("%s: empty answer", r))
-			continue
-		}
-		ch := resp.Choices[0]
-		if c, ok := ch.GenerationInfo["CostUSD"].(float64); ok {
-			cost = &c
-		}
-		return strings.TrimSpace(ch.Content), r, cost, nil
-	}
-	if len(errs) == 0 {
-		return "", "", nil, errors.New("no routes")
-	}
-	return "", "", nil, errors.Join(errs...)
 }

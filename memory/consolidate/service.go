@@ -253,36 +253,16 @@ func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (text
 		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
 		llms.TextParts(llms.ChatMessageTypeHuman, user),
 	}
-	var failures []string
-	for _, r := range a.Routes {
-		mdl, err := s.cfg.Models(r)
-		if err != nil {
-			failures = append(failures, r+": "+err.Error())
-			continue
-		}
-		resp, err := llm.Call(ctx, mdl, msgs)
-		if ctx.Err() != nil {
-			return "", "", nil, ctx.Err()
-		}
-		if err != nil {
-			s.cfg.Logger.Warn("memory consolidation: route failed", "agent", a.ID, "route", r, "err", err)
-			failures = append(failures, r+": "+firstLine(err.Error()))
-			continue
-		}
-		if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
-			failures = append(failures, r+": empty reply")
-			continue
-		}
-		ch := resp.Choices[0]
-		if c, ok := ch.GenerationInfo["CostUSD"].(float64); ok {
-			cost = &c
-		}
-		return cleanReply(ch.Content), r, cost, nil
+	text, route, cost, err = llm.Ask(ctx, s.cfg.Models, a.Routes, msgs, func(r string, err error) {
+		s.cfg.Logger.Warn("memory consolidation: route failed", "agent", a.ID, "route", r, "err", err)
+	})
+	if ctx.Err() != nil {
+		return "", "", nil, ctx.Err()
 	}
-	if len(a.Routes) == 0 {
-		failures = append(failures, "the agent has no routes")
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%w: %w", ErrModel, err)
 	}
-	return "", "", nil, fmt.Errorf("%w: %s", ErrModel, strings.Join(failures, "; "))
+	return cleanReply(text), route, cost, nil
 }
 
 // cleanReply is the file the model wrote: without a code fence around
@@ -295,13 +275,6 @@ func cleanReply(s string) string {
 		}
 	}
 	return s + "\n"
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // Decide approves or rejects a pending proposal. An approval is stored,
