@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // DelegateTool is the loop tool that runs a child turn on another agent

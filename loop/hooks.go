@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/kit"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // The owner's hook commands run around the loop (R-LOOP-8), Claude Code

@@ -3,7 +3,7 @@ package loop
 import (
 	"errors"
 	"fmt"
-	"github.com/my-agent-crew/crew/kit"
+	"github.com/my-agent-crew/crew/tools/kit"
 	"io/fs"
 	"os"
 	"path/filepath"

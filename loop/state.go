@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // Roles of model-visible messages.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/my-agent-crew/crew/kit"
+	"github.com/my-agent-crew/crew/tools/kit"
 	"io"
 	"io/fs"
 	"log/slog"

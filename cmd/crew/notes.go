@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/memory"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/kit"
 	"go.etcd.io/bbolt"
 )
 
