@@ -12,7 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/loop/notes"
 )
 
 // BenchmarkOpeningMessage: what storing an owner's message costs with the
@@ -39,11 +39,11 @@ func BenchmarkOpeningMessage(b *testing.B) {
 			convs := loop.NewConvs(log, nil)
 			if withNotes {
 				convs.SetOpener(func(ctx context.Context, o loop.Opening) loop.Opened {
-					items, err := memory.Items(dir, now, time.UTC, memory.Summary{})
+					items, err := notes.Items(dir, now, time.UTC, notes.Summary{})
 					if err != nil {
 						b.Fatal(err)
 					}
-					return loop.Opened{Notes: memory.Compose(o.Told, items)}
+					return loop.Opened{Notes: notes.Compose(o.Told, items)}
 				})
 			}
 			ctx := context.Background()

@@ -8,7 +8,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/loop/notes"
 )
 
 // The model reads turn notes in the order it reads the messages: a steer
@@ -21,7 +21,7 @@ func TestSteerAfterQueuedMessageCarriesNoNotes(t *testing.T) {
 	convs := loop.NewConvs(log, nil)
 	note := "- 09:00 ate oats"
 	convs.SetOpener(func(ctx context.Context, o loop.Opening) loop.Opened {
-		return loop.Opened{Notes: memory.Compose(o.Told, []memory.Item{{Key: "memory/2026-11-30.md", Title: "Today's notes", Content: note}})}
+		return loop.Opened{Notes: notes.Compose(o.Told, []notes.Item{{Key: "memory/2026-11-30.md", Title: "Today's notes", Content: note}})}
 	})
 	ctx := t.Context()
 	conv, err := convs.Get(ctx, "steer-notes")

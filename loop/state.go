@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/memory"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
@@ -75,7 +74,7 @@ func ModelText(notes *events.TurnNotes, prompt, text string) string {
 	if prompt != "" {
 		body = prompt
 	}
-	return memory.Framed(notes, body)
+	return Framed(notes, body)
 }
 
 func pending(env events.Envelope, notes *events.TurnNotes, prompt, text string) Pending {

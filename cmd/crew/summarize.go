@@ -12,7 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/loop/notes"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
@@ -45,7 +45,7 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	var agentID string
-	var lines []memory.Line
+	var lines []notes.Line
 	var last time.Time
 	var through, summarizedThrough uint64
 	for env, err := range s.log.Read(ctx, events.Conv(id).Filter(), 1) {
@@ -62,14 +62,14 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		case *events.ConversationSummarized:
 			summarizedThrough = e.ThroughSeq
 		case *events.MessageReceived:
-			lines = append(lines, memory.Line{At: env.Time, Role: "owner", Text: e.Text})
+			lines = append(lines, notes.Line{At: env.Time, Role: "owner", Text: e.Text})
 			last, through = env.Time, env.Seq
 		case *events.SteerReceived:
-			lines = append(lines, memory.Line{At: env.Time, Role: "owner", Text: e.Text})
+			lines = append(lines, notes.Line{At: env.Time, Role: "owner", Text: e.Text})
 			last, through = env.Time, env.Seq
 		case *events.ModelCalled:
 			if e.Error == "" && strings.TrimSpace(e.Text) != "" {
-				lines = append(lines, memory.Line{At: env.Time, Role: agentID, Text: e.Text})
+				lines = append(lines, notes.Line{At: env.Time, Role: agentID, Text: e.Text})
 				last, through = env.Time, env.Seq
 			}
 		}
@@ -84,7 +84,7 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
-	prompt := memory.SummaryPrompt(memory.Transcript(lines, s.loc), s.clock(), s.loc)
+	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.loc), s.clock(), s.loc)
 	text, route, cost, err := llm.Ask(ctx, s.models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarize %s: %w", id, err)
@@ -143,7 +143,7 @@ func (s *summarizer) Close(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("%w: conversation %s %s", web.ErrRefused, id, why)
 	}
 	var sum string
-	if talked(channel) {
+	if notes.Talked(channel) {
 		sum, err = s.Summarize(ctx, id)
 		if err != nil && !errors.Is(err, errNothingToSummarize) {
 			return "", err
@@ -186,7 +186,7 @@ func (s *summarizer) CloseDay(ctx context.Context) error {
 		if c.Day == "" || c.Day >= today || c.Closed != nil || c.Status != projections.ConversationIdle || c.Queued > 0 {
 			continue
 		}
-		if talked(c.Channel) {
+		if notes.Talked(c.Channel) {
 			if _, err := s.Summarize(ctx, c.ID); err != nil && !errors.Is(err, errNothingToSummarize) {
 				errs = append(errs, err)
 				continue
@@ -208,10 +208,4 @@ func (s *summarizer) CloseDay(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// talked reports whether the owner talks on channel, so the next
-// conversation there should hear how the last one went.
-func talked(channel string) bool {
-	return channel == "web" || channel == "api" || strings.HasPrefix(channel, "telegram")
 }

@@ -20,10 +20,11 @@ import (
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/loop/notes"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/ui"
 	"github.com/nats-io/nats.go"
@@ -175,7 +176,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	}
 	convs := loop.NewConvs(st.log, projections.Snapshots{DB: st.db})
-	convs.SetOpener(opener(dir, cr, st.db, h.Config.Location(), time.Now, logger.With("component", "notes")))
+	convs.SetOpener(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")))
 	sum := &summarizer{log: st.log, convs: convs, db: st.db, runner: runner, crew: cr, models: mdl.Model, loc: h.Config.Location(), clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
 	if err != nil {
@@ -537,5 +538,14 @@ func liveFeed(nc *nats.Conn) func(conv string, deliver func([]byte)) (func(), er
 			return nil, err
 		}
 		return func() { sub.Unsubscribe() }, nil
+	}
+}
+
+// latestSummary reads the previous conversation's summary on a channel
+// from the summaries projection, for the turn notes.
+func latestSummary(db *bbolt.DB) notes.LatestSummary {
+	return func(agent, channel, exclude string) (notes.Summary, bool, error) {
+		sum, ok, err := projections.LatestSummary(db, agent, channel, exclude)
+		return notes.Summary{Channel: channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}, ok, err
 	}
 }

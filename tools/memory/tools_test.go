@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/memory"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/memory"
 )
 
 // testEnv is an agent folder and a home in temp dirs, at 2026-11-30 00:15
@@ -160,27 +159,6 @@ func TestMemorySave(t *testing.T) {
 		t.Errorf("note:\n%q\nwant:\n%q", got, want)
 	}
 	assertNoTemp(t, filepath.Dir(note))
-}
-
-// TestMemorySaveReachesNextTurnNotes: what memory_save writes comes back as
-// new lines in the next turn-opening message.
-func TestMemorySaveReachesNextTurnNotes(t *testing.T) {
-	env := testEnv(t)
-	call(t, env, "memory_save", `{"text":"a"}`)
-	items, err := memory.Items(env.AgentDir, env.Now(), env.Loc(), memory.Summary{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := memory.Compose(nil, items)
-	call(t, env, "memory_save", `{"text":"b"}`)
-	if items, err = memory.Items(env.AgentDir, env.Now(), env.Loc(), memory.Summary{}); err != nil {
-		t.Fatal(err)
-	}
-	got := memory.Compose(map[string]events.NoteTold{first.Told[0].Key: first.Told[0]}, items)
-	want := "Today's notes (memory/2026-11-30.md), new lines since last told:\n- 00:15 b"
-	if got == nil || got.Text != want {
-		t.Errorf("notes %+v, want %q", got, want)
-	}
 }
 
 func TestMemorySearch(t *testing.T) {
@@ -407,5 +385,15 @@ func assertNoTemp(t *testing.T, dir string) {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("temp file left behind: %s", e.Name())
 		}
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package memory
+package notes
 
 import (
 	"crypto/sha256"
@@ -12,11 +12,8 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/memory"
 )
-
-// Frame introduces the turn notes the model reads before a message: they
-// are the harness's words, not the owner's.
-const Frame = "[Your memory — inserted by the system before this message, not the user's words]"
 
 // Item is one thing the turn notes can tell.
 type Item struct {
@@ -43,7 +40,7 @@ type Summary struct {
 // tells as new lines, while invisible whitespace changes tell nothing.
 func Items(agentDir string, now time.Time, loc *time.Location, prev Summary) ([]Item, error) {
 	if agentDir == "" {
-		return nil, fmt.Errorf("memory: items: %w", ErrNoDir)
+		return nil, fmt.Errorf("notes: items: %w", ErrNoDir)
 	}
 	if loc == nil {
 		loc = time.UTC
@@ -54,7 +51,7 @@ func Items(agentDir string, now time.Time, loc *time.Location, prev Summary) ([]
 		if !prev.LastAt.IsZero() {
 			title += " (last at " + prev.LastAt.In(loc).Format("2006-01-02 15:04") + ")"
 		}
-		items = append(items, Item{Key: "summary:" + prev.Channel, Title: title, Content: normalize(prev.Text)})
+		items = append(items, Item{Key: "summary:" + prev.Channel, Title: title, Content: memory.Normalize(prev.Text)})
 	}
 	y, m, d := now.In(loc).Date()
 	for _, day := range []struct {
@@ -64,28 +61,14 @@ func Items(agentDir string, now time.Time, loc *time.Location, prev Summary) ([]
 		{"Yesterday's notes", time.Date(y, m, d-1, 0, 0, 0, 0, loc)},
 		{"Today's notes", time.Date(y, m, d, 0, 0, 0, 0, loc)},
 	} {
-		key := noteKey(day.date)
+		key := memory.DailyNote(day.date)
 		data, err := os.ReadFile(filepath.Join(agentDir, filepath.FromSlash(key)))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("memory: read %s: %w", key, err)
 		}
-		items = append(items, Item{Key: key, Title: day.name + " (" + key + ")", Content: normalize(string(data))})
+		items = append(items, Item{Key: key, Title: day.name + " (" + key + ")", Content: memory.Normalize(string(data))})
 	}
 	return items, nil
-}
-
-// noteKey is the daily note of date's day, relative to the agent's folder.
-func noteKey(date time.Time) string {
-	return "memory/" + date.Format("2006-01-02") + ".md"
-}
-
-// normalize is an item's content as Items documents it.
-func normalize(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t\r")
-	}
-	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
 
 // Compose returns the notes that tell what changed in items since told, or
@@ -149,14 +132,4 @@ func grew(prev events.NoteTold, c string) bool {
 func Digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
-}
-
-// Framed is what the model reads for a turn-opening message: the notes
-// inside the frame, then the message. With no notes it is message, byte
-// for byte.
-func Framed(notes *events.TurnNotes, message string) string {
-	if notes == nil || notes.Text == "" {
-		return message
-	}
-	return Frame + "\n" + notes.Text + "\n[End of memory]\n\n" + message
 }

@@ -1,4 +1,4 @@
-package memory_test
+package notes_test
 
 import (
 	"os"
@@ -9,24 +9,25 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/notes"
 )
 
 const today = "memory/2026-11-30.md"
 
-func item(content string) memory.Item {
-	return memory.Item{Key: today, Title: "Today's notes (" + today + ")", Content: content}
+func item(content string) notes.Item {
+	return notes.Item{Key: today, Title: "Today's notes (" + today + ")", Content: content}
 }
 
 // toldOf is what a conversation was told of content.
 func toldOf(key, content string) map[string]events.NoteTold {
-	return map[string]events.NoteTold{key: {Key: key, Len: len(content), Digest: memory.Digest(content)}}
+	return map[string]events.NoteTold{key: {Key: key, Len: len(content), Digest: notes.Digest(content)}}
 }
 
 type composeCase struct {
 	name  string
 	told  map[string]events.NoteTold
-	items []memory.Item
+	items []notes.Item
 	want  string // notes text; "" means nil notes
 }
 
@@ -34,7 +35,7 @@ func runCompose(t *testing.T, cases []composeCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := memory.Compose(tc.told, tc.items)
+			got := notes.Compose(tc.told, tc.items)
 			if tc.want == "" {
 				if got != nil {
 					t.Fatalf("Compose = %+v, want nil", got)
@@ -54,12 +55,12 @@ func runCompose(t *testing.T, cases []composeCase) {
 
 // checkTold checks that Told lists each item the text names, with its
 // whole current length and digest, in item order.
-func checkTold(t *testing.T, got *events.TurnNotes, items []memory.Item) {
+func checkTold(t *testing.T, got *events.TurnNotes, items []notes.Item) {
 	t.Helper()
 	var want []events.NoteTold
 	for _, it := range items {
 		if strings.Contains(got.Text, it.Title) {
-			want = append(want, events.NoteTold{Key: it.Key, Len: len(it.Content), Digest: memory.Digest(it.Content)})
+			want = append(want, events.NoteTold{Key: it.Key, Len: len(it.Content), Digest: notes.Digest(it.Content)})
 		}
 	}
 	if !slices.Equal(got.Told, want) {
@@ -69,66 +70,66 @@ func checkTold(t *testing.T, got *events.TurnNotes, items []memory.Item) {
 
 func TestTurnNotesUntoldItemIsToldWhole(t *testing.T) {
 	runCompose(t, []composeCase{
-		{"note", nil, []memory.Item{item("- 09:00 a\n- 10:00 b")},
+		{"note", nil, []notes.Item{item("- 09:00 a\n- 10:00 b")},
 			"Today's notes (memory/2026-11-30.md):\n- 09:00 a\n- 10:00 b"},
-		{"other item told, this one not", toldOf("memory/2026-11-29.md", "x"), []memory.Item{item("- 09:00 a")},
+		{"other item told, this one not", toldOf("memory/2026-11-29.md", "x"), []notes.Item{item("- 09:00 a")},
 			"Today's notes (memory/2026-11-30.md):\n- 09:00 a"},
-		{"untold and empty tells nothing", nil, []memory.Item{item("")}, ""},
+		{"untold and empty tells nothing", nil, []notes.Item{item("")}, ""},
 	})
 }
 
 func TestTurnNotesAppendedToldOnlyNewLines(t *testing.T) {
 	runCompose(t, []composeCase{
-		{"one new line", toldOf(today, "- 09:00 a"), []memory.Item{item("- 09:00 a\n- 10:00 b")},
+		{"one new line", toldOf(today, "- 09:00 a"), []notes.Item{item("- 09:00 a\n- 10:00 b")},
 			"Today's notes (memory/2026-11-30.md), new lines since last told:\n- 10:00 b"},
-		{"two new lines", toldOf(today, "- 09:00 a"), []memory.Item{item("- 09:00 a\n- 10:00 b\n- 11:00 c")},
+		{"two new lines", toldOf(today, "- 09:00 a"), []notes.Item{item("- 09:00 a\n- 10:00 b\n- 11:00 c")},
 			"Today's notes (memory/2026-11-30.md), new lines since last told:\n- 10:00 b\n- 11:00 c"},
-		{"grew from told-empty", toldOf(today, ""), []memory.Item{item("- 09:00 a")},
+		{"grew from told-empty", toldOf(today, ""), []notes.Item{item("- 09:00 a")},
 			"Today's notes (memory/2026-11-30.md), new lines since last told:\n- 09:00 a"},
-		{"a told line extended is a rewrite", toldOf(today, "- 09:00 a"), []memory.Item{item("- 09:00 ab")},
+		{"a told line extended is a rewrite", toldOf(today, "- 09:00 a"), []notes.Item{item("- 09:00 ab")},
 			"Today's notes (memory/2026-11-30.md) (rewritten; this replaces the version told before):\n- 09:00 ab"},
 	})
 }
 
 func TestTurnNotesRewrittenSaysItReplaces(t *testing.T) {
 	runCompose(t, []composeCase{
-		{"edited line", toldOf(today, "- 09:00 a\n- 10:00 b"), []memory.Item{item("- 09:00 A\n- 10:00 b")},
+		{"edited line", toldOf(today, "- 09:00 a\n- 10:00 b"), []notes.Item{item("- 09:00 A\n- 10:00 b")},
 			"Today's notes (memory/2026-11-30.md) (rewritten; this replaces the version told before):\n- 09:00 A\n- 10:00 b"},
-		{"shrank", toldOf(today, "- 09:00 a\n- 10:00 b"), []memory.Item{item("- 09:00 a")},
+		{"shrank", toldOf(today, "- 09:00 a\n- 10:00 b"), []notes.Item{item("- 09:00 a")},
 			"Today's notes (memory/2026-11-30.md) (rewritten; this replaces the version told before):\n- 09:00 a"},
-		{"same length, other bytes", toldOf(today, "- 09:00 a"), []memory.Item{item("- 09:00 b")},
+		{"same length, other bytes", toldOf(today, "- 09:00 a"), []notes.Item{item("- 09:00 b")},
 			"Today's notes (memory/2026-11-30.md) (rewritten; this replaces the version told before):\n- 09:00 b"},
 		{"newer summary on the channel", toldOf("summary:web", "Owner planned the trip."),
-			[]memory.Item{{Key: "summary:web", Title: "Previous conversation (last at 2026-11-30 08:00)", Content: "Owner booked a hotel."}},
+			[]notes.Item{{Key: "summary:web", Title: "Previous conversation (last at 2026-11-30 08:00)", Content: "Owner booked a hotel."}},
 			"Previous conversation (last at 2026-11-30 08:00) (rewritten; this replaces the version told before):\nOwner booked a hotel."},
 	})
 }
 
 func TestTurnNotesEmptiedIsOneLine(t *testing.T) {
 	runCompose(t, []composeCase{
-		{"emptied", toldOf(today, "- 09:00 a"), []memory.Item{item("")},
+		{"emptied", toldOf(today, "- 09:00 a"), []notes.Item{item("")},
 			"Today's notes (memory/2026-11-30.md): now empty."},
-		{"told empty, still empty", toldOf(today, ""), []memory.Item{item("")}, ""},
+		{"told empty, still empty", toldOf(today, ""), []notes.Item{item("")}, ""},
 	})
 }
 
 func TestTurnNotesNothingNewGivesNoNotes(t *testing.T) {
 	runCompose(t, []composeCase{
 		{"no items", nil, nil, ""},
-		{"all told", toldOf(today, "- 09:00 a"), []memory.Item{item("- 09:00 a")}, ""},
+		{"all told", toldOf(today, "- 09:00 a"), []notes.Item{item("- 09:00 a")}, ""},
 		{"summary told, only the title moved", toldOf("summary:web", "s"),
-			[]memory.Item{{Key: "summary:web", Title: "Previous conversation (last at 2026-11-30 08:00)", Content: "s"}}, ""},
+			[]notes.Item{{Key: "summary:web", Title: "Previous conversation (last at 2026-11-30 08:00)", Content: "s"}}, ""},
 	})
-	if got := memory.Framed(nil, "hi\n"); got != "hi\n" {
+	if got := loop.Framed(nil, "hi\n"); got != "hi\n" {
 		t.Errorf("Framed(nil) = %q, want the message as written", got)
 	}
-	if got := memory.Framed(&events.TurnNotes{}, "hi"); got != "hi" {
+	if got := loop.Framed(&events.TurnNotes{}, "hi"); got != "hi" {
 		t.Errorf("Framed(empty) = %q, want the message as written", got)
 	}
 }
 
 func TestTurnNotesBlocksInItemOrder(t *testing.T) {
-	items := []memory.Item{
+	items := []notes.Item{
 		{Key: "summary:web", Title: "Previous conversation (last at 2026-11-29 23:30)", Content: "Owner asked for a packing list."},
 		{Key: "memory/2026-11-29.md", Title: "Yesterday's notes (memory/2026-11-29.md)", Content: "- 22:00 old"},
 		item("- 09:00 a\n- 10:00 b"),
@@ -142,7 +143,7 @@ func TestTurnNotesBlocksInItemOrder(t *testing.T) {
 
 func TestTurnNotesFramed(t *testing.T) {
 	notes := &events.TurnNotes{Text: "Today's notes (memory/2026-11-30.md):\n- 09:00 a"}
-	got := memory.Framed(notes, "hello")
+	got := loop.Framed(notes, "hello")
 	want := "[Your memory — inserted by the system before this message, not the user's words]\n" +
 		"Today's notes (memory/2026-11-30.md):\n- 09:00 a\n[End of memory]\n\nhello"
 	if got != want {
@@ -151,7 +152,7 @@ func TestTurnNotesFramed(t *testing.T) {
 }
 
 func TestDigestIsSHA256Hex(t *testing.T) {
-	if got, want := memory.Digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"; got != want {
+	if got, want := notes.Digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"; got != want {
 		t.Errorf("Digest(\"\") = %s, want %s", got, want)
 	}
 }
@@ -170,16 +171,16 @@ func TestItems(t *testing.T) {
 	berlin := time.FixedZone("CET", 3600)
 	// 23:30 UTC on the 29th is already the 30th in the owner's zone.
 	now := time.Date(2026, 11, 29, 23, 30, 0, 0, time.UTC)
-	prev := memory.Summary{Channel: "web", Conversation: "c1", Text: "Owner asked for a list.\n\n",
+	prev := notes.Summary{Channel: "web", Conversation: "c1", Text: "Owner asked for a list.\n\n",
 		LastAt: time.Date(2026, 11, 29, 22, 30, 0, 0, time.UTC)}
 
 	tests := []struct {
 		name  string
 		files map[string]string
-		prev  memory.Summary
-		want  []memory.Item
+		prev  notes.Summary
+		want  []notes.Item
 	}{
-		{"missing files are empty items", nil, memory.Summary{}, []memory.Item{
+		{"missing files are empty items", nil, notes.Summary{}, []notes.Item{
 			{Key: "memory/2026-11-29.md", Title: "Yesterday's notes (memory/2026-11-29.md)"},
 			{Key: "memory/2026-11-30.md", Title: "Today's notes (memory/2026-11-30.md)"},
 		}},
@@ -187,12 +188,12 @@ func TestItems(t *testing.T) {
 			"memory/2026-11-29.md": "- 21:00 y  \r\n\r\n",
 			"memory/2026-11-30.md": "- 00:10 t\t\n- 00:20 u\n\n \n",
 			"memory/2026-11-28.md": "- too old",
-		}, prev, []memory.Item{
+		}, prev, []notes.Item{
 			{Key: "summary:web", Title: "Previous conversation (last at 2026-11-29 23:30)", Content: "Owner asked for a list."},
 			{Key: "memory/2026-11-29.md", Title: "Yesterday's notes (memory/2026-11-29.md)", Content: "- 21:00 y"},
 			{Key: "memory/2026-11-30.md", Title: "Today's notes (memory/2026-11-30.md)", Content: "- 00:10 t\n- 00:20 u"},
 		}},
-		{"whitespace-only note is empty", map[string]string{"memory/2026-11-30.md": " \n\t\n"}, memory.Summary{}, []memory.Item{
+		{"whitespace-only note is empty", map[string]string{"memory/2026-11-30.md": " \n\t\n"}, notes.Summary{}, []notes.Item{
 			{Key: "memory/2026-11-29.md", Title: "Yesterday's notes (memory/2026-11-29.md)"},
 			{Key: "memory/2026-11-30.md", Title: "Today's notes (memory/2026-11-30.md)"},
 		}},
@@ -203,7 +204,7 @@ func TestItems(t *testing.T) {
 			for name, content := range tc.files {
 				writeFile(t, filepath.Join(dir, name), content)
 			}
-			got, err := memory.Items(dir, now, berlin, tc.prev)
+			got, err := notes.Items(dir, now, berlin, tc.prev)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +213,7 @@ func TestItems(t *testing.T) {
 			}
 		})
 	}
-	if _, err := memory.Items("", now, berlin, memory.Summary{}); err == nil {
+	if _, err := notes.Items("", now, berlin, notes.Summary{}); err == nil {
 		t.Error("Items with no agent folder: no error")
 	}
 }
@@ -244,11 +245,11 @@ func TestTurnNotesAcrossTurns(t *testing.T) {
 		} else {
 			writeFile(t, note, *s.write)
 		}
-		items, err := memory.Items(dir, now, time.UTC, memory.Summary{})
+		items, err := notes.Items(dir, now, time.UTC, notes.Summary{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		notes := memory.Compose(told, items)
+		notes := notes.Compose(told, items)
 		got := ""
 		if notes != nil {
 			got = notes.Text

@@ -42,7 +42,7 @@ func (userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessa
 	if res, ok := checkName("name", a.Name); !ok {
 		return res, nil
 	}
-	text := normalize(strings.TrimSpace(a.Text))
+	text := Normalize(strings.TrimSpace(a.Text))
 	if text == "" {
 		return tools.Failf("text is required: the fact to save"), nil
 	}

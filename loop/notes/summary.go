@@ -1,8 +1,10 @@
-package memory
+package notes
 
 import (
 	"strings"
 	"time"
+
+	"github.com/my-agent-crew/crew/tools/memory"
 )
 
 // Line is one message of a conversation to be summarised.
@@ -29,7 +31,7 @@ func Transcript(lines []Line, loc *time.Location) string {
 			b.WriteByte('\n')
 		}
 		b.WriteString(l.At.In(loc).Format("2006-01-02 15:04") + " " + l.Role + ":")
-		for j, t := range strings.Split(normalize(l.Text), "\n") {
+		for j, t := range strings.Split(memory.Normalize(l.Text), "\n") {
 			switch {
 			case t == "":
 				if j > 0 {

@@ -34,7 +34,7 @@ func (memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	if res, ok := decode("memory_save", args, &a); !ok {
 		return res, nil
 	}
-	text := normalize(strings.TrimSpace(a.Text))
+	text := Normalize(strings.TrimSpace(a.Text))
 	if text == "" {
 		return tools.Failf("text is required: what to remember"), nil
 	}
@@ -44,7 +44,7 @@ func (memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	}
 	defer root.Close()
 	now := env.Now().In(env.Loc())
-	name := noteKey(now)
+	name := DailyNote(now)
 	line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(text, "\n", "\n  ")
 	if err := appendText(root, name, line); err != nil {
 		return tools.Result{}, fmt.Errorf("memory_save: %s: %w", name, err)

@@ -1,4 +1,4 @@
-package memory_test
+package notes_test
 
 import (
 	"regexp"
@@ -6,31 +6,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/my-agent-crew/crew/memory"
+	"github.com/my-agent-crew/crew/loop/notes"
 )
 
 func TestSummaryTranscriptLinesStartWithOwnersDateTime(t *testing.T) {
 	cet := time.FixedZone("CET", 3600)
 	tests := []struct {
 		name  string
-		lines []memory.Line
+		lines []notes.Line
 		loc   *time.Location
 		want  string
 	}{
-		{"owner's zone crosses midnight", []memory.Line{
+		{"owner's zone crosses midnight", []notes.Line{
 			{At: time.Date(2026, 11, 29, 22, 30, 0, 0, time.UTC), Role: "user", Text: "Book the train for tomorrow."},
 			{At: time.Date(2026, 11, 29, 23, 5, 0, 0, time.UTC), Role: "assistant", Text: "Booked."},
 		}, cet, "2026-11-29 23:30 user: Book the train for tomorrow.\n2026-11-30 00:05 assistant: Booked."},
-		{"multi-line text indented", []memory.Line{
+		{"multi-line text indented", []notes.Line{
 			{At: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), Role: "user", Text: "List:\n- eggs \n\n- milk\n"},
 		}, nil, "2026-11-30 08:00 user: List:\n  - eggs\n\n  - milk"},
-		{"empty text", []memory.Line{{At: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), Role: "assistant"}},
+		{"empty text", []notes.Line{{At: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), Role: "assistant"}},
 			time.UTC, "2026-11-30 08:00 assistant:"},
 		{"no lines", nil, time.UTC, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := memory.Transcript(tc.lines, tc.loc); got != tc.want {
+			if got := notes.Transcript(tc.lines, tc.loc); got != tc.want {
 				t.Errorf("Transcript:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
@@ -40,7 +40,7 @@ func TestSummaryTranscriptLinesStartWithOwnersDateTime(t *testing.T) {
 func TestSummaryPromptDemandsAbsoluteDates(t *testing.T) {
 	cet := time.FixedZone("CET", 3600)
 	transcript := "2026-11-29 23:30 user: see you tomorrow"
-	got := memory.SummaryPrompt(transcript, time.Date(2026, 11, 30, 8, 15, 0, 0, time.UTC), cet)
+	got := notes.SummaryPrompt(transcript, time.Date(2026, 11, 30, 8, 15, 0, 0, time.UTC), cet)
 
 	for _, want := range []string{
 		"It is now 2026-11-30 09:15 (CET)",
