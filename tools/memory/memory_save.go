@@ -14,7 +14,7 @@ import (
 var memorySaveDescription string
 
 // memorySave appends a timestamped line to today's daily note.
-type memorySave struct{}
+type memorySave struct{ files *files }
 
 func (memorySave) Def() tools.Def {
 	return tools.Def{Name: "memory_save", Description: memorySaveDescription, Params: schema(`{
@@ -27,7 +27,7 @@ func (memorySave) Def() tools.Def {
 }`)}
 }
 
-func (memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (t memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Text string `json:"text"`
 	}
@@ -46,7 +46,7 @@ func (memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	now := env.Now().In(env.Loc())
 	name := DailyNote(now)
 	line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(text, "\n", "\n  ")
-	if err := appendText(root, name, line); err != nil {
+	if err := t.files.appendText(root, name, line); err != nil {
 		return tools.Result{}, fmt.Errorf("memory_save: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("saved to %s; it will be in the turn notes of the next message", name)}, nil

@@ -26,19 +26,23 @@ const maxMatches = 50
 // Tools returns the memory and wiki tools, for tools.New. None needs
 // approval: they write only the agent's notes, the owner's facts and the
 // wiki, and every write is recorded as a tool call first (see the package
-// doc).
+// doc). The writing tools of one call share one lock (see files), so a
+// process builds its tool set once (cmd/crew does).
 func Tools() []tools.Tool {
+	f := &files{}
 	return []tools.Tool{
-		memorySave{}, memorySearch{},
-		userMemorySave{}, userMemoryForget{},
-		wikiGet{}, wikiSearch{}, wikiApply{},
+		memorySave{f}, memorySearch{},
+		userMemorySave{f}, userMemoryForget{f},
+		wikiGet{}, wikiSearch{}, wikiApply{f},
 	}
 }
 
-// writeMu serialises read-modify-write of memory files across the
-// conversations of this process: the owner's facts and the wiki are shared
-// by every agent, and a lost update would silently drop a line.
-var writeMu sync.Mutex
+// files serialises read-modify-write of memory files across the
+// conversations that share one tool set: the owner's facts and the wiki
+// are shared by every agent, and a lost update would silently drop a line.
+type files struct {
+	mu sync.Mutex
+}
 
 // openDir opens an Env folder as a root. A missing folder is a harness
 // fault: writing beside it would put memory where nothing reads it.
@@ -77,9 +81,9 @@ func readFile(root *os.Root, name string) (text string, exists bool, err error) 
 
 // appendText adds text at the end of name as whole lines, creating the
 // file and its directory.
-func appendText(root *os.Root, name, text string) error {
-	writeMu.Lock()
-	defer writeMu.Unlock()
+func (f *files) appendText(root *os.Root, name, text string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	old, _, err := readFile(root, name)
 	if err != nil {
 		return err

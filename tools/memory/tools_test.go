@@ -359,11 +359,12 @@ func TestWikiSymlinkOutsideHome(t *testing.T) {
 // file at once lose nothing.
 func TestConcurrentSavesKeepEveryLine(t *testing.T) {
 	env := testEnv(t)
+	save := tool(t, "user_memory_save") // one tool set, as the server builds it
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
 			args := json.RawMessage(fmt.Sprintf(`{"name":"log","text":"line %d"}`, i))
-			if _, err := tool(t, "user_memory_save").Run(t.Context(), env, args); err != nil {
+			if _, err := save.Run(t.Context(), env, args); err != nil {
 				t.Error(err)
 			}
 		})

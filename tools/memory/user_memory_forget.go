@@ -14,7 +14,7 @@ import (
 var userMemoryForgetDescription string
 
 // userMemoryForget removes a fact file or the lines of it holding a text.
-type userMemoryForget struct{}
+type userMemoryForget struct{ files *files }
 
 func (userMemoryForget) Def() tools.Def {
 	return tools.Def{Name: "user_memory_forget", Description: userMemoryForgetDescription, Params: schema(`{
@@ -28,7 +28,7 @@ func (userMemoryForget) Def() tools.Def {
 }`)}
 }
 
-func (userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (t userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Name string  `json:"name"`
 		Text *string `json:"text"`
@@ -49,8 +49,8 @@ func (userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMes
 	defer root.Close()
 	name := factsDir + "/" + a.Name + ".md"
 
-	writeMu.Lock()
-	defer writeMu.Unlock()
+	t.files.mu.Lock()
+	defer t.files.mu.Unlock()
 	old, exists, err := readFile(root, name)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("user_memory_forget: %s: %w", name, err)

@@ -17,7 +17,7 @@ var userMemorySaveDescription string
 const factsDir = "users/owner/facts"
 
 // userMemorySave appends a line to one of the owner's fact files.
-type userMemorySave struct{}
+type userMemorySave struct{ files *files }
 
 func (userMemorySave) Def() tools.Def {
 	return tools.Def{Name: "user_memory_save", Description: userMemorySaveDescription, Params: schema(`{
@@ -31,7 +31,7 @@ func (userMemorySave) Def() tools.Def {
 }`)}
 }
 
-func (userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (t userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Name string `json:"name"`
 		Text string `json:"text"`
@@ -52,7 +52,7 @@ func (userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessa
 	}
 	defer root.Close()
 	name := factsDir + "/" + a.Name + ".md"
-	if err := appendText(root, name, "- "+strings.ReplaceAll(text, "\n", "\n  ")); err != nil {
+	if err := t.files.appendText(root, name, "- "+strings.ReplaceAll(text, "\n", "\n  ")); err != nil {
 		return tools.Result{}, fmt.Errorf("user_memory_save: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("saved to %s; the owner's facts are in every agent's system prompt from the next model call", name)}, nil

@@ -14,7 +14,7 @@ import (
 var wikiApplyDescription string
 
 // wikiApply creates, overwrites, appends to or edits a wiki page.
-type wikiApply struct{}
+type wikiApply struct{ files *files }
 
 func (wikiApply) Def() tools.Def {
 	return tools.Def{Name: "wiki_apply", Description: wikiApplyDescription, Params: schema(`{
@@ -39,7 +39,7 @@ func (wikiApply) Def() tools.Def {
 }`)}
 }
 
-func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (t wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Page    string  `json:"page"`
 		Content *string `json:"content"`
@@ -80,8 +80,8 @@ func (wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 	defer root.Close()
 	name := wikiDir + "/" + a.Page + ".md"
 
-	writeMu.Lock()
-	defer writeMu.Unlock()
+	t.files.mu.Lock()
+	defer t.files.mu.Unlock()
 	old, exists, err := readFile(root, name)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
