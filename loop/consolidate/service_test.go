@@ -18,8 +18,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/memory/consolidate"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/schemas"
 	"github.com/tmc/langchaingo/llms"
