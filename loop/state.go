@@ -35,6 +35,9 @@ type Message struct {
 	Notes string `json:"notes,omitempty"`
 	// Delegate is the child run a delegate call's result came from.
 	Delegate *events.DelegateResult `json:"delegate,omitempty"`
+	// Outcome says why the harness answered a tool call instead of the
+	// tool (denied, expired, …), as the chat labels it.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
@@ -316,7 +319,7 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
-		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate})
+		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome})
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {
 			s.Approvals = map[string]*Approval{}

@@ -16,7 +16,8 @@ const (
 	ConversationIdle             = "idle"
 	ConversationRunning          = "running"           // a run started and not finished
 	ConversationAwaitingApproval = "awaiting_approval" // a run paused on an approval
-	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap)
+	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap), until the next message
+	ConversationFailed           = "failed"            // the last run failed (model_error, …), until the next message
 	ConversationClosed           = "closed"
 )
 
@@ -56,11 +57,23 @@ type Conversation struct {
 	// root lists its children's too (R-DEL: they surface where the owner
 	// is), each naming its conversation.
 	PendingApprovals []PendingApproval `json:"pending_approvals,omitempty"`
-	// Halted is the reason the last run halted, until another run starts.
+	// Halted is the reason the last run halted, until the next message or
+	// run.
 	Halted string `json:"halted,omitempty"`
+	// Ended is how the last run ended when it did not end done, until the
+	// next message or run: what status failed or halted stands for.
+	Ended *RunEnded `json:"ended,omitempty"`
 	// LastSeq is the stream sequence of the conversation's latest event:
 	// what its single writer expects next.
 	LastSeq uint64 `json:"last_seq"`
+}
+
+// RunEnded is a run_finished that was not done.
+type RunEnded struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"` // events.RunHalted, events.RunFailed
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Conversations projects conversation events into Conversation views,
@@ -143,12 +156,13 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	case *events.MessageReceived:
 		c.Messages++
 		c.Queued++
+		c.Halted, c.Ended = "", nil
 		if c.Title == "" {
 			c.Title = truncate(oneLine(e.Text), titleRunes)
 		}
 	case *events.RunStarted:
 		c.LastRunID = e.RunID
-		c.Queued, c.Halted = 0, ""
+		c.Queued, c.Halted, c.Ended = 0, "", nil
 		if !slices.Contains(c.ActiveRuns, e.RunID) {
 			c.ActiveRuns = append(c.ActiveRuns, e.RunID)
 		}
@@ -160,9 +174,12 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if len(c.ActiveRuns) == 0 {
 			c.ActiveRuns = nil
 		}
-		c.Halted = ""
+		c.Halted, c.Ended = "", nil
 		if e.Status == events.RunHalted {
 			c.Halted = e.Reason
+		}
+		if e.Status != events.RunDone {
+			c.Ended = &RunEnded{RunID: e.RunID, Status: e.Status, Reason: e.Reason, Error: e.Error}
 		}
 		c.PendingApprovals = slices.DeleteFunc(c.PendingApprovals, func(a PendingApproval) bool { return a.RunID == e.RunID })
 		if len(c.PendingApprovals) == 0 {
@@ -205,7 +222,9 @@ func statusOf(c Conversation) string {
 		return ConversationAwaitingApproval
 	case len(c.ActiveRuns) > 0:
 		return ConversationRunning
-	case c.Halted != "":
+	case c.Ended != nil && c.Ended.Status == events.RunFailed:
+		return ConversationFailed
+	case c.Ended != nil, c.Halted != "":
 		return ConversationHalted
 	default:
 		return ConversationIdle

@@ -51,8 +51,9 @@ func TestConversationStatusAndRunNesting(t *testing.T) {
 	step("d1", &events.RunFinished{RunID: "r2", Status: events.RunDone}, ConversationIdle)
 	step("c1", &events.RunFinished{RunID: "r1", Status: events.RunHalted, Reason: "max_steps"}, ConversationRunning) // r3, r4 still run
 	step("c1", &events.RunFinished{RunID: "r3", Status: events.RunDone}, ConversationRunning)
-	step("c1", &events.RunFinished{RunID: "r4", Status: events.RunFailed, Error: "boom"}, ConversationIdle)
-	step("c1", &events.ModelCalled{RunID: "ghost", Step: 1}, ConversationIdle)
+	// The last run failed: the conversation says so until the next message.
+	step("c1", &events.RunFinished{RunID: "r4", Status: events.RunFailed, Error: "boom"}, ConversationFailed)
+	step("c1", &events.ModelCalled{RunID: "ghost", Step: 1}, ConversationFailed)
 	step("d1", &events.ConversationClosed{Reason: "done"}, ConversationClosed)
 	// Approvals and halts.
 	exp := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -61,7 +62,14 @@ func TestConversationStatusAndRunNesting(t *testing.T) {
 	step("c2", &events.ApprovalRequested{ApprovalID: "a1", RunID: "r9", Step: 1, CallID: "k1", Tool: "workspace_write", Arguments: json.RawMessage(`{}`), ExpiresAt: exp}, ConversationAwaitingApproval)
 	step("c2", &events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved}, ConversationRunning)
 	step("c2", &events.RunFinished{RunID: "r9", Status: events.RunHalted, Reason: "max_steps"}, ConversationHalted)
-	step("c2", &events.MessageReceived{Channel: "web", Text: "go on"}, ConversationHalted)
+	if c2, _ := GetConversation(db, "c2"); c2.Ended == nil || c2.Ended.Reason != "max_steps" || c2.Ended.RunID != "r9" || c2.Halted != "max_steps" {
+		t.Errorf("c2 after the halt: ended %+v, halted %q; want r9 halted on max_steps", c2.Ended, c2.Halted)
+	}
+	// Halted until the next message (issue 10 item 8), not until the next run.
+	step("c2", &events.MessageReceived{Channel: "web", Text: "go on"}, ConversationIdle)
+	if c2, _ := GetConversation(db, "c2"); c2.Ended != nil || c2.Halted != "" {
+		t.Errorf("c2 after the next message: ended %+v, halted %q; want neither", c2.Ended, c2.Halted)
+	}
 	if c2, _ := GetConversation(db, "c2"); c2.Queued != 1 {
 		t.Errorf("c2 queued = %d, want 1", c2.Queued)
 	}
@@ -167,5 +175,43 @@ func TestTruncate(t *testing.T) {
 		if got := truncate(tc.in, tc.n); got != tc.want {
 			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestFailedRunStatusUntilNextMessage (issue 10 item 8): a failed run
+// leaves the conversation failed with its reason and error, and the next
+// owner message clears it; a done run leaves no ending.
+func TestFailedRunStatusUntilNextMessage(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	db := openDB(t, "")
+	r := startRunner(t, log, db, config{})
+	s := newSeeder(t, log)
+	apply := func(e events.Event) Conversation {
+		t.Helper()
+		if err := r.WaitFor(ctx, s.conv("f1", e)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := GetConversation(db, "f1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	apply(&events.MessageReceived{Channel: "web", Text: "hi"})
+	apply(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
+	c := apply(&events.RunFinished{RunID: "r1", Status: events.RunFailed, Reason: "model_error", Error: "openrouter: permanent model error: HTTP 401: no auth"})
+	if c.Status != ConversationFailed || c.Ended == nil || c.Ended.Reason != "model_error" || !strings.Contains(c.Ended.Error, "401") {
+		t.Fatalf("after the failed run: status %q, ended %+v; want failed with model_error and its error", c.Status, c.Ended)
+	}
+	if b, _ := json.Marshal(c); !strings.Contains(string(b), `"status":"failed"`) {
+		t.Errorf("the API JSON does not say failed: %s", b)
+	}
+	if c = apply(&events.MessageReceived{Channel: "web", Text: "again"}); c.Status != ConversationIdle || c.Ended != nil {
+		t.Errorf("after the next message: status %q, ended %+v; want idle and no ending", c.Status, c.Ended)
+	}
+	apply(&events.RunStarted{RunID: "r2", Agent: "master", Trigger: "message"})
+	if c = apply(&events.RunFinished{RunID: "r2", Status: events.RunDone}); c.Status != ConversationIdle || c.Ended != nil {
+		t.Errorf("after a done run: status %q, ended %+v", c.Status, c.Ended)
 	}
 }

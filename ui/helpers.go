@@ -52,6 +52,8 @@ func showBadge(status string) bool {
 // toolStatus is the word in a tool card's summary.
 func toolStatus(t ToolCard) string {
 	switch {
+	case t.Waiting:
+		return "waiting for your approval"
 	case t.Running:
 		return "running…"
 	case t.Outcome != "":
@@ -82,8 +84,12 @@ func delegateTitle(d DelegateCard) string {
 
 func toolClass(t ToolCard) string {
 	switch {
+	case t.Waiting:
+		return "tool tool-waiting"
 	case t.Running:
 		return "tool tool-running"
+	case t.Outcome == "denied" || t.Outcome == "expired":
+		return "tool tool-denied"
 	case t.Outcome != "" || t.IsError:
 		return "tool tool-error"
 	default:

@@ -134,7 +134,8 @@ func conversationView() ConversationView {
 			ID: "ap1", Tool: "shell", Args: `{"cmd": "ls"}`, Reason: "shell is gated",
 			ExpiresAt: time.Date(2026, 11, 30, 8, 11, 0, 0, time.UTC), ExpiresIn: "9m 12s",
 		},
-		Halted: "max_steps",
+		Ending: &RunEnding{Kind: "halted", Status: "halted", Reason: "max_steps", Spend: "$0.0012",
+			Text: "Stopped: the run used all its steps (max_steps) before finishing — send a message to let it carry on."},
 	}
 }
 
@@ -217,7 +218,10 @@ func TestConversationPage(t *testing.T) {
 
 	contains(t, one(t, chat, "live-reply"), "hidden")
 	contains(t, one(t, chat, "live-tool"), "<pre", "hidden")
-	contains(t, text(one(t, chat, "halted")), "max_steps")
+	end := one(t, chat, "run-ending")
+	contains(t, end, `data-kind="halted"`, `data-reason="max_steps"`, `role="status"`)
+	contains(t, text(one(t, end, "run-ending-text")), "(max_steps)", "send a message")
+	contains(t, text(one(t, end, "run-ending-spend")), "$0.0012")
 
 	bar := one(t, chat, "approval-bar")
 	contains(t, text(one(t, bar, "approval-tool")), "shell")
@@ -245,7 +249,7 @@ func TestConversationPage(t *testing.T) {
 
 func TestChatFragment(t *testing.T) {
 	v := conversationView()
-	v.Approval, v.Halted, v.Items = nil, "", nil
+	v.Approval, v.Ending, v.Items = nil, nil, nil
 	v.Conv.Status = "idle"
 	html := render(t, ChatFragment(v))
 
@@ -255,7 +259,7 @@ func TestChatFragment(t *testing.T) {
 	if got := one(t, html, "chat"); got != html {
 		t.Errorf("fragment has content outside #chat")
 	}
-	for _, id := range []string{"approval-bar", "halted", "working", "sidebar", "composer"} {
+	for _, id := range []string{"approval-bar", "run-ending", "queued-note", "working", "sidebar", "composer"} {
 		none(t, html, id)
 	}
 	one(t, html, "no-messages")
@@ -351,7 +355,7 @@ const evil = `<script>alert(1)</script><img src=x onerror="alert(2)">`
 
 func TestEscaping(t *testing.T) {
 	v := conversationView()
-	v.Conv.Title, v.Shell.Title, v.Halted = evil, evil, evil
+	v.Conv.Title, v.Shell.Title, v.Ending.Text = evil, evil, evil
 	v.Shell.Conversations[0].Title = evil
 	v.Shell.Banner = evil
 	v.Shell.Agents[0].Description = evil
@@ -361,8 +365,10 @@ func TestEscaping(t *testing.T) {
 		{Kind: ItemAssistant, Text: evil}, // no HTML: the source is shown escaped
 		{Kind: ItemNote, Text: evil},
 		{Kind: ItemTool, Tool: &ToolCard{Tool: evil, Args: evil, Output: evil, Outcome: evil}},
+		{Kind: ItemTool, Tool: &ToolCard{Tool: "shell_run", Output: evil, Blocks: []ArgBlock{{Name: "command", Text: evil}}}},
 	}
 	v.Approval.Tool, v.Approval.Args, v.Approval.Reason = evil, evil, evil
+	v.Approval.Blocks = []ArgBlock{{Name: "command", Text: evil}}
 	rv := runsView()
 	rv.Conv.Title = evil
 	rv.Runs[0].Error, rv.Runs[0].Steps[0].Lines = evil, []string{evil}
@@ -379,7 +385,7 @@ func TestEscaping(t *testing.T) {
 		}
 		contains(t, html, "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img")
 	}
-	for _, id := range []string{"msg-user", "msg-queued", "msg-assistant", "note", "tool-args", "tool-output", "conv-title", "halted", "approval-args", "banner"} {
+	for _, id := range []string{"msg-user", "msg-queued", "msg-assistant", "note", "tool-args", "tool-output", "conv-title", "run-ending", "approval-args", "arg-text", "banner"} {
 		for _, el := range byTestID(pages["conversation"], id) {
 			contains(t, el, "&lt;script&gt;")
 		}
@@ -478,6 +484,90 @@ func TestTimeLeft(t *testing.T) {
 	for in, want := range map[string]string{"9m 12s": "9m 12s left", "4m 05s left": "4m 05s left", "expired": "expired", "": ""} {
 		if got := timeLeft(in); got != want {
 			t.Errorf("timeLeft(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFailedRunShownInChat (issue 10 item 8): a failed run's notice is in
+// the chat in plain words with its spend, and the status pill says failed.
+func TestFailedRunShownInChat(t *testing.T) {
+	v := conversationView()
+	v.Approval, v.Conv.Status = nil, "failed"
+	v.Ending = &RunEnding{Kind: "failed", Status: "failed", Reason: "model_error", Spend: "$0.0000",
+		Text: "Every model route failed: 401 from openrouter — check OPENROUTER_API_KEY in /home/me/.crew/env."}
+	html := render(t, ConversationPage(v))
+	pill := one(t, html, "conv-status")
+	contains(t, pill, `data-status="failed"`, "status-failed")
+	if got := text(pill); got != "failed" {
+		t.Errorf("status pill = %q, want failed", got)
+	}
+	end := one(t, one(t, html, "chat"), "run-ending")
+	contains(t, end, `data-kind="failed"`, `data-status="failed"`, `data-reason="model_error"`, "run-ending-failed")
+	if got := text(one(t, end, "run-ending-text")); got != v.Ending.Text {
+		t.Errorf("notice = %q, want %q", got, v.Ending.Text)
+	}
+	contains(t, text(one(t, end, "run-ending-spend")), "This run cost $0.0000.")
+	none(t, html, "working")
+}
+
+// TestQueuedNoteShown (issue 10 item 8): messages waiting behind the
+// running turn are acknowledged in the chat.
+func TestQueuedNoteShown(t *testing.T) {
+	v := conversationView()
+	v.Approval, v.Ending, v.Waiting = nil, nil, 2
+	html := render(t, ChatFragment(v))
+	if got := text(one(t, html, "queued-note")); !strings.HasPrefix(got, "queued: 2 waiting") {
+		t.Errorf("queued note = %q, want it to start with \"queued: 2 waiting\"", got)
+	}
+}
+
+// TestApprovalCardShowsCommandReadably (issue 10 item 10): a command is a
+// code block with its real line break and its > as text (escaped once,
+// by the renderer), not JSON with \n or \u003e.
+func TestApprovalCardShowsCommandReadably(t *testing.T) {
+	v := conversationView()
+	v.Approval.Args = "{\n  \"timeout_seconds\": 30\n}"
+	v.Approval.Blocks = []ArgBlock{{Name: "command", Text: "echo hi > out.txt\ncat out.txt"}}
+	bar := one(t, render(t, ChatFragment(v)), "approval-bar")
+	block := one(t, bar, "arg-block")
+	contains(t, block, `data-arg="command"`, "<pre><code", "echo hi &gt; out.txt\ncat out.txt")
+	for _, bad := range []string{`\n`, `\u003e`, `&amp;gt;`, `\"`} {
+		if strings.Contains(block, bad) {
+			t.Errorf("the command block holds %q:\n%s", bad, block)
+		}
+	}
+	contains(t, one(t, bar, "approval-args"), "timeout_seconds")
+	// Only text arguments: no empty JSON box beside them.
+	v.Approval.Args = ""
+	none(t, render(t, ChatFragment(v)), "approval-args")
+}
+
+// TestDeniedAndExpiredLabels (issue 10 item 10): a call waiting for its
+// approval says so, and denied and expired calls say denied and expired,
+// not error, styled apart from errors.
+func TestDeniedAndExpiredLabels(t *testing.T) {
+	for _, tc := range []struct {
+		card       ToolCard
+		label, cls string
+	}{
+		{ToolCard{CallID: "w", Waiting: true}, "waiting for your approval", "tool-waiting"},
+		{ToolCard{CallID: "d", IsError: true, Outcome: "denied"}, "denied", "tool-denied"},
+		{ToolCard{CallID: "e", IsError: true, Outcome: "expired"}, "expired", "tool-denied"},
+		{ToolCard{CallID: "x", IsError: true}, "error", "tool-error"},
+	} {
+		v := conversationView()
+		v.Approval, v.Ending = nil, nil
+		c := tc.card
+		v.Items = []Item{{Kind: ItemTool, Tool: &c}}
+		card := one(t, render(t, ChatFragment(v)), "tool-card")
+		if got := text(one(t, card, "tool-status")); got != tc.label {
+			t.Errorf("%s: label %q, want %q", c.CallID, got, tc.label)
+		}
+		contains(t, card, tc.cls)
+		rv := runsView()
+		rv.Runs[0].Steps[0].ToolCalls = []ToolCard{c}
+		if got := text(one(t, one(t, render(t, RunsPage(rv)), "tool-card"), "tool-status")); got != tc.label {
+			t.Errorf("%s on the runs page: label %q, want %q", c.CallID, got, tc.label)
 		}
 	}
 }

@@ -33,7 +33,7 @@ type ConversationRow struct {
 	Title   string
 	Agent   string
 	Channel string
-	Status  string // idle, running, awaiting_approval, halted, closed
+	Status  string // idle, running, awaiting_approval, halted, failed, closed
 	Updated string
 	Queued  int
 	Root    string // for a delegated conversation, the conversation it answers
@@ -54,7 +54,27 @@ type ConversationView struct {
 	// LastSeq is the stream sequence the page reflects; the live feed
 	// resumes after it.
 	LastSeq uint64
-	Halted  string // why the last run halted, if it did
+	// Ending tells how the last run ended when it did not simply answer
+	// (failed, halted, no reply, a question), until the next message.
+	Ending *RunEnding
+	// Waiting counts the owner's messages queued behind the running turn.
+	Waiting int
+}
+
+// RunEnding is the chat's notice of how the last run ended.
+type RunEnding struct {
+	Kind   string // failed, halted, no_reply, asks
+	Status string // done, halted, failed
+	Reason string
+	Text   string // one plain sentence: what happened and what to do
+	Spend  string // "$0.0012", "cost unknown"
+}
+
+// ArgBlock is one string argument of a tool call shown as text (a
+// command, a file's content), with its real line breaks.
+type ArgBlock struct {
+	Name string
+	Text string
 }
 
 // Item kinds.
@@ -85,13 +105,16 @@ type Item struct {
 
 // ToolCard is one tool call with its arguments and result.
 type ToolCard struct {
-	CallID  string
-	Tool    string
-	Args    string // pretty JSON
+	CallID string
+	Tool   string
+	Args   string // pretty JSON of the arguments not in Blocks
+	// Blocks are the string arguments shown as text (command, content).
+	Blocks  []ArgBlock
 	Output  string
 	IsError bool
 	Outcome string // denied, expired, max_steps, loop, escalated, interrupted, blocked
 	Running bool   // no result yet
+	Waiting bool   // no result yet: its approval is pending
 	// Child is the run a delegate call ran (runs page only).
 	Child *RunCard
 }
@@ -112,9 +135,11 @@ type DelegateCard struct {
 
 // ApprovalCard is the approval bar.
 type ApprovalCard struct {
-	ID        string
-	Tool      string
-	Args      string // pretty JSON
+	ID   string
+	Tool string
+	Args string // pretty JSON of the arguments not in Blocks
+	// Blocks are the string arguments shown as text (command, content).
+	Blocks    []ArgBlock
 	Reason    string
 	ExpiresAt time.Time
 	ExpiresIn string // "9m 12s", computed when rendered on the server

@@ -111,15 +111,20 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	}
 	var v ui.ConversationView
 	var running bool
+	var question string
 	conv.View(func(st *loop.State) {
 		v.Items = chatItems(st)
-		v.LastSeq, v.Halted = st.Seq, st.LastHalt
+		v.LastSeq = st.Seq
 		running = st.OpenRun != ""
+		if running {
+			v.Waiting = len(st.Queued)
+		}
+		question = askedQuestion(st)
 		if a := st.PendingApproval(); a != nil {
 			card := &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
 			for _, call := range st.UnansweredCalls() {
 				if call.ID == a.CallID {
-					card.Args = pretty(call.Arguments)
+					card.Args, card.Blocks = readable(call.Arguments)
 				}
 			}
 			v.Approval = card
@@ -150,10 +155,14 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 				continue
 			}
 			v.Conv.Status = projections.ConversationAwaitingApproval
-			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Args: pretty(a.Arguments), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
+			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt,
 				ExpiresIn: p.left(a.ExpiresAt), From: p.agentName(a.Agent), Conversation: a.Conversation}
+			v.Approval.Args, v.Approval.Blocks = readable(a.Arguments)
 			break
 		}
+	}
+	if !running && v.Approval == nil {
+		v.Ending = p.ending(c, question)
 	}
 	for _, it := range v.Items {
 		if it.Delegate != nil {
@@ -161,6 +170,65 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 		}
 	}
 	return v, nil
+}
+
+// ending is the notice of how the conversation's last run ended, while no
+// message came after it: nil when the run answered normally (R-WEB; the
+// words are loop.Ending's, the same Telegram sends).
+func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEnding {
+	if c.LastRunID == "" || c.Queued > 0 || c.Closed != nil {
+		return nil
+	}
+	r, err := projections.GetRun(p.DB, c.LastRunID)
+	if err != nil || r.Finished == nil {
+		return nil
+	}
+	end := loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error,
+		CostUSD: r.Totals.CostUSD, UnknownCostCalls: r.Totals.UnknownCostCalls}
+	for _, s := range r.Steps {
+		for _, m := range s.ModelCalls {
+			end.Replied = end.Replied || (m.Error == "" && m.Text != "")
+		}
+	}
+	if end.Reason == "ask_user" {
+		end.Question = question
+	}
+	kind := end.Kind()
+	if kind == "" {
+		return nil
+	}
+	return &ui.RunEnding{Kind: kind, Status: r.Status, Reason: r.Reason, Text: end.Notice(p.Home), Spend: end.Spend()}
+}
+
+// askedQuestion is what the last model reply asked with ask_user, if it did.
+func askedQuestion(st *loop.State) string {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		m := st.Messages[i]
+		if m.Role != loop.RoleAssistant {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			var q struct {
+				Question string `json:"question"`
+			}
+			if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
+				return q.Question
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// readable lays out tool arguments for the owner: commands and texts as
+// blocks, the rest as JSON without escapes (loop.ReadableArgs).
+func readable(raw json.RawMessage) (string, []ui.ArgBlock) {
+	rest, texts := loop.ReadableArgs(raw)
+	var blocks []ui.ArgBlock
+	for _, t := range texts {
+		blocks = append(blocks, ui.ArgBlock{Name: t.Name, Text: t.Text})
+	}
+	return rest, blocks
 }
 
 // awaitProjected waits, at most two seconds, until the projections have
@@ -212,6 +280,10 @@ func chatItems(st *loop.State) []ui.Item {
 			results[m.ToolCallID] = m
 		}
 	}
+	waiting := ""
+	if a := st.PendingApproval(); a != nil {
+		waiting = a.CallID
+	}
 	var items []ui.Item
 	for _, m := range st.Messages {
 		switch m.Role {
@@ -230,11 +302,12 @@ func chatItems(st *loop.State) []ui.Item {
 					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
 					continue
 				}
-				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Args: pretty(c.Arguments)}
+				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name}
+				card.Args, card.Blocks = readable(c.Arguments)
 				if r, ok := results[c.ID]; ok {
-					card.Output, card.IsError = r.Text, r.IsError
+					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
 				} else {
-					card.Running = true
+					card.Running, card.Waiting = c.ID != waiting, c.ID == waiting
 				}
 				items = append(items, ui.Item{Kind: ui.ItemTool, Tool: card})
 			}
@@ -271,13 +344,9 @@ func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]l
 	return d
 }
 
-func pretty(raw json.RawMessage) string {
-	var out bytes.Buffer
-	if err := json.Indent(&out, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return out.String()
-}
+// unescapeHTML undoes the JSON escapes of <, > and & that Go's encoder
+// writes, in argument text too cut to be decoded.
+var unescapeHTML = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
 
 // md renders Markdown without raw HTML (goldmark's default: raw HTML is
 // omitted and dangerous link schemes are dropped), so model text cannot
@@ -355,8 +424,17 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 				Latency: fmt.Sprintf("%d ms", m.LatencyMS), Text: m.Text, Tools: strings.Join(m.ToolCalls, ", "), Error: m.Error})
 		}
 		for _, t := range s.ToolCalls {
-			tc := ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Args: t.Args, Output: t.Output,
+			tc := ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Output: t.Output,
 				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed}
+			tc.Args, tc.Blocks = readable(json.RawMessage(t.Args))
+			if len(tc.Blocks) == 0 {
+				tc.Args = unescapeHTML.Replace(tc.Args) // cut JSON is shown as it is, but readable
+			}
+			for _, a := range s.Approvals {
+				if a.CallID == t.CallID && a.Decision == "" && !t.Completed {
+					tc.Running, tc.Waiting = false, true
+				}
+			}
 			if d := t.Delegate; d != nil && d.RunID != "" && depth < 4 {
 				child, err := p.runCard(d.RunID, depth+1)
 				if err != nil && !errors.Is(err, projections.ErrNotFound) {
