@@ -506,7 +506,7 @@ func TestFailedRunShownInChat(t *testing.T) {
 	if got := text(one(t, end, "run-ending-text")); got != v.Ending.Text {
 		t.Errorf("notice = %q, want %q", got, v.Ending.Text)
 	}
-	contains(t, text(one(t, end, "run-ending-spend")), "This run cost $0.0000.")
+	contains(t, text(one(t, end, "run-ending-spend")), "Spend: $0.0000.")
 	none(t, html, "working")
 }
 

@@ -96,7 +96,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		g, err := telegram.Start(ctx, telegram.Config{
 			Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
 			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c,
-			Logger: logger.With("component", "telegram"),
+			Logger: logger.With("component", "telegram"), Home: dir,
 			NewConversation: func(ctx context.Context, channel string) (string, error) {
 				id, err := c.inbound.Current(ctx, home.MasterID, channel)
 				if err != nil {

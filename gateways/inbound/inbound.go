@@ -63,6 +63,9 @@ type Accepted struct {
 	ConversationID string `json:"conversation_id"`
 	MessageID      string `json:"message_id"`
 	Steer          bool   `json:"steer,omitempty"`
+	// Queued counts the messages waiting behind the running turn, this
+	// one included; 0 when no turn runs (the message is taken at once).
+	Queued int `json:"queued,omitempty"`
 }
 
 var channelPattern = regexp.MustCompile(`^[a-z]+(:[A-Za-z0-9_-]{1,64})?$`)
@@ -157,6 +160,10 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		if isSteer {
 			// Nothing is running to steer: the words are an ordinary message.
 			text = steer
+		}
+		acc.Queued = 0
+		if st.OpenRun != "" {
+			acc.Queued = len(st.Queued) + 1
 		}
 		return append(evs, &events.MessageReceived{Channel: m.Channel, From: m.From, Text: text, Attachments: m.Attachments, ExternalID: m.ExternalID}), nil
 	})

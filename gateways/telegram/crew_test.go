@@ -18,12 +18,18 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
 )
 
 // scriptModel answers by the last user message, statelessly:
+//   - "gatecmd": the gated tool with a two-line command holding ">";
+//   - "fail401": OpenRouter's 401;
+//   - "spend": a progress note costing $0.0021, every step, until max_steps;
+//   - "silent": no text, cost unknown;
+//   - "slow": "slow done" after 700 ms;
 //   - "gate …": first a call of the gated tool, then "done after tool";
 //   - "long": a 5,000-character answer of numbered lines;
 //   - anything else: "echo: <text>".
@@ -48,6 +54,23 @@ func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	}
 	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 10, "CompletionTokens": 5, "CostUSD": 0.0}}
 	switch {
+	case last == "gatecmd" && !afterTool:
+		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated",
+			Arguments: `{"command":"echo hi > out.txt\ncat out.txt","timeout_seconds":30}`}}}
+	case last == "fail401":
+		return nil, &llm.Error{Kind: llm.ErrPermanent, Provider: llm.ProviderOpenRouter, Status: 401, Body: "No auth credentials found"}
+	case last == "spend":
+		ch.GenerationInfo["CostUSD"] = 0.0021
+		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "progress_note", Arguments: `{"text":"still going"}`}}}
+	case last == "silent":
+		delete(ch.GenerationInfo, "CostUSD")
+	case last == "slow":
+		select {
+		case <-time.After(700 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		ch.Content = "slow done"
 	case strings.HasPrefix(last, "gate") && !afterTool:
 		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated", Arguments: `{"path":"notes.txt"}`}}}
 	case strings.HasPrefix(last, "gate"):

@@ -145,7 +145,7 @@ func (s *botServer) count(chat int64, text string) int {
 func startGateway(t *testing.T, c *crew, url string, allowed ...int64) *telegram.Gateway {
 	t.Helper()
 	g, err := telegram.Start(t.Context(), telegram.Config{
-		Token: testToken, APIURL: url, AllowedChatIDs: allowed, Workspace: c.workspace,
+		Token: testToken, APIURL: url, AllowedChatIDs: allowed, Workspace: c.workspace, Home: "/crew-home",
 		Log: c.log, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 20 * time.Millisecond,
 	})
 	if err != nil {

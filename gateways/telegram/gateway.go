@@ -37,6 +37,8 @@ type Config struct {
 	APIURL         string // default https://api.telegram.org; tests point it at an emulator
 	AllowedChatIDs []int64
 	Workspace      string // the master's workspace: photos go to <Workspace>/inbox/
+	// Home is the crew home, whose env file a failure notice names.
+	Home string
 	Log            *events.Log
 	Inbound        Receiver
 	Approvals      Approver
@@ -298,8 +300,11 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	}
 	acc, err := g.cfg.Inbound.Receive(ctx, msg)
 	if err == nil {
-		if acc.Steer {
+		switch {
+		case acc.Steer:
 			g.send(ctx, m.Chat.ID, "Steer noted: the running turn takes it in at its next step.", nil)
+		case acc.Queued > 0:
+			g.send(ctx, m.Chat.ID, QueuedText(acc.Queued), nil)
 		}
 		return nil
 	}

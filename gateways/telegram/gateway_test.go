@@ -313,3 +313,99 @@ func TestNewCommandStartsANewConversation(t *testing.T) {
 		t.Errorf("/new was stored as a message: %+v", got)
 	}
 }
+
+// TestTelegramFailureSentenceWithSpend (issue 10 items 8 and 16): a failed
+// or halted run reaches the chat as the plain sentence the web chat shows,
+// naming what to do and the run's spend, never "(run halted: loop)".
+func TestTelegramFailureSentenceWithSpend(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "fail401"))
+	want := "Every model route failed: 401 from openrouter — check OPENROUTER_API_KEY in /crew-home/env. Spend: $0.0000."
+	waitFor(t, "the failure sentence", 10*time.Second, func() bool { return s.count(chat, want) == 1 })
+
+	s.push(textUpdate(2, chat, "spend"))
+	halt := "Stopped: the run used all its steps (max_steps) before finishing — send a message to let it carry on, or raise max_steps in the agent's agent.yaml."
+	var got string
+	waitFor(t, "the max_steps sentence", 10*time.Second, func() bool {
+		for _, m := range s.sentTo(chat) {
+			if strings.HasPrefix(m.Text, halt) {
+				got = m.Text
+				return true
+			}
+		}
+		return false
+	})
+	// The spend is the run's model calls': 5 steps at $0.0021.
+	if want := halt + " Spend: $0.0105."; got != want {
+		t.Errorf("halt message = %q, want %q", got, want)
+	}
+	for _, m := range s.sentTo(chat) {
+		if strings.Contains(m.Text, "(run ") {
+			t.Errorf("cryptic halt sent: %q", m.Text)
+		}
+	}
+}
+
+// TestTelegramNoTextNotice (issue 10 item 16): a run that ends without
+// text tells the chat so, with its spend unknown when no cost came back.
+func TestTelegramNoTextNotice(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "silent"))
+	want := "The agent finished without writing a reply — send a message to ask again. Spend: cost unknown."
+	waitFor(t, "the no-text notice", 10*time.Second, func() bool { return s.count(chat, want) == 1 })
+}
+
+// TestTelegramQueuedAck (issue 10 item 16): a message sent while a turn
+// runs is acknowledged at once with how many wait; it is answered after.
+func TestTelegramQueuedAck(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "slow"))
+	waitFor(t, "the slow run to start", 5*time.Second, func() bool {
+		envs, err := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeRunStarted, 0)
+		return err == nil && len(envs) == 1
+	})
+	s.push(textUpdate(2, chat, "second"))
+	waitFor(t, "the queued ack", 5*time.Second, func() bool { return s.count(chat, "queued: 1 waiting — answered when the running turn ends.") == 1 })
+	waitFor(t, "both answers", 10*time.Second, func() bool { return s.count(chat, "slow done") == 1 && s.count(chat, "echo: second") == 1 })
+	if s.count(chat, "queued: 1 waiting — answered when the running turn ends.") != 1 {
+		t.Errorf("the ack was sent more than once")
+	}
+}
+
+// TestTelegramApprovalShowsCommandReadably (issue 10 item 10): the
+// approval message shows a command as it would run, its line break real
+// and its > as >, not JSON with \n or \u003e.
+func TestTelegramApprovalShowsCommandReadably(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "gatecmd"))
+	var card sentMessage
+	waitFor(t, "the approval card", 10*time.Second, func() bool {
+		for _, m := range s.sentTo(chat) {
+			if len(m.ReplyMarkup) > 0 {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(card.Text, "command:\necho hi > out.txt\ncat out.txt\n") || !strings.Contains(card.Text, `"timeout_seconds": 30`) {
+		t.Errorf("approval text does not show the command readably:\n%s", card.Text)
+	}
+	for _, bad := range []string{`\n`, `\u003e`, `\"`} {
+		if strings.Contains(card.Text, bad) {
+			t.Errorf("approval text holds %q:\n%s", bad, card.Text)
+		}
+	}
+}

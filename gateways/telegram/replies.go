@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
 )
 
 // MaxMessage is Telegram's limit on a message's text, in UTF-16 units.
@@ -22,6 +22,16 @@ const MaxMessage = 4096
 type runView struct {
 	open bool
 	text string // the last successful model text of the run
+	// cost and unknown add up the run's model costs (delegates included);
+	// question is what its last reply asked with ask_user.
+	cost     float64
+	unknown  int
+	question string
+}
+
+// QueuedText acknowledges a message that waits behind the running turn.
+func QueuedText(n int) string {
+	return fmt.Sprintf("queued: %d waiting — answered when the running turn ends.", n)
 }
 
 // follow sends answers and approval cards for conversations of allowed
@@ -56,7 +66,7 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		return
 	}
 	switch env.Type {
-	case events.TypeRunStarted, events.TypeModelCalled, events.TypeRunFinished, events.TypeApprovalRequested:
+	case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted, events.TypeRunFinished, events.TypeApprovalRequested:
 	default:
 		return
 	}
@@ -75,11 +85,27 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		if !r.open {
 			g.setTyping(chatID, 1)
 		}
-		r.open, r.text = true, ""
+		*r = runView{open: true}
 		g.chatAction(ctx, chatID)
 	case *events.ModelCalled:
 		if e.Error == "" && e.Text != "" {
 			r.text = e.Text
+		}
+		switch {
+		case e.CostUSD != nil:
+			r.cost += *e.CostUSD
+		case e.Error == "": // a failed call cost nothing we know of
+			r.unknown++
+		}
+		if e.Error == "" {
+			r.question = askUser(e.ToolCalls)
+		}
+	case *events.ToolCompleted:
+		if d := e.Delegate; d != nil {
+			if d.CostUSD != nil {
+				r.cost += *d.CostUSD
+			}
+			r.unknown += d.UnknownCostCalls
 		}
 	case *events.ApprovalRequested:
 		g.send(ctx, chatID, approvalText(e), approvalKeyboard(e.ApprovalID))
@@ -88,8 +114,10 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 			g.setTyping(chatID, -1)
 		}
 		text := r.text
-		if e.Status != events.RunDone {
-			text = strings.TrimSpace(text + "\n\n(run " + e.Status + suffix(e.Reason, e.Error) + ")")
+		end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, CostUSD: r.cost, UnknownCostCalls: r.unknown,
+			Replied: r.text != "", Question: r.question}
+		if notice := end.Notice(g.cfg.Home); notice != "" {
+			text = strings.TrimSpace(text + "\n\n" + notice + " Spend: " + end.Spend() + ".")
 		}
 		delete(runs, conv)
 		if text != "" {
@@ -124,17 +152,17 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 	}
 }
 
-func suffix(reason, errText string) string {
-	var parts []string
-	for _, s := range []string{reason, errText} {
-		if s != "" {
-			parts = append(parts, s)
+// askUser is the question of an ask_user call among calls, if any.
+func askUser(calls []events.ToolCallRequest) string {
+	for _, c := range calls {
+		var q struct {
+			Question string `json:"question"`
+		}
+		if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
+			return q.Question
 		}
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return ": " + strings.Join(parts, ": ")
+	return ""
 }
 
 // chatOf parses "telegram-<chat>-<YYYYMMDD>", the master's daily
@@ -154,12 +182,17 @@ var chatConv = regexp.MustCompile(`^telegram-(-?[0-9]+)-[0-9]{8}(?:-[0-9]+)?$`)
 func approvalText(e *events.ApprovalRequested) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approval needed: %s\n", e.Tool)
-	var args bytes.Buffer
-	if json.Indent(&args, e.Arguments, "", "  ") != nil {
-		args.Reset()
-		args.Write(e.Arguments)
+	// Commands and texts as they are, the rest as JSON without escapes:
+	// the owner reads what would run (plain text: nothing to escape).
+	rest, texts := loop.ReadableArgs(e.Arguments)
+	var args strings.Builder
+	for _, t := range texts {
+		fmt.Fprintf(&args, "%s:\n%s\n", t.Name, t.Text)
 	}
-	a := args.String()
+	if rest != "" {
+		args.WriteString(rest)
+	}
+	a := strings.TrimSuffix(args.String(), "\n")
 	if n := utf16Len(a); n > 3000 {
 		a = cutUTF16(a, 3000) + "\n…"
 	}
