@@ -38,11 +38,11 @@ type Config struct {
 	AllowedChatIDs []int64
 	Workspace      string // the master's workspace: photos go to <Workspace>/inbox/
 	// Home is the crew home, whose env file a failure notice names.
-	Home string
-	Log            *events.Log
-	Inbound        Receiver
-	Approvals      Approver
-	Logger         *slog.Logger
+	Home      string
+	Log       *events.Log
+	Inbound   Receiver
+	Approvals Approver
+	Logger    *slog.Logger
 	// PollEvery is the pause after a getUpdates that returned nothing sooner
 	// than this (an emulator that does not long-poll) or failed (default 1 s).
 	PollEvery time.Duration
