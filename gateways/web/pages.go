@@ -76,7 +76,7 @@ func (p *Pages) failingRoute(c projections.Conversation) string {
 		return fmt.Sprintf("Route %s is failing (%s); answers come from the next route.", f.From, f.Error)
 	}
 	if r.Status == events.RunFailed && r.Reason == "model_error" {
-		return "Every model route failed in the last run: " + r.Error
+		return "In the last run (" + c.ID + "): " + loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
 	}
 	return ""
 }

@@ -57,8 +57,31 @@
     if (tool) { tool.textContent = live.tool; tool.hidden = !live.tool; }
   }
 
-  const nearBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
-  const toBottom = () => window.scrollTo(0, document.documentElement.scrollHeight);
+  // main scrolls, not the window (app.css), so the banner above it stays
+  // in sight; the window is the fallback when the styles did not load.
+  const scroller = () => {
+    const m = document.getElementById('main');
+    return m && getComputedStyle(m).overflowY === 'auto' ? m : null;
+  };
+  const nearBottom = () => {
+    const m = scroller();
+    return m ? m.scrollTop + m.clientHeight >= m.scrollHeight - 120
+      : window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  };
+  const toBottom = () => {
+    const m = scroller();
+    if (m) m.scrollTop = m.scrollHeight;
+    else window.scrollTo(0, document.documentElement.scrollHeight);
+  };
+
+  // A chat read at its end stays at its end when its box changes size (a
+  // narrower window, the phone's keyboard).
+  let stuck = true;
+  const main = document.getElementById('main');
+  if (main && conv) {
+    main.addEventListener('scroll', () => { stuck = nearBottom(); }, { passive: true });
+    if (window.ResizeObserver) new ResizeObserver(() => { if (stuck) toBottom(); }).observe(main);
+  }
 
   const refreshChat = debounce(async () => {
     if (!conv || !document.getElementById('chat')) return;
