@@ -164,6 +164,7 @@ type RunCard struct {
 	Status   string // running, done, halted, failed
 	Reason   string
 	Error    string
+	Notice   string // for a failed or halted run, what happened and what to do
 	Started  string
 	Duration string
 	Tokens   string // "1,234 in / 56 out"

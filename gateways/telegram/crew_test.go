@@ -26,6 +26,7 @@ import (
 
 // scriptModel answers by the last user message, statelessly:
 //   - "gatecmd": the gated tool with a two-line command holding ">";
+//   - "ask": ask_user "Which day?", no text;
 //   - "fail401": OpenRouter's 401;
 //   - "spend": a progress note costing $0.0021, every step, until max_steps;
 //   - "silent": no text, cost unknown;
@@ -57,6 +58,8 @@ func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	case last == "gatecmd" && !afterTool:
 		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated",
 			Arguments: `{"command":"echo hi > out.txt\ncat out.txt","timeout_seconds":30}`}}}
+	case last == "ask" && !afterTool:
+		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "ask_user", Arguments: `{"question":"Which day?"}`}}}
 	case last == "fail401":
 		return nil, &llm.Error{Kind: llm.ErrPermanent, Provider: llm.ProviderOpenRouter, Status: 401, Body: "No auth credentials found"}
 	case last == "spend":

@@ -409,3 +409,14 @@ func TestTelegramApprovalShowsCommandReadably(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramAskUserQuestionSent (issue 10 item 16): a run that ends on
+// ask_user without text sends the question, not silence.
+func TestTelegramAskUserQuestionSent(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "ask"))
+	waitFor(t, "the question", 10*time.Second, func() bool { return s.count(chat, "The agent asks: Which day? — reply to answer.") == 1 })
+}

@@ -117,7 +117,10 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, CostUSD: r.cost, UnknownCostCalls: r.unknown,
 			Replied: r.text != "", Question: r.question}
 		if notice := end.Notice(g.cfg.Home); notice != "" {
-			text = strings.TrimSpace(text + "\n\n" + notice + " Spend: " + end.Spend() + ".")
+			if end.Kind() != loop.EndAsks {
+				notice += " Spend: " + end.Spend() + "."
+			}
+			text = strings.TrimSpace(text + "\n\n" + notice)
 		}
 		delete(runs, conv)
 		if text != "" {

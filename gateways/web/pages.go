@@ -197,7 +197,11 @@ func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEndin
 	if kind == "" {
 		return nil
 	}
-	return &ui.RunEnding{Kind: kind, Status: r.Status, Reason: r.Reason, Text: end.Notice(p.Home), Spend: end.Spend()}
+	v := &ui.RunEnding{Kind: kind, Status: r.Status, Reason: r.Reason, Text: end.Notice(p.Home)}
+	if kind != loop.EndAsks {
+		v.Spend = end.Spend()
+	}
+	return v
 }
 
 // askedQuestion is what the last model reply asked with ask_user, if it did.
@@ -404,6 +408,9 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 	}
 	if r.Totals.UnknownCostCalls > 0 {
 		card.Cost += fmt.Sprintf(" + %d calls of unknown cost", r.Totals.UnknownCostCalls)
+	}
+	if r.Finished != nil && r.Status != events.RunDone {
+		card.Notice = loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
 	}
 	nested := map[string]bool{} // child runs shown under their delegate call
 	if r.Finished != nil {

@@ -195,4 +195,31 @@ func TestFailedAndSilentRunsShownInChat(t *testing.T) {
 		&events.ModelCalled{RunID: "r3", Step: 1, Route: "a", Model: "m", CostUSD: cost(0.002), Text: "working"},
 		&events.RunFinished{RunID: "r3", Status: events.RunHalted, Reason: "loop"})
 	check("halted", "Stopped: the agent kept repeating the same tool call (loop guard) — send a message to carry on, saying what to do differently.", "halted")
+
+	// The runs page tells the same for each run that did not end done.
+	runs := page("/c/c1/runs")
+	for _, want := range []string{
+		`data-testid="run-notice">Every model route failed: 401 from openrouter — check OPENROUTER_API_KEY in /crew/env.<`,
+		`data-testid="run-notice">Stopped: the agent kept repeating the same tool call (loop guard)`,
+	} {
+		if !strings.Contains(runs, want) {
+			t.Errorf("runs page lacks %s", want)
+		}
+	}
+	if n := strings.Count(runs, `data-testid="run-notice"`); n != 2 {
+		t.Errorf("runs page has %d run notices, want 2 (the failed and the halted run)", n)
+	}
+
+	// A question ends the run: the chat shows it, without a spend line.
+	appendTo("c1",
+		&events.MessageReceived{Channel: "web", Text: "plan"},
+		&events.RunStarted{RunID: "r4", Agent: "master", Trigger: "message"},
+		&events.ModelCalled{RunID: "r4", Step: 1, Route: "a", Model: "m", CostUSD: cost(0.001),
+			ToolCalls: []events.ToolCallRequest{{ID: "q1", Name: "ask_user", Arguments: json.RawMessage(`{"question":"Which day?"}`)}}},
+		&events.ToolCompleted{RunID: "r4", Step: 1, CallID: "q1", Tool: "ask_user", Output: "Your question was shown to the owner."},
+		&events.RunFinished{RunID: "r4", Status: events.RunDone, Reason: "ask_user"})
+	check("asks", "The agent asks: Which day? — reply to answer.", "idle")
+	if strings.Contains(page("/c/c1"), `data-testid="run-ending-spend"`) {
+		t.Errorf("a question shows a spend line")
+	}
 }
