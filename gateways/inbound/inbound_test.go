@@ -205,3 +205,28 @@ func TestInboundRefusesDelegatedConversation(t *testing.T) {
 		t.Errorf("message into a delegated conversation = %v, want ErrDelegated", err)
 	}
 }
+
+// TestInboundQueuedCountWhileRunning (issue 10 item 8): a message stored
+// while a turn runs is answered with how many wait, itself included; with
+// no turn running the answer says nothing is queued.
+func TestInboundQueuedCountWhileRunning(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	a, err := in.Receive(ctx, inbound.Message{Text: "first", Channel: "web"})
+	if err != nil || a.Queued != 0 {
+		t.Fatalf("with no turn running: %+v, %v; want queued 0", a, err)
+	}
+	conv, _ := convs.Get(ctx, a.ConversationID)
+	conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"}}, nil
+	})
+	for want := 1; want <= 2; want++ {
+		b, err := in.Receive(ctx, inbound.Message{Text: "more", Channel: "web"})
+		if err != nil || b.Queued != want {
+			t.Errorf("message %d behind the turn: %+v, %v; want queued %d", want, b, err, want)
+		}
+	}
+	if s, err := in.Receive(ctx, inbound.Message{Text: "/steer faster", Channel: "web"}); err != nil || !s.Steer || s.Queued != 0 {
+		t.Errorf("a steer: %+v, %v; want a steer, not a queued message", s, err)
+	}
+}
