@@ -78,7 +78,7 @@
   // narrower window, the phone's keyboard).
   let stuck = true;
   const main = document.getElementById('main');
-  if (main && conv) {
+  if (main && conv && document.getElementById('chat')) {
     main.addEventListener('scroll', () => { stuck = nearBottom(); }, { passive: true });
     if (window.ResizeObserver) new ResizeObserver(() => { if (stuck) toBottom(); }).observe(main);
   }
