@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
@@ -126,15 +127,15 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 			}
 		}
 	}
-	mem := NewMemLog(envs[:start])
+	mem := eventstest.NewMemLog(envs[:start])
 	next, fed := 0, 0
 	feed := func(upTo int) {
 		for fed < len(inputs) && inputAt[fed] <= upTo {
-			mem.appendRaw(events.Conv(conv), inputs[fed])
+			mem.Put(events.Conv(conv), inputs[fed])
 			fed++
 		}
 	}
-	mem.before = func(env events.Envelope) error {
+	mem.OnAppend(func(env events.Envelope) error {
 		if !loopOutputs[env.Type] {
 			return nil
 		}
@@ -156,7 +157,7 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		rep.Lines = append(rep.Lines, line)
 		next++
 		return nil
-	}
+	})
 	// The recorded inputs that came before the run's first event.
 	feed(0)
 	replayTools := make([]tools.Tool, 0)
