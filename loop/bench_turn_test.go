@@ -160,13 +160,7 @@ func BenchmarkConcurrentConversations(b *testing.B) {
 		for err := range errs {
 			b.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Minute)
-		for !w.Idle() {
-			if time.Now().After(deadline) {
-				b.Fatal("turns did not finish in 5 minutes")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		eventstest.EventuallyWithin(b, 5*time.Minute, "the turns to finish", w.Idle)
 		b.StopTimer()
 		w.Close()
 		answered := 0

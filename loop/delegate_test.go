@@ -124,23 +124,11 @@ func (c *crew) send(text string, opened ...events.ConversationOpened) {
 	c.w.Kick("c1")
 }
 
-// settle waits (bounded) until what says so of the crew's conversations.
-func (c *crew) settle(what string, ok func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("never %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // answered waits until c1's runs are finished and nothing is queued.
 func (c *crew) answered() *loop.State {
 	c.t.Helper()
 	var st *loop.State
-	c.settle("answered", func() bool {
+	eventstest.Eventually(c.t, "answered", func() bool {
 		st = c.state("c1")
 		return c.w.Idle() && st.OpenRun == "" && len(st.Queued) == 0 && len(st.Messages) > 0
 	})
@@ -470,7 +458,7 @@ func TestDelegateChildAutonomousButAskReasonsAsk(t *testing.T) {
 	c.send("go", events.ConversationOpened{Agent: "master", Channel: "web", ApprovalTTLSeconds: 120})
 	var child string
 	var pending *loop.Approval
-	c.settle("the child asks", func() bool {
+	eventstest.Eventually(c.t, "the child asks", func() bool {
 		evs := c.events("c1")
 		if calls := eventsOf[*events.ToolCalled](evs); len(calls) > 0 {
 			child = loop.ChildID("c1", calls[0].CallID)
@@ -735,7 +723,7 @@ func TestUnloadedAgentRunClosesItsCalls(t *testing.T) {
 	}
 	delete(c.agents, "master") // a reload dropped it
 	c.start("c1")
-	c.settle("the run failed", func() bool {
+	eventstest.Eventually(c.t, "the run failed", func() bool {
 		f := eventsOf[*events.RunFinished](c.events("c1"))
 		return len(f) == 1
 	})

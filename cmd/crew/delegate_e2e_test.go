@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // scriptedCrewAPI is an OpenAI-compatible server that plays the master and
@@ -178,7 +180,7 @@ func TestDelegateOverHTTP(t *testing.T) {
 	// it has the run whole (finished, the delegate call with its child).
 	var runs []delegateRun
 	var run delegateRun
-	waitFor(t, "the run projected whole", func() bool {
+	eventstest.Eventually(t, "the run projected whole", func() bool {
 		runs, run = nil, delegateRun{}
 		if getJSON(t, s.url+"/api/conversations/"+id+"/runs", &runs) != 200 || len(runs) != 1 {
 			return false

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/nats-io/nats.go"
 )
 
@@ -119,6 +120,9 @@ func startServe(t *testing.T, home string, env ...string) *server {
 			cmd.Process.Kill()
 			<-s.done
 		}
+		if t.Failed() {
+			t.Logf("crew serve's log:\n%s", s.stderr)
+		}
 	})
 	select {
 	case s.url = <-urls:
@@ -133,20 +137,14 @@ func startServe(t *testing.T, home string, env ...string) *server {
 
 func waitHealthy(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	eventstest.EventuallyWithin(t, 60*time.Second, url+"/healthz to answer 200", func() bool {
 		resp, err := http.Get(url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/healthz not 200 within 60s (last: %v)", url, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external process
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 func (s *server) stop(t *testing.T) {
@@ -196,12 +194,9 @@ func TestInitThenServeAnswersHealthz(t *testing.T) {
 	}
 	s := startServe(t, home)
 	// R-LLM-4: no key and no Ollama: serve runs on fake:echo and says so.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stdout.String(), "every agent runs on fake:echo"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve does not say it runs on fake:echo:\n%s", s.stdout.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventstest.Eventually(t, "serve to say it runs on fake:echo", func() bool {
+		return strings.Contains(s.stdout.String(), "every agent runs on fake:echo")
+	})
 	var list []map[string]any
 	if status := getJSON(t, s.url+"/api/conversations", &list); status != 200 {
 		t.Errorf("GET /api/conversations = %d", status)

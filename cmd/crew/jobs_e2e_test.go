@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // R-JOB end to end: a profile job from agent.yaml is listed, "run now"
@@ -29,17 +30,10 @@ func TestJobRunNowOverHTTP(t *testing.T) {
 	if err != nil || resp.StatusCode != 202 {
 		t.Fatalf("run now = %v, %v", resp.StatusCode, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventstest.Eventually(t, "the job to complete", func() bool {
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		if jobs[0]["last_status"] == "ok" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job never completed: %v\n%s", jobs[0], s.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return jobs[0]["last_status"] == "ok"
+	})
 	conv, _ := jobs[0]["last_conversation"].(string)
 	c := waitConv(t, s.url, conv, "answered", settled)
 	if last := c.History[len(c.History)-1]; last.Text != "echo: Say good morning" {
@@ -75,17 +69,10 @@ func TestScheduleCreateAlwaysAsksThenRuns(t *testing.T) {
 	}
 	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
 	waitConv(t, s.url, id, "answered", settled)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventstest.Eventually(t, "a job after the approval", func() bool {
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		if len(jobs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no job after approval: %v", jobs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(jobs) == 1
+	})
 	if jobs[0]["id"] != "master-standup" || jobs[0]["origin"] != "chat" || jobs[0]["prompt"] != "Ask me about today's plan" {
 		t.Errorf("job = %v", jobs[0])
 	}
@@ -103,15 +90,9 @@ func TestScheduleCreateAlwaysAsksThenRuns(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("cancel = %v %v", resp.StatusCode, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	eventstest.Eventually(t, "the job to be cancelled", func() bool {
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		if jobs[0]["cancelled"] != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job not cancelled: %v", jobs[0])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return jobs[0]["cancelled"] != nil
+	})
 	s.stop(t)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // memoryProposal is a proposal as the API shows it.
@@ -141,19 +143,14 @@ func TestMemoryConsolidationOverHTTP(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
 		t.Fatalf("run the consolidate job: %v %v", resp, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var jobs []map[string]any
+	var jobs []map[string]any
+	eventstest.Eventually(t, "the consolidate job to complete", func() bool {
+		jobs = nil
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		if len(jobs) == 1 && jobs[0]["last_status"] == "ok" {
-			if out, _ := jobs[0]["last_output"].(string); !strings.Contains(out, "add_only, waits for a human") {
-				t.Errorf("job output = %q", out)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the consolidate job never completed: %v\n%s", jobs, s.stderr)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external process
+		return len(jobs) == 1 && jobs[0]["last_status"] == "ok"
+	})
+	if out, _ := jobs[0]["last_output"].(string); !strings.Contains(out, "add_only, waits for a human") {
+		t.Errorf("job output = %q", out)
 	}
 
 	// The CLI asks the running server, which holds the store.

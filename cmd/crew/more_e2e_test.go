@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 func initHome(t *testing.T) string {
@@ -162,17 +164,11 @@ func TestHTTPApprovalExpires(t *testing.T) {
 	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "write me a note"})
 	id := acc["conversation_id"].(string)
 	waitConv(t, s.url, id, "awaiting approval", func(c convView) bool { return c.Status == "awaiting_approval" })
-	deadline := time.Now().Add(90 * time.Second)
 	var c convView
-	for {
-		if getJSON(t, s.url+"/api/conversations/"+id, &c) == 200 && settled(c) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("approval never expired: %+v", c)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	eventstest.EventuallyWithin(t, 90*time.Second, "the approval to expire", func() bool {
+		c = convView{}
+		return getJSON(t, s.url+"/api/conversations/"+id, &c) == 200 && settled(c)
+	})
 	var expired bool
 	for _, m := range c.History {
 		if m.Role == "tool" && strings.Contains(m.Text, "expired") && strings.Contains(m.Text, "nothing changed") {

@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // llmockBin finds the aimock emulator installed by .ci/run (npm, pinned).
@@ -51,17 +52,13 @@ func TestOllamaRouteAgainstEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mock.Process.Kill(); mock.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	eventstest.Eventually(t, "llmock to listen on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("llmock did not listen on %s: %s", addr, mockOut.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	})
 
 	home := initHome(t)
 	s := startServe(t, home, "MY_AGENT_ROUTES=ollama:qwen3:8b", "OLLAMA_HOST=http://"+addr)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // R-HOME-4: adding an agent folder, or breaking one, is picked up by the
@@ -25,7 +27,7 @@ func TestAgentFolderChangesReloadWithoutRestart(t *testing.T) {
 
 	writeAgent(t, home, "scout", "name: Scout\ndescription: Looks around.\nroutes: [fake:echo]\ntools: [workspace_list]\n")
 	var id string
-	waitFor(t, "the new agent to take messages", func() bool {
+	eventstest.Eventually(t, "the new agent to take messages", func() bool {
 		code, body := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "hello scout", "agent": "scout"})
 		if code == 202 {
 			id = body["conversation_id"].(string)
@@ -39,7 +41,7 @@ func TestAgentFolderChangesReloadWithoutRestart(t *testing.T) {
 
 	// A schedule added to agent.yaml joins the timetable.
 	writeAgent(t, home, "scout", "name: Scout\ndescription: Looks around.\nroutes: [fake:echo]\ntools: [workspace_list]\nschedules:\n  - name: morning\n    cron: \"0 7 * * *\"\n    prompt: Look around.\n")
-	waitFor(t, "the new schedule in /api/jobs", func() bool {
+	eventstest.Eventually(t, "the new schedule in /api/jobs", func() bool {
 		var jobs []struct {
 			ID     string `json:"id"`
 			Agent  string `json:"agent"`
@@ -59,7 +61,7 @@ func TestAgentFolderChangesReloadWithoutRestart(t *testing.T) {
 
 	// Break it: the page names the file, line and column; the master runs on.
 	writeAgent(t, home, "scout", "name: Scout\nmax_steps: lots\n")
-	waitFor(t, "the broken agent.yaml in the banner", func() bool {
+	eventstest.Eventually(t, "the broken agent.yaml in the banner", func() bool {
 		page := getPage(t, s.url+"/")
 		return strings.Contains(page, filepath.Join("agents", "scout", "agent.yaml")+":2:12")
 	})
@@ -101,16 +103,4 @@ func getPage(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
-}
-
-// waitFor polls ok for up to 30 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 func postJSON(t *testing.T, url string, body any) (int, map[string]any) {
@@ -45,17 +47,19 @@ type convView struct {
 // waitConv polls the conversation until ok says so.
 func waitConv(t *testing.T, url, id string, what string, ok func(c convView) bool) convView {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var c convView
-		if getJSON(t, url+"/api/conversations/"+id, &c) == 200 && ok(c) {
-			return c
+	var c convView
+	seen := false
+	defer func() {
+		if !seen { // the wait failed: show what it last saw
+			t.Logf("conversation %s last seen: %+v", id, c)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("conversation %s never %s: %+v", id, what, c)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	eventstest.Eventually(t, "conversation "+id+" "+what, func() bool {
+		c = convView{}
+		return getJSON(t, url+"/api/conversations/"+id, &c) == 200 && ok(c)
+	})
+	seen = true
+	return c
 }
 
 // settled: no run open, no message waiting for one, and the last word is
@@ -211,16 +215,10 @@ func TestKill9MidTurnResumes(t *testing.T) {
 	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
 	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "run the long job"})
 	id := acc["conversation_id"].(string)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, _ := os.ReadFile(marker); strings.Contains(string(b), "started") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool never started\n%s", s.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventstest.Eventually(t, "the tool to start", func() bool {
+		b, _ := os.ReadFile(marker)
+		return strings.Contains(string(b), "started")
+	})
 	s.kill9(t)
 
 	s = startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // A profile schedule removed from agent.yaml while its firing's turn is
@@ -17,12 +18,12 @@ func TestSetProfileRemovedJobStillCompletesOpenFiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	conv := "job-daily-202611300800"
-	eventually(t, "the firing's turn", func() bool { return h.kicked(conv) })
+	eventstest.Eventually(t, "the firing's turn", func() bool { return h.kicked(conv) })
 	if err := s.SetProfile(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 	h.finishRun(conv, events.RunDone)
-	eventually(t, "the firing completed", func() bool {
+	eventstest.Eventually(t, "the firing completed", func() bool {
 		c := find[*events.JobCompleted](h.job("daily"))
 		return c != nil && c.Status == events.JobOK
 	})
@@ -38,7 +39,7 @@ func TestSetProfileRemovedAndBackWhileFiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	conv := "job-daily-202611300800"
-	eventually(t, "the firing's turn", func() bool { return h.kicked(conv) })
+	eventstest.Eventually(t, "the firing's turn", func() bool { return h.kicked(conv) })
 	if err := s.SetProfile(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestSetProfileRemovedAndBackWhileFiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.finishRun(conv, events.RunDone)
-	eventually(t, "the firing completed", func() bool { return count[*events.JobCompleted](h.job("daily")) == 1 })
+	eventstest.Eventually(t, "the firing completed", func() bool { return count[*events.JobCompleted](h.job("daily")) == 1 })
 	h.clock.Advance(time.Minute)
 	if err := s.RunNow(t.Context(), "daily"); err != nil {
 		t.Fatalf("firing after the job came back: %v", err)

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // R-HOME-4: agent.yaml schedules change without a restart — a new one
@@ -25,9 +27,9 @@ func TestSetProfileReschedulesWithoutRestart(t *testing.T) {
 	}
 	h.timers(2)
 	h.clock.Advance(30 * time.Minute) // 08:30
-	eventually(t, "the new job's turn", func() bool { return h.kicked("job-new-202611300830") })
+	eventstest.Eventually(t, "the new job's turn", func() bool { return h.kicked("job-new-202611300830") })
 	h.clock.Advance(15 * time.Minute) // 08:45
-	eventually(t, "the moved job's turn", func() bool { return h.kicked("job-moved-202611300845") })
+	eventstest.Eventually(t, "the moved job's turn", func() bool { return h.kicked("job-moved-202611300845") })
 	if h.kicked("job-old-202611300830") || h.kicked("job-moved-202611300830") {
 		t.Error("a removed or moved schedule fired at its old time")
 	}

@@ -105,18 +105,6 @@ func (h *harness) conv(id string) []events.Event {
 	return h.events(events.Conv(id).Filter())
 }
 
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func count[T events.Event](evs []events.Event) int {
 	n := 0
 	for _, e := range evs {
@@ -163,7 +151,7 @@ func TestCronFiresInOwnersTimezone(t *testing.T) {
 	h.clock.Advance(time.Minute)
 
 	conv := "job-standup-202611300900" // 09:00 in New York, 14:00 UTC
-	eventually(t, "the job's turn", func() bool { return h.kicked(conv) })
+	eventstest.Eventually(t, "the job's turn", func() bool { return h.kicked(conv) })
 	fired := find[*events.JobFired](h.job("standup"))
 	if fired == nil || !fired.Due.Equal(time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)) || fired.Conversation != conv || fired.Origin != events.OriginProfile {
 		t.Fatalf("JobFired = %+v", fired)
@@ -179,7 +167,7 @@ func TestCronFiresInOwnersTimezone(t *testing.T) {
 
 	// The run's end completes the job, with the next run (tomorrow 09:00).
 	h.finishRun(conv, events.RunDone)
-	eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("standup")) == 1 })
+	eventstest.Eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("standup")) == 1 })
 	done := find[*events.JobCompleted](h.job("standup"))
 	if done.Status != events.JobOK || !done.NextRun.Equal(time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)) {
 		t.Errorf("JobCompleted = %+v", done)
@@ -201,7 +189,7 @@ func TestMissedWhileDownRunsOnce(t *testing.T) {
 		seq = stored[0].Seq
 	}
 	s := h.start(Config{Jobs: []Job{{ID: "standup", Agent: "coach", Cron: "0 9 * * *", Prompt: "plan"}}})
-	eventually(t, "the catch-up", func() bool { return h.kicked("job-standup-202611300900") })
+	eventstest.Eventually(t, "the catch-up", func() bool { return h.kicked("job-standup-202611300900") })
 	s.Close() // waits for the catch-up goroutine: nothing more can fire
 
 	var dues []time.Time
@@ -232,12 +220,12 @@ func TestOneShotAtLeastOnceAcrossRestart(t *testing.T) {
 	h.timers(1)
 	h.clock.Advance(90 * time.Minute)
 	conv := "job-eggs-202611301130"
-	eventually(t, "the one-shot's message", func() bool { return count[*events.MessageReceived](h.conv(conv)) == 1 })
+	eventstest.Eventually(t, "the one-shot's message", func() bool { return count[*events.MessageReceived](h.conv(conv)) == 1 })
 
 	// Crash before the model call: no worker ran. A new process starts.
 	s.Close()
 	h.start(Config{})
-	eventually(t, "the restart's kick", func() bool { return len(h.kicksOf(conv)) == 2 })
+	eventstest.Eventually(t, "the restart's kick", func() bool { return len(h.kicksOf(conv)) == 2 })
 
 	if n := count[*events.JobFired](h.job("eggs")); n != 1 {
 		t.Errorf("fired %d times, want 1", n)
@@ -257,7 +245,7 @@ func TestOneShotAtLeastOnceAcrossRestart(t *testing.T) {
 		t.Errorf("completed before the run: %d", n)
 	}
 	h.finishRun(conv, events.RunDone)
-	eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("eggs")) == 1 })
+	eventstest.Eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("eggs")) == 1 })
 }
 
 func (h *harness) kicksOf(conv string) []string {
@@ -281,7 +269,7 @@ func TestFiredButNotDeliveredIsDeliveredAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start(Config{})
-	eventually(t, "the re-delivery", func() bool { return h.kicked("job-eggs-202611300930") })
+	eventstest.Eventually(t, "the re-delivery", func() bool { return h.kicked("job-eggs-202611300930") })
 	if n := count[*events.MessageReceived](h.conv("job-eggs-202611300930")); n != 1 {
 		t.Errorf("%d messages, want 1", n)
 	}
@@ -320,7 +308,7 @@ func TestScriptJob(t *testing.T) {
 		t.Errorf("JobFired = %+v", f)
 	}
 	h.finishRun(conv, events.RunDone)
-	eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("disk")) == 1 })
+	eventstest.Eventually(t, "JobCompleted", func() bool { return count[*events.JobCompleted](h.job("disk")) == 1 })
 	if c := find[*events.JobCompleted](h.job("disk")); c.Status != events.JobOK || c.Output != "disk 91%\n" {
 		t.Errorf("JobCompleted = %+v", c)
 	}
@@ -358,7 +346,7 @@ func TestAddAndCancelWithoutRestart(t *testing.T) {
 	h.timers(1)
 	h.clock.Advance(3 * time.Minute)
 	conv := "job-water-202611301005"
-	eventually(t, "the chat job's turn", func() bool { return h.kicked(conv) })
+	eventstest.Eventually(t, "the chat job's turn", func() bool { return h.kicked(conv) })
 	if msg := find[*events.MessageReceived](h.conv(conv)); msg == nil || msg.Text != "/hydrate" {
 		t.Errorf("message = %+v, want the kit command", msg)
 	}
@@ -415,7 +403,7 @@ func TestHousekeeping(t *testing.T) {
 	// A day later the fresh one is 7.5 days old.
 	h.timers(1)
 	h.clock.Advance(24 * time.Hour)
-	eventually(t, "the daily sweep", func() bool {
+	eventstest.Eventually(t, "the daily sweep", func() bool {
 		_, err := os.Stat(fresh)
 		return os.IsNotExist(err)
 	})
@@ -479,5 +467,5 @@ func TestFailedSweepIsLoggedAndTheLoopGoesOn(t *testing.T) {
 	}
 	h.timers(1)
 	h.clock.Advance(24 * time.Hour)
-	eventually(t, "the next sweep", func() bool { return logs.count("spill sweep failed") == 2 })
+	eventstest.Eventually(t, "the next sweep", func() bool { return logs.count("spill sweep failed") == 2 })
 }

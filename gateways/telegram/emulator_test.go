@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/gateways/telegram"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // emulator is telegram-test-api 4.2.1 (npm, pinned in .ci/npm) on loopback.
@@ -139,7 +141,7 @@ func TestEmulator(t *testing.T) {
 	await := func(what string, match func(botMessage) bool) botMessage {
 		t.Helper()
 		var found botMessage
-		waitFor(t, what, 15*time.Second, func() bool {
+		eventstest.Eventually(t, what, func() bool {
 			var r struct {
 				Result []botMessage `json:"result"`
 			}

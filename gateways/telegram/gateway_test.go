@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 )
@@ -32,14 +33,14 @@ func TestRestartResumesOffset(t *testing.T) {
 
 	g := startGateway(t, c, s.URL, chat)
 	s.push(textUpdate(10, chat, "hello"))
-	waitFor(t, "the answer to hello", 10*time.Second, func() bool { return s.count(chat, "echo: hello") == 1 })
-	waitFor(t, "offset 11", 5*time.Second, func() bool { return c.offset(t, bot) == 11 })
+	eventstest.Eventually(t, "the answer to hello", func() bool { return s.count(chat, "echo: hello") == 1 })
+	eventstest.Eventually(t, "offset 11", func() bool { return c.offset(t, bot) == 11 })
 	// A crash after Receive and before the offset: update 11 is stored
 	// (and answered) but its offset is not.
 	if _, err := c.in.Receive(t.Context(), inbound.Message{Text: "eleven", Channel: "telegram:42", ExternalID: "telegram:11"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the answer to eleven", 10*time.Second, func() bool { return s.count(chat, "echo: eleven") == 1 })
+	eventstest.Eventually(t, "the answer to eleven", func() bool { return s.count(chat, "echo: eleven") == 1 })
 	g.Close()
 
 	// The server lost its confirmations: it sends 10 and 11 again, then 12.
@@ -51,14 +52,14 @@ func TestRestartResumesOffset(t *testing.T) {
 	s.push(textUpdate(12, chat, "twelve"))
 	g = startGateway(t, c, s.URL, chat)
 	defer g.Close()
-	waitFor(t, "the answer to twelve", 10*time.Second, func() bool { return s.count(chat, "echo: twelve") == 1 })
-	waitFor(t, "offset 13", 5*time.Second, func() bool { return c.offset(t, bot) == 13 })
+	eventstest.Eventually(t, "the answer to twelve", func() bool { return s.count(chat, "echo: twelve") == 1 })
+	eventstest.Eventually(t, "offset 13", func() bool { return c.offset(t, bot) == 13 })
 
 	// Telegram restarted its update ids below our offset: served, and
 	// the offset follows them down.
 	s.push(textUpdate(3, chat, "after reset"))
-	waitFor(t, "the answer after the reset", 10*time.Second, func() bool { return s.count(chat, "echo: after reset") == 1 })
-	waitFor(t, "offset 4", 5*time.Second, func() bool { return c.offset(t, bot) == 4 })
+	eventstest.Eventually(t, "the answer after the reset", func() bool { return s.count(chat, "echo: after reset") == 1 })
+	eventstest.Eventually(t, "offset 4", func() bool { return c.offset(t, bot) == 4 })
 
 	s.mu.Lock()
 	first := s.offsets[0]
@@ -107,8 +108,8 @@ func TestDisallowedChat(t *testing.T) {
 	s.push(textUpdate(1, 99, "let me in"))
 	s.push(textUpdate(2, 99, "please"))
 	s.push(textUpdate(3, chat, "hi"))
-	waitFor(t, "the answer to hi", 10*time.Second, func() bool { return s.count(chat, "echo: hi") == 1 })
-	waitFor(t, "offset 4", 5*time.Second, func() bool { return c.offset(t, telegram.BotID(testToken)) == 4 })
+	eventstest.Eventually(t, "the answer to hi", func() bool { return s.count(chat, "echo: hi") == 1 })
+	eventstest.Eventually(t, "offset 4", func() bool { return c.offset(t, telegram.BotID(testToken)) == 4 })
 	if got := s.sentTo(99); len(got) != 0 {
 		t.Errorf("sent to a disallowed chat: %+v", got)
 	}
@@ -128,7 +129,7 @@ func TestLongReplySplit(t *testing.T) {
 	g := startGateway(t, c, s.URL, chat)
 	defer g.Close()
 	s.push(textUpdate(1, chat, "long"))
-	waitFor(t, "two parts", 10*time.Second, func() bool { return len(s.sentTo(chat)) == 2 })
+	eventstest.Eventually(t, "two parts", func() bool { return len(s.sentTo(chat)) == 2 })
 	parts := s.sentTo(chat)
 	s.mu.Lock()
 	actions := s.actions
@@ -160,7 +161,7 @@ func TestApprovalButtons(t *testing.T) {
 	defer g.Close()
 	s.push(textUpdate(1, chat, "gate please"))
 	var card sentMessage
-	waitFor(t, "the approval card", 10*time.Second, func() bool {
+	eventstest.Eventually(t, "the approval card", func() bool {
 		for _, m := range s.sentTo(chat) {
 			if len(m.ReplyMarkup) > 0 {
 				card = m
@@ -188,7 +189,7 @@ func TestApprovalButtons(t *testing.T) {
 	}
 	// A second message while the approval waits is refused with a hint.
 	s.push(textUpdate(2, chat, "hello?"))
-	waitFor(t, "the waiting hint", 10*time.Second, func() bool {
+	eventstest.Eventually(t, "the waiting hint", func() bool {
 		for _, m := range s.sentTo(chat) {
 			if strings.Contains(m.Text, "waiting for your approval") {
 				return true
@@ -201,7 +202,7 @@ func TestApprovalButtons(t *testing.T) {
 		"id": "cb1", "data": always.Data, "from": map[string]any{"id": chat},
 		"message": map[string]any{"message_id": 1, "chat": map[string]any{"id": chat}},
 	}})
-	waitFor(t, "the answer after the tool", 10*time.Second, func() bool { return s.count(chat, "done after tool") == 1 })
+	eventstest.Eventually(t, "the answer after the tool", func() bool { return s.count(chat, "done after tool") == 1 })
 	s.mu.Lock()
 	answered, edited := s.answered, s.edited
 	s.mu.Unlock()
@@ -234,7 +235,7 @@ func TestPhoto(t *testing.T) {
 			{"file_id": "mid", "width": 320, "height": 240},
 		},
 	}})
-	waitFor(t, "the stored photo message", 10*time.Second, func() bool { return len(c.received(t)) == 1 })
+	eventstest.Eventually(t, "the stored photo message", func() bool { return len(c.received(t)) == 1 })
 	m := c.received(t)[0]
 	if m.Text != "what is this" || !slices.Equal(m.Attachments, []string{"inbox/7.jpg"}) {
 		t.Errorf("stored %+v", m)
@@ -243,7 +244,7 @@ func TestPhoto(t *testing.T) {
 	if err != nil || !bytes.Equal(data, photoBytes) {
 		t.Errorf("inbox/7.jpg = %q, %v", data, err)
 	}
-	waitFor(t, "an answer", 10*time.Second, func() bool { return len(s.sentTo(chat)) == 1 })
+	eventstest.Eventually(t, "an answer", func() bool { return len(s.sentTo(chat)) == 1 })
 }
 
 // R-DEL: a delegated child's approval surfaces in the chat its root
@@ -264,7 +265,7 @@ func TestChildApprovalReachesRootChat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the child's approval card", 10*time.Second, func() bool {
+	eventstest.Eventually(t, "the child's approval card", func() bool {
 		for _, m := range s.sentTo(chat) {
 			if len(m.ReplyMarkup) > 0 && strings.Contains(m.Text, "git push") {
 				return true
@@ -301,7 +302,7 @@ func TestNewCommandStartsANewConversation(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("/new never reached NewConversation")
 	}
-	waitFor(t, "the confirmation", 10*time.Second, func() bool {
+	eventstest.Eventually(t, "the confirmation", func() bool {
 		for _, m := range s.sentTo(chat) {
 			if strings.Contains(m.Text, "next message starts a new one") {
 				return true
