@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,8 @@ type Pages struct {
 	Home     string
 	Location *time.Location
 	Clock    func() time.Time
+
+	markdown func(text string) string // Markdown; tests slow it down
 }
 
 func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell, error) {
@@ -109,27 +112,43 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	if err != nil {
 		return ui.ConversationView{}, err
 	}
+	// Copy what the page shows under the conversation's lock and render
+	// after: the turn appends under the same lock, and Markdown for a long
+	// history is slow.
 	var v ui.ConversationView
-	var running bool
+	var chat loop.State
+	var approval *loop.Approval
+	var approvalArgs json.RawMessage
 	var question string
 	conv.View(func(st *loop.State) {
-		v.Items = chatItems(st)
-		v.LastSeq = st.Seq
-		running = st.OpenRun != ""
-		if running {
-			v.Waiting = len(st.Queued)
-		}
+		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, LastHalt: st.LastHalt, OpenRun: st.OpenRun,
+			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued)}
 		question = askedQuestion(st)
 		if a := st.PendingApproval(); a != nil {
-			card := &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
+			copied := *a
+			approval = &copied
+			chat.Approvals = map[string]*loop.Approval{a.CallID: &copied}
 			for _, call := range st.UnansweredCalls() {
 				if call.ID == a.CallID {
-					card.Args, card.Blocks = readable(call.Arguments)
+					approvalArgs = call.Arguments
 				}
 			}
-			v.Approval = card
 		}
 	})
+	render := p.markdown
+	if render == nil {
+		render = Markdown
+	}
+	v.Items = chatItems(&chat, render)
+	v.LastSeq = chat.Seq
+	running := chat.OpenRun != ""
+	if running {
+		v.Waiting = len(chat.Queued)
+	}
+	if a := approval; a != nil {
+		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
+		v.Approval.Args, v.Approval.Blocks = readable(approvalArgs)
+	}
 	// The state holds the events just stored; the projection catches up a
 	// moment later. Rendered in between, a finished run showed as running
 	// and no later event came to correct it: wait for the projection.
@@ -276,8 +295,8 @@ func (p *Pages) left(at time.Time) string {
 }
 
 // chatItems lays the history out as the owner reads it: messages, and each
-// tool call as one card holding its result.
-func chatItems(st *loop.State) []ui.Item {
+// tool call as one card holding its result; md renders model text.
+func chatItems(st *loop.State, md func(string) string) []ui.Item {
 	results := map[string]loop.Message{}
 	for _, m := range st.Messages {
 		if m.Role == loop.RoleTool {
@@ -299,10 +318,10 @@ func chatItems(st *loop.State) []ui.Item {
 			items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(m.Said, m.Text), Notes: m.Notes})
 		case loop.RoleAssistant:
 			if m.Text != "" {
-				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: Markdown(m.Text)})
+				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})
 			}
 			for _, c := range m.ToolCalls {
-				if d := delegateCard(st, c, results); d != nil {
+				if d := delegateCard(st, c, results, md); d != nil {
 					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
 					continue
 				}
@@ -325,7 +344,7 @@ func chatItems(st *loop.State) []ui.Item {
 
 // delegateCard pins a delegate call: running, or answered by its child. A
 // refused call (no child) is an ordinary tool card: nil.
-func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]loop.Message) *ui.DelegateCard {
+func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]loop.Message, md func(string) string) *ui.DelegateCard {
 	if c.Name != loop.DelegateTool {
 		return nil
 	}
@@ -340,7 +359,7 @@ func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]l
 		return d
 	}
 	d.Agent, d.Conversation, d.Status = r.Delegate.Agent, r.Delegate.Conversation, r.Delegate.Status
-	d.Answer, d.HTML = r.Text, Markdown(r.Text)
+	d.Answer, d.HTML = r.Text, md(r.Text)
 	d.Cost = "cost unknown"
 	if r.Delegate.CostUSD != nil {
 		d.Cost = fmt.Sprintf("$%.4f", *r.Delegate.CostUSD)

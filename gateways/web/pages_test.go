@@ -1,0 +1,115 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
+	"go.etcd.io/bbolt"
+)
+
+// The chat page and its fragment render the history (Markdown included)
+// after letting go of the conversation's lock: a turn appending to the
+// conversation does not wait for a page being rendered.
+func TestChatRendersOutsideConversationLock(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
+	convs := loop.NewConvs(log, nil)
+	pages := &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now}
+	rendering, release := make(chan struct{}, 16), make(chan struct{})
+	web.SetMarkdown(pages, func(text string) string {
+		rendering <- struct{}{}
+		<-release
+		return web.Markdown(text)
+	})
+	srv := httptest.NewServer(web.New(web.Config{
+		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Pages: pages,
+	}))
+	t.Cleanup(srv.Close)
+
+	conv, err := convs.Get(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendNow := func(evs ...events.Event) uint64 {
+		t.Helper()
+		stored, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) { return evs, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stored[len(stored)-1].Seq
+	}
+	seq := appendNow(&events.ConversationOpened{Agent: "master", Channel: "web"},
+		&events.MessageReceived{Channel: "web", Text: "hello"},
+		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
+		&events.ModelCalled{RunID: "r1", Step: 1, Route: "a", Model: "m", Text: "**first** answer"},
+		&events.RunFinished{RunID: "r1", Status: events.RunDone})
+	if err := runner.WaitFor(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, path := range []string{"/c/c1", "/c/c1/fragment"} {
+		var wg sync.WaitGroup
+		var body string
+		wg.Go(func() {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body = string(b)
+		})
+		select {
+		case <-rendering:
+		case <-time.After(eventstest.Wait):
+			t.Fatalf("GET %s never rendered Markdown", path)
+		}
+		// The render is stuck in Markdown; an append must still go through.
+		appended := make(chan error, 1)
+		go func() {
+			_, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+				return []events.Event{&events.MessageReceived{Channel: "web", Text: "while rendering " + path}}, nil
+			})
+			appended <- err
+		}()
+		select {
+		case err := <-appended:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			close(release) // let the render finish so the append can
+			<-appended
+			wg.Wait()
+			t.Fatalf("GET %s: an append waited for the page to render: the page renders under the conversation's lock", path)
+		}
+		release <- struct{}{}
+		wg.Wait()
+		if !strings.Contains(body, "<strong>first</strong> answer") {
+			t.Errorf("GET %s does not show the rendered answer:\n%s", path, body)
+		}
+	}
+}
