@@ -3,9 +3,7 @@ package home
 import (
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -61,10 +59,7 @@ func checkAgent(f *yamlFile, a *Agent, c *Config) error {
 			return err
 		}
 	}
-	if err := checkScheduleNames(f, a.Schedules); err != nil {
-		return err
-	}
-	return checkMCPNames(f, a.MCP, c)
+	return checkScheduleNames(f, a.Schedules)
 }
 
 // checkSchedule enforces the job kinds of R-JOB: a prompt, a kit command,
@@ -107,27 +102,4 @@ func checkScheduleNames(f *yamlFile, ss []Schedule) error {
 		seen[s.Name] = true
 	}
 	return nil
-}
-
-func checkMCPNames(f *yamlFile, names []string, c *Config) error {
-	for i, name := range names {
-		if _, ok := c.MCPServers[name]; ok {
-			continue
-		}
-		loc := []string{"mcp", strconv.Itoa(i)}
-		return f.errAt(loc, keyPath(loc), fmt.Sprintf("%s: unknown MCP server %q (%s)", keyPath(loc), name, knownServers(c)))
-	}
-	return nil
-}
-
-func knownServers(c *Config) string {
-	if len(c.MCPServers) == 0 {
-		return "config.yaml defines no mcp_servers"
-	}
-	names := make([]string, 0, len(c.MCPServers))
-	for n := range c.MCPServers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return "config.yaml mcp_servers: " + strings.Join(names, ", ")
 }

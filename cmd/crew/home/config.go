@@ -7,14 +7,12 @@ import (
 // Config is config.yaml. Keys and ranges are pinned by
 // schemas/config.schema.json; a test keeps the two in sync.
 type Config struct {
-	Timezone           string               `yaml:"timezone"`
-	ApprovalTTLSeconds int                  `yaml:"approval_ttl_seconds"`
-	NATS               NATSConfig           `yaml:"nats"`
-	MCPServers         map[string]MCPServer `yaml:"mcp_servers"`
-	BrowserEnabled     bool                 `yaml:"browser_enabled"`
-	Listen             string               `yaml:"listen"`
-	AuthToken          string               `yaml:"auth_token"`
-	Telegram           TelegramConfig       `yaml:"telegram"`
+	Timezone           string         `yaml:"timezone"`
+	ApprovalTTLSeconds int            `yaml:"approval_ttl_seconds"`
+	NATS               NATSConfig     `yaml:"nats"`
+	Listen             string         `yaml:"listen"`
+	AuthToken          string         `yaml:"auth_token"`
+	Telegram           TelegramConfig `yaml:"telegram"`
 
 	loc *time.Location // resolved Timezone, set by Load
 }
@@ -23,14 +21,6 @@ type Config struct {
 type NATSConfig struct {
 	Sync   string `yaml:"sync"`   // "always" or "interval"
 	Listen string `yaml:"listen"` // host:port to expose the embedded server; empty: in-process only
-	URL    string `yaml:"url"`    // external cluster instead of the embedded server
-}
-
-// MCPServer is one entry of mcp_servers in config.yaml.
-type MCPServer struct {
-	URL           string            `yaml:"url"`
-	ReadOnlyTools []string          `yaml:"read_only_tools"`
-	Headers       map[string]string `yaml:"headers"`
 }
 
 // TelegramConfig is the telegram: block of config.yaml. The bot token is a
@@ -77,10 +67,8 @@ type Agent struct {
 	Name               string        `yaml:"name"`
 	Description        string        `yaml:"description"`
 	Routes             []string      `yaml:"routes"`
-	VisionRoutes       []string      `yaml:"vision_routes"`
 	EscalationRoute    string        `yaml:"escalation_route"`
 	Tools              []string      `yaml:"tools"`
-	MCP                []string      `yaml:"mcp"`
 	Delegates          []string      `yaml:"delegates"`
 	Autonomous         bool          `yaml:"autonomous"`
 	MaxSteps           int           `yaml:"max_steps"`
@@ -94,12 +82,6 @@ type Agent struct {
 	ShellDenyPatterns  []string      `yaml:"shell_deny_patterns"`
 	ShellNetwork       *bool         `yaml:"shell_network"` // nil: not set
 	ShellWritePaths    []string      `yaml:"shell_write_paths"`
-	Browser            string        `yaml:"browser"` // "read", "act" or "" (none)
-	BrowserHosts       []string      `yaml:"browser_hosts"`
-	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
-	Computer           string        `yaml:"computer"` // "on", "off" or "" (off)
-	ComputerApps       []string      `yaml:"computer_apps"`
-	ScriptCalls        string        `yaml:"script_calls"` // "read_only", "gated" or "" (read_only)
 }
 
 // Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,

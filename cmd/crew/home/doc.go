@@ -3,12 +3,14 @@
 // agents (the master at the root, the others under agents/<id>/).
 //
 // Loading is strict so that bad config never loads half (R-HOME-3). Each YAML
-// file goes through three gates, in this order:
+// file goes through four gates, in this order:
 //
 //  1. the goccy/go-yaml parser (syntax errors),
-//  2. the JSON Schema in schemas/ (unknown keys, types, enums, ranges), and
-//  3. a strict decode into the Go types plus the checks a schema cannot
-//     express (time zone exists, cron parses, mcp names exist, …).
+//  2. the keys of the design this build does not act on yet (unbuilt.go:
+//     "not available in this build"),
+//  3. the JSON Schema in schemas/ (unknown keys, types, enums, ranges), and
+//  4. a strict decode into the Go types plus the checks a schema cannot
+//     express (time zone exists, cron parses, schedule names are unique, …).
 //
 // The schema runs before the decode because its errors carry an instance
 // location we can map back to a YAML node, so every message names the key.

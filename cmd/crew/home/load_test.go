@@ -75,15 +75,9 @@ func TestConfigErrors(t *testing.T) {
 		{"listen port", "config.yaml",
 			"listen: 127.0.0.1:99999\n",
 			`%s:1:9: listen: port must be 1..65535, got "99999"`, "listen"},
-		{"mcp server name", "config.yaml",
-			"mcp_servers:\n  'git hub':\n    url: https://x\n",
-			`%s:2:3: mcp_servers: invalid name "git hub", want a name of letters, digits, _ and - (at most 63)`, "mcp_servers.git hub"},
-		{"mcp server url", "config.yaml",
-			"mcp_servers:\n  gh:\n    url: ftp://x\n",
-			`%s:3:10: mcp_servers.gh.url: must be an http:// or https:// URL, got "ftp://x"`, "mcp_servers.gh.url"},
-		{"unknown mcp in agent", "agent.yaml",
-			"name: x\nmcp: [gh]\n",
-			`%s:2:7: mcp[0]: unknown MCP server "gh" (config.yaml defines no mcp_servers)`, "mcp[0]"},
+		{"telegram api url", "config.yaml",
+			"telegram:\n  api_url: ftp://x\n",
+			`%s:2:12: telegram.api_url: must be an http:// or https:// URL, got "ftp://x"`, "telegram.api_url"},
 		{"schedule kind", "agent.yaml",
 			"name: x\nschedules:\n  - name: a\n    cron: '@daily'\n",
 			`%s:3:5: schedules[0]: set exactly one of prompt, command, script or consolidate: true`, "schedules[0]"},
@@ -94,8 +88,8 @@ func TestConfigErrors(t *testing.T) {
 			"name: x\nschedules:\n  - name: a\n    cron: '@daily'\n    prompt: hi\n    then_prompt: more\n",
 			`%s:6:18: schedules[0].then_prompt: only allowed with script`, "schedules[0].then_prompt"},
 		{"first error in file order", "agent.yaml",
-			"name: x\nbrowser: write\nmax_steps: 0\n",
-			`%s:2:10: browser: must be one of "read", "act", "", got "write"`, "browser"},
+			"name: x\nroutes: [gpt4]\nmax_steps: 0\n",
+			`%s:2:10: routes[0]: must be provider:model with provider openrouter, ollama or fake, got "gpt4"`, "routes[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,19 +214,12 @@ func TestDefaults(t *testing.T) {
 func TestFullAgentLoads(t *testing.T) {
 	dir := newHome(t)
 	writeFile(t, filepath.Join(dir, "config.yaml"), `timezone: Asia/Ho_Chi_Minh
-mcp_servers:
-  github:
-    url: https://api.example.com/mcp
-    read_only_tools: [get_issue]
-    headers: {Authorization: Bearer x}
 `)
 	writeFile(t, filepath.Join(dir, "agents", "ledger", "agent.yaml"), `name: Ledger
 description: money
 routes: [openrouter:anthropic/claude-sonnet-4.5, ollama:qwen3:8b]
-vision_routes: [openrouter:openai/gpt-4.1]
 escalation_route: openrouter:openai/o3
 tools: [shell_run, read_file]
-mcp: [github]
 delegates: [master]
 autonomous: true
 max_steps: 30
@@ -256,12 +243,6 @@ shell_allow_patterns: ["^ls"]
 shell_deny_patterns: ["rm -rf /"]
 shell_network: false
 shell_write_paths: [/tmp/ledger]
-browser: read
-browser_hosts: [example.com]
-browser_ask_patterns: [pay]
-computer: "off"
-computer_apps: [Notes]
-script_calls: gated
 `)
 	h := mustLoad(t, dir)
 	if len(h.Problems) != 0 {

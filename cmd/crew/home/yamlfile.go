@@ -29,7 +29,8 @@ type yamlFile struct {
 	val  any      // body as JSON-compatible values (what the schema sees)
 }
 
-// loadYAML reads path, validates it against schemaPath and decodes it
+// loadYAML reads path, refuses the keys this build lacks, validates it
+// against schemaPath and decodes it
 // strictly into dst, which holds the defaults beforehand: keys present in the
 // file overwrite them, absent keys keep them.
 func loadYAML(path, schemaPath string, dst any) (*yamlFile, error) {
@@ -44,6 +45,9 @@ func loadYAML(path, schemaPath string, dst any) (*yamlFile, error) {
 func decodeYAML(path string, data []byte, schemaPath string, dst any) (*yamlFile, error) {
 	f, err := parseYAML(path, data)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.refuseUnbuilt(schemaPath); err != nil {
 		return nil, err
 	}
 	if err := f.validate(schemaPath, reflect.TypeOf(dst)); err != nil {
