@@ -101,9 +101,6 @@ type Conv struct {
 // ID is the conversation id.
 func (c *Conv) ID() string { return c.id }
 
-// ErrRefused wraps a decision's refusal: nothing was appended.
-var ErrRefused = errors.New("refused")
-
 // Decide is a command on the conversation: it reads the current state and
 // returns the events to append (none: nothing to do), or an error to refuse.
 // It must not keep st.

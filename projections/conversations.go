@@ -267,18 +267,7 @@ func surfaceOnRoot(convs *bbolt.Bucket, child Conversation, e events.Event) erro
 
 // GetConversation returns conversation id, or ErrNotFound.
 func GetConversation(db *bbolt.DB, id string) (Conversation, error) {
-	var c Conversation
-	err := db.View(func(tx *bbolt.Tx) error {
-		found, err := getJSON(tx.Bucket([]byte(bucketConversations)), []byte(id), &c)
-		if err == nil && !found {
-			err = ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return Conversation{}, fmt.Errorf("get conversation %s: %w", id, err)
-	}
-	return c, nil
+	return get[Conversation](db, bucketConversations, "conversation", id)
 }
 
 // ListConversations returns up to limit conversations (all when limit ≤ 0),

@@ -155,19 +155,5 @@ func ListJobs(db *bbolt.DB) ([]Job, error) {
 
 // GetJob returns job id, or ErrNotFound.
 func GetJob(db *bbolt.DB, id string) (Job, error) {
-	var j Job
-	err := db.View(func(tx *bbolt.Tx) error {
-		found, err := getJSON(tx.Bucket([]byte(bucketJobs)), []byte(id), &j)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return Job{}, fmt.Errorf("get job %s: %w", id, err)
-	}
-	return j, nil
+	return get[Job](db, bucketJobs, "job", id)
 }

@@ -150,19 +150,5 @@ func ListProposals(db *bbolt.DB, agent string) ([]Proposal, error) {
 
 // GetProposal returns proposal id, or ErrNotFound.
 func GetProposal(db *bbolt.DB, id string) (Proposal, error) {
-	var p Proposal
-	err := db.View(func(tx *bbolt.Tx) error {
-		found, err := getJSON(tx.Bucket([]byte(bucketProposals)), []byte(id), &p)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return Proposal{}, fmt.Errorf("get proposal %s: %w", id, err)
-	}
-	return p, nil
+	return get[Proposal](db, bucketProposals, "proposal", id)
 }

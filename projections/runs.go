@@ -204,26 +204,11 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	case *events.ConversationOpened:
 		return openDelegation(tx, runs, scope.ID(), e)
 	}
-	var runID string
+	runID, inRun := events.RunOf(e)
 	switch e := e.(type) {
-	case *events.ModelCalled:
-		runID = e.RunID
-	case *events.ToolCalled:
-		runID = e.RunID
-	case *events.ToolCompleted:
-		runID = e.RunID
-	case *events.RunFinished:
-		runID = e.RunID
-	case *events.RouteFallback:
-		runID = e.RunID
-	case *events.Escalated:
-		runID = e.RunID
-	case *events.GuardReminded:
-		runID = e.RunID
-	case *events.SteersApplied:
-		runID = e.RunID
+	case *events.HookRan:
+		return nil // not part of the run's view
 	case *events.ApprovalRequested:
-		runID = e.RunID
 		if err := tx.Bucket([]byte(bucketRunApprovals)).Put([]byte(e.ApprovalID), []byte(e.RunID)); err != nil {
 			return err
 		}
@@ -233,8 +218,9 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			o := Orphan{Seq: env.Seq, Subject: env.Subject, Type: env.Type}
 			return putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
 		}
-		runID = string(v)
-	default:
+		runID, inRun = string(v), true
+	}
+	if !inRun {
 		return nil
 	}
 	var r Run
@@ -432,12 +418,8 @@ func (r *Run) toolCall(n int, callID string) *ToolCall {
 // GetRun returns run id with its steps and child runs, or ErrNotFound.
 func GetRun(db *bbolt.DB, id string) (Run, error) {
 	var r Run
-	err := db.View(func(tx *bbolt.Tx) error {
-		found, err := getJSON(tx.Bucket([]byte(bucketRuns)), []byte(id), &r)
-		if err == nil && !found {
-			err = ErrNotFound
-		}
-		if err != nil {
+	err := db.View(func(tx *bbolt.Tx) (err error) {
+		if r, err = getTx[Run](tx, bucketRuns, id); err != nil {
 			return err
 		}
 		r.Children, err = children(tx, id, 1)

@@ -26,6 +26,31 @@ func getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 	return true, nil
 }
 
+// getTx reads the view under key in bucket, or ErrNotFound.
+func getTx[T any](tx *bbolt.Tx, bucket, key string) (T, error) {
+	var v T
+	found, err := getJSON(tx.Bucket([]byte(bucket)), []byte(key), &v)
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	return v, err
+}
+
+// get is getTx in a read transaction of its own; what names the view in
+// the error ("get job j1: …").
+func get[T any](db *bbolt.DB, bucket, what, key string) (T, error) {
+	var v T
+	err := db.View(func(tx *bbolt.Tx) (err error) {
+		v, err = getTx[T](tx, bucket, key)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("get %s %s: %w", what, key, err)
+	}
+	return v, nil
+}
+
 func putJSON(b *bbolt.Bucket, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,9 +137,9 @@ func decidedText(p projections.Proposal, loc *time.Location) string {
 	if p.Decided == nil {
 		return ""
 	}
-	s := fmt.Sprintf("%s on %s, %s", strings.ReplaceAll(p.Decision, "_", "-"), orText(p.DecisionChannel, "?"), p.Decided.In(loc).Format("Jan 2 15:04"))
+	s := fmt.Sprintf("%s on %s, %s", strings.ReplaceAll(p.Decision, "_", "-"), cmp.Or(p.DecisionChannel, "?"), p.Decided.In(loc).Format("Jan 2 15:04"))
 	if p.RolledBack != nil {
-		s += fmt.Sprintf("; rolled back on %s, %s", orText(p.RollbackChannel, "?"), p.RolledBack.In(loc).Format("Jan 2 15:04"))
+		s += fmt.Sprintf("; rolled back on %s, %s", cmp.Or(p.RollbackChannel, "?"), p.RolledBack.In(loc).Format("Jan 2 15:04"))
 	}
 	return s
 }

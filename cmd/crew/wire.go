@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,7 +103,7 @@ func agentsOf(h *home.Home, override []string) map[string]loop.Agent {
 			names = defaultTools
 		}
 		out[id] = loop.Agent{
-			ID: id, Name: orText(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
+			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
@@ -311,7 +312,7 @@ func (j jobsAPI) Rows(ctx context.Context) ([]ui.JobRow, error) {
 	}
 	var rows []ui.JobRow
 	for _, job := range v.([]projections.Job) {
-		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: orText(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
+		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: cmp.Or(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
 			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
 			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil}
 		if row.When == "" {
@@ -339,13 +340,6 @@ func (j jobsAPI) Rows(ctx context.Context) ([]ui.JobRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-func orText(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 func (j jobsAPI) Cancel(ctx context.Context, id string) error {
@@ -446,7 +440,7 @@ func roster(h *home.Home, agents map[string]loop.Agent) string {
 	var b strings.Builder
 	for _, id := range ids {
 		a := agents[id]
-		fmt.Fprintf(&b, "- %s (%s): %s", orText(a.Name, id), id, orText(a.Description, "no description"))
+		fmt.Fprintf(&b, "- %s (%s): %s", cmp.Or(a.Name, id), id, cmp.Or(a.Description, "no description"))
 		if a.Persona != "" {
 			b.WriteString(" (kit sub-agent)")
 		}

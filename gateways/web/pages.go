@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -315,7 +316,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(m.Said, m.Text), Notes: m.Notes})
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes})
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})
@@ -337,7 +338,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 		}
 	}
 	for _, q := range st.Queued {
-		items = append(items, ui.Item{Kind: ui.ItemUser, Text: orText(q.Said, q.Text), Queued: st.OpenRun != ""})
+		items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != ""})
 	}
 	return items
 }
@@ -473,7 +474,7 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 			sc.ToolCalls = append(sc.ToolCalls, tc)
 		}
 		for _, a := range s.Approvals {
-			line := fmt.Sprintf("approval for %s: %s", a.Tool, orText(a.Decision, "pending"))
+			line := fmt.Sprintf("approval for %s: %s", a.Tool, cmp.Or(a.Decision, "pending"))
 			if a.Always {
 				line += " (always)"
 			}
@@ -511,11 +512,4 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		}
 	}
 	return card, nil
-}
-
-func orText(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -265,9 +265,10 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// logger is Config.Logger; none given discards (no global logger).
 func (s *server) logger() *slog.Logger {
 	if s.cfg.Logger == nil {
-		return slog.Default()
+		return slog.New(slog.DiscardHandler)
 	}
 	return s.cfg.Logger
 }

@@ -1,0 +1,26 @@
+package events
+
+// inRun is a payload that belongs to one run.
+type inRun interface{ runOf() string }
+
+// RunOf returns the run an event belongs to, for the payloads that carry a
+// RunID (ApprovalDecided does not: find it through its approval).
+func RunOf(e Event) (string, bool) {
+	r, ok := e.(inRun)
+	if !ok {
+		return "", false
+	}
+	return r.runOf(), true
+}
+
+func (e *RunStarted) runOf() string        { return e.RunID }
+func (e *ModelCalled) runOf() string       { return e.RunID }
+func (e *ToolCalled) runOf() string        { return e.RunID }
+func (e *ToolCompleted) runOf() string     { return e.RunID }
+func (e *RunFinished) runOf() string       { return e.RunID }
+func (e *SteersApplied) runOf() string     { return e.RunID }
+func (e *GuardReminded) runOf() string     { return e.RunID }
+func (e *ApprovalRequested) runOf() string { return e.RunID }
+func (e *RouteFallback) runOf() string     { return e.RunID }
+func (e *Escalated) runOf() string         { return e.RunID }
+func (e *HookRan) runOf() string           { return e.RunID }
