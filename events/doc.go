@@ -10,8 +10,9 @@
 //
 //	crew.conv.<conversation>.<type>
 //	crew.job.<job>.<type>
+//	crew.tg.<bot>.<type>       a Telegram bot's polling offset
+//	crew.agent.<agent>.<type>  an agent's memory proposals
 //	crew.canvas.<artifact>.<type>
-//	crew.mail.<agent>
 //
 // # Guarantees
 //

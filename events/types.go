@@ -143,9 +143,10 @@ func (*MessageReceived) EventVersion() int { return 1 }
 type RunStarted struct {
 	RunID string `json:"run_id"`
 	Agent string `json:"agent"`
-	// Trigger is what started the run: "message" (an owner's message on an
-	// idle conversation), "queue" (messages that arrived while a run was
-	// open), "job", "delegate", "resume" (a restart found the run open).
+	// Trigger is what started the run: "message" (a message on an idle
+	// conversation, a job's prompt included), "queue" (messages that arrived
+	// while a run was open) or "delegate" (a delegated child's first run). A
+	// restart that finds a run open resumes it: no new run_started.
 	Trigger     string `json:"trigger"`
 	ParentRunID string `json:"parent_run_id,omitempty"`
 }

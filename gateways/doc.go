@@ -1,4 +1,7 @@
-// Package gateways holds the inbound adapters of the server: the web HTTP
-// API and SSE (gateways/web), and later Telegram and the scheduler. Each maps
-// its protocol onto events and projections; none holds state of its own.
+// Package gateways holds the inbound adapters of the server: the web UI,
+// HTTP API and SSE (gateways/web), Telegram (gateways/telegram), the
+// scheduler (gateways/scheduler) and the one door they all use to store an
+// owner's message (gateways/inbound). Each maps its protocol onto events and
+// projections. What state they keep is folded from the log: the scheduler's
+// jobs and Telegram's polling offset are events on their own scopes.
 package gateways

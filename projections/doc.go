@@ -1,5 +1,7 @@
 // Package projections builds read models of the event log in bbolt: the
-// conversation list and runs with their steps. Each projection is fed by
+// conversation list, runs with their steps, jobs, conversation summaries and
+// memory proposals (All). The same file caches the turns' state snapshots,
+// which are not a projection (Snapshots). Each projection is fed by
 // its own durable JetStream pull consumer and can be thrown away and
 // rebuilt from the log at any time; no business decision lives here.
 //

@@ -49,7 +49,7 @@ func allTools(create *scheduler.CreateTool) []tools.Tool {
 	return append(out, memory.Tools()...)
 }
 
-// crew is the running runtime: turn worker, inbound door, approvals.
+// crewRuntime is the running runtime: turn worker, inbound door, approvals.
 type crewRuntime struct {
 	worker  *loop.Worker
 	sched   *scheduler.Scheduler
@@ -524,7 +524,7 @@ func (c *crewRuntime) Decide(ctx context.Context, approvalID string, approve, al
 	return c.worker.Decide(ctx, conv, approvalID, approve, always, channel)
 }
 
-// live subscribes an SSE client to a conversation's deltas.
+// liveFeed subscribes an SSE client to a conversation's deltas.
 func liveFeed(nc *nats.Conn) func(conv string, deliver func([]byte)) (func(), error) {
 	return func(conv string, deliver func([]byte)) (func(), error) {
 		sub, err := nc.Subscribe(events.LiveSubject(conv), func(m *nats.Msg) { deliver(m.Data) })

@@ -1,6 +1,8 @@
-// Package web is the HTTP API of crew serve: health, conversations, runs and
-// exports. Errors are JSON {"error":{"code","message"}} mapped in one place
-// (writeError).
+// Package web is the web side of crew serve: the site (chat, runs, jobs,
+// memory and approval pages, templ components from ui) and the HTTP API
+// (health, conversations, runs, exports, jobs, memory, approvals, inbound
+// messages and SSE feeds). API errors are JSON {"error":{"code","message"}}
+// mapped in one place (writeError).
 package web
 
 import (
