@@ -27,11 +27,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err := events.ValidID(conv); err != nil {
 		return err
 	}
-	dir, err := homeDir(env, *homeFlag)
-	if err != nil {
-		return err
-	}
-	h, err := loadHome(env, dir)
+	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,17 @@ func homeDir(env *cliEnv, flagValue string) (string, error) {
 	return home.Dir(env.getenv)
 }
 
+// openHome is the preamble of the commands that work on a home: the home
+// the flag or the environment names, loaded with loadHome.
+func openHome(env *cliEnv, flagValue string) (string, *home.Home, error) {
+	dir, err := homeDir(env, flagValue)
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := loadHome(env, dir)
+	return dir, h, err
+}
+
 // loadHome loads config and agents, reporting broken agents on stderr. A
 // broken config.yaml or an unsafe env file is returned as the error.
 func loadHome(env *cliEnv, dir string) (*home.Home, error) {

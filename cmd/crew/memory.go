@@ -177,11 +177,7 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	if err := events.ValidID(agent); err != nil {
 		return err
 	}
-	dir, err := homeDir(env, *homeFlag)
-	if err != nil {
-		return err
-	}
-	h, err := loadHome(env, dir)
+	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {
 		return err
 	}

@@ -38,11 +38,7 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("no projection %q (have: %s)", fs.Arg(1), strings.Join(names, ", "))
 		}
 	}
-	dir, err := homeDir(env, *homeFlag)
-	if err != nil {
-		return err
-	}
-	h, err := loadHome(env, dir)
+	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {
 		return err
 	}

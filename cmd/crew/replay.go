@@ -34,11 +34,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err := events.ValidID(runID); err != nil {
 		return err
 	}
-	dir, err := homeDir(env, *homeFlag)
-	if err != nil {
-		return err
-	}
-	h, err := loadHome(env, dir)
+	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {
 		return err
 	}
