@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,12 +68,20 @@ func TestUnbuiltKeyFirstInFileOrder(t *testing.T) {
 	}
 }
 
-// The files crew init writes load clean and do not mention, even in a
-// comment, a key this build refuses.
+// The files crew init and crew agent add write load clean and do not
+// mention, even in a comment, a key this build refuses.
 func TestInitFilesMentionOnlyWhatWorks(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Init(dir); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range Templates() {
+		if slices.Contains(Examples, name) {
+			continue // Init installed it
+		}
+		if _, err := AddAgent(dir, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h := mustLoad(t, dir)
 	if len(h.Problems) != 0 {
@@ -84,8 +93,8 @@ func TestInitFilesMentionOnlyWhatWorks(t *testing.T) {
 	}
 	agents, _ := filepath.Glob(filepath.Join(dir, "agents", "*", "agent.yaml"))
 	files = append(files, agents...)
-	if len(files) < 3 {
-		t.Fatalf("found %v, want config.yaml, agent.yaml and the examples", files)
+	if want := 2 + len(Templates()); len(files) != want {
+		t.Fatalf("found %d files %v, want config.yaml, agent.yaml and every template (%d)", len(files), files, want)
 	}
 	for _, path := range files {
 		body, err := os.ReadFile(path)
