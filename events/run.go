@@ -24,3 +24,18 @@ func (e *ApprovalRequested) runOf() string { return e.RunID }
 func (e *RouteFallback) runOf() string     { return e.RunID }
 func (e *Escalated) runOf() string         { return e.RunID }
 func (e *HookRan) runOf() string           { return e.RunID }
+
+// Spent is what a delegated child cost its parent: the dollars known and the
+// number of its model calls whose cost is unknown. A result recorded before
+// the count existed, without a cost, is one unknown call. Every fold of
+// costs (the loop's state, the runs projection) counts it this way.
+func (d *DelegateResult) Spent() (usd float64, unknownCalls int) {
+	if d.CostUSD != nil {
+		usd = *d.CostUSD
+	}
+	unknownCalls = d.UnknownCostCalls
+	if d.CostUSD == nil && d.UnknownCostCalls == 0 {
+		unknownCalls++
+	}
+	return usd, unknownCalls
+}

@@ -24,3 +24,23 @@ func TestRunOfCoversEveryPayloadWithRunID(t *testing.T) {
 		}
 	}
 }
+
+func TestDelegateSpent(t *testing.T) {
+	usd := 0.25
+	for _, tc := range []struct {
+		name        string
+		d           DelegateResult
+		wantUSD     float64
+		wantUnknown int
+	}{
+		{"known", DelegateResult{CostUSD: &usd}, 0.25, 0},
+		{"known and unknown calls", DelegateResult{CostUSD: &usd, UnknownCostCalls: 2}, 0.25, 2},
+		{"only unknown calls", DelegateResult{UnknownCostCalls: 3}, 0, 3},
+		{"recorded before the count existed", DelegateResult{}, 0, 1},
+	} {
+		gotUSD, gotUnknown := tc.d.Spent()
+		if gotUSD != tc.wantUSD || gotUnknown != tc.wantUnknown {
+			t.Errorf("%s: Spent() = %v, %d; want %v, %d", tc.name, gotUSD, gotUnknown, tc.wantUSD, tc.wantUnknown)
+		}
+	}
+}

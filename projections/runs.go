@@ -263,14 +263,10 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		tc.Outcome = e.Outcome
 		if d := e.Delegate; d != nil {
 			tc.Delegate = &DelegateCall{Agent: d.Agent, Conversation: d.Conversation, RunID: d.RunID, Status: d.Status, CostUSD: d.CostUSD}
-			if d.CostUSD != nil {
-				r.Totals.CostUSD += *d.CostUSD
-				r.Totals.DelegatedCostUSD += *d.CostUSD
-			}
-			r.Totals.UnknownCostCalls += d.UnknownCostCalls
-			if d.CostUSD == nil && d.UnknownCostCalls == 0 {
-				r.Totals.UnknownCostCalls++
-			}
+			usd, unknown := d.Spent()
+			r.Totals.CostUSD += usd
+			r.Totals.DelegatedCostUSD += usd
+			r.Totals.UnknownCostCalls += unknown
 		}
 	case *events.RouteFallback:
 		st := r.step(e.Step)
