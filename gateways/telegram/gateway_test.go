@@ -325,12 +325,12 @@ func TestTelegramFailureSentenceWithSpend(t *testing.T) {
 	defer g.Close()
 	s.push(textUpdate(1, chat, "fail401"))
 	want := "Every model route failed: 401 from openrouter — check OPENROUTER_API_KEY in /crew-home/env. Spend: $0.0000."
-	waitFor(t, "the failure sentence", 10*time.Second, func() bool { return s.count(chat, want) == 1 })
+	eventstest.EventuallyWithin(t, 10*time.Second, "the failure sentence", func() bool { return s.count(chat, want) == 1 })
 
 	s.push(textUpdate(2, chat, "spend"))
 	halt := "Stopped: the run used all its steps (max_steps) before finishing — send a message to let it carry on, or raise max_steps in the agent's agent.yaml."
 	var got string
-	waitFor(t, "the max_steps sentence", 10*time.Second, func() bool {
+	eventstest.EventuallyWithin(t, 10*time.Second, "the max_steps sentence", func() bool {
 		for _, m := range s.sentTo(chat) {
 			if strings.HasPrefix(m.Text, halt) {
 				got = m.Text
@@ -359,7 +359,7 @@ func TestTelegramNoTextNotice(t *testing.T) {
 	defer g.Close()
 	s.push(textUpdate(1, chat, "silent"))
 	want := "The agent finished without writing a reply — send a message to ask again. Spend: cost unknown."
-	waitFor(t, "the no-text notice", 10*time.Second, func() bool { return s.count(chat, want) == 1 })
+	eventstest.EventuallyWithin(t, 10*time.Second, "the no-text notice", func() bool { return s.count(chat, want) == 1 })
 }
 
 // TestTelegramQueuedAck (issue 10 item 16): a message sent while a turn
@@ -370,13 +370,13 @@ func TestTelegramQueuedAck(t *testing.T) {
 	g := startGateway(t, c, s.URL, chat)
 	defer g.Close()
 	s.push(textUpdate(1, chat, "slow"))
-	waitFor(t, "the slow run to start", 5*time.Second, func() bool {
+	eventstest.EventuallyWithin(t, 5*time.Second, "the slow run to start", func() bool {
 		envs, err := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeRunStarted, 0)
 		return err == nil && len(envs) == 1
 	})
 	s.push(textUpdate(2, chat, "second"))
-	waitFor(t, "the queued ack", 5*time.Second, func() bool { return s.count(chat, "queued: 1 waiting — answered when the running turn ends.") == 1 })
-	waitFor(t, "both answers", 10*time.Second, func() bool { return s.count(chat, "slow done") == 1 && s.count(chat, "echo: second") == 1 })
+	eventstest.EventuallyWithin(t, 5*time.Second, "the queued ack", func() bool { return s.count(chat, "queued: 1 waiting — answered when the running turn ends.") == 1 })
+	eventstest.EventuallyWithin(t, 10*time.Second, "both answers", func() bool { return s.count(chat, "slow done") == 1 && s.count(chat, "echo: second") == 1 })
 	if s.count(chat, "queued: 1 waiting — answered when the running turn ends.") != 1 {
 		t.Errorf("the ack was sent more than once")
 	}
@@ -392,7 +392,7 @@ func TestTelegramApprovalShowsCommandReadably(t *testing.T) {
 	defer g.Close()
 	s.push(textUpdate(1, chat, "gatecmd"))
 	var card sentMessage
-	waitFor(t, "the approval card", 10*time.Second, func() bool {
+	eventstest.EventuallyWithin(t, 10*time.Second, "the approval card", func() bool {
 		for _, m := range s.sentTo(chat) {
 			if len(m.ReplyMarkup) > 0 {
 				card = m
@@ -419,5 +419,5 @@ func TestTelegramAskUserQuestionSent(t *testing.T) {
 	g := startGateway(t, c, s.URL, chat)
 	defer g.Close()
 	s.push(textUpdate(1, chat, "ask"))
-	waitFor(t, "the question", 10*time.Second, func() bool { return s.count(chat, "The agent asks: Which day? — reply to answer.") == 1 })
+	eventstest.EventuallyWithin(t, 10*time.Second, "the question", func() bool { return s.count(chat, "The agent asks: Which day? — reply to answer.") == 1 })
 }
