@@ -48,8 +48,7 @@ func TestReplayCommand(t *testing.T) {
 	c := waitConv(t, s.url, id, "awaiting approval", func(c convView) bool { return c.Status == "awaiting_approval" })
 	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
 	waitConv(t, s.url, id, "idle", settled)
-	var runs []runView
-	getJSON(t, s.url+"/api/conversations/"+id+"/runs", &runs)
+	runs := finishedRuns(t, s.url, id, 1)
 	if len(runs) != 1 {
 		t.Fatalf("runs = %+v", runs)
 	}
@@ -126,8 +125,7 @@ func TestRouteFallbackOverHTTP(t *testing.T) {
 	if last := c.History[len(c.History)-1]; last.Text != "The workspace is empty." {
 		t.Errorf("answer = %+v\n%s", last, s.stderr)
 	}
-	var runs []runView
-	getJSON(t, s.url+"/api/conversations/"+id+"/runs", &runs)
+	runs := finishedRuns(t, s.url, id, 1)
 	var run map[string]any
 	getJSON(t, s.url+"/api/runs/"+runs[0].RunID, &run)
 	b, _ := json.Marshal(run)
@@ -182,4 +180,25 @@ func TestHTTPApprovalExpires(t *testing.T) {
 		t.Error("an expired approval ran its tool")
 	}
 	s.stop(t)
+}
+
+// finishedRuns waits for the runs projection, which catches up a moment
+// after the conversations one, to hold n finished runs of conversation id.
+func finishedRuns(t *testing.T, base, id string, n int) []runView {
+	t.Helper()
+	var runs []runView
+	eventstest.Eventually(t, fmt.Sprintf("%d finished runs of %s", n, id), func() bool {
+		runs = nil
+		getJSON(t, base+"/api/conversations/"+id+"/runs", &runs)
+		if len(runs) < n {
+			return false
+		}
+		for _, r := range runs {
+			if r.Status == "" || r.Status == "running" {
+				return false
+			}
+		}
+		return true
+	})
+	return runs
 }

@@ -68,8 +68,7 @@ func TestOllamaRouteAgainstEmulator(t *testing.T) {
 	if last := c.History[len(c.History)-1]; last.Text != "Your workspace is empty." {
 		t.Errorf("answer = %+v\nserve: %s\nllmock: %s", last, s.stderr, mockOut.String())
 	}
-	var runs []runView
-	getJSON(t, s.url+"/api/conversations/"+id+"/runs", &runs)
+	runs := finishedRuns(t, s.url, id, 1)
 	var run map[string]any
 	getJSON(t, s.url+"/api/runs/"+runs[0].RunID, &run)
 	raw, _ := json.Marshal(run)
