@@ -41,6 +41,8 @@ type convView struct {
 		Role    string `json:"role"`
 		Text    string `json:"text"`
 		IsError bool   `json:"is_error"`
+		// ToolCalls of an assistant message: a reply still being acted on.
+		ToolCalls []json.RawMessage `json:"tool_calls"`
 	} `json:"history"`
 }
 
@@ -65,7 +67,13 @@ func waitConv(t *testing.T, url, id string, what string, ok func(c convView) boo
 // settled: no run open, no message waiting for one, and the last word is
 // the agent's (the projection may lag the history by a moment).
 func settled(c convView) bool {
-	return c.Status == "idle" && c.Queued == 0 && len(c.History) > 0 && c.History[len(c.History)-1].Role == "assistant"
+	// The status is the projection's, which may lag the history a moment:
+	// a last reply with tool calls is a turn still running.
+	if c.Status != "idle" || c.Queued != 0 || len(c.History) == 0 {
+		return false
+	}
+	last := c.History[len(c.History)-1]
+	return last.Role == "assistant" && len(last.ToolCalls) == 0
 }
 
 func writeScript(t *testing.T, yaml string) string {
