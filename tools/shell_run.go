@@ -101,9 +101,19 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 		Env:     shell.Environ(os.Environ()),
 		Sandbox: sandboxPolicy(env.Agent, ws),
 	}
+	if env.HomeDir != "" {
+		var writable []string
+		if cmd.Sandbox != nil {
+			writable = cmd.Sandbox.WritePaths
+		}
+		cmd.View = shell.HomeView(env.HomeDir, env.AgentDir, writable...)
+	}
 	out, err := shell.Run(ctx, cmd)
 	if errors.Is(err, shell.ErrNoSandbox) {
 		return Failf("refused: this agent's shell must run sandboxed, but %v; the command was not run", err), nil
+	}
+	if errors.Is(err, shell.ErrNoIsolation) {
+		return Failf("refused: shell commands run only isolated from the home, but %v; the command was not run (crew doctor lists what this machine lacks)", err), nil
 	}
 	if err != nil && ctx.Err() != nil {
 		return Result{}, err

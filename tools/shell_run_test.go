@@ -106,8 +106,10 @@ func TestShellRunContextCancelIsHarnessError(t *testing.T) {
 }
 
 func TestShellRunSandboxed(t *testing.T) {
-	if m, ok := shell.Sandbox(); !ok {
-		t.Skipf("no sandbox here: %s", m)
+	for _, p := range shell.Protections() {
+		if !p.OK {
+			t.Skipf("no sandbox here: %s: %s", p.Name, p.Detail)
+		}
 	}
 	env := newWorkspace(t, nil)
 	extra := filepath.Join(filepath.Dir(env.Workspace), "extra")

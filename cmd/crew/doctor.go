@@ -175,14 +175,13 @@ func printNATSAccess(w io.Writer, h *home.Home) {
 	fmt.Fprintf(w, "nats CLI: nats --server nats://%s stream info CREW   (or: stream view CREW, sub 'crew.conv.>')\n", h.Config.NATS.Listen)
 }
 
-// printSandbox says which mechanism confines a sandboxed shell_run here.
+// printSandbox lists each protection of shell commands and hooks, and
+// whether this kernel gives it (each proven by running a command).
 func printSandbox(w io.Writer) {
-	mech, ok := shell.Sandbox()
-	if !ok {
-		fmt.Fprintf(w, "shell sandbox: %s\n", mech)
-		return
+	fmt.Fprintln(w, "shell protections (shell_run, script jobs and hooks; Landlock, network namespace and Unix-socket block when shell_network: false or shell_write_paths is set):")
+	for _, p := range shell.Protections() {
+		fmt.Fprintf(w, "  %s: %s\n", p.Name, p.Detail)
 	}
-	fmt.Fprintf(w, "shell sandbox: %s (used when shell_network: false or shell_write_paths is set)\n", mech)
 }
 
 func printRoutes(w io.Writer, h *home.Home, getenv func(string) string) {

@@ -15,6 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -61,6 +62,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// Commands a crashed server left running die before recovery closes
+	// their calls; from now on every command is recorded there.
+	if killed, err := shell.Track(filepath.Join(dataDir(dir), "shell")); err != nil || killed > 0 {
+		logger.Warn("commands left by a previous server", "killed", killed, "err", err)
+	}
 
 	runner, err := projections.Open(ctx, st.log, st.db, logger.With("component", "projections"), projections.All()...)
 	if err != nil {

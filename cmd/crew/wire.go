@@ -214,7 +214,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	mem := newMemory(st.log, st.db, runner.WaitFor, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: profile, RunScript: scriptRunner(cr.agent), RunConsolidate: mem.runJob, SpillDir: filepath.Join(dir, "spill"),
+		Jobs: profile, RunScript: scriptRunner(dir, cr.agent), RunConsolidate: mem.runJob, SpillDir: filepath.Join(dir, "spill"),
 		Periodic: []scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
@@ -412,7 +412,7 @@ func jobID(agent, name string) string {
 
 // scriptRunner runs a script job's command as its agent: in its workspace,
 // sandboxed by its shell settings like shell_run.
-func scriptRunner(agents func(id string) (loop.Agent, bool)) func(ctx context.Context, agent, command string) (string, error) {
+func scriptRunner(homeDir string, agents func(id string) (loop.Agent, bool)) func(ctx context.Context, agent, command string) (string, error) {
 	return func(ctx context.Context, agentID, command string) (string, error) {
 		a, ok := agents(agentID)
 		if !ok {
@@ -422,6 +422,7 @@ func scriptRunner(agents func(id string) (loop.Agent, bool)) func(ctx context.Co
 		if p := a.Policy; (p.ShellNetwork != nil && !*p.ShellNetwork) || len(p.ShellWritePaths) > 0 {
 			cmd.Sandbox = &shell.Policy{WritePaths: append([]string{a.Workspace}, p.ShellWritePaths...), Network: p.ShellNetwork == nil || *p.ShellNetwork}
 		}
+		cmd.View = shell.HomeView(homeDir, a.Dir, append([]string{a.Workspace}, a.Policy.ShellWritePaths...)...)
 		out, err := shell.Run(ctx, cmd)
 		if err != nil {
 			return "", err

@@ -7,10 +7,17 @@ import (
 	"errors"
 )
 
-// Sandbox says which mechanism sandboxed commands use; none off Linux.
-func Sandbox() (mechanism string, ok bool) {
-	return "none (only Linux is supported)", false
+// Protections reports that no protection is given off Linux.
+func Protections() []Protection {
+	var ps []Protection
+	for _, n := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block"} {
+		ps = append(ps, Protection{Name: n, Detail: "no (only Linux is supported): shell commands are refused"})
+	}
+	return ps
 }
+
+// Track records nothing off Linux, where no command runs.
+func Track(dir string) (int, error) { return 0, nil }
 
 // Run is only implemented on Linux.
 func Run(ctx context.Context, c Command) (Output, error) {

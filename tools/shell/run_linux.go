@@ -2,15 +2,17 @@ package shell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Output capture limits: the head and the tail of an output are kept.
@@ -19,80 +21,245 @@ const (
 	captureTail = 512 << 10
 )
 
-// pipeGrace bounds how long output is still read after the process group is
-// gone, for a descendant that left the group but kept the pipe open.
-var pipeGrace = 2 * time.Second
+// pipeGrace bounds how long output is still read after the command's
+// namespace is gone (nothing should hold the pipe then; this is a guard).
+const pipeGrace = 2 * time.Second
+
+// nsMode is how a command gets its mount and PID namespaces.
+type nsMode int
+
+const (
+	nsNone nsMode = iota
+	// nsRoot: the server is root and creates the namespaces directly.
+	nsRoot
+	// nsUser: the namespaces are created inside a new user namespace
+	// (unprivileged); the command keeps the server's uid and gid.
+	nsUser
+)
+
+func (m nsMode) String() string {
+	switch m {
+	case nsRoot:
+		return "as root"
+	case nsUser:
+		return "in a user namespace"
+	}
+	return "none"
+}
+
+// facility is what this machine offers, found once by probing.
+type facility struct {
+	ns     nsMode
+	nsErr  error
+	abi    int // Landlock ABI version; 0 when unavailable
+	abiErr error
+	skip   skip // parts left out, to probe the others one by one
+}
+
+type skip uint8
+
+const (
+	skipLandlock skip = 1 << iota
+	skipSeccomp
+)
+
+var probed = sync.OnceValue(probe)
+
+// probe finds how to isolate commands by running a real one each way.
+func probe() facility {
+	var f facility
+	f.abi, f.abiErr = landlockABI()
+	modes := []nsMode{nsUser}
+	if os.Geteuid() == 0 {
+		modes = []nsMode{nsRoot, nsUser}
+	}
+	var errs []error
+	for _, m := range modes {
+		try := f
+		try.ns = m
+		out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try)
+		if err == nil && out.ExitCode != 0 {
+			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
+		}
+		if err == nil {
+			return try
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", m, err))
+	}
+	f.nsErr = errors.Join(errs...)
+	return f
+}
 
 // Run runs c and returns its output. A command that fails or times out is
-// not an error: see Output. Errors are ErrNoSandbox (nothing ran), a failure
-// to start, or the context's error when ctx ended first (the process group
-// is killed and the partial output returned).
+// not an error: see Output. Errors are ErrNoIsolation or ErrNoSandbox
+// (nothing ran), a failure to start, or the context's error when ctx ended
+// first (the command is killed and the partial output returned).
 func Run(ctx context.Context, c Command) (Output, error) {
-	var f facility
-	if c.Sandbox != nil {
-		f = probed()
-	}
-	return run(ctx, c, f)
+	return run(ctx, c, probed())
 }
 
 func run(ctx context.Context, c Command, f facility) (Output, error) {
+	if f.ns == nsNone {
+		return Output{}, fmt.Errorf("%w: no mount and PID namespaces: %v", ErrNoIsolation, f.nsErr)
+	}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	timeout = min(timeout, MaxTimeout)
-
-	cmd := exec.Command("/bin/sh", "-c", c.Script)
-	cmd.Dir = c.Dir
-	cmd.Env = append(make([]string, 0, len(c.Env)+1), c.Env...) // never nil: nil would inherit ours
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
-	var box *sandbox
-	if c.Sandbox != nil {
+	dir := c.Dir
+	if dir == "" {
 		var err error
-		if box, err = prepare(*c.Sandbox, f); err != nil {
-			return Output{}, err
+		if dir, err = os.Getwd(); err != nil {
+			return Output{}, fmt.Errorf("shell: start /bin/sh: %w", err)
 		}
-		defer box.cleanup()
-		cmd.Env = setEnv(cmd.Env, "TMPDIR", box.tmp)
-		box.configure(cmd)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return Output{}, fmt.Errorf("shell: start /bin/sh: working directory: %w", err)
+	} else if !fi.IsDir() {
+		return Output{}, fmt.Errorf("shell: start /bin/sh: working directory %s is not a directory", dir)
 	}
 
-	r, w, err := os.Pipe()
-	if err != nil {
-		return Output{}, fmt.Errorf("shell: output pipe: %w", err)
+	cfg := stageConfig{Script: c.Script, Dir: dir, View: c.View, MapAll: f.ns == nsRoot}
+	env := append(make([]string, 0, len(c.Env)+1), c.Env...) // never nil: nil would inherit ours
+	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
+	if p := c.Sandbox; p != nil {
+		if f.abiErr != nil {
+			return Output{}, fmt.Errorf("%w: landlock: %v", ErrNoSandbox, f.abiErr)
+		}
+		tmp, err := os.MkdirTemp("", "crew-shell-")
+		if err != nil {
+			return Output{}, fmt.Errorf("shell: private temp dir: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		env = setEnv(env, "TMPDIR", tmp)
+		cfg.Landlock = f.abi
+		cfg.Writable = append([]string{tmp}, p.WritePaths...)
+		if !p.Network {
+			flags |= syscall.CLONE_NEWNET
+			cfg.NewNet, cfg.BlockUnix, cfg.ScopeUnix = true, true, true
+		}
+		if f.skip&skipLandlock != 0 {
+			cfg.Landlock = 0
+		}
+		if f.skip&skipSeccomp != 0 {
+			cfg.BlockUnix = false
+		}
 	}
-	cmd.Stdout, cmd.Stderr = w, w
-	if box != nil {
-		err = box.start(cmd)
-	} else {
-		err = cmd.Start()
-	}
-	w.Close()
+	arg, err := json.Marshal(cfg)
 	if err != nil {
-		r.Close()
-		if errors.Is(err, ErrNoSandbox) {
+		return Output{}, fmt.Errorf("shell: %w", err)
+	}
+
+	cmd := exec.Command("/proc/self/exe", string(arg))
+	cmd.Args[0] = stage1Name
+	cmd.Dir = "/"
+	cmd.Env = env
+	cmd.Stdin = c.Stdin
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags}
+	if f.ns == nsUser {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	cmd.SysProcAttr = attr
+
+	var pipes []*os.File // the read ends
+	var writers []*os.File
+	newPipe := func() (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("shell: pipe: %w", err)
+		}
+		pipes, writers = append(pipes, r), append(writers, w)
+		return w, nil
+	}
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	statusW, err := newPipe()
+	if err != nil {
+		return Output{}, err
+	}
+	outW, err := newPipe()
+	if err != nil {
+		closeAll(pipes)
+		closeAll(writers)
+		return Output{}, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, outW
+	if c.Stderr != nil {
+		errW, err := newPipe()
+		if err != nil {
+			closeAll(pipes)
+			closeAll(writers)
 			return Output{}, err
 		}
-		return Output{}, fmt.Errorf("shell: start /bin/sh: %w", err)
+		cmd.Stderr = errW
 	}
+	cmd.ExtraFiles = []*os.File{statusW}
+
+	// Pdeathsig fires when the thread that started the child exits: start
+	// it from a locked thread that stays alive until the child is reaped.
+	started := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			<-release
+		}
+		runtime.UnlockOSThread()
+	}()
+	err = <-started
+	closeAll(writers)
+	if err != nil {
+		closeAll(pipes)
+		return Output{}, fmt.Errorf("%w: start the isolated shell: %v", ErrNoIsolation, err)
+	}
+	defer close(release)
+	defer record(cmd.Process.Pid)()
 
 	capt := newCapture(captureHead, captureTail)
+	var mu sync.Mutex
+	var copying sync.WaitGroup
+	copyTo := func(r io.Reader, extra io.Writer) {
+		copying.Go(func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := r.Read(buf)
+				if n > 0 {
+					mu.Lock()
+					capt.Write(buf[:n])
+					mu.Unlock()
+					if extra != nil {
+						extra.Write(buf[:n])
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	copyTo(pipes[1], nil)
+	if c.Stderr != nil {
+		copyTo(pipes[2], c.Stderr)
+	}
 	copied := make(chan struct{})
 	go func() {
-		defer close(copied)
-		io.Copy(capt, r) // ends when every holder of the pipe is gone, or r is closed
+		copying.Wait()
+		close(copied)
 	}()
 
-	// Wait for the shell to exit without reaping it: the zombie keeps its pid,
-	// so the process group id cannot be reused before the group is killed.
-	pid := cmd.Process.Pid
 	exited := make(chan struct{})
+	var waitErr error
 	go func() {
 		defer close(exited)
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
+		waitErr = cmd.Wait()
 	}()
 
 	timer := time.NewTimer(timeout)
@@ -106,21 +273,38 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 	}
-	unix.Kill(-pid, unix.SIGKILL) // the whole group; ESRCH when already empty
+	// Killing the namespace's init kills everything in the namespace.
+	cmd.Process.Kill()
 	<-exited
-	waitErr := cmd.Wait()
+	status, _ := io.ReadAll(pipes[0])
+	pipes[0].Close()
 
 	select {
 	case <-copied:
 	case <-time.After(pipeGrace):
 	}
-	r.Close()
+	for _, p := range pipes[1:] {
+		p.Close()
+	}
 	<-copied
 
 	out.Text, out.Dropped = capt.text()
-	out.ExitCode = cmd.ProcessState.ExitCode()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = ws.Signal().String()
+	out.ExitCode = -1
+	code, sig, setupErr, ok := parseStatus(string(status))
+	switch {
+	case ok && setupErr != "":
+		if strings.HasPrefix(setupErr, ErrNoSandbox.Error()+": ") {
+			return Output{}, fmt.Errorf("%w: %s", ErrNoSandbox, strings.TrimPrefix(setupErr, ErrNoSandbox.Error()+": "))
+		}
+		return Output{}, fmt.Errorf("%w: %s", ErrNoIsolation, setupErr)
+	case ok && sig != 0:
+		out.Signal = sig.String()
+	case ok:
+		out.ExitCode = code
+	default:
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.Signal = ws.Signal().String()
+		}
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {

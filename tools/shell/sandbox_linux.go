@@ -1,153 +1,14 @@
 package shell
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
-	"sync"
-	"syscall"
 	"unsafe"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
-
-// netMode is how a command without network gets its empty network namespace.
-type netMode int
-
-const (
-	netNone netMode = iota
-	// netUnshare: the starting thread unshares its network namespace (needs
-	// CAP_SYS_ADMIN, e.g. root) and brings loopback up, so the command can
-	// still listen on and connect to 127.0.0.1 inside its own namespace.
-	netUnshare
-	// netUserns: the child is cloned into new user and network namespaces
-	// (unprivileged). Loopback stays down. Go writes the child's uid/gid maps
-	// from the already restricted starting thread, so this mode also lets the
-	// command write beneath /proc (still subject to file modes and to
-	// Landlock's ptrace scoping).
-	netUserns
-)
-
-// facility is what this machine offers, found once by probing.
-type facility struct {
-	abi    int // Landlock ABI version; 0 when unavailable
-	abiErr error
-	net    netMode
-	netErr error
-}
-
-var probed = sync.OnceValue(probe)
-
-// Sandbox says which mechanism sandboxed commands use, and whether every
-// Policy can be honoured (for crew doctor). When ok is false, commands that
-// need what is missing are refused with ErrNoSandbox.
-func Sandbox() (mechanism string, ok bool) {
-	f := probed()
-	switch {
-	case f.abiErr != nil:
-		return fmt.Sprintf("none (Landlock unavailable: %v); sandboxed shell commands are refused", f.abiErr), false
-	case f.net == netUnshare:
-		return fmt.Sprintf("Landlock ABI %d + network namespace", f.abi), true
-	case f.net == netUserns:
-		return fmt.Sprintf("Landlock ABI %d + user and network namespaces (loopback down, /proc writable)", f.abi), true
-	default:
-		return fmt.Sprintf("Landlock ABI %d only (no network namespace: %v); shell_network false is refused", f.abi, f.netErr), false
-	}
-}
-
-func probe() facility {
-	var f facility
-	f.abi, f.abiErr = landlockABI()
-	if f.abiErr != nil {
-		return f
-	}
-	// Prove each network mode by running a real sandboxed command.
-	var errs []error
-	for _, m := range []netMode{netUnshare, netUserns} {
-		try := facility{abi: f.abi, net: m}
-		out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}, try)
-		if err == nil && out.ExitCode != 0 {
-			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
-		}
-		if err == nil {
-			f.net = m
-			return f
-		}
-		errs = append(errs, err)
-	}
-	f.netErr = errors.Join(errs...)
-	return f
-}
-
-// sandbox is one sandboxed command's setup.
-type sandbox struct {
-	pol Policy
-	fac facility
-	tmp string // private temp dir, removed by cleanup
-}
-
-func prepare(p Policy, f facility) (*sandbox, error) {
-	if f.abiErr != nil {
-		return nil, fmt.Errorf("%w: landlock: %v", ErrNoSandbox, f.abiErr)
-	}
-	if !p.Network && f.net == netNone {
-		return nil, fmt.Errorf("%w: no network namespace: %v", ErrNoSandbox, f.netErr)
-	}
-	tmp, err := os.MkdirTemp("", "crew-shell-")
-	if err != nil {
-		return nil, fmt.Errorf("shell: private temp dir: %w", err)
-	}
-	return &sandbox{pol: p, fac: f, tmp: tmp}, nil
-}
-
-func (s *sandbox) cleanup() { os.RemoveAll(s.tmp) }
-
-func (s *sandbox) configure(cmd *exec.Cmd) {
-	if s.pol.Network || s.fac.net != netUserns {
-		return
-	}
-	a := cmd.SysProcAttr
-	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
-	a.GidMappingsEnableSetgroups = false
-}
-
-// start restricts a fresh OS thread and starts cmd from it: the child
-// inherits the thread's Landlock domain and network namespace. The thread
-// stays locked, so the runtime destroys it when the goroutine returns and no
-// other goroutine ever runs restricted. (The runtime also never clones new
-// threads from a locked one.)
-func (s *sandbox) start(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- s.startHere(cmd)
-	}()
-	return <-errc
-}
-
-func (s *sandbox) startHere(cmd *exec.Cmd) error {
-	if !s.pol.Network && s.fac.net == netUnshare {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("%w: unshare network namespace: %v", ErrNoSandbox, err)
-		}
-		if err := loopbackUp(); err != nil {
-			return fmt.Errorf("%w: loopback in new network namespace: %v", ErrNoSandbox, err)
-		}
-	}
-	writable := append([]string{s.tmp}, s.pol.WritePaths...)
-	if !s.pol.Network && s.fac.net == netUserns {
-		writable = append(writable, "/proc")
-	}
-	if err := restrict(s.fac.abi, writable, !s.pol.Network); err != nil {
-		return fmt.Errorf("%w: landlock: %v", ErrNoSandbox, err)
-	}
-	return cmd.Start()
-}
 
 func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
@@ -194,8 +55,10 @@ const writeRights = unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 
 // restrict puts the calling thread in a new Landlock domain where only
-// writable (and devices) may be written.
-func restrict(abi int, writable []string, noNet bool) error {
+// writable (and devices) may be written. With ABI 6 the domain may not
+// signal processes outside it, and with scopeUnix not connect to abstract
+// Unix sockets created outside it.
+func restrict(abi int, writable []string, scopeUnix bool) error {
 	handled := uint64(writeRights)
 	fileRights := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE)
 	if abi >= 2 {
@@ -209,7 +72,7 @@ func restrict(abi int, writable []string, noNet bool) error {
 	size := unsafe.Sizeof(attr.handledFS)
 	if abi >= 6 {
 		attr.scoped = unix.LANDLOCK_SCOPE_SIGNAL
-		if noNet {
+		if scopeUnix {
 			attr.scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 		}
 		size = unsafe.Sizeof(attr)
@@ -257,6 +120,76 @@ func allow(ruleset int, path string, dirRights, fileRights uint64) error {
 	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
 		uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
 		return fmt.Errorf("rule for %s: %w", path, errno)
+	}
+	return nil
+}
+
+// auditArch is the seccomp architecture of this build; other architectures
+// (the 32-bit and x32 syscall entries) are refused outright.
+var auditArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}[runtime.GOARCH]
+
+// unixFilter is the seccomp program of a command without network: it may
+// not create an AF_UNIX socket (so it can connect to no Unix socket,
+// pathname or abstract, and send to none), may create only connected
+// stream socket pairs (a datagram pair could send to any socket address),
+// and may not use io_uring (which would create sockets past the filter).
+// Everything else is allowed.
+func unixFilter() ([]unix.SockFilter, error) {
+	if auditArch == 0 {
+		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+	}
+	const (
+		deny  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+		allow = unix.SECCOMP_RET_ALLOW
+		nr    = 0  // offsetof(struct seccomp_data, nr)
+		arch  = 4  // offsetof(arch)
+		arg0  = 16 // args[0], low 32 bits (little endian)
+		arg1  = 24 // args[1], low 32 bits
+	)
+	prog := []bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: arch, Size: 4},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
+		/* 2 */ bpf.RetConstant{Val: deny},
+		/* 3 */ bpf.LoadAbsolute{Off: nr, Size: 4},
+		/* 4 */ bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: 0x40000000, SkipFalse: 1}, // x32
+		/* 5 */ bpf.RetConstant{Val: deny},
+		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_IO_URING_SETUP, SkipFalse: 1},
+		/* 7 */ bpf.RetConstant{Val: deny},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET, SkipFalse: 4},
+		/* 9 */ bpf.LoadAbsolute{Off: arg0, Size: 4},
+		/* 10 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
+		/* 11 */ bpf.RetConstant{Val: deny},
+		/* 12 */ bpf.RetConstant{Val: allow},
+		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKETPAIR, SkipFalse: 6},
+		/* 14 */ bpf.LoadAbsolute{Off: arg0, Size: 4},
+		/* 15 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 4},
+		/* 16 */ bpf.LoadAbsolute{Off: arg1, Size: 4},
+		/* 17 */ bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}, // SOCK_TYPE_MASK
+		/* 18 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipTrue: 1},
+		/* 19 */ bpf.RetConstant{Val: deny},
+		/* 20 */ bpf.RetConstant{Val: allow},
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+}
+
+// blockUnixSockets installs unixFilter on the calling thread (inherited by
+// what it executes). no_new_privs must already be set.
+func blockUnixSockets() error {
+	f, err := unixFilter()
+	if err != nil {
+		return err
+	}
+	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
 }

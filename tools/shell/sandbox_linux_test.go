@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// facilities returns the sandbox facilities to test: each network mode this
-// machine supports. CI machines are expected to support at least one.
+// facilities returns the facilities to test: each way of creating the
+// namespaces that works here (as root, and in a user namespace). CI
+// machines are expected to support at least one.
 func facilities(t *testing.T) map[string]facility {
 	t.Helper()
 	f := probed()
@@ -20,14 +21,14 @@ func facilities(t *testing.T) map[string]facility {
 		t.Skipf("Landlock unavailable here: %v", f.abiErr)
 	}
 	out := map[string]facility{}
-	for name, m := range map[string]netMode{"unshare": netUnshare, "userns": netUserns} {
-		try := facility{abi: f.abi, net: m}
+	for name, m := range map[string]nsMode{"root": nsRoot, "userns": nsUser} {
+		try := facility{abi: f.abi, ns: m}
 		if _, err := run(t.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}, try); err == nil {
 			out[name] = try
 		}
 	}
 	if len(out) == 0 {
-		t.Skipf("no network namespace mode works here: %v", f.netErr)
+		t.Skipf("no namespace mode works here: %v", f.nsErr)
 	}
 	return out
 }
@@ -118,18 +119,18 @@ func TestSandboxBlocksNetwork(t *testing.T) {
 }
 
 func TestSandboxKeepsOwnLoopback(t *testing.T) {
-	f, ok := facilities(t)["unshare"]
-	if !ok {
-		t.Skip("loopback is only brought up in unshare mode")
-	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=loopback", "GORACE=atexit_sleep_ms=0")
-	out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: "/", Env: env, Sandbox: &Policy{}}, f)
-	if err != nil || out.ExitCode != 0 {
-		t.Errorf("loopback inside the sandbox: %v, %+v", err, out)
+	for name, f := range facilities(t) {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: "/", Env: env, Sandbox: &Policy{}}, f)
+			if err != nil || out.ExitCode != 0 {
+				t.Errorf("loopback inside the sandbox: %v, %+v", err, out)
+			}
+		})
 	}
 }
 
@@ -172,18 +173,28 @@ func TestSandboxDoesNotRestrictCaller(t *testing.T) {
 
 func TestSandboxFailsClosed(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
+	ns := probed().ns
+	if ns == nsNone {
+		t.Skip("no namespaces here")
+	}
 	tests := []struct {
 		name string
 		f    facility
-		pol  Policy
+		pol  *Policy
+		want error
+		view *View
 	}{
-		{"no landlock", facility{abiErr: errors.New("ENOSYS")}, Policy{Network: true}},
-		{"no netns", facility{abi: 1, netErr: errors.New("EPERM")}, Policy{}},
+		{"no landlock", facility{ns: ns, abiErr: errors.New("ENOSYS")}, &Policy{Network: true}, ErrNoSandbox, nil},
+		{"no namespaces, sandboxed", facility{nsErr: errors.New("EPERM")}, &Policy{}, ErrNoIsolation, nil},
+		{"no namespaces", facility{nsErr: errors.New("EPERM")}, nil, ErrNoIsolation, nil},
+		// A view that cannot be mounted fails inside the child: still
+		// refused, nothing ran.
+		{"view fails in the child", facility{ns: ns}, nil, ErrNoIsolation, &View{Home: "relative/home"}},
 	}
 	for _, tt := range tests {
-		_, err := run(t.Context(), Command{Script: "touch " + marker, Dir: "/", Sandbox: &tt.pol}, tt.f)
-		if !errors.Is(err, ErrNoSandbox) {
-			t.Errorf("%s: got %v, want ErrNoSandbox", tt.name, err)
+		_, err := run(t.Context(), Command{Script: "touch " + marker, Dir: "/", Sandbox: tt.pol, View: tt.view}, tt.f)
+		if !errors.Is(err, tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, err, tt.want)
 		}
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatalf("%s: the command ran", tt.name)
@@ -191,11 +202,25 @@ func TestSandboxFailsClosed(t *testing.T) {
 	}
 }
 
-func TestSandboxReportsMechanism(t *testing.T) {
-	m, ok := Sandbox()
-	t.Logf("sandbox: %s (ok %v)", m, ok)
-	if m == "" {
-		t.Error("empty mechanism")
+func TestProtectionsAreListed(t *testing.T) {
+	want := []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block"}
+	ps := Protections()
+	if len(ps) != len(want) {
+		t.Fatalf("protections %+v", ps)
+	}
+	for i, p := range ps {
+		t.Logf("%s: %s", p.Name, p.Detail)
+		if p.Name != want[i] || p.Detail == "" || strings.HasPrefix(p.Detail, "yes") != p.OK {
+			t.Errorf("protection %d = %+v, want %s with a detail that agrees with OK", i, p, want[i])
+		}
+	}
+	// This machine, and CI, give every one of them.
+	if probed().ns != nsNone && probed().abiErr == nil {
+		for _, p := range ps {
+			if !p.OK {
+				t.Errorf("%s missing: %s", p.Name, p.Detail)
+			}
+		}
 	}
 }
 

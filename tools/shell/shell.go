@@ -1,6 +1,9 @@
 package shell
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +21,98 @@ type Command struct {
 	Dir     string        // working directory, absolute
 	Timeout time.Duration // 0 means DefaultTimeout; capped at MaxTimeout
 	Env     []string      // the child's whole environment ("K=V"); see Environ
-	Sandbox *Policy       // nil: not sandboxed
+	// Stdin is what the command reads on its standard input; nil is empty.
+	Stdin io.Reader
+	// Stderr, when set, also receives what the command writes to its
+	// standard error. Stdout and stderr then come through two pipes, so
+	// their interleaving in Output.Text is only approximate; when Stderr is
+	// nil both share one pipe and Text keeps their exact order.
+	Stderr io.Writer
+	// View hides the crew home from the command (see HomeView). Nil hides
+	// nothing; the command still gets its own mount and PID namespaces.
+	View    *View
+	Sandbox *Policy // nil: not sandboxed
+}
+
+// View is what a command sees of the crew home: the home is covered by an
+// empty read-only directory, then Read and Write are put back.
+type View struct {
+	Home  string   // absolute path of the home
+	Read  []string // absolute paths under Home shown read-only
+	Write []string // absolute paths under Home shown writable
+	// Mask are absolute paths outside Home also covered by an empty
+	// directory (other agents' folders that the home links to).
+	Mask []string
+}
+
+// HomeView is the view of the home for the agent whose folder is agentDir
+// (the home itself for the master). It shows the home's shared kits
+// (skills/, .agents/) read-only and the agent's own folder: for the master
+// its workspace (writable) and AGENTS.md, SOUL.md, MEMORY.md, agent.yaml,
+// memory/ (read-only); for any other agent its folder (read-only) with its
+// workspace (writable). Everything else is hidden: env and config.yaml
+// (which may hold the auth token), data/, browser/, desktop/, spill/, logs/,
+// users/, wiki/, other agents' folders, and anything the owner added. A
+// writePath under the home is shown writable only inside what the agent
+// sees anyway; elsewhere in the home it stays hidden.
+func HomeView(home, agentDir string, writePaths ...string) *View {
+	home = filepath.Clean(home)
+	if agentDir == "" {
+		agentDir = home
+	}
+	agentDir = filepath.Clean(agentDir)
+	v := &View{Home: home}
+	j := func(names ...string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = filepath.Join(home, n)
+		}
+		return out
+	}
+	v.Read = j("skills", ".agents")
+	var own []string
+	if agentDir == home {
+		own = j("AGENTS.md", "SOUL.md", "MEMORY.md", "agent.yaml", "memory", "workspace")
+		v.Read = append(v.Read, own[:5]...)
+		v.Write = append(v.Write, own[5])
+	} else if within(home, agentDir) {
+		own = []string{agentDir}
+		v.Read = append(v.Read, agentDir)
+		v.Write = append(v.Write, filepath.Join(agentDir, "workspace"))
+	}
+	for _, w := range writePaths {
+		w = filepath.Clean(w)
+		if !within(home, w) {
+			continue
+		}
+		for _, o := range own {
+			if within(o, w) {
+				v.Write = append(v.Write, w)
+				break
+			}
+		}
+	}
+	// Agent folders may be symlinks to elsewhere: hide the others' targets.
+	ownReal, _ := filepath.EvalSymlinks(agentDir)
+	entries, _ := os.ReadDir(filepath.Join(home, "agents"))
+	for _, e := range entries {
+		p := filepath.Join(home, "agents", e.Name())
+		if p == agentDir {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil && !within(home, real) && real != ownReal {
+			if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+				v.Mask = append(v.Mask, real)
+			}
+		}
+	}
+	return v
+}
+
+// within reports whether path is dir or beneath it (lexically).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 // Policy is what a sandboxed command may do besides reading and executing.
@@ -126,4 +220,12 @@ func (c *capture) text() (string, int64) {
 	}
 	b.Write(tail)
 	return strings.ToValidUTF8(b.String(), "\uFFFD"), dropped
+}
+
+// Protection is one protection of shell commands and whether this machine
+// gives it (see Protections).
+type Protection struct {
+	Name   string // "mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block"
+	OK     bool
+	Detail string // what it does here, or why it is missing and what is refused
 }

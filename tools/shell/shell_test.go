@@ -109,28 +109,57 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-func readPid(t *testing.T, path string) int {
+// waitFile waits until path exists and is not empty.
+func waitFile(t *testing.T, path string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		b, err := os.ReadFile(path)
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
-			return pid
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", path)
+			t.Fatalf("nothing in %s", path)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func waitDead(t *testing.T, pid int) {
+// procsIn returns the live processes, by host pid, whose working directory
+// is dir. A command's pids are those of its own PID namespace, so tests find
+// its processes from outside this way.
+func procsIn(dir string) []int {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && (cwd == real || cwd == dir) && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitGone waits until no process runs in dir.
+func waitGone(t *testing.T, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
+	for {
+		pids := procsIn(dir)
+		if len(pids) == 0 {
+			return
+		}
 		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d outlived its group", pid)
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("processes %v outlived their command", pids)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -153,7 +182,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Run took %v after a 300ms timeout", d)
 	}
-	waitDead(t, readPid(t, filepath.Join(dir, "pid")))
+	waitGone(t, dir)
 }
 
 func TestContextCancelKillsProcessGroup(t *testing.T) {
@@ -164,7 +193,10 @@ func TestContextCancelKillsProcessGroup(t *testing.T) {
 		_, err := Run(ctx, Command{Script: "sleep 100 & echo $! > pid; wait", Dir: dir})
 		done <- err
 	}()
-	pid := readPid(t, filepath.Join(dir, "pid"))
+	waitFile(t, filepath.Join(dir, "pid"))
+	if len(procsIn(dir)) == 0 {
+		t.Fatal("the running command is not found from outside")
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -174,7 +206,7 @@ func TestContextCancelKillsProcessGroup(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	waitDead(t, pid)
+	waitGone(t, dir)
 }
 
 func TestLeftoverBackgroundProcessIsKilled(t *testing.T) {
@@ -187,22 +219,21 @@ func TestLeftoverBackgroundProcessIsKilled(t *testing.T) {
 	if out.Text != "done\n" || out.ExitCode != 0 || time.Since(start) > 5*time.Second {
 		t.Errorf("got %+v after %v", out, time.Since(start))
 	}
-	waitDead(t, readPid(t, filepath.Join(dir, "pid")))
+	waitGone(t, dir)
 }
 
-func TestEscapedProcessHoldingPipeIsCutOff(t *testing.T) {
-	old := pipeGrace
-	pipeGrace = 200 * time.Millisecond
-	t.Cleanup(func() { pipeGrace = old })
+// A process that leaves the command's process group (setsid) still dies
+// with the command: its PID namespace ends when the shell exits. So it
+// cannot hold the output pipe open either.
+func TestEscapedProcessDiesWithCommand(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	out, err := Run(t.Context(), Command{Script: "setsid sh -c 'echo $$ > pid; exec sleep 100' & while [ ! -s pid ]; do sleep 0.01; done; echo started", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := readPid(t, filepath.Join(dir, "pid"))
-	syscall.Kill(pid, syscall.SIGKILL)
 	if !strings.Contains(out.Text, "started") || time.Since(start) > 5*time.Second {
 		t.Errorf("got %+v after %v", out, time.Since(start))
 	}
+	waitGone(t, dir)
 }

@@ -1,0 +1,67 @@
+package shell
+
+import (
+	"context"
+	"fmt"
+)
+
+// Protections lists each protection of shell commands (shell_run, script
+// jobs, hooks) by name and whether this machine gives it, each proven by
+// running a real command (for crew doctor).
+func Protections() []Protection {
+	f := probed()
+	ctx := context.Background()
+	try := func(f facility, p *Policy) error {
+		out, err := run(ctx, Command{Script: "exit 0", Dir: "/", Sandbox: p}, f)
+		if err == nil && out.ExitCode != 0 {
+			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
+		}
+		return err
+	}
+	var ps []Protection
+	if f.ns == nsNone {
+		no := fmt.Sprintf("no (%v): every shell command and hook is refused", f.nsErr)
+		ps = append(ps, Protection{"mount namespace", false, no}, Protection{"PID namespace", false, no})
+	} else {
+		ps = append(ps,
+			Protection{"mount namespace", true, fmt.Sprintf("yes, %s: the home is hidden except the agent's own folder and the shared skills/ and .agents/; a minimal /dev", f.ns)},
+			Protection{"PID namespace", true, "yes: a fresh /proc; the server's processes and their environment are out of sight; the command dies with the server"})
+	}
+	ll := Protection{Name: "Landlock"}
+	switch {
+	case f.abiErr != nil:
+		ll.Detail = fmt.Sprintf("no (%v): agents with shell_network: false or shell_write_paths are refused", f.abiErr)
+	case f.ns == nsNone:
+		ll.Detail = fmt.Sprintf("ABI %d, unusable without the namespaces above", f.abi)
+	default:
+		if err := try(facility{ns: f.ns, abi: f.abi, skip: skipSeccomp}, &Policy{Network: true}); err != nil {
+			ll.Detail = fmt.Sprintf("ABI %d, but it fails (%v): sandboxed agents are refused", f.abi, err)
+		} else {
+			ll.OK = true
+			ll.Detail = fmt.Sprintf("yes, ABI %d: sandboxed commands write only under the workspace, shell_write_paths and $TMPDIR", f.abi)
+		}
+	}
+	ps = append(ps, ll)
+	netns := Protection{Name: "network namespace"}
+	unixBlock := Protection{Name: "Unix-socket block"}
+	if f.ns == nsNone {
+		netns.Detail, unixBlock.Detail = "no: needs the namespaces above", "no: needs the namespaces above"
+	} else {
+		if err := try(facility{ns: f.ns, skip: skipLandlock | skipSeccomp}, &Policy{}); err != nil {
+			netns.Detail = fmt.Sprintf("no (%v): agents with shell_network: false are refused", err)
+		} else {
+			netns.OK = true
+			netns.Detail = "yes: shell_network: false gets an empty network with its own loopback (no abstract socket outside)"
+		}
+		if err := try(facility{ns: f.ns, skip: skipLandlock}, &Policy{}); err != nil {
+			unixBlock.Detail = fmt.Sprintf("no (%v): agents with shell_network: false are refused", err)
+		} else {
+			unixBlock.OK = true
+			unixBlock.Detail = "yes, seccomp: with shell_network: false no AF_UNIX socket can be created (no pathname or abstract socket reachable)"
+			if f.abi >= 6 {
+				unixBlock.Detail += ", and Landlock scopes abstract sockets"
+			}
+		}
+	}
+	return append(ps, netns, unixBlock)
+}
