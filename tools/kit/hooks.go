@@ -259,8 +259,10 @@ func BlockReason(outs []Outcome) (reason string, blocked bool) {
 // Run runs every hook command of event, in order (the home's first), whose
 // matcher matches tool (matchers apply to PreToolUse and PostToolUse only),
 // and returns how each ended. Each runs with /bin/sh -c in dir (the
-// agent's workspace; "" is the harness's own working directory), in its own
-// process group, with payload as JSON on stdin. Payload must encode as a
+// agent's workspace; "" is the harness's own working directory) like a
+// shell_run command (tools/shell: own mount and PID namespaces, the home
+// hidden but for the agent's folder and the shared kits), with payload as
+// JSON on stdin. Payload must encode as a
 // JSON object (or be nil); Run adds "hook_event_name" and, for tool events,
 // "tool_name" when the payload has none. A hook that runs past its timeout
 // has its process group killed. When ctx ends, the running hook is killed
@@ -287,12 +289,17 @@ func (h *Hooks) Run(ctx context.Context, event, tool string, payload any, dir st
 		return outs
 	}
 	env := h.environ()
+	// The same view of the home as the agent's shell_run commands.
+	var view *shell.View
+	if h.homeDir != "" {
+		view = shell.HomeView(h.homeDir, h.agentDir)
+	}
 	var outs []Outcome
 	for _, hk := range todo {
 		if ctx.Err() != nil {
 			break
 		}
-		o, stderr := runHook(ctx, hk, stdin, dir, env)
+		o, stderr := runHook(ctx, hk, stdin, dir, env, view)
 		if o.ExitCode == blockExitCode {
 			o.Reason = cutOutput(strings.TrimSpace(stderr))
 			if o.Reason == "" {

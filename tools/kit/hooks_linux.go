@@ -4,80 +4,38 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os/exec"
-	"sync"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
-// pipeGrace bounds how long output is still read after the process group is
-// gone, for a descendant that left the group but kept a pipe open.
-const pipeGrace = 2 * time.Second
-
-// captureBytes bounds what is kept of a hook's output before it is cut to
+// captureBytes bounds what is kept of a hook's stderr before it is cut to
 // maxHookOutput characters, so a chatty hook cannot exhaust memory.
 const captureBytes = 64 << 10
 
-// runHook runs one hook command and reports how it ended, and its stderr.
-func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []string) (Outcome, string) {
+// runHook runs one hook command like a shell_run command (tools/shell: its
+// own mount and PID namespaces, the home hidden as view says, everything it
+// started killed when it ends, times out or ctx ends, and when the server
+// dies) and reports how it ended, and its stderr.
+func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []string, view *shell.View) (Outcome, string) {
 	start := time.Now()
 	o := Outcome{Command: hk.command}
-
-	cmd := exec.Command("/bin/sh", "-c", hk.command)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(stdin)
-	var all, stderr capped
-	var mu sync.Mutex // stdout and stderr are copied by two goroutines
-	cmd.Stdout = lockedWriter{&mu, &all}
-	cmd.Stderr = lockedWriter{&mu, io.MultiWriter(&all, &stderr)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = pipeGrace
-	if err := cmd.Start(); err != nil {
+	var stderr capped
+	out, err := shell.Run(ctx, shell.Command{
+		Script: hk.command, Dir: dir, Timeout: hk.timeout, Env: env,
+		Stdin: bytes.NewReader(stdin), Stderr: &stderr, View: view,
+	})
+	o.Duration = time.Since(start)
+	cancelled := ctx.Err()
+	if err != nil && cancelled == nil {
 		o.ExitCode = -1
 		o.Output = fmt.Sprintf("the hook could not start: %v", err)
-		o.Duration = time.Since(start)
 		return o, ""
 	}
-
-	// Wait for the shell to exit without reaping it: the zombie keeps its
-	// pid, so the process group id cannot be reused before the group is
-	// killed.
-	pid := cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-	}()
-
-	timer := time.NewTimer(hk.timeout)
-	defer timer.Stop()
-	var cancelled error
-	select {
-	case <-exited:
-	case <-timer.C:
-		o.TimedOut = true
-	case <-ctx.Done():
-		cancelled = ctx.Err()
-	}
-	// The whole group, also after a normal exit, so nothing a hook left
-	// running in the background outlives it.
-	unix.Kill(-pid, unix.SIGKILL)
-	<-exited
-	cmd.Wait() // the exit status is read from ProcessState below
-
-	o.Duration = time.Since(start)
-	o.ExitCode = cmd.ProcessState.ExitCode()
-	mu.Lock()
-	defer mu.Unlock()
-	o.Output = cutOutput(all.String())
+	o.ExitCode, o.TimedOut = out.ExitCode, out.TimedOut
+	o.Output = cutOutput(out.Text)
 	switch {
-	case o.TimedOut:
+	case out.TimedOut:
 		o.ExitCode = -1
 		o.Output += fmt.Sprintf("\n[killed: the hook ran past its timeout of %v]", hk.timeout)
 	case cancelled != nil:
@@ -85,18 +43,6 @@ func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []strin
 		o.Output += fmt.Sprintf("\n[killed: %v]", cancelled)
 	}
 	return o, stderr.String()
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // capped keeps the first captureBytes written to it and drops the rest.

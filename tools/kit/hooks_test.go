@@ -123,30 +123,56 @@ func TestHookTimeoutKillsTheGroup(t *testing.T) {
 	hooksJSON(t, home, `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "sleep 60 & echo $! > child.pid; wait", "timeout": 1}]}]}}`)
 	h := loadHooks(t, home, home)
 
-	outs := h.Run(t.Context(), Stop, "", nil, dir)
+	done := make(chan []Outcome, 1)
+	go func() { done <- h.Run(t.Context(), Stop, "", nil, dir) }()
+	// The hook runs in its own PID namespace, so the pid it records is not
+	// ours: find its processes from outside by their working directory.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(procsIn(dir)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the hook and its background sleeper are not seen running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	outs := <-done
 	if len(outs) != 1 {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	if o := outs[0]; !o.TimedOut || o.ExitCode != -1 || o.Blocked || !strings.Contains(o.Output, "timeout") {
 		t.Errorf("outcome %+v, want timed out", o)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
-	if err != nil {
+	if _, err := os.ReadFile(filepath.Join(dir, "child.pid")); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The background sleeper was in the hook's process group, so it is gone
-	// (or a zombie waiting for a reaper).
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
+	// The background sleeper was in the hook's process group (and PID
+	// namespace), so it is gone (or a zombie waiting for a reaper).
+	deadline = time.Now().Add(10 * time.Second)
+	for pids := procsIn(dir); len(pids) > 0; pids = procsIn(dir) {
 		if time.Now().After(deadline) {
-			t.Fatalf("background process %d of the hook still runs", pid)
+			t.Fatalf("background processes %v of the hook still run", pids)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// procsIn returns the live processes whose working directory is dir.
+func procsIn(dir string) []int {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && (cwd == real || cwd == dir) && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // alive reports whether pid runs and is not a zombie.
