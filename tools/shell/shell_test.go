@@ -29,6 +29,23 @@ func TestMain(m *testing.M) {
 		c.Close()
 		fmt.Println("connected")
 		os.Exit(0)
+	case "unix":
+		// Connect to a Unix socket (a leading @ is abstract), then check
+		// that the socket pairs a program may need still work while the
+		// kinds that could address an outside socket do not.
+		c, err := net.DialTimeout("unix", os.Getenv("CREW_SHELL_ADDR"), 2*time.Second)
+		if err != nil {
+			fmt.Println("connect:", err)
+			os.Exit(3)
+		}
+		c.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	case "socketpair":
+		_, serr := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		_, derr := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM, 0)
+		fmt.Printf("stream %v, dgram %v\n", serr, derr)
+		os.Exit(0)
 	case "loopback":
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
