@@ -1,22 +1,34 @@
-// Package shell runs one command line under /bin/sh for the shell_run tool:
-// in its own process group, with a timeout, and optionally sandboxed.
+// Package shell runs one command line under /bin/sh for shell_run, script
+// jobs and hooks: isolated from the crew home and the server, with a
+// timeout, and optionally sandboxed.
 //
-// Lifetime: the command, and everything it started that stayed in its process
-// group, is killed with SIGKILL when the timeout passes, when the caller's
-// context ends, and also right after the shell itself exits (so a forgotten
-// "server &" does not outlive the call or hold the output pipe open). A
-// process that leaves the group (setsid) is not followed; its hold on the
-// output pipe is cut after a short grace period.
+// Isolation (every command, Linux): the server re-executes itself as the
+// init (pid 1) of new mount and PID namespaces — directly as root, else
+// inside a user namespace. That init makes mounts private, covers the home
+// with an empty read-only tmpfs and puts back only what View lists (see
+// HomeView: the agent's own folder and the shared kits), replaces /dev with
+// a few harmless devices, mounts a fresh /proc (the server's processes and
+// their environment are out of sight) and starts the shell in a further
+// user and mount namespace, where every one of those mounts is locked: the
+// command cannot unmount them, even as root. If the namespaces cannot be
+// had, Run refuses with ErrNoIsolation: no command runs unisolated.
 //
-// Sandbox (Linux): when Command.Sandbox is set, the child is restricted
-// before exec with Landlock (every write-like filesystem right is handled;
-// only the Policy's WritePaths, a private temp dir and a few character
-// devices such as /dev/null stay writable; reads and exec are unrestricted),
-// and without network it runs in a fresh network namespace that holds only
-// a loopback interface. Landlock's signal scope (ABI 6+) also keeps the
-// command from signalling processes outside its sandbox. The restrictions are
-// applied on a dedicated, locked OS thread that starts the child and then
-// exits, so the calling process itself is never restricted. If the machine
-// cannot provide what a Policy needs, Run refuses with ErrNoSandbox: a
-// sandboxed command never runs unsandboxed.
+// Lifetime: when the shell exits, times out or the caller's context ends,
+// the init exits or is killed, and the kernel kills everything left in the
+// namespace (also what called setsid), so nothing outlives the call or
+// holds the output pipe. The init gets SIGKILL when the server dies (a
+// parent-death signal, from a start thread kept alive while the command
+// runs). After Track, each running command is also recorded in a file;
+// Track at the next start kills what a crashed server left.
+//
+// Sandbox (Command.Sandbox): the shell is restricted before exec with
+// Landlock (every write-like filesystem right is handled; only the Policy's
+// WritePaths, a private temp dir and a few character devices stay
+// writable; reads and exec are unrestricted; from ABI 6 no signal leaves
+// the sandbox). Without network it runs in a fresh network namespace with
+// its own loopback, and a seccomp filter refuses AF_UNIX sockets, Unix
+// datagram socket pairs and io_uring, so no Unix socket outside — pathname
+// or abstract — can be reached. If the machine cannot provide what a Policy
+// needs, Run refuses with ErrNoSandbox: a sandboxed command never runs
+// unsandboxed. Protections lists each protection for crew doctor.
 package shell
