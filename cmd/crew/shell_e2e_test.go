@@ -137,3 +137,21 @@ func TestCommandsDieWithServer(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// Issue 10 item 4: crew doctor names each shell protection and says whether
+// this kernel gives it (this machine, like CI, gives all of them).
+func TestDoctorListsShellProtections(t *testing.T) {
+	home := initHome(t)
+	out, _, code := crew(t, home, "doctor")
+	if code != 0 {
+		t.Fatalf("doctor exited %d\n%s", code, out)
+	}
+	for _, name := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block"} {
+		if !strings.Contains(out, "\n  "+name+": yes") {
+			t.Errorf("doctor does not report %q as given:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(out, "Landlock: yes, ABI ") {
+		t.Errorf("doctor does not give the Landlock ABI:\n%s", out)
+	}
+}
