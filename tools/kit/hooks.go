@@ -238,7 +238,8 @@ type Outcome struct {
 	// UserPromptSubmit event, so the call or the message must not go on.
 	Blocked bool
 	// Reason is the hook's stderr, trimmed, when it exited with code 2 (for
-	// any event); for a block it is what the model or the owner is told.
+	// any event), or why it could not run isolated (then it blocks like
+	// exit code 2); for a block it is what the model or the owner is told.
 	Reason   string
 	TimedOut bool
 	Duration time.Duration
@@ -300,6 +301,9 @@ func (h *Hooks) Run(ctx context.Context, event, tool string, payload any, dir st
 			break
 		}
 		o, stderr := runHook(ctx, hk, stdin, dir, env, view)
+		if o.ExitCode == -1 && o.Reason != "" {
+			o.Blocked = canBlock(event) // it could not run isolated: fail closed
+		}
 		if o.ExitCode == blockExitCode {
 			o.Reason = cutOutput(strings.TrimSpace(stderr))
 			if o.Reason == "" {

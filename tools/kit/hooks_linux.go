@@ -3,6 +3,7 @@ package kit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,11 @@ func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []strin
 	if err != nil && cancelled == nil {
 		o.ExitCode = -1
 		o.Output = fmt.Sprintf("the hook could not start: %v", err)
+		if errors.Is(err, shell.ErrNoIsolation) {
+			// The owner's guard cannot run as it must: what it could
+			// block does not go on (Run blocks on a Reason with exit -1).
+			o.Reason = fmt.Sprintf("the hook %q could not run isolated from the home: %v", hk.command, err)
+		}
 		return o, ""
 	}
 	o.ExitCode, o.TimedOut = out.ExitCode, out.TimedOut

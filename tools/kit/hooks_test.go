@@ -346,3 +346,25 @@ func TestLoadHooksEmptyFile(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A hook that cannot run isolated from the home (here: a home the shell
+// cannot cover) blocks what it could block, with the reason: the owner's
+// guard never silently goes missing.
+func TestHookThatCannotRunIsolatedBlocks(t *testing.T) {
+	t.Chdir(t.TempDir())
+	hooksJSON(t, "home", `{"hooks": {
+		"PreToolUse": [{"hooks": [{"type": "command", "command": "touch ran"}]}],
+		"Stop": [{"hooks": [{"type": "command", "command": "touch ran"}]}]}}`)
+	h := loadHooks(t, "home", "")
+	dir := t.TempDir()
+	outs := h.Run(t.Context(), PreToolUse, "shell_run", nil, dir)
+	if len(outs) != 1 || !outs[0].Blocked || outs[0].ExitCode != -1 || !strings.Contains(outs[0].Reason, "could not run isolated") {
+		t.Errorf("PreToolUse outcomes %+v, want blocked with the reason", outs)
+	}
+	if outs := h.Run(t.Context(), Stop, "", nil, dir); len(outs) != 1 || outs[0].Blocked || outs[0].ExitCode != -1 {
+		t.Errorf("Stop outcomes %+v, want failed, not blocked", outs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the hook ran")
+	}
+}
