@@ -44,7 +44,11 @@ type stageConfig struct {
 	// MapAll: stage 1 is real root, so every id maps into the command's user
 	// namespace unchanged (root stays root, setuid works); otherwise only the
 	// caller's own uid and gid are mapped.
-	MapAll    bool     `json:"map_all,omitempty"`
+	MapAll bool `json:"map_all,omitempty"`
+	// UID and GID are the server's, which the command keeps when not MapAll
+	// (stage 1 itself is root of its own user namespace then).
+	UID       int      `json:"uid"`
+	GID       int      `json:"gid"`
 	Landlock  int      `json:"landlock,omitempty"` // ABI to restrict writes with; 0: no Landlock
 	Writable  []string `json:"writable,omitempty"` // where a Landlock-restricted command may write
 	ScopeUnix bool     `json:"scope_unix,omitempty"`
@@ -98,15 +102,16 @@ func stage1(arg string) {
 	cmd.Env = os.Environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{errW}
-	uid, gid := os.Getuid(), os.Getgid()
 	a := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS}
 	if c.MapAll {
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
 		a.GidMappingsEnableSetgroups = true
 	} else {
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		// Stage 1 is root (0) of a user namespace mapping the server's ids;
+		// the command gets the server's ids back, and no capability.
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: c.UID, HostID: 0, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: c.GID, HostID: 0, Size: 1}}
 	}
 	cmd.SysProcAttr = a
 	if err := cmd.Start(); err != nil {

@@ -120,7 +120,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		return Output{}, fmt.Errorf("shell: start /bin/sh: working directory %s is not a directory", dir)
 	}
 
-	cfg := stageConfig{Script: c.Script, Dir: dir, View: c.View, MapAll: f.ns == nsRoot}
+	cfg := stageConfig{Script: c.Script, Dir: dir, View: c.View, MapAll: f.ns == nsRoot, UID: os.Getuid(), GID: os.Getgid()}
 	env := append(make([]string, 0, len(c.Env)+1), c.Env...) // never nil: nil would inherit ours
 	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
 	if p := c.Sandbox; p != nil {
@@ -159,8 +159,10 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags}
 	if f.ns == nsUser {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		// Root of its own user namespace, so stage 1 keeps the capabilities
+		// it needs to mount across its execve.
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
 	}
 	cmd.SysProcAttr = attr
 
