@@ -262,3 +262,17 @@ func TestSandboxBlocksUnixSockets(t *testing.T) {
 	}
 	_ = listeners
 }
+
+// A command has a session of its own, led by its init, so it has no
+// controlling terminal: /dev/tty cannot reach the owner's terminal (no
+// TIOCSTI injection into the shell that started the server).
+func TestShellHasNoControllingTerminal(t *testing.T) {
+	for name, f := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t.Context(), Command{Script: `s=$(cat /proc/self/stat); s=${s##*) }; set -- $s; echo "session $4 tty $5"`, Dir: "/"}, f)
+			if err != nil || out.Text != "session 1 tty 0\n" {
+				t.Errorf("got %+v, %v; want the session of the command's own init and no terminal", out, err)
+			}
+		})
+	}
+}

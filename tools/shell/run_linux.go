@@ -156,7 +156,10 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	cmd.Dir = "/"
 	cmd.Env = env
 	cmd.Stdin = c.Stdin
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags}
+	// A session of its own: no controlling terminal, so /dev/tty cannot
+	// reach the owner's terminal (no TIOCSTI into it); also its own
+	// process group.
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags}
 	if f.ns == nsUser {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		// Root of its own user namespace, so stage 1 keeps the capabilities
