@@ -61,7 +61,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printVersions(w)
 	printStore(ctx, w, dir, h)
 	printNATSAccess(w, h)
-	printSandbox(w)
+	printShellProtections(w)
 	printRoutes(w, h, env.getenv)
 	printAgentChecks(w, h)
 	return nil
@@ -175,9 +175,9 @@ func printNATSAccess(w io.Writer, h *home.Home) {
 	fmt.Fprintf(w, "nats CLI: nats --server nats://%s stream info CREW   (or: stream view CREW, sub 'crew.conv.>')\n", h.Config.NATS.Listen)
 }
 
-// printSandbox lists each protection of shell commands and hooks, and
+// printShellProtections lists each protection of shell commands and hooks, and
 // whether this kernel gives it (each proven by running a command).
-func printSandbox(w io.Writer) {
+func printShellProtections(w io.Writer) {
 	fmt.Fprintln(w, "shell protections (shell_run, script jobs and hooks; Landlock, network namespace and Unix-socket block when shell_network: false or shell_write_paths is set):")
 	for _, p := range shell.Protections() {
 		fmt.Fprintf(w, "  %s: %s\n", p.Name, p.Detail)
