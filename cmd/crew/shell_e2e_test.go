@@ -116,12 +116,16 @@ func TestCommandsDieWithServer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := len(procsInDir(ws)); n < 3 {
-		t.Fatalf("%d processes of the command seen, want the shell and both sleeps", n)
-	}
 	records := filepath.Join(home, "data", "shell")
-	if entries, _ := os.ReadDir(records); len(entries) != 1 {
-		t.Errorf("records while the command runs: %v, want 1", entries)
+	for {
+		entries, _ := os.ReadDir(records)
+		if len(procsInDir(ws)) >= 3 && len(entries) == 1 {
+			break // the shell and both sleeps run, and the command is recorded
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v, records %v; want the shell, both sleeps and one record", procsInDir(ws), entries)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	s.kill9(t)
 	deadline = time.Now().Add(10 * time.Second)

@@ -80,9 +80,14 @@ func TestRecordedCommandsAreKilledAtStart(t *testing.T) {
 		done <- err
 	}()
 	waitFile(t, filepath.Join(dir, "started"))
+	deadline := time.Now().Add(5 * time.Second)
 	entries, _ := os.ReadDir(records)
-	if len(entries) != 1 {
-		t.Fatalf("records while a command runs: %v", entries)
+	for len(entries) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("records while a command runs: %v", entries)
+		}
+		time.Sleep(10 * time.Millisecond)
+		entries, _ = os.ReadDir(records)
 	}
 	b, _ := os.ReadFile(filepath.Join(records, entries[0].Name()))
 	pid, _ := strconv.Atoi(strings.TrimSuffix(entries[0].Name(), ".json"))
