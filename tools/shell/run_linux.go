@@ -223,6 +223,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	closeAll(writers)
 	if err != nil {
 		closeAll(pipes)
+		if errors.Is(err, syscall.E2BIG) {
+			return Output{}, fmt.Errorf("shell: start /bin/sh: the command line is too long: %w", err)
+		}
 		return Output{}, fmt.Errorf("%w: start the isolated shell: %v", ErrNoIsolation, err)
 	}
 	defer close(release)
