@@ -8,8 +8,9 @@ import (
 // Protections lists each protection of shell commands (shell_run, script
 // jobs, hooks) by name and whether this machine gives it, each proven by
 // running a real command (for crew doctor).
-func Protections() []Protection {
-	f := probed()
+func Protections() []Protection { return protections(probed()) }
+
+func protections(f facility) []Protection {
 	ctx := context.Background()
 	try := func(f facility, p *Policy) error {
 		out, err := run(ctx, Command{Script: "exit 0", Dir: "/", Sandbox: p}, f)
@@ -32,10 +33,10 @@ func Protections() []Protection {
 	case f.abiErr != nil:
 		ll.Detail = fmt.Sprintf("no (%v): agents with shell_network: false or shell_write_paths are refused", f.abiErr)
 	case f.ns == nsNone:
-		ll.Detail = fmt.Sprintf("ABI %d, unusable without the namespaces above", f.abi)
+		ll.Detail = fmt.Sprintf("no (Landlock ABI %d, but it needs the namespaces above): every shell command and hook is refused", f.abi)
 	default:
 		if err := try(facility{ns: f.ns, abi: f.abi, skip: skipSeccomp}, &Policy{Network: true}); err != nil {
-			ll.Detail = fmt.Sprintf("ABI %d, but it fails (%v): sandboxed agents are refused", f.abi, err)
+			ll.Detail = fmt.Sprintf("no (ABI %d, but it fails: %v): agents with shell_network: false or shell_write_paths are refused", f.abi, err)
 		} else {
 			ll.OK = true
 			ll.Detail = fmt.Sprintf("yes, ABI %d: sandboxed commands write only under the workspace, shell_write_paths and $TMPDIR", f.abi)
@@ -45,7 +46,8 @@ func Protections() []Protection {
 	netns := Protection{Name: "network namespace"}
 	unixBlock := Protection{Name: "Unix-socket block"}
 	if f.ns == nsNone {
-		netns.Detail, unixBlock.Detail = "no: needs the namespaces above", "no: needs the namespaces above"
+		no := "no (it needs the namespaces above): every shell command and hook is refused"
+		netns.Detail, unixBlock.Detail = no, no
 	} else {
 		if err := try(facility{ns: f.ns, skip: skipLandlock | skipSeccomp}, &Policy{}); err != nil {
 			netns.Detail = fmt.Sprintf("no (%v): agents with shell_network: false are refused", err)

@@ -221,6 +221,12 @@ func TestProtectionsAreListed(t *testing.T) {
 			t.Errorf("protection %d = %+v, want %s with a detail that agrees with OK", i, p, want[i])
 		}
 	}
+	// Where the kernel gives nothing, each says no, why, and what is refused.
+	for _, p := range protections(facility{nsErr: errors.New("user namespaces: EPERM"), abiErr: errors.New("ENOSYS")}) {
+		if p.OK || !strings.HasPrefix(p.Detail, "no (") || !strings.Contains(p.Detail, "refused") {
+			t.Errorf("%s without kernel support: %+v", p.Name, p)
+		}
+	}
 	// This machine, and CI, give every one of them.
 	if probed().ns != nsNone && probed().abiErr == nil {
 		for _, p := range ps {
