@@ -368,3 +368,27 @@ func TestHookThatCannotRunIsolatedBlocks(t *testing.T) {
 		t.Error("the hook ran")
 	}
 }
+
+// Hooks see the home as the agent's shell_run does: the kits they live in
+// and the agent's folder, not the env file, other agents or data/.
+func TestHookSeesItsKitsNotTheHome(t *testing.T) {
+	home, agent := homeAndAgent(t)
+	const secret = "sk-hook-secret-0b7d"
+	write(t, home, "env", "OPENROUTER_API_KEY="+secret+"\n")
+	write(t, home, "data/projections.db", secret)
+	write(t, home, "agents/other/MEMORY.md", secret)
+	write(t, home, ".agents/guard.sh", "echo home guard\n")
+	write(t, agent, ".agents/guard.sh", "echo agent guard\n")
+	write(t, agent, "workspace/file.txt", "in the workspace\n")
+	hooksJSON(t, agent, `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command":
+		"sh \"$CREW_HOME/.agents/guard.sh\"; sh \"$CREW_AGENT_DIR/.agents/guard.sh\"; cat file.txt; cat \"$CREW_HOME/env\" \"$CREW_HOME/data/projections.db\" \"$CREW_HOME/agents/other/MEMORY.md\" ../../../env"}]}]}}`)
+	o := loadHooks(t, home, agent).Run(t.Context(), Stop, "", nil, filepath.Join(agent, "workspace"))[0]
+	for _, want := range []string{"home guard\n", "agent guard\n", "in the workspace\n", "env: No such file"} {
+		if !strings.Contains(o.Output, want) {
+			t.Errorf("hook output lacks %q:\n%s", want, o.Output)
+		}
+	}
+	if strings.Contains(o.Output, secret) {
+		t.Errorf("a hook read a secret of the home:\n%s", o.Output)
+	}
+}
