@@ -63,7 +63,26 @@ const (
 	skipSeccomp
 )
 
-var probed = sync.OnceValue(probe)
+var (
+	probeMu sync.Mutex
+	found   *facility // the first probe that found the namespaces
+)
+
+// probed returns what this machine offers. A probe that found no namespaces
+// is not kept: a passing shortage (say, of user namespaces) must not refuse
+// every later command.
+func probed() facility {
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	if found != nil {
+		return *found
+	}
+	f := probe()
+	if f.ns != nsNone {
+		found = &f
+	}
+	return f
+}
 
 // probe finds how to isolate commands by running a real one each way.
 func probe() facility {
