@@ -172,6 +172,9 @@ func (t *Turn) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if done, err := t.finishDecided(ctx); err != nil || done { // a crash came between the run's last word and its close
+		return err
+	}
 	// UserPromptSubmit: before the run's first model call, also when a
 	// crash came between the run's start and its hooks (a delegated brief
 	// is an agent's words, not the owner's: no hook).
