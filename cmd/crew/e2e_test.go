@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	crewBin = filepath.Join(dir, "crew")
-	build := exec.Command("go", "build", "-o", crewBin, ".")
+	// crewtest compiles in the fault-injection point (crashpoint_crewtest.go).
+	build := exec.Command("go", "build", "-tags", "crewtest", "-o", crewBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build crew:", err)

@@ -176,7 +176,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			nc.Publish(events.LiveSubject(conv), b)
 		},
 	}
-	convs := loop.NewConvs(st.log, projections.Snapshots{DB: st.db})
+	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
 	convs.SetOpener(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")))
 	sum := &summarizer{log: st.log, convs: convs, db: st.db, runner: runner, crew: cr, models: mdl.Model, loc: h.Config.Location(), clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// crashHistory is the part of GET /api/conversations/{id} the crash test
+// checks.
+type crashHistory struct {
+	ID               string `json:"id"`
+	Status           string `json:"status"`
+	Queued           int    `json:"queued"`
+	PendingApprovals []struct {
+		ID string `json:"id"`
+	} `json:"pending_approvals"`
+	History []struct {
+		Role      string `json:"role"`
+		Text      string `json:"text"`
+		ToolCalls []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"tool_calls"`
+		ToolCallID string `json:"tool_call_id"`
+		Said       string `json:"said"`
+	} `json:"history"`
+}
+
+// errCrashed: the server died (by the fault-injection point) while the
+// test talked to it.
+var errCrashed = errors.New("the server died")
+
+// tryJSON does one request; a dead server is errCrashed, not a failure.
+func tryJSON(s *server, method, url string, body, out any) (int, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		if s.dead(5 * time.Second) {
+			return 0, errCrashed
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode, nil
+}
+
+// dead reports whether the server process has exited, waiting up to d.
+func (s *server) dead(d time.Duration) bool {
+	select {
+	case err := <-s.done:
+		s.done <- err // keep it for whoever waits next
+		return true
+	default:
+	}
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// drive takes the conversation one step towards its end: it sends the
+// message unless the log holds it (posted: a 202 said so, or a view after
+// a restart shows it), approves what waits, and reports whether the
+// conversation is settled. errCrashed: the server died.
+func drive(t *testing.T, s *server, text string, posted *bool) (crashHistory, bool, error) {
+	t.Helper()
+	var list []struct {
+		ID string `json:"id"`
+	}
+	if code, err := tryJSON(s, "GET", s.url+"/api/conversations", nil, &list); err != nil || code != 200 {
+		return crashHistory{}, false, orErr(err, code)
+	}
+	var c crashHistory
+	if len(list) > 0 {
+		if code, err := tryJSON(s, "GET", s.url+"/api/conversations/"+list[0].ID, nil, &c); err != nil || code != 200 {
+			return c, false, orErr(err, code)
+		}
+	}
+	for _, m := range c.History {
+		*posted = *posted || (m.Role == "user" && (m.Text == text || m.Said == text))
+	}
+	*posted = *posted || c.Queued > 0
+	if !*posted {
+		var acc map[string]any
+		code, err := tryJSON(s, "POST", s.url+"/api/inbound", map[string]any{"text": text}, &acc)
+		if err != nil {
+			return c, false, err
+		}
+		if code != 202 {
+			return c, false, fmt.Errorf("inbound = %d %v (view %+v)", code, acc, c)
+		}
+		*posted = true
+		return c, false, nil
+	}
+	if c.Status == "awaiting_approval" && len(c.PendingApprovals) == 1 {
+		var out map[string]any
+		code, err := tryJSON(s, "POST", s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"}, &out)
+		if err != nil {
+			return c, false, err
+		}
+		// 409: decided already; the view had not caught up with it.
+		if code != 200 && code != 409 {
+			return c, false, fmt.Errorf("approve = %d %v", code, out)
+		}
+		return c, false, nil
+	}
+	n := len(c.History)
+	return c, c.Status == "idle" && c.Queued == 0 && n > 0 && c.History[n-1].Role == "assistant" && len(c.History[n-1].ToolCalls) == 0, nil
+}
+
+func orErr(err error, code int) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("HTTP %d", code)
+}
+
+// Issue 10 item 6 (R-REL-2): one reply per message after any crash. A real
+// `crew serve` runs a turn with a gated shell_run (asked, approved over the
+// API, run) and a final reply; the test build kills the process with
+// SIGKILL right after its N-th conversation event is stored, for every N
+// from the first event of the message to the last of the turn. After each
+// restart the turn completes and the log holds exactly one final reply to
+// the one message, a result for every tool call, and the command ran at
+// most once — exactly once unless the crash cut it after it was recorded
+// as started, when its result says it was interrupted.
+func TestCrashAtEveryAppendOneReplyPerMessage(t *testing.T) {
+	template := initHome(t)
+	script := writeScript(t, `
+- tool_calls:
+    - name: shell_run
+      arguments: {command: "echo ran >> ran.log"}
+- text: "Done."
+- text: "A second reply to the same message."
+`)
+	routes := "MY_AGENT_ROUTES=fake:script:" + script
+	const text = "append a line to ran.log"
+	boundaries := 0
+	for n := 1; ; n++ {
+		home := filepath.Join(t.TempDir(), "home")
+		if out, err := exec.Command("cp", "-a", template, home).CombinedOutput(); err != nil {
+			t.Fatalf("copy home: %v %s", err, out)
+		}
+		s := startServe(t, home, routes, fmt.Sprintf("%s=%d", crashAfterAppendEnv, n))
+		crashed, posted := false, false
+		var c crashHistory
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			if time.Now().After(deadline) {
+				t.Fatalf("crash after append %d: the conversation never settled: %+v\n%s", n, c, s.stderr)
+			}
+			var done bool
+			var err error
+			c, done, err = drive(t, s, text, &posted)
+			if errors.Is(err, errCrashed) || (err != nil && s.dead(0)) {
+				if crashed {
+					t.Fatalf("crash after append %d: the restarted server died too\n%s", n, s.stderr)
+				}
+				crashed = true
+				s = startServe(t, home, routes)
+				continue
+			}
+			if err != nil {
+				t.Fatalf("crash after append %d: %v", n, err)
+			}
+			if done {
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // polling an external process
+		}
+		if !crashed {
+			// Every append of the turn was passed: the injection points
+			// are exhausted. Stop the one server that never died.
+			if s.dead(2 * time.Second) {
+				t.Fatalf("append %d: the server died after the turn\n%s", n, s.stderr)
+			}
+			s.stop(t)
+			boundaries = n - 1
+			break
+		}
+		checkOneReply(t, n, home, c, text)
+		s.stop(t)
+	}
+	t.Logf("%d crash points exercised", boundaries)
+	// opened, message, run started, reply with the call, approval asked,
+	// decided, call started, result, final reply, run finished.
+	if boundaries < 10 {
+		t.Errorf("only %d crash points were exercised, want every append of the turn (≥ 10)", boundaries)
+	}
+}
+
+func checkOneReply(t *testing.T, n int, home string, c crashHistory, text string) {
+	t.Helper()
+	asked, finals := 0, 0
+	calls := map[string]string{}
+	results := map[string]string{}
+	for _, m := range c.History {
+		switch m.Role {
+		case "user":
+			if m.Text == text || m.Said == text {
+				asked++
+			}
+		case "assistant":
+			if len(m.ToolCalls) == 0 {
+				finals++
+			}
+			for _, tc := range m.ToolCalls {
+				calls[tc.ID] = tc.Name
+			}
+		case "tool":
+			if _, dup := results[m.ToolCallID]; dup {
+				t.Errorf("crash after append %d: call %s answered twice", n, m.ToolCallID)
+			}
+			results[m.ToolCallID] = m.Text
+		}
+	}
+	if asked != 1 || finals != 1 {
+		t.Errorf("crash after append %d: %d messages, %d final replies; want one reply to one message: %+v", n, asked, finals, c.History)
+	}
+	if len(calls) != 1 {
+		t.Errorf("crash after append %d: %d tool calls, want 1", n, len(calls))
+	}
+	interrupted := false
+	for id := range calls {
+		r, ok := results[id]
+		if !ok {
+			t.Errorf("crash after append %d: call %s has no result", n, id)
+		}
+		interrupted = strings.Contains(r, "may or may not have run")
+	}
+	b, _ := os.ReadFile(filepath.Join(home, "workspace", "ran.log"))
+	ran := strings.Count(string(b), "ran\n")
+	switch {
+	case ran > 1:
+		t.Errorf("crash after append %d: the approved command ran %d times", n, ran)
+	case interrupted && ran != 0, !interrupted && ran != 1:
+		t.Errorf("crash after append %d: the command ran %d times, its result says %q", n, ran, results)
+	}
+	if c.History[len(c.History)-1].Text != "Done." {
+		t.Errorf("crash after append %d: last reply %q, want %q", n, c.History[len(c.History)-1].Text, "Done.")
+	}
+}
