@@ -28,7 +28,8 @@ var (
 	ErrDelegated           = errors.New("a delegated conversation takes no messages: its brief came from another agent") // 409
 )
 
-// MaxQueued is how many unanswered messages a conversation holds (R-HOME-6).
+// MaxQueued is how many items a conversation holds waiting (R-HOME-6):
+// unanswered messages and steers not yet taken in, together.
 const MaxQueued = 20
 
 // Inbound receives messages.
@@ -150,12 +151,14 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		if st.PendingApproval() != nil {
 			return nil, ErrAwaitingApproval
 		}
+		// A steer waits as a message does (a run that ends before its next
+		// tool boundary leaves it queued): both count against one limit.
+		if len(st.Queued)+len(st.Steers) >= MaxQueued {
+			return nil, ErrQueueFull
+		}
 		if isSteer && st.OpenRun != "" {
 			acc.Steer = true
 			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: steer}), nil
-		}
-		if len(st.Queued) >= MaxQueued {
-			return nil, ErrQueueFull
 		}
 		if isSteer {
 			// Nothing is running to steer: the words are an ordinary message.

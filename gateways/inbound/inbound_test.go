@@ -130,13 +130,67 @@ func TestInboundSteerAndQueueLimit(t *testing.T) {
 		}
 	})
 	_ = kicked
-	for i := range inbound.MaxQueued {
+	// The waiting steer counts against the limit (issue 10 item 13).
+	for i := range inbound.MaxQueued - 1 {
 		if _, err := in.Receive(ctx, inbound.Message{Text: "more", Channel: "web"}); err != nil {
 			t.Fatalf("message %d: %v", i+1, err)
 		}
 	}
 	if _, err := in.Receive(ctx, inbound.Message{Text: "one too many", Channel: "web"}); !errors.Is(err, inbound.ErrQueueFull) {
 		t.Errorf("21st queued message: %v, want ErrQueueFull", err)
+	}
+}
+
+// Issue 10 item 13: steers count against the same 20 waiting items as
+// queued messages; the 21st, steer or message, is refused and nothing is
+// stored.
+func TestSteersCountAgainstQueueLimit(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	ctx := t.Context()
+	a, err := in.Receive(ctx, inbound.Message{Text: "start", Channel: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := convs.Get(ctx, a.ConversationID)
+	conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"}}, nil
+	})
+	for i := range inbound.MaxQueued / 2 {
+		if _, err := in.Receive(ctx, inbound.Message{Text: "more", Channel: "web"}); err != nil {
+			t.Fatalf("message %d: %v", i+1, err)
+		}
+	}
+	for i := range inbound.MaxQueued / 2 {
+		if s, err := in.Receive(ctx, inbound.Message{Text: "/steer this way", Channel: "web"}); err != nil || !s.Steer {
+			t.Fatalf("steer %d: %+v %v", i+1, s, err)
+		}
+	}
+	var before uint64
+	conv.View(func(st *loop.State) { before = st.Seq })
+	for _, text := range []string{"/steer one too many", "one too many"} {
+		if _, err := in.Receive(ctx, inbound.Message{Text: text, Channel: "web"}); !errors.Is(err, inbound.ErrQueueFull) {
+			t.Errorf("%q with %d waiting: %v, want ErrQueueFull", text, inbound.MaxQueued, err)
+		}
+	}
+	conv.View(func(st *loop.State) {
+		if st.Seq != before || len(st.Steers)+len(st.Queued) != inbound.MaxQueued {
+			t.Errorf("refused items were stored: seq %d→%d, %d steers, %d queued", before, st.Seq, len(st.Steers), len(st.Queued))
+		}
+	})
+	// Steers alone: the 21st is refused as well.
+	in2, convs2, _ := newInbound(t)
+	b, _ := in2.Receive(ctx, inbound.Message{Text: "start", Channel: "web"})
+	conv2, _ := convs2.Get(ctx, b.ConversationID)
+	conv2.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"}}, nil
+	})
+	for i := range inbound.MaxQueued {
+		if _, err := in2.Receive(ctx, inbound.Message{Text: "/steer again", Channel: "web"}); err != nil {
+			t.Fatalf("steer %d: %v", i+1, err)
+		}
+	}
+	if _, err := in2.Receive(ctx, inbound.Message{Text: "/steer again", Channel: "web"}); !errors.Is(err, inbound.ErrQueueFull) {
+		t.Errorf("21st steer: %v, want ErrQueueFull", err)
 	}
 }
 
