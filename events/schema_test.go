@@ -38,6 +38,7 @@ var samples = map[string][]events.Event{
 		&events.SteerReceived{Channel: "web", Text: "and grams", TurnNotes: &events.TurnNotes{Text: "x", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 0, Digest: strings.Repeat("0", 64)}}}},
 	},
 	events.TypeSteersApplied: {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}, &events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e3"}, Withheld: true}},
+	events.TypeRunResumed:    {&events.RunResumed{RunID: "r1", Step: 0}, &events.RunResumed{RunID: "r1", Step: 4}},
 	events.TypeGuardReminded: {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
 	events.TypeApprovalRequested: {
 		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"ls"}`), ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},

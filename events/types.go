@@ -33,6 +33,7 @@ const (
 	TypeMemoryProposed         = "memory_proposed"
 	TypeMemoryProposalDecided  = "memory_proposal_decided"
 	TypeMemoryRolledBack       = "memory_rolled_back"
+	TypeRunResumed             = "run_resumed"
 )
 
 func init() {
@@ -61,6 +62,7 @@ func init() {
 	register[MemoryProposed]()
 	register[MemoryProposalDecided]()
 	register[MemoryRolledBack]()
+	register[RunResumed]()
 }
 
 // ConversationOpened is the first event of a conversation.
@@ -246,6 +248,18 @@ type RunFinished struct {
 
 func (*RunFinished) EventType() string { return TypeRunFinished }
 func (*RunFinished) EventVersion() int { return 1 }
+
+// RunResumed says the worker took up an open run again after the server
+// restarted in its middle (a crash or a kill: the run had not paused on an
+// approval). A run whose work was cut this way twice is closed as
+// interrupted rather than resumed again (R-X-4).
+type RunResumed struct {
+	RunID string `json:"run_id"`
+	Step  int    `json:"step"` // the run's last model-call step then
+}
+
+func (*RunResumed) EventType() string { return TypeRunResumed }
+func (*RunResumed) EventVersion() int { return 1 }
 
 // SteerReceived is a "/steer <text>" message for the running turn; the turn
 // takes it in at its next tool boundary (SteersApplied).

@@ -154,6 +154,9 @@ type State struct {
 	RunPrompt     []string `json:"run_prompt,omitempty"`
 	PromptChecked bool     `json:"prompt_checked,omitempty"`
 	RunFrom       int      `json:"run_from,omitempty"` // index in Messages of the open run's first message
+	// Resumed counts the open run's run_resumed: restarts that cut it while
+	// it worked (R-X-4).
+	Resumed int `json:"resumed,omitempty"`
 
 	// Told is what this conversation has been told of each memory item
 	// (turn notes), folded from the stored messages (R-CTX-2).
@@ -240,6 +243,7 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.RunStarted:
 		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
 		s.RunPrompt, s.PromptChecked, s.RunFrom = nil, false, len(s.Messages)
+		s.Resumed = 0
 		for _, q := range s.Queued {
 			s.Messages = append(s.Messages, q.userMessage())
 			s.RunPrompt = append(s.RunPrompt, orText(q.Said, q.Text))
@@ -248,6 +252,10 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Calling, s.Approvals = nil, nil
 		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
 			s.DelegateRun = e.RunID
+		}
+	case *events.RunResumed:
+		if e.RunID == s.OpenRun {
+			s.Resumed++
 		}
 	case *events.HookRan:
 		if e.Hook == kit.UserPromptSubmit && e.RunID == s.OpenRun && e.Step == 0 {
@@ -538,7 +546,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 10
+const snapshotVersion byte = 11
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -33,6 +33,9 @@ type WorkerConfig struct {
 	// negative: never here, because the caller runs SweepOnce on its own
 	// scheduler.
 	SweepEvery time.Duration
+	// RetryDelay is the pause before retrying a conversation whose pass
+	// failed n times in a row; nil is RetryDelay (1 s doubling to 30 s).
+	RetryDelay func(n int) time.Duration
 }
 
 // Worker runs turns. It is started by events on the log — a durable
@@ -49,6 +52,14 @@ type Worker struct {
 
 	mu    sync.Mutex
 	state map[string]passState
+	// failures counts the failed passes in a row per conversation;
+	// retrying marks a retry timer running; restarted the conversations
+	// the recovery scan found, until their first pass; parked those whose
+	// log cannot be read.
+	failures  map[string]int
+	retrying  map[string]bool
+	restarted map[string]bool
+	parked    map[string]Parked
 }
 
 type passState int
@@ -70,7 +81,8 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if cfg.SweepEvery == 0 {
 		cfg.SweepEvery = 5 * time.Second
 	}
-	w := &Worker{cfg: cfg, state: map[string]passState{}}
+	w := &Worker{cfg: cfg, state: map[string]passState{}, failures: map[string]int{}, retrying: map[string]bool{},
+		restarted: map[string]bool{}, parked: map[string]Parked{}}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	cons, err := cfg.Log.JetStream().CreateOrUpdateConsumer(ctx, events.StreamName, jetstream.ConsumerConfig{
 		Durable: TurnsConsumer,
@@ -99,6 +111,11 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			w.Close()
 			return nil, fmt.Errorf("start worker: recover: %w", err)
 		}
+		w.mu.Lock()
+		for _, id := range ids {
+			w.restarted[id] = true
+		}
+		w.mu.Unlock()
 		for _, id := range ids {
 			w.Kick(id)
 		}
@@ -111,7 +128,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 
 // Close stops consuming and waits for running passes to stop at their next
 // boundary (a tool call in flight is cut; it is closed as interrupted on the
-// next start).
+// next start) and for pending retries to be dropped.
 func (w *Worker) Close() {
 	if w.cc != nil {
 		w.cc.Stop()
@@ -150,13 +167,21 @@ func (w *Worker) Idle() bool {
 
 func (w *Worker) passes(id string) {
 	for {
-		if err := w.pass(id); err != nil && w.ctx.Err() == nil {
-			// The run stays open in the log; try again shortly rather than
-			// wait for the next message (the store may be back by then).
-			w.cfg.Logger.Error("turn failed; retrying in 5s", "conversation", id, "err", err)
-			time.AfterFunc(5*time.Second, func() { w.Kick(id) })
+		err := w.pass(id)
+		if err != nil && w.ctx.Err() == nil {
+			// The run stays open in the log: retry after a pause (the
+			// store may be back by then), or close it when it keeps
+			// failing. A kick meanwhile waits for the retry.
+			w.failed(id, err)
+			w.mu.Lock()
+			delete(w.state, id)
+			w.mu.Unlock()
+			return
 		}
 		w.mu.Lock()
+		if err == nil {
+			delete(w.failures, id)
+		}
 		if w.state[id] == passDirty && w.ctx.Err() == nil {
 			w.state[id] = passRunning
 			w.mu.Unlock()
@@ -173,6 +198,14 @@ func (w *Worker) pass(id string) error {
 	conv, err := w.cfg.Convs.Get(ctx, id)
 	if err != nil {
 		return err
+	}
+	if w.takeRestarted(id) {
+		if err := w.resumeAfterRestart(ctx, conv); err != nil {
+			w.mu.Lock()
+			w.restarted[id] = true // the next pass tries again
+			w.mu.Unlock()
+			return err
+		}
 	}
 	for ctx.Err() == nil {
 		var agentID string
@@ -224,28 +257,8 @@ func (c *Conv) seq() uint64 {
 func (w *Worker) failUnknownAgent(ctx context.Context, conv *Conv, agentID string) error {
 	runID := w.cfg.Deps.NewID()
 	_, err := conv.Append(ctx, func(st *State) ([]events.Event, error) {
-		var evs []events.Event
-		open := st.OpenRun
-		if open == "" {
-			if len(st.Queued) == 0 {
-				return nil, nil
-			}
-			evs = append(evs, delegated(st, &events.RunStarted{RunID: runID, Agent: orDefault(agentID, "unknown"), Trigger: "message"}))
-			open = runID
-		}
 		msg := fmt.Sprintf("agent %q is not loaded: check its agent.yaml (crew doctor lists skipped agents)", agentID)
-		if st.OpenRun != "" {
-			// Every call of the last reply gets a result, so the history
-			// stays one a model accepts when the agent is back.
-			for _, c := range st.UnansweredCalls() {
-				text, outcome := "Not run: the agent's configuration is not loaded, so the run ended. Nothing was run and nothing changed.", "blocked"
-				if st.Calling[c.ID] {
-					text, outcome = interruptedText, "interrupted"
-				}
-				evs = append(evs, &events.ToolCompleted{RunID: open, Step: st.Step, CallID: c.ID, Tool: c.Name, Output: text, IsError: true, Outcome: outcome})
-			}
-		}
-		return append(evs, &events.RunFinished{RunID: open, Status: events.RunFailed, Error: msg}), nil
+		return closeRun(st, runID, "", msg, "Not run: the agent's configuration is not loaded, so the run ended. Nothing was run and nothing changed."), nil
 	})
 	return err
 }
