@@ -19,6 +19,9 @@ const (
 	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap), until the next message
 	ConversationFailed           = "failed"            // the last run failed (model_error, …), until the next message
 	ConversationClosed           = "closed"
+	// ConversationParked is set by the API, not stored: an event of the
+	// conversation's log cannot be decoded, so no turn runs (R-X-4).
+	ConversationParked = "parked"
 )
 
 // titleRunes bounds a title derived from the first message.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
@@ -65,19 +66,32 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 type views struct {
 	db    *bbolt.DB
 	convs *loop.Convs // the conversations' model-visible history
+	// parked names the conversations the worker will not run (R-X-4).
+	parked func(id string) (loop.Parked, bool)
 }
 
 // conversationView is GET /api/conversations/{id}: the projection's view
-// plus the history as the model sees it.
+// plus the history as the model sees it. A parked conversation (an event
+// of its log cannot be decoded) has status "parked" and names the event.
 type conversationView struct {
 	projections.Conversation
 	History []loop.Message `json:"history"`
+	Parked  *loop.Parked   `json:"parked,omitempty"`
 }
 
 var _ web.Views = views{}
 
 func (v views) Conversations(ctx context.Context, limit int) (any, error) {
-	return projections.ListConversations(v.db, limit)
+	list, err := projections.ListConversations(v.db, limit)
+	if err != nil || v.parked == nil {
+		return list, err
+	}
+	for i := range list {
+		if _, ok := v.parked(list[i].ID); ok {
+			list[i].Status = projections.ConversationParked
+		}
+	}
+	return list, nil
 }
 
 func (v views) Conversation(ctx context.Context, id string) (any, error) {
@@ -89,6 +103,11 @@ func (v views) Conversation(ctx context.Context, id string) (any, error) {
 		return c, err
 	}
 	conv, err := v.convs.Get(ctx, id)
+	if de := (*events.DecodeError)(nil); errors.As(err, &de) {
+		c.Status = projections.ConversationParked
+		return conversationView{Conversation: c, History: []loop.Message{},
+			Parked: &loop.Parked{Conversation: id, Subject: de.Subject, Seq: de.Seq, Error: de.Error()}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

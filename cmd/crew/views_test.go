@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
+	"go.etcd.io/bbolt"
+)
+
+// Issue 10 item 7: GET /api/conversations/{id} of a conversation whose log
+// holds an event this build cannot decode says "parked" and names the
+// event's subject and sequence; the list shows the worker's parked ones.
+func TestUndecodableConversationParkedInAPI(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	if _, err := log.Append(ctx, events.Conv("c1"), events.Any,
+		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "hello"})); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := projections.Rebuild(ctx, log, db, projections.Conversations{}); err != nil {
+		t.Fatal(err)
+	}
+	subject := events.Conv("c1").Subject(events.TypeRunStarted)
+	ack, err := log.JetStream().Publish(ctx, subject,
+		[]byte(`{"type":"run_started","v":9,"id":"future1","time":"2026-11-30T09:00:00Z","data":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := views{db: db, convs: loop.NewConvs(log, nil), parked: func(id string) (loop.Parked, bool) { return loop.Parked{}, id == "c1" }}
+	got, err := v.Conversation(ctx, "c1")
+	if err != nil {
+		t.Fatalf("GET a parked conversation: %v", err)
+	}
+	b, _ := json.Marshal(got)
+	var out struct {
+		Status string `json:"status"`
+		Parked struct {
+			Subject string `json:"subject"`
+			Seq     uint64 `json:"seq"`
+			Error   string `json:"error"`
+		} `json:"parked"`
+	}
+	json.Unmarshal(b, &out)
+	if out.Status != "parked" || out.Parked.Subject != subject || out.Parked.Seq != ack.Sequence || out.Parked.Error == "" {
+		t.Errorf("view = %s; want status parked naming %s seq %d", b, subject, ack.Sequence)
+	}
+	list, err := v.Conversations(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := list.([]projections.Conversation); len(l) != 1 || l[0].Status != "parked" {
+		t.Errorf("list = %+v, want c1 parked", l)
+	}
+}
