@@ -33,6 +33,10 @@ type WorkerConfig struct {
 	// negative: never here, because the caller runs SweepOnce on its own
 	// scheduler.
 	SweepEvery time.Duration
+	// CleanStart says the previous server stopped cleanly (crew serve
+	// knows): a run open now was cut by that stop, not by a crash, and
+	// resumes without counting as interrupted (R-X-4).
+	CleanStart bool
 	// RetryDelay is the pause before retrying a conversation whose pass
 	// failed n times in a row; nil is RetryDelay (1 s doubling to 30 s).
 	RetryDelay func(n int) time.Duration

@@ -45,7 +45,10 @@ type RunSummary struct {
 	Status       string     `json:"status"` // RunRunning, events.RunDone, RunHalted, RunFailed
 	Reason       string     `json:"reason,omitempty"`
 	Error        string     `json:"error,omitempty"`
-	Totals       Totals     `json:"totals"`
+	// Resumed counts the restarts that cut the run while it worked and
+	// after which it was taken up again (run_resumed).
+	Resumed int    `json:"resumed,omitempty"`
+	Totals  Totals `json:"totals"`
 	// Children are the runs this one delegated to, in start order. Filled
 	// by GetRun and ListRuns, never stored.
 	Children []RunSummary `json:"children,omitempty"`
@@ -278,6 +281,8 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		st.Reminders = append(st.Reminders, e.Text)
 	case *events.SteersApplied:
 		r.step(max(e.Step, 1)).Steers += len(e.SteerIDs)
+	case *events.RunResumed:
+		r.Resumed++
 	case *events.ApprovalRequested:
 		st := r.step(e.Step)
 		st.Approvals = append(st.Approvals, Approval{ID: e.ApprovalID, CallID: e.CallID, Tool: e.Tool, Reason: e.Reason})

@@ -263,3 +263,74 @@ func checkOneReply(t *testing.T, n int, home string, c crashHistory, text string
 		t.Errorf("crash after append %d: last reply %q, want %q", n, c.History[len(c.History)-1].Text, "Done.")
 	}
 }
+
+// waitRuns polls the conversation's runs until ok says so.
+func waitRuns(t *testing.T, url, id, what string, ok func(runs []runSummary) bool) []runSummary {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var runs []runSummary
+		if getJSON(t, url+"/api/conversations/"+id+"/runs", &runs) == 200 && ok(runs) {
+			return runs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs of %s never %s: %+v", id, what, runs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling an external process
+	}
+}
+
+type runSummary struct {
+	RunID   string `json:"run_id"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Error   string `json:"error"`
+	Resumed int    `json:"resumed"`
+}
+
+// Issue 10 item 13 (R-X-4): a clean stop (SIGTERM) while a run works is
+// not a crash: the run resumes uncounted. kill -9 while it works, restart:
+// it is resumed once (run_resumed, shown in its runs view); kill -9 again,
+// restart: it is closed as interrupted with a reason the owner can read,
+// not resumed a third time.
+func TestKill9TwiceClosesRunAsInterrupted(t *testing.T) {
+	home := initHome(t)
+	// The model takes a minute to answer: every kill falls while the run
+	// works.
+	routes := "MY_AGENT_ROUTES=fake:script:" + writeScript(t, `
+- text: "slow answer"
+  delay: 60s
+`)
+	s := startServe(t, home, routes)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "take your time"})
+	id := acc["conversation_id"].(string)
+	waitConv(t, s.url, id, "running", func(c convView) bool { return c.Status == "running" })
+	s.stop(t)
+
+	s = startServe(t, home, routes)
+	waitConv(t, s.url, id, "running", func(c convView) bool { return c.Status == "running" })
+	if runs := waitRuns(t, s.url, id, "listed", func(runs []runSummary) bool { return len(runs) == 1 }); runs[0].Resumed != 0 {
+		t.Errorf("a clean stop counted as an interruption: %+v", runs[0])
+	}
+	s.kill9(t)
+
+	s = startServe(t, home, routes)
+	waitRuns(t, s.url, id, "resumed once", func(runs []runSummary) bool {
+		return len(runs) == 1 && runs[0].Status == "running" && runs[0].Resumed == 1
+	})
+	s.kill9(t)
+
+	s = startServe(t, home, routes)
+	runs := waitRuns(t, s.url, id, "closed", func(runs []runSummary) bool { return len(runs) == 1 && runs[0].Status != "running" })
+	r := runs[0]
+	if r.Status != "failed" || r.Reason != "interrupted" || r.Resumed != 1 || !strings.Contains(r.Error, "stopped 2 times") {
+		t.Errorf("run = %+v; want failed, interrupted, resumed once, saying why", r)
+	}
+	c := waitConv(t, s.url, id, "not running", func(c convView) bool { return c.Status != "running" })
+	for _, m := range c.History {
+		if m.Role == "assistant" {
+			t.Errorf("a reply after the run was closed: %+v", m)
+		}
+	}
+	s.stop(t)
+}

@@ -67,6 +67,7 @@ type crewRuntime struct {
 	stopWatch func()
 	routes    string // what serve prints about models
 	banner    string // what the UI shows at the top, if anything
+	dir       string // the home
 }
 
 // routeSetup decides every agent's routes: MY_AGENT_ROUTES overrides; with
@@ -183,8 +184,13 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if err != nil {
 		return nil, err
 	}
+	clean, err := markRunning(dir)
+	if err != nil {
+		return nil, err
+	}
 	w, err := loop.StartWorker(ctx, loop.WorkerConfig{
 		Log: st.log, Convs: convs, Deps: deps, Logger: logger.With("component", "loop"),
+		CleanStart: clean,
 		SweepEvery: -1, // the scheduler runs the expiry sweep
 		Agents:     cr.agent,
 		Recover: func(ctx context.Context) ([]string, error) {
@@ -195,6 +201,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	})
 	if err != nil {
+		clearRunning(dir) // nothing ran
 		return nil, err
 	}
 	in := &inbound.Inbound{
@@ -226,6 +233,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	})
 	if err != nil {
 		w.Close()
+		clearRunning(dir)
 		return nil, err
 	}
 	create.Bind(sched)
@@ -245,7 +253,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -364,11 +372,13 @@ func (j jobsAPI) RunNow(ctx context.Context, id string) error {
 	return err
 }
 
-// Close stops the scheduler, then the worker.
+// Close stops the scheduler, then the worker; the next start then knows
+// this one stopped cleanly.
 func (c *crewRuntime) Close() {
 	c.stopWatch()
 	c.sched.Close()
 	c.worker.Close()
+	clearRunning(c.dir)
 }
 
 // profileJobs are the schedules: of every loaded agent.
