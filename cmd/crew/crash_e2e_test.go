@@ -17,9 +17,11 @@ import (
 // crashHistory is the part of GET /api/conversations/{id} the crash test
 // checks.
 type crashHistory struct {
-	ID               string `json:"id"`
-	Status           string `json:"status"`
-	Queued           int    `json:"queued"`
+	ID               string   `json:"id"`
+	Status           string   `json:"status"`
+	Queued           int      `json:"queued"`
+	LastRunID        string   `json:"last_run_id"`
+	ActiveRuns       []string `json:"active_runs"`
 	PendingApprovals []struct {
 		ID string `json:"id"`
 	} `json:"pending_approvals"`
@@ -84,8 +86,8 @@ func (s *server) dead(d time.Duration) bool {
 
 // drive takes the conversation one step towards its end: it sends the
 // message unless the log holds it (posted: a 202 said so, or a view after
-// a restart shows it), approves what waits, and reports whether the
-// conversation is settled. errCrashed: the server died.
+// a restart shows it), approves what waits, and returns the view once no
+// run is open and nothing waits. errCrashed: the server died.
 func drive(t *testing.T, s *server, text string, posted *bool) (crashHistory, bool, error) {
 	t.Helper()
 	var list []struct {
@@ -128,8 +130,9 @@ func drive(t *testing.T, s *server, text string, posted *bool) (crashHistory, bo
 		}
 		return c, false, nil
 	}
-	n := len(c.History)
-	return c, c.Status == "idle" && c.Queued == 0 && n > 0 && c.History[n-1].Role == "assistant" && len(c.History[n-1].ToolCalls) == 0, nil
+	// Settled once the projection saw the run finish (its status alone
+	// may predate the run's start); the history is read after it.
+	return c, c.Status == "idle" && c.Queued == 0 && c.LastRunID != "" && len(c.ActiveRuns) == 0, nil
 }
 
 func orErr(err error, code int) error {
@@ -139,27 +142,14 @@ func orErr(err error, code int) error {
 	return fmt.Errorf("HTTP %d", code)
 }
 
-// Issue 10 item 6 (R-REL-2): one reply per message after any crash. A real
-// `crew serve` runs a turn with a gated shell_run (asked, approved over the
-// API, run) and a final reply; the test build kills the process with
-// SIGKILL right after its N-th conversation event is stored, for every N
-// from the first event of the message to the last of the turn. After each
-// restart the turn completes and the log holds exactly one final reply to
-// the one message, a result for every tool call, and the command ran at
-// most once — exactly once unless the crash cut it after it was recorded
-// as started, when its result says it was interrupted.
-func TestCrashAtEveryAppendOneReplyPerMessage(t *testing.T) {
-	template := initHome(t)
-	script := writeScript(t, `
-- tool_calls:
-    - name: shell_run
-      arguments: {command: "echo ran >> ran.log"}
-- text: "Done."
-- text: "A second reply to the same message."
-`)
+// crashEveryAppend plays one message through a fresh copy of template for
+// every n, the test build of `crew serve` killing itself right after its
+// n-th conversation append, and restarts it (without the fault) until the
+// conversation settles; check judges each outcome, the last one too, where
+// no crash came. It returns how many crash points there were.
+func crashEveryAppend(t *testing.T, template, script, text string, check func(t *testing.T, n int, home string, c crashHistory)) int {
+	t.Helper()
 	routes := "MY_AGENT_ROUTES=fake:script:" + script
-	const text = "append a line to ran.log"
-	boundaries := 0
 	for n := 1; ; n++ {
 		home := filepath.Join(t.TempDir(), "home")
 		if out, err := exec.Command("cp", "-a", template, home).CombinedOutput(); err != nil {
@@ -191,25 +181,84 @@ func TestCrashAtEveryAppendOneReplyPerMessage(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // polling an external process
 		}
+		check(t, n, home, c)
 		if !crashed {
-			// Every append of the turn was passed: the injection points
-			// are exhausted. Stop the one server that never died.
+			// The turn passed every injection point: they are exhausted.
 			if s.dead(2 * time.Second) {
 				t.Fatalf("append %d: the server died after the turn\n%s", n, s.stderr)
 			}
 			s.stop(t)
-			boundaries = n - 1
-			break
+			t.Logf("%d crash points exercised", n-1)
+			return n - 1
 		}
-		checkOneReply(t, n, home, c, text)
 		s.stop(t)
 	}
-	t.Logf("%d crash points exercised", boundaries)
-	// opened, message, run started, reply with the call, approval asked,
-	// decided, call started, result, final reply, run finished.
-	if boundaries < 10 {
-		t.Errorf("only %d crash points were exercised, want every append of the turn (≥ 10)", boundaries)
-	}
+}
+
+// Issue 10 item 6 (R-REL-2): one reply per message after any crash. A real
+// `crew serve` runs a turn with a gated shell_run (asked, approved over the
+// API, run) and a final reply; the test build kills the process with
+// SIGKILL right after its N-th conversation event is stored, for every N
+// from the first event of the message to the last of the turn. After each
+// restart the turn completes and the log holds exactly one final reply to
+// the one message, a result for every tool call, and the command ran at
+// most once — exactly once unless the crash cut it after it was recorded
+// as started, when its result says it was interrupted. The same for a
+// turn that ends on ask_user: the question is asked once, and no reply
+// follows it.
+func TestCrashAtEveryAppendOneReplyPerMessage(t *testing.T) {
+	template := initHome(t)
+	t.Run("approval", func(t *testing.T) {
+		script := writeScript(t, `
+- tool_calls:
+    - name: shell_run
+      arguments: {command: "echo ran >> ran.log"}
+- text: "Done."
+- text: "A second reply to the same message."
+`)
+		const text = "append a line to ran.log"
+		n := crashEveryAppend(t, template, script, text, func(t *testing.T, n int, home string, c crashHistory) {
+			checkOneReply(t, n, home, c, text)
+		})
+		// opened, message, run started, reply with the call, approval
+		// asked, decided, call started, result, final reply, run finished.
+		if n < 10 {
+			t.Errorf("only %d crash points were exercised, want every append of the turn (≥ 10)", n)
+		}
+	})
+	t.Run("ask_user", func(t *testing.T) {
+		script := writeScript(t, `
+- tool_calls:
+    - name: ask_user
+      arguments: {question: "Which file?"}
+- text: "A reply nobody asked for."
+`)
+		const text = "tidy up a file"
+		n := crashEveryAppend(t, template, script, text, func(t *testing.T, n int, home string, c crashHistory) {
+			asked, questions, replies, results := 0, 0, 0, 0
+			for _, m := range c.History {
+				switch {
+				case m.Role == "user" && (m.Text == text || m.Said == text):
+					asked++
+				case m.Role == "assistant" && len(m.ToolCalls) == 1 && m.ToolCalls[0].Name == "ask_user":
+					questions++
+				case m.Role == "assistant":
+					replies++
+				case m.Role == "tool":
+					results++
+				}
+			}
+			if asked != 1 || questions != 1 || results != 1 || replies != 0 {
+				t.Errorf("crash after append %d: %d messages, %d questions, %d results, %d replies; want 1, 1, 1, 0: %+v",
+					n, asked, questions, results, replies, c.History)
+			}
+		})
+		// opened, message, run started, the question, its result, run
+		// finished.
+		if n < 6 {
+			t.Errorf("only %d crash points were exercised, want every append of the turn (≥ 6)", n)
+		}
+	})
 }
 
 func checkOneReply(t *testing.T, n int, home string, c crashHistory, text string) {
