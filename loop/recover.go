@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -54,6 +55,47 @@ func (w *Worker) Parked(conversation string) (Parked, bool) {
 	defer w.mu.Unlock()
 	p, ok := w.parked[conversation]
 	return p, ok
+}
+
+// safePass runs one pass. A panic in it (a tool's, a provider's) is that
+// pass failing, counted like any other, not the server dying with every
+// conversation: the conversation's state is read again from the log,
+// since the panic may have cut a change to it half-way.
+func (w *Worker) safePass(id string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.cfg.Logger.Error("turn panicked", "conversation", id, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("the turn panicked: %v", r)
+			if rerr := w.cfg.Convs.reload(w.ctx, id); rerr != nil {
+				err = fmt.Errorf("%w; reading its state again failed: %w", err, rerr)
+			}
+		}
+	}()
+	return w.pass(id)
+}
+
+// reload reads a loaded conversation's state again from the log (its
+// snapshot and tail), replacing what is in memory; on failure the old
+// state stays and the error is returned.
+func (cs *Convs) reload(ctx context.Context, id string) error {
+	cs.mu.Lock()
+	c := cs.convs[id]
+	cs.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.notify()
+	if c.st == nil {
+		return nil
+	}
+	st, err := LoadState(ctx, cs.log, cs.snaps, id)
+	if err != nil {
+		return err
+	}
+	c.st = st
+	return nil
 }
 
 // failed handles a pass that returned err: park an unreadable

@@ -290,3 +290,45 @@ func TestRestartWhileAwaitingApprovalIsNotAnInterruption(t *testing.T) {
 		t.Errorf("tool ran %d times, want 1", tool.runs.Load())
 	}
 }
+
+// panicModel panics on every call.
+type panicModel struct{ calls atomicCount }
+
+type atomicCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *atomicCount) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+func (c *atomicCount) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (m *panicModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.calls.add()
+	panic("provider bug")
+}
+
+func (m *panicModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+// R-X-4: a turn that panics is a failed pass, not a dead server: retried
+// with the same back-off, then closed as poisoned with the panic named.
+func TestPanickingTurnIsPoisonedNotFatal(t *testing.T) {
+	h := newHarness(t, map[string][]reply{"fake:a": nil})
+	m := &panicModel{}
+	h.deps.Models = func(string) (llms.Model, error) { return m, nil }
+	h.send("hello")
+	h.startWorker(func(int) time.Duration { return 10 * time.Millisecond })
+	waitFor(t, "the run finished", func() bool { return len(eventsOf[*events.RunFinished](h.events())) > 0 })
+	f := lastFinish(t, h.events())
+	if f.Status != events.RunFailed || f.Reason != loop.ReasonPoisoned || !strings.Contains(f.Error, "panicked: provider bug") {
+		t.Errorf("finish = %+v, want failed, poisoned, naming the panic", f)
+	}
+	if n := m.calls.get(); n != loop.MaxFailedPasses {
+		t.Errorf("model called %d times, want %d", n, loop.MaxFailedPasses)
+	}
+}

@@ -171,7 +171,7 @@ func (w *Worker) Idle() bool {
 
 func (w *Worker) passes(id string) {
 	for {
-		err := w.pass(id)
+		err := w.safePass(id)
 		if err != nil && w.ctx.Err() == nil {
 			// The run stays open in the log: retry after a pause (the
 			// store may be back by then), or close it when it keeps
