@@ -102,8 +102,10 @@ func (cs *Convs) reload(ctx context.Context, id string) error {
 // conversation, close a run that failed MaxFailedPasses times in a row,
 // else retry after RetryDelay.
 func (w *Worker) failed(id string, err error) {
+	// Only an event of this conversation parks it (a delegate's child
+	// failing to load is a failure of this pass like any other).
 	var de *events.DecodeError
-	if errors.As(err, &de) {
+	if errors.As(err, &de) && events.ScopeOf(de.Subject) == events.Conv(id) {
 		p := Parked{Conversation: id, Subject: de.Subject, Seq: de.Seq, Error: de.Error()}
 		w.mu.Lock()
 		w.parked[id] = p

@@ -18,14 +18,15 @@ import (
 
 // Errors, each mapped to one HTTP status by the web gateway.
 var (
-	ErrAwaitingApproval    = errors.New("the conversation is waiting for an approval: decide it first")                  // 409
-	ErrQueueFull           = errors.New("too many queued messages: wait for the running turn")                           // 429
-	ErrEmptySteer          = errors.New("/steer needs text: /steer <what to change>")                                    // 422
-	ErrUnknownConversation = errors.New("no such conversation")                                                          // 404
-	ErrUnknownAgent        = errors.New("no such agent")                                                                 // 404
-	ErrBadMessage          = errors.New("bad message")                                                                   // 400
-	ErrClosed              = errors.New("the conversation is closed: send without conversation_id to open today's")      // 409
-	ErrDelegated           = errors.New("a delegated conversation takes no messages: its brief came from another agent") // 409
+	ErrAwaitingApproval    = errors.New("the conversation is waiting for an approval: decide it first")                     // 409
+	ErrQueueFull           = errors.New("too many queued messages: wait for the running turn")                              // 429
+	ErrEmptySteer          = errors.New("/steer needs text: /steer <what to change>")                                       // 422
+	ErrUnknownConversation = errors.New("no such conversation")                                                             // 404
+	ErrUnknownAgent        = errors.New("no such agent")                                                                    // 404
+	ErrBadMessage          = errors.New("bad message")                                                                      // 400
+	ErrClosed              = errors.New("the conversation is closed: send without conversation_id to open today's")         // 409
+	ErrDelegated           = errors.New("a delegated conversation takes no messages: its brief came from another agent")    // 409
+	ErrParked              = errors.New("the conversation is parked: this version of crew cannot read an event of its log") // 409
 )
 
 // MaxQueued is how many items a conversation holds waiting (R-HOME-6):
@@ -119,6 +120,9 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 	if err != nil {
 		if errors.Is(err, events.ErrInvalidID) {
 			return Accepted{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+		}
+		if de := (*events.DecodeError)(nil); errors.As(err, &de) {
+			return Accepted{}, fmt.Errorf("%w (%s, sequence %d): upgrade crew, or send without conversation_id", ErrParked, de.Subject, de.Seq)
 		}
 		return Accepted{}, err
 	}

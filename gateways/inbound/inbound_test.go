@@ -2,6 +2,7 @@ package inbound_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,5 +283,36 @@ func TestInboundQueuedCountWhileRunning(t *testing.T) {
 	}
 	if s, err := in.Receive(ctx, inbound.Message{Text: "/steer faster", Channel: "web"}); err != nil || !s.Steer || s.Queued != 0 {
 		t.Errorf("a steer: %+v, %v; want a steer, not a queued message", s, err)
+	}
+}
+
+// Issue 10 item 7: a message to a conversation whose log cannot be
+// decoded is refused with ErrParked naming the event, not a bare failure.
+func TestInboundRefusesParkedConversation(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	newDoor := func() *inbound.Inbound {
+		return &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master",
+			HasAgent: func(id string) bool { return id == "master" }, Location: time.UTC,
+			Clock: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
+	}
+	a, err := newDoor().Receive(ctx, inbound.Message{Text: "hi", Channel: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := events.Conv(a.ConversationID).Subject(events.TypeRunStarted)
+	ack, err := log.JetStream().Publish(ctx, subject, []byte(`{"type":"run_started","v":9,"id":"f1","time":"2026-11-30T09:00:00Z","data":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh process reads the conversation from the log.
+	for _, m := range []inbound.Message{{Text: "again", Channel: "web", ConversationID: a.ConversationID}, {Text: "today's", Channel: "web"}} {
+		_, err = newDoor().Receive(ctx, m)
+		if !errors.Is(err, inbound.ErrParked) || !strings.Contains(err.Error(), subject) {
+			t.Errorf("Receive(%+v) on a parked conversation = %v, want ErrParked naming %s", m, err, subject)
+		}
+	}
+	if last, _ := log.Last(ctx, events.Conv(a.ConversationID).Filter()); last != ack.Sequence {
+		t.Errorf("something was stored after the undecodable event")
 	}
 }

@@ -325,7 +325,7 @@ func userText(err error) (string, bool) {
 		return "Too many messages are queued: wait for the running turn to finish.", true
 	case errors.Is(err, inbound.ErrEmptySteer):
 		return "/steer needs text: /steer <what to change>", true
-	case errors.Is(err, inbound.ErrClosed), errors.Is(err, inbound.ErrBadMessage),
+	case errors.Is(err, inbound.ErrClosed), errors.Is(err, inbound.ErrBadMessage), errors.Is(err, inbound.ErrParked),
 		errors.Is(err, inbound.ErrUnknownAgent), errors.Is(err, inbound.ErrUnknownConversation):
 		return "Not accepted: " + err.Error(), true
 	case errors.Is(err, loop.ErrAlreadyDecided):

@@ -190,6 +190,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		{inbound.ErrAwaitingApproval, http.StatusConflict, "awaiting_approval"},
 		{inbound.ErrClosed, http.StatusConflict, "closed"},
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},
+		{inbound.ErrParked, http.StatusConflict, "parked"},
 		{inbound.ErrQueueFull, http.StatusTooManyRequests, "queue_full"},
 		{inbound.ErrEmptySteer, http.StatusUnprocessableEntity, "empty_steer"},
 		{inbound.ErrUnknownConversation, http.StatusNotFound, "not_found"},
