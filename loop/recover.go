@@ -100,8 +100,8 @@ func (cs *Convs) reload(ctx context.Context, id string) error {
 
 // failed handles a pass that returned err: park an unreadable
 // conversation, close a run that failed MaxFailedPasses times in a row,
-// else retry after RetryDelay.
-func (w *Worker) failed(id string, err error) {
+// else retry after RetryDelay (retry: one is scheduled).
+func (w *Worker) failed(id string, err error) (retry bool) {
 	// Only an event of this conversation parks it (a delegate's child
 	// failing to load is a failure of this pass like any other).
 	var de *events.DecodeError
@@ -113,7 +113,7 @@ func (w *Worker) failed(id string, err error) {
 		w.mu.Unlock()
 		w.cfg.Logger.Error("conversation parked: its log cannot be read by this build; upgrade crew or repair the event",
 			"conversation", id, "subject", p.Subject, "seq", p.Seq, "err", err)
-		return
+		return false
 	}
 	w.mu.Lock()
 	w.failures[id]++
@@ -126,13 +126,14 @@ func (w *Worker) failed(id string, err error) {
 			delete(w.failures, id)
 			w.mu.Unlock()
 			w.cfg.Logger.Error("turn failed too often; its run was closed as failed", "conversation", id, "failures", n, "err", err)
-			return
+			return false
 		}
 		err = fmt.Errorf("%w; closing the run failed too: %w", err, perr)
 	}
 	d := w.retryDelay(n)
 	w.cfg.Logger.Error("turn failed; retrying", "conversation", id, "failures", n, "in", d, "err", err)
 	w.retryLater(id, d)
+	return true
 }
 
 func (w *Worker) retryDelay(n int) time.Duration {

@@ -175,11 +175,16 @@ func (w *Worker) passes(id string) {
 		if err != nil && w.ctx.Err() == nil {
 			// The run stays open in the log: retry after a pause (the
 			// store may be back by then), or close it when it keeps
-			// failing. A kick meanwhile waits for the retry.
-			w.failed(id, err)
+			// failing. A kick meanwhile waits for the retry; with none
+			// (closed, parked) it is honoured now.
+			retry := w.failed(id, err)
 			w.mu.Lock()
+			kicked := w.state[id] == passDirty
 			delete(w.state, id)
 			w.mu.Unlock()
+			if kicked && !retry {
+				w.Kick(id)
+			}
 			return
 		}
 		w.mu.Lock()
