@@ -39,7 +39,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polling, with a deadline
 	}
 }
 
@@ -70,7 +70,7 @@ func TestPoisonedTurnBacksOffAndFails(t *testing.T) {
 	h.send("hello")
 	var mu sync.Mutex
 	var delays []int
-	h.startWorker(func(n int) time.Duration {
+	w := h.startWorker(func(n int) time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
 		delays = append(delays, n)
@@ -86,11 +86,13 @@ func TestPoisonedTurnBacksOffAndFails(t *testing.T) {
 		t.Errorf("retry pauses asked for failures %v, want [1 2] (then closed)", got)
 	}
 	mu.Unlock()
-	// Not retried: nothing more is appended and no pause is asked for.
-	n := len(h.events())
-	time.Sleep(200 * time.Millisecond) // ten retry pauses
-	if got := len(h.events()); got != n {
-		t.Errorf("%d events appended after the run was closed", got-n)
+	// Not retried: no pass runs or waits to retry, and nothing was
+	// appended after the close.
+	waitFor(t, "idle", w.Idle)
+	if evs := h.events(); len(eventsOf[*events.RunFinished](evs)) != 1 {
+		t.Errorf("the run was closed more than once")
+	} else if _, ok := evs[len(evs)-1].(*events.RunFinished); !ok {
+		t.Errorf("events appended after the run was closed: last %T", evs[len(evs)-1])
 	}
 	mu.Lock()
 	if len(delays) != 2 {
@@ -107,7 +109,7 @@ func TestPoisonedTurnBacksOffAndFails(t *testing.T) {
 	os.Remove(agents)
 	os.WriteFile(agents, []byte("You are the test agent."), 0o600)
 	h.send("again")
-	w := h.startWorker(nil)
+	w = h.startWorker(nil)
 	w.Kick(h.conv)
 	waitFor(t, "the new message answered", func() bool { return lastFinish(t, h.events()).Status == events.RunDone })
 }

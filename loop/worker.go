@@ -162,11 +162,12 @@ func (w *Worker) Kick(id string) {
 	w.wg.Go(func() { w.passes(id) })
 }
 
-// Idle reports whether no pass is running (tests and benchmarks wait on it).
+// Idle reports whether no pass is running or waiting to retry (tests and
+// benchmarks wait on it).
 func (w *Worker) Idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.state) == 0
+	return len(w.state) == 0 && len(w.retrying) == 0
 }
 
 func (w *Worker) passes(id string) {
