@@ -19,8 +19,8 @@ const (
 	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap), until the next message
 	ConversationFailed           = "failed"            // the last run failed (model_error, …), until the next message
 	ConversationClosed           = "closed"
-	// ConversationParked is set by the API, not stored: an event of the
-	// conversation's log cannot be decoded, so no turn runs (R-X-4).
+	// ConversationParked: an event of the conversation's log cannot be
+	// decoded by this build, so no turn runs on it (R-X-4).
 	ConversationParked = "parked"
 )
 
@@ -69,6 +69,9 @@ type Conversation struct {
 	// LastSeq is the stream sequence of the conversation's latest event:
 	// what its single writer expects next.
 	LastSeq uint64 `json:"last_seq"`
+	// Parked names the first event of the conversation this build cannot
+	// decode: no turn runs on it (status parked) until a build that can.
+	Parked *ParkedEvent `json:"parked,omitempty"`
 }
 
 // RunEnded is a run_finished that was not done.
@@ -219,6 +222,8 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 
 func statusOf(c Conversation) string {
 	switch {
+	case c.Parked != nil:
+		return ConversationParked
 	case c.Closed != nil:
 		return ConversationClosed
 	case len(c.PendingApprovals) > 0:
@@ -232,6 +237,28 @@ func statusOf(c Conversation) string {
 	default:
 		return ConversationIdle
 	}
+}
+
+// park marks the conversation parked at its first undecodable event; the
+// events after it still apply (they may be read, and show).
+func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
+	convs := tx.Bucket([]byte(bucketConversations))
+	c := Conversation{ID: id}
+	found, err := getJSON(convs, []byte(id), &c)
+	if err != nil {
+		return err
+	}
+	if c.Parked == nil {
+		c.Parked = &ev
+	}
+	c.Status = statusOf(c)
+	if err := putJSON(convs, []byte(id), c); err != nil {
+		return err
+	}
+	if !found { // listed like any other conversation
+		return tx.Bucket([]byte(bucketConvByUpdated)).Put(append(timeKey(c.Updated), id...), nil)
+	}
+	return nil
 }
 
 // surfaceOnRoot mirrors a delegated child's approvals on its root

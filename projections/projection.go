@@ -58,7 +58,7 @@ func validate(ps []Projection) error {
 			return fmt.Errorf("projection %s declares no buckets", name)
 		}
 		for _, b := range p.Buckets() {
-			if b == "" || b == checkpointBucket {
+			if b == "" || b == checkpointBucket || b == undecodableBucket {
 				return fmt.Errorf("projection %s: bucket name %q is reserved", name, b)
 			}
 			if o, ok := owner[b]; ok {

@@ -46,21 +46,33 @@ func rebuild(ctx context.Context, log *events.Log, db *bbolt.DB, p Projection, b
 		}
 	}()
 	n := 0
-	for env, err := range log.Read(ctx, allEvents, 0) {
-		if err != nil {
-			return fmt.Errorf("rebuild %s: %w", name, err)
-		}
-		if err := applyEvent(tx, p, env); err != nil {
-			return fmt.Errorf("rebuild: %w", err)
-		}
-		if n++; n%batch == 0 {
-			err := tx.Commit()
-			tx = nil
-			if err != nil {
-				return fmt.Errorf("rebuild %s: commit at seq %d: %w", name, env.Seq, err)
+	// A conversation's event this build cannot decode ends a Read: it is
+	// passed as the Runner passes it, and reading goes on after it.
+	for from, more := uint64(0), true; more; {
+		more = false
+		for env, err := range log.Read(ctx, allEvents, from) {
+			if de := (*events.DecodeError)(nil); errors.As(err, &de) {
+				if err := skipUndecodable(tx, p, de); err != nil {
+					return fmt.Errorf("rebuild: %w", err)
+				}
+				from, more = de.Seq+1, true
+				break
 			}
-			if tx, err = db.Begin(true); err != nil {
+			if err != nil {
 				return fmt.Errorf("rebuild %s: %w", name, err)
+			}
+			if err := applyEvent(tx, p, env); err != nil {
+				return fmt.Errorf("rebuild: %w", err)
+			}
+			if n++; n%batch == 0 {
+				err := tx.Commit()
+				tx = nil
+				if err != nil {
+					return fmt.Errorf("rebuild %s: commit at seq %d: %w", name, env.Seq, err)
+				}
+				if tx, err = db.Begin(true); err != nil {
+					return fmt.Errorf("rebuild %s: %w", name, err)
+				}
 			}
 		}
 	}

@@ -88,6 +88,23 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 		return nil, fmt.Errorf("open projections: stream info: %w", err)
 	}
 	last := info.State.LastSeq
+	// A conversation parked at an event an older build could not read is
+	// read again in full once this build can.
+	again, err := readable(ctx, log, db)
+	if err != nil {
+		return nil, fmt.Errorf("open projections: %w", err)
+	}
+	if again {
+		logger.Info("events an older build could not decode are readable now; rebuilding the projections")
+		if err := forgetUndecodable(db); err != nil {
+			return nil, fmt.Errorf("open projections: %w", err)
+		}
+		for _, p := range ps {
+			if err := Rebuild(ctx, log, db, p); err != nil {
+				return nil, fmt.Errorf("open projections: %w", err)
+			}
+		}
+	}
 	r := &Runner{log: log, db: db, logger: logger, cfg: cfg, changed: make(chan struct{})}
 	for _, p := range ps {
 		w := &worker{p: p}
@@ -211,6 +228,13 @@ func (r *Runner) handle(w *worker, msg jetstream.Msg) error {
 			return nil
 		}
 		env, err := events.DecodeStored(msg.Subject(), seq, msg.Data())
+		if de := (*events.DecodeError)(nil); errors.As(err, &de) {
+			if err := skipUndecodable(tx, w.p, de); err != nil {
+				return err
+			}
+			applied = true
+			return nil
+		}
 		if err != nil {
 			return err
 		}

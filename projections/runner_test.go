@@ -151,22 +151,23 @@ func TestDeletedDatabaseIsRebuiltFromTheStart(t *testing.T) {
 	}
 }
 
-// An event this build cannot decode stops the projection at that event;
-// it is neither skipped nor acked, and a restart stops at it again.
+// An event this build cannot decode outside any conversation stops the
+// projection at that event; it is neither skipped nor acked, and a restart
+// stops at it again. (A conversation's is passed and parks that
+// conversation: TestUndecodableConversationEventParksIt.)
 func TestDecodeFailureStopsProjection(t *testing.T) {
 	ctx := testCtx(t)
 	_, log := eventstest.Start(t)
 	s := newSeeder(t, log)
 	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
 	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
-	const subject = "crew.conv.c1.mystery_happened"
+	const subject = "crew.agent.coach.mystery_happened"
 	ack, err := log.JetStream().Publish(ctx, subject,
 		[]byte(`{"type":"mystery_happened","v":1,"id":"m1","time":"2026-11-30T09:00:00Z","data":{}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := ack.Sequence
-	s.last[events.Conv("c1")] = bad
 	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
 	db := openDB(t, "")
 

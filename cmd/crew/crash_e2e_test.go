@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // crashHistory is the part of GET /api/conversations/{id} the crash test
@@ -381,5 +383,51 @@ func TestKill9TwiceClosesRunAsInterrupted(t *testing.T) {
 			t.Errorf("a reply after the run was closed: %+v", m)
 		}
 	}
+	s.stop(t)
+}
+
+// Issue 10 item 7 (R-X-4): an event of a newer version in one
+// conversation's log parks that conversation — the server still starts,
+// GET shows status parked with the event's subject and sequence, a message
+// to it gets 409 parked — and every other conversation goes on.
+func TestUndecodableConversationParkedEndToEnd(t *testing.T) {
+	home := initHome(t)
+	natsURL := enableNATSListen(t, home)
+	s := startServe(t, home)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "first", "channel": "api"})
+	parked := acc["conversation_id"].(string)
+	waitConv(t, s.url, parked, "answered", settled)
+	log, _ := connectLog(t, natsURL)
+	subject := events.Conv(parked).Subject(events.TypeRunStarted)
+	ack, err := log.JetStream().Publish(t.Context(), subject,
+		[]byte(`{"type":"run_started","v":9,"id":"future1","time":"2026-11-30T09:00:00Z","data":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stop(t)
+
+	s = startServe(t, home)
+	var c struct {
+		Status string `json:"status"`
+		Parked struct {
+			Subject string `json:"subject"`
+			Seq     uint64 `json:"seq"`
+			Error   string `json:"error"`
+		} `json:"parked"`
+	}
+	if code := getJSON(t, s.url+"/api/conversations/"+parked, &c); code != 200 || c.Status != "parked" ||
+		c.Parked.Subject != subject || c.Parked.Seq != ack.Sequence || c.Parked.Error == "" {
+		t.Errorf("GET parked conversation = %d %+v; want parked at %s seq %d", code, c, subject, ack.Sequence)
+	}
+	code, body := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "still there?", "conversation_id": parked})
+	if e, _ := body["error"].(map[string]any); code != 409 || e["code"] != "parked" || !strings.Contains(fmt.Sprint(e["message"]), subject) {
+		t.Errorf("message to a parked conversation = %d %v; want 409 parked naming the event", code, body)
+	}
+	_, acc = postJSON(t, s.url+"/api/inbound", map[string]any{"text": "elsewhere", "channel": "web"})
+	other := acc["conversation_id"].(string)
+	if other == parked {
+		t.Fatal("the web message went to the parked conversation")
+	}
+	waitConv(t, s.url, other, "answered", settled)
 	s.stop(t)
 }

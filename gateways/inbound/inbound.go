@@ -174,6 +174,9 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		}
 		return append(evs, &events.MessageReceived{Channel: m.Channel, From: m.From, Text: text, Attachments: m.Attachments, ExternalID: m.ExternalID}), nil
 	})
+	if de := (*events.DecodeError)(nil); errors.As(err, &de) {
+		return Accepted{}, fmt.Errorf("%w (%s, sequence %d): upgrade crew, or send without conversation_id", ErrParked, de.Subject, de.Seq)
+	}
 	if err != nil {
 		return Accepted{}, err
 	}
