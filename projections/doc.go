@@ -24,7 +24,11 @@
 //     leaves the checkpoint before it, is not acknowledged, is logged once
 //     and is reported by Runner.Status with its subject and sequence. The
 //     other projections go on. Restarting (after an upgrade or a fix)
-//     resumes at that event.
+//     resumes at that event. The exception is a conversation's event this
+//     build cannot decode: every projection passes it (recorded in bucket
+//     "_undecodable"), the conversation shows as parked at its subject and
+//     sequence (R-X-4), and the rest of the log goes on; once a later
+//     build can read a recorded event, Open rebuilds the projections.
 //   - Apply is deterministic: it uses only the event (its data, subject,
 //     sequence and Time), never the clock or map order, so Rebuild (batched
 //     transactions) gives byte-identical buckets to live application (one
