@@ -66,32 +66,21 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 type views struct {
 	db    *bbolt.DB
 	convs *loop.Convs // the conversations' model-visible history
-	// parked names the conversations the worker will not run (R-X-4).
-	parked func(id string) (loop.Parked, bool)
 }
 
 // conversationView is GET /api/conversations/{id}: the projection's view
 // plus the history as the model sees it. A parked conversation (an event
-// of its log cannot be decoded) has status "parked" and names the event.
+// of its log cannot be decoded) has status "parked", names the event
+// (projections.Conversation.Parked) and no history.
 type conversationView struct {
 	projections.Conversation
 	History []loop.Message `json:"history"`
-	Parked  *loop.Parked   `json:"parked,omitempty"`
 }
 
 var _ web.Views = views{}
 
 func (v views) Conversations(ctx context.Context, limit int) (any, error) {
-	list, err := projections.ListConversations(v.db, limit)
-	if err != nil || v.parked == nil {
-		return list, err
-	}
-	for i := range list {
-		if _, ok := v.parked(list[i].ID); ok {
-			list[i].Status = projections.ConversationParked
-		}
-	}
-	return list, nil
+	return projections.ListConversations(v.db, limit)
 }
 
 func (v views) Conversation(ctx context.Context, id string) (any, error) {
@@ -104,9 +93,12 @@ func (v views) Conversation(ctx context.Context, id string) (any, error) {
 	}
 	conv, err := v.convs.Get(ctx, id)
 	if de := (*events.DecodeError)(nil); errors.As(err, &de) {
+		// The projection may not have reached the event yet.
+		if c.Parked == nil {
+			c.Parked = &projections.ParkedEvent{Subject: de.Subject, Seq: de.Seq, Error: de.Error()}
+		}
 		c.Status = projections.ConversationParked
-		return conversationView{Conversation: c, History: []loop.Message{},
-			Parked: &loop.Parked{Conversation: id, Subject: de.Subject, Seq: de.Seq, Error: de.Error()}}, nil
+		return conversationView{Conversation: c, History: []loop.Message{}}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -130,7 +130,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Log:           st.log,
-			Views:         views{db: st.db, convs: c.convs, parked: c.worker.Parked},
+			Views:         views{db: st.db, convs: c.convs},
 			Pages:         c.pages(dir, h),
 			Jobs:          c.jobs,
 			Memory:        c.memory,

@@ -15,7 +15,7 @@ import (
 
 // Issue 10 item 7: GET /api/conversations/{id} of a conversation whose log
 // holds an event this build cannot decode says "parked" and names the
-// event's subject and sequence; the list shows the worker's parked ones.
+// event's subject and sequence, also before the projection reached it.
 func TestUndecodableConversationParkedInAPI(t *testing.T) {
 	ctx := t.Context()
 	_, log := eventstest.Start(t)
@@ -38,7 +38,7 @@ func TestUndecodableConversationParkedInAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := views{db: db, convs: loop.NewConvs(log, nil), parked: func(id string) (loop.Parked, bool) { return loop.Parked{}, id == "c1" }}
+	v := views{db: db, convs: loop.NewConvs(log, nil)}
 	got, err := v.Conversation(ctx, "c1")
 	if err != nil {
 		t.Fatalf("GET a parked conversation: %v", err)
@@ -55,12 +55,5 @@ func TestUndecodableConversationParkedInAPI(t *testing.T) {
 	json.Unmarshal(b, &out)
 	if out.Status != "parked" || out.Parked.Subject != subject || out.Parked.Seq != ack.Sequence || out.Parked.Error == "" {
 		t.Errorf("view = %s; want status parked naming %s seq %d", b, subject, ack.Sequence)
-	}
-	list, err := v.Conversations(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := list.([]projections.Conversation); len(l) != 1 || l[0].Status != "parked" {
-		t.Errorf("list = %+v, want c1 parked", l)
 	}
 }
