@@ -30,9 +30,11 @@ func postJSON(t *testing.T, url string, body any) (int, map[string]any) {
 }
 
 type convView struct {
-	Status           string `json:"status"`
-	Queued           int    `json:"queued"`
-	Halted           string `json:"halted"`
+	Status           string   `json:"status"`
+	Queued           int      `json:"queued"`
+	Halted           string   `json:"halted"`
+	LastRunID        string   `json:"last_run_id"`
+	ActiveRuns       []string `json:"active_runs"`
 	PendingApprovals []struct {
 		ID   string `json:"id"`
 		Tool string `json:"tool"`
@@ -65,11 +67,12 @@ func waitConv(t *testing.T, url, id string, what string, ok func(c convView) boo
 }
 
 // settled: no run open, no message waiting for one, and the last word is
-// the agent's (the projection may lag the history by a moment).
+// the agent's.
 func settled(c convView) bool {
 	// The status is the projection's, which may lag the history a moment:
-	// a last reply with tool calls is a turn still running.
-	if c.Status != "idle" || c.Queued != 0 || len(c.History) == 0 {
+	// a last reply with tool calls is a turn still running, and an idle
+	// from before the run started has seen no run end.
+	if c.Status != "idle" || c.Queued != 0 || c.LastRunID == "" || len(c.ActiveRuns) != 0 || len(c.History) == 0 {
 		return false
 	}
 	last := c.History[len(c.History)-1]
