@@ -69,6 +69,10 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 //
 // Each event is its own JetStream message; a failure part-way leaves the
 // events before it stored (and returned with the error).
+//
+// Every payload is redacted first (Secrets, R-X-6): a known secret value
+// never reaches the log. The returned envelopes carry the stored,
+// redacted data, so state built from them is what a replay builds.
 func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...Envelope) ([]Envelope, error) {
 	out := make([]Envelope, 0, len(envs))
 	for _, env := range envs {
@@ -76,6 +80,7 @@ func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...En
 			return out, fmt.Errorf("append %s: envelope without id, type or version", scope)
 		}
 		subject := scope.Subject(env.Type)
+		env.Data = Secrets().JSON(env.Data)
 		body, err := encodeBody(env)
 		if err != nil {
 			return out, fmt.Errorf("append %s: %w", subject, err)

@@ -468,7 +468,9 @@ func (t *Turn) execute(ctx context.Context, runID string, step int, c events.Too
 		}
 		res = tools.Result{Output: "The harness failed to run this tool: " + err.Error(), IsError: true}
 	}
-	full := res.Output
+	// Redacted before it is cut, so what the model is shown, the spill and
+	// the offsets into it agree (R-X-6).
+	full := events.Secrets().String(res.Output)
 	shown, truncated := full, false
 	if c.Name != "tool_output_read" { // it pages through a spill already
 		shown, truncated = tools.Truncate(full, t.agent.ToolOutputChars)
@@ -531,13 +533,16 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		model, err := t.deps.Models(route)
 		if err == nil {
 			start := t.deps.Clock()
+			streams := newLiveStreams(func(d llm.Delta) {
+				if t.deps.Live != nil {
+					t.deps.Live(t.conv.ID(), s.openRun, d)
+				}
+			})
 			live := llm.WithDeltas(func(d llm.Delta) {
 				if d.Text != "" {
 					shown = true
 				}
-				if t.deps.Live != nil {
-					t.deps.Live(t.conv.ID(), s.openRun, d)
-				}
+				streams.send(d)
 			})
 			var resp *llms.ContentResponse
 			callOpts := append(append([]llms.CallOption{}, opts...), live)
@@ -545,6 +550,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 				callOpts = append(callOpts, llm.WithSleep(t.deps.Sleep))
 			}
 			resp, err = llm.Call(ctx, model, msgs, callOpts...)
+			streams.flush()
 			if err == nil {
 				mc := modelCalled(s.openRun, step, route, resp, t.deps.Clock().Sub(start))
 				uniqueCallIDs(mc.ToolCalls, s.messages, step)

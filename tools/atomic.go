@@ -9,13 +9,20 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // WriteAtomic replaces name beneath root with data: a temp file in the same
 // directory, fsync, rename, then fsync of the directory, so a crash leaves
 // either the old file or the new one. Missing parent directories are made.
 // An existing file keeps its permission bits; a new one gets perm.
+//
+// It is the one writer of files the harness writes for an agent (memory,
+// facts, wiki, spills, workspace writes): every known secret is redacted
+// from data first (events.Secrets, R-X-6).
 func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	data = events.Secrets().Bytes(data)
 	dir := filepath.Dir(name)
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -42,6 +42,12 @@ func init() {
 type cliEnv struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// environ lists the process environment (os.Environ) for the secret
+	// redactor, and unsetenv removes a variable from it once serve has
+	// read its secrets; both nil in process tests, whose environment is
+	// the test's own.
+	environ  func() []string
+	unsetenv func(string) error
 }
 
 // exitError carries a process exit code with an already printed message.
@@ -52,7 +58,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ, unsetenv: os.Unsetenv}
 	os.Exit(run(ctx, env, os.Args[1:]))
 }
 

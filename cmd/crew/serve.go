@@ -122,6 +122,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "telegram: polling, serving chats %v\n", master.Telegram.AllowedChatIDs)
 	}
 
+	// Model clients and the Telegram gateway hold their keys now.
+	dropSecretEnv(env)
+
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)

@@ -239,6 +239,9 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	create.Bind(sched)
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	cr.onReload = func(set *crewSet) {
+		// A value added to <home>/env is redacted from now on; removed
+		// ones stay redacted (they may still be in flight).
+		events.Secrets().Load(envSecrets(set.home.Env), nil)
 		if err := sched.SetProfile(watchCtx, set.profile); err != nil {
 			logger.Error("schedules not reloaded", "err", err)
 		}

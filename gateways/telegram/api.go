@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // botAPI calls Bot API methods. It never puts the token in an error.
@@ -39,6 +41,8 @@ func (b *botAPI) call(ctx context.Context, method string, params, out any) error
 	if err != nil {
 		return fmt.Errorf("telegram %s: encode: %w", method, err)
 	}
+	// Every text and caption sent is redacted (R-X-6).
+	body = events.Secrets().JSON(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/"+method, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("telegram %s: %w", method, b.scrub(err))

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+)
+
+// loadSecrets teaches the process's redactor (events.Secrets, R-X-6) every
+// value of <home>/env and every secret-named variable of the process
+// environment, before anything is appended or written.
+func loadSecrets(env *cliEnv, h *home.Home) {
+	var environ []string
+	if env.environ != nil {
+		environ = env.environ()
+	}
+	events.Secrets().Load(envSecrets(h.Env), environ)
+}
+
+// envSettings are the <home>/env variables that hold addresses and routes,
+// not secrets: redacting them would hide which model or host answered.
+// One that carries credentials (user:password@host) is a secret again.
+var envSettings = map[string]bool{"OLLAMA_HOST": true, "OPENROUTER_BASE_URL": true, "MY_AGENT_ROUTES": true}
+
+// envSecrets is the env file less its plain settings.
+func envSecrets(file map[string]string) map[string]string {
+	out := make(map[string]string, len(file))
+	for k, v := range file {
+		if !envSettings[k] || strings.Contains(v, "@") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// dropSecretEnv removes the secret-named variables from the server's own
+// process environment once what needs them (model clients, the Telegram
+// token) has read them, so nothing started later inherits or reads them.
+func dropSecretEnv(env *cliEnv) {
+	if env.environ == nil || env.unsetenv == nil {
+		return
+	}
+	for _, kv := range env.environ() {
+		if name, _, ok := strings.Cut(kv, "="); ok && events.SecretName(name) {
+			env.unsetenv(name)
+		}
+	}
+}

@@ -1,0 +1,451 @@
+package events
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// Minimum lengths of the values a Redactor is loaded with (R-X-6). A value
+// of <home>/env is a secret by where it lives, so shorter ones count too;
+// 6 keeps out flags such as "true" or "info" that would redact ordinary
+// words. A process variable is a secret only by its name, so it needs 8.
+const (
+	MinEnvFileSecret = 6
+	MinProcessSecret = 8
+)
+
+// Redactor replaces known secret values with "[redacted:NAME]" (R-X-6): the
+// raw value and the forms a tool or a model turns it into — JSON-escaped
+// (with and without HTML escaping), URL-encoded (query and path escaping,
+// upper- and lower-case hex) and base64 (standard and URL alphabets, padded
+// and raw, also as part of a longer base64 text at any byte alignment).
+// Longer forms are matched first. Secrets are only ever added: a value
+// once known stays redacted for the life of the process.
+//
+// One Redactor serves the process (Secrets): the log applies it to every
+// appended event, the loop to the live deltas, the Telegram gateway to every
+// request it sends and tools.WriteAtomic to every file written for an agent.
+type Redactor struct {
+	mu  sync.Mutex // serialises Add
+	set atomic.Pointer[secretSet]
+}
+
+type secretSet struct {
+	forms  []secretForm // longest first
+	maxLen int
+	names  map[string]string // value → name
+}
+
+type secretForm struct{ text, mark string }
+
+var processSecrets = NewRedactor()
+
+// Secrets is the process's Redactor.
+func Secrets() *Redactor { return processSecrets }
+
+// NewRedactor returns a Redactor that knows no secret yet.
+func NewRedactor() *Redactor {
+	r := &Redactor{}
+	r.set.Store(&secretSet{names: map[string]string{}})
+	return r
+}
+
+// SecretName reports whether a variable name says it holds a secret: it
+// contains KEY, TOKEN, SECRET or PASSWORD, in any case.
+func SecretName(name string) bool {
+	n := strings.ToUpper(name)
+	return strings.Contains(n, "KEY") || strings.Contains(n, "TOKEN") ||
+		strings.Contains(n, "SECRET") || strings.Contains(n, "PASSWORD")
+}
+
+// Load adds every value of envFile (the <home>/env file) at least
+// MinEnvFileSecret long and every secret-named variable of environ
+// (KEY=VALUE, as os.Environ) at least MinProcessSecret long.
+func (r *Redactor) Load(envFile map[string]string, environ []string) {
+	for name, v := range envFile {
+		if len(v) >= MinEnvFileSecret {
+			r.Add(name, v)
+		}
+	}
+	for _, kv := range environ {
+		name, v, ok := strings.Cut(kv, "=")
+		if ok && SecretName(name) && len(v) >= MinProcessSecret {
+			r.Add(name, v)
+		}
+	}
+}
+
+// Add makes value a secret shown as [redacted:name]. An empty value is
+// ignored; a value already known keeps its first name.
+func (r *Redactor) Add(name, value string) {
+	if value == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.set.Load()
+	if _, ok := old.names[value]; ok {
+		return
+	}
+	next := &secretSet{names: make(map[string]string, len(old.names)+1)}
+	for v, n := range old.names {
+		next.names[v] = n
+	}
+	next.names[value] = markName(name)
+	have := map[string]bool{}
+	for v, n := range next.names {
+		mark := "[redacted:" + n + "]"
+		for _, f := range formsOf(v) {
+			if !have[f] {
+				have[f] = true
+				next.forms = append(next.forms, secretForm{text: f, mark: mark})
+			}
+		}
+	}
+	sort.Slice(next.forms, func(i, j int) bool {
+		a, b := next.forms[i].text, next.forms[j].text
+		if len(a) != len(b) {
+			return len(a) > len(b)
+		}
+		return a < b
+	})
+	if len(next.forms) > 0 {
+		next.maxLen = len(next.forms[0].text)
+	}
+	r.set.Store(next)
+}
+
+// markName keeps a name to the characters that need no escaping anywhere
+// the mark is written (JSON, URLs, Markdown).
+func markName(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "SECRET"
+	}
+	return b.String()
+}
+
+// minBase64Core is the shortest piece of a longer base64 text that is
+// taken as a secret's: 8 characters, 6 bytes of the secret.
+const minBase64Core = 8
+
+// formsOf lists the texts a value is recognised by.
+func formsOf(v string) []string {
+	forms := []string{v}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, html := range []bool{true, false} {
+		b.Reset()
+		enc.SetEscapeHTML(html)
+		if enc.Encode(v) == nil {
+			s := strings.TrimSuffix(b.String(), "\n")
+			forms = append(forms, s[1:len(s)-1])
+		}
+	}
+	for _, e := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+		forms = append(forms, e, lowerHex(e))
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		forms = append(forms, enc.EncodeToString([]byte(v)))
+	}
+	// Inside a longer base64 text the secret starts at any byte of a
+	// 3-byte group: the characters that depend on its bytes alone are the
+	// encoding of its whole groups from the first group boundary on.
+	for skip := 0; skip < 3 && skip < len(v); skip++ {
+		rest := v[skip:]
+		rest = rest[:len(rest)/3*3]
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			if core := enc.EncodeToString([]byte(rest)); len(core) >= minBase64Core {
+				forms = append(forms, core)
+			}
+		}
+	}
+	return forms
+}
+
+// lowerHex writes the %XX escapes of s in lower case, as some encoders do.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// Empty reports whether no secret is known.
+func (r *Redactor) Empty() bool { return len(r.set.Load().forms) == 0 }
+
+// String returns s with every known secret form replaced.
+func (r *Redactor) String(s string) string { return r.set.Load().str(s) }
+
+// Bytes is String for bytes; b itself is returned when nothing matched.
+func (r *Redactor) Bytes(b []byte) []byte {
+	set := r.set.Load()
+	if len(set.forms) == 0 {
+		return b
+	}
+	spans := set.spans(string(b))
+	if len(spans) == 0 {
+		return b
+	}
+	return []byte(replaceSpans(string(b), spans))
+}
+
+// JSON redacts one JSON value: every string (keys too) and number is
+// redacted after decoding, and a string that itself holds JSON (tool-call
+// arguments) is redacted as JSON, so escapes such as \u0073 hide nothing.
+// Valid JSON stays valid; when nothing matched, b itself is returned.
+// Invalid JSON is redacted as text.
+func (r *Redactor) JSON(b []byte) []byte {
+	set := r.set.Load()
+	if len(set.forms) == 0 {
+		return b
+	}
+	out, changed, err := set.json(b, 0)
+	if err != nil {
+		return r.Bytes(b)
+	}
+	if !changed {
+		return b
+	}
+	return out
+}
+
+// maxNested is how deep JSON held in JSON strings is looked into.
+const maxNested = 3
+
+func (s *secretSet) json(b []byte, depth int) ([]byte, bool, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		obj bool
+		n   int // values (and keys) written in this container
+	}
+	var (
+		out     bytes.Buffer
+		stack   []frame
+		changed bool
+		values  int
+	)
+	out.Grow(len(b))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			out.WriteByte(byte(d))
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				stack[len(stack)-1].n++
+			}
+			continue
+		}
+		if len(stack) == 0 {
+			if values++; values > 1 {
+				return nil, false, errors.New("more than one JSON value")
+			}
+		} else if f := stack[len(stack)-1]; f.obj && f.n%2 == 1 {
+			out.WriteByte(':')
+		} else if f.n > 0 {
+			out.WriteByte(',')
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			out.WriteByte(byte(v))
+			stack = append(stack, frame{obj: v == '{'})
+			continue
+		case string:
+			red := s.jsonString(v, depth)
+			changed = changed || red != v
+			writeJSONString(&out, red)
+		case json.Number:
+			if red := s.str(string(v)); red != string(v) {
+				changed = true
+				writeJSONString(&out, red)
+			} else {
+				out.WriteString(string(v))
+			}
+		case bool:
+			if v {
+				out.WriteString("true")
+			} else {
+				out.WriteString("false")
+			}
+		case nil:
+			out.WriteString("null")
+		}
+		if len(stack) > 0 {
+			stack[len(stack)-1].n++
+		}
+	}
+	if values == 0 || len(stack) > 0 {
+		return nil, false, errors.New("not one JSON value")
+	}
+	return out.Bytes(), changed, nil
+}
+
+// jsonString redacts a decoded string; one holding JSON is redacted as JSON.
+func (s *secretSet) jsonString(v string, depth int) string {
+	t := strings.TrimSpace(v)
+	if depth < maxNested && len(t) >= 2 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		if out, changed, err := s.json([]byte(v), depth+1); err == nil {
+			if !changed {
+				return v
+			}
+			return string(out)
+		}
+	}
+	return s.str(v)
+}
+
+func writeJSONString(out *bytes.Buffer, s string) {
+	b, _ := json.Marshal(s)
+	out.Write(b)
+}
+
+func (s *secretSet) str(text string) string {
+	if len(s.forms) == 0 {
+		return text
+	}
+	spans := s.spans(text)
+	if len(spans) == 0 {
+		return text
+	}
+	return replaceSpans(text, spans)
+}
+
+type span struct {
+	start, end int
+	mark       string
+}
+
+// spans finds the secret forms in text, longest first, not overlapping,
+// sorted by position.
+func (s *secretSet) spans(text string) []span {
+	var out []span
+	for _, f := range s.forms {
+		if len(f.text) > len(text) {
+			continue
+		}
+		for off := 0; off <= len(text)-len(f.text); {
+			i := strings.Index(text[off:], f.text)
+			if i < 0 {
+				break
+			}
+			start, end := off+i, off+i+len(f.text)
+			if overlaps(out, start, end) {
+				off = start + 1
+				continue
+			}
+			out = append(out, span{start, end, f.mark})
+			off = end
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+func overlaps(spans []span, start, end int) bool {
+	for _, sp := range spans {
+		if start < sp.end && sp.start < end {
+			return true
+		}
+	}
+	return false
+}
+
+func replaceSpans(text string, spans []span) string {
+	var b strings.Builder
+	at := 0
+	for _, sp := range spans {
+		b.WriteString(text[at:sp.start])
+		b.WriteString(sp.mark)
+		at = sp.end
+	}
+	b.WriteString(text[at:])
+	return b.String()
+}
+
+// Stream redacts a text that arrives in pieces (a model's reply as it
+// streams): a secret split across pieces is still caught, because the
+// tail that could be the start of one is held back until the next piece
+// or Flush. Not safe for concurrent use.
+type Stream struct {
+	r    *Redactor
+	held string
+}
+
+// Stream starts a streamed text.
+func (r *Redactor) Stream() *Stream { return &Stream{r: r} }
+
+// Write takes the next piece and returns what can be shown of the text so
+// far, redacted; the rest is held.
+func (s *Stream) Write(piece string) string {
+	set := s.r.set.Load()
+	text := s.held + piece
+	if len(set.forms) == 0 {
+		s.held = ""
+		return text
+	}
+	spans := set.spans(text)
+	// Hold the last maxLen-1 bytes (any secret starting there may be
+	// incomplete), plus 3 so the cut can move forward to a rune boundary.
+	cut := max(0, len(text)-(set.maxLen-1)-(utf8.UTFMax-1))
+	for moved := true; moved && cut < len(text); {
+		moved = false
+		for _, sp := range spans {
+			if sp.start < cut && cut < sp.end {
+				cut, moved = sp.end, true
+			}
+		}
+		for cut < len(text) && !utf8.RuneStart(text[cut]) {
+			cut, moved = cut+1, true
+		}
+	}
+	var shown []span
+	for _, sp := range spans {
+		if sp.end <= cut {
+			shown = append(shown, sp)
+		}
+	}
+	s.held = text[cut:]
+	return replaceSpans(text[:cut], shown)
+}
+
+// Flush returns the held tail, redacted, and ends the text.
+func (s *Stream) Flush() string {
+	out := s.r.String(s.held)
+	s.held = ""
+	return out
+}

@@ -1,0 +1,234 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A secret with characters every encoder treats differently: JSON escapes
+// the quote and (HTML) the angle bracket, URL escaping the rest.
+const tricky = `sk-test-<a"b c/d+e&f>=1234567890`
+
+// secretForms is every form of v the redactor must catch, as a tool or a
+// model could write it.
+func secretForms(v string) map[string]string {
+	j, _ := json.Marshal(v)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	forms := map[string]string{
+		"raw":        v,
+		"json":       string(j[1 : len(j)-1]),
+		"json-plain": strings.TrimSuffix(b.String(), "\n")[1 : b.Len()-2],
+		"query":      url.QueryEscape(v),
+		"path":       url.PathEscape(v),
+		"query-low":  strings.ToLower(url.QueryEscape(v)),
+		"b64":        base64.StdEncoding.EncodeToString([]byte(v)),
+		"b64url":     base64.URLEncoding.EncodeToString([]byte(v)),
+		"b64raw":     base64.RawStdEncoding.EncodeToString([]byte(v)),
+		"b64rawurl":  base64.RawURLEncoding.EncodeToString([]byte(v)),
+	}
+	// Inside a longer base64 text (an Authorization header) at every byte
+	// alignment.
+	for _, prefix := range []string{"", "u:", "us:", "use:"} {
+		forms["b64-in-"+prefix] = base64.StdEncoding.EncodeToString([]byte(prefix + v + ":tail"))
+	}
+	return forms
+}
+
+func TestRedactorCatchesEveryForm(t *testing.T) {
+	r := events.NewRedactor()
+	r.Add("SOME_API_KEY", tricky)
+	for name, form := range secretForms(tricky) {
+		out := r.String("before " + form + " after")
+		if !strings.Contains(out, "[redacted:SOME_API_KEY]") {
+			t.Errorf("%s form %q: not redacted: %q", name, form, out)
+		}
+		for other, f := range secretForms(tricky) {
+			if len(f) >= 8 && strings.Contains(out, f) && !strings.HasPrefix(other, "b64-in-") {
+				t.Errorf("%s form: %s form left in %q", name, other, out)
+			}
+		}
+		if !strings.HasPrefix(out, "before ") || !strings.HasSuffix(out, " after") {
+			t.Errorf("%s form: surrounding text changed: %q", name, out)
+		}
+	}
+	if got := r.String("nothing secret here"); got != "nothing secret here" {
+		t.Errorf("clean text changed: %q", got)
+	}
+}
+
+func TestRedactorLongestSecretFirst(t *testing.T) {
+	r := events.NewRedactor()
+	r.Add("SHORT", "abcdefgh")
+	r.Add("LONG", "abcdefgh-and-more")
+	if got := r.String("x abcdefgh-and-more y abcdefgh z"); got != "x [redacted:LONG] y [redacted:SHORT] z" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestRedactorLoadRules(t *testing.T) {
+	r := events.NewRedactor()
+	r.Load(map[string]string{"CREW_AUDIT_KEY": "0123456789abcdef", "NICKNAME": "bobby1", "LEVEL": "info"},
+		[]string{"GITHUB_TOKEN=ghp_123456789", "db_password=hunter22", "PATH=/usr/local/bin:/usr/bin", "MY_KEY=short", "HOME=/home/owner"})
+	for in, want := range map[string]string{
+		"0123456789abcdef":        "[redacted:CREW_AUDIT_KEY]",
+		"bobby1":                  "[redacted:NICKNAME]", // an env file value ≥ 6
+		"info":                    "info",                // shorter: not used
+		"ghp_123456789":           "[redacted:GITHUB_TOKEN]",
+		"hunter22":                "[redacted:db_password]",
+		"/usr/local/bin:/usr/bin": "/usr/local/bin:/usr/bin", // not a secret name
+		"short":                   "short",                   // < 8
+		"/home/owner":             "/home/owner",
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRedactorJSONStaysValidAndLooksInsideNestedJSON(t *testing.T) {
+	r := events.NewRedactor()
+	r.Add("SOME_API_KEY", tricky)
+	r.Add("PIN_TOKEN", "12345678")
+	args, _ := json.Marshal(map[string]any{"command": "curl -H 'Authorization: " + tricky + "'"})
+	payload, _ := json.Marshal(map[string]any{
+		"text":      "key is " + tricky,
+		"arguments": string(args),
+		// A model may escape ordinary characters: the bytes never hold the
+		// secret, the decoded text does.
+		"escaped": json.RawMessage(`"\u0073k-test-\u003ca\"b c/d+e\u0026f>=1234567890"`),
+		"nested":  json.RawMessage(`{"` + "deep" + `":[1,2,{"k":"x ` + strings.ReplaceAll(tricky, `"`, `\"`) + `"}]}`),
+		"number":  json.RawMessage(`12345678`),
+		"keep":    json.RawMessage(`{"n":1.5,"b":true,"z":null,"s":"plain"}`),
+	})
+	out := r.JSON(payload)
+	if !json.Valid(out) {
+		t.Fatalf("redacted JSON is invalid: %s", out)
+	}
+	// Decode every level and look for the raw value.
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			if strings.Contains(v, "sk-test") || strings.Contains(v, "12345678") {
+				t.Errorf("secret left in %q", v)
+			}
+			var inner any
+			if json.Unmarshal([]byte(v), &inner) == nil {
+				walk(inner)
+			}
+		case map[string]any:
+			for k, x := range v {
+				walk(k)
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	var doc map[string]any
+	json.Unmarshal(out, &doc)
+	walk(doc)
+	if !bytes.Contains(out, []byte(`{"n":1.5,"b":true,"z":null,"s":"plain"}`)) {
+		t.Errorf("untouched parts changed: %s", out)
+	}
+	if doc["number"] != "[redacted:PIN_TOKEN]" {
+		t.Errorf("number = %v", doc["number"])
+	}
+	clean := []byte(`{"a": "b",  "c": [1, 2]}`)
+	if got := r.JSON(clean); &got[0] != &clean[0] {
+		t.Errorf("clean JSON was rewritten: %s", got)
+	}
+}
+
+// A secret split across streamed pieces at every position, and across
+// three pieces, is never shown; what is shown adds up to the redacted text.
+func TestStreamRedactorCatchesSplitSecret(t *testing.T) {
+	r := events.NewRedactor()
+	secret := "sk-test-streamed-secret-value-42"
+	r.Add("SOME_API_KEY", secret)
+	full := "Here it is: " + secret + " — done. Ünïcode ✓ " + base64.StdEncoding.EncodeToString([]byte(secret))
+	want := r.String(full)
+	for i := 0; i <= len(full); i++ {
+		for _, j := range []int{i, min(len(full), i+3), min(len(full), i+17)} {
+			s := r.Stream()
+			var shown []string
+			for _, piece := range []string{full[:i], full[i:j], full[j:]} {
+				shown = append(shown, s.Write(piece))
+			}
+			shown = append(shown, s.Flush())
+			got := strings.Join(shown, "")
+			if got != want {
+				t.Fatalf("split at %d,%d: shown %q, want %q", i, j, got, want)
+			}
+			for _, part := range shown {
+				if strings.Contains(part, "sk-test-stre") {
+					t.Fatalf("split at %d,%d: a piece shows the secret: %q", i, j, part)
+				}
+			}
+		}
+	}
+	// With no secret known nothing is held back.
+	if got := events.NewRedactor().Stream().Write("abc"); got != "abc" {
+		t.Errorf("unknown secrets: Write = %q", got)
+	}
+}
+
+// The log stores no secret: the raw JetStream block files hold the
+// redacted payload (and a control marker, so the scan can fail), and
+// Append returns the stored form.
+func TestAppendRedactsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	_, log := eventstest.Start(t, eventstest.WithStoreDir(dir))
+	secret := "sk-test-append-" + t.Name()
+	events.Secrets().Add("APPEND_TEST_KEY", secret)
+	args, _ := json.Marshal(map[string]string{"command": "echo " + secret})
+	stored, err := log.Append(t.Context(), events.Conv("red"), 0,
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "control-marker-visible " + secret}),
+		events.MustNew(&events.ModelCalled{RunID: "r1", Step: 1, Route: "fake:echo", ToolCalls: []events.ToolCallRequest{{ID: "c1", Name: "shell_run", Arguments: args}}}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range stored {
+		if bytes.Contains(env.Data, []byte(secret)) {
+			t.Errorf("Append returned the secret: %s", env.Data)
+		}
+	}
+	e, _ := stored[0].Decode()
+	if got := e.(*events.MessageReceived).Text; got != "control-marker-visible [redacted:APPEND_TEST_KEY]" {
+		t.Errorf("stored text = %q", got)
+	}
+	info, err := log.Stream().Info(t.Context())
+	if err != nil || info.Config.Compression != jetstream.NoCompression {
+		t.Fatalf("stream compression = %v (%v): the raw scan below needs plain blocks", info.Config.Compression, err)
+	}
+	var raw []byte
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			b, _ := os.ReadFile(p)
+			raw = append(raw, b...)
+		}
+		return nil
+	})
+	if !bytes.Contains(raw, []byte("control-marker-visible")) {
+		t.Fatal("control: the marker is not in the raw store files; the scan proves nothing")
+	}
+	if bytes.Contains(raw, []byte(secret)) || bytes.Contains(raw, []byte("sk-test-append")) {
+		t.Error("the secret is in the raw JetStream files")
+	}
+}

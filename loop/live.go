@@ -1,0 +1,72 @@
+package loop
+
+import (
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+)
+
+// liveStreams redacts one model call's deltas before they are published
+// (R-X-6): the text and each tool call's arguments are separate streams,
+// each holding back a tail that could be the start of a secret until the
+// next piece or flush, the end of the call.
+type liveStreams struct {
+	publish func(llm.Delta)
+	text    *events.Stream
+	tools   map[int]*liveTool
+	order   []int
+}
+
+type liveTool struct {
+	head  llm.Delta // index, id and name, as last seen
+	args  *events.Stream
+	shown bool
+}
+
+func newLiveStreams(publish func(llm.Delta)) *liveStreams {
+	return &liveStreams{publish: publish, text: events.Secrets().Stream(), tools: map[int]*liveTool{}}
+}
+
+func (l *liveStreams) send(d llm.Delta) {
+	if d.Text != "" {
+		if text := l.text.Write(d.Text); text != "" {
+			l.publish(llm.Delta{Text: text})
+		}
+	}
+	if d.ToolName == "" && d.ToolCallID == "" && d.ArgumentsDelta == "" {
+		return
+	}
+	tl := l.tools[d.ToolCallIndex]
+	if tl == nil {
+		tl = &liveTool{args: events.Secrets().Stream()}
+		l.tools[d.ToolCallIndex] = tl
+		l.order = append(l.order, d.ToolCallIndex)
+	}
+	tl.head.ToolCallIndex = d.ToolCallIndex
+	if d.ToolCallID != "" {
+		tl.head.ToolCallID = d.ToolCallID
+	}
+	if d.ToolName != "" {
+		tl.head.ToolName = d.ToolName
+	}
+	out := tl.head
+	out.ArgumentsDelta = tl.args.Write(d.ArgumentsDelta)
+	if out.ArgumentsDelta != "" || !tl.shown {
+		tl.shown = true
+		l.publish(out)
+	}
+}
+
+// flush publishes what was held back.
+func (l *liveStreams) flush() {
+	if text := l.text.Flush(); text != "" {
+		l.publish(llm.Delta{Text: text})
+	}
+	for _, i := range l.order {
+		tl := l.tools[i]
+		if rest := tl.args.Flush(); rest != "" {
+			out := tl.head
+			out.ArgumentsDelta = rest
+			l.publish(out)
+		}
+	}
+}
