@@ -149,18 +149,22 @@ const minBase64Core = 8
 // formsOf lists the texts a value is recognised by.
 func formsOf(v string) []string {
 	forms := []string{v}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	for _, html := range []bool{true, false} {
-		b.Reset()
-		enc.SetEscapeHTML(html)
-		if enc.Encode(v) == nil {
-			s := strings.TrimSuffix(b.String(), "\n")
-			forms = append(forms, s[1:len(s)-1])
-		}
-	}
 	for _, e := range []string{url.QueryEscape(v), url.PathEscape(v)} {
 		forms = append(forms, e, lowerHex(e))
+	}
+	// Each of these as it reads inside a JSON string (the path form keeps
+	// "&", which Go's encoder writes as \u0026).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, f := range forms[:len(forms):len(forms)] {
+		for _, html := range []bool{true, false} {
+			b.Reset()
+			enc.SetEscapeHTML(html)
+			if enc.Encode(f) == nil {
+				s := strings.TrimSuffix(b.String(), "\n")
+				forms = append(forms, s[1:len(s)-1])
+			}
+		}
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		forms = append(forms, enc.EncodeToString([]byte(v)))
