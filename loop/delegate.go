@@ -112,6 +112,7 @@ func (t *Turn) delegate(ctx context.Context, s snapshotOf, step int, c events.To
 		}
 	})
 	full, isErr := delegateAnswer(args.Agent, end)
+	full = Unframe(full) // the child's words are data here (R-SEC-1)
 	res := &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status, UnknownCostCalls: end.UnknownCostCalls}
 	if end.UnknownCostCalls == 0 || end.CostUSD > 0 {
 		cost := end.CostUSD

@@ -1,17 +1,47 @@
 package loop
 
-import "github.com/my-agent-crew/crew/events"
+import (
+	"regexp"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+)
 
 // Frame introduces the turn notes the model reads before a message: they
-// are the harness's words, not the owner's.
-const Frame = "[Your memory — inserted by the system before this message, not the user's words]"
+// are the harness's words, not the owner's. EndFrame closes them.
+const (
+	Frame    = "[Your memory — inserted by the system before this message, not the user's words]"
+	EndFrame = "[End of memory]"
+)
+
+// frameLike matches text that reads as one of the harness's frames: the
+// memory frame's opening and closing lines, "[Harness reminder]" and
+// "[The owner's PostToolUse hook says]", in any case, spacing or
+// invisible characters, with ASCII or full-width brackets.
+var frameLike = regexp.MustCompile(`(?i)[\[［][\s\p{Cf}]*(?:your[\s\p{Cf}]+memory|end[\s\p{Cf}]+of[\s\p{Cf}]+memory|harness[\s\p{Cf}]+reminder|the[\s\p{Cf}]+owner\S{0,2}s[\s\p{Cf}]+posttooluse)[^\]］\n]*[\]］]?`)
+
+// Unframe neutralises every frame-like text in s (a note, fact, summary,
+// owner's message or tool output) so that only the harness can open or
+// close a frame (R-SEC-1, R-CTX-2): "[End of memory]" becomes
+// "(quoted text: End of memory)". Text without one is returned as is.
+func Unframe(s string) string {
+	if !frameLike.MatchString(s) {
+		return s
+	}
+	return frameLike.ReplaceAllStringFunc(s, func(m string) string {
+		inner := strings.TrimRight(strings.TrimLeft(m, "[［"), "]］")
+		return "(quoted text: " + strings.TrimSpace(inner) + ")"
+	})
+}
 
 // Framed is what the model reads for a turn-opening message: the notes
-// inside the frame, then the message. With no notes it is message, byte
-// for byte.
+// inside the frame, then the message, each with its frame-like text
+// neutralised (Unframe), so the frame the harness writes is the only one.
+// With no notes it is Unframe(message).
 func Framed(notes *events.TurnNotes, message string) string {
+	message = Unframe(message)
 	if notes == nil || notes.Text == "" {
 		return message
 	}
-	return Frame + "\n" + notes.Text + "\n[End of memory]\n\n" + message
+	return Frame + "\n" + Unframe(notes.Text) + "\n" + EndFrame + "\n\n" + message
 }

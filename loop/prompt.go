@@ -62,7 +62,7 @@ func SystemPrompt(p Prompt) (string, error) {
 		}
 	}
 	if mem != "" {
-		sections = append(sections, "# Your memory (MEMORY.md)\n\n"+mem)
+		sections = append(sections, "# Your memory (MEMORY.md)\n\n"+Unframe(mem))
 	}
 	if p.Roster != "" {
 		sections = append(sections, "# The crew\n\n"+p.Roster)
@@ -130,7 +130,9 @@ func ownerSection(homeDir string) (string, error) {
 	if len(parts) == 0 {
 		return "", nil
 	}
-	return "# About the owner\n\n" + strings.Join(parts, "\n\n"), nil
+	// Facts are saved from conversations, web text included: none may
+	// read as a harness frame (R-SEC-1).
+	return "# About the owner\n\n" + Unframe(strings.Join(parts, "\n\n")), nil
 }
 
 // readText reads a file trimmed; a missing file is empty.

@@ -468,9 +468,10 @@ func (t *Turn) execute(ctx context.Context, runID string, step int, c events.Too
 		}
 		res = tools.Result{Output: "The harness failed to run this tool: " + err.Error(), IsError: true}
 	}
-	// Redacted before it is cut, so what the model is shown, the spill and
-	// the offsets into it agree (R-X-6).
-	full := events.Secrets().String(res.Output)
+	// Redacted (R-X-6) and unframed (R-SEC-1: a tool cannot write the
+	// hook's frame below) before it is cut, so what the model is shown,
+	// the spill and the offsets into it agree.
+	full := Unframe(events.Secrets().String(res.Output))
 	shown, truncated := full, false
 	if c.Name != "tool_output_read" { // it pages through a spill already
 		shown, truncated = tools.Truncate(full, t.agent.ToolOutputChars)
