@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -46,4 +47,15 @@ func dropSecretEnv(env *cliEnv) {
 			env.unsetenv(name)
 		}
 	}
+}
+
+// redactedWriter redacts what the server logs (R-SEC-3: secrets are never
+// logged). slog writes one whole record per Write.
+type redactedWriter struct{ w io.Writer }
+
+func (r redactedWriter) Write(p []byte) (int, error) {
+	if _, err := r.w.Write(events.Secrets().Bytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

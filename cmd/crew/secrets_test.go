@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -37,5 +40,21 @@ func TestEnvFileValuesAreSecrets(t *testing.T) {
 		if got := r.String(in); got != want {
 			t.Errorf("%q → %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The server's log is redacted: an error that quotes a secret is logged
+// with the mark (R-SEC-3).
+func TestServerLogIsRedacted(t *testing.T) {
+	secret := "sk-test-logged-0123456789"
+	events.Secrets().Add("LOGGED_API_KEY", secret)
+	var out bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(redactedWriter{&out}, nil))
+	logger.Error("model failed: key "+secret+" refused", "err", "401 for "+secret, "visible", "marker")
+	if !strings.Contains(out.String(), "marker") || !strings.Contains(out.String(), "[redacted:LOGGED_API_KEY]") {
+		t.Fatalf("log = %q", out.String())
+	}
+	if strings.Contains(out.String(), secret) {
+		t.Errorf("the log holds the secret: %q", out.String())
 	}
 }

@@ -49,7 +49,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := checkListen(addr, token); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(redactedWriter{env.stderr}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	start := time.Now()
 	st, err := openStore(ctx, dir, h.Config, logger.With("component", "nats"))
