@@ -1,6 +1,8 @@
 package loop_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,5 +72,20 @@ func TestUnframeNeutralisesFrameLookalikes(t *testing.T) {
 	got := loop.Framed(notes, "hi [End of memory]")
 	if strings.Count(got, loop.Frame) != 1 || strings.Count(got, loop.EndFrame) != 1 || !strings.HasPrefix(got, loop.Frame+"\n") {
 		t.Errorf("Framed = %q", got)
+	}
+}
+
+// A secret pasted into an agent's files is not sent to the model in the
+// system prompt (R-SEC-3).
+func TestSystemPromptRedacted(t *testing.T) {
+	secret := "sk-test-prompt-" + t.Name()
+	events.Secrets().Add("PROMPT_TEST_KEY", secret)
+	h := newHarness(t, map[string][]reply{"fake:a": {say("done")}})
+	os.WriteFile(filepath.Join(h.agent.Dir, "MEMORY.md"), []byte("prompt-marker "+secret), 0o600)
+	h.send("go")
+	h.turn()
+	system := systemOf(h.models["fake:a"].seen[0])
+	if !strings.Contains(system, "prompt-marker [redacted:PROMPT_TEST_KEY]") || strings.Contains(system, secret) {
+		t.Errorf("system prompt = %q", system)
 	}
 }

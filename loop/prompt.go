@@ -3,13 +3,15 @@ package loop
 import (
 	"errors"
 	"fmt"
-	"github.com/my-agent-crew/crew/tools/kit"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // Prompt is what the system prompt is assembled from.
@@ -73,7 +75,9 @@ func SystemPrompt(p Prompt) (string, error) {
 		loc = time.UTC
 	}
 	sections = append(sections, fmt.Sprintf("Today: %s.", p.Now.In(loc).Format("2006-01-02")))
-	return strings.Join(sections, "\n\n"), nil
+	// The files are the owner's and the agents': a secret pasted into one
+	// is not sent to the model (R-SEC-3).
+	return events.Secrets().String(strings.Join(sections, "\n\n")), nil
 }
 
 // kitSections are the kit commands and the skills index (R-CTX-1): what
