@@ -284,6 +284,20 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 		disk.Write(b)
 		return nil
 	})
+	// The memory tools wrote their files, redacted.
+	notes, _ := filepath.Glob(filepath.Join(home, "memory", "*.md"))
+	if len(notes) != 1 {
+		t.Fatalf("daily notes = %v, want today's", notes)
+	}
+	for _, f := range []struct{ path, marker string }{
+		{notes[0], "visible-marker-memory"},
+		{filepath.Join(home, "users", "owner", "facts", "keys.md"), "visible-marker-fact"},
+		{filepath.Join(home, "wiki", "keys.md"), "visible-marker-wiki"},
+	} {
+		if b, err := os.ReadFile(f.path); err != nil || !strings.Contains(string(b), f.marker+" [redacted:SOME_API_KEY]") {
+			t.Errorf("control: %s = %q, %v; want the marker and the redaction mark", f.path, b, err)
+		}
+	}
 	// The JetStream blocks are plain (the stream has no compression), so
 	// the marker stored next to the secret is readable in them.
 	if !strings.Contains(blocks.String(), "visible-marker-owner") || !strings.Contains(blocks.String(), "visible-marker-shell") {
