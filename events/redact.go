@@ -43,6 +43,10 @@ type secretSet struct {
 	forms  []secretForm // longest first
 	maxLen int
 	names  map[string]string // value → name
+	// windows maps every b64Window-long piece of a secret's base64 (at
+	// each alignment, both alphabets) to its mark, so base64 broken over
+	// lines (base64(1) wraps at 76) is caught piece by piece.
+	windows map[string]string
 }
 
 type secretForm struct{ text, mark string }
@@ -96,7 +100,7 @@ func (r *Redactor) Add(name, value string) {
 	if _, ok := old.names[value]; ok {
 		return
 	}
-	next := &secretSet{names: make(map[string]string, len(old.names)+1)}
+	next := &secretSet{names: make(map[string]string, len(old.names)+1), windows: map[string]string{}}
 	for v, n := range old.names {
 		next.names[v] = n
 	}
@@ -108,6 +112,13 @@ func (r *Redactor) Add(name, value string) {
 			if !have[f] {
 				have[f] = true
 				next.forms = append(next.forms, secretForm{text: f, mark: mark})
+			}
+		}
+		for _, core := range base64Cores(v) {
+			for i := 0; i+b64Window <= len(core); i++ {
+				if _, ok := next.windows[core[i:i+b64Window]]; !ok {
+					next.windows[core[i:i+b64Window]] = mark
+				}
 			}
 		}
 	}
@@ -169,19 +180,35 @@ func formsOf(v string) []string {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		forms = append(forms, enc.EncodeToString([]byte(v)))
 	}
-	// Inside a longer base64 text the secret starts at any byte of a
-	// 3-byte group: the characters that depend on its bytes alone are the
-	// encoding of its whole groups from the first group boundary on.
+	for _, core := range base64Cores(v) {
+		if len(core) >= minBase64Core {
+			forms = append(forms, core)
+		}
+	}
+	return forms
+}
+
+// base64Cores: inside a longer base64 text the secret starts at any byte
+// of a 3-byte group; the characters that depend on its bytes alone are the
+// encoding of its whole groups from the first group boundary on.
+func base64Cores(v string) []string {
+	var out []string
 	for skip := 0; skip < 3 && skip < len(v); skip++ {
 		rest := v[skip:]
 		rest = rest[:len(rest)/3*3]
 		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-			if core := enc.EncodeToString([]byte(rest)); len(core) >= minBase64Core {
-				forms = append(forms, core)
-			}
+			out = append(out, enc.EncodeToString([]byte(rest)))
 		}
 	}
-	return forms
+	return out
+}
+
+// b64Window is the shortest piece of a secret's base64 caught on its own:
+// 12 characters, 9 bytes of the secret.
+const b64Window = 12
+
+func isBase64Char(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
 }
 
 // lowerHex writes the %XX escapes of s in lower case, as some encoders do.
@@ -376,7 +403,41 @@ func (s *secretSet) spans(text string) []span {
 			off = end
 		}
 	}
+	if len(s.windows) > 0 {
+		out = s.windowSpans(text, out)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+// windowSpans adds the runs of base64 characters made of pieces of a
+// secret's base64, outside the spans already found.
+func (s *secretSet) windowSpans(text string, out []span) []span {
+	found := len(out)
+	for i := 0; i < len(text); {
+		if !isBase64Char(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isBase64Char(text[j]) {
+			j++
+		}
+		cur := -1 // the span the last hit went to
+		for k := i; k+b64Window <= j; k++ {
+			mark, ok := s.windows[text[k:k+b64Window]]
+			if !ok || overlaps(out[:found], k, k+b64Window) {
+				continue
+			}
+			if cur >= 0 && k <= out[cur].end {
+				out[cur].end = k + b64Window
+				continue
+			}
+			out = append(out, span{k, k + b64Window, mark})
+			cur = len(out) - 1
+		}
+		i = j
+	}
 	return out
 }
 

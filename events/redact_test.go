@@ -232,3 +232,32 @@ func TestAppendRedactsSecrets(t *testing.T) {
 		t.Error("the secret is in the raw JetStream files")
 	}
 }
+
+// base64(1) wraps at 76 columns: a long key's base64 is broken over lines
+// at any offset. Every piece of 12 or more characters is caught.
+func TestRedactorCatchesWrappedBase64(t *testing.T) {
+	key := "sk-or-v1-" + strings.Repeat("0123456789abcdef", 4)
+	r := events.NewRedactor()
+	r.Add("OPENROUTER_API_KEY", key)
+	for _, prefix := range []string{"", "a", "ab", "abc", "Authorization: Bearer "} {
+		for _, width := range []int{76, 64, 13} {
+			enc := base64.StdEncoding.EncodeToString([]byte(prefix + key + "\n"))
+			var lines []string
+			for i := 0; i < len(enc); i += width {
+				lines = append(lines, enc[i:min(len(enc), i+width)])
+			}
+			out := r.String(strings.Join(lines, "\n"))
+			// What is left of each line besides the marks: at most the
+			// characters mixed with the prefix or the newline, and a last
+			// piece shorter than 12.
+			left := 0
+			for _, l := range strings.Split(out, "\n") {
+				left += len(strings.ReplaceAll(l, "[redacted:OPENROUTER_API_KEY]", ""))
+			}
+			budget := len(base64.StdEncoding.EncodeToString([]byte(prefix))) + 4 + 2*len(lines) + 11
+			if !strings.Contains(out, "[redacted:OPENROUTER_API_KEY]") || left > budget {
+				t.Errorf("prefix %q width %d: %d characters left (budget %d):\n%s", prefix, width, left, budget, out)
+			}
+		}
+	}
+}

@@ -192,7 +192,10 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 	defer proxy.Close()
 
 	home := initHome(t)
-	if err := os.WriteFile(filepath.Join(home, "env"), []byte("SOME_API_KEY="+shellQuote(secret)+"\nTELEGRAM_BOT_TOKEN="+token+"\n"), 0o600); err != nil {
+	// A key as long as OpenRouter's: its base64 is broken over two lines
+	// by base64(1).
+	long := "sk-or-v1-" + core + core + core + core
+	if err := os.WriteFile(filepath.Join(home, "env"), []byte("SOME_API_KEY="+shellQuote(secret)+"\nLONG_API_KEY="+long+"\nTELEGRAM_BOT_TOKEN="+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	appendFile(t, filepath.Join(home, "config.yaml"), "telegram:\n  api_url: "+proxy.URL+"\n")
@@ -205,13 +208,15 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, "workspace"), 0o755)
 	planted := filepath.Join(home, "workspace", "secret.txt")
 	os.WriteFile(planted, []byte("visible-marker-cat "+secret+"\n"), 0o600)
+	plantedLong := filepath.Join(home, "workspace", "long.txt")
+	os.WriteFile(plantedLong, []byte(long), 0o600)
 
 	args := func(v map[string]any) string { b, _ := json.Marshal(v); return jsonText(string(b)) }
 	script := writeScript(t, `
 - delay: 1500ms
   tool_calls:
     - name: shell_run
-      arguments: `+args(map[string]any{"command": "cat secret.txt; echo 'visible-marker-shell " + secret + "'; printf %s '" + secret + "' | base64; echo '" + query + "'; seq 1 100"})+`
+      arguments: `+args(map[string]any{"command": "cat secret.txt; echo 'visible-marker-shell " + secret + "'; printf %s '" + secret + "' | base64; echo '" + query + "'; base64 long.txt; seq 1 100"})+`
 - tool_calls:
     - name: memory_save
       arguments: `+args(map[string]any{"text": "visible-marker-memory " + secret + " b64 " + b64 + " url " + query})+`
@@ -270,7 +275,7 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 	var disk, blocks bytes.Buffer
 	var spilled bool
 	filepath.Walk(home, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() || p == filepath.Join(home, "env") || p == planted {
+		if err != nil || fi.IsDir() || p == filepath.Join(home, "env") || p == planted || p == plantedLong {
 			return nil
 		}
 		if strings.Contains(p, string(filepath.Separator)+"spill"+string(filepath.Separator)) {
@@ -337,6 +342,13 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 				t.Errorf("%s holds the secret (%s form) %d times, e.g. …%s…", place, form, n, p.text[max(0, i-80):min(len(p.text), i+len(leak)+20)])
 			}
 		}
+		for _, piece := range base64Pieces(long, 16) {
+			if strings.Contains(p.text, piece) {
+				i := strings.Index(p.text, piece)
+				t.Errorf("%s holds a piece of the long key's base64: …%s…", place, p.text[max(0, i-40):min(len(p.text), i+56)])
+				break
+			}
+		}
 		if strings.Contains(p.text, core) {
 			i := strings.Index(p.text, core)
 			t.Errorf("%s holds the secret's random core: …%s…", place, p.text[max(0, i-80):min(len(p.text), i+80)])
@@ -345,6 +357,23 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 	if !strings.Contains(disk.String(), "[redacted:SOME_API_KEY]") {
 		t.Error("control: no redaction mark on disk")
 	}
+}
+
+// base64Pieces is every n-character piece of v's base64, at each of the
+// three byte alignments v can have inside a longer text, both alphabets.
+func base64Pieces(v string, n int) []string {
+	var out []string
+	for skip := range 3 {
+		mid := v[skip:]
+		mid = mid[:len(mid)/3*3]
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			e := enc.EncodeToString([]byte(mid))
+			for i := 0; i+n <= len(e); i++ {
+				out = append(out, e[i:i+n])
+			}
+		}
+	}
+	return out
 }
 
 // joinDeltas joins the text and the tool-call arguments of the "delta"
