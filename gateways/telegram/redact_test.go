@@ -30,6 +30,9 @@ func TestTelegramSendIsRedacted(t *testing.T) {
 	api := &botAPI{base: srv.URL + "/botT", hc: srv.Client(), token: "T"}
 	g := &Gateway{api: api, cfg: Config{PollEvery: 1}}
 	g.send(t.Context(), 1, "visible-text "+secret, nil)
+	// A long reply is split into messages: a secret across the split is
+	// caught too.
+	g.send(t.Context(), 1, strings.Repeat("a", MaxMessage-10)+secret+" long-end", nil)
 	if err := api.call(t.Context(), "sendPhoto", map[string]any{"chat_id": 1, "caption": "visible-caption " + secret}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,10 @@ func TestTelegramSendIsRedacted(t *testing.T) {
 	if !strings.Contains(all, "visible-text") || !strings.Contains(all, "visible-caption") {
 		t.Fatalf("control: the bodies lack the visible text: %s", all)
 	}
-	if strings.Contains(all, "sk-test-telegram") {
+	if !strings.Contains(all, "long-end") {
+		t.Fatalf("control: the long reply was not sent")
+	}
+	if strings.Contains(all, "sk-test-telegram") || strings.Contains(all, secret[10:]) {
 		t.Errorf("a body holds the secret: %s", all)
 	}
 	for _, b := range bodies {

@@ -220,7 +220,9 @@ func approvalKeyboard(id string) *inlineKeyboard {
 // send delivers text as plain-text messages of at most MaxMessage units;
 // the keyboard goes on the last one. Failures are logged: at-most-once.
 func (g *Gateway) send(ctx context.Context, chatID int64, text string, kb *inlineKeyboard) {
-	parts := Split(text, MaxMessage)
+	// Redacted whole, before it is split: a secret across a split is
+	// still caught (each request is redacted again in call).
+	parts := Split(events.Secrets().String(text), MaxMessage)
 	for i, part := range parts {
 		params := map[string]any{"chat_id": chatID, "text": part}
 		if kb != nil && i == len(parts)-1 {
