@@ -252,6 +252,10 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling an external process
 	}
 
+	// What the emulator stored, besides the raw bodies it was sent.
+	var history json.RawMessage
+	postEmulator(t, emu+"/getUpdatesHistory", map[string]any{"token": token}, &history)
+
 	export, errOut, code := crew(t, home, "export", id)
 	if code != 0 || !strings.Contains(export, "visible-marker-reply") {
 		t.Fatalf("crew export = %d %s", code, errOut)
@@ -322,6 +326,7 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 		// pieces are joined, as the page joins them.
 		"live deltas joined": {joinDeltas(sse.String()), []string{"visible-marker-reply", "visible-marker-shell", "visible-marker-memory"}},
 		"Telegram bodies":    {rec.String(), []string{"sendMessage", "visible-marker-telegram"}},
+		"Telegram emulator":  {string(history), []string{"visible-marker-telegram", "visible-marker-tg-owner"}},
 		"pages and API":      {pages.String(), []string{"visible-marker-reply", "visible-marker-cat"}},
 		"server output":      {s.stdout.String() + s.stderr.String(), []string{"crew is serving on"}},
 	}
