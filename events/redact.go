@@ -105,9 +105,21 @@ func (r *Redactor) Add(name, value string) {
 		next.names[v] = n
 	}
 	next.names[value] = markName(name)
+	// Longest value first, so a form two secrets share (a piece of their
+	// base64) is always named after the same one.
+	values := make([]string, 0, len(next.names))
+	for v := range next.names {
+		values = append(values, v)
+	}
+	sort.Slice(values, func(i, j int) bool {
+		if len(values[i]) != len(values[j]) {
+			return len(values[i]) > len(values[j])
+		}
+		return values[i] < values[j]
+	})
 	have := map[string]bool{}
-	for v, n := range next.names {
-		mark := "[redacted:" + n + "]"
+	for _, v := range values {
+		mark := "[redacted:" + next.names[v] + "]"
 		for _, f := range formsOf(v) {
 			if !have[f] {
 				have[f] = true
