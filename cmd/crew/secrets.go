@@ -17,6 +17,30 @@ func loadSecrets(env *cliEnv, h *home.Home) {
 		environ = env.environ()
 	}
 	events.Secrets().Load(envSecrets(h.Env), environ)
+	configSecrets(h)
+}
+
+// configSecrets adds what config.yaml may hold that is secret: auth_token
+// and the values of the MCP servers' headers (Authorization: Bearer …).
+func configSecrets(h *home.Home) {
+	if h.Config == nil {
+		return
+	}
+	if t := h.Config.AuthToken; len(t) >= events.MinEnvFileSecret {
+		events.Secrets().Add("auth_token", t)
+	}
+	for name, srv := range h.Config.MCPServers {
+		for header, v := range srv.Headers {
+			if len(v) < events.MinEnvFileSecret {
+				continue
+			}
+			events.Secrets().Add("mcp_"+name+"_"+header, v)
+			// "Bearer <token>": the token alone is the secret too.
+			if _, tok, ok := strings.Cut(v, " "); ok && len(tok) >= events.MinEnvFileSecret {
+				events.Secrets().Add("mcp_"+name+"_"+header, tok)
+			}
+		}
+	}
 }
 
 // envSettings are the <home>/env variables that hold addresses and routes,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
@@ -48,6 +49,10 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err := checkListen(addr, token); err != nil {
 		return err
+	}
+	// The token, however it was set or made, is never written down.
+	if token != "" {
+		events.Secrets().Add("CREW_AUTH_TOKEN", token)
 	}
 	logger := slog.New(slog.NewTextHandler(redactedWriter{env.stderr}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
