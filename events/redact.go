@@ -479,21 +479,21 @@ func replaceSpans(text string, spans []span) string {
 	return b.String()
 }
 
-// Stream redacts a text that arrives in pieces (a model's reply as it
+// StreamRedactor redacts a text that arrives in pieces (a model's reply as it
 // streams): a secret split across pieces is still caught, because the
 // tail that could be the start of one is held back until the next piece
 // or Flush. Not safe for concurrent use.
-type Stream struct {
+type StreamRedactor struct {
 	r    *Redactor
 	held string
 }
 
 // Stream starts a streamed text.
-func (r *Redactor) Stream() *Stream { return &Stream{r: r} }
+func (r *Redactor) Stream() *StreamRedactor { return &StreamRedactor{r: r} }
 
 // Write takes the next piece and returns what can be shown of the text so
 // far, redacted; the rest is held.
-func (s *Stream) Write(piece string) string {
+func (s *StreamRedactor) Write(piece string) string {
 	set := s.r.set.Load()
 	text := s.held + piece
 	if len(set.forms) == 0 {
@@ -526,7 +526,7 @@ func (s *Stream) Write(piece string) string {
 }
 
 // Flush returns the held tail, redacted, and ends the text.
-func (s *Stream) Flush() string {
+func (s *StreamRedactor) Flush() string {
 	out := s.r.String(s.held)
 	s.held = ""
 	return out

@@ -11,14 +11,14 @@ import (
 // next piece or flush, the end of the call.
 type liveStreams struct {
 	publish func(llm.Delta)
-	text    *events.Stream
+	text    *events.StreamRedactor
 	tools   map[int]*liveTool
 	order   []int
 }
 
 type liveTool struct {
 	head  llm.Delta // index, id and name, as last seen
-	args  *events.Stream
+	args  *events.StreamRedactor
 	shown bool
 }
 
