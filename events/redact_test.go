@@ -261,3 +261,48 @@ func TestRedactorCatchesWrappedBase64(t *testing.T) {
 		}
 	}
 }
+
+// Any valid JSON stays valid after redaction, and no decoded string
+// (nested JSON included) holds the secret.
+func FuzzRedactJSON(f *testing.F) {
+	r := events.NewRedactor()
+	secret := "sk-fuzz-<&>\"secret"
+	r.Add("FUZZ_KEY", secret)
+	for _, seed := range []string{`{"a":"sk-fuzz-<&>\"secret"}`, `["x",1,{"k":"{\"c\":\"sk-fuzz-\\u003c\\u0026\\u003e\\\"secret\"}"}]`, `"plain"`, `12345`, `{"sk-fuzz-<&>\"secret":null}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return
+		}
+		out := r.JSON(in)
+		if !json.Valid(out) {
+			t.Fatalf("redacted JSON is invalid:\nin  %s\nout %s", in, out)
+		}
+		var walk func(v any, depth int)
+		walk = func(v any, depth int) {
+			switch v := v.(type) {
+			case string:
+				if strings.Contains(v, secret) {
+					t.Fatalf("secret left in %q (from %s)", v, in)
+				}
+				var inner any
+				if depth < 3 && json.Unmarshal([]byte(v), &inner) == nil {
+					walk(inner, depth+1)
+				}
+			case map[string]any:
+				for k, x := range v {
+					walk(k, depth)
+					walk(x, depth)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x, depth)
+				}
+			}
+		}
+		var doc any
+		json.Unmarshal(out, &doc)
+		walk(doc, 0)
+	})
+}
