@@ -20,26 +20,10 @@ func loadSecrets(env *cliEnv, h *home.Home) {
 	configSecrets(h)
 }
 
-// configSecrets adds what config.yaml may hold that is secret: auth_token
-// and the values of the MCP servers' headers (Authorization: Bearer …).
+// configSecrets adds what config.yaml may hold that is secret: auth_token.
 func configSecrets(h *home.Home) {
-	if h.Config == nil {
-		return
-	}
-	if t := h.Config.AuthToken; len(t) >= events.MinEnvFileSecret {
-		events.Secrets().Add("auth_token", t)
-	}
-	for name, srv := range h.Config.MCPServers {
-		for header, v := range srv.Headers {
-			if len(v) < events.MinEnvFileSecret {
-				continue
-			}
-			events.Secrets().Add("mcp_"+name+"_"+header, v)
-			// "Bearer <token>": the token alone is the secret too.
-			if _, tok, ok := strings.Cut(v, " "); ok && len(tok) >= events.MinEnvFileSecret {
-				events.Secrets().Add("mcp_"+name+"_"+header, tok)
-			}
-		}
+	if h.Config != nil && len(h.Config.AuthToken) >= events.MinEnvFileSecret {
+		events.Secrets().Add("auth_token", h.Config.AuthToken)
 	}
 }
 
