@@ -1,0 +1,247 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// it. It returns nil reply (and nil error) when the failure was recorded and
+// the loop should go on (escalation) or stop (run finished failed).
+func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.ModelCalled, error) {
+	var roster string
+	if t.deps.Roster != nil {
+		roster = t.deps.Roster()
+	}
+	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
+		Now: t.deps.Clock(), Location: t.deps.Location})
+	if err != nil {
+		return nil, err
+	}
+	msgs := toLLM(system, s.messages)
+	routes := t.agent.Routes
+	if t.escalated {
+		routes = []string{t.agent.EscalationRoute}
+	}
+	if len(routes) == 0 {
+		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
+	}
+	opts := []llms.CallOption{}
+	if defs := t.toolDefs(s.child); len(defs) > 0 {
+		opts = append(opts, llms.WithTools(defs))
+	}
+	var lastErr error
+	shown := false
+	for i, route := range routes {
+		model, err := t.deps.Models(route)
+		if err == nil {
+			start := t.deps.Clock()
+			live := llm.WithDeltas(func(d llm.Delta) {
+				if d.Text != "" {
+					shown = true
+				}
+				if t.deps.Live != nil {
+					t.deps.Live(t.conv.ID(), s.openRun, d)
+				}
+			})
+			var resp *llms.ContentResponse
+			callOpts := append(append([]llms.CallOption{}, opts...), live)
+			if t.deps.Sleep != nil {
+				callOpts = append(callOpts, llm.WithSleep(t.deps.Sleep))
+			}
+			resp, err = llm.Call(ctx, model, msgs, callOpts...)
+			if err == nil {
+				mc := modelCalled(s.openRun, step, route, resp, t.deps.Clock().Sub(start))
+				uniqueCallIDs(mc.ToolCalls, s.messages, step)
+				if err := t.emit(ctx, mc); err != nil {
+					return nil, err
+				}
+				return mc, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		lastErr = err
+		if i+1 < len(routes) {
+			if err := t.emit(ctx, &events.RouteFallback{RunID: s.openRun, Step: step, From: route, To: routes[i+1], Error: oneLine(err)}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Route: routes[len(routes)-1], Model: modelOf(routes[len(routes)-1]), Error: oneLine(lastErr)}
+	if err := t.emit(ctx, failed); err != nil {
+		return nil, err
+	}
+	if !shown && t.canEscalate(s, step) {
+		t.escalated = true
+		return nil, t.emit(ctx, &events.Escalated{RunID: s.openRun, Step: step, Reason: "error", Route: t.agent.EscalationRoute, Error: oneLine(lastErr)})
+	}
+	return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", oneLine(lastErr))
+}
+
+// toolDefs declares the agent's tools to the model; a delegated child is
+// not offered delegate (one level deep).
+func (t *Turn) toolDefs(child bool) []llms.Tool {
+	var out []llms.Tool
+	if t.deps.Tools != nil {
+		for _, d := range t.deps.Tools.Defs(t.agent.Tools) {
+			out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
+		}
+	}
+	for _, d := range loopTools {
+		if contains(t.agent.Tools, d.Name) && !(child && d.Name == DelegateTool) {
+			out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
+		}
+	}
+	return out
+}
+
+// IsLoopTool reports whether name is answered by the loop itself.
+func IsLoopTool(name string) bool {
+	for _, d := range loopTools {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// loopTools are answered by the loop itself: they talk to the owner, not
+// to the world.
+var loopTools = []tools.Def{
+	{Name: "ask_user", Description: "Ask the owner a question and end this turn; their answer comes as their next message.",
+		Params: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`)},
+	{Name: "progress_note", Description: "Put one short line on the owner's timeline saying what you are doing.",
+		Params: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+	delegateDef,
+}
+
+func modelCalled(runID string, step int, route string, resp *llms.ContentResponse, latency time.Duration) *events.ModelCalled {
+	mc := &events.ModelCalled{RunID: runID, Step: step, Route: route, Model: modelOf(route), LatencyMS: latency.Milliseconds()}
+	if resp == nil || len(resp.Choices) == 0 {
+		return mc
+	}
+	ch := resp.Choices[0]
+	mc.Text = ch.Content
+	for _, tc := range ch.ToolCalls {
+		if tc.FunctionCall == nil {
+			continue
+		}
+		args := json.RawMessage(tc.FunctionCall.Arguments)
+		if !json.Valid(args) {
+			// Arguments the model wrote are recorded as what they are: a
+			// string the tool will refuse.
+			args, _ = json.Marshal(tc.FunctionCall.Arguments)
+		}
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		mc.ToolCalls = append(mc.ToolCalls, events.ToolCallRequest{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: args})
+	}
+	gi := ch.GenerationInfo
+	mc.InputTokens, mc.OutputTokens = intOf(gi["PromptTokens"]), intOf(gi["CompletionTokens"])
+	if c, ok := gi["CostUSD"].(float64); ok {
+		mc.CostUSD = &c
+	}
+	return mc
+}
+
+// uniqueCallIDs renames, before the reply is recorded, a tool call whose id
+// the conversation already used (some providers repeat ids across replies):
+// results, approvals, delegations and the runs view all key on the id. The
+// new id is derived from the step, so a replay of the recorded reply keeps it.
+func uniqueCallIDs(calls []events.ToolCallRequest, history []Message, step int) {
+	used := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.ToolCalls {
+			used[c.ID] = true
+		}
+	}
+	for i := range calls {
+		id := calls[i].ID
+		for n := 1; used[id] || id == ""; n++ {
+			id = fmt.Sprintf("%s-s%d-%d", calls[i].ID, step, n)
+		}
+		calls[i].ID = id
+		used[id] = true
+	}
+}
+
+func intOf(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+func modelOf(route string) string {
+	if r, err := llm.ParseRoute(route); err == nil {
+		return r.Model
+	}
+	return route
+}
+
+func oneLine(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 500 {
+		s = s[:500]
+	}
+	return s
+}
+
+// toLLM turns the history into the model's messages. Tool output is only
+// ever a tool-role message: data, never the owner's words (R-SEC-1).
+func toLLM(system string, msgs []Message) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(msgs)+1)
+	out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, system))
+	for _, m := range msgs {
+		switch m.Role {
+		case RoleUser:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Text))
+		case RoleAssistant:
+			mc := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+			if m.Text != "" {
+				mc.Parts = append(mc.Parts, llms.TextContent{Text: m.Text})
+			}
+			for _, c := range m.ToolCalls {
+				mc.Parts = append(mc.Parts, llms.ToolCall{ID: c.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}})
+			}
+			out = append(out, mc)
+		case RoleTool:
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: m.ToolCallID, Name: m.Tool, Content: m.Text},
+			}})
+		}
+	}
+	return out
+}
+
+var errNoRoutes = errors.New("the agent has no model routes: set routes in its agent.yaml (or MY_AGENT_ROUTES)")
+
+// orText is s, or d when s is empty.
+func orText(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
