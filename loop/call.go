@@ -11,11 +11,68 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 )
 
+// The tool-call pipeline. Every call of a reply — a registry tool, a loop
+// tool (ask_user, progress_note, delegate), and later script and MCP calls —
+// takes the same path, in this order:
+//
+//  1. lookup: a tool the agent does not have is refused;
+//  2. vet: a call that would be refused anyway (arguments that do not
+//     decode, a path outside the workspace) is refused before anyone is
+//     asked to approve it;
+//  3. gate: Gate's verdict, in R-GATE-4's fixed order; Ask records an
+//     approval and pauses the turn;
+//  4. run, through stages that wrap the tool like decorators (as crush's
+//     hooked_tool wraps every tool): hooked (PreToolUse, which can block,
+//     and PostToolUse) around recorded (tool_called) around cut (truncate
+//     and spill) around the tool itself;
+//  5. complete: tool_completed, recorded even when shutdown began while the
+//     tool ran.
+//
+// A call decided by an approval enters at 4. A call recorded as started and
+// never finished is closed as interrupted — never run twice — unless its
+// tool resumes (delegate waits for its child again).
+
+// toolCall is one call on its way through the pipeline; the stages fill in
+// what tool_completed records.
+type toolCall struct {
+	events.ToolCallRequest
+	runID string
+	step  int
+	tool  tools.Tool
+
+	res       tools.Result
+	outcome   string // why the harness answered instead of the tool
+	truncated bool
+	spill     string
+	delegate  *events.DelegateResult
+	start     time.Time
+}
+
+// stage runs a call that the gate let through, usually around a next stage.
+type stage func(ctx context.Context, c *toolCall) error
+
+// tool finds a tool by name in the registry, whether or not the agent may
+// use it.
+func (t *Turn) tool(name string) (tools.Tool, bool) {
+	if t.deps.Tools != nil {
+		if tool, ok := t.deps.Tools.Lookup(name); ok {
+			return tool, true
+		}
+	}
+	for _, tool := range Tools() {
+		if tool.Def().Name == name {
+			return tool, true
+		}
+	}
+	return nil, false
+}
+
+// lookup finds one of the agent's tools.
 func (t *Turn) lookup(name string) (tools.Tool, bool) {
-	if !contains(t.agent.Tools, name) || t.deps.Tools == nil {
+	if !contains(t.agent.Tools, name) {
 		return nil, false
 	}
-	return t.deps.Tools.Lookup(name)
+	return t.tool(name)
 }
 
 func (t *Turn) toolEnv() tools.Env {
@@ -39,60 +96,183 @@ func spillDir(root, conv string) string {
 	return root + "/" + conv
 }
 
-// execute records the call, runs the tool, cuts its output and records the
-// result. A crash between the two records leaves the call "calling": the
-// next pass closes it as interrupted, never re-runs it.
-func (t *Turn) execute(ctx context.Context, runID string, step int, c events.ToolCallRequest) error {
+func unknownTool(name string) string {
+	return fmt.Sprintf("Unknown tool %q: it is not one of your tools.", name)
+}
+
+// call takes a new call of the reply through the whole pipeline. paused:
+// the gate asked for an approval.
+func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest) (paused bool, err error) {
+	tc := &toolCall{ToolCallRequest: c, runID: s.openRun, step: s.step}
 	tool, ok := t.lookup(c.Name)
 	if !ok {
-		return t.result(ctx, runID, step, c, fmt.Sprintf("Unknown tool %q: it is not one of your tools.", c.Name), true, "blocked")
+		return false, t.result(ctx, s.openRun, s.step, c, unknownTool(c.Name), true, "blocked")
 	}
-	if reason, blocked, err := t.hook(ctx, runID, step, kit.PreToolUse, &c, map[string]any{"tool_input": rawArgs(c.Arguments)}); err != nil {
+	tc.tool = tool
+	if text, outcome, refused := t.vet(tool, c); refused {
+		return false, t.result(ctx, s.openRun, s.step, c, text, true, outcome)
+	}
+	verdict, reason := Gate(tool, t.toolEnv(), c.Arguments, s.auton || t.agent.Autonomous, s.auto)
+	if verdict == Ask {
+		ttl := t.agent.ApprovalTTL
+		if s.ttl > 0 {
+			ttl = time.Duration(s.ttl) * time.Second
+		}
+		return true, t.emit(ctx, &events.ApprovalRequested{
+			ApprovalID: t.deps.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Tool: c.Name,
+			Arguments: c.Arguments, Reason: reason, ExpiresAt: t.deps.Clock().Add(ttl).UTC(),
+		})
+	}
+	return false, t.run(ctx, tc)
+}
+
+// vet says why a call would be refused anyway, before the gate.
+func (t *Turn) vet(tool tools.Tool, c events.ToolCallRequest) (text, outcome string, refused bool) {
+	if lt, ok := tool.(turnTool); ok {
+		return lt.vet(t, c)
+	}
+	return "", "", false
+}
+
+// approved runs a call whose approval was given.
+func (t *Turn) approved(ctx context.Context, runID string, step int, c events.ToolCallRequest) error {
+	tool, ok := t.lookup(c.Name)
+	if !ok {
+		return t.result(ctx, runID, step, c, unknownTool(c.Name), true, "blocked")
+	}
+	return t.run(ctx, &toolCall{ToolCallRequest: c, runID: runID, step: step, tool: tool})
+}
+
+// run takes a call the gate let through to its recorded result. A loop tool
+// that only talks to the owner is answered at once: no tool_called (nothing
+// ran that a crash could cut) and no hooks (nothing a guard could stop).
+func (t *Turn) run(ctx context.Context, c *toolCall) error {
+	var chain stage
+	if traitsOf(c.tool).instant {
+		chain = t.invoke
+	} else {
+		chain = t.hooked(t.recorded(t.cut(t.invoke)))
+	}
+	if err := chain(ctx, c); err != nil {
 		return err
-	} else if blocked {
-		return t.result(ctx, runID, step, c, "Blocked by the owner's PreToolUse hook, so it was not run and nothing changed: "+reason, true, "blocked")
 	}
-	if err := t.emit(ctx, &events.ToolCalled{RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
+	return t.complete(ctx, c)
+}
+
+// resume carries on a call recorded as started whose tool resumes.
+func (t *Turn) resume(ctx context.Context, c *toolCall) error {
+	c.start = t.deps.Clock()
+	if err := t.cut(t.invoke)(ctx, c); err != nil {
 		return err
 	}
-	start := t.deps.Clock()
-	res, err := tool.Run(ctx, t.toolEnv(), c.Arguments)
+	return t.complete(ctx, c)
+}
+
+// hooked runs the owner's PreToolUse hooks before the call — one that
+// blocks becomes the result, and nothing runs — and PostToolUse after it,
+// whose feedback is added to the result (R-LOOP-8).
+func (t *Turn) hooked(next stage) stage {
+	return func(ctx context.Context, c *toolCall) error {
+		reason, blocked, err := t.hook(ctx, c.runID, c.step, kit.PreToolUse, &c.ToolCallRequest, map[string]any{"tool_input": rawArgs(c.Arguments)})
+		if err != nil {
+			return err
+		}
+		if blocked {
+			c.res = tools.Result{Output: "Blocked by the owner's PreToolUse hook, so it was not run and nothing changed: " + reason, IsError: true}
+			c.outcome = "blocked"
+			return nil
+		}
+		if err := next(ctx, c); err != nil {
+			return err
+		}
+		// PostToolUse hooks run under their own timeouts; a shutdown cuts
+		// them, never the result.
+		if feedback, _, err := t.hook(ctx, c.runID, c.step, kit.PostToolUse, &c.ToolCallRequest, map[string]any{
+			"tool_input": rawArgs(c.Arguments), "tool_response": map[string]any{"output": c.res.Output, "is_error": c.res.IsError}}); err == nil && feedback != "" {
+			c.res.Output += "\n\n[The owner's PostToolUse hook says]\n" + strings.TrimSpace(feedback)
+		}
+		return nil
+	}
+}
+
+// recorded records the call as started before it runs. A crash between
+// this record and the result leaves the call "calling": the next pass
+// closes it as interrupted, never re-runs it.
+func (t *Turn) recorded(next stage) stage {
+	return func(ctx context.Context, c *toolCall) error {
+		if err := t.emit(ctx, &events.ToolCalled{RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
+			return err
+		}
+		c.start = t.deps.Clock()
+		return next(ctx, c)
+	}
+}
+
+// cut keeps the model's view of the output to tool_output_chars and spills
+// the full text, readable again with tool_output_read.
+func (t *Turn) cut(next stage) stage {
+	return func(ctx context.Context, c *toolCall) error {
+		if err := next(ctx, c); err != nil {
+			return err
+		}
+		if c.tool.Def().Uncut || c.outcome != "" {
+			return nil
+		}
+		full := c.res.Output
+		shown, truncated := tools.Truncate(full, t.agent.ToolOutputChars)
+		if truncated {
+			spill, err := tools.Spill(t.toolEnv(), c.ID, full)
+			if err != nil {
+				shown += "\n(The full output could not be kept: " + err.Error() + ")"
+				spill = ""
+			}
+			c.spill = spill
+		}
+		c.res.Output, c.truncated = shown, truncated
+		return nil
+	}
+}
+
+// invoke runs the tool itself. A Go error from a registry tool means the
+// harness failed to run it: the model is told so, unless the turn is
+// stopping (then the call stays open and the next start closes it).
+func (t *Turn) invoke(ctx context.Context, c *toolCall) error {
+	if lt, ok := c.tool.(turnTool); ok {
+		res, err := lt.answer(ctx, t, c)
+		if err != nil {
+			return err
+		}
+		c.res = res
+		return nil
+	}
+	res, err := c.tool.Run(ctx, t.toolEnv(), c.Arguments)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err() // stopping: the next start closes the call as interrupted
+			return ctx.Err()
 		}
 		res = tools.Result{Output: "The harness failed to run this tool: " + err.Error(), IsError: true}
 	}
-	full := res.Output
-	shown, truncated := full, false
-	if c.Name != "tool_output_read" { // it pages through a spill already
-		shown, truncated = tools.Truncate(full, t.agent.ToolOutputChars)
+	c.res = res
+	return nil
+}
+
+// complete records the call's result. The tool ran: its result is recorded
+// even if shutdown began meanwhile, or the next start would have to call it
+// interrupted.
+func (t *Turn) complete(ctx context.Context, c *toolCall) error {
+	var ms int64
+	if !c.start.IsZero() {
+		ms = t.deps.Clock().Sub(c.start).Milliseconds()
 	}
-	var spill string
-	if truncated {
-		if spill, err = tools.Spill(t.toolEnv(), c.ID, full); err != nil {
-			shown += "\n(The full output could not be kept: " + err.Error() + ")"
-			spill = ""
-		}
-	}
-	// PostToolUse hooks run under their own timeouts; a shutdown cuts
-	// them, never the result below.
-	if feedback, _, err := t.hook(ctx, runID, step, kit.PostToolUse, &c, map[string]any{
-		"tool_input": rawArgs(c.Arguments), "tool_response": map[string]any{"output": shown, "is_error": res.IsError}}); err == nil && feedback != "" {
-		shown += "\n\n[The owner's PostToolUse hook says]\n" + strings.TrimSpace(feedback)
-	}
-	// The tool ran: its result is recorded even if shutdown began
-	// meanwhile, or the next start would have to call it interrupted.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return t.emit(rctx, &events.ToolCompleted{
-		RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: res.IsError,
-		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(),
+		RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Output: c.res.Output, IsError: c.res.IsError,
+		Truncated: c.truncated, SpillPath: c.spill, DurationMS: ms, Outcome: c.outcome, Delegate: c.delegate,
 	})
 }
 
+// result records a result the harness gives instead of running the call.
 func (t *Turn) result(ctx context.Context, runID string, step int, c events.ToolCallRequest, text string, isErr bool, outcome string) error {
 	return t.emit(ctx, &events.ToolCompleted{RunID: runID, Step: step, CallID: c.ID, Tool: c.Name, Output: text, IsError: isErr, Outcome: outcome})
 }
-
-// callModel makes the step's model call over the route chain and records

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -27,15 +28,93 @@ const MaxDelegations = 8
 // its brief.
 const DelegateChannel = "delegate"
 
-var delegateDef = tools.Def{
-	Name: DelegateTool,
-	Description: "Hand a task to another agent of the crew and wait for its answer. It works alone, with its own instructions, tools and workspace, " +
-		"and sees only `task` — never this conversation — so put everything it needs in the task: the question, the facts and numbers, the constraints, " +
-		"the form of the answer you want. Its answer comes back as this call's result.",
-	Params: json.RawMessage(`{"type":"object","properties":{` +
-		`"agent":{"type":"string","description":"id of the agent, as the crew list names it"},` +
-		`"task":{"type":"string","description":"the complete brief: the agent knows nothing else"}},` +
-		`"required":["agent","task"]}`),
+//go:embed delegate.md
+var delegateDescription string
+
+// delegateTool runs a child turn on another agent (R-DEL).
+type delegateTool struct{}
+
+func (delegateTool) Def() tools.Def {
+	return tools.Def{Name: DelegateTool, Description: strings.TrimSpace(delegateDescription), Default: true,
+		Params: json.RawMessage(`{"type":"object","properties":{` +
+			`"agent":{"type":"string","description":"id of the agent, as the crew list names it"},` +
+			`"task":{"type":"string","description":"the complete brief: the agent knows nothing else"}},` +
+			`"required":["agent","task"]}`)}
+}
+
+// Run refuses: a delegation needs the turn that waits for it.
+func (delegateTool) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Failf("delegate runs only within a turn of the loop; nothing was delegated"), nil
+}
+
+func (delegateTool) traits() traits { return traits{resumes: true} }
+
+const delegateUsage = `Not run: delegate needs {"agent": "<agent id>", "task": "<the complete brief>"}, both non-empty.`
+
+func delegateArgsOf(raw json.RawMessage) (delegateArgs, bool) {
+	var args delegateArgs
+	if err := json.Unmarshal(raw, &args); err != nil || strings.TrimSpace(args.Agent) == "" || strings.TrimSpace(args.Task) == "" {
+		return args, false
+	}
+	args.Agent = strings.TrimSpace(args.Agent)
+	return args, true
+}
+
+// vet refuses a delegation that may not run: bad arguments, a delegate not
+// allowed or unknown, one level deep, no delegations or budget left.
+func (delegateTool) vet(t *Turn, c events.ToolCallRequest) (text, outcome string, refused bool) {
+	args, ok := delegateArgsOf(c.Arguments)
+	if !ok {
+		return delegateUsage, "", true
+	}
+	var why string
+	t.conv.View(func(st *State) { why = t.refuseDelegation(st, args.Agent) })
+	return why, "blocked", why != ""
+}
+
+// answer opens the child conversation (unless a call resumed after a
+// restart opened it already), has the worker run it and waits for its run
+// to end; the child's answer is the call's result. Stopping the server
+// leaves the call open, and the next start resumes the wait: the child
+// carries on where it was, nothing runs twice.
+func (delegateTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result, error) {
+	args, ok := delegateArgsOf(c.Arguments)
+	if !ok {
+		return tools.Result{Output: delegateUsage, IsError: true}, nil
+	}
+	if t.deps.Convs == nil || t.deps.Kick == nil {
+		// Recorded before, not runnable here: say so rather than hang.
+		c.outcome = "blocked"
+		return tools.Result{Output: "The harness cannot run delegated agents here; the task was not done.", IsError: true}, nil
+	}
+	child, err := t.openChild(ctx, c.runID, c.ID, args)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	t.deps.Kick(child.ID())
+	// The child runs on its own pass; an approval it waits for only makes
+	// this wait longer.
+	if err := child.Wait(ctx, func(st *State) bool { return st.DelegateEnd != nil || st.Closed }); err != nil {
+		return tools.Result{}, err
+	}
+	var end RunEnd
+	var runID string
+	child.View(func(st *State) {
+		runID = st.DelegateRun
+		if st.DelegateEnd != nil {
+			end = *st.DelegateEnd
+		} else {
+			end = RunEnd{Status: events.RunFailed, Error: "its conversation was closed before it answered",
+				CostUSD: st.CostUSD, UnknownCostCalls: st.UnknownCostCalls}
+		}
+	})
+	full, isErr := delegateAnswer(args.Agent, end)
+	c.delegate = &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status, UnknownCostCalls: end.UnknownCostCalls}
+	if end.UnknownCostCalls == 0 || end.CostUSD > 0 {
+		cost := end.CostUSD
+		c.delegate.CostUSD = &cost
+	}
+	return tools.Result{Output: full, IsError: isErr}, nil
 }
 
 // ChildID is the conversation a delegate call opens. It is derived from the
@@ -54,107 +133,8 @@ type delegateArgs struct {
 	Task  string `json:"task"`
 }
 
-// delegate settles one delegate call: it refuses it, or records it, opens
-// the child conversation, has the worker run it and waits for the child's
-// run to end; the child's answer is the call's result. A call recorded
-// before a restart is resumed, never closed as interrupted: the child
-// carries on where it was, or is opened now if the crash came first.
-func (t *Turn) delegate(ctx context.Context, s snapshotOf, step int, c events.ToolCallRequest) error {
-	var args delegateArgs
-	if err := json.Unmarshal(c.Arguments, &args); err != nil || strings.TrimSpace(args.Agent) == "" || strings.TrimSpace(args.Task) == "" {
-		return t.result(ctx, s.openRun, step, c, `Not run: delegate needs {"agent": "<agent id>", "task": "<the complete brief>"}, both non-empty.`, true, "")
-	}
-	args.Agent = strings.TrimSpace(args.Agent)
-	if t.deps.Delegated != nil {
-		return t.replayDelegate(ctx, s, step, c)
-	}
-	if !s.calling[c.ID] {
-		var why string
-		t.conv.View(func(st *State) { why = t.refuseDelegation(st, args.Agent) })
-		if why != "" {
-			return t.result(ctx, s.openRun, step, c, why, true, "blocked")
-		}
-		// The owner's PreToolUse hooks guard a delegation like any call.
-		if reason, blocked, err := t.hook(ctx, s.openRun, step, kit.PreToolUse, &c, map[string]any{"tool_input": rawArgs(c.Arguments)}); err != nil {
-			return err
-		} else if blocked {
-			return t.result(ctx, s.openRun, step, c, "Blocked by the owner's PreToolUse hook, so it was not run and nothing changed: "+reason, true, "blocked")
-		}
-		if err := t.emit(ctx, &events.ToolCalled{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
-			return err
-		}
-	}
-	if t.deps.Convs == nil || t.deps.Kick == nil {
-		// Recorded before, not runnable here: say so rather than hang.
-		return t.result(ctx, s.openRun, step, c, "The harness cannot run delegated agents here; the task was not done.", true, "blocked")
-	}
-	start := t.deps.Clock()
-	child, err := t.openChild(ctx, s.openRun, c.ID, args)
-	if err != nil {
-		return err
-	}
-	t.deps.Kick(child.ID())
-	// The child runs on its own pass; an approval it waits for only makes
-	// this wait longer. Stopping the server leaves the call open, and the
-	// next start resumes the wait.
-	if err := child.Wait(ctx, func(st *State) bool { return st.DelegateEnd != nil || st.Closed }); err != nil {
-		return err
-	}
-	var end RunEnd
-	var runID string
-	child.View(func(st *State) {
-		runID = st.DelegateRun
-		if st.DelegateEnd != nil {
-			end = *st.DelegateEnd
-		} else {
-			end = RunEnd{Status: events.RunFailed, Error: "its conversation was closed before it answered",
-				CostUSD: st.CostUSD, UnknownCostCalls: st.UnknownCostCalls}
-		}
-	})
-	full, isErr := delegateAnswer(args.Agent, end)
-	full = Unframe(full) // the child's words are data here (R-SEC-1)
-	res := &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status, UnknownCostCalls: end.UnknownCostCalls}
-	if end.UnknownCostCalls == 0 || end.CostUSD > 0 {
-		cost := end.CostUSD
-		res.CostUSD = &cost
-	}
-	shown, truncated := tools.Truncate(full, t.agent.ToolOutputChars)
-	var spill string
-	if truncated {
-		if spill, err = tools.Spill(t.toolEnv(), c.ID, full); err != nil {
-			shown += "\n(The full output could not be kept: " + err.Error() + ")"
-			spill = ""
-		}
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return t.emit(rctx, &events.ToolCompleted{
-		RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: shown, IsError: isErr,
-		Truncated: truncated, SpillPath: spill, DurationMS: t.deps.Clock().Sub(start).Milliseconds(), Delegate: res,
-	})
-}
-
-// replayDelegate answers a delegate call as recorded: refused, or called
-// and answered by its child; no child runs again.
-func (t *Turn) replayDelegate(ctx context.Context, s snapshotOf, step int, c events.ToolCallRequest) error {
-	rec, ok := t.deps.Delegated(c.ID)
-	if !ok {
-		return t.result(ctx, s.openRun, step, c, "The harness has no recorded result for this delegate call.", true, "blocked")
-	}
-	if rec.Delegate != nil && !s.calling[c.ID] {
-		if err := t.emit(ctx, &events.ToolCalled{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
-			return err
-		}
-	}
-	return t.emit(ctx, &events.ToolCompleted{RunID: s.openRun, Step: step, CallID: c.ID, Tool: c.Name, Output: rec.Output, IsError: rec.IsError,
-		Truncated: rec.Truncated, SpillPath: rec.SpillPath, DurationMS: rec.DurationMS, Outcome: rec.Outcome, Delegate: rec.Delegate})
-}
-
 // refuseDelegation says why a new delegate call may not run, or "".
 func (t *Turn) refuseDelegation(st *State, agentID string) string {
-	if !contains(t.agent.Tools, DelegateTool) {
-		return fmt.Sprintf("Unknown tool %q: it is not one of your tools.", DelegateTool)
-	}
 	if t.deps.Convs == nil || t.deps.Agents == nil || t.deps.Kick == nil {
 		return "Not run: delegation is not available here. Do the task yourself."
 	}

@@ -15,7 +15,8 @@ import (
 // PreToolUse right before a call runs (after its approval; exit code 2
 // blocks it and stderr becomes the tool result), PostToolUse after it ran
 // (exit code 2 adds stderr to the result the model reads), Stop when the
-// run ends. Every hook that ran is a hook_ran event. A hooks.json that does
+// run ends. The tool hooks are a decorator around every call (hooked, in
+// call.go); the turn never calls them itself. Every hook that ran is a hook_ran event. A hooks.json that does
 // not load blocks what a hook could block — the owner's guard must not
 // silently go missing — and the error says which file and where.
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,37 +93,22 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 // not offered delegate (one level deep).
 func (t *Turn) toolDefs(child bool) []llms.Tool {
 	var out []llms.Tool
+	var defs []tools.Def
 	if t.deps.Tools != nil {
-		for _, d := range t.deps.Tools.Defs(t.agent.Tools) {
-			out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
+		defs = t.deps.Tools.Defs(t.agent.Tools)
+	}
+	for _, lt := range Tools() {
+		if d := lt.Def(); contains(t.agent.Tools, d.Name) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == d.Name }) {
+			defs = append(defs, d)
 		}
 	}
-	for _, d := range loopTools {
-		if contains(t.agent.Tools, d.Name) && !(child && d.Name == DelegateTool) {
-			out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
+	for _, d := range defs {
+		if child && d.Name == DelegateTool {
+			continue
 		}
+		out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
 	}
 	return out
-}
-
-// IsLoopTool reports whether name is answered by the loop itself.
-func IsLoopTool(name string) bool {
-	for _, d := range loopTools {
-		if d.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// loopTools are answered by the loop itself: they talk to the owner, not
-// to the world.
-var loopTools = []tools.Def{
-	{Name: "ask_user", Description: "Ask the owner a question and end this turn; their answer comes as their next message.",
-		Params: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`)},
-	{Name: "progress_note", Description: "Put one short line on the owner's timeline saying what you are doing.",
-		Params: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
-	delegateDef,
 }
 
 func modelCalled(runID string, step int, route string, resp *llms.ContentResponse, latency time.Duration) *events.ModelCalled {

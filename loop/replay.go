@@ -160,10 +160,19 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 	})
 	// The recorded inputs that came before the run's first event.
 	feed(0)
+	// Tools answer as recorded; a delegate call is answered as recorded
+	// too, and its child is a run of its own, replayed on its own.
 	replayTools := make([]tools.Tool, 0)
+	seen := map[string]bool{}
 	for _, name := range registry.Names() {
 		t, _ := registry.Lookup(name)
-		replayTools = append(replayTools, &recordedTool{Tool: t, results: results[name]})
+		seen[name] = true
+		replayTools = append(replayTools, replayed(t, results[name], delegated))
+	}
+	for _, t := range Tools() {
+		if !seen[t.Def().Name] {
+			replayTools = append(replayTools, replayed(t, nil, delegated))
+		}
 	}
 	reg, err := tools.New(replayTools...)
 	if err != nil {
@@ -192,9 +201,6 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		},
 		Location: loc,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
-		// A delegate call is answered as recorded; its child is a run of
-		// its own, replayed on its own.
-		Delegated: func(callID string) (*events.ToolCompleted, bool) { e, ok := delegated[callID]; return e, ok },
 	}
 	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut
 	// The routes are the run's, not today's config: the question is whether
@@ -308,6 +314,52 @@ type recordedError string
 
 func (e recordedError) Error() string { return string(e) }
 func (e recordedError) Unwrap() error { return llm.ErrUnavailable }
+
+// replayed is the tool a replay uses in t's place: the loop's tools that
+// only talk to the owner as they are, delegate and every other tool
+// answering as recorded.
+func replayed(t tools.Tool, results []*events.ToolCompleted, delegated map[string]*events.ToolCompleted) tools.Tool {
+	switch t.(type) {
+	case delegateTool:
+		return recordedDelegate{recorded: delegated}
+	case turnTool:
+		return t
+	}
+	return &recordedTool{Tool: t, results: results}
+}
+
+// recordedDelegate answers delegate calls as recorded: refused, or called
+// and answered by its child; no child runs again.
+type recordedDelegate struct {
+	delegateTool
+	recorded map[string]*events.ToolCompleted
+}
+
+const noRecordedDelegate = "The harness has no recorded result for this delegate call."
+
+func (r recordedDelegate) vet(_ *Turn, c events.ToolCallRequest) (text, outcome string, refused bool) {
+	if _, ok := delegateArgsOf(c.Arguments); !ok {
+		return delegateUsage, "", true
+	}
+	rec, ok := r.recorded[c.ID]
+	switch {
+	case !ok:
+		return noRecordedDelegate, "blocked", true
+	case rec.Delegate == nil: // refused when it was recorded
+		return rec.Output, rec.Outcome, true
+	}
+	return "", "", false
+}
+
+func (r recordedDelegate) answer(_ context.Context, _ *Turn, c *toolCall) (tools.Result, error) {
+	rec, ok := r.recorded[c.ID]
+	if !ok {
+		c.outcome = "blocked"
+		return tools.Result{Output: noRecordedDelegate, IsError: true}, nil
+	}
+	c.delegate, c.outcome = rec.Delegate, rec.Outcome
+	return tools.Result{Output: rec.Output, IsError: rec.IsError}, nil
+}
 
 // recordedTool keeps a real tool's description and gate behaviour but
 // answers with the recorded result: nothing is executed.

@@ -66,9 +66,6 @@ type Deps struct {
 	Convs  *Convs
 	Agents func(id string) (Agent, bool)
 	Kick   func(conversation string)
-	// Delegated, when set, answers delegate calls from a recording instead
-	// of running a child (crew replay).
-	Delegated func(callID string) (*events.ToolCompleted, bool)
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

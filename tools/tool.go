@@ -6,11 +6,19 @@ import (
 	"time"
 )
 
-// Def is what the model is told about a tool.
+// Def declares a tool: what the model is told about it, and how the
+// harness treats it.
 type Def struct {
 	Name        string
 	Description string
 	Params      json.RawMessage // a JSON Schema object
+	// Default: an agent whose agent.yaml lists no tools gets this one. A
+	// tool that reaches further than the agent's own folders (a browser,
+	// the desktop) leaves it false, so only agents that name it get it.
+	Default bool
+	// Uncut: the tool pages through its own output (tool_output_read), so
+	// the loop never cuts it to tool_output_chars.
+	Uncut bool
 }
 
 // Call is one tool call the model made.

@@ -1,0 +1,55 @@
+package loop
+
+import (
+	"context"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// Tools are the loop's own tools — ask_user, progress_note, delegate — for
+// the registry: they are declared and offered like any other tool and go
+// through the same pipeline, but the turn answers them itself.
+func Tools() []tools.Tool {
+	return []tools.Tool{askUser{}, progressNote{}, delegateTool{}}
+}
+
+// turnTool is a tool the turn answers itself: it talks to the owner or to
+// the crew, not to the world, so it sees the turn, not only the tool env.
+type turnTool interface {
+	tools.Tool
+	traits() traits
+	// vet says why a new call would be refused, before the gate.
+	vet(t *Turn, c events.ToolCallRequest) (text, outcome string, refused bool)
+	// answer produces the call's result within the turn; an error means
+	// the harness failed (the call stays open).
+	answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result, error)
+}
+
+// traits are how the pipeline treats a loop tool.
+type traits struct {
+	// instant: answered at once, with no tool_called and no hooks.
+	instant bool
+	// endsTurn: the run ends once the reply's calls are settled.
+	endsTurn bool
+	// resumes: a call cut by a restart is resumed, not closed as
+	// interrupted.
+	resumes bool
+}
+
+func traitsOf(tool tools.Tool) traits {
+	if lt, ok := tool.(turnTool); ok {
+		return lt.traits()
+	}
+	return traits{}
+}
+
+// IsLoopTool reports whether name is one of the loop's own tools.
+func IsLoopTool(name string) bool {
+	for _, t := range Tools() {
+		if t.Def().Name == name {
+			return true
+		}
+	}
+	return false
+}
