@@ -54,17 +54,10 @@ type stage func(ctx context.Context, c *toolCall) error
 // tool finds a tool by name in the registry, whether or not the agent may
 // use it.
 func (t *Turn) tool(name string) (tools.Tool, bool) {
-	if t.deps.Tools != nil {
-		if tool, ok := t.deps.Tools.Lookup(name); ok {
-			return tool, true
-		}
+	if t.deps.Tools == nil {
+		return nil, false
 	}
-	for _, tool := range Tools() {
-		if tool.Def().Name == name {
-			return tool, true
-		}
-	}
-	return nil, false
+	return t.deps.Tools.Lookup(name)
 }
 
 // lookup finds one of the agent's tools.

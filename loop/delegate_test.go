@@ -40,7 +40,7 @@ type crew struct {
 func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
 	t.Helper()
 	_, log := eventstest.Start(t)
-	reg, err := tools.New(ts...)
+	reg, err := tools.New(append(loop.Tools(), ts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

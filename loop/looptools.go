@@ -43,13 +43,3 @@ func traitsOf(tool tools.Tool) traits {
 	}
 	return traits{}
 }
-
-// IsLoopTool reports whether name is one of the loop's own tools.
-func IsLoopTool(name string) bool {
-	for _, t := range Tools() {
-		if t.Def().Name == name {
-			return true
-		}
-	}
-	return false
-}

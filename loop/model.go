@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -92,17 +90,11 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 // toolDefs declares the agent's tools to the model; a delegated child is
 // not offered delegate (one level deep).
 func (t *Turn) toolDefs(child bool) []llms.Tool {
+	if t.deps.Tools == nil {
+		return nil
+	}
 	var out []llms.Tool
-	var defs []tools.Def
-	if t.deps.Tools != nil {
-		defs = t.deps.Tools.Defs(t.agent.Tools)
-	}
-	for _, lt := range Tools() {
-		if d := lt.Def(); contains(t.agent.Tools, d.Name) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == d.Name }) {
-			defs = append(defs, d)
-		}
-	}
-	for _, d := range defs {
+	for _, d := range t.deps.Tools.Defs(t.agent.Tools) {
 		if child && d.Name == DelegateTool {
 			continue
 		}

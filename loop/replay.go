@@ -163,16 +163,9 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 	// Tools answer as recorded; a delegate call is answered as recorded
 	// too, and its child is a run of its own, replayed on its own.
 	replayTools := make([]tools.Tool, 0)
-	seen := map[string]bool{}
 	for _, name := range registry.Names() {
 		t, _ := registry.Lookup(name)
-		seen[name] = true
 		replayTools = append(replayTools, replayed(t, results[name], delegated))
-	}
-	for _, t := range Tools() {
-		if !seen[t.Def().Name] {
-			replayTools = append(replayTools, replayed(t, nil, delegated))
-		}
 	}
 	reg, err := tools.New(replayTools...)
 	if err != nil {

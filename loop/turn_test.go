@@ -140,7 +140,7 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are the test agent."), 0o600)
 	os.MkdirAll(filepath.Join(dir, "workspace"), 0o700)
-	reg, err := tools.New(ts...)
+	reg, err := tools.New(append(loop.Tools(), ts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

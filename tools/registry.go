@@ -42,6 +42,18 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // Names returns every tool name, sorted.
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 
+// Defaults returns, sorted, the names of the tools whose declaration says
+// every agent gets them unless its agent.yaml lists its own (Def.Default).
+func (r *Registry) Defaults() []string {
+	var out []string
+	for _, n := range r.names {
+		if r.byName[n].Def().Default {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Defs returns the definitions of the named tools sorted by name, so the
 // prompt is the same whatever order config lists them in. Unknown names are
 // skipped (check them against Lookup when loading config); nil names means

@@ -132,3 +132,28 @@ func TestArgumentsAreDecodedStrictly(t *testing.T) {
 		}
 	}
 }
+
+type optInTool struct{ fakeTool }
+
+func (o optInTool) Def() Def { d := o.fakeTool.Def(); d.Default = false; return d }
+
+type defaultTool struct{ fakeTool }
+
+func (d defaultTool) Def() Def { def := d.fakeTool.Def(); def.Default = true; return def }
+
+// Which tools an agent with no tools list gets follows from each tool's own
+// declaration, not from a list kept elsewhere.
+func TestRegistryDefaultsFollowDeclarations(t *testing.T) {
+	r, err := New(defaultTool{fakeTool{"zeta"}}, optInTool{fakeTool{"browser"}}, defaultTool{fakeTool{"alpha"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Defaults(), []string{"alpha", "zeta"}; !slices.Equal(got, want) {
+		t.Errorf("Defaults() = %v, want %v", got, want)
+	}
+	for _, tl := range Builtins() {
+		if !tl.Def().Default {
+			t.Errorf("built-in %s is not offered by default", tl.Def().Name)
+		}
+	}
+}

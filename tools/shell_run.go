@@ -23,7 +23,7 @@ type ShellRun struct{}
 func (ShellRun) NeedsApproval() bool { return true }
 
 func (ShellRun) Def() Def {
-	return Def{Name: "shell_run", Description: shellRunDescription, Params: params(`{
+	return Def{Name: "shell_run", Description: shellRunDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "command": {"type": "string", "description": "Command line for /bin/sh -c, run in the workspace."},

@@ -25,7 +25,7 @@ const (
 type ToolOutputRead struct{}
 
 func (ToolOutputRead) Def() Def {
-	return Def{Name: "tool_output_read", Description: toolOutputReadDescription, Uncut: true, Params: params(`{
+	return Def{Name: "tool_output_read", Description: toolOutputReadDescription, Default: true, Uncut: true, Params: params(`{
   "type": "object",
   "properties": {
     "call_id": {"type": "string", "description": "The id of the earlier tool call whose output was cut."},

@@ -17,7 +17,7 @@ type WorkspaceEdit struct{}
 func (WorkspaceEdit) NeedsApproval() bool { return true }
 
 func (WorkspaceEdit) Def() Def {
-	return Def{Name: "workspace_edit", Description: workspaceEditDescription, Params: params(`{
+	return Def{Name: "workspace_edit", Description: workspaceEditDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "path": {"type": "string", "description": "File relative to the workspace."},

@@ -19,7 +19,7 @@ const maxGlobResults = 1000
 type WorkspaceGlob struct{}
 
 func (WorkspaceGlob) Def() Def {
-	return Def{Name: "workspace_glob", Description: workspaceGlobDescription, Params: params(`{
+	return Def{Name: "workspace_glob", Description: workspaceGlobDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "Pattern relative to the workspace, e.g. **/*.go or docs/{a,b}/*.md"}

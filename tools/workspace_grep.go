@@ -23,7 +23,7 @@ const (
 type WorkspaceGrep struct{}
 
 func (WorkspaceGrep) Def() Def {
-	return Def{Name: "workspace_grep", Description: workspaceGrepDescription, Params: params(`{
+	return Def{Name: "workspace_grep", Description: workspaceGrepDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "Go regular expression (RE2), e.g. func \\w+Handler or (?i)todo"},

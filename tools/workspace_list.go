@@ -18,7 +18,7 @@ const maxListEntries = 1000
 type WorkspaceList struct{}
 
 func (WorkspaceList) Def() Def {
-	return Def{Name: "workspace_list", Description: workspaceListDescription, Params: params(`{
+	return Def{Name: "workspace_list", Description: workspaceListDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "path": {"type": "string", "description": "Directory relative to the workspace; empty for the workspace itself."}

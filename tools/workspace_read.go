@@ -20,7 +20,7 @@ const (
 type WorkspaceRead struct{}
 
 func (WorkspaceRead) Def() Def {
-	return Def{Name: "workspace_read", Description: workspaceReadDescription, Params: params(`{
+	return Def{Name: "workspace_read", Description: workspaceReadDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "path": {"type": "string", "description": "File relative to the workspace."},

@@ -20,7 +20,7 @@ type WorkspaceWrite struct{}
 func (WorkspaceWrite) NeedsApproval() bool { return true }
 
 func (WorkspaceWrite) Def() Def {
-	return Def{Name: "workspace_write", Description: workspaceWriteDescription, Params: params(`{
+	return Def{Name: "workspace_write", Description: workspaceWriteDescription, Default: true, Params: params(`{
   "type": "object",
   "properties": {
     "path": {"type": "string", "description": "File relative to the workspace; parent directories are created."},

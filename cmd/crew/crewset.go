@@ -34,7 +34,7 @@ type crewSet struct {
 // buildCrew checks every loaded agent against the tools the server has; a
 // broken one is reported and left out, the others run (R-HOME-3).
 func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
-	agents := agentsOf(h, override)
+	agents := agentsOf(h, override, reg)
 	var problems []string
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())

@@ -241,7 +241,7 @@ func printAgentChecks(w io.Writer, h *home.Home) {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return
 	}
-	agents := agentsOf(h, nil)
+	agents := agentsOf(h, nil, reg)
 	ids := make([]string, 0, len(agents))
 	for id := range agents {
 		ids = append(ids, id)

@@ -15,11 +15,13 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/ui"
 	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
@@ -220,7 +222,11 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 	}
 	fmt.Fprintln(env.stderr, note)
 	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
-	agents := agentsOf(h, override)
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
+	if err != nil {
+		return consolidate.Proposal{}, err
+	}
+	agents := agentsOf(h, override, reg)
 	mem := newMemory(st.log, st.db, runner.WaitFor, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
 	return mem.svc.Consolidate(ctx, agent, consolidate.TriggerCLI)
 }

@@ -42,7 +42,11 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	agents := agentsOf(h, nil)
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
+	if err != nil {
+		return err
+	}
+	agents := agentsOf(h, nil, reg)
 	agent, ok := agents[agentID]
 	if !ok {
 		return fmt.Errorf("run %s was made by agent %q, which is not loaded now", runID, agentID)
@@ -61,10 +65,6 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		if override, err = providers.Model(r); err != nil {
 			return err
 		}
-	}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
-	if err != nil {
-		return err
 	}
 	rep, err := loop.Replay(ctx, envs, runID, agent, reg, h.Config.Location(), override)
 	if err != nil {

@@ -34,18 +34,13 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// defaultTools is what an agent gets when agent.yaml lists no tools.
-var defaultTools = []string{
-	"workspace_list", "workspace_read", "workspace_glob", "workspace_grep", "workspace_write", "workspace_edit",
-	"shell_run", "tool_output_read", "ask_user", "progress_note", "schedule_create",
-	"memory_save", "memory_search", "user_memory_save", "user_memory_forget",
-	"wiki_get", "wiki_search", "wiki_apply", "skill_read", "delegate",
-}
-
-// allTools is every registry tool: the built-ins, schedule_create, the
-// memory tools and skill_read.
+// allTools is every registry tool, one registration per package: the
+// built-ins, the loop's own, schedule_create, skill_read and the memory
+// tools. Which of them an agent gets follows from each tool's declaration
+// (Def.Default) and its agent.yaml.
 func allTools(create *scheduler.CreateTool) []tools.Tool {
-	out := append(tools.Builtins(), create, kit.SkillRead())
+	out := append(tools.Builtins(), loop.Tools()...)
+	out = append(out, create, kit.SkillRead())
 	return append(out, memory.Tools()...)
 }
 
@@ -91,8 +86,9 @@ func routeSetup(ctx context.Context, h *home.Home, getenv func(string) string, p
 	return nil, "models: " + strings.Join(usable, ", ") + " available", nil
 }
 
-// agentsOf maps loaded agent configs to what the loop needs.
-func agentsOf(h *home.Home, override []string) map[string]loop.Agent {
+// agentsOf maps loaded agent configs to what the loop needs; an agent whose
+// agent.yaml lists no tools gets the registry's defaults.
+func agentsOf(h *home.Home, override []string, reg *tools.Registry) map[string]loop.Agent {
 	out := map[string]loop.Agent{}
 	for id, a := range h.Agents {
 		routes := a.Routes
@@ -101,7 +97,7 @@ func agentsOf(h *home.Home, override []string) map[string]loop.Agent {
 		}
 		names := a.Tools
 		if len(names) == 0 {
-			names = defaultTools
+			names = reg.Defaults()
 		}
 		out[id] = loop.Agent{
 			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
@@ -267,7 +263,7 @@ func checkAgent(a loop.Agent, reg *tools.Registry) error {
 		return fmt.Errorf("%s/agent.yaml: routes: none set (write provider:model routes, e.g. routes: [openrouter:openai/gpt-4.1-mini])", a.Dir)
 	}
 	for _, name := range a.Tools {
-		if _, ok := reg.Lookup(name); !ok && !loop.IsLoopTool(name) {
+		if _, ok := reg.Lookup(name); !ok {
 			return fmt.Errorf("%s/agent.yaml: tools: unknown tool %q", a.Dir, name)
 		}
 	}

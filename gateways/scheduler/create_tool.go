@@ -47,7 +47,7 @@ type createArgs struct {
 }
 
 func (t *CreateTool) Def() tools.Def {
-	return tools.Def{Name: "schedule_create", Description: createToolDoc, Params: json.RawMessage(`{
+	return tools.Def{Name: "schedule_create", Description: createToolDoc, Default: true, Params: json.RawMessage(`{
   "type": "object",
   "properties": {
     "name": {"type": "string", "description": "short name, letters, digits, - and _"},

@@ -20,7 +20,7 @@ func SkillRead() tools.Tool { return skillRead{} }
 type skillRead struct{}
 
 func (skillRead) Def() tools.Def {
-	return tools.Def{Name: "skill_read", Description: skillReadDescription, Params: json.RawMessage(`{
+	return tools.Def{Name: "skill_read", Description: skillReadDescription, Default: true, Params: json.RawMessage(`{
   "type": "object",
   "properties": {
     "name": {"type": "string", "description": "The skill's name, as listed in the Skills section."}

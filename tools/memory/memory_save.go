@@ -17,7 +17,7 @@ var memorySaveDescription string
 type memorySave struct{ files *files }
 
 func (memorySave) Def() tools.Def {
-	return tools.Def{Name: "memory_save", Description: memorySaveDescription, Params: schema(`{
+	return tools.Def{Name: "memory_save", Description: memorySaveDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "text": {"type": "string", "description": "What to remember, one line if possible."}

@@ -22,7 +22,7 @@ var memorySearchDescription string
 type memorySearch struct{}
 
 func (memorySearch) Def() tools.Def {
-	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Params: schema(`{
+	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "query": {"type": "string", "description": "Text to find, case-insensitive."},

@@ -17,7 +17,7 @@ var userMemoryForgetDescription string
 type userMemoryForget struct{ files *files }
 
 func (userMemoryForget) Def() tools.Def {
-	return tools.Def{Name: "user_memory_forget", Description: userMemoryForgetDescription, Params: schema(`{
+	return tools.Def{Name: "user_memory_forget", Description: userMemoryForgetDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The fact file, no \".md\"."},

@@ -20,7 +20,7 @@ const factsDir = "users/owner/facts"
 type userMemorySave struct{ files *files }
 
 func (userMemorySave) Def() tools.Def {
-	return tools.Def{Name: "user_memory_save", Description: userMemorySaveDescription, Params: schema(`{
+	return tools.Def{Name: "user_memory_save", Description: userMemorySaveDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The fact file, e.g. \"diet\" or \"family\"; no \".md\"."},

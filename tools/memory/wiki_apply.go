@@ -17,7 +17,7 @@ var wikiApplyDescription string
 type wikiApply struct{ files *files }
 
 func (wikiApply) Def() tools.Def {
-	return tools.Def{Name: "wiki_apply", Description: wikiApplyDescription, Params: schema(`{
+	return tools.Def{Name: "wiki_apply", Description: wikiApplyDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "page": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The page name, no \".md\"."},

@@ -19,7 +19,7 @@ const wikiDir = "wiki"
 type wikiGet struct{}
 
 func (wikiGet) Def() tools.Def {
-	return tools.Def{Name: "wiki_get", Description: wikiGetDescription, Params: schema(`{
+	return tools.Def{Name: "wiki_get", Description: wikiGetDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "page": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The page name, no \".md\"."}

@@ -19,7 +19,7 @@ var wikiSearchDescription string
 type wikiSearch struct{}
 
 func (wikiSearch) Def() tools.Def {
-	return tools.Def{Name: "wiki_search", Description: wikiSearchDescription, Params: schema(`{
+	return tools.Def{Name: "wiki_search", Description: wikiSearchDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
     "query": {"type": "string", "description": "Text to find, case-insensitive; empty lists every page."}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// An agent whose agent.yaml lists no tools gets every tool declared
+// Default, the loop's own included; one that lists tools gets those; the
+// loop's tools are registry tools like the rest.
+func TestAgentToolsFollowDeclarations(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := home.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	writeAgent(t, dir, "scout", "name: Scout\nroutes: [fake:echo]\ntools: [workspace_list, ask_user]\n")
+	h, err := home.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agentsOf(h, nil, reg)
+	master := agents[home.MasterID]
+	if !slices.Equal(master.Tools, reg.Defaults()) {
+		t.Errorf("master tools = %v, want the declared defaults %v", master.Tools, reg.Defaults())
+	}
+	for _, name := range []string{loop.DelegateTool, loop.AskUserTool, loop.ProgressNoteTool, "schedule_create", "skill_read", "memory_save", "shell_run"} {
+		if !slices.Contains(master.Tools, name) {
+			t.Errorf("master lacks %s: %v", name, master.Tools)
+		}
+	}
+	if got := agents["scout"].Tools; !slices.Equal(got, []string{"workspace_list", "ask_user"}) {
+		t.Errorf("scout tools = %v", got)
+	}
+	for _, a := range agents {
+		if err := checkAgent(a, reg); err != nil {
+			t.Errorf("checkAgent(%s): %v", a.ID, err)
+		}
+	}
+}
