@@ -86,6 +86,9 @@ var samples = map[string][]events.Event{
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Output: "text"},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c2", Tool: "shell_run", Output: "x", IsError: true, Truncated: true,
 			SpillPath: "spill/c/c2.txt", DurationMS: 12},
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c5", Tool: "browser_screenshot", Output: "a screenshot of example.org",
+			Parts: []events.ToolPart{{Kind: "image", MIME: "image/png", Path: "spill/c1/c5-1.png", Bytes: 2048}, {Kind: "file", Path: "shots/a.png"}, {Kind: "text", Text: "caption"}},
+			Meta:  map[string]any{"url": "https://example.org", "width": 1280.0}},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c3", Tool: "shell_run", Output: "DENIED_TOOL", IsError: true, Outcome: "denied"},
 		&events.ToolCompleted{RunID: "r1", Step: 3, CallID: "c4", Tool: "delegate", Output: "Eat more greens.", Delegate: &events.DelegateResult{
 			Agent: "health-coach", Conversation: "d-web-20261130-c4", RunID: "r9", Status: events.RunDone, CostUSD: cost(0.002), UnknownCostCalls: 1}},

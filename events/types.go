@@ -214,6 +214,23 @@ type ToolCompleted struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Delegate describes the child run a delegate call ran.
 	Delegate *DelegateResult `json:"delegate,omitempty"`
+	// Parts are what the call produced beside its text (an image, a file
+	// reference), as references: an image's bytes are kept in the spill
+	// folder, never in the log. Meta is the tool's structured detail for
+	// the harness and the UI. Both are absent for text-only results.
+	Parts []ToolPart     `json:"parts,omitempty"`
+	Meta  map[string]any `json:"meta,omitempty"`
+}
+
+// ToolPart is one part of a tool result beside its text.
+type ToolPart struct {
+	Kind string `json:"kind"`           // "text", "image" or "file"
+	Text string `json:"text,omitempty"` // a text part
+	MIME string `json:"mime,omitempty"`
+	// Path is where the part is: an image under spill/<conversation>/
+	// (relative to the home), a file relative to the workspace.
+	Path  string `json:"path,omitempty"`
+	Bytes int    `json:"bytes,omitempty"` // an image's size
 }
 
 // DelegateResult is the child side of a delegate call (R-DEL).

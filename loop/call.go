@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -257,12 +258,45 @@ func (t *Turn) complete(ctx context.Context, c *toolCall) error {
 	if !c.start.IsZero() {
 		ms = t.deps.Clock().Sub(c.start).Milliseconds()
 	}
+	parts, note := t.keepParts(c)
+	meta := c.res.Meta
+	if _, err := json.Marshal(meta); err != nil {
+		note += "\n(The tool's metadata could not be kept: " + err.Error() + ")"
+		meta = nil
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return t.emit(rctx, &events.ToolCompleted{
-		RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Output: c.res.Output, IsError: c.res.IsError,
+		RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Output: c.res.Output + note, IsError: c.res.IsError,
 		Truncated: c.truncated, SpillPath: c.spill, DurationMS: ms, Outcome: c.outcome, Delegate: c.delegate,
+		Parts: parts, Meta: meta,
 	})
+}
+
+// keepParts turns a result's parts into references for tool_completed: an
+// image's bytes go to the spill folder, never into the log. note tells the
+// model about a part that could not be kept.
+func (t *Turn) keepParts(c *toolCall) (parts []events.ToolPart, note string) {
+	for i, p := range c.res.Parts {
+		tp := events.ToolPart{Kind: p.Kind, Text: p.Text, MIME: p.MIME, Path: p.Path}
+		switch p.Kind {
+		case tools.PartImage:
+			if len(p.Data) > 0 {
+				rel, err := tools.SpillImage(t.toolEnv(), c.ID, i+1, p.MIME, p.Data)
+				if err != nil {
+					note += "\n(An image of this result could not be kept: " + err.Error() + ")"
+					continue
+				}
+				tp.Path, tp.Bytes = rel, len(p.Data)
+			}
+		case tools.PartText, tools.PartFile:
+		default:
+			note += fmt.Sprintf("\n(A part of kind %q could not be kept: the harness knows text, image and file parts.)", p.Kind)
+			continue
+		}
+		parts = append(parts, tp)
+	}
+	return parts, note
 }
 
 // result records a result the harness gives instead of running the call.

@@ -367,7 +367,11 @@ func (r *recordedTool) Run(ctx context.Context, env tools.Env, args json.RawMess
 	}
 	res := r.results[0]
 	r.results = r.results[1:]
-	return tools.Result{Output: res.Output, IsError: res.IsError}, nil
+	out := tools.Result{Output: res.Output, IsError: res.IsError, Meta: res.Meta}
+	for _, p := range res.Parts { // kept already: replayed as references
+		out.Parts = append(out.Parts, tools.Part{Kind: p.Kind, Text: p.Text, MIME: p.MIME, Path: p.Path})
+	}
+	return out, nil
 }
 
 func (r *recordedTool) NeedsApproval() bool { return tools.NeedsApproval(r.Tool) }
@@ -403,6 +407,14 @@ func normalized(env events.Envelope) map[string]any {
 	json.Unmarshal(env.Data, &m)
 	for _, k := range volatile {
 		delete(m, k)
+	}
+	// A replayed image is the recorded file: its size is not read again.
+	if parts, ok := m["parts"].([]any); ok {
+		for _, p := range parts {
+			if p, ok := p.(map[string]any); ok {
+				delete(p, "bytes")
+			}
+		}
 	}
 	return m
 }

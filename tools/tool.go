@@ -28,12 +28,43 @@ type Call struct {
 	Arguments json.RawMessage
 }
 
-// Result is what a call produced. IsError marks a failure the model should
-// see and handle (see the package doc); it is not a harness error.
+// Result is what a call produced. Output is the text the model reads;
+// IsError marks a failure the model should see and handle (see the package
+// doc); it is not a harness error. Parts carry what a call produced beside
+// its text — a screenshot, a desktop frame, a file it made — and Meta is
+// structured detail for the harness and the UI (a canvas card's fields, a
+// page's URL). The loop records both with the call's result (an image's
+// bytes in the spill folder, never in the log); most tools set neither.
 type Result struct {
 	Output  string
 	IsError bool
+	Parts   []Part
+	Meta    map[string]any // JSON-encodable values only
 }
+
+// Kinds of result parts.
+const (
+	PartText  = "text"
+	PartImage = "image"
+	PartFile  = "file"
+)
+
+// Part is one piece of a result beside its text.
+type Part struct {
+	Kind string // PartText, PartImage or PartFile
+	Text string // PartText
+	MIME string // PartImage: image/png, image/jpeg…; PartFile: when known
+	// Data is an image's bytes; the loop keeps them in the spill folder.
+	Data []byte
+	// Path is a file relative to the workspace (PartFile), or an image
+	// already kept (a replayed result).
+	Path string
+}
+
+// TextPart, ImagePart and FilePart build parts.
+func TextPart(text string) Part               { return Part{Kind: PartText, Text: text} }
+func ImagePart(mime string, data []byte) Part { return Part{Kind: PartImage, MIME: mime, Data: data} }
+func FilePart(path, mime string) Part         { return Part{Kind: PartFile, Path: path, MIME: mime} }
 
 // Env is what a call runs against.
 type Env struct {
