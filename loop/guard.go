@@ -14,7 +14,8 @@ import (
 // calls as a signature — names plus canonical arguments, ignoring call ids
 // and the order of parallel calls — and counts identical consecutive
 // signatures. On the 3rd the model is reminded; three more identical calls
-// halt the turn (or escalate it).
+// halt the turn (or escalate it). Only consecutive replies of one run count:
+// a reply with no tools, a steer, an escalation and a new run reset it.
 
 // Guard thresholds.
 const (
@@ -24,7 +25,7 @@ const (
 
 // guardExempt tools never count: they are how a model reports progress or
 // asks the owner, not work that can loop.
-var guardExempt = map[string]bool{"progress_note": true, "ask_user": true}
+var guardExempt = map[string]bool{ProgressNoteTool: true, AskUserTool: true}
 
 // GuardVerdict is what the guard says about one model call's tool calls.
 type GuardVerdict int
@@ -35,11 +36,15 @@ const (
 	GuardHalt                  // do not run the calls: halt (or escalate)
 )
 
-// Guard counts identical consecutive tool-call signatures within a turn.
+// Guard counts identical consecutive tool-call signatures within a run.
+// It is part of State, folded from the run's recorded replies, steers and
+// escalation, so a turn resumed after a restart or an approval counts on
+// where it was (R-ES-1: nothing lives only in memory).
 type Guard struct {
-	last  string
-	count int
-	tools string
+	Sig      string `json:"sig,omitempty"`      // the repeated signature
+	Repeats  int    `json:"repeats,omitempty"`  // how many times in a row
+	Names    string `json:"names,omitempty"`    // its tool names, for the reminder
+	Reminded bool   `json:"reminded,omitempty"` // the reminder for this count was given
 }
 
 // Observe records one model call's tool calls. A call with no tools resets
@@ -53,32 +58,40 @@ func (g *Guard) Observe(calls []events.ToolCallRequest) GuardVerdict {
 	if sig == "" {
 		return GuardContinue
 	}
-	if sig == g.last {
-		g.count++
+	if sig == g.Sig {
+		g.Repeats++
 	} else {
-		g.last, g.count, g.tools = sig, 1, names
+		g.Sig, g.Repeats, g.Names = sig, 1, names
 	}
+	g.Reminded = false
+	return g.Verdict()
+}
+
+// Verdict is what the guard says about the last observed reply: halt (its
+// calls are not run), remind (after its calls ran, until the reminder is
+// given) or continue.
+func (g *Guard) Verdict() GuardVerdict {
 	switch {
-	case g.count >= guardHaltAt:
+	case g.Repeats >= guardHaltAt:
 		return GuardHalt
-	case g.count == guardRemindAt:
+	case g.Repeats == guardRemindAt && !g.Reminded:
 		return GuardRemind
 	}
 	return GuardContinue
 }
 
-// Reset forgets the count: a new user message, a steer, an escalation.
-func (g *Guard) Reset() { g.last, g.count, g.tools = "", 0, "" }
+// Reset forgets the count: a new run, a steer, an escalation.
+func (g *Guard) Reset() { *g = Guard{} }
 
 // Count and Tools describe the current repetition, for the reminder.
-func (g *Guard) Count() int    { return g.count }
-func (g *Guard) Tools() string { return g.tools }
+func (g *Guard) Count() int    { return g.Repeats }
+func (g *Guard) Tools() string { return g.Names }
 
 // Reminder is the user-role text: it names only the tool and the count,
 // never arguments or results — web and file data must never become the
 // owner's words.
 func (g *Guard) Reminder() string {
-	return fmt.Sprintf("[Harness reminder] You have made the same %s call %d times in a row and it has not moved the task forward. Do not repeat it: try a different approach, or stop and tell the owner what is blocking you.", g.tools, g.count)
+	return fmt.Sprintf("[Harness reminder] You have made the same %s call %d times in a row and it has not moved the task forward. Do not repeat it: try a different approach, or stop and tell the owner what is blocking you.", g.Names, g.Repeats)
 }
 
 func signature(calls []events.ToolCallRequest) (sig, names string) {

@@ -175,6 +175,13 @@ type State struct {
 	// names the parent run); DelegateEnd is how it ended, once it has.
 	DelegateRun string  `json:"delegate_run,omitempty"`
 	DelegateEnd *RunEnd `json:"delegate_end,omitempty"`
+
+	// Guard is the loop guard over the open run's replies (R-LOOP-3) and
+	// Escalated says the open run has escalated (R-LOOP-4: once per run),
+	// both folded from the log so a resumed turn decides as an
+	// uninterrupted one would.
+	Guard     Guard `json:"guard"`
+	Escalated bool  `json:"escalated,omitempty"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -228,6 +235,7 @@ func (s *State) Apply(env events.Envelope) error {
 		for _, id := range e.SteerIDs {
 			applied[id] = true
 		}
+		s.Guard.Reset() // the owner's new words: the count starts again
 		kept := s.Steers[:0]
 		for _, p := range s.Steers {
 			switch {
@@ -250,6 +258,7 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.Queued, s.BusyQueued = nil, false
 		s.Calling, s.Approvals = nil, nil
+		s.Guard, s.Escalated = Guard{}, false
 		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
 			s.DelegateRun = e.RunID
 		}
@@ -273,6 +282,7 @@ func (s *State) Apply(env events.Envelope) error {
 				}
 			}
 			s.OpenRun, s.Step, s.Calling, s.Approvals = "", 0, nil, nil
+			s.Guard, s.Escalated = Guard{}, false
 			// Steers that never reached a tool boundary (the run ended
 			// first) are not lost: they wait as messages for the next turn,
 			// in the order they were stored among the messages queued
@@ -304,9 +314,22 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		if e.Error == "" {
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, ToolCalls: e.ToolCalls})
+			if e.RunID == s.OpenRun {
+				s.Guard.Observe(e.ToolCalls)
+			}
 		}
 	case *events.GuardReminded:
 		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
+		if e.RunID == s.OpenRun {
+			s.Guard.Reminded = true
+		}
+	case *events.Escalated:
+		if e.RunID == s.OpenRun {
+			s.Escalated = true
+			if e.Reason == "loop" { // the repeated calls were refused: count afresh
+				s.Guard.Reset()
+			}
+		}
 	case *events.ToolCalled:
 		if e.Tool == DelegateTool {
 			s.Delegations++

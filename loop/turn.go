@@ -77,7 +77,9 @@ type Turn struct {
 	deps  Deps
 	conv  *Conv
 
-	guard     Guard
+	// escalated: this pass calls the escalation route. Whether the run may
+	// still escalate is folded (State.Escalated); a pass resumed after an
+	// approval or a restart starts on the agent's routes again (R-LOOP-4).
 	escalated bool
 
 	hooksRead    bool
@@ -110,6 +112,8 @@ type snapshotOf struct {
 	auton    bool
 	ttl      int
 	pending  *Approval
+	guard    Guard // the loop guard after the last reply
+	escal    bool  // the run has escalated already
 }
 
 func (t *Turn) read() snapshotOf {
@@ -129,6 +133,7 @@ func (t *Turn) read() snapshotOf {
 		for k, a := range st.Approvals {
 			s.approval[k] = *a
 		}
+		s.guard, s.escal = st.Guard, st.Escalated
 		s.auto = append([]string(nil), st.AutoApprove...)
 		s.auton, s.ttl = st.Autonomous, st.ApprovalTTL
 		if p := st.PendingApproval(); p != nil {
@@ -181,9 +186,17 @@ func (t *Turn) Run(ctx context.Context) error {
 		if s.openRun == "" {
 			return nil
 		}
-		// Settle the last reply's tool calls (a resume lands here too).
-		paused, done, err := t.settle(ctx, s)
+		// Decide on the last reply's calls, then settle them (a resume
+		// lands here too, and decides as the uninterrupted turn did: the
+		// guard and the escalation are folded from the log).
+		if done, err := t.judge(ctx, s); err != nil || done {
+			return err
+		}
+		paused, done, err := t.settle(ctx, t.read())
 		if err != nil || paused || done {
+			return err
+		}
+		if err := t.remind(ctx); err != nil {
 			return err
 		}
 		s = t.read()
@@ -207,7 +220,6 @@ func (t *Turn) Run(ctx context.Context) error {
 			if blocked {
 				return t.finish(ctx, s.openRun, events.RunHalted, "steer_hook", reason)
 			}
-			t.guard.Reset()
 			s = t.read()
 		}
 		if s.budget > 0 && s.cost >= s.budget {
@@ -219,58 +231,75 @@ func (t *Turn) Run(ctx context.Context) error {
 	}
 }
 
-// step makes one model call and acts on its reply.
+// step makes one model call. A reply without tool calls ends the run; what
+// happens to the calls of one that has them is decided by judge and settle
+// on the next round.
 func (t *Turn) step(ctx context.Context, s snapshotOf) error {
-	step := s.step + 1
-	reply, err := t.callModel(ctx, s, step)
+	reply, err := t.callModel(ctx, s, s.step+1)
 	if err != nil {
 		return err
 	}
 	if reply == nil { // the call failed and was recorded; the loop goes on or the run ended
 		return nil
 	}
-	calls := reply.ToolCalls
-	if len(calls) == 0 {
+	if len(reply.ToolCalls) == 0 {
 		return t.finish(ctx, s.openRun, events.RunDone, "", "")
-	}
-	if step >= t.agent.MaxSteps {
-		// R-LOOP-2: the last allowed call still asked for tools: none run,
-		// each gets a result, the turn halts.
-		msg := fmt.Sprintf("Not run: this turn ran out of steps (max_steps %d). Nothing was run and nothing changed.", t.agent.MaxSteps)
-		if err := t.refuseAll(ctx, s.openRun, step, calls, msg, "max_steps"); err != nil {
-			return err
-		}
-		return t.finish(ctx, s.openRun, events.RunHalted, "max_steps", "")
-	}
-	switch t.guard.Observe(calls) {
-	case GuardHalt:
-		if t.canEscalate(s, step) {
-			msg := "Not run: this call was repeated too many times in a row. The turn moves to another model."
-			if err := t.refuseAll(ctx, s.openRun, step, calls, msg, "escalated"); err != nil {
-				return err
-			}
-			t.escalated = true
-			t.guard.Reset()
-			return t.emit(ctx, &events.Escalated{RunID: s.openRun, Step: step, Reason: "loop", Route: t.agent.EscalationRoute})
-		}
-		msg := fmt.Sprintf("Not run: the same call was repeated %d times in a row, so the turn was halted. Nothing was run and nothing changed.", t.guard.Count())
-		if err := t.refuseAll(ctx, s.openRun, step, calls, msg, "loop"); err != nil {
-			return err
-		}
-		return t.finish(ctx, s.openRun, events.RunHalted, "loop", "")
-	case GuardRemind:
-		// The calls run; the reminder follows their results.
-		paused, done, err := t.settle(ctx, t.read())
-		if err != nil || paused || done {
-			return err
-		}
-		return t.emit(ctx, &events.GuardReminded{RunID: s.openRun, Step: step, Tool: t.guard.Tools(), Count: t.guard.Count(), Text: t.guard.Reminder()})
 	}
 	return nil
 }
 
+// judge decides what may not run of the last reply's calls, from the
+// state alone: out of steps (R-LOOP-2) or a loop (R-LOOP-3), the calls not
+// yet answered are refused and the run halts — or, with an escalation
+// route, moves to it (R-LOOP-4). done: the run finished.
+func (t *Turn) judge(ctx context.Context, s snapshotOf) (done bool, err error) {
+	var open []events.ToolCallRequest
+	for _, c := range s.calls {
+		if !s.answered[c.ID] {
+			open = append(open, c)
+		}
+	}
+	step := s.step
+	if step >= t.agent.MaxSteps && len(open) > 0 {
+		// The last allowed call still asked for tools: none run, each gets
+		// a result, the turn halts.
+		msg := fmt.Sprintf("Not run: this turn ran out of steps (max_steps %d). Nothing was run and nothing changed.", t.agent.MaxSteps)
+		if err := t.refuseAll(ctx, s.openRun, step, open, msg, "max_steps"); err != nil {
+			return false, err
+		}
+		return true, t.finish(ctx, s.openRun, events.RunHalted, "max_steps", "")
+	}
+	if s.guard.Verdict() != GuardHalt {
+		return false, nil
+	}
+	if t.canEscalate(s, step) {
+		msg := "Not run: this call was repeated too many times in a row. The turn moves to another model."
+		if err := t.refuseAll(ctx, s.openRun, step, open, msg, "escalated"); err != nil {
+			return false, err
+		}
+		t.escalated = true
+		return false, t.emit(ctx, &events.Escalated{RunID: s.openRun, Step: step, Reason: "loop", Route: t.agent.EscalationRoute})
+	}
+	msg := fmt.Sprintf("Not run: the same call was repeated %d times in a row, so the turn was halted. Nothing was run and nothing changed.", s.guard.Count())
+	if err := t.refuseAll(ctx, s.openRun, step, open, msg, "loop"); err != nil {
+		return false, err
+	}
+	return true, t.finish(ctx, s.openRun, events.RunHalted, "loop", "")
+}
+
+// remind gives the guard's reminder once the repeated reply's calls have
+// their results: a user-role message naming only the tool and the count.
+func (t *Turn) remind(ctx context.Context) error {
+	s := t.read()
+	if s.openRun == "" || s.guard.Verdict() != GuardRemind {
+		return nil
+	}
+	g := s.guard
+	return t.emit(ctx, &events.GuardReminded{RunID: s.openRun, Step: s.step, Tool: g.Tools(), Count: g.Count(), Text: g.Reminder()})
+}
+
 func (t *Turn) canEscalate(s snapshotOf, step int) bool {
-	return t.agent.EscalationRoute != "" && !t.escalated && step < t.agent.MaxSteps &&
+	return t.agent.EscalationRoute != "" && !s.escal && step < t.agent.MaxSteps &&
 		(s.budget <= 0 || s.cost < s.budget)
 }
 
