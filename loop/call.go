@@ -125,6 +125,9 @@ func (t *Turn) vet(tool tools.Tool, c events.ToolCallRequest) (text, outcome str
 	if lt, ok := tool.(turnTool); ok {
 		return lt.vet(t, c)
 	}
+	if err := tools.Check(tool, t.toolEnv(), c.Arguments); err != nil {
+		return err.Error(), "blocked", true
+	}
 	return "", "", false
 }
 

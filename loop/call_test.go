@@ -71,3 +71,46 @@ func TestToolResultPartsAreKeptAsReferences(t *testing.T) {
 		t.Fatalf("replay diverged at %+v", *rep.Diverged)
 	}
 }
+
+// Issue 10 item 10: a call that would be refused anyway — a path outside
+// the workspace, arguments that do not decode, an unknown tool — is
+// refused before anyone is asked: no approval_requested, nothing run; a
+// call that can run still asks in a supervised conversation.
+func TestRefusedBeforeAsked(t *testing.T) {
+	outside := reply{calls: []events.ToolCallRequest{
+		{ID: "w1", Name: "workspace_write", Arguments: json.RawMessage(`{"path":"../x","content":"owned"}`)},
+		{ID: "w2", Name: "workspace_write", Arguments: json.RawMessage(`{"path":"a.txt","contents":"typo"}`)},
+		{ID: "w3", Name: "workspace_edit", Arguments: json.RawMessage(`{"path":"../../etc/passwd","old":"root","new":"toor"}`)},
+		{ID: "s1", Name: "shell_run", Arguments: json.RawMessage(`{"cmd":"ls"}`)},
+		{ID: "u1", Name: "format_disk", Arguments: json.RawMessage(`{}`)},
+	}}
+	valid := reply{calls: []events.ToolCallRequest{{ID: "w4", Name: "workspace_write", Arguments: json.RawMessage(`{"path":"a.txt","content":"fine"}`)}}}
+	h := newHarness(t, map[string][]reply{"fake:a": {outside, valid}}, tools.WorkspaceWrite{}, tools.WorkspaceEdit{}, tools.ShellRun{})
+	h.send("write outside")
+	h.turn()
+	evs := h.events()
+	asked := eventsOf[*events.ApprovalRequested](evs)
+	if len(asked) != 1 || asked[0].CallID != "w4" {
+		t.Fatalf("approvals asked = %+v, want only the valid write w4", asked)
+	}
+	if called := eventsOf[*events.ToolCalled](evs); len(called) != 0 {
+		t.Errorf("refused calls were recorded as called: %+v", called)
+	}
+	want := map[string]string{"w1": "outside the workspace", "w2": "invalid arguments for workspace_write", "w3": "outside the workspace",
+		"s1": "invalid arguments for shell_run", "u1": "Unknown tool"}
+	done := eventsOf[*events.ToolCompleted](evs)
+	if len(done) != len(want) {
+		t.Fatalf("results = %+v", done)
+	}
+	for _, d := range done {
+		if !d.IsError || d.Outcome != "blocked" || !strings.Contains(d.Output, want[d.CallID]) {
+			t.Errorf("result of %s = %+v, want a refusal saying %q", d.CallID, d, want[d.CallID])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(h.agent.Workspace), "x")); err == nil {
+		t.Error("the write outside the workspace happened")
+	}
+	if st := h.state(); st.PendingApproval() == nil || st.PendingApproval().CallID != "w4" {
+		t.Errorf("pending approval = %+v", st.PendingApproval())
+	}
+}

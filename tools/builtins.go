@@ -17,4 +17,7 @@ var (
 	_ Gated   = ShellRun{}
 	_ Asker   = ShellRun{}
 	_ Allower = ShellRun{}
+	_ Checker = WorkspaceWrite{}
+	_ Checker = WorkspaceEdit{}
+	_ Checker = ShellRun{}
 )

@@ -109,6 +109,27 @@ func openPath(env Env, rel string) (place, *Result, error) {
 	return place{root: r, rel: relPath}, nil, nil
 }
 
+// checkPath refuses a path that leaves the workspace (or, for a file to
+// write, names the workspace itself) with the text Run would give. A broken
+// workspace is the harness's fault, not the call's: Run reports it.
+func checkPath(env Env, rel string, file bool) error {
+	abs, err := Resolve(env.Workspace, rel)
+	if errors.Is(err, ErrNoWorkspace) {
+		return nil
+	}
+	if err != nil {
+		return errors.New(describePathErr(rel, err))
+	}
+	if root, _ := workspaceRoot(env.Workspace); file && abs == root {
+		return errors.New(workspaceItself(rel))
+	}
+	return nil
+}
+
+func workspaceItself(rel string) string {
+	return fmt.Sprintf("path %q is the workspace itself; name a file", rel)
+}
+
 // describePathErr words a path error for the model without host paths.
 func describePathErr(rel string, err error) string {
 	switch {

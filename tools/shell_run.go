@@ -76,19 +76,38 @@ func (ShellRun) AllowWhen(env Env, args json.RawMessage) bool {
 	return ok
 }
 
-func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+// vetShell refuses what Run would refuse before starting anything: bad
+// arguments, no command, a command a deny pattern refuses.
+func vetShell(env Env, args json.RawMessage) (shellArgs, *Result) {
 	var a shellArgs
+	fail := func(format string, v ...any) (shellArgs, *Result) { res := Failf(format, v...); return a, &res }
 	if msg, ok := DecodeArgs("shell_run", args, &a); !ok {
-		return Failf("%s", msg), nil
+		return fail("%s", msg)
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return Failf("command is required"), nil
+		return fail("command is required")
 	}
 	if p, denied := firstMatch(env.Agent.ShellDenyPatterns, a.Command, true); denied {
-		return Failf("refused: the command matches shell_deny_patterns entry %q; it was not run", p), nil
+		return fail("refused: the command matches shell_deny_patterns entry %q; it was not run", p)
 	}
 	if a.TimeoutSeconds < 0 {
-		return Failf("timeout_seconds must be positive"), nil
+		return fail("timeout_seconds must be positive")
+	}
+	return a, nil
+}
+
+// Check refuses, before anyone is asked, a call Run would refuse.
+func (ShellRun) Check(env Env, args json.RawMessage) error {
+	if _, res := vetShell(env, args); res != nil {
+		return refusal(*res)
+	}
+	return nil
+}
+
+func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	a, res := vetShell(env, args)
+	if res != nil {
+		return *res, nil
 	}
 	ws, err := workspaceRoot(env.Workspace)
 	if err != nil {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -146,6 +147,26 @@ type Asker interface {
 type Allower interface {
 	AllowWhen(env Env, args json.RawMessage) bool
 }
+
+// Checker is implemented by tools that can tell, before anything runs or
+// anyone is asked, that a call would be refused anyway: arguments that do
+// not decode, a path outside the workspace, a command a deny pattern
+// refuses. The error's text is the result the model reads, the same text
+// Run would give. Check changes nothing; Run checks again.
+type Checker interface {
+	Check(env Env, args json.RawMessage) error
+}
+
+// Check returns why a call of t would be refused, or nil.
+func Check(t Tool, env Env, args json.RawMessage) error {
+	if c, ok := t.(Checker); ok {
+		return c.Check(env, args)
+	}
+	return nil
+}
+
+// refusal is a Check failure: res's text.
+func refusal(res Result) error { return errors.New(res.Output) }
 
 // NeedsApproval reports whether t needs approval unless a call is routine.
 func NeedsApproval(t Tool) bool {

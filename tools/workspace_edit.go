@@ -30,23 +30,44 @@ func (WorkspaceEdit) Def() Def {
 }`)}
 }
 
-func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		Path       string  `json:"path"`
-		Old        string  `json:"old"`
-		New        *string `json:"new"`
-		ReplaceAll bool    `json:"replace_all"`
-	}
+type editArgs struct {
+	Path       string  `json:"path"`
+	Old        string  `json:"old"`
+	New        *string `json:"new"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+func decodeEdit(args json.RawMessage) (editArgs, *Result) {
+	var a editArgs
+	fail := func(format string, v ...any) (editArgs, *Result) { res := Failf(format, v...); return a, &res }
 	if msg, ok := DecodeArgs("workspace_edit", args, &a); !ok {
-		return Failf("%s", msg), nil
+		return fail("%s", msg)
 	}
 	switch {
 	case a.Path == "" || a.New == nil:
-		return Failf("path, old and new are required"), nil
+		return fail("path, old and new are required")
 	case a.Old == "":
-		return Failf("old must not be empty; use workspace_write to create a file"), nil
+		return fail("old must not be empty; use workspace_write to create a file")
 	case a.Old == *a.New:
-		return Failf("old and new are the same; nothing to change"), nil
+		return fail("old and new are the same; nothing to change")
+	}
+	return a, nil
+}
+
+// Check refuses what Run would refuse before reading the file: bad
+// arguments, a path outside the workspace.
+func (WorkspaceEdit) Check(env Env, args json.RawMessage) error {
+	a, res := decodeEdit(args)
+	if res != nil {
+		return refusal(*res)
+	}
+	return checkPath(env, a.Path, false)
+}
+
+func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	a, res := decodeEdit(args)
+	if res != nil {
+		return *res, nil
 	}
 	content, res, err := readText(env, a.Path)
 	if res != nil || err != nil {

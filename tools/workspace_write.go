@@ -31,16 +31,38 @@ func (WorkspaceWrite) Def() Def {
 }`)}
 }
 
-func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		Path    string  `json:"path"`
-		Content *string `json:"content"`
-	}
+type writeArgs struct {
+	Path    string  `json:"path"`
+	Content *string `json:"content"`
+}
+
+func decodeWrite(args json.RawMessage) (writeArgs, *Result) {
+	var a writeArgs
 	if msg, ok := DecodeArgs("workspace_write", args, &a); !ok {
-		return Failf("%s", msg), nil
+		res := Failf("%s", msg)
+		return a, &res
 	}
 	if a.Path == "" || a.Content == nil {
-		return Failf("path and content are required"), nil
+		res := Failf("path and content are required")
+		return a, &res
+	}
+	return a, nil
+}
+
+// Check refuses what Run would refuse before writing: bad arguments, a
+// path outside the workspace or the workspace itself.
+func (WorkspaceWrite) Check(env Env, args json.RawMessage) error {
+	a, res := decodeWrite(args)
+	if res != nil {
+		return refusal(*res)
+	}
+	return checkPath(env, a.Path, true)
+}
+
+func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	a, res := decodeWrite(args)
+	if res != nil {
+		return *res, nil
 	}
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {
@@ -48,7 +70,7 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 	}
 	defer pl.root.Close()
 	if pl.rel == "." {
-		return Failf("path %q is the workspace itself; name a file", a.Path), nil
+		return Failf("%s", workspaceItself(a.Path)), nil
 	}
 	_, statErr := pl.root.Stat(pl.rel)
 	if err := WriteAtomic(pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
