@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +47,31 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 		if err := checkAgent(a, reg); err != nil {
 			t.Errorf("checkAgent(%s): %v", a.ID, err)
 		}
+	}
+}
+
+// docs/tools.md lists every registered tool, and only those.
+func TestToolsDocListsEveryTool(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/tools.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "## The tools")
+	if !ok {
+		t.Fatal("docs/tools.md has no \"## The tools\" section")
+	}
+	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, line := range strings.Split(table, "\n") {
+		if name, _, ok := strings.Cut(strings.TrimPrefix(line, "| `"), "`"); ok && strings.HasPrefix(line, "| `") {
+			listed = append(listed, name)
+		}
+	}
+	slices.Sort(listed)
+	if names := reg.Names(); !slices.Equal(listed, names) {
+		t.Errorf("docs/tools.md lists %v, the registry has %v", listed, names)
 	}
 }
