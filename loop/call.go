@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/kit"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // The tool-call pipeline. Every call of a reply — a registry tool, a loop

@@ -13,7 +13,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // DelegateTool is the loop tool that runs a child turn on another agent
