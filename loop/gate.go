@@ -15,9 +15,12 @@ const (
 )
 
 // Gate decides one call, in the seed's fixed order (000 §5, R-GATE-4),
-// enforced here and nowhere else:
+// enforced here and nowhere else. The pipeline (call.go) asks it once per
+// new call, after the call was vetted: a call refused anyway never asks.
 //
-//  1. ask_user always asks (handled by the loop before the gate);
+//  1. ask_user always asks: the call is the question, and the turn ends
+//     once the reply's calls are settled (its traits say so; it needs no
+//     approval of its own);
 //  2. a call with an ask reason asks, even in an autonomous conversation;
 //  3. a routine call (allow_when) runs, even in a supervised one;
 //  4. the rest: tools that need no approval run; the others run when the

@@ -188,3 +188,29 @@ func TestEscalationAtMostOnceAcrossResume(t *testing.T) {
 		t.Errorf("after the run: escalated %v, guard %+v", st.Escalated, st.Guard)
 	}
 }
+
+// R-LOOP-3: a pause for approval does not reset the guard: the same gated
+// call approved three times in a row is reminded on the third, as it
+// would be in an autonomous conversation.
+func TestGuardCountsAcrossApprovalPauses(t *testing.T) {
+	tool := &counter{name: "shell_run", write: true}
+	h := newHarness(t, map[string][]reply{"fake:a": append(repeat(use("shell_run", `{"command":"make"}`), 3), say("stopping"))}, tool)
+	h.send("build it")
+	h.turn()
+	for i := 0; i < 3; i++ {
+		a := h.state().PendingApproval()
+		if a == nil {
+			t.Fatalf("no approval pending before call %d", i+1)
+		}
+		h.append(&events.ApprovalDecided{ApprovalID: a.ID, Decision: events.DecisionApproved})
+		h.turn()
+	}
+	evs := h.events()
+	rem := eventsOf[*events.GuardReminded](evs)
+	if tool.runs.Load() != 3 || len(rem) != 1 || rem[0].Step != 3 || rem[0].Count != 3 {
+		t.Fatalf("runs %d, reminders %+v; want 3 runs and one reminder at step 3", tool.runs.Load(), rem)
+	}
+	if f := lastFinish(t, evs); f.Status != events.RunDone {
+		t.Errorf("finish = %+v", f)
+	}
+}
