@@ -26,10 +26,13 @@ import (
 //     hooked_tool wraps every tool): hooked (PreToolUse, which can block,
 //     and PostToolUse) around recorded (tool_called) around cut (truncate
 //     and spill) around the tool itself;
-//  5. complete: tool_completed, recorded even when shutdown began while the
-//     tool ran.
+//  5. complete: tool_completed, with the result's parts as references (an
+//     image kept in the spill folder) and its metadata, recorded even when
+//     shutdown began while the tool ran.
 //
-// A call decided by an approval enters at 4. A call recorded as started and
+// A loop tool that only talks to the owner (ask_user, progress_note) skips
+// 4's stages: nothing runs that a crash could cut or a hook could guard. A
+// call decided by an approval enters at 4. A call recorded as started and
 // never finished is closed as interrupted — never run twice — unless its
 // tool resumes (delegate waits for its child again).
 

@@ -23,14 +23,21 @@
 //     a reason for the approval card, even when autonomous) and Allower (this
 //     call is routine and runs without asking). The loop's gate applies them
 //     in its fixed order through NeedsApproval, AskReason and Routine; tools
-//     only answer the questions. A call a tool will refuse anyway (a shell
-//     deny pattern) is reported as routine so the refusal reaches the model
-//     without bothering a human, and Run refuses it.
+//     only answer the questions.
+//
+//   - Refused before asked. A tool that can tell a call will be refused
+//     anyway (arguments that do not decode, a path outside the workspace, a
+//     shell deny pattern) implements Checker; the loop checks before the
+//     gate, so nobody is asked to approve a call that would not run. Check
+//     gives Run's own words and changes nothing; Run checks again.
 //
 //   - Long output. The loop cuts each result with Truncate to the agent's
 //     tool_output_chars and saves the whole text with Spill; tool_output_read
-//     pages through it again.
+//     (Def.Uncut) pages through it again. Parts beside the text (an image, a
+//     file reference) and metadata travel in Result.Parts and Result.Meta.
 //
-// Each built-in is one .go file with its description in an embedded .md file
-// next to it.
+// Each tool is one .go file with its description in an embedded .md file
+// next to it, declared once by its Def (Default: offered to agents with no
+// tools list) and registered in its package's list (Builtins here); see
+// docs/tools.md.
 package tools
