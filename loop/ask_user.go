@@ -30,7 +30,7 @@ func (askUser) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, e
 	return tools.Result{Output: askUserText}, nil
 }
 
-func (askUser) traits() traits { return traits{instant: true, endsTurn: true} }
+func (askUser) traits() traits { return traits{instant: true, endsTurn: true, anyAgent: true} }
 
 func (askUser) vet(*Turn, events.ToolCallRequest) (string, string, bool) { return "", "", false }
 

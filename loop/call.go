@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,21 +56,46 @@ type toolCall struct {
 // stage runs a call that the gate let through, usually around a next stage.
 type stage func(ctx context.Context, c *toolCall) error
 
-// tool finds a tool by name in the registry, whether or not the agent may
-// use it.
+// tool finds a tool by name, whether or not the agent may use it: in the
+// registry, or among the loop's own tools, which every turn knows whether
+// or not the registry it was given holds them.
 func (t *Turn) tool(name string) (tools.Tool, bool) {
-	if t.deps.Tools == nil {
-		return nil, false
+	if t.deps.Tools != nil {
+		if tool, ok := t.deps.Tools.Lookup(name); ok {
+			return tool, true
+		}
 	}
-	return t.deps.Tools.Lookup(name)
+	for _, tool := range Tools() {
+		if tool.Def().Name == name {
+			return tool, true
+		}
+	}
+	return nil, false
 }
 
-// lookup finds one of the agent's tools.
+// lookup finds a tool the agent may use: one its tools list names, or a
+// loop tool any agent may call (it only talks to the owner).
 func (t *Turn) lookup(name string) (tools.Tool, bool) {
-	if !contains(t.agent.Tools, name) {
+	tool, ok := t.tool(name)
+	if !ok || !(contains(t.agent.Tools, name) || traitsOf(tool).anyAgent) {
 		return nil, false
 	}
-	return t.tool(name)
+	return tool, true
+}
+
+// defs are the definitions of the agent's tools, sorted by name.
+func (t *Turn) defs() []tools.Def {
+	var defs []tools.Def
+	if t.deps.Tools != nil {
+		defs = t.deps.Tools.Defs(t.agent.Tools)
+	}
+	for _, lt := range Tools() {
+		if d := lt.Def(); contains(t.agent.Tools, d.Name) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == d.Name }) {
+			defs = append(defs, d)
+		}
+	}
+	slices.SortFunc(defs, func(a, b tools.Def) int { return strings.Compare(a.Name, b.Name) })
+	return defs
 }
 
 func (t *Turn) toolEnv() tools.Env {

@@ -9,7 +9,8 @@ import (
 
 // Tools are the loop's own tools — ask_user, progress_note, delegate — for
 // the registry: they are declared and offered like any other tool and go
-// through the same pipeline, but the turn answers them itself.
+// through the same pipeline, but the turn answers them itself (and knows
+// them even when a registry it is given leaves them out).
 func Tools() []tools.Tool {
 	return []tools.Tool{askUser{}, progressNote{}, delegateTool{}}
 }
@@ -35,6 +36,9 @@ type traits struct {
 	// resumes: a call cut by a restart is resumed, not closed as
 	// interrupted.
 	resumes bool
+	// anyAgent: every agent may call it, listed in its tools or not (it
+	// only talks to the owner); it is offered only when listed.
+	anyAgent bool
 }
 
 func traitsOf(tool tools.Tool) traits {

@@ -90,11 +90,8 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 // toolDefs declares the agent's tools to the model; a delegated child is
 // not offered delegate (one level deep).
 func (t *Turn) toolDefs(child bool) []llms.Tool {
-	if t.deps.Tools == nil {
-		return nil
-	}
 	var out []llms.Tool
-	for _, d := range t.deps.Tools.Defs(t.agent.Tools) {
+	for _, d := range t.defs() {
 		if child && d.Name == DelegateTool {
 			continue
 		}

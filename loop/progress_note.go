@@ -30,7 +30,7 @@ func (progressNote) Run(context.Context, tools.Env, json.RawMessage) (tools.Resu
 	return tools.Result{Output: noteText}, nil
 }
 
-func (progressNote) traits() traits { return traits{instant: true} }
+func (progressNote) traits() traits { return traits{instant: true, anyAgent: true} }
 
 func (progressNote) vet(*Turn, events.ToolCallRequest) (string, string, bool) { return "", "", false }
 

@@ -167,6 +167,11 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		t, _ := registry.Lookup(name)
 		replayTools = append(replayTools, replayed(t, results[name], delegated))
 	}
+	for _, t := range Tools() { // the loop's own, also when registry leaves them out
+		if _, ok := registry.Lookup(t.Def().Name); !ok {
+			replayTools = append(replayTools, replayed(t, nil, delegated))
+		}
+	}
 	reg, err := tools.New(replayTools...)
 	if err != nil {
 		return nil, err
