@@ -173,3 +173,46 @@ func TestDelegateCostAndUnknownCallsReachTheParent(t *testing.T) {
 		t.Errorf("cost %v, unknown calls %d; want 0.01 and 3", st.CostUSD, st.UnknownCostCalls)
 	}
 }
+
+// The guard's count and the run's escalation are part of the folded state,
+// kept by a snapshot as by a cold replay.
+func TestGuardAndEscalationFoldAndSurviveSnapshot(t *testing.T) {
+	_, log := eventstest.Start(t)
+	ctx := t.Context()
+	evs := []events.Envelope{
+		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "build"}),
+		events.MustNew(&events.RunStarted{RunID: "r", Agent: "master", Trigger: "message"}),
+	}
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprint("c", i)
+		evs = append(evs,
+			events.MustNew(&events.ModelCalled{RunID: "r", Step: i, Route: "fake:a", Model: "a",
+				ToolCalls: []events.ToolCallRequest{{ID: id, Name: "shell_run", Arguments: json.RawMessage(`{"command":"make"}`)}}}),
+			events.MustNew(&events.ToolCompleted{RunID: "r", Step: i, CallID: id, Tool: "shell_run", Output: "failed"}))
+	}
+	evs = append(evs,
+		events.MustNew(&events.GuardReminded{RunID: "r", Step: 3, Tool: "shell_run", Count: 3, Text: "[Harness reminder] …"}),
+		events.MustNew(&events.Escalated{RunID: "r", Step: 3, Reason: "error", Route: "fake:strong", Error: "500"}))
+	if _, err := log.Append(ctx, events.Conv("c"), 0, evs...); err != nil {
+		t.Fatal(err)
+	}
+	cold, err := loop.LoadState(ctx, log, nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cold.Guard; g.Count() != 3 || g.Tools() != "shell_run" || !g.Reminded || g.Verdict() != loop.GuardContinue || !cold.Escalated {
+		t.Fatalf("folded guard %+v, escalated %v", g, cold.Escalated)
+	}
+	snaps := &memSnapshots{}
+	if err := loop.SaveSnapshot(snaps, cold); err != nil {
+		t.Fatal(err)
+	}
+	warm, err := loop.LoadState(ctx, log, snaps, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(warm, cold) {
+		t.Errorf("snapshot state %+v differs from cold replay %+v", warm.Guard, cold.Guard)
+	}
+}
