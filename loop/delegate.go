@@ -243,7 +243,7 @@ func (s *State) runEnd(e *events.RunFinished) *RunEnd {
 				var q struct {
 					Question string `json:"question"`
 				}
-				if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
+				if c.Name == AskUserTool && json.Unmarshal(c.Arguments, &q) == nil {
 					end.Question = q.Question
 				}
 			}
