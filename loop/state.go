@@ -340,13 +340,9 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Calling[e.CallID] = true
 	case *events.ToolCompleted:
 		if d := e.Delegate; d != nil { // the child's spending is the parent's
-			if d.CostUSD != nil {
-				s.CostUSD += *d.CostUSD
-			}
-			s.UnknownCostCalls += d.UnknownCostCalls
-			if d.CostUSD == nil && d.UnknownCostCalls == 0 {
-				s.UnknownCostCalls++ // recorded before the count existed
-			}
+			usd, unknown := d.Spent()
+			s.CostUSD += usd
+			s.UnknownCostCalls += unknown
 		}
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
