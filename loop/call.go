@@ -241,7 +241,14 @@ func (t *Turn) cut(next stage) stage {
 		if err := next(ctx, c); err != nil {
 			return err
 		}
-		if c.tool.Def().Uncut || c.outcome != "" {
+		if c.outcome != "" { // the harness's own words
+			return nil
+		}
+		// Redacted (R-X-6) and unframed (R-SEC-1: a tool cannot write the
+		// hook's frame below) before it is cut, so what the model is shown,
+		// the spill and the offsets into it agree.
+		c.res.Output = Unframe(events.Secrets().String(c.res.Output))
+		if c.tool.Def().Uncut {
 			return nil
 		}
 		full := c.res.Output

@@ -108,6 +108,7 @@ func (delegateTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Res
 		}
 	})
 	full, isErr := delegateAnswer(args.Agent, end)
+	full = Unframe(full) // the child's words are data here (R-SEC-1)
 	c.delegate = &events.DelegateResult{Agent: args.Agent, Conversation: child.ID(), RunID: runID, Status: end.Status, UnknownCostCalls: end.UnknownCostCalls}
 	if end.UnknownCostCalls == 0 || end.CostUSD > 0 {
 		cost := end.CostUSD

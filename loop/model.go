@@ -43,13 +43,16 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		model, err := t.deps.Models(route)
 		if err == nil {
 			start := t.deps.Clock()
+			streams := newLiveStreams(func(d llm.Delta) {
+				if t.deps.Live != nil {
+					t.deps.Live(t.conv.ID(), s.openRun, d)
+				}
+			})
 			live := llm.WithDeltas(func(d llm.Delta) {
 				if d.Text != "" {
 					shown = true
 				}
-				if t.deps.Live != nil {
-					t.deps.Live(t.conv.ID(), s.openRun, d)
-				}
+				streams.send(d)
 			})
 			var resp *llms.ContentResponse
 			callOpts := append(append([]llms.CallOption{}, opts...), live)
@@ -57,6 +60,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 				callOpts = append(callOpts, llm.WithSleep(t.deps.Sleep))
 			}
 			resp, err = llm.Call(ctx, model, msgs, callOpts...)
+			streams.flush()
 			if err == nil {
 				mc := modelCalled(s.openRun, step, route, resp, t.deps.Clock().Sub(start))
 				uniqueCallIDs(mc.ToolCalls, s.messages, step)
