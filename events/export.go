@@ -3,6 +3,7 @@ package events
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,14 @@ import (
 // line's bytes with `,"hash":"…"` removed. So an altered line is named by its
 // own hash, a removed or moved one by the chain. A last line {"end":…}
 // counts the events, so cutting lines off the end is detected too.
+//
+// Anyone can recompute a SHA-256 chain, so that chain proves integrity
+// only. An export written with the home's audit key adds a third member,
+// "mac": HMAC-SHA256 under the key of the previous line's mac and this
+// line's hash (the first chained from the conversation id). Who lacks the
+// key cannot forge it: a verifier holding the key knows the file was
+// written by that home and not changed since. Exports written before keyed
+// chains have no mac and still verify, as integrity only.
 
 // ExportLine is one event line of an export.
 type ExportLine struct {
@@ -32,6 +41,7 @@ type ExportLine struct {
 	Data    json.RawMessage `json:"data"`
 	Prev    string          `json:"prev"`
 	Hash    string          `json:"hash,omitempty"`
+	MAC     string          `json:"mac,omitempty"`
 }
 
 // ExportEnd is the last line of an export.
@@ -39,6 +49,7 @@ type ExportEnd struct {
 	End  ExportSummary `json:"end"`
 	Prev string        `json:"prev"`
 	Hash string        `json:"hash,omitempty"`
+	MAC  string        `json:"mac,omitempty"`
 }
 
 // ExportSummary says what the export holds.
@@ -47,11 +58,19 @@ type ExportSummary struct {
 	Events       int    `json:"events"`
 }
 
+// MinAuditKey is the shortest audit key accepted (bytes).
+const MinAuditKey = 32
+
 // WriteExport writes the events of conversation as a hash-chained JSONL
-// export and returns how many events it wrote.
-func WriteExport(w io.Writer, conversation string, evs iter.Seq2[Envelope, error]) (int, error) {
+// export, keyed with the home's audit key, and returns how many events it
+// wrote. A nil key writes the plain chain of exports before keyed ones.
+func WriteExport(w io.Writer, conversation string, key []byte, evs iter.Seq2[Envelope, error]) (int, error) {
+	if key != nil && len(key) < MinAuditKey {
+		return 0, fmt.Errorf("export %s: audit key of %d bytes, want at least %d", conversation, len(key), MinAuditKey)
+	}
 	bw := bufio.NewWriter(w)
 	prev := chainHash([]byte(conversation))
+	mac := firstMAC(key, conversation)
 	n := 0
 	for env, err := range evs {
 		if err != nil {
@@ -61,43 +80,71 @@ func WriteExport(w io.Writer, conversation string, evs iter.Seq2[Envelope, error
 		if err != nil {
 			return n, fmt.Errorf("export %s seq %d: %w", env.Subject, env.Seq, err)
 		}
-		prev = writeSealed(bw, line)
+		prev, mac = writeSealed(bw, line, key, mac)
 		n++
 	}
 	end, _ := json.Marshal(ExportEnd{End: ExportSummary{Conversation: conversation, Events: n}, Prev: prev})
-	writeSealed(bw, end)
+	writeSealed(bw, end, key, mac)
 	if err := bw.Flush(); err != nil {
 		return n, fmt.Errorf("export %s: %w", conversation, err)
 	}
 	return n, nil
 }
 
-// writeSealed writes a JSON object line with its own hash appended as the
-// last member and returns that hash.
-func writeSealed(w *bufio.Writer, obj []byte) string {
+// writeSealed writes a JSON object line with its own hash (and, with a
+// key, its mac) appended as the last members and returns both.
+func writeSealed(w *bufio.Writer, obj []byte, key []byte, prevMAC string) (hash, mac string) {
 	h := chainHash(obj)
 	w.Write(obj[:len(obj)-1])
 	w.WriteString(`,"hash":"`)
 	w.WriteString(h)
+	if key != nil {
+		mac = lineMAC(key, prevMAC, h)
+		w.WriteString(`","mac":"`)
+		w.WriteString(mac)
+	}
 	w.WriteString("\"}\n")
-	return h
+	return h, mac
 }
 
-// unseal checks a line's own hash and returns it.
-func unseal(line []byte) (string, error) {
+// firstMAC seeds the keyed chain with the conversation id.
+func firstMAC(key []byte, conversation string) string {
+	if key == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("crew export v2\nconversation\n" + conversation))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func lineMAC(key []byte, prevMAC, hash string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("crew export v2\n" + prevMAC + "\n" + hash))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// unseal checks a line's own hash and returns it, and its mac if any.
+func unseal(line []byte) (hash, mac string, err error) {
 	i := bytes.LastIndex(line, []byte(`,"hash":"`))
 	if i < 0 {
-		return "", errors.New("no hash")
+		return "", "", errors.New("no hash")
 	}
 	stored := line[i+len(`,"hash":"`):]
-	if len(stored) != 64+2 || string(stored[64:]) != `"}` {
-		return "", errors.New("malformed hash")
+	switch {
+	case len(stored) == 64+2 && string(stored[64:]) == `"}`:
+	case len(stored) == 64+len(`","mac":"`)+64+2 && string(stored[64:64+len(`","mac":"`)]) == `","mac":"` && string(stored[len(stored)-2:]) == `"}`:
+		mac = string(stored[64+len(`","mac":"`) : len(stored)-2])
+		if _, err := hex.DecodeString(mac); err != nil {
+			return "", "", errors.New("malformed keyed hash")
+		}
+	default:
+		return "", "", errors.New("malformed hash")
 	}
 	content := append(bytes.Clone(line[:i]), '}')
 	if chainHash(content) != string(stored[:64]) {
-		return "", errors.New("line altered: its hash does not match its content")
+		return "", "", errors.New("line altered: its hash does not match its content")
 	}
-	return string(stored[:64]), nil
+	return string(stored[:64]), mac, nil
 }
 
 func chainHash(b []byte) string {
@@ -120,24 +167,64 @@ func (e *BrokenLineError) Error() string {
 
 func (e *BrokenLineError) Unwrap() error { return ErrBrokenExport }
 
-// VerifyExport checks an export's hash chain, sequence order and end line.
-// It returns the conversation and the number of events when intact, else a
-// *BrokenLineError naming the first broken line.
-func VerifyExport(r io.Reader) (conversation string, count int, err error) {
+// Verified is what an intact export holds.
+type Verified struct {
+	Conversation string
+	Events       int
+	// Keyed: every line carries a keyed hash (mac).
+	Keyed bool
+	// Proven: the macs were checked with the key given: the file was
+	// written by the home holding that key.
+	Proven bool
+}
+
+// VerifyExport checks an export's hash chain, sequence order and end line,
+// and with a key its keyed chain. It returns what the export holds when
+// intact, else a *BrokenLineError naming the first broken line. Without a
+// key, or for an export without macs, integrity only is checked.
+func VerifyExport(r io.Reader, key []byte) (Verified, error) {
+	conversation, count, keyed, err := verifyExport(r, key)
+	if err != nil {
+		return Verified{}, err
+	}
+	return Verified{Conversation: conversation, Events: count, Keyed: keyed, Proven: keyed && key != nil}, nil
+}
+
+func verifyExport(r io.Reader, key []byte) (conversation string, count int, keyed bool, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 64<<20)
-	var prev string
+	var prev, prevMAC string
 	var lastSeq uint64
 	lineNo := 0
 	for sc.Scan() {
 		lineNo++
 		line := sc.Bytes()
-		broken := func(format string, a ...any) (string, int, error) {
-			return "", 0, &BrokenLineError{Line: lineNo, Reason: fmt.Sprintf(format, a...)}
+		broken := func(format string, a ...any) (string, int, bool, error) {
+			return "", 0, false, &BrokenLineError{Line: lineNo, Reason: fmt.Sprintf(format, a...)}
 		}
-		own, err := unseal(line)
+		own, mac, err := unseal(line)
 		if err != nil {
 			return broken("%v", err)
+		}
+		if lineNo == 1 {
+			keyed = mac != ""
+		} else if keyed != (mac != "") {
+			return broken("keyed hash missing or added: line 1 %s one", map[bool]string{true: "has", false: "has no"}[keyed])
+		}
+		// checkMAC runs once the line's conversation is known.
+		checkMAC := func() error {
+			if !keyed || key == nil {
+				return nil
+			}
+			if lineNo == 1 {
+				prevMAC = firstMAC(key, conversation)
+			}
+			want := lineMAC(key, prevMAC, own)
+			if !hmac.Equal([]byte(want), []byte(mac)) {
+				return &BrokenLineError{Line: lineNo, Reason: "keyed hash fails: the line was altered (its plain hash recomputed), or the export was written with another home's audit key"}
+			}
+			prevMAC = mac
+			return nil
 		}
 		if bytes.HasPrefix(line, []byte(`{"end":`)) {
 			var end ExportEnd
@@ -147,6 +234,9 @@ func VerifyExport(r io.Reader) (conversation string, count int, err error) {
 			if lineNo == 1 {
 				prev = chainHash([]byte(end.End.Conversation))
 				conversation = end.End.Conversation
+			}
+			if err := checkMAC(); err != nil {
+				return "", 0, false, err
 			}
 			if end.End.Conversation != conversation {
 				return broken("end line names conversation %q, events are of %q", end.End.Conversation, conversation)
@@ -158,12 +248,12 @@ func VerifyExport(r io.Reader) (conversation string, count int, err error) {
 				return broken("end line counts %d events, file has %d", end.End.Events, count)
 			}
 			if sc.Scan() {
-				return "", 0, &BrokenLineError{Line: lineNo + 1, Reason: "text after the end line"}
+				return "", 0, false, &BrokenLineError{Line: lineNo + 1, Reason: "text after the end line"}
 			}
 			if err := sc.Err(); err != nil {
-				return "", 0, fmt.Errorf("read export: %w", err)
+				return "", 0, false, fmt.Errorf("read export: %w", err)
 			}
-			return conversation, count, nil
+			return conversation, count, keyed, nil
 		}
 		var ev ExportLine
 		if err := strictUnmarshal(line, &ev); err != nil {
@@ -175,6 +265,9 @@ func VerifyExport(r io.Reader) (conversation string, count int, err error) {
 				return broken("subject %q is not a conversation's", ev.Subject)
 			}
 			prev = chainHash([]byte(conversation))
+		}
+		if err := checkMAC(); err != nil {
+			return "", 0, false, err
 		}
 		if ev.Prev != prev {
 			if lineNo == 1 {
@@ -193,9 +286,9 @@ func VerifyExport(r io.Reader) (conversation string, count int, err error) {
 		count++
 	}
 	if err := sc.Err(); err != nil {
-		return "", 0, fmt.Errorf("read export: %w", err)
+		return "", 0, false, fmt.Errorf("read export: %w", err)
 	}
-	return "", 0, &BrokenLineError{Line: lineNo + 1, Reason: "missing end line: the export was cut short"}
+	return "", 0, false, &BrokenLineError{Line: lineNo + 1, Reason: "missing end line: the export was cut short"}
 }
 
 func strictUnmarshal(b []byte, v any) error {

@@ -2,7 +2,10 @@ package events_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -10,7 +13,15 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
+// testKey is an audit key for the tests.
+var testKey = []byte("0123456789abcdef0123456789abcdef-test-key")
+
 func exportOf(t *testing.T, n int) []byte {
+	t.Helper()
+	return exportWith(t, n, testKey)
+}
+
+func exportWith(t *testing.T, n int, key []byte) []byte {
 	t.Helper()
 	_, log := eventstest.Start(t)
 	ctx := t.Context()
@@ -23,7 +34,7 @@ func exportOf(t *testing.T, n int) []byte {
 	}
 	log.Append(ctx, events.Conv("c2"), 0, msg("not exported"))
 	var buf bytes.Buffer
-	count, err := events.WriteExport(&buf, "c1", log.Read(ctx, events.Conv("c1").Filter(), 0))
+	count, err := events.WriteExport(&buf, "c1", key, log.Read(ctx, events.Conv("c1").Filter(), 0))
 	if err != nil || count != n {
 		t.Fatalf("export: %d, %v", count, err)
 	}
@@ -31,13 +42,13 @@ func exportOf(t *testing.T, n int) []byte {
 }
 
 func TestExportRoundTripsThroughVerify(t *testing.T) {
-	conv, n, err := events.VerifyExport(bytes.NewReader(exportOf(t, 5)))
-	if err != nil || conv != "c1" || n != 5 {
-		t.Fatalf("verify = %q, %d, %v; want c1, 5, nil", conv, n, err)
+	v, err := events.VerifyExport(bytes.NewReader(exportOf(t, 5)), testKey)
+	if err != nil || v.Conversation != "c1" || v.Events != 5 || !v.Proven {
+		t.Fatalf("verify = %+v, %v; want c1, 5 events, proven", v, err)
 	}
-	conv, n, err = events.VerifyExport(bytes.NewReader(exportOf(t, 0)))
-	if err != nil || n != 0 {
-		t.Fatalf("empty export: verify = %q, %d, %v", conv, n, err)
+	v, err = events.VerifyExport(bytes.NewReader(exportOf(t, 0)), testKey)
+	if err != nil || v.Events != 0 || !v.Proven {
+		t.Fatalf("empty export: verify = %+v, %v", v, err)
 	}
 }
 
@@ -64,7 +75,7 @@ func TestVerifyNamesFirstBrokenLine(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := events.VerifyExport(bytes.NewReader(c.file))
+			_, err := events.VerifyExport(bytes.NewReader(c.file), testKey)
 			var ble *events.BrokenLineError
 			if !errors.As(err, &ble) || !errors.Is(err, events.ErrBrokenExport) {
 				t.Fatalf("err = %v, want a BrokenLineError", err)
@@ -90,10 +101,95 @@ func TestVerifyNamesTheLineOfAnyAlteredByte(t *testing.T) {
 		if bad[i] == '\n' {
 			continue
 		}
-		_, _, err := events.VerifyExport(bytes.NewReader(bad))
+		_, err := events.VerifyExport(bytes.NewReader(bad), testKey)
 		var ble *events.BrokenLineError
 		if !errors.As(err, &ble) || ble.Line != line {
 			t.Fatalf("byte %d (line %d) altered: err = %v", i, line, err)
 		}
+	}
+}
+
+// forge rewrites line n (1-based) of an export with edit and recomputes the
+// plain SHA-256 chain from there on, as the issue's 10-line script did; the
+// keyed hashes (mac) it cannot recompute are kept, or dropped with strip.
+func forge(t *testing.T, export []byte, n int, edit func(string) string, strip bool) []byte {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(string(export), "\n"), "\n")
+	prev := ""
+	for i, l := range lines {
+		cut := strings.LastIndex(l, `,"hash":"`)
+		content, sealed := l[:cut], l[cut:]
+		mac := ""
+		if j := strings.Index(sealed, `","mac":"`); j >= 0 && !strip {
+			mac = sealed[j+len(`","mac":"`) : len(sealed)-2]
+		}
+		if i+1 == n {
+			content = edit(content)
+		}
+		if i+1 > n {
+			p := strings.LastIndex(content, `"prev":"`)
+			content = content[:p] + `"prev":"` + prev + `"`
+		}
+		sum := sha256.Sum256([]byte(content + "}"))
+		prev = hex.EncodeToString(sum[:])
+		l = content + `,"hash":"` + prev
+		if mac != "" {
+			l += `","mac":"` + mac
+		}
+		lines[i] = l + `"}`
+	}
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// Item 9: editing a message and recomputing the plain chain passes an
+// integrity check, but the keyed chain names the edited line.
+func TestForgedExportFailsKeyedVerify(t *testing.T) {
+	good := exportOf(t, 4)
+	forged := forge(t, good, 3, func(l string) string { return strings.Replace(l, `"text":"xx"`, `"text":"pay"`, 1) }, false)
+	if bytes.Equal(forged, good) {
+		t.Fatal("the forgery changed nothing")
+	}
+	// Without the key the forgery passes: a plain chain proves nothing.
+	if v, err := events.VerifyExport(bytes.NewReader(forged), nil); err != nil || v.Proven || !v.Keyed {
+		t.Fatalf("without key: %+v, %v; want intact, keyed, not proven", v, err)
+	}
+	_, err := events.VerifyExport(bytes.NewReader(forged), testKey)
+	var ble *events.BrokenLineError
+	if !errors.As(err, &ble) || ble.Line != 3 || !strings.Contains(err.Error(), "keyed hash fails") {
+		t.Fatalf("with key: err = %v, want line 3: keyed hash fails", err)
+	}
+	// Another home's key fails at line 1.
+	_, err = events.VerifyExport(bytes.NewReader(good), []byte("another home's audit key, 32 bytes or more"))
+	if !errors.As(err, &ble) || ble.Line != 1 {
+		t.Fatalf("wrong key: err = %v, want line 1", err)
+	}
+	// Dropping every mac leaves an unkeyed export: intact, origin not proven.
+	stripped := forge(t, good, 3, func(l string) string { return strings.Replace(l, `"text":"xx"`, `"text":"pay"`, 1) }, true)
+	if v, err := events.VerifyExport(bytes.NewReader(stripped), testKey); err != nil || v.Proven || v.Keyed {
+		t.Fatalf("stripped: %+v, %v; want intact and not proven", v, err)
+	}
+	// Dropping one mac is caught.
+	lines := strings.SplitAfter(string(good), "\n")
+	l2 := lines[1]
+	lines[1] = l2[:strings.Index(l2, `","mac":"`)] + "\"}\n"
+	if _, err := events.VerifyExport(bytes.NewReader([]byte(strings.Join(lines, ""))), nil); !errors.As(err, &ble) || ble.Line != 2 {
+		t.Fatalf("one mac dropped: err = %v, want line 2", err)
+	}
+}
+
+// Exports written before keyed chains verify as integrity only.
+func TestOldExportVerifiesIntegrityOnly(t *testing.T) {
+	old := exportWith(t, 3, nil)
+	if bytes.Contains(old, []byte(`"mac"`)) {
+		t.Fatal("a plain export carries a mac")
+	}
+	for _, key := range [][]byte{nil, testKey} {
+		v, err := events.VerifyExport(bytes.NewReader(old), key)
+		if err != nil || v.Events != 3 || v.Keyed || v.Proven {
+			t.Errorf("key %q: %+v, %v; want 3 events, integrity only", key, v, err)
+		}
+	}
+	if _, err := events.WriteExport(io.Discard, "c1", []byte("short"), nil); err == nil {
+		t.Error("a short audit key was accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -31,10 +32,14 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	key, err := auditKey(env, h)
+	if err != nil {
+		return err
+	}
 	write := func(w io.Writer) (int, error) {
 		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 		if errors.Is(err, errStoreBusy) {
-			return exportFromServer(ctx, dir, serverToken(env, h), conv, w)
+			return exportFromServer(ctx, dir, serverToken(env, h), conv, key, w)
 		}
 		if err != nil {
 			return 0, err
@@ -47,7 +52,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		if last == 0 {
 			return 0, fmt.Errorf("conversation %q has no events in %s", conv, dir)
 		}
-		return events.WriteExport(w, conv, s.log.Read(ctx, events.Conv(conv).Filter(), 0))
+		return events.WriteExport(w, conv, key, s.log.Read(ctx, events.Conv(conv).Filter(), 0))
 	}
 	if *out == "" {
 		n, err := write(env.stdout)
@@ -79,8 +84,9 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // exportFromServer asks the running server, which holds the store, and
-// verifies what arrives while copying it, so the count is the same either way.
-func exportFromServer(ctx context.Context, dir, token, conv string, w io.Writer) (int, error) {
+// verifies what arrives while copying it (keyed: the server holds the same
+// audit key), so the count is the same either way.
+func exportFromServer(ctx context.Context, dir, token, conv string, key []byte, w io.Writer) (int, error) {
 	info, err := readServeInfo(dir)
 	if err != nil {
 		return 0, err
@@ -92,7 +98,12 @@ func exportFromServer(ctx context.Context, dir, token, conv string, w io.Writer)
 		var verr error
 		go func() {
 			defer close(done)
-			_, n, verr = events.VerifyExport(pr)
+			var v events.Verified
+			v, verr = events.VerifyExport(pr, key)
+			if verr == nil && !v.Proven {
+				verr = errors.New("it is not keyed with this home's audit key")
+			}
+			n = v.Events
 			io.Copy(io.Discard, pr)
 		}()
 		_, err := io.Copy(io.MultiWriter(w, pw), body)
@@ -122,7 +133,9 @@ func serverToken(env *cliEnv, h *home.Home) string {
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
-	fs, _ := newFlags(env, "verify")
+	fs, homeFlag := newFlags(env, "verify")
+	keyFile := fs.String("key-file", "", "audit key: a file holding the key alone, or an env file with "+home.AuditKeyVar)
+	noKey := fs.Bool("no-key", false, "check integrity only: the hash chain, not who wrote it")
 	if err := parse(env, fs, args); err != nil {
 		return err
 	}
@@ -130,16 +143,94 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		fs.Usage()
 		return exitError{2}
 	}
+	key, why, err := verifyKey(env, *homeFlag, *keyFile, *noKey)
+	if err != nil {
+		return err
+	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	conv, n, err := events.VerifyExport(f)
+	v, err := events.VerifyExport(f, key)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "%s: %v\n", fs.Arg(0), err)
 		return exitError{1}
 	}
-	fmt.Fprintf(env.stdout, "ok: %d events of conversation %s, hash chain intact\n", n, conv)
+	head := fmt.Sprintf("ok: %d events of conversation %s", v.Events, v.Conversation)
+	switch {
+	case v.Proven:
+		fmt.Fprintf(env.stdout, "%s: intact, written by this home (%s)\n", head, why)
+	case !v.Keyed:
+		fmt.Fprintf(env.stdout, "%s: hash chain intact; origin not proven: the file has no keyed hashes (an export from before keyed chains, or they were removed)\n", head)
+	default:
+		fmt.Fprintf(env.stdout, "%s: hash chain intact; origin not proven (%s)\n", head, why)
+	}
 	return nil
+}
+
+// verifyKey finds the audit key verify checks with, and says where from:
+// none with --no-key; the key file; else the home's (never created here).
+func verifyKey(env *cliEnv, homeFlag, keyFile string, noKey bool) (key []byte, why string, err error) {
+	switch {
+	case noKey && keyFile != "":
+		return nil, "", errors.New("--no-key and --key-file exclude each other")
+	case noKey:
+		return nil, "checked without the audit key: --no-key", nil
+	case keyFile != "":
+		v, err := readKeyFile(keyFile)
+		if err != nil {
+			return nil, "", err
+		}
+		return []byte(v), "audit key from " + keyFile, nil
+	}
+	if v := env.getenv(home.AuditKeyVar); v != "" {
+		return checkedKey(v, home.AuditKeyVar+" in the process environment")
+	}
+	dir, err := homeDir(env, homeFlag)
+	if err != nil {
+		return nil, "checked without the audit key: no home", nil
+	}
+	path := filepath.Join(dir, "env")
+	vars, err := home.ReadEnvFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if vars[home.AuditKeyVar] == "" {
+		return nil, fmt.Sprintf("checked without the audit key: %s has no %s", path, home.AuditKeyVar), nil
+	}
+	return checkedKey(vars[home.AuditKeyVar], "audit key of "+dir)
+}
+
+func checkedKey(v, where string) ([]byte, string, error) {
+	if len(v) < events.MinAuditKey {
+		return nil, "", fmt.Errorf("%s is %d bytes, want at least %d", where, len(v), events.MinAuditKey)
+	}
+	return []byte(v), where, nil
+}
+
+// readKeyFile reads a key file: one line holding the key, or an env file
+// with a CREW_AUDIT_KEY= line.
+func readKeyFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--key-file: %w", err)
+	}
+	var key string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
+		if v, ok := strings.CutPrefix(line, home.AuditKeyVar+"="); ok {
+			key = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	if key == "" {
+		if t := strings.TrimSpace(string(b)); t != "" && !strings.ContainsAny(t, "\n=") {
+			key = t
+		}
+	}
+	if key == "" {
+		return "", fmt.Errorf("--key-file %s: want the key alone on one line, or a %s= line", path, home.AuditKeyVar)
+	}
+	_, _, err = checkedKey(key, "the key in "+path)
+	return key, err
 }

@@ -29,9 +29,9 @@ func init() {
 		{"init", "", "create the home with a working master agent (changes nothing if it exists)", runInit},
 		{"agent", "add <template>", "install a built-in agent: fullstack-developer, kongming, researcher", runAgent},
 		{"doctor", "", "print home, versions, event store, projection lag, sandbox, model routes", runDoctor},
-		{"export", "<conversation> [-o FILE]", "write a conversation's events as hash-chained JSONL", runExport},
+		{"export", "<conversation> [-o FILE]", "write a conversation's events as JSONL, hash-chained under the home's audit key", runExport},
 		{"replay", "<run-id> [--route ROUTE]", "re-drive a recorded run with its recorded replies and results; show the first divergence", runReplay},
-		{"verify", "<FILE>", "check an export's hash chain; name the first broken line", runVerify},
+		{"verify", "<FILE> [--key-file F | --no-key]", "check an export's keyed hash chain (written by this home?); name the first broken line", runVerify},
 		{"projections", "rebuild [NAME]", "rebuild read models from the event log (server stopped)", runProjections},
 		{"memory", "consolidate <agent>", "rewrite an agent's MEMORY.md from the last 7 days of notes, as a proposal", runMemory},
 	}

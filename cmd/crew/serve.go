@@ -21,7 +21,7 @@ import (
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs, homeFlag := newFlags(env, "serve")
-	listen := fs.String("listen", "", "HTTP address (default config.yaml listen, else 127.0.0.1:7420); non-loopback needs auth_token")
+	listen := fs.String("listen", "", "HTTP address (default config.yaml listen, else 127.0.0.1:7420); non-loopback needs an auth token, generated into <home>/env if none is set")
 	if err := parse(env, fs, args); err != nil {
 		return err
 	}
@@ -43,9 +43,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if addr == "" {
 		addr = h.Config.Listen
 	}
-	token := h.Config.AuthToken
-	if token == "" {
-		token = h.Getenv("CREW_AUTH_TOKEN", env.getenv)
+	// Secrets first: written to <home>/env before anything reads it.
+	key, err := auditKey(env, h)
+	if err != nil {
+		return err
+	}
+	token, generated, err := serveAuth(env, h, addr)
+	if err != nil {
+		return err
 	}
 	if err := checkListen(addr, token); err != nil {
 		return err
@@ -53,6 +58,10 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// The token, however it was set or made, is never written down.
 	if token != "" {
 		events.Secrets().Add("CREW_AUTH_TOKEN", token)
+	}
+	sessions, err := web.OpenSessions(filepath.Join(dataDir(dir), "web-sessions.json"))
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(redactedWriter{env.stderr}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
@@ -134,7 +143,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	url := "http://" + ln.Addr().String()
+	url := reachableURL(ln.Addr())
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Log:           st.log,
@@ -148,6 +157,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Live:          liveFeed(st.srv.Conn()),
 			Health:        health,
 			AuthToken:     token,
+			Hosts:         webHosts(h, addr),
+			Sessions:      sessions,
+			AuditKey:      key,
 			Logger:        logger.With("component", "web"),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -161,6 +173,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 
 	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, dir, time.Since(start).Round(time.Millisecond))
 	fmt.Fprintln(env.stdout, c.routes)
+	if generated {
+		fmt.Fprintln(env.stdout, loginHint(h, addr, ln.Addr()))
+	}
 	if url := st.srv.ClientURL(); url != "" {
 		fmt.Fprintf(env.stdout, "embedded NATS is reachable at %s: nats --server %s stream info CREW\n", url, url)
 	}
@@ -177,16 +192,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 
 // checkListen refuses a non-loopback address without an auth token.
 func checkListen(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("listen address %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip != nil && ip.IsLoopback() {
-		return nil
+	loopback, err := isLoopback(addr)
+	if err != nil || loopback {
+		return err
 	}
 	if token == "" {
 		return fmt.Errorf("listen address %s is not loopback: set auth_token in config.yaml (or CREW_AUTH_TOKEN in the env file) so every request needs it", addr)

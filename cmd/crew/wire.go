@@ -206,6 +206,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Location:   h.Config.Location(),
 		Clock:      time.Now,
 		Autonomous: func(id string) bool { a, _ := cr.agent(id); return a.Autonomous },
+		Workspace:  func(id string) string { a, _ := cr.agent(id); return a.Workspace },
 		ApprovalTTL: func(id, channel string) int {
 			if a := cr.get().home.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
 				return a.Telegram.ApprovalTTLSeconds

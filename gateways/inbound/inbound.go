@@ -8,7 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +31,11 @@ var (
 	ErrClosed              = errors.New("the conversation is closed: send without conversation_id to open today's")         // 409
 	ErrDelegated           = errors.New("a delegated conversation takes no messages: its brief came from another agent")    // 409
 	ErrParked              = errors.New("the conversation is parked: this version of crew cannot read an event of its log") // 409
+	ErrBadAttachment       = errors.New("attachment refused")                                                               // 422
 )
+
+// MaxAttachments bounds the attachments of one message.
+const MaxAttachments = 16
 
 // MaxQueued is how many items a conversation holds waiting (R-HOME-6):
 // unanswered messages and steers not yet taken in, together.
@@ -45,6 +53,9 @@ type Inbound struct {
 	// the given agent.
 	Autonomous  func(agent string) bool
 	ApprovalTTL func(agent, channel string) int
+	// Workspace is the folder an agent's attachments must be in; nil (or
+	// "") takes no attachments.
+	Workspace func(agent string) string
 }
 
 // Message is one inbound message.
@@ -83,6 +94,9 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	text := strings.TrimSpace(m.Text)
 	if text == "" && len(m.Attachments) == 0 {
 		return Accepted{}, fmt.Errorf("%w: empty text", ErrBadMessage)
+	}
+	if len(m.Attachments) > MaxAttachments {
+		return Accepted{}, fmt.Errorf("%w: %d attachments, at most %d", ErrBadAttachment, len(m.Attachments), MaxAttachments)
 	}
 	steer, isSteer := cutSteer(text)
 	if isSteer && steer == "" {
@@ -149,6 +163,13 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		if st.Closed {
 			return nil, ErrClosed
 		}
+		owner := st.Agent
+		if owner == "" {
+			owner = agent
+		}
+		if err := in.checkAttachments(owner, m.Attachments); err != nil {
+			return nil, err
+		}
 		if st.ParentConversation != "" {
 			return nil, fmt.Errorf("%w: talk to %s, which delegated it", ErrDelegated, st.ParentConversation)
 		}
@@ -188,6 +209,53 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 	// becomes a message that the next turn answers.
 	in.Kick(id)
 	return acc, nil
+}
+
+// checkAttachments refuses any attachment that is not an existing regular
+// file inside the agent's workspace, named relative to it: no absolute
+// path, no "..", no symlink leading out (os.Root resolves links and
+// refuses an escape).
+func (in *Inbound) checkAttachments(agent string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	ws := ""
+	if in.Workspace != nil {
+		ws = in.Workspace(agent)
+	}
+	if ws == "" {
+		return fmt.Errorf("%w: %q: this server takes no attachments for agent %s", ErrBadAttachment, paths[0], agent)
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return fmt.Errorf("%w: the workspace of %s: %v", ErrBadAttachment, agent, err)
+	}
+	defer root.Close()
+	for _, p := range paths {
+		refuse := func(why string) error {
+			return fmt.Errorf("%w: %q: %s", ErrBadAttachment, p, why)
+		}
+		switch {
+		case p == "" || strings.ContainsRune(p, 0):
+			return refuse("empty or not a path")
+		case filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`):
+			return refuse("an absolute path: want one relative to the workspace")
+		case slices.Contains(strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }), ".."):
+			return refuse(`".." leaves the workspace`)
+		case !filepath.IsLocal(p):
+			return refuse("not a path inside the workspace")
+		}
+		fi, err := root.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return refuse("no such file in the workspace")
+		case err != nil:
+			return refuse("outside the workspace (a symlink leading out?) or unreadable")
+		case !fi.Mode().IsRegular():
+			return refuse("not a regular file")
+		}
+	}
+	return nil
 }
 
 // Current is the id of the conversation a message from agent's channel

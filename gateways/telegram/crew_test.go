@@ -146,7 +146,7 @@ func newCrew(t *testing.T) *crew {
 	return &crew{
 		log: log,
 		in: &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", HasAgent: func(string) bool { return true },
-			Location: time.UTC, Clock: time.Now},
+			Location: time.UTC, Clock: time.Now, Workspace: func(string) string { return dir }},
 		approver:  &approver{log: log, worker: w},
 		workspace: dir,
 		logs:      buf,

@@ -193,6 +193,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		{inbound.ErrParked, http.StatusConflict, "parked"},
 		{inbound.ErrQueueFull, http.StatusTooManyRequests, "queue_full"},
 		{inbound.ErrEmptySteer, http.StatusUnprocessableEntity, "empty_steer"},
+		{inbound.ErrBadAttachment, http.StatusUnprocessableEntity, "bad_attachment"},
 		{inbound.ErrUnknownConversation, http.StatusNotFound, "not_found"},
 		{inbound.ErrUnknownAgent, http.StatusNotFound, "not_found"},
 		{inbound.ErrBadMessage, http.StatusBadRequest, "bad_request"},

@@ -19,7 +19,7 @@ type ConversationOps interface {
 
 // routeConversationOps serves POST /api/conversations/{id}/summarize and
 // /close, and the chat page's "new conversation" form.
-func (s *server) routeConversationOps(mux *http.ServeMux) {
+func (s *server) routeConversationOps(mux *router) {
 	ops := s.cfg.Conversations
 	if ops == nil {
 		return

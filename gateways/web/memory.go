@@ -68,7 +68,7 @@ func (s *server) memoryFail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // routesMemory serves /api/memory/… and, with the site, /memory.
-func (s *server) routesMemory(mux *http.ServeMux) {
+func (s *server) routesMemory(mux *router) {
 	mem := s.cfg.Memory
 	mux.HandleFunc("GET /api/memory/proposals", func(w http.ResponseWriter, r *http.Request) {
 		agent := r.URL.Query().Get("agent")

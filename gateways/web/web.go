@@ -7,7 +7,6 @@ package web
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,10 +39,18 @@ type Config struct {
 	Log    *events.Log
 	Views  Views
 	Health Health
-	// AuthToken, when set, is required on every request but /healthz, as
-	// "Authorization: Bearer <token>".
+	// AuthToken, when set, is required on every request but /healthz,
+	// /login and /static/, as "Authorization: Bearer <token>" or the
+	// session cookie /login sets.
 	AuthToken string
-	Logger    *slog.Logger
+	// Hosts are names (or name:port) the server answers to besides
+	// 127.0.0.1, localhost and [::1] on its port; only with AuthToken.
+	Hosts []string
+	// Sessions holds login sessions; nil keeps them in memory.
+	Sessions *Sessions
+	// AuditKey keys the hash chain of exports (events.WriteExport).
+	AuditKey []byte
+	Logger   *slog.Logger
 	// Inbound, Approvals and Live serve the write and live endpoints.
 	Inbound   Receiver
 	Approvals Approver
@@ -72,8 +79,17 @@ var ErrRefused = errors.New("refused")
 
 // New returns the API handler.
 func New(cfg Config) http.Handler {
-	s := &server{cfg: cfg}
-	mux := http.NewServeMux()
+	if cfg.Sessions == nil {
+		cfg.Sessions = NewSessions()
+	}
+	s := &server{cfg: cfg, throttle: newThrottle()}
+	return s.guardHost(s.authenticate(apiCSRF(s.routes())))
+}
+
+// routes registers every route on a router.
+func (s *server) routes() *router {
+	cfg := s.cfg
+	mux := newRouter()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /api/conversations", s.listConversations)
 	mux.HandleFunc("GET /api/conversations/{id}", s.getConversation)
@@ -151,19 +167,15 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})
-	return s.authenticate(apiCSRF(mux))
+	return mux
 }
 
 // apiCSRF guards the JSON API's writes: a browser cannot send
-// application/json across origins without a preflight we never grant, and
-// an Origin naming another host is refused outright.
+// application/json across origins without a preflight we never grant (the
+// Origin itself is checked for every route by guardHost).
 func apiCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/") {
-			if !sameOrigin(r) {
-				writeError(w, http.StatusForbidden, "csrf", "cross-origin request refused")
-				return
-			}
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				writeError(w, http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json")
 				return
@@ -173,27 +185,9 @@ func apiCSRF(next http.Handler) http.Handler {
 	})
 }
 
-type server struct{ cfg Config }
-
-func (s *server) authenticate(next http.Handler) http.Handler {
-	if s.cfg.AuthToken == "" {
-		return next
-	}
-	want := []byte("Bearer " + s.cfg.AuthToken)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		open := r.URL.Path == "/healthz" || r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/")
-		cookie, _ := r.Cookie(authCookie)
-		if open || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 ||
-			(cookie != nil && subtle.ConstantTimeCompare([]byte(cookie.Value), []byte(s.cfg.AuthToken)) == 1) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return
-		}
-		writeError(w, http.StatusUnauthorized, "unauthorized", "this server needs its auth token: Authorization: Bearer <auth_token>, or log in at /login")
-	})
+type server struct {
+	cfg      Config
+	throttle *throttle
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -260,7 +254,7 @@ func (s *server) export(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.jsonl"`, id))
-	if _, err := events.WriteExport(w, id, s.cfg.Log.Read(r.Context(), events.Conv(id).Filter(), 0)); err != nil {
+	if _, err := events.WriteExport(w, id, s.cfg.AuditKey, s.cfg.Log.Read(r.Context(), events.Conv(id).Filter(), 0)); err != nil {
 		// Headers are sent; the missing end line makes verify reject the
 		// file, so a cut export can never pass as whole.
 		s.logger().Error("export failed", "conversation", id, "err", err)

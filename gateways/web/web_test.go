@@ -23,6 +23,8 @@ func (fakeViews) Run(context.Context, string) (any, error)          { return nil
 
 var _ web.Views = fakeViews{}
 
+var testAuditKey = []byte("audit-key-for-the-web-tests-0123456789")
+
 func newAPI(t *testing.T, token string, ready bool) (*httptest.Server, *events.Log) {
 	_, log := eventstest.Start(t)
 	h := web.New(web.Config{
@@ -30,6 +32,7 @@ func newAPI(t *testing.T, token string, ready bool) (*httptest.Server, *events.L
 		Views:     fakeViews{},
 		Health:    func(context.Context) (bool, any) { return ready, nil },
 		AuthToken: token,
+		AuditKey:  testAuditKey,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -121,9 +124,9 @@ func TestExportEndpointVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	conv, n, err := events.VerifyExport(resp.Body)
-	if err != nil || conv != "c1" || n != 1 {
-		t.Errorf("verify = %s %d %v", conv, n, err)
+	v, err := events.VerifyExport(resp.Body, testAuditKey)
+	if err != nil || v.Conversation != "c1" || v.Events != 1 || !v.Proven {
+		t.Errorf("verify = %+v %v, want 1 event of c1 proven by the audit key (item 9: the download is keyed)", v, err)
 	}
 	if cd := resp.Header.Get("Content-Disposition"); !strings.Contains(cd, `c1.jsonl`) {
 		t.Errorf("Content-Disposition = %q", cd)

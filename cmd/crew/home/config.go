@@ -12,6 +12,7 @@ type Config struct {
 	NATS               NATSConfig     `yaml:"nats"`
 	Listen             string         `yaml:"listen"`
 	AuthToken          string         `yaml:"auth_token"`
+	Web                WebConfig      `yaml:"web"`
 	Telegram           TelegramConfig `yaml:"telegram"`
 
 	loc *time.Location // resolved Timezone, set by Load
@@ -21,6 +22,13 @@ type Config struct {
 type NATSConfig struct {
 	Sync   string `yaml:"sync"`   // "always" or "interval"
 	Listen string `yaml:"listen"` // host:port to expose the embedded server; empty: in-process only
+}
+
+// WebConfig is the web: block of config.yaml.
+type WebConfig struct {
+	// Hosts are the names (or name:port) the web UI answers to besides
+	// 127.0.0.1, localhost and [::1]; they need an auth token.
+	Hosts []string `yaml:"hosts"`
 }
 
 // TelegramConfig is the telegram: block of config.yaml. The bot token is a

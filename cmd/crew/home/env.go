@@ -1,10 +1,13 @@
 package home
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -129,4 +132,52 @@ func unescape(c byte) byte {
 		return '\r'
 	}
 	return c // \" \\ and anything else: the character itself
+}
+
+// Secrets crew generates and keeps in the env file.
+const (
+	// AuditKeyVar keys the hash chain of exports (crew export / verify).
+	AuditKeyVar = "CREW_AUDIT_KEY"
+	// AuthTokenVar is the token of a server listening beyond loopback.
+	AuthTokenVar = "CREW_AUTH_TOKEN"
+)
+
+// NewSecret returns 32 random bytes, base64url (43 characters).
+func NewSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ReadEnvFile reads an env file as Load does: a missing file is empty, one
+// that others can read is refused.
+func ReadEnvFile(path string) (map[string]string, error) { return loadEnv(path) }
+
+// EnsureEnvSecret returns the value of name in <dir>/env, first adding
+// name=gen() with a comment line when the file has none (or an empty one).
+// The file is rewritten atomically, mode 0600, keeping every existing line.
+func EnsureEnvSecret(dir, name, comment string, gen func() string) (value string, created bool, err error) {
+	path := filepath.Join(dir, "env")
+	env, err := loadEnv(path)
+	if err != nil {
+		return "", false, err
+	}
+	if v := env[name]; v != "" {
+		return v, false, nil
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", false, readError(path, err)
+	}
+	value = gen()
+	var b strings.Builder
+	b.Write(old)
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	b.WriteString("# " + comment + "\n" + name + "=" + value + "\n")
+	if err := WriteFileAtomic(path, []byte(b.String()), 0o600); err != nil {
+		return "", false, err
+	}
+	return value, true, nil
 }

@@ -63,8 +63,44 @@ func TestInitCreatesWorkingHome(t *testing.T) {
 	if h.Config.ApprovalTTLSeconds != 600 || h.Config.NATS.Sync != "always" || h.Config.Location() == nil {
 		t.Errorf("config = %+v", h.Config)
 	}
-	if len(h.Env) != 0 {
-		t.Errorf("Env = %v, want empty (all lines commented)", h.Env)
+	// Every line commented but the audit key crew init generates (item 9).
+	if len(h.Env) != 1 || len(h.Env[AuditKeyVar]) != 43 {
+		t.Errorf("Env = %v, want only a generated %s", h.Env, AuditKeyVar)
+	}
+	// config.yaml may hold auth_token: 0600 like env (item 2).
+	if fi, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("config.yaml: %v %v, want mode 0600", fi, err)
+	}
+}
+
+// EnsureEnvSecret adds a missing secret, keeps every other line, writes
+// 0600, and never replaces a value already there.
+func TestEnsureEnvSecretKeepsLines(t *testing.T) {
+	dir := t.TempDir()
+	env := filepath.Join(dir, "env")
+	os.WriteFile(env, []byte("# mine\nOPENROUTER_API_KEY=sk-1\nCREW_AUTH_TOKEN=\nexport X='y'"), 0o600)
+	v, created, err := EnsureEnvSecret(dir, AuthTokenVar, "generated", NewSecret)
+	if err != nil || !created || len(v) != 43 {
+		t.Fatalf("EnsureEnvSecret = %q %v %v", v, created, err)
+	}
+	b, _ := os.ReadFile(env)
+	if !strings.HasPrefix(string(b), "# mine\nOPENROUTER_API_KEY=sk-1\nCREW_AUTH_TOKEN=\nexport X='y'\n# generated\nCREW_AUTH_TOKEN="+v+"\n") {
+		t.Errorf("env = %q", b)
+	}
+	if fi, _ := os.Stat(env); fi.Mode().Perm() != 0o600 {
+		t.Errorf("env mode %04o", fi.Mode().Perm())
+	}
+	again, created, err := EnsureEnvSecret(dir, AuthTokenVar, "generated", NewSecret)
+	if err != nil || created || again != v {
+		t.Errorf("second EnsureEnvSecret = %q %v %v, want the first value kept", again, created, err)
+	}
+	m, _ := ReadEnvFile(env)
+	if m["OPENROUTER_API_KEY"] != "sk-1" || m["X"] != "y" || m[AuthTokenVar] != v {
+		t.Errorf("env after = %v", m)
+	}
+	os.Chmod(env, 0o644)
+	if _, _, err := EnsureEnvSecret(dir, AuditKeyVar, "generated", NewSecret); err == nil {
+		t.Error("an env file others can read was written to")
 	}
 }
 

@@ -1,0 +1,208 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/gateways/web"
+)
+
+// Item 2: weak tokens are refused with the reason; generated ones pass.
+func TestCheckTokenRefusesWeakTokens(t *testing.T) {
+	for _, weak := range []string{
+		"a", "change-me", "s3cret", strings.Repeat("a", 64), strings.Repeat("ab", 32),
+		"change-me-change-me-change-me-change-me", "my-long-password-for-the-crew-server-2026",
+		"abcdefghijklmnopqrstuvwxyz0123456789",
+	} {
+		if err := web.CheckToken(weak); err == nil {
+			t.Errorf("CheckToken(%q) accepted a weak token", weak)
+		}
+	}
+	if err := web.CheckToken("a"); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Errorf("short token error = %v", err)
+	}
+	for range 200 {
+		tok := web.GenerateToken()
+		if err := web.CheckToken(tok); err != nil || len(tok) < 43 {
+			t.Fatalf("generated %q: %v", tok, err)
+		}
+	}
+	// What `openssl rand -hex 32` and `-base64 32` print.
+	for _, ok := range []string{"5f0c9e4b7a1d2e8f3c6b9a0d4e7f1a2b8c5d3e6f9a0b1c4d7e2f5a8b3c6d9e0f", "q3Vx9Lr2+TzK8wYb1NcP5hJm7Gd0Fs4Ea6Ru2Ik8Oj0="} {
+		if err := web.CheckToken(ok); err != nil {
+			t.Errorf("CheckToken(%q) = %v", ok, err)
+		}
+	}
+}
+
+func loginForm(t *testing.T, c *http.Client, base string) string {
+	t.Helper()
+	resp, err := c.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse(base)
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == "crew_csrf" {
+			return ck.Value
+		}
+	}
+	t.Fatal("no CSRF cookie")
+	return ""
+}
+
+// Item 2: the login cookie is a random session id, never the token; the
+// server keeps its hash in a 0600 file; logout ends it.
+func TestLoginCookieIsASessionNotTheToken(t *testing.T) {
+	token := web.GenerateToken()
+	cfg, _, _ := fullConfig(t, token)
+	file := filepath.Join(t.TempDir(), "sessions.json")
+	sessions, err := web.OpenSessions(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sessions = sessions
+	srv := newServer(t, cfg)
+	c := client(t)
+	csrf := loginForm(t, c, srv.URL)
+	resp, err := c.PostForm(srv.URL+"/login", url.Values{"token": {token}, "csrf": {csrf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var session *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "crew_session" {
+			session = ck
+		}
+		if strings.Contains(ck.Value, token) {
+			t.Errorf("cookie %s holds the token", ck.Name)
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || session == nil {
+		t.Fatalf("login = %d, session cookie %v", resp.StatusCode, session)
+	}
+	if !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.MaxAge <= 0 || len(session.Value) < 40 {
+		t.Errorf("session cookie = %+v", session)
+	}
+	fi, err := os.Stat(file)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("sessions file: %v %v, want mode 0600", fi, err)
+	}
+	b, _ := os.ReadFile(file)
+	if strings.Contains(string(b), token) || strings.Contains(string(b), session.Value) {
+		t.Error("the sessions file holds the token or a session id, not a hash")
+	}
+	if resp, _ := c.Get(srv.URL + "/"); resp.StatusCode != 200 {
+		t.Errorf("GET / with the session = %d", resp.StatusCode)
+	}
+	// A cookie holding the raw token (what the old server set) is no login.
+	raw := &http.Client{CheckRedirect: c.CheckRedirect}
+	req := get(t, srv.URL+"/")
+	req.AddCookie(&http.Cookie{Name: "crew_session", Value: token})
+	req.AddCookie(&http.Cookie{Name: "crew_auth", Value: token})
+	if resp, _ := raw.Do(req); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("raw token as cookie = %d, want 303 to /login", resp.StatusCode)
+	}
+	// The session survives a restart (a new Sessions on the same file).
+	again, err := web.OpenSessions(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2, _, _ := fullConfig(t, token)
+	cfg2.Sessions = again
+	srv2 := newServer(t, cfg2)
+	req = get(t, srv2.URL+"/")
+	req.AddCookie(session)
+	if resp, _ := raw.Do(req); resp.StatusCode != 200 {
+		t.Errorf("session after restart = %d", resp.StatusCode)
+	}
+	// Logout ends it.
+	resp, err = c.PostForm(srv.URL+"/logout", url.Values{"csrf": {csrf}})
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout = %v %v", resp, err)
+	}
+	req = get(t, srv.URL+"/")
+	req.AddCookie(session)
+	if resp, _ := raw.Do(req); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("session after logout = %d, want 303", resp.StatusCode)
+	}
+	if b, _ := os.ReadFile(file); strings.Contains(string(b), "created") {
+		t.Errorf("sessions file after logout still holds a session: %s", b)
+	}
+	// A sessions file others can read is refused.
+	os.Chmod(file, 0o644)
+	if _, err := web.OpenSessions(file); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("OpenSessions(0644) = %v", err)
+	}
+}
+
+// Item 2: after 5 failed logins from one address each further attempt
+// waits (429 with Retry-After), parallel guesses included; the right token
+// works once the wait is over.
+func TestLoginThrottledAfterFiveFailures(t *testing.T) {
+	token := web.GenerateToken()
+	cfg, _, _ := fullConfig(t, token)
+	srv := newServer(t, cfg)
+	c := client(t)
+	csrf := loginForm(t, c, srv.URL)
+	try := func(tok string) (int, string) {
+		resp, err := c.PostForm(srv.URL+"/login", url.Values{"token": {tok}, "csrf": {csrf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	// 20 wrong guesses at once: only 5 are even compared.
+	var wg sync.WaitGroup
+	codes := make(chan int, 20)
+	for range 20 {
+		wg.Go(func() {
+			code, _ := try("wrong")
+			codes <- code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	counted := map[int]int{}
+	for code := range codes {
+		counted[code]++
+	}
+	if counted[401] != 5 || counted[429] != 15 {
+		t.Fatalf("20 parallel wrong logins: %v, want 5×401 and 15×429", counted)
+	}
+	// While waiting, even the right token is not compared.
+	if code, after := try(token); code != 429 || after != "1" {
+		t.Errorf("right token during the wait = %d Retry-After %q, want 429 1", code, after)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if code, _ := try("wrong"); code != 401 {
+		t.Errorf("6th failure after the wait = %d", code)
+	}
+	if code, after := try("wrong"); code != 429 || after != "2" {
+		t.Errorf("after the 6th failure = %d Retry-After %q, want 429 2 (doubled)", code, after)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if code, _ := try(token); code != http.StatusSeeOther {
+		t.Errorf("right token after the wait = %d, want 303", code)
+	}
+	// Success forgives: the next wrong guess is counted afresh.
+	if code, _ := try("wrong"); code != 401 {
+		t.Errorf("wrong after success = %d, want 401", code)
+	}
+}
+
+func newServer(t *testing.T, cfg web.Config) *httptest.Server {
+	srv := httptest.NewServer(web.New(cfg))
+	t.Cleanup(srv.Close)
+	return srv
+}
