@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -65,6 +66,13 @@ func serveAuth(env *cliEnv, h *home.Home, addr string) (token string, generated 
 	if token != "" {
 		if err := web.CheckToken(token); err != nil {
 			return "", false, fmt.Errorf("the auth token (%s) %v", source, err)
+		}
+	}
+	if h.Config.AuthToken != "" {
+		cfg := filepath.Join(h.Dir, "config.yaml")
+		if fi, err := os.Stat(cfg); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			return "", false, fmt.Errorf("%s holds auth_token and is mode %04o, readable by others: run chmod 600 %s (or move the token to CREW_AUTH_TOKEN in %s)",
+				cfg, fi.Mode().Perm(), cfg, filepath.Join(h.Dir, "env"))
 		}
 	}
 	if token == "" && !loopback {

@@ -104,14 +104,18 @@ func TestHostHeaderRejectedOnEveryRoute(t *testing.T) {
 		srv := httptest.NewServer(web.New(cfg))
 		port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 		evil := "attacker.example:" + port
+		// A timeout: an SSE route that let the request through would
+		// stream forever.
+		hc := &http.Client{Timeout: 5 * time.Second}
 		for _, pattern := range routes {
 			req := requestFor(t, srv.URL, pattern)
 			req.Host = evil
 			req.Header.Set("Origin", "http://"+evil)
 			req.Header.Set("Authorization", "Bearer "+token) // even the right token does not help a foreign Host
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := hc.Do(req)
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("%s with Host %s: %v", pattern, evil, err)
+				continue
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
