@@ -151,6 +151,10 @@ func TestLoginCookieIsASessionNotTheToken(t *testing.T) {
 func TestLoginThrottledAfterFiveFailures(t *testing.T) {
 	token := web.GenerateToken()
 	cfg, _, _ := fullConfig(t, token)
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	cfg.Clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	wait := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	srv := newServer(t, cfg)
 	c := client(t)
 	csrf := loginForm(t, c, srv.URL)
@@ -184,14 +188,18 @@ func TestLoginThrottledAfterFiveFailures(t *testing.T) {
 	if code, after := try(token); code != 429 || after != "1" {
 		t.Errorf("right token during the wait = %d Retry-After %q, want 429 1", code, after)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	wait(999 * time.Millisecond)
+	if code, _ := try(token); code != 429 {
+		t.Errorf("right token 1 ms before the wait ends = %d, want 429", code)
+	}
+	wait(time.Millisecond)
 	if code, _ := try("wrong"); code != 401 {
 		t.Errorf("6th failure after the wait = %d", code)
 	}
 	if code, after := try("wrong"); code != 429 || after != "2" {
 		t.Errorf("after the 6th failure = %d Retry-After %q, want 429 2 (doubled)", code, after)
 	}
-	time.Sleep(2100 * time.Millisecond)
+	wait(2 * time.Second)
 	if code, _ := try(token); code != http.StatusSeeOther {
 		t.Errorf("right token after the wait = %d, want 303", code)
 	}

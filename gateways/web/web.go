@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
@@ -50,7 +51,9 @@ type Config struct {
 	Sessions *Sessions
 	// AuditKey keys the hash chain of exports (events.WriteExport).
 	AuditKey []byte
-	Logger   *slog.Logger
+	// Clock times login throttling; nil is time.Now.
+	Clock  func() time.Time
+	Logger *slog.Logger
 	// Inbound, Approvals and Live serve the write and live endpoints.
 	Inbound   Receiver
 	Approvals Approver
@@ -82,7 +85,11 @@ func New(cfg Config) http.Handler {
 	if cfg.Sessions == nil {
 		cfg.Sessions = NewSessions()
 	}
-	s := &server{cfg: cfg, throttle: newThrottle()}
+	th := newThrottle()
+	if cfg.Clock != nil {
+		th.now = cfg.Clock
+	}
+	s := &server{cfg: cfg, throttle: th}
 	return s.guardHost(s.authenticate(apiCSRF(s.routes())))
 }
 
