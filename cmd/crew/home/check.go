@@ -26,6 +26,14 @@ func checkConfig(f *yamlFile, c *Config) error {
 			return f.errAt([]string{"nats", "listen"}, "nats.listen", "nats.listen: "+err.Error())
 		}
 	}
+	for i, h := range c.Web.Hosts {
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			if err := checkHostPort(h); err != nil {
+				key := fmt.Sprintf("web.hosts[%d]", i)
+				return f.errAt([]string{"web", "hosts", strconv.Itoa(i)}, key, key+": "+err.Error())
+			}
+		}
+	}
 	return nil
 }
 
