@@ -108,7 +108,8 @@ func ensureCSRF(w http.ResponseWriter, r *http.Request) string {
 }
 
 // form checks a state-changing form: the CSRF field matching the cookie
-// (the origin is checked for every route by guardHost). JavaScript posts the same forms with fetch.
+// (the origin is checked for every route by guardHost). JavaScript posts
+// the same forms with fetch.
 func (s *server) form(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
