@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -68,12 +71,8 @@ func serveAuth(env *cliEnv, h *home.Home, addr string) (token string, generated 
 			return "", false, fmt.Errorf("the auth token (%s) %v", source, err)
 		}
 	}
-	if h.Config.AuthToken != "" {
-		cfg := filepath.Join(h.Dir, "config.yaml")
-		if fi, err := os.Stat(cfg); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			return "", false, fmt.Errorf("%s holds auth_token and is mode %04o, readable by others: run chmod 600 %s (or move the token to CREW_AUTH_TOKEN in %s)",
-				cfg, fi.Mode().Perm(), cfg, filepath.Join(h.Dir, "env"))
-		}
+	if err := checkConfigMode(h); err != nil {
+		return "", false, err
 	}
 	if token == "" && !loopback {
 		token, _, err = home.EnsureEnvSecret(h.Dir, home.AuthTokenVar, "auth token of the web UI and API (crew serve generated it for a non-loopback listen)", web.GenerateToken)
@@ -89,6 +88,26 @@ func serveAuth(env *cliEnv, h *home.Home, addr string) (token string, generated 
 			filepath.Join(h.Dir, "config.yaml"), h.Config.Web.Hosts, filepath.Join(h.Dir, "env"))
 	}
 	return token, generated, nil
+}
+
+// checkConfigMode refuses a config.yaml that holds a secret (auth_token)
+// while others can read it, as Load refuses such an env file.
+func checkConfigMode(h *home.Home) error {
+	var holds []string
+	if h.Config.AuthToken != "" {
+		holds = append(holds, "auth_token")
+	}
+	if len(holds) == 0 {
+		return nil
+	}
+	cfg := filepath.Join(h.Dir, "config.yaml")
+	fi, err := os.Stat(cfg)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	sort.Strings(holds)
+	return fmt.Errorf("%s holds %s and is mode %04o, readable by others: run chmod 600 %s (or keep secrets in %s)",
+		cfg, strings.Join(holds, ", "), fi.Mode().Perm(), cfg, filepath.Join(h.Dir, "env"))
 }
 
 // isLoopback says whether addr (host:port) listens on loopback only.
@@ -138,4 +157,34 @@ func loginHint(h *home.Home, addr string, ln net.Addr) string {
 	}
 	return fmt.Sprintf("generated an auth token for %s: it is %s in %s (not shown here). Log in at http://%s/login with it; scripts send Authorization: Bearer <token>.",
 		addr, home.AuthTokenVar, filepath.Join(h.Dir, "env"), net.JoinHostPort(where, port))
+}
+
+// printWebTrust is doctor's view of who can reach the server and whether
+// exports are keyed; it names where secrets are, never their values.
+func printWebTrust(w io.Writer, env *cliEnv, h *home.Home) {
+	token, source := configuredToken(env, h)
+	loopback, _ := isLoopback(h.Config.Listen)
+	hosts := "127.0.0.1, localhost, [::1]"
+	if token != "" && len(h.Config.Web.Hosts) > 0 {
+		hosts += ", " + strings.Join(h.Config.Web.Hosts, ", ")
+	}
+	switch {
+	case token != "":
+		state := "ok"
+		if err := web.CheckToken(token); err != nil {
+			state = "refused by crew serve: " + err.Error()
+		}
+		fmt.Fprintf(w, "web: auth token from %s (%s); answers to %s\n", source, state, hosts)
+	case !loopback:
+		fmt.Fprintf(w, "web: listen %s is not loopback and no token is set: crew serve will generate %s in %s\n", h.Config.Listen, home.AuthTokenVar, filepath.Join(h.Dir, "env"))
+	case len(h.Config.Web.Hosts) > 0:
+		fmt.Fprintf(w, "web: web.hosts is set but no auth token: crew serve refuses it\n")
+	default:
+		fmt.Fprintf(w, "web: loopback only, no auth token; answers to %s\n", hosts)
+	}
+	if h.Getenv(home.AuditKeyVar, env.getenv) != "" {
+		fmt.Fprintf(w, "audit key: %s (exports are keyed; crew verify proves their origin)\n", secretSource(env, h, home.AuditKeyVar))
+	} else {
+		fmt.Fprintf(w, "audit key: none yet: the next crew serve or crew export writes %s to %s\n", home.AuditKeyVar, filepath.Join(h.Dir, "env"))
+	}
 }

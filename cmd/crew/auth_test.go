@@ -96,6 +96,11 @@ func TestWeakTokenRefusedNamingItsSource(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.where) {
 			t.Errorf("%+v: err = %v, want it to name %q", c, err, c.where)
 		}
+		for _, tok := range []string{"change-me", "s3cret"} {
+			if err != nil && strings.Contains(err.Error(), tok) {
+				t.Errorf("%+v: the error quotes the token: %v", c, err)
+			}
+		}
 	}
 	h := authHome(t, "web:\n  hosts: [crew.example.com]", "")
 	if _, _, err := serveAuth(&cliEnv{getenv: noEnv}, h, "127.0.0.1:7420"); err == nil || !strings.Contains(err.Error(), "web.hosts") {
@@ -113,5 +118,27 @@ func TestReachableURL(t *testing.T) {
 		if got := reachableURL(a); got != want {
 			t.Errorf("reachableURL(%s) = %s, want %s", addr, got, want)
 		}
+	}
+}
+
+// crew doctor says where the token and the audit key are, never what.
+func TestDoctorNamesSecretsNotValues(t *testing.T) {
+	tok := web.GenerateToken()
+	h := authHome(t, "", "CREW_AUTH_TOKEN="+tok)
+	var b strings.Builder
+	printWebTrust(&b, &cliEnv{getenv: noEnv}, h)
+	out := b.String()
+	if strings.Contains(out, tok) || strings.Contains(out, h.Env[home.AuditKeyVar]) {
+		t.Fatalf("doctor printed a secret: %s", out)
+	}
+	for _, want := range []string{"web: auth token from CREW_AUTH_TOKEN in " + filepath.Join(h.Dir, "env") + " (ok)", "audit key: CREW_AUDIT_KEY in "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	printWebTrust(&b, &cliEnv{getenv: noEnv}, authHome(t, "auth_token: change-me", ""))
+	if !strings.Contains(b.String(), "refused by crew serve") {
+		t.Errorf("weak token not flagged: %s", b.String())
 	}
 }

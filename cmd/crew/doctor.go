@@ -61,6 +61,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printVersions(w)
 	printStore(ctx, w, dir, h)
 	printNATSAccess(w, h)
+	printWebTrust(w, env, h)
 	printShellProtections(w)
 	printRoutes(w, h, env.getenv)
 	printAgentChecks(w, h)

@@ -61,7 +61,8 @@ func CheckToken(tok string) error {
 	lower := strings.ToLower(tok)
 	for _, w := range []string{"change-me", "changeme", "password", "secret", "token", "example", "qwerty", "0123456789", "abcdef"} {
 		if strings.Contains(lower, w) {
-			return fmt.Errorf("contains %q: a placeholder, not a random token (`openssl rand -base64 32`)", w)
+			// Not quoted: the word is part of the token.
+			return errors.New("holds a placeholder or a common word, not random bytes (`openssl rand -base64 32`)")
 		}
 	}
 	if bits := entropyBits(tok); bits < 128 {

@@ -76,7 +76,7 @@ func Init(dir string) (created bool, err error) {
 	if _, _, err := EnsureEnvSecret(dir, AuditKeyVar, "audit key of this home: keys the hash chain of crew export (crew verify proves a file came from here)", NewSecret); err != nil {
 		return false, fmt.Errorf("init home: %w", err)
 	}
-	// 0600: config.yaml may hold auth_token or MCP headers with keys.
+	// 0600: config.yaml may hold auth_token.
 	zone := strings.NewReplacer("{{TIMEZONE}}", localZone())
 	if err := installSkel("config.yaml", cfgPath, 0o600, zone); err != nil {
 		return false, fmt.Errorf("init home: %w", err)
