@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,157 +9,45 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
-	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/ui"
 	"github.com/tmc/langchaingo/llms"
-	"go.etcd.io/bbolt"
 )
 
-// memoryAPI is the memory consolidation service as the web gateway, the
-// scheduler and the CLI use it (R-MEM-2).
-type memoryAPI struct {
-	svc *consolidate.Service
-	loc *time.Location
-}
-
-var _ web.MemoryService = memoryAPI{}
-
-// newMemory wires the consolidation service onto an open store whose
-// projections wait advances.
-func newMemory(log *events.Log, db *bbolt.DB, wait func(context.Context, uint64) error, h *home.Home,
-	agents func(id string) (loop.Agent, bool), models func(string) (llms.Model, error), logger *slog.Logger) memoryAPI {
-	svc := consolidate.New(consolidate.Config{
-		Log: log, DB: db, WaitFor: wait, Models: models, Location: h.Config.Location(), Logger: logger,
+// newMemory wires the consolidation service (R-MEM-2) onto an open log.
+func newMemory(log *events.Log, h *home.Home, agents func(id string) (loop.Agent, bool), models func(string) (llms.Model, error), logger *slog.Logger) *consolidate.Service {
+	return consolidate.New(consolidate.Config{
+		Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
 		Agents: func(id string) (consolidate.Agent, bool) {
 			a, ok := agents(id)
 			return consolidate.Agent{ID: id, Dir: a.Dir, Routes: a.Routes, Autonomous: a.Autonomous}, ok
 		},
 	})
-	return memoryAPI{svc: svc, loc: h.Config.Location()}
 }
 
-// webError keeps the service's message and adds the gateway's sentinel,
-// which chooses the HTTP status.
-type webError struct{ sentinel, err error }
-
-func (e webError) Error() string   { return e.err.Error() }
-func (e webError) Unwrap() []error { return []error{e.sentinel, e.err} }
-
-func toWeb(err error) error {
-	for _, m := range []struct{ from, to error }{
-		{consolidate.ErrUnknownAgent, web.ErrNotFound},
-		{consolidate.ErrUnknownProposal, web.ErrNotFound},
-		{consolidate.ErrAlreadyDecided, web.ErrProposalDecided},
-		{consolidate.ErrMemoryChanged, web.ErrMemoryChanged},
-		{consolidate.ErrNotApplied, web.ErrNotApplied},
-		{consolidate.ErrNothingToConsolidate, web.ErrNothingToConsolidate},
-		{consolidate.ErrModel, web.ErrModelFailed},
-	} {
-		if errors.Is(err, m.from) {
-			return webError{m.to, err}
+// consolidateJob is a consolidate job's run (schedules: consolidate:
+// true): its output says what was filed; no notes is a quiet success.
+func consolidateJob(svc *consolidate.Service) func(ctx context.Context, agent string) (string, error) {
+	return func(ctx context.Context, agent string) (string, error) {
+		p, err := svc.Consolidate(ctx, agent, consolidate.TriggerJob)
+		if errors.Is(err, consolidate.ErrNothingToConsolidate) {
+			return err.Error(), nil
 		}
-	}
-	return err
-}
-
-func (m memoryAPI) Proposals(ctx context.Context, agent string) (any, error) {
-	v, err := m.svc.List(ctx, agent)
-	return v, toWeb(err)
-}
-
-func (m memoryAPI) Proposal(ctx context.Context, id string) (any, error) {
-	v, err := m.svc.Get(ctx, id)
-	return v, toWeb(err)
-}
-
-func (m memoryAPI) Consolidate(ctx context.Context, agent, trigger string) (any, error) {
-	v, err := m.svc.Consolidate(ctx, agent, trigger)
-	return v, toWeb(err)
-}
-
-func (m memoryAPI) Decide(ctx context.Context, id string, approve bool, channel string) (any, error) {
-	v, err := m.svc.Decide(ctx, id, approve, channel)
-	return v, toWeb(err)
-}
-
-func (m memoryAPI) Rollback(ctx context.Context, id, channel string) (any, error) {
-	v, err := m.svc.Rollback(ctx, id, channel)
-	return v, toWeb(err)
-}
-
-// memoryPageRows is how many proposals /memory shows, newest first.
-const memoryPageRows = 50
-
-func (m memoryAPI) Rows(ctx context.Context, agent string) ([]ui.ProposalRow, error) {
-	list, err := m.svc.List(ctx, agent)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]ui.ProposalRow, 0, min(len(list), memoryPageRows))
-	for _, s := range list[:min(len(list), memoryPageRows)] {
-		p, err := m.svc.Get(ctx, s.ID)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
-		row := ui.ProposalRow{ID: p.ID, Agent: p.Agent, When: p.Proposed.In(m.loc).Format("Jan 2 15:04"), Kind: p.Kind,
-			Status: p.Status, Auto: p.Auto, Reason: p.Reason, Trigger: p.Trigger, Days: daysText(p.Days),
-			Decided: decidedText(p.Proposal, m.loc), Added: p.Added, Removed: p.Removed}
-		for _, l := range p.Diff {
-			row.Diff = append(row.Diff, ui.DiffLine{Op: string(rune(l.Op)), Text: l.Text})
-		}
-		rows = append(rows, row)
+		return fmt.Sprintf("proposal %s: %s, %s", p.ID, p.Kind, outcome(p)), nil
 	}
-	return rows, nil
-}
-
-func daysText(days []string) string {
-	switch len(days) {
-	case 0:
-		return "no days"
-	case 1:
-		return days[0]
-	}
-	return fmt.Sprintf("%s … %s (%d days)", days[0], days[len(days)-1], len(days))
-}
-
-// decidedText is "approved on web, Nov 30 18:02; rolled back on api, …".
-func decidedText(p projections.Proposal, loc *time.Location) string {
-	if p.Decided == nil {
-		return ""
-	}
-	s := fmt.Sprintf("%s on %s, %s", strings.ReplaceAll(p.Decision, "_", "-"), cmp.Or(p.DecisionChannel, "?"), p.Decided.In(loc).Format("Jan 2 15:04"))
-	if p.RolledBack != nil {
-		s += fmt.Sprintf("; rolled back on %s, %s", cmp.Or(p.RollbackChannel, "?"), p.RolledBack.In(loc).Format("Jan 2 15:04"))
-	}
-	return s
-}
-
-// runJob is a consolidate job's run (schedules: consolidate: true): its
-// output says what was filed; no notes is a quiet success.
-func (m memoryAPI) runJob(ctx context.Context, agent string) (string, error) {
-	p, err := m.svc.Consolidate(ctx, agent, consolidate.TriggerJob)
-	if errors.Is(err, consolidate.ErrNothingToConsolidate) {
-		return err.Error(), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("proposal %s: %s, %s", p.ID, p.Kind, outcome(p)), nil
 }
 
 func outcome(p consolidate.Proposal) string {
-	if p.Status == projections.ProposalApplied {
+	if p.Status == consolidate.StatusApplied {
 		return "applied to MEMORY.md"
 	}
 	return "waits for a human at /memory"
@@ -206,11 +93,6 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	defer st.Close()
-	runner, err := projections.Open(ctx, st.log, st.db, quiet, projections.All()...)
-	if err != nil {
-		return consolidate.Proposal{}, err
-	}
-	defer runner.Close(context.WithoutCancel(ctx))
 	providers := llm.NewProviders(llm.Config{
 		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", env.getenv),
 		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", env.getenv),
@@ -227,8 +109,8 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	agents := agentsOf(h, override, reg)
-	mem := newMemory(st.log, st.db, runner.WaitFor, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
-	return mem.svc.Consolidate(ctx, agent, consolidate.TriggerCLI)
+	mem := newMemory(st.log, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
+	return mem.Consolidate(ctx, agent, consolidate.TriggerCLI)
 }
 
 // consolidateOnServer asks the running server, which holds the store.
@@ -277,7 +159,7 @@ func printProposal(w io.Writer, p consolidate.Proposal) {
 	if p.Reason != "" {
 		fmt.Fprintf(w, "  %s\n", p.Reason)
 	}
-	if p.Status == projections.ProposalApplied {
+	if p.Status == consolidate.StatusApplied {
 		fmt.Fprintf(w, "applied to MEMORY.md; to undo: POST /api/memory/proposals/%s/rollback, or Roll back on /memory\n", p.ID)
 	} else {
 		fmt.Fprintf(w, "waits for you: Approve or Reject on /memory, or POST /api/memory/proposals/%s {\"decision\":\"approve\"}\n", p.ID)

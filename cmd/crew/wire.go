@@ -49,7 +49,7 @@ type crewRuntime struct {
 	worker  *loop.Worker
 	sched   *scheduler.Scheduler
 	jobs    jobsAPI
-	memory  memoryAPI
+	memory  *web.Memory
 	inbound *inbound.Inbound
 	db      *bbolt.DB
 	runner  *projections.Runner
@@ -215,10 +215,10 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	}
 	profile := cr.profile()
-	mem := newMemory(st.log, st.db, runner.WaitFor, h, cr.agent, mdl.Model, logger.With("component", "memory"))
+	mem := newMemory(st.log, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: profile, RunScript: scriptRunner(dir, cr.agent), RunConsolidate: mem.runJob, SpillDir: filepath.Join(dir, "spill"),
+		Jobs: profile, RunScript: scriptRunner(dir, cr.agent), RunConsolidate: consolidateJob(mem), SpillDir: filepath.Join(dir, "spill"),
 		Periodic: []scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
@@ -254,7 +254,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: mem, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,

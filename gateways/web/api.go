@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/consolidate"
 )
 
 // MaxBody is the largest request body accepted (413 beyond).
@@ -179,14 +180,24 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return false
 }
 
-// fail maps domain errors to statuses, in one place.
+// fail answers a failed request: a domain error with its status, anything
+// else as reply does.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	type mapping struct {
+	if status, code, ok := statusOf(err); ok {
+		writeError(w, status, code, err.Error())
+		return
+	}
+	s.reply(w, r, nil, err)
+}
+
+// statusOf maps the domain's sentinel errors to an HTTP status and an
+// error code: the one table of the gateway.
+func statusOf(err error) (status int, code string, ok bool) {
+	for _, m := range []struct {
 		target error
 		status int
 		code   string
-	}
-	for _, m := range []mapping{
+	}{
 		{inbound.ErrAwaitingApproval, http.StatusConflict, "awaiting_approval"},
 		{inbound.ErrClosed, http.StatusConflict, "closed"},
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},
@@ -199,13 +210,19 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		{inbound.ErrBadMessage, http.StatusBadRequest, "bad_request"},
 		{loop.ErrUnknownApproval, http.StatusNotFound, "not_found"},
 		{loop.ErrAlreadyDecided, http.StatusConflict, "already_decided"},
+		{consolidate.ErrUnknownAgent, http.StatusNotFound, "not_found"},
+		{consolidate.ErrUnknownProposal, http.StatusNotFound, "not_found"},
+		{consolidate.ErrAlreadyDecided, http.StatusConflict, "already_decided"},
+		{consolidate.ErrMemoryChanged, http.StatusConflict, "memory_changed"},
+		{consolidate.ErrNotApplied, http.StatusConflict, "not_applied"},
+		{consolidate.ErrNothingToConsolidate, http.StatusUnprocessableEntity, "nothing_to_consolidate"},
+		{consolidate.ErrModel, http.StatusBadGateway, "model_failed"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
 		{ErrRefused, http.StatusConflict, "refused"},
 	} {
 		if errors.Is(err, m.target) {
-			writeError(w, m.status, m.code, err.Error())
-			return
+			return m.status, m.code, true
 		}
 	}
-	s.reply(w, r, nil, err)
+	return 0, "", false
 }

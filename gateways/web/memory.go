@@ -12,9 +12,8 @@ import (
 
 // MemoryService files, decides and rolls back proposed rewrites of an
 // agent's MEMORY.md (R-MEM-2). Answers are shown as JSON; Rows feeds the
-// /memory page. Errors wrap ErrNotFound, ErrProposalDecided,
-// ErrMemoryChanged, ErrNotApplied, ErrNothingToConsolidate or
-// ErrModelFailed to choose the status.
+// /memory page (Memory is the crew's). Errors wrap consolidate's
+// sentinels, which statusOf maps.
 type MemoryService interface {
 	Proposals(ctx context.Context, agent string) (any, error)
 	Proposal(ctx context.Context, id string) (any, error)
@@ -22,49 +21,6 @@ type MemoryService interface {
 	Decide(ctx context.Context, id string, approve bool, channel string) (any, error)
 	Rollback(ctx context.Context, id, channel string) (any, error)
 	Rows(ctx context.Context, agent string) ([]ui.ProposalRow, error)
-}
-
-var (
-	// ErrProposalDecided: a second decision on a proposal (409).
-	ErrProposalDecided = errors.New("proposal already decided")
-	// ErrMemoryChanged: MEMORY.md is not the text the proposal expects
-	// (409).
-	ErrMemoryChanged = errors.New("MEMORY.md changed")
-	// ErrNotApplied: a rollback of a proposal that is not applied (409).
-	ErrNotApplied = errors.New("proposal not applied")
-	// ErrNothingToConsolidate: no notes to consolidate (422).
-	ErrNothingToConsolidate = errors.New("nothing to consolidate")
-	// ErrModelFailed: every model route failed (502).
-	ErrModelFailed = errors.New("every model route failed")
-)
-
-// memoryStatus maps the memory errors to a status and code.
-func memoryStatus(err error) (status int, code string, ok bool) {
-	for _, m := range []struct {
-		target error
-		status int
-		code   string
-	}{
-		{ErrProposalDecided, http.StatusConflict, "already_decided"},
-		{ErrMemoryChanged, http.StatusConflict, "memory_changed"},
-		{ErrNotApplied, http.StatusConflict, "not_applied"},
-		{ErrNothingToConsolidate, http.StatusUnprocessableEntity, "nothing_to_consolidate"},
-		{ErrModelFailed, http.StatusBadGateway, "model_failed"},
-		{ErrNotFound, http.StatusNotFound, "not_found"},
-	} {
-		if errors.Is(err, m.target) {
-			return m.status, m.code, true
-		}
-	}
-	return 0, "", false
-}
-
-func (s *server) memoryFail(w http.ResponseWriter, r *http.Request, err error) {
-	if status, code, ok := memoryStatus(err); ok {
-		writeError(w, status, code, err.Error())
-		return
-	}
-	s.fail(w, r, err)
 }
 
 // routesMemory serves /api/memory/… and, with the site, /memory.
@@ -80,7 +36,7 @@ func (s *server) routesMemory(mux *router) {
 		}
 		v, err := mem.Proposals(r.Context(), agent)
 		if err != nil {
-			s.memoryFail(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
@@ -92,7 +48,7 @@ func (s *server) routesMemory(mux *router) {
 		}
 		v, err := mem.Proposal(r.Context(), id)
 		if err != nil {
-			s.memoryFail(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
@@ -114,7 +70,7 @@ func (s *server) routesMemory(mux *router) {
 		}
 		v, err := mem.Decide(r.Context(), id, req.Decision == "approve", "api")
 		if err != nil {
-			s.memoryFail(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
@@ -126,7 +82,7 @@ func (s *server) routesMemory(mux *router) {
 		}
 		v, err := mem.Rollback(r.Context(), id, "api")
 		if err != nil {
-			s.memoryFail(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
@@ -153,7 +109,7 @@ func (s *server) routesMemory(mux *router) {
 		}
 		v, err := mem.Consolidate(r.Context(), req.Agent, req.Trigger)
 		if err != nil {
-			s.memoryFail(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, v)
@@ -231,7 +187,7 @@ func (s *server) memoryFormDone(w http.ResponseWriter, r *http.Request, v any, e
 		http.Redirect(w, r, back, http.StatusSeeOther)
 		return
 	}
-	status, code, ok := memoryStatus(err)
+	status, code, ok := statusOf(err)
 	if !ok {
 		if wantsJSON(r) || errors.Is(err, context.Canceled) {
 			s.fail(w, r, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
 )
@@ -50,7 +51,7 @@ func (f *fakeMemory) Proposal(ctx context.Context, id string) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.status[id]; !ok {
-		return nil, fmt.Errorf("no proposal %q: %w", id, web.ErrNotFound)
+		return nil, fmt.Errorf("no proposal %q: %w", id, consolidate.ErrUnknownProposal)
 	}
 	return f.view(id), nil
 }
@@ -60,11 +61,11 @@ func (f *fakeMemory) Consolidate(ctx context.Context, agent, trigger string) (an
 	defer f.mu.Unlock()
 	switch agent {
 	case "quiet":
-		return nil, fmt.Errorf("%w: quiet wrote no notes in memory/ from 2026-11-24 to 2026-11-30", web.ErrNothingToConsolidate)
+		return nil, fmt.Errorf("%w: quiet wrote no notes in memory/ from 2026-11-24 to 2026-11-30", consolidate.ErrNothingToConsolidate)
 	case "broken":
-		return nil, fmt.Errorf("%w: fake:echo: down", web.ErrModelFailed)
+		return nil, fmt.Errorf("%w: fake:echo: down", consolidate.ErrModel)
 	case "nobody":
-		return nil, fmt.Errorf("%w: %q is not a loaded agent", web.ErrNotFound, agent)
+		return nil, fmt.Errorf("%w: %q is not a loaded agent", consolidate.ErrUnknownAgent, agent)
 	}
 	id := fmt.Sprint("p", len(f.status)+1)
 	f.status[id] = "pending"
@@ -77,11 +78,11 @@ func (f *fakeMemory) Decide(ctx context.Context, id string, approve bool, channe
 	st, ok := f.status[id]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("no proposal %q: %w", id, web.ErrNotFound)
+		return nil, fmt.Errorf("no proposal %q: %w", id, consolidate.ErrUnknownProposal)
 	case st != "pending":
-		return nil, fmt.Errorf("%w: proposal %s of pong was approved", web.ErrProposalDecided, id)
+		return nil, fmt.Errorf("%w: proposal %s of pong was approved", consolidate.ErrAlreadyDecided, id)
 	case approve && f.changed:
-		return nil, fmt.Errorf("%w since proposal %s was made: approving it would lose that change", web.ErrMemoryChanged, id)
+		return nil, fmt.Errorf("%w since proposal %s was made: approving it would lose that change", consolidate.ErrMemoryChanged, id)
 	}
 	f.decisions = append(f.decisions, fmt.Sprint(id, " ", approve, " ", channel))
 	f.status[id] = map[bool]string{true: "applied", false: "rejected"}[approve]
@@ -92,7 +93,7 @@ func (f *fakeMemory) Rollback(ctx context.Context, id, channel string) (any, err
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.status[id] != "applied" {
-		return nil, fmt.Errorf("%w: proposal %s is %s", web.ErrNotApplied, id, f.status[id])
+		return nil, fmt.Errorf("%w: proposal %s is %s", consolidate.ErrNotApplied, id, f.status[id])
 	}
 	f.status[id] = "rolled_back"
 	return f.view(id), nil

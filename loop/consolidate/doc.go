@@ -20,8 +20,10 @@
 //   - Appends state the agent scope's last sequence, so two decisions on
 //     one proposal cannot both be stored, even from two processes: the
 //     loser re-reads and gets ErrAlreadyDecided.
-//   - Proposal state is read from the memory projection after waiting for
-//     it to apply the scope's last event (read your writes).
+//   - Proposal state is folded from the agent's scope itself (the rules of
+//     the memory projection, which the pages read), and the fold's last
+//     sequence is the next append's expectation: no read model is waited
+//     for, and a decision is never taken on a stale view.
 //   - Within the process one mutex orders every check-append-write, so a
 //     decision never writes over a file another decision is writing.
 //   - Approve and Rollback refuse (ErrMemoryChanged) when MEMORY.md is not

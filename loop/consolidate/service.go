@@ -9,16 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
-	"go.etcd.io/bbolt"
 )
 
 // instruction is the system prompt of the rewrite.
@@ -47,11 +46,7 @@ type Agent struct {
 
 // Config wires a Service.
 type Config struct {
-	Log *events.Log
-	DB  *bbolt.DB // the projections database, with the memory projection
-	// WaitFor returns once every projection has applied stream sequence
-	// seq (projections.Runner.WaitFor).
-	WaitFor  func(ctx context.Context, seq uint64) error
+	Log      *events.Log
 	Agents   func(id string) (Agent, bool)
 	Models   func(route string) (llms.Model, error)
 	Location *time.Location   // the owner's timezone; nil is UTC
@@ -85,34 +80,9 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg}
 }
 
-// Proposal is a proposal as shown to people: the projected view with its
-// line diff and how many lines it adds and removes.
-type Proposal struct {
-	projections.Proposal
-	Added   int    `json:"added"`
-	Removed int    `json:"removed"`
-	Diff    []Line `json:"diff,omitempty"`
-}
-
-func withDiff(p projections.Proposal) Proposal {
-	out := Proposal{Proposal: p, Diff: Diff(p.Old, p.New)}
-	for _, l := range out.Diff {
-		switch l.Op {
-		case Add:
-			out.Added++
-		case Del:
-			out.Removed++
-		}
-	}
-	return out
-}
-
 // Get returns a proposal with its diff, or ErrUnknownProposal.
 func (s *Service) Get(ctx context.Context, id string) (Proposal, error) {
-	p, err := projections.GetProposal(s.cfg.DB, id)
-	if errors.Is(err, projections.ErrNotFound) {
-		return Proposal{}, fmt.Errorf("%w: no proposal %q", ErrUnknownProposal, id)
-	}
+	p, _, err := s.current(ctx, id)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -122,15 +92,21 @@ func (s *Service) Get(ctx context.Context, id string) (Proposal, error) {
 // List returns the proposals of agent (all when ""), newest first, with
 // their counts of lines but without the texts and the diff.
 func (s *Service) List(ctx context.Context, agent string) ([]Proposal, error) {
-	ps, err := projections.ListProposals(s.cfg.DB, agent)
+	filter := events.Root + ".agent.>"
+	if agent != "" {
+		filter = events.Agent(agent).Filter()
+	}
+	f, err := s.fold(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Proposal, 0, len(ps))
-	for _, p := range ps {
-		v := withDiff(p)
-		v.Old, v.New, v.Diff = "", "", nil
-		out = append(out, v)
+	out := make([]Proposal, 0, len(f.order))
+	for _, id := range slices.Backward(f.order) {
+		if p := f.byID[id]; agent == "" || p.Agent == agent {
+			v := withDiff(*p)
+			v.Old, v.New, v.Diff = "", "", nil
+			out = append(out, v)
+		}
 	}
 	return out, nil
 }
@@ -204,7 +180,7 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 		}
 	}
 	s.cfg.Logger.Info("memory proposal filed", "agent", a.ID, "proposal", id, "kind", kind, "applied", auto, "route", route)
-	return s.after(ctx, last, id)
+	return s.after(ctx, a.ID, last, id)
 }
 
 // window is the first and last day of notes read, YYYY-MM-DD.
@@ -293,7 +269,7 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 		if err != nil {
 			return Proposal{}, err
 		}
-		if p.Status != projections.ProposalPending {
+		if p.Status != StatusPending {
 			return Proposal{}, fmt.Errorf("%w: proposal %s of %s was %s", ErrAlreadyDecided, id, p.Agent, decided(p, s.cfg.Location))
 		}
 		var dir string
@@ -326,7 +302,7 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 			}
 		}
 		s.cfg.Logger.Info("memory proposal decided", "agent", p.Agent, "proposal", id, "decision", decision, "channel", channel)
-		return s.after(ctx, seq, id)
+		return s.after(ctx, p.Agent, seq, id)
 	}
 }
 
@@ -345,7 +321,7 @@ func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, e
 		if err != nil {
 			return Proposal{}, err
 		}
-		if p.Status != projections.ProposalApplied {
+		if p.Status != StatusApplied {
 			return Proposal{}, fmt.Errorf("%w: proposal %s of %s is %s; only an applied proposal can be rolled back", ErrNotApplied, id, p.Agent, strings.ReplaceAll(p.Status, "_", " "))
 		}
 		a, ok := s.cfg.Agents(p.Agent)
@@ -370,50 +346,55 @@ func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, e
 			return Proposal{}, fmt.Errorf("proposal %s is recorded as rolled back, but %w", id, err)
 		}
 		s.cfg.Logger.Info("memory proposal rolled back", "agent", p.Agent, "proposal", id, "channel", channel)
-		return s.after(ctx, seq, id)
+		return s.after(ctx, p.Agent, seq, id)
 	}
 }
 
 // decided says how and when p was decided: "approved at 2026-11-30 18:02".
-func decided(p projections.Proposal, loc *time.Location) string {
+func decided(p Proposal, loc *time.Location) string {
 	d := strings.ReplaceAll(p.Decision, "_", "-") // approved, rejected, auto-applied
 	if p.Decided != nil {
 		d += " at " + p.Decided.In(loc).Format("2006-01-02 15:04")
 	}
-	if p.Status == projections.ProposalRolledBack {
+	if p.Status == StatusRolledBack {
 		d += " and rolled back since"
 	}
 	return d
 }
 
-// current returns the proposal as of the last event of its agent's scope,
-// and that event's sequence: the expectation of the next append.
-func (s *Service) current(ctx context.Context, id string) (projections.Proposal, uint64, error) {
-	last, err := s.cfg.Log.Last(ctx, events.Root+".>")
+// current returns the proposal folded from its agent's scope, and the
+// scope's last sequence: the expectation of the next append.
+func (s *Service) current(ctx context.Context, id string) (Proposal, uint64, error) {
+	agent, err := s.agentOf(ctx, id)
 	if err != nil {
-		return projections.Proposal{}, 0, err
+		return Proposal{}, 0, err
 	}
-	if err := s.cfg.WaitFor(ctx, last); err != nil {
-		return projections.Proposal{}, 0, err
-	}
-	p, err := projections.GetProposal(s.cfg.DB, id)
-	if errors.Is(err, projections.ErrNotFound) {
-		return p, 0, fmt.Errorf("%w: no proposal %q", ErrUnknownProposal, id)
-	}
+	f, err := s.fold(ctx, events.Agent(agent).Filter())
 	if err != nil {
-		return p, 0, err
+		return Proposal{}, 0, err
 	}
-	expect, err := s.cfg.Log.Last(ctx, events.Agent(p.Agent).Filter())
-	if err != nil {
-		return p, 0, err
+	p, ok := f.byID[id]
+	if !ok {
+		return Proposal{}, 0, fmt.Errorf("%w: no proposal %q", ErrUnknownProposal, id)
 	}
-	if err := s.cfg.WaitFor(ctx, expect); err != nil {
-		return p, 0, err
+	return *p, f.last, nil
+}
+
+// agentOf finds the agent whose scope holds proposal id.
+func (s *Service) agentOf(ctx context.Context, id string) (string, error) {
+	for env, err := range s.cfg.Log.Read(ctx, events.Root+".agent.*."+events.TypeMemoryProposed, 1) {
+		if err != nil {
+			return "", err
+		}
+		e, err := env.Decode()
+		if err != nil {
+			return "", err
+		}
+		if p, ok := e.(*events.MemoryProposed); ok && p.ProposalID == id {
+			return events.ScopeOf(env.Subject).ID(), nil
+		}
 	}
-	// The projection now holds at least every event up to expect; if it
-	// holds more, the append below conflicts and the caller reads again.
-	p, err = projections.GetProposal(s.cfg.DB, id)
-	return p, expect, err
+	return "", fmt.Errorf("%w: no proposal %q", ErrUnknownProposal, id)
 }
 
 // maxAttempts bounds the re-reads after a conflicting append: each
@@ -459,10 +440,15 @@ func (s *Service) appendRetry(ctx context.Context, agent string, evs ...events.E
 	}
 }
 
-// after waits for the projection to apply seq and returns the proposal.
-func (s *Service) after(ctx context.Context, seq uint64, id string) (Proposal, error) {
-	if err := s.cfg.WaitFor(ctx, seq); err != nil {
+// after returns the proposal of agent's scope once seq is stored.
+func (s *Service) after(ctx context.Context, agent string, seq uint64, id string) (Proposal, error) {
+	f, err := s.fold(ctx, events.Agent(agent).Filter())
+	if err != nil {
 		return Proposal{}, err
 	}
-	return s.Get(ctx, id)
+	p, ok := f.byID[id]
+	if !ok || f.last < seq {
+		return Proposal{}, fmt.Errorf("proposal %s: stored at %d, but the log reads %s only to %d", id, seq, agent, f.last)
+	}
+	return withDiff(*p), nil
 }

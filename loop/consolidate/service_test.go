@@ -1,7 +1,6 @@
 package consolidate_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,22 +19,18 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/schemas"
 	"github.com/tmc/langchaingo/llms"
-	"go.etcd.io/bbolt"
 )
 
 const oldMemory = "# Memory\n\n- Owner runs 10k on Sundays.\n- Dentist on 2026-12-03.\n"
 
-// home is one crew: a real embedded JetStream, a real bbolt file with
-// the projections running, and agents in temp folders. The owner lives in
+// home is one crew: a real embedded JetStream and agents in temp
+// folders. The owner lives in
 // Paris, and it is 00:30 on 2026-12-01 there (23:30 UTC the day before).
 type home struct {
 	t      *testing.T
 	log    *events.Log
-	db     *bbolt.DB
-	runner *projections.Runner
 	agents map[string]consolidate.Agent
 	models func(string) (llms.Model, error)
 	calls  atomic.Int32 // model lookups
@@ -46,17 +41,7 @@ var now = time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC)
 func newHome(t *testing.T) *home {
 	t.Helper()
 	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "projections.db"), 0o600, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	h := &home{t: t, log: log, db: db, runner: runner, agents: map[string]consolidate.Agent{}}
+	h := &home{t: t, log: log, agents: map[string]consolidate.Agent{}}
 	providers := llm.NewProviders(llm.Config{})
 	var mu sync.Mutex
 	cache := map[string]llms.Model{}
@@ -113,7 +98,7 @@ func (h *home) service() *consolidate.Service {
 		h.t.Fatal(err)
 	}
 	return consolidate.New(consolidate.Config{
-		Log: h.log, DB: h.db, WaitFor: h.runner.WaitFor, Models: h.models, Location: paris,
+		Log: h.log, Models: h.models, Location: paris,
 		Clock:  func() time.Time { return now },
 		Agents: func(id string) (consolidate.Agent, bool) { a, ok := h.agents[id]; return a, ok },
 	})
@@ -156,7 +141,7 @@ func TestConsolidateSupervisedWaitsForApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Kind != events.ProposalAddOnly || p.Status != projections.ProposalPending || p.Auto || p.Added != 1 || p.Removed != 0 ||
+	if p.Kind != events.ProposalAddOnly || p.Status != consolidate.StatusPending || p.Auto || p.Added != 1 || p.Removed != 0 ||
 		!strings.Contains(p.Reason, "not autonomous") || p.Trigger != "cli" || p.Route != a.Routes[0] || p.CostUSD == nil {
 		t.Fatalf("proposal = %+v", p)
 	}
@@ -174,7 +159,7 @@ func TestConsolidateSupervisedWaitsForApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Status != projections.ProposalApplied || p.Auto || p.Decision != events.ProposalApproved || p.DecisionChannel != "web" {
+	if p.Status != consolidate.StatusApplied || p.Auto || p.Decision != events.ProposalApproved || p.DecisionChannel != "web" {
 		t.Errorf("after approve: %+v", p)
 	}
 	if got := readFile(t, filepath.Join(a.Dir, "MEMORY.md")); got != newMemory {
@@ -188,7 +173,7 @@ func TestConsolidateSupervisedWaitsForApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Status != projections.ProposalRolledBack || p.RollbackChannel != "api" {
+	if p.Status != consolidate.StatusRolledBack || p.RollbackChannel != "api" {
 		t.Errorf("after rollback: %+v", p)
 	}
 	if got := readFile(t, filepath.Join(a.Dir, "MEMORY.md")); got != oldMemory {
@@ -247,17 +232,17 @@ func TestConsolidateAutonomousAppliesOnlyAddOnlyOrDateOnly(t *testing.T) {
 		status string
 		file   string
 	}{
-		{events.ProposalAddOnly, projections.ProposalApplied, replies[0]},
-		{events.ProposalDateOnly, projections.ProposalApplied, replies[1]},
-		{events.ProposalRemoval, projections.ProposalPending, replies[1]},
-		{events.ProposalUnknownDate, projections.ProposalPending, replies[1]},
+		{events.ProposalAddOnly, consolidate.StatusApplied, replies[0]},
+		{events.ProposalDateOnly, consolidate.StatusApplied, replies[1]},
+		{events.ProposalRemoval, consolidate.StatusPending, replies[1]},
+		{events.ProposalUnknownDate, consolidate.StatusPending, replies[1]},
 	}
 	for i, w := range want {
 		p, err := svc.Consolidate(ctx, "coach", consolidate.TriggerJob)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Kind != w.kind || p.Status != w.status || p.Auto != (w.status == projections.ProposalApplied) {
+		if p.Kind != w.kind || p.Status != w.status || p.Auto != (w.status == consolidate.StatusApplied) {
 			t.Errorf("proposal %d: kind %s status %s auto %v (%s), want %s %s", i, p.Kind, p.Status, p.Auto, p.Reason, w.kind, w.status)
 		}
 		if got := readFile(t, memory); got != w.file {
@@ -382,7 +367,7 @@ func TestDecideRefusesWhenMemoryChanged(t *testing.T) {
 	if got := readFile(t, memory); got != oldMemory+"- Edited by hand.\n" {
 		t.Errorf("MEMORY.md = %q: the refused approval wrote it", got)
 	}
-	if p, err := svc.Decide(ctx, p1.ID, false, "web"); err != nil || p.Status != projections.ProposalRejected {
+	if p, err := svc.Decide(ctx, p1.ID, false, "web"); err != nil || p.Status != consolidate.StatusRejected {
 		t.Errorf("reject = %+v, %v", p, err)
 	}
 
@@ -434,7 +419,7 @@ func TestConcurrentDecisionsOnlyOneWins(t *testing.T) {
 	}
 	final, _ := h.service().Get(t.Context(), p.ID)
 	want := oldMemory
-	if final.Status == projections.ProposalApplied {
+	if final.Status == consolidate.StatusApplied {
 		want = final.New
 	}
 	if got := readFile(t, filepath.Join(a.Dir, "MEMORY.md")); got != want {
