@@ -15,6 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -123,7 +124,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 					return "", err
 				}
 				sum, err := c.summaries.Close(ctx, id)
-				if errors.Is(err, web.ErrNotFound) {
+				if errors.Is(err, summarize.ErrUnknownConversation) {
 					return "", errors.New("this chat has no conversation open today; just write")
 				}
 				return sum, err

@@ -22,6 +22,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
+	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
@@ -57,7 +58,7 @@ type crewRuntime struct {
 	convs   *loop.Convs
 	crew    *liveCrew
 	// summaries summarizes and closes conversations (day end, on demand).
-	summaries *summarizer
+	summaries *summarize.Summarizer
 	// stopWatch ends the crew's reload watch.
 	stopWatch func()
 	routes    string // what serve prints about models
@@ -175,7 +176,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
 	convs.SetOpener(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")))
-	sum := &summarizer{log: st.log, convs: convs, db: st.db, runner: runner, crew: cr, models: mdl.Model, loc: h.Config.Location(), clock: time.Now}
+	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: mdl.Model, List: dayEndList(st.db),
+		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
 	if err != nil {
 		return nil, err
@@ -553,5 +555,19 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 	return func(agent, channel, exclude string) (notes.Summary, bool, error) {
 		sum, ok, err := projections.LatestSummary(db, agent, channel, exclude)
 		return notes.Summary{Channel: channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}, ok, err
+	}
+}
+
+// dayEndList lists the conversations for the day-end sweep from the
+// conversations projection.
+func dayEndList(db *bbolt.DB) func(context.Context) ([]summarize.Conversation, error) {
+	return func(context.Context) ([]summarize.Conversation, error) {
+		list, err := projections.ListConversations(db, 0)
+		out := make([]summarize.Conversation, len(list))
+		for i, c := range list {
+			out[i] = summarize.Conversation{ID: c.ID, Channel: c.Channel, Day: c.Day,
+				Settled: c.Closed == nil && c.Status == projections.ConversationIdle && c.Queued == 0}
+		}
+		return out, err
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
+	"github.com/my-agent-crew/crew/loop/summarize"
 )
 
 // MaxBody is the largest request body accepted (413 beyond).
@@ -217,6 +218,9 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{consolidate.ErrNotApplied, http.StatusConflict, "not_applied"},
 		{consolidate.ErrNothingToConsolidate, http.StatusUnprocessableEntity, "nothing_to_consolidate"},
 		{consolidate.ErrModel, http.StatusBadGateway, "model_failed"},
+		{summarize.ErrUnknownConversation, http.StatusNotFound, "not_found"},
+		{summarize.ErrNothingToSummarize, http.StatusConflict, "refused"},
+		{summarize.ErrNotClosable, http.StatusConflict, "refused"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
 		{ErrRefused, http.StatusConflict, "refused"},
 	} {

@@ -5,9 +5,11 @@ import (
 	"net/http"
 )
 
-// ConversationOps summarizes and closes conversations on demand. Errors:
-// ErrNotFound for an unknown conversation, ErrRefused for one that cannot
-// be closed now (a run is open, or it is closed already).
+// ConversationOps summarizes and closes conversations on demand
+// (summarize.Summarizer). Errors: summarize.ErrUnknownConversation (or
+// ErrNotFound) for an unknown conversation; summarize.ErrNotClosable,
+// summarize.ErrNothingToSummarize (or ErrRefused) for one that cannot be
+// summarized or closed now.
 type ConversationOps interface {
 	// Summarize stores a summary of the conversation so far and returns it.
 	Summarize(ctx context.Context, id string) (string, error)

@@ -1,45 +1,51 @@
-package main
+// Package summarize writes conversation summaries (R-CTX-2): on demand,
+// when a conversation is closed on its channel, and at day end for the
+// settled conversations of earlier days. A summary is a
+// conversation_summarized event appended by the conversation's writer; the
+// next conversation of the agent on the same channel is told the latest one
+// as "Previous conversation" (see loop/notes).
+package summarize
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/tmc/langchaingo/llms"
-	"go.etcd.io/bbolt"
 )
 
-// summarizer writes conversation summaries: at day end, when a day's
-// conversation closes, and on demand. The next conversation of the agent
-// on the same channel is told the latest one as "Previous conversation"
-// (R-CTX-2).
-type summarizer struct {
-	log    *events.Log
-	convs  *loop.Convs
-	db     *bbolt.DB
-	runner *projections.Runner
-	crew   *liveCrew
-	models func(route string) (llms.Model, error)
-	loc    *time.Location
-	clock  func() time.Time
-	logger *slog.Logger
+// Conversation is what the day-end sweep needs of a listed conversation.
+type Conversation struct {
+	ID, Channel string
+	Day         string // YYYY-MM-DD in the owner's zone; "" for none
+	Settled     bool   // not closed, no run open, nothing waiting
 }
 
-// errNothingToSummarize: the conversation has no message since its last
-// summary.
-var errNothingToSummarize = errors.New("nothing to summarize: no message since the last summary")
+// Summarizer writes conversation summaries and closes conversations.
+type Summarizer struct {
+	Log    *events.Log
+	Convs  *loop.Convs
+	Agents func(id string) (loop.Agent, bool)
+	Models func(route string) (llms.Model, error)
+	// List lists the conversations the day-end sweep looks at (the
+	// conversations projection).
+	List func(ctx context.Context) ([]Conversation, error)
+	// WaitFor, when set, returns once the read models have applied stream
+	// sequence seq: the next message on the channel is told the summary,
+	// read from the summaries projection (read your writes).
+	WaitFor  func(ctx context.Context, seq uint64) error
+	Location *time.Location
+	Clock    func() time.Time
+}
 
 // Summarize makes and stores a summary of the conversation as it is now.
-func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
+func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	conv, err := s.conv(ctx, id)
 	if err != nil {
 		return "", err
@@ -48,7 +54,7 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	var lines []notes.Line
 	var last time.Time
 	var through, summarizedThrough uint64
-	for env, err := range s.log.Read(ctx, events.Conv(id).Filter(), 1) {
+	for env, err := range s.Log.Read(ctx, events.Conv(id).Filter(), 1) {
 		if err != nil {
 			return "", err
 		}
@@ -75,17 +81,17 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		}
 	}
 	if agentID == "" {
-		return "", fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+		return "", fmt.Errorf("conversation %q: %w", id, ErrUnknownConversation)
 	}
 	if len(lines) == 0 || through <= summarizedThrough {
-		return "", fmt.Errorf("%w: %w", web.ErrRefused, errNothingToSummarize)
+		return "", fmt.Errorf("conversation %s: %w", id, ErrNothingToSummarize)
 	}
-	agent, ok := s.crew.agent(agentID)
+	agent, ok := s.Agents(agentID)
 	if !ok {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
-	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.loc), s.clock(), s.loc)
-	text, route, cost, err := llm.Ask(ctx, s.models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
+	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.Location), s.Clock(), s.Location)
+	text, route, cost, err := llm.Ask(ctx, s.Models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarize %s: %w", id, err)
 	}
@@ -98,8 +104,8 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	}
 	// Read your writes: the next message on the channel is told this
 	// summary, read from the projection.
-	if s.runner != nil && len(stored) > 0 {
-		if err := s.runner.WaitFor(ctx, stored[len(stored)-1].Seq); err != nil {
+	if s.WaitFor != nil && len(stored) > 0 {
+		if err := s.WaitFor(ctx, stored[len(stored)-1].Seq); err != nil {
 			return "", err
 		}
 	}
@@ -108,24 +114,24 @@ func (s *summarizer) Summarize(ctx context.Context, id string) (string, error) {
 
 // conv is the writer of a stored conversation; an id the log has never
 // seen is not found (and takes no place among the writers).
-func (s *summarizer) conv(ctx context.Context, id string) (*loop.Conv, error) {
+func (s *Summarizer) conv(ctx context.Context, id string) (*loop.Conv, error) {
 	if err := events.ValidID(id); err != nil {
-		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+		return nil, fmt.Errorf("conversation %q: %w", id, ErrUnknownConversation)
 	}
-	last, err := s.log.Last(ctx, events.Conv(id).Filter())
+	last, err := s.Log.Last(ctx, events.Conv(id).Filter())
 	if err != nil {
 		return nil, err
 	}
 	if last == 0 {
-		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+		return nil, fmt.Errorf("conversation %q: %w", id, ErrUnknownConversation)
 	}
-	return s.convs.Get(ctx, id)
+	return s.Convs.Get(ctx, id)
 }
 
 // Close summarizes the conversation when the owner talks on its channel,
 // then closes it; the next message on the channel opens the day's next
 // conversation, which is told this summary.
-func (s *summarizer) Close(ctx context.Context, id string) (string, error) {
+func (s *Summarizer) Close(ctx context.Context, id string) (string, error) {
 	conv, err := s.conv(ctx, id)
 	if err != nil {
 		return "", err
@@ -137,21 +143,21 @@ func (s *summarizer) Close(ctx context.Context, id string) (string, error) {
 		why = notClosable(st)
 	})
 	if agent == "" {
-		return "", fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
+		return "", fmt.Errorf("conversation %q: %w", id, ErrUnknownConversation)
 	}
 	if why != "" {
-		return "", fmt.Errorf("%w: conversation %s %s", web.ErrRefused, id, why)
+		return "", fmt.Errorf("%w: conversation %s %s", ErrNotClosable, id, why)
 	}
 	var sum string
 	if notes.Talked(channel) {
 		sum, err = s.Summarize(ctx, id)
-		if err != nil && !errors.Is(err, errNothingToSummarize) {
+		if err != nil && !errors.Is(err, ErrNothingToSummarize) {
 			return "", err
 		}
 	}
 	_, err = conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
 		if why := notClosable(st); why != "" {
-			return nil, fmt.Errorf("%w: conversation %s %s", web.ErrRefused, id, why)
+			return nil, fmt.Errorf("%w: conversation %s %s", ErrNotClosable, id, why)
 		}
 		return []events.Event{&events.ConversationClosed{Reason: "owner", Summary: sum}}, nil
 	})
@@ -175,24 +181,24 @@ func notClosable(st *loop.State) string {
 // that are settled (no run open, nothing waiting). Job and delegated
 // conversations are closed without a summary: nobody talks on their channel
 // again. A conversation whose summary fails stays open for the next sweep.
-func (s *summarizer) CloseDay(ctx context.Context) error {
-	list, err := projections.ListConversations(s.db, 0)
+func (s *Summarizer) CloseDay(ctx context.Context) error {
+	list, err := s.List(ctx)
 	if err != nil {
 		return err
 	}
-	today := s.clock().In(s.loc).Format("2006-01-02")
+	today := s.Clock().In(s.Location).Format("2006-01-02")
 	var errs []error
 	for _, c := range list {
-		if c.Day == "" || c.Day >= today || c.Closed != nil || c.Status != projections.ConversationIdle || c.Queued > 0 {
+		if c.Day == "" || c.Day >= today || !c.Settled {
 			continue
 		}
 		if notes.Talked(c.Channel) {
-			if _, err := s.Summarize(ctx, c.ID); err != nil && !errors.Is(err, errNothingToSummarize) {
+			if _, err := s.Summarize(ctx, c.ID); err != nil && !errors.Is(err, ErrNothingToSummarize) {
 				errs = append(errs, err)
 				continue
 			}
 		}
-		conv, err := s.convs.Get(ctx, c.ID)
+		conv, err := s.Convs.Get(ctx, c.ID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
