@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/schedule"
 )
 
 // Kit sub-agents (.agents/agents/*.md, Claude Code's format) join the crew
@@ -41,7 +41,7 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now))...)
 	if err != nil {
 		t.Fatal(err)
 	}

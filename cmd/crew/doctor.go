@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/my-agent-crew/crew/tools/kit"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,10 +16,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/tools/kit"
+
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
 
@@ -237,7 +238,7 @@ func humanBytes(n int64) string {
 // printAgentChecks runs the checks serve makes before it runs an agent
 // (routes, tool names, shell patterns), so a skipped agent shows here too.
 func printAgentChecks(w io.Writer, h *home.Home) {
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil))...)
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return

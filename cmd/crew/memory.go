@@ -12,11 +12,11 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -104,7 +104,7 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 	}
 	fmt.Fprintln(env.stderr, note)
 	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil))...)
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}

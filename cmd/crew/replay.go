@@ -12,11 +12,11 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -42,7 +42,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(nil))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil))...)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/schedule"
 )
 
 // An agent whose agent.yaml lists no tools gets every tool declared
@@ -26,7 +26,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestToolsDocListsEveryTool(t *testing.T) {
 	if !ok {
 		t.Fatal("docs/tools.md has no \"## The tools\" section")
 	}
-	reg, err := tools.New(allTools(scheduler.NewCreateTool(time.Now))...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now))...)
 	if err != nil {
 		t.Fatal(err)
 	}

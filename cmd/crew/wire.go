@@ -27,6 +27,7 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/memory"
+	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/ui"
 	"github.com/nats-io/nats.go"
@@ -39,7 +40,7 @@ import (
 // built-ins, the loop's own, schedule_create, skill_read and the memory
 // tools. Which of them an agent gets follows from each tool's declaration
 // (Def.Default) and its agent.yaml.
-func allTools(create *scheduler.CreateTool) []tools.Tool {
+func allTools(create *schedule.CreateTool) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
 	out = append(out, create, kit.SkillRead())
 	return append(out, memory.Tools()...)
@@ -152,7 +153,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if err != nil {
 		return nil, err
 	}
-	create := scheduler.NewCreateTool(time.Now)
+	create := schedule.NewCreateTool(time.Now)
 	reg, err := tools.New(allTools(create)...)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		clearRunning(dir)
 		return nil, err
 	}
-	create.Bind(sched)
+	create.Bind(jobAdder{sched})
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	cr.onReload = func(set *crewSet) {
 		// A value added to <home>/env is redacted from now on; removed
@@ -570,4 +571,15 @@ func dayEndList(db *bbolt.DB) func(context.Context) ([]summarize.Conversation, e
 		}
 		return out, err
 	}
+}
+
+// jobAdder adapts the scheduler to schedule_create.
+type jobAdder struct{ s *scheduler.Scheduler }
+
+func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
+	err := a.s.Add(ctx, scheduler.Job{ID: j.ID, Agent: j.Agent, Name: j.Name, Cron: j.Cron, Prompt: j.Prompt, At: j.At, SourceConversation: j.SourceConversation})
+	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrJobExists) {
+		return schedule.Refused(err)
+	}
+	return err
 }

@@ -1,4 +1,7 @@
-package scheduler
+// Package schedule holds schedule_create, the tool an agent proposes a job
+// with. The scheduler itself is a gateway (gateways/scheduler); the tool
+// reaches it only through Adder, which cmd/crew adapts to it.
+package schedule
 
 import (
 	"context"
@@ -12,7 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 )
 
-//go:embed create_tool.md
+//go:embed schedule_create.md
 var createToolDoc string
 
 // CreateTool is schedule_create: an agent proposes a recurring (or one-off)
@@ -21,9 +24,35 @@ var createToolDoc string
 // (R-GATE-4): its AskWhen gives a reason for every call, which the gate
 // honours even in an autonomous conversation.
 type CreateTool struct {
-	sched atomic.Pointer[Scheduler]
+	jobs  atomic.Pointer[Adder]
 	clock func() time.Time
 }
+
+// Job is a chat job as schedule_create asks for it: At is zero for a
+// recurring job (Cron), Cron empty for a one-off.
+type Job struct {
+	ID, Agent, Name, Cron, Prompt string
+	At                            time.Time
+	SourceConversation            string // where the agent proposed it
+}
+
+// Adder adds a job to the running scheduler. An error wrapping
+// ErrNotScheduled is the job's fault (invalid, or its id is taken) and is
+// told to the model; any other error is the harness's.
+type Adder interface {
+	Add(ctx context.Context, j Job) error
+}
+
+// ErrNotScheduled marks an Adder error that refuses the job itself.
+var ErrNotScheduled = errors.New("not scheduled")
+
+// Refused is err marked ErrNotScheduled, its text unchanged.
+func Refused(err error) error { return refused{err} }
+
+type refused struct{ err error }
+
+func (r refused) Error() string   { return r.err.Error() }
+func (r refused) Unwrap() []error { return []error{ErrNotScheduled, r.err} }
 
 // NewCreateTool returns the tool; Bind gives it the running scheduler.
 func NewCreateTool(clock func() time.Time) *CreateTool {
@@ -34,7 +63,7 @@ func NewCreateTool(clock func() time.Time) *CreateTool {
 }
 
 // Bind attaches the scheduler (it starts after the tool registry).
-func (t *CreateTool) Bind(s *Scheduler) { t.sched.Store(s) }
+func (t *CreateTool) Bind(a Adder) { t.jobs.Store(&a) }
 
 var _ tools.Tool = (*CreateTool)(nil)
 var _ tools.Asker = (*CreateTool)(nil)
@@ -75,7 +104,7 @@ func (t *CreateTool) AskWhen(env tools.Env, args json.RawMessage) string {
 }
 
 func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	s := t.sched.Load()
+	s := t.jobs.Load()
 	if s == nil {
 		return tools.Result{Output: "The scheduler is not running; nothing was scheduled.", IsError: true}, nil
 	}
@@ -94,8 +123,8 @@ func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessag
 		}
 		j.At = at
 	}
-	if err := s.Add(ctx, j); err != nil {
-		if errors.Is(err, ErrInvalidJob) || errors.Is(err, ErrJobExists) {
+	if err := (*s).Add(ctx, j); err != nil {
+		if errors.Is(err, ErrNotScheduled) {
 			return tools.Result{Output: "Not scheduled: " + err.Error(), IsError: true}, nil
 		}
 		return tools.Result{}, err
