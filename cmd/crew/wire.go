@@ -50,7 +50,7 @@ func allTools(create *schedule.CreateTool) []tools.Tool {
 type crewRuntime struct {
 	worker  *loop.Worker
 	sched   *scheduler.Scheduler
-	jobs    jobsAPI
+	jobs    *web.SchedulerJobs
 	memory  *web.Memory
 	inbound *inbound.Inbound
 	db      *bbolt.DB
@@ -257,7 +257,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: jobsAPI{db: st.db, loc: h.Config.Location(), sched: sched, profile: cr.profile}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -283,97 +283,6 @@ func checkAgent(a loop.Agent, reg *tools.Registry) error {
 		}
 	}
 	return nil
-}
-
-// jobsAPI serves /api/jobs: the jobs projection, with profile jobs that
-// have not fired yet filled in from config.
-type jobsAPI struct {
-	db      *bbolt.DB
-	loc     *time.Location
-	sched   *scheduler.Scheduler
-	profile func() []scheduler.Job
-}
-
-func (j jobsAPI) List(ctx context.Context) (any, error) {
-	list, err := projections.ListJobs(j.db)
-	if err != nil {
-		return nil, err
-	}
-	byID := map[string]int{}
-	for i, job := range list {
-		byID[job.ID] = i
-	}
-	for _, p := range j.profile() {
-		i, ok := byID[p.ID]
-		if !ok {
-			list = append(list, projections.Job{ID: p.ID, Status: "idle"})
-			i = len(list) - 1
-		}
-		v := &list[i]
-		v.Agent, v.Name, v.Origin, v.Cron = p.Agent, p.Name, events.OriginProfile, p.Cron
-		v.Prompt, v.Command, v.Script, v.ThenPrompt, v.ApprovalTTLSeconds = p.Prompt, p.Command, p.Script, p.ThenPrompt, p.ApprovalTTLSeconds
-	}
-	sort.Slice(list, func(a, b int) bool { return list[a].ID < list[b].ID })
-	return list, nil
-}
-
-func (j jobsAPI) Rows(ctx context.Context) ([]ui.JobRow, error) {
-	v, err := j.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var rows []ui.JobRow
-	for _, job := range v.([]projections.Job) {
-		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: cmp.Or(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
-			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
-			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil}
-		if row.When == "" {
-			row.When = "once at " + job.At
-		}
-		switch {
-		case job.Prompt != "":
-			row.What = job.Prompt
-		case job.Command != "":
-			row.What = "/" + job.Command
-		case job.Script == "":
-			row.What = "memory consolidate"
-		default:
-			row.What = "$ " + job.Script
-			if job.ThenPrompt != "" {
-				row.What += "\nthen: " + job.ThenPrompt
-			}
-		}
-		if job.LastFired != nil {
-			row.LastFired = job.LastFired.In(j.loc).Format("Jan 2 15:04")
-		}
-		if job.NextRun != nil {
-			row.NextRun = job.NextRun.In(j.loc).Format("Jan 2 15:04")
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-func (j jobsAPI) Cancel(ctx context.Context, id string) error {
-	err := j.sched.Cancel(ctx, id, "owner")
-	switch {
-	case errors.Is(err, scheduler.ErrUnknownJob):
-		return fmt.Errorf("job %q: %w", id, web.ErrNotFound)
-	case errors.Is(err, scheduler.ErrProfileJob), errors.Is(err, scheduler.ErrCancelled):
-		return fmt.Errorf("%w: %v", web.ErrRefused, err)
-	}
-	return err
-}
-
-func (j jobsAPI) RunNow(ctx context.Context, id string) error {
-	err := j.sched.RunNow(ctx, id)
-	switch {
-	case errors.Is(err, scheduler.ErrUnknownJob):
-		return fmt.Errorf("job %q: %w", id, web.ErrNotFound)
-	case errors.Is(err, scheduler.ErrCancelled):
-		return fmt.Errorf("%w: %v", web.ErrRefused, err)
-	}
-	return err
 }
 
 // Close stops the scheduler, then the worker; the next start then knows

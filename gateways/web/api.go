@@ -12,6 +12,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/summarize"
@@ -218,6 +219,9 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{consolidate.ErrNotApplied, http.StatusConflict, "not_applied"},
 		{consolidate.ErrNothingToConsolidate, http.StatusUnprocessableEntity, "nothing_to_consolidate"},
 		{consolidate.ErrModel, http.StatusBadGateway, "model_failed"},
+		{scheduler.ErrUnknownJob, http.StatusNotFound, "not_found"},
+		{scheduler.ErrProfileJob, http.StatusConflict, "refused"},
+		{scheduler.ErrCancelled, http.StatusConflict, "refused"},
 		{summarize.ErrUnknownConversation, http.StatusNotFound, "not_found"},
 		{summarize.ErrNothingToSummarize, http.StatusConflict, "refused"},
 		{summarize.ErrNotClosable, http.StatusConflict, "refused"},

@@ -73,8 +73,8 @@ type Config struct {
 type Jobs interface {
 	List(ctx context.Context) (any, error)
 	Rows(ctx context.Context) ([]ui.JobRow, error)
-	RunNow(ctx context.Context, id string) error // ErrNotFound when unknown
-	Cancel(ctx context.Context, id string) error // ErrNotFound; ErrRefused for profile jobs
+	RunNow(ctx context.Context, id string) error // scheduler.ErrUnknownJob, ErrCancelled
+	Cancel(ctx context.Context, id string) error // scheduler.ErrUnknownJob, ErrProfileJob, ErrCancelled
 }
 
 // ErrRefused is a request the server understood and will not do (409).

@@ -1,0 +1,94 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"sort"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/ui"
+	"go.etcd.io/bbolt"
+)
+
+// SchedulerJobs is the Jobs of a running crew: the jobs projection, with
+// profile jobs that have not fired yet filled in from config, and the
+// scheduler to run and cancel them (its errors are mapped by statusOf).
+type SchedulerJobs struct {
+	DB        *bbolt.DB
+	Location  *time.Location
+	Scheduler *scheduler.Scheduler
+	Profile   func() []scheduler.Job // the enabled schedules of the loaded agents
+}
+
+var _ Jobs = (*SchedulerJobs)(nil)
+
+func (j *SchedulerJobs) List(ctx context.Context) (any, error) {
+	list, err := projections.ListJobs(j.DB)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]int{}
+	for i, job := range list {
+		byID[job.ID] = i
+	}
+	for _, p := range j.Profile() {
+		i, ok := byID[p.ID]
+		if !ok {
+			list = append(list, projections.Job{ID: p.ID, Status: "idle"})
+			i = len(list) - 1
+		}
+		v := &list[i]
+		v.Agent, v.Name, v.Origin, v.Cron = p.Agent, p.Name, events.OriginProfile, p.Cron
+		v.Prompt, v.Command, v.Script, v.ThenPrompt, v.ApprovalTTLSeconds = p.Prompt, p.Command, p.Script, p.ThenPrompt, p.ApprovalTTLSeconds
+	}
+	sort.Slice(list, func(a, b int) bool { return list[a].ID < list[b].ID })
+	return list, nil
+}
+
+func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
+	v, err := j.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rows []ui.JobRow
+	for _, job := range v.([]projections.Job) {
+		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: cmp.Or(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
+			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
+			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil}
+		if row.When == "" {
+			row.When = "once at " + job.At
+		}
+		switch {
+		case job.Prompt != "":
+			row.What = job.Prompt
+		case job.Command != "":
+			row.What = "/" + job.Command
+		case job.Script == "":
+			row.What = "memory consolidate"
+		default:
+			row.What = "$ " + job.Script
+			if job.ThenPrompt != "" {
+				row.What += "\nthen: " + job.ThenPrompt
+			}
+		}
+		if job.LastFired != nil {
+			row.LastFired = job.LastFired.In(j.Location).Format("Jan 2 15:04")
+		}
+		if job.NextRun != nil {
+			row.NextRun = job.NextRun.In(j.Location).Format("Jan 2 15:04")
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func (j *SchedulerJobs) Cancel(ctx context.Context, id string) error {
+	return j.Scheduler.Cancel(ctx, id, "owner")
+}
+
+func (j *SchedulerJobs) RunNow(ctx context.Context, id string) error {
+	return j.Scheduler.RunNow(ctx, id)
+}
