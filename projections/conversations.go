@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -328,4 +329,21 @@ func ListConversations(db *bbolt.DB, limit int) ([]Conversation, error) {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return out, nil
+}
+
+// Recoverable lists the conversations that may have work after a restart:
+// running, awaiting approval or with queued messages, by id.
+func Recoverable(db *bbolt.DB) ([]string, error) {
+	list, err := ListConversations(db, 0)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, c := range list {
+		if c.Status == ConversationRunning || c.Status == ConversationAwaitingApproval || c.Queued > 0 {
+			ids = append(ids, c.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
 }

@@ -6,19 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // crewSet is the loaded crew: the agents that run, the roster every system
@@ -39,7 +35,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())
 	}
-	problems = append(problems, addKitAgents(h, agents, override)...)
+	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, override != nil)...)
 	for id, a := range agents {
 		if err := checkAgent(a, reg); err != nil {
 			problems = append(problems, err.Error())
@@ -47,7 +43,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 		}
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: roster(h, agents), problems: problems, profile: profileJobs(h, agents)}
+	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, enabledSchedules(h)), problems: problems, profile: profileJobs(h, agents)}
 }
 
 // liveCrew holds the current crewSet and reloads it when an agent's files
@@ -162,7 +158,7 @@ func crewStamp(dir string) string {
 	patterns := []string{
 		"config.yaml", "env", "agent.yaml", "agents", "agents/*", "agents/*/agent.yaml",
 		"skills/*.md", "agents/*/skills/*.md", ".agents/commands/*.md", "agents/*/.agents/commands/*.md",
-		// Kit sub-agents join the crew (addKitAgents) with their prompt
+		// Kit sub-agents join the crew (loop.AddKitAgents) with their prompt
 		// read at load, so an edit must reload it.
 		".agents/agents/*.md", "agents/*/.agents/agents/*.md",
 	}
@@ -180,93 +176,17 @@ func crewStamp(dir string) string {
 	return b.String()
 }
 
-// crewOrder is the agents' ids as the crew is shown: the master first,
-// then by id.
-func crewOrder(agents map[string]loop.Agent) []string {
-	ids := make([]string, 0, len(agents))
-	for id := range agents {
-		ids = append(ids, id)
+// enabledSchedules names an agent's enabled schedules, for the roster.
+func enabledSchedules(h *home.Home) func(id string) []string {
+	return func(id string) []string {
+		var names []string
+		if cfg := h.Agents[id]; cfg != nil {
+			for _, sc := range cfg.Schedules {
+				if sc.On() {
+					names = append(names, sc.Name)
+				}
+			}
+		}
+		return names
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		if (ids[i] == home.MasterID) != (ids[j] == home.MasterID) {
-			return ids[i] == home.MasterID
-		}
-		return ids[i] < ids[j]
-	})
-	return ids
-}
-
-// claudeTools maps Claude Code's tool names, as kit sub-agent files often
-// list them, to ours.
-var claudeTools = map[string]string{
-	"Read": "workspace_read", "Grep": "workspace_grep", "Glob": "workspace_glob", "LS": "workspace_list",
-	"Write": "workspace_write", "Edit": "workspace_edit", "MultiEdit": "workspace_edit", "Bash": "shell_run",
-}
-
-// addKitAgents adds the kit's sub-agents (.agents/agents/*.md) to the crew,
-// so agents can delegate to them: a home-level one under its name, with the
-// master's settings; an agent's own as "<agent>-<name>", with that agent's.
-// Each runs with its file's prompt as its whole persona (no memory of its
-// own), the tools its file lists (all of its parent's but delegate when it
-// lists none), and its file's model when that is a route (provider:model).
-func addKitAgents(h *home.Home, agents map[string]loop.Agent, override []string) (problems []string) {
-	parents := crewOrder(agents) // the master first: home-level ones take its settings
-	homeKit := filepath.Join(h.Dir, ".agents") + string(filepath.Separator)
-	seen := map[string]bool{}
-	for _, pid := range parents {
-		parent := agents[pid]
-		subs, err := kit.SubAgents(h.Dir, parent.Dir)
-		if err != nil && !seen[err.Error()] {
-			seen[err.Error()] = true
-			problems = append(problems, err.Error())
-		}
-		for _, sa := range subs {
-			id := sa.Name
-			if !strings.HasPrefix(sa.Path, homeKit) {
-				id = pid + "-" + sa.Name
-			} else if pid != home.MasterID && agents[home.MasterID].ID != "" {
-				continue // added with the master's settings
-			}
-			if seen["agent:"+id] {
-				continue
-			}
-			seen["agent:"+id] = true
-			if err := events.ValidID(id); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: kit sub-agent %q: %v", sa.Path, id, err))
-				continue
-			}
-			if _, taken := agents[id]; taken {
-				problems = append(problems, fmt.Sprintf("%s: kit sub-agent %q: an agent of that id exists", sa.Path, id))
-				continue
-			}
-			a := parent
-			a.ID, a.Name, a.Description, a.Persona, a.Delegates = id, sa.Name, sa.Description, sa.Prompt, nil
-			a.Tools = nil
-			if sa.Tools == nil {
-				for _, t := range parent.Tools {
-					if t != loop.DelegateTool && t != "schedule_create" {
-						a.Tools = append(a.Tools, t)
-					}
-				}
-			} else {
-				for _, t := range sa.Tools {
-					if ours, ok := claudeTools[t]; ok {
-						t = ours
-					}
-					if !slices.Contains(a.Tools, t) {
-						a.Tools = append(a.Tools, t)
-					}
-				}
-			}
-			// No memory of its own: the memory tools would write its parent's.
-			a.Tools = slices.DeleteFunc(a.Tools, func(t string) bool { return t == "memory_save" || t == "memory_search" })
-			if override == nil && sa.Model != "" {
-				if _, err := llm.ParseRoute(sa.Model); err == nil {
-					a.Routes = []string{sa.Model}
-				}
-			}
-			agents[id] = a
-		}
-	}
-	return problems
 }

@@ -8,11 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 func runProjections(ctx context.Context, env *cliEnv, args []string) error {
@@ -60,62 +56,4 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "rebuilt %s up to sequence %d in %s\n", p.Name(), cp, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
-}
-
-// views serves the API's read models from the projections.
-type views struct {
-	db    *bbolt.DB
-	convs *loop.Convs // the conversations' model-visible history
-}
-
-// conversationView is GET /api/conversations/{id}: the projection's view
-// plus the history as the model sees it. A parked conversation (an event
-// of its log cannot be decoded) has status "parked", names the event
-// (projections.Conversation.Parked) and no history.
-type conversationView struct {
-	projections.Conversation
-	History []loop.Message `json:"history"`
-}
-
-var _ web.Views = views{}
-
-func (v views) Conversations(ctx context.Context, limit int) (any, error) {
-	return projections.ListConversations(v.db, limit)
-}
-
-func (v views) Conversation(ctx context.Context, id string) (any, error) {
-	c, err := projections.GetConversation(v.db, id)
-	if errors.Is(err, projections.ErrNotFound) {
-		return nil, fmt.Errorf("conversation %q: %w", id, web.ErrNotFound)
-	}
-	if err != nil || v.convs == nil {
-		return c, err
-	}
-	conv, err := v.convs.Get(ctx, id)
-	if de := (*events.DecodeError)(nil); errors.As(err, &de) {
-		// The projection may not have reached the event yet.
-		if c.Parked == nil {
-			c.Parked = &projections.ParkedEvent{Subject: de.Subject, Seq: de.Seq, Error: de.Error()}
-		}
-		c.Status = projections.ConversationParked
-		return conversationView{Conversation: c, History: []loop.Message{}}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := conversationView{Conversation: c}
-	conv.View(func(st *loop.State) { out.History = append([]loop.Message{}, st.Messages...) })
-	return out, nil
-}
-
-func (v views) Runs(ctx context.Context, conversation string) (any, error) {
-	return projections.ListRuns(v.db, conversation)
-}
-
-func (v views) Run(ctx context.Context, id string) (any, error) {
-	r, err := projections.GetRun(v.db, id)
-	if errors.Is(err, projections.ErrNotFound) {
-		return nil, fmt.Errorf("run %q: %w", id, web.ErrNotFound)
-	}
-	return r, err
 }

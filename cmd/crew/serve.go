@@ -148,7 +148,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Log:           st.log,
-			Views:         views{db: st.db, convs: c.convs},
+			Views:         web.ProjectionViews{DB: st.db, Convs: c.convs},
 			Pages:         c.pages(dir, h),
 			Jobs:          c.jobs,
 			Memory:        c.memory,

@@ -29,7 +29,6 @@ import (
 	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/tools/shell"
-	"github.com/my-agent-crew/crew/ui"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
@@ -196,7 +195,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			if err := runner.WaitFor(ctx, lastSeq); err != nil {
 				return nil, err
 			}
-			return recoverable(st.db)
+			return projections.Recoverable(st.db)
 		},
 	})
 	if err != nil {
@@ -357,75 +356,19 @@ func scriptRunner(homeDir string, agents func(id string) (loop.Agent, bool)) fun
 	}
 }
 
-// roster is the crew as every agent's system prompt shows it: one line per
-// agent with the facts read from the running crew (R-CTX-1).
-func roster(h *home.Home, agents map[string]loop.Agent) string {
-	ids := crewOrder(agents)
-	var b strings.Builder
-	for _, id := range ids {
-		a := agents[id]
-		fmt.Fprintf(&b, "- %s (%s): %s", cmp.Or(a.Name, id), id, cmp.Or(a.Description, "no description"))
-		if a.Persona != "" {
-			b.WriteString(" (kit sub-agent)")
-		}
-		if len(a.Routes) > 0 {
-			fmt.Fprintf(&b, " — model %s", a.Routes[0])
-		}
-		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
-		if skills, _ := kit.Skills(h.Dir, a.Dir); len(skills) > 0 {
-			names := make([]string, len(skills))
-			for i, sk := range skills {
-				names[i] = sk.Name
-			}
-			fmt.Fprintf(&b, "; skills: %s", strings.Join(names, ", "))
-		}
-		var names []string
-		var schedules []home.Schedule
-		if cfg := h.Agents[id]; cfg != nil && a.Persona == "" {
-			schedules = cfg.Schedules
-		}
-		for _, sc := range schedules {
-			if sc.On() {
-				names = append(names, sc.Name)
-			}
-		}
-		if len(names) > 0 {
-			fmt.Fprintf(&b, "; schedules: %s", strings.Join(names, ", "))
-		}
-		b.WriteString("\n")
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
 // pages wires the HTML site.
 func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
-	return &web.Pages{DB: c.db, Convs: c.convs, Crew: c.crewView, Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
+	return &web.Pages{DB: c.db, Convs: c.convs, Crew: web.CrewRows(c.crewList), Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
 }
 
-// crewView is the running crew as the UI lists it, and what is not loaded.
-func (c *crewRuntime) crewView() (agents []ui.AgentRow, problems []string) {
+// crewList is the running crew in the order the UI shows it, and what is
+// not loaded.
+func (c *crewRuntime) crewList() (agents []loop.Agent, problems []string) {
 	set := c.crew.get()
-	for _, id := range crewOrder(set.agents) {
-		a := set.agents[id]
-		agents = append(agents, ui.AgentRow{ID: id, Name: a.Name, Description: a.Description, Routes: strings.Join(a.Routes, ", ")})
+	for _, id := range loop.CrewOrder(set.agents, home.MasterID) {
+		agents = append(agents, set.agents[id])
 	}
 	return agents, c.crew.problems()
-}
-
-// recoverable lists conversations that may have work after a restart.
-func recoverable(db *bbolt.DB) ([]string, error) {
-	list, err := projections.ListConversations(db, 0)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, c := range list {
-		if c.Status == projections.ConversationRunning || c.Status == projections.ConversationAwaitingApproval || c.Queued > 0 {
-			ids = append(ids, c.ID)
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
 }
 
 // Decide finds the approval's conversation and decides it there.

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"go.etcd.io/bbolt"
@@ -38,7 +39,7 @@ func TestUndecodableConversationParkedInAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := views{db: db, convs: loop.NewConvs(log, nil)}
+	v := web.ProjectionViews{DB: db, Convs: loop.NewConvs(log, nil)}
 	got, err := v.Conversation(ctx, "c1")
 	if err != nil {
 		t.Fatalf("GET a parked conversation: %v", err)

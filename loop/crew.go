@@ -1,0 +1,144 @@
+package loop
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools/kit"
+)
+
+// Roster is the crew as every agent's system prompt shows it: one line per
+// agent with the facts read from the running crew (R-CTX-1), its skills
+// read from the kit of homeDir, and schedules naming an agent's enabled
+// schedules (a kit sub-agent has none of its own).
+func Roster(homeDir, master string, agents map[string]Agent, schedules func(id string) []string) string {
+	ids := CrewOrder(agents, master)
+	var b strings.Builder
+	for _, id := range ids {
+		a := agents[id]
+		fmt.Fprintf(&b, "- %s (%s): %s", cmp.Or(a.Name, id), id, cmp.Or(a.Description, "no description"))
+		if a.Persona != "" {
+			b.WriteString(" (kit sub-agent)")
+		}
+		if len(a.Routes) > 0 {
+			fmt.Fprintf(&b, " — model %s", a.Routes[0])
+		}
+		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
+		if skills, _ := kit.Skills(homeDir, a.Dir); len(skills) > 0 {
+			names := make([]string, len(skills))
+			for i, sk := range skills {
+				names[i] = sk.Name
+			}
+			fmt.Fprintf(&b, "; skills: %s", strings.Join(names, ", "))
+		}
+		var names []string
+		if a.Persona == "" {
+			names = schedules(id)
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(&b, "; schedules: %s", strings.Join(names, ", "))
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// CrewOrder is the agents' ids as the crew is shown: the master first,
+// then by id.
+func CrewOrder(agents map[string]Agent, master string) []string {
+	ids := make([]string, 0, len(agents))
+	for id := range agents {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if (ids[i] == master) != (ids[j] == master) {
+			return ids[i] == master
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
+}
+
+// claudeTools maps Claude Code's tool names, as kit sub-agent files often
+// list them, to ours.
+var claudeTools = map[string]string{
+	"Read": "workspace_read", "Grep": "workspace_grep", "Glob": "workspace_glob", "LS": "workspace_list",
+	"Write": "workspace_write", "Edit": "workspace_edit", "MultiEdit": "workspace_edit", "Bash": "shell_run",
+}
+
+// AddKitAgents adds the kit's sub-agents (.agents/agents/*.md) to the crew,
+// so agents can delegate to them: a home-level one under its name, with the
+// master's settings; an agent's own as "<agent>-<name>", with that agent's.
+// Each runs with its file's prompt as its whole persona (no memory of its
+// own), the tools its file lists (all of its parent's but delegate when it
+// lists none), and its file's model when that is a route (provider:model).
+//
+// homeDir is the crew's home; override says every agent's routes are
+// overridden (a sub-agent's model then does not apply).
+func AddKitAgents(homeDir, master string, agents map[string]Agent, override bool) (problems []string) {
+	parents := CrewOrder(agents, master) // the master first: home-level ones take its settings
+	homeKit := filepath.Join(homeDir, ".agents") + string(filepath.Separator)
+	seen := map[string]bool{}
+	for _, pid := range parents {
+		parent := agents[pid]
+		subs, err := kit.SubAgents(homeDir, parent.Dir)
+		if err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			problems = append(problems, err.Error())
+		}
+		for _, sa := range subs {
+			id := sa.Name
+			if !strings.HasPrefix(sa.Path, homeKit) {
+				id = pid + "-" + sa.Name
+			} else if pid != master && agents[master].ID != "" {
+				continue // added with the master's settings
+			}
+			if seen["agent:"+id] {
+				continue
+			}
+			seen["agent:"+id] = true
+			if err := events.ValidID(id); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: kit sub-agent %q: %v", sa.Path, id, err))
+				continue
+			}
+			if _, taken := agents[id]; taken {
+				problems = append(problems, fmt.Sprintf("%s: kit sub-agent %q: an agent of that id exists", sa.Path, id))
+				continue
+			}
+			a := parent
+			a.ID, a.Name, a.Description, a.Persona, a.Delegates = id, sa.Name, sa.Description, sa.Prompt, nil
+			a.Tools = nil
+			if sa.Tools == nil {
+				for _, t := range parent.Tools {
+					if t != DelegateTool && t != "schedule_create" {
+						a.Tools = append(a.Tools, t)
+					}
+				}
+			} else {
+				for _, t := range sa.Tools {
+					if ours, ok := claudeTools[t]; ok {
+						t = ours
+					}
+					if !slices.Contains(a.Tools, t) {
+						a.Tools = append(a.Tools, t)
+					}
+				}
+			}
+			// No memory of its own: the memory tools would write its parent's.
+			a.Tools = slices.DeleteFunc(a.Tools, func(t string) bool { return t == "memory_save" || t == "memory_search" })
+			if !override && sa.Model != "" {
+				if _, err := llm.ParseRoute(sa.Model); err == nil {
+					a.Routes = []string{sa.Model}
+				}
+			}
+			agents[id] = a
+		}
+	}
+	return problems
+}
