@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -16,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/tools/kit"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -138,25 +137,13 @@ func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 func printServerHealth(ctx context.Context, w io.Writer, url string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
-	resp, err := http.DefaultClient.Do(req)
+	status, projs, err := web.Client{URL: url}.Health(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "  /healthz: %v\n", err)
 		return
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Status  string `json:"status"`
-		Details struct {
-			Projections []projections.Status `json:"projections"`
-		} `json:"details"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		fmt.Fprintf(w, "  /healthz: %s, unreadable body: %v\n", resp.Status, err)
-		return
-	}
-	fmt.Fprintf(w, "  /healthz: %s\n", body.Status)
-	for _, p := range body.Details.Projections {
+	fmt.Fprintf(w, "  /healthz: %s\n", status)
+	for _, p := range projs {
 		fmt.Fprintf(w, "  projection %s: at %d, lag %d%s\n", p.Name, p.Checkpoint, p.Lag, errSuffix(p.Error))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
 )
 
 func runExport(ctx context.Context, env *cliEnv, args []string) error {
@@ -39,7 +40,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	write := func(w io.Writer) (int, error) {
 		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 		if errors.Is(err, errStoreBusy) {
-			return exportFromServer(ctx, dir, serverToken(env, h), conv, key, w)
+			info, err := readServeInfo(dir)
+			if err != nil {
+				return 0, err
+			}
+			return web.Client{URL: info.URL, Token: serverToken(env, h)}.Export(ctx, conv, key, w)
 		}
 		if err != nil {
 			return 0, err
@@ -81,46 +86,6 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stderr, "exported %d events of %s to %s\n", n, conv, *out)
 	return nil
-}
-
-// exportFromServer asks the running server, which holds the store, and
-// verifies what arrives while copying it (keyed: the server holds the same
-// audit key), so the count is the same either way.
-func exportFromServer(ctx context.Context, dir, token, conv string, key []byte, w io.Writer) (int, error) {
-	info, err := readServeInfo(dir)
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	err = getFromServer(ctx, info.URL+"/api/conversations/"+conv+"/export", token, func(body io.Reader) error {
-		pr, pw := io.Pipe()
-		done := make(chan struct{})
-		var verr error
-		go func() {
-			defer close(done)
-			var v events.Verified
-			v, verr = events.VerifyExport(pr, key)
-			if verr == nil && !v.Proven {
-				verr = errors.New("it is not keyed with this home's audit key")
-			}
-			n = v.Events
-			io.Copy(io.Discard, pr)
-		}()
-		_, err := io.Copy(io.MultiWriter(w, pw), body)
-		pw.CloseWithError(err)
-		<-done
-		if err != nil {
-			return err
-		}
-		if verr != nil {
-			return fmt.Errorf("the export arrived broken: %w", verr)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("export from running server: %w", err)
-	}
-	return n, nil
 }
 
 // serverToken is the auth token to send to a running server, found where

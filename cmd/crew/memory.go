@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -72,7 +70,10 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	p, err := consolidateHere(ctx, env, dir, h, agent)
 	if errors.Is(err, errStoreBusy) {
-		p, err = consolidateOnServer(ctx, dir, serverToken(env, h), agent)
+		var info serveInfo
+		if info, err = readServeInfo(dir); err == nil {
+			p, err = web.Client{URL: info.URL, Token: serverToken(env, h)}.Consolidate(ctx, agent)
+		}
 	}
 	if err != nil {
 		return err
@@ -111,46 +112,6 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 	agents := agentsOf(h, override, reg)
 	mem := newMemory(st.log, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
 	return mem.Consolidate(ctx, agent, consolidate.TriggerCLI)
-}
-
-// consolidateOnServer asks the running server, which holds the store.
-func consolidateOnServer(ctx context.Context, dir, token, agent string) (consolidate.Proposal, error) {
-	var p consolidate.Proposal
-	info, err := readServeInfo(dir)
-	if err != nil {
-		return p, err
-	}
-	body, _ := json.Marshal(map[string]string{"agent": agent, "trigger": consolidate.TriggerCLI})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, info.URL+"/api/memory/consolidate", bytes.NewReader(body))
-	if err != nil {
-		return p, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return p, fmt.Errorf("ask the running server: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return p, fmt.Errorf("ask the running server: %w", err)
-	}
-	if resp.StatusCode != http.StatusCreated {
-		var apiErr struct {
-			Error struct{ Message string } `json:"error"`
-		}
-		if json.Unmarshal(raw, &apiErr) == nil && apiErr.Error.Message != "" {
-			return p, fmt.Errorf("the running server answered %s: %s", resp.Status, apiErr.Error.Message)
-		}
-		return p, fmt.Errorf("the running server answered %s: %s", resp.Status, bytes.TrimSpace(raw))
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return p, fmt.Errorf("read the server's proposal: %w", err)
-	}
-	return p, nil
 }
 
 // printProposal shows what was filed and the diff.

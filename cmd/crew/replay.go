@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
@@ -89,7 +86,11 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 func recordedRun(ctx context.Context, dir string, cfg *home.Config, token, runID string) (string, []events.Envelope, error) {
 	st, err := openStore(ctx, dir, cfg, slog.New(slog.DiscardHandler))
 	if errors.Is(err, errStoreBusy) {
-		return recordedRunFromServer(ctx, dir, token, runID)
+		info, err := readServeInfo(dir)
+		if err != nil {
+			return "", nil, err
+		}
+		return web.Client{URL: info.URL, Token: token}.RecordedRun(ctx, runID)
 	}
 	if err != nil {
 		return "", nil, err
@@ -101,54 +102,4 @@ func recordedRun(ctx context.Context, dir string, cfg *home.Config, token, runID
 	}
 	envs, err := st.log.ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
 	return run.Agent, envs, err
-}
-
-func recordedRunFromServer(ctx context.Context, dir, token, runID string) (string, []events.Envelope, error) {
-	info, err := readServeInfo(dir)
-	if err != nil {
-		return "", nil, err
-	}
-	var run struct {
-		Agent        string `json:"agent"`
-		Conversation string `json:"conversation"`
-	}
-	if err := getFromServer(ctx, info.URL+"/api/runs/"+runID, token, func(r io.Reader) error { return json.NewDecoder(r).Decode(&run) }); err != nil {
-		return "", nil, err
-	}
-	var envs []events.Envelope
-	err = getFromServer(ctx, info.URL+"/api/conversations/"+run.Conversation+"/export", token, func(r io.Reader) error {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 64<<20)
-		for sc.Scan() {
-			var l events.ExportLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Type == "" {
-				continue // the end line
-			}
-			envs = append(envs, events.Envelope{Type: l.Type, V: l.V, ID: l.ID, Time: l.Time, Data: l.Data, Subject: l.Subject, Seq: l.Seq})
-		}
-		return sc.Err()
-	})
-	return run.Agent, envs, err
-}
-
-// getFromServer GETs url from the running server (with its auth token, if
-// any) and hands a 200 body to read.
-func getFromServer(ctx context.Context, url, token string, read func(io.Reader) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask the running server: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return read(resp.Body)
 }

@@ -1,0 +1,164 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/consolidate"
+	"github.com/my-agent-crew/crew/projections"
+)
+
+// Client asks a running server for what the CLI would otherwise read from
+// the store, which the server holds: exports, recorded runs, health, and
+// consolidation.
+type Client struct {
+	URL   string // the server's base URL, from serve.json
+	Token string // the auth token, if the server has one
+}
+
+// get GETs path from the server and hands a 200 body to read.
+func (c Client) get(ctx context.Context, path string, read func(io.Reader) error) error {
+	url := c.URL + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the running server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return read(resp.Body)
+}
+
+// Export copies the conversation's export to w and verifies what arrives
+// while copying it (keyed: the server holds the same audit key), so the
+// count is the same as from the store.
+func (c Client) Export(ctx context.Context, conv string, key []byte, w io.Writer) (int, error) {
+	var n int
+	err := c.get(ctx, "/api/conversations/"+conv+"/export", func(body io.Reader) error {
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		var verr error
+		go func() {
+			defer close(done)
+			var v events.Verified
+			v, verr = events.VerifyExport(pr, key)
+			if verr == nil && !v.Proven {
+				verr = errors.New("it is not keyed with this home's audit key")
+			}
+			n = v.Events
+			io.Copy(io.Discard, pr)
+		}()
+		_, err := io.Copy(io.MultiWriter(w, pw), body)
+		pw.CloseWithError(err)
+		<-done
+		if err != nil {
+			return err
+		}
+		if verr != nil {
+			return fmt.Errorf("the export arrived broken: %w", verr)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("export from running server: %w", err)
+	}
+	return n, nil
+}
+
+// RecordedRun returns the run's agent and its conversation's events.
+func (c Client) RecordedRun(ctx context.Context, runID string) (string, []events.Envelope, error) {
+	var run struct {
+		Agent        string `json:"agent"`
+		Conversation string `json:"conversation"`
+	}
+	if err := c.get(ctx, "/api/runs/"+runID, func(r io.Reader) error { return json.NewDecoder(r).Decode(&run) }); err != nil {
+		return "", nil, err
+	}
+	var envs []events.Envelope
+	err := c.get(ctx, "/api/conversations/"+run.Conversation+"/export", func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 64<<20)
+		for sc.Scan() {
+			var l events.ExportLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Type == "" {
+				continue // the end line
+			}
+			envs = append(envs, events.Envelope{Type: l.Type, V: l.V, ID: l.ID, Time: l.Time, Data: l.Data, Subject: l.Subject, Seq: l.Seq})
+		}
+		return sc.Err()
+	})
+	return run.Agent, envs, err
+}
+
+// Health is /healthz: the server's status and its projections.
+func (c Client) Health(ctx context.Context) (status string, projs []projections.Status, err error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status  string `json:"status"`
+		Details struct {
+			Projections []projections.Status `json:"projections"`
+		} `json:"details"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "", nil, fmt.Errorf("%s, unreadable body: %w", resp.Status, err)
+	}
+	return body.Status, body.Details.Projections, nil
+}
+
+// Consolidate asks the server to file a memory proposal for agent, as
+// crew memory consolidate does (trigger cli).
+func (c Client) Consolidate(ctx context.Context, agent string) (consolidate.Proposal, error) {
+	var p consolidate.Proposal
+	body, _ := json.Marshal(map[string]string{"agent": agent, "trigger": consolidate.TriggerCLI})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+"/api/memory/consolidate", bytes.NewReader(body))
+	if err != nil {
+		return p, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return p, fmt.Errorf("ask the running server: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return p, fmt.Errorf("ask the running server: %w", err)
+	}
+	if resp.StatusCode != http.StatusCreated {
+		var apiErr struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal(raw, &apiErr) == nil && apiErr.Error.Message != "" {
+			return p, fmt.Errorf("the running server answered %s: %s", resp.Status, apiErr.Error.Message)
+		}
+		return p, fmt.Errorf("the running server answered %s: %s", resp.Status, bytes.TrimSpace(raw))
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("read the server's proposal: %w", err)
+	}
+	return p, nil
+}
