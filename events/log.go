@@ -305,3 +305,15 @@ func (l *Log) Follow(ctx context.Context, filter string, from uint64) iter.Seq2[
 // tool-call arguments as they are written). Core NATS, not stored: lossy by
 // design; the stored events are the truth.
 func LiveSubject(conversation string) string { return "live.conv." + conversation }
+
+// LiveFeed subscribes an SSE client to a conversation's deltas on
+// LiveSubject; the func it returns unsubscribes.
+func LiveFeed(nc *nats.Conn) func(conv string, deliver func([]byte)) (func(), error) {
+	return func(conv string, deliver func([]byte)) (func(), error) {
+		sub, err := nc.Subscribe(LiveSubject(conv), func(m *nats.Msg) { deliver(m.Data) })
+		if err != nil {
+			return nil, err
+		}
+		return func() { sub.Unsubscribe() }, nil
+	}
+}

@@ -104,7 +104,7 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	fmt.Fprintln(env.stderr, note)
-	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
+	mdl := llm.NewModels(providers)
 	reg, err := tools.New(allTools(schedule.NewCreateTool(nil))...)
 	if err != nil {
 		return consolidate.Proposal{}, err

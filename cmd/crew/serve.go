@@ -116,7 +116,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		g, err := telegram.Start(ctx, telegram.Config{
 			Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
-			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c,
+			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c.approvals,
 			Logger: logger.With("component", "telegram"), Home: dir,
 			NewConversation: func(ctx context.Context, channel string) (string, error) {
 				id, err := c.inbound.Current(ctx, home.MasterID, channel)
@@ -154,8 +154,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Memory:        c.memory,
 			Conversations: c.summaries,
 			Inbound:       c.inbound,
-			Approvals:     c,
-			Live:          liveFeed(st.srv.Conn()),
+			Approvals:     c.approvals,
+			Live:          events.LiveFeed(st.srv.Conn()),
 			Health:        health,
 			AuthToken:     token,
 			Hosts:         webHosts(h, addr),

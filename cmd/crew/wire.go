@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -28,10 +26,7 @@ import (
 	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/schedule"
-	"github.com/my-agent-crew/crew/tools/shell"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
 )
 
@@ -52,11 +47,13 @@ type crewRuntime struct {
 	jobs    *web.SchedulerJobs
 	memory  *web.Memory
 	inbound *inbound.Inbound
-	db      *bbolt.DB
-	runner  *projections.Runner
-	log     *events.Log
-	convs   *loop.Convs
-	crew    *liveCrew
+	// approvals decides approvals by id (web forms and API, Telegram).
+	approvals *inbound.Approvals
+	db        *bbolt.DB
+	runner    *projections.Runner
+	log       *events.Log
+	convs     *loop.Convs
+	crew      *liveCrew
 	// summaries summarizes and closes conversations (day end, on demand).
 	summaries *summarize.Summarizer
 	// stopWatch ends the crew's reload watch.
@@ -115,32 +112,6 @@ func agentsOf(h *home.Home, override []string, reg *tools.Registry) map[string]l
 	return out
 }
 
-// models caches one model per route for the process: a fake:script keeps
-// its place in the script across turns.
-type models struct {
-	providers *llm.Providers
-	mu        sync.Mutex
-	byRoute   map[string]llms.Model
-}
-
-func (m *models) Model(route string) (llms.Model, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if mdl, ok := m.byRoute[route]; ok {
-		return mdl, nil
-	}
-	r, err := llm.ParseRoute(route)
-	if err != nil {
-		return nil, err
-	}
-	mdl, err := m.providers.Model(r)
-	if err != nil {
-		return nil, err
-	}
-	m.byRoute[route] = mdl
-	return mdl, nil
-}
-
 // startCrew wires the loop onto an open store.
 func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
 	providers := llm.NewProviders(llm.Config{
@@ -159,7 +130,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	cr := newCrew(dir, h, override, reg, logger.With("component", "crew"))
 	nc := st.srv.Conn()
-	mdl := &models{providers: providers, byRoute: map[string]llms.Model{}}
+	mdl := llm.NewModels(providers)
 	deps := loop.Deps{
 		Models:   mdl.Model,
 		Tools:    reg,
@@ -220,7 +191,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	mem := newMemory(st.log, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: profile, RunScript: scriptRunner(dir, cr.agent), RunConsolidate: consolidateJob(mem), SpillDir: filepath.Join(dir, "spill"),
+		Jobs: profile, RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: consolidateJob(mem), SpillDir: filepath.Join(dir, "spill"),
 		Periodic: []scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
@@ -256,7 +227,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -332,30 +303,6 @@ func jobID(agent, name string) string {
 	return id
 }
 
-// scriptRunner runs a script job's command as its agent: in its workspace,
-// sandboxed by its shell settings like shell_run.
-func scriptRunner(homeDir string, agents func(id string) (loop.Agent, bool)) func(ctx context.Context, agent, command string) (string, error) {
-	return func(ctx context.Context, agentID, command string) (string, error) {
-		a, ok := agents(agentID)
-		if !ok {
-			return "", fmt.Errorf("agent %q is not loaded", agentID)
-		}
-		cmd := shell.Command{Script: command, Dir: a.Workspace, Env: shell.Environ(os.Environ())}
-		if p := a.Policy; (p.ShellNetwork != nil && !*p.ShellNetwork) || len(p.ShellWritePaths) > 0 {
-			cmd.Sandbox = &shell.Policy{WritePaths: append([]string{a.Workspace}, p.ShellWritePaths...), Network: p.ShellNetwork == nil || *p.ShellNetwork}
-		}
-		cmd.View = shell.HomeView(homeDir, a.Dir, append([]string{a.Workspace}, a.Policy.ShellWritePaths...)...)
-		out, err := shell.Run(ctx, cmd)
-		if err != nil {
-			return "", err
-		}
-		if out.ExitCode != 0 || out.TimedOut {
-			return out.Text, fmt.Errorf("script exited with %d (timed out: %v)", out.ExitCode, out.TimedOut)
-		}
-		return out.Text, nil
-	}
-}
-
 // pages wires the HTML site.
 func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
 	return &web.Pages{DB: c.db, Convs: c.convs, Crew: web.CrewRows(c.crewList), Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
@@ -369,37 +316,6 @@ func (c *crewRuntime) crewList() (agents []loop.Agent, problems []string) {
 		agents = append(agents, set.agents[id])
 	}
 	return agents, c.crew.problems()
-}
-
-// Decide finds the approval's conversation and decides it there.
-func (c *crewRuntime) Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (string, error) {
-	if err := events.ValidID(approvalID); err != nil {
-		return "", err
-	}
-	// Read your writes: the approval was requested before this call.
-	last, err := c.log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return "", err
-	}
-	if err := c.runner.WaitFor(ctx, last); err != nil {
-		return "", err
-	}
-	conv, err := projections.FindApproval(c.db, approvalID)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", loop.ErrUnknownApproval, approvalID)
-	}
-	return c.worker.Decide(ctx, conv, approvalID, approve, always, channel)
-}
-
-// liveFeed subscribes an SSE client to a conversation's deltas.
-func liveFeed(nc *nats.Conn) func(conv string, deliver func([]byte)) (func(), error) {
-	return func(conv string, deliver func([]byte)) (func(), error) {
-		sub, err := nc.Subscribe(events.LiveSubject(conv), func(m *nats.Msg) { deliver(m.Data) })
-		if err != nil {
-			return nil, err
-		}
-		return func() { sub.Unsubscribe() }, nil
-	}
 }
 
 // latestSummary reads the previous conversation's summary on a channel

@@ -1,0 +1,43 @@
+package inbound
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
+	"go.etcd.io/bbolt"
+)
+
+// Approvals decides approvals by id for the gateways (the approve and deny
+// forms, the API, Telegram's buttons) through the one decision path,
+// loop.Worker.Decide.
+type Approvals struct {
+	Log *events.Log
+	DB  *bbolt.DB // the projections database, with the approvals index
+	// WaitFor returns once every projection has applied stream sequence
+	// seq (projections.Runner.WaitFor).
+	WaitFor func(ctx context.Context, seq uint64) error
+	Worker  *loop.Worker
+}
+
+// Decide finds the approval's conversation and decides it there.
+func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (string, error) {
+	if err := events.ValidID(approvalID); err != nil {
+		return "", err
+	}
+	// Read your writes: the approval was requested before this call.
+	last, err := c.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return "", err
+	}
+	if err := c.WaitFor(ctx, last); err != nil {
+		return "", err
+	}
+	conv, err := projections.FindApproval(c.DB, approvalID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", loop.ErrUnknownApproval, approvalID)
+	}
+	return c.Worker.Decide(ctx, conv, approvalID, approve, always, channel)
+}
