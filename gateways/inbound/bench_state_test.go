@@ -1,4 +1,4 @@
-package loop_test
+package inbound_test
 
 import (
 	"context"
