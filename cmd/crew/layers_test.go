@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// module is our import path prefix.
+const module = "github.com/my-agent-crew/crew"
+
+// theCard is the top level of the repository (the design card): these
+// folders and files, nothing else (dot files aside).
+var theCard = []string{
+	".ci", "README.md", "Taskfile.yml", "cmd", "desktop-helper", "docs", "events", "gateways",
+	"go.mod", "go.sum", "loop", "projections", "schemas", "tools", "ui",
+}
+
+// arrows is the allowed-arrows block of docs/architecture.md: layer →
+// what it may import besides itself ("*" for everything).
+type arrows map[string][]string
+
+// readArrows parses the ```arrows block of the architecture doc.
+func readArrows(doc io.Reader) (arrows, error) {
+	a := arrows{}
+	in := false
+	sc := bufio.NewScanner(doc)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "```arrows":
+			in = true
+			continue
+		case in && line == "```":
+			if len(a) == 0 {
+				return nil, errors.New("the arrows block is empty")
+			}
+			return a, nil
+		case !in || line == "":
+			continue
+		}
+		from, to, ok := strings.Cut(line, "->")
+		from = strings.TrimSpace(from)
+		if !ok || from == "" || strings.Contains(from, " ") {
+			return nil, fmt.Errorf("line %d: %q: want \"layer -> imported layers\"", n, line)
+		}
+		if _, dup := a[from]; dup {
+			return nil, fmt.Errorf("line %d: layer %s listed twice", n, from)
+		}
+		a[from] = strings.Fields(to)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("no ```arrows block")
+}
+
+// listed is what `go list -json` says of one package.
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+// ours is p relative to the module ("loop/llm"), or false for another
+// module's package. Test variants ("loop [loop.test]") and external test
+// packages ("loop_test") are the package they test.
+func ours(p string) (string, bool) {
+	p, _, _ = strings.Cut(p, " ")
+	if p == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(p, module+"/")
+	if !ok {
+		return "", false
+	}
+	return strings.TrimSuffix(rel, "_test"), true
+}
+
+// top is rel's layer: its first folder.
+func top(rel string) string {
+	t, _, _ := strings.Cut(rel, "/")
+	return t
+}
+
+// allows reports whether a package of layer from may import rel.
+// Within a layer anything goes, except that one gateway imports another
+// only when the gateways line names it.
+func (a arrows) allows(fromRel, rel string) bool {
+	from, to := top(fromRel), top(rel)
+	list := a[from]
+	if slices.Contains(list, "*") {
+		return true
+	}
+	if from == to && (from != "gateways" || gateway(fromRel) == gateway(rel)) {
+		return true
+	}
+	for _, t := range list {
+		if rel == t || strings.HasPrefix(rel, t+"/") {
+			if from == "gateways" && to == "gateways" && !strings.Contains(t, "/") {
+				continue // "gateways" alone would open every gateway to every other
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// gateway is the gateway rel is part of: "gateways/web" for
+// gateways/web/x, "gateways" for the layer's own package.
+func gateway(rel string) string {
+	parts := strings.SplitN(rel, "/", 3)
+	return strings.Join(parts[:min(2, len(parts))], "/")
+}
+
+// check returns every import between our packages that a does not
+// allow, and every package whose layer a does not know, sorted.
+func check(a arrows, pkgs []listed) []string {
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		from, ok := ours(p.ImportPath)
+		if !ok || strings.HasSuffix(p.ImportPath, ".test") {
+			continue // another module's, or a generated test main
+		}
+		if _, known := a[top(from)]; !known {
+			seen[fmt.Sprintf("%s: in no layer of the arrows (top folder %q)", from, top(from))] = true
+			continue
+		}
+		for _, imp := range p.Imports {
+			rel, ok := ours(imp)
+			if !ok || rel == from {
+				continue
+			}
+			if !a.allows(from, rel) {
+				seen[fmt.Sprintf("%s → %s: %s may not import %s", from, rel, top(from), rel)] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// goList is `go list -deps -test -json ./...` of the module: every package
+// with its production and test imports.
+func goList(t *testing.T, root string) []listed {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-test", "-json=ImportPath,Imports", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []listed
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p listed
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestImportsFollowTheAllowedArrows: every import of every package of
+// ours, production and test, follows docs/architecture.md's arrows, with
+// no exceptions.
+func TestImportsFollowTheAllowedArrows(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := readArrows(f)
+	if err != nil {
+		t.Fatalf("docs/architecture.md: %v", err)
+	}
+	pkgs := goList(t, root)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
+	}
+	for _, v := range check(a, pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestTopLevelIsTheCard: the repository's top level is the design card's.
+func TestTopLevelIsTheCard(t *testing.T) {
+	entries, err := os.ReadDir("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if n := e.Name(); !strings.HasPrefix(n, ".") || n == ".ci" {
+			got = append(got, n)
+		}
+	}
+	if !slices.Equal(got, theCard) {
+		t.Errorf("top level:\n%v\nwant the card's:\n%v", got, theCard)
+	}
+}
+
+// TestArrowCheckerCatchesForbiddenArrows: the checker itself fails on
+// what the doc forbids, so the test above can fail.
+func TestArrowCheckerCatchesForbiddenArrows(t *testing.T) {
+	a, err := readArrows(strings.NewReader("text\n```arrows\ncmd -> *\ngateways -> loop events gateways/inbound\nloop -> events tools\ntools -> events\nevents ->\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := func(path string, imports ...string) listed {
+		for i, imp := range imports {
+			imports[i] = module + "/" + imp
+		}
+		return listed{ImportPath: module + "/" + path, Imports: append(imports, "fmt", "github.com/tmc/langchaingo/llms")}
+	}
+	got := check(a, []listed{
+		p("cmd/crew", "ui", "gateways/web", "loop"),                                      // cmd → all
+		p("loop", "events", "tools/kit", "loop/llm"),                                     // allowed, and within the layer
+		p("loop/llm [loop/llm.test]", "loop"),                                            // a test variant, within the layer
+		p("loop_test [loop.test]", "gateways/inbound"),                                   // a test arrow the doc forbids
+		p("tools/kit", "tools/shell", "loop"),                                            // tools → loop
+		p("gateways/web", "gateways/inbound", "loop"),                                    // the named gateway
+		p("gateways/web", "gateways/telegram"),                                           // gateway ↔ gateway
+		p("gateways/telegram_test", "events/eventstest"),                                 // allowed test helper
+		p("events", "schemas"),                                                           // schemas is not on the events line here
+		p("memory", "events"),                                                            // a top folder in no layer
+		{ImportPath: module + "/loop.test", Imports: []string{module + "/gateways/web"}}, // generated main: not ours to check
+	})
+	want := []string{
+		"events → schemas: events may not import schemas",
+		"gateways/web → gateways/telegram: gateways may not import gateways/telegram",
+		"loop → gateways/inbound: loop may not import gateways/inbound",
+		`memory: in no layer of the arrows (top folder "memory")`,
+		"tools/kit → loop: tools may not import loop",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, bad := range []string{"no block here\n", "```arrows\n```\n", "```arrows\nloop events\n```\n", "```arrows\nloop ->\nloop -> events\n```\n"} {
+		if _, err := readArrows(strings.NewReader(bad)); err == nil {
+			t.Errorf("readArrows(%q) accepted a broken block", bad)
+		}
+	}
+}
