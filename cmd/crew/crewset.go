@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -121,11 +123,7 @@ func (c *liveCrew) reloadIfChanged() {
 	c.mu.Lock()
 	c.cur, c.stamp, c.loadErr = next, stamp, ""
 	c.mu.Unlock()
-	ids := make([]string, 0, len(next.agents))
-	for id := range next.agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(next.agents))
 	c.logger.Info("crew reloaded", "agents", strings.Join(ids, ","), "problems", len(next.problems))
 	for _, p := range next.problems {
 		c.logger.Error("agent skipped", "problem", p)

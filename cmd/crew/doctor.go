@@ -7,10 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,11 +49,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		return exitError{1}
 	}
 	fmt.Fprintf(w, "config: ok (timezone %s, nats.sync %s, listen %s)\n", h.Config.Timezone, h.Config.NATS.Sync, h.Config.Listen)
-	ids := make([]string, 0, len(h.Agents))
-	for id := range h.Agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(h.Agents))
 	fmt.Fprintf(w, "agents: %s\n", strings.Join(ids, ", "))
 	for _, p := range h.Problems {
 		fmt.Fprintf(w, "  skipped: %v\n", p)
@@ -178,11 +175,7 @@ func printRoutes(w io.Writer, h *home.Home, getenv func(string) string) {
 	if r := getenv("MY_AGENT_ROUTES"); r != "" {
 		fmt.Fprintf(w, "  MY_AGENT_ROUTES=%s overrides every agent\n", r)
 	}
-	ids := make([]string, 0, len(h.Agents))
-	for id := range h.Agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(h.Agents))
 	for _, id := range ids {
 		fmt.Fprintf(w, "  %s: routes %s\n", id, strings.Join(h.Agents[id].Routes, ", "))
 	}
@@ -231,11 +224,7 @@ func printAgentChecks(w io.Writer, h *home.Home) {
 		return
 	}
 	agents := agentsOf(h, nil, reg)
-	ids := make([]string, 0, len(agents))
-	for id := range agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(agents))
 	for _, id := range ids {
 		if err := checkAgent(agents[id], reg); err != nil {
 			fmt.Fprintf(w, "agent %s will be skipped: %v\n", id, err)

@@ -29,28 +29,6 @@ func newMemory(log *events.Log, h *home.Home, agents func(id string) (loop.Agent
 	})
 }
 
-// consolidateJob is a consolidate job's run (schedules: consolidate:
-// true): its output says what was filed; no notes is a quiet success.
-func consolidateJob(svc *consolidate.Service) func(ctx context.Context, agent string) (string, error) {
-	return func(ctx context.Context, agent string) (string, error) {
-		p, err := svc.Consolidate(ctx, agent, consolidate.TriggerJob)
-		if errors.Is(err, consolidate.ErrNothingToConsolidate) {
-			return err.Error(), nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("proposal %s: %s, %s", p.ID, p.Kind, outcome(p)), nil
-	}
-}
-
-func outcome(p consolidate.Proposal) string {
-	if p.Status == consolidate.StatusApplied {
-		return "applied to MEMORY.md"
-	}
-	return "waits for a human at /memory"
-}
-
 func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	fs, homeFlag := newFlags(env, "memory")
 	if err := parse(env, fs, args); err != nil {
@@ -94,12 +72,8 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	defer st.Close()
-	providers := llm.NewProviders(llm.Config{
-		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", env.getenv),
-		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", env.getenv),
-		OllamaHost:        h.Getenv("OLLAMA_HOST", env.getenv),
-	})
-	override, note, err := routeSetup(ctx, h, env.getenv, providers)
+	providers := providersOf(h, env.getenv)
+	override, note, err := llm.Override(ctx, providers, env.getenv)
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}

@@ -54,12 +54,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		providers := llm.NewProviders(llm.Config{
-			OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", env.getenv),
-			OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", env.getenv),
-			OllamaHost:        h.Getenv("OLLAMA_HOST", env.getenv),
-		})
-		if override, err = providers.Model(r); err != nil {
+		if override, err = providersOf(h, env.getenv).Model(r); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -123,11 +122,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 				if err != nil {
 					return "", err
 				}
-				sum, err := c.summaries.Close(ctx, id)
-				if errors.Is(err, summarize.ErrUnknownConversation) {
-					return "", errors.New("this chat has no conversation open today; just write")
-				}
-				return sum, err
+				return c.summaries.Close(ctx, id)
 			},
 		})
 		if err != nil {

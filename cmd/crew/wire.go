@@ -40,7 +40,8 @@ func allTools(create *schedule.CreateTool) []tools.Tool {
 	return append(out, memory.Tools()...)
 }
 
-// crewRuntime is the running runtime: turn worker, inbound door, approvals.
+// crewRuntime is the running crew: turn worker, scheduler, inbound door,
+// approvals and what the web gateway serves.
 type crewRuntime struct {
 	worker  *loop.Worker
 	sched   *scheduler.Scheduler
@@ -63,25 +64,14 @@ type crewRuntime struct {
 	dir       string // the home
 }
 
-// routeSetup decides every agent's routes: MY_AGENT_ROUTES overrides; with
-// no OpenRouter key and no reachable Ollama, everything runs on fake:echo
-// (and serve says so).
-func routeSetup(ctx context.Context, h *home.Home, getenv func(string) string, providers *llm.Providers) (override []string, note string, err error) {
-	if env := getenv("MY_AGENT_ROUTES"); env != "" {
-		rs, err := llm.RoutesFromEnv(getenv)
-		if err != nil {
-			return nil, "", err
-		}
-		for _, r := range rs {
-			override = append(override, r.String())
-		}
-		return override, "models: MY_AGENT_ROUTES=" + env + " overrides every agent", nil
-	}
-	usable, why := providers.Available(ctx)
-	if len(usable) == 0 {
-		return []string{"fake:echo"}, "models: no OPENROUTER_API_KEY and no reachable Ollama: every agent runs on fake:echo (it repeats your message). " + why, nil
-	}
-	return nil, "models: " + strings.Join(usable, ", ") + " available", nil
+// providersOf are the model providers with the keys of the home's env
+// file or the process environment.
+func providersOf(h *home.Home, getenv func(string) string) *llm.Providers {
+	return llm.NewProviders(llm.Config{
+		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
+		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
+		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
+	})
 }
 
 // agentsOf maps loaded agent configs to what the loop needs; an agent whose
@@ -114,12 +104,8 @@ func agentsOf(h *home.Home, override []string, reg *tools.Registry) map[string]l
 
 // startCrew wires the loop onto an open store.
 func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
-	providers := llm.NewProviders(llm.Config{
-		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
-		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
-		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
-	})
-	override, note, err := routeSetup(ctx, h, getenv, providers)
+	providers := providersOf(h, getenv)
+	override, note, err := llm.Override(ctx, providers, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +177,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	mem := newMemory(st.log, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: profile, RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: consolidateJob(mem), SpillDir: filepath.Join(dir, "spill"),
+		Jobs: profile, RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: mem.Job, SpillDir: filepath.Join(dir, "spill"),
 		Periodic: []scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
@@ -276,31 +262,13 @@ func profileJobs(h *home.Home, agents map[string]loop.Agent) []scheduler.Job {
 				continue
 			}
 			jobs = append(jobs, scheduler.Job{
-				ID: jobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
+				ID: scheduler.ProfileJobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
 				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
 			})
 		}
 	}
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
 	return jobs
-}
-
-// jobID makes a job's subject token from agent and schedule name.
-func jobID(agent, name string) string {
-	var b strings.Builder
-	for _, r := range agent + "-" + name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		default:
-			b.WriteRune('_')
-		}
-	}
-	id := b.String()
-	if len(id) > 100 {
-		id = id[:100]
-	}
-	return id
 }
 
 // pages wires the HTML site.

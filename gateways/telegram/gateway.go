@@ -18,6 +18,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -53,6 +54,7 @@ type Config struct {
 	// NewConversation closes the chat's current conversation (summarized)
 	// when the owner sends /new, so the next message starts a new one that
 	// is told the summary. nil: /new is an ordinary message.
+	// summarize.ErrUnknownConversation means the chat has none open today.
 	NewConversation func(ctx context.Context, channel string) (summary string, err error)
 }
 
@@ -291,6 +293,9 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	}
 	if strings.TrimSpace(msg.Text) == "/new" && g.cfg.NewConversation != nil {
 		_, err := g.cfg.NewConversation(ctx, msg.Channel)
+		if errors.Is(err, summarize.ErrUnknownConversation) {
+			err = errors.New("this chat has no conversation open today; just write")
+		}
 		if err != nil {
 			g.send(ctx, m.Chat.ID, "Not started: "+err.Error(), nil)
 			return nil

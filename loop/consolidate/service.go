@@ -183,6 +183,23 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 	return s.after(ctx, a.ID, last, id)
 }
 
+// Job is a consolidate job's run (schedules: consolidate: true): its
+// output says what was filed; no notes is a quiet success.
+func (s *Service) Job(ctx context.Context, agent string) (string, error) {
+	p, err := s.Consolidate(ctx, agent, TriggerJob)
+	if errors.Is(err, ErrNothingToConsolidate) {
+		return err.Error(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	outcome := "waits for a human at /memory"
+	if p.Status == StatusApplied {
+		outcome = "applied to MEMORY.md"
+	}
+	return fmt.Sprintf("proposal %s: %s, %s", p.ID, p.Kind, outcome), nil
+}
+
 // window is the first and last day of notes read, YYYY-MM-DD.
 func (s *Service) window() (from, to string) {
 	today := s.cfg.Clock().In(s.cfg.Location)
