@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/my-agent-crew/crew/events"
 	"go.etcd.io/bbolt"
@@ -30,6 +31,21 @@ type Projection interface {
 
 // All returns every projection of this build, in a stable order.
 func All() []Projection { return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}} }
+
+// Named is the projection called name, as a list; "" is All().
+func Named(name string) ([]Projection, error) {
+	if name == "" {
+		return All(), nil
+	}
+	var names []string
+	for _, p := range All() {
+		if p.Name() == name {
+			return []Projection{p}, nil
+		}
+		names = append(names, p.Name())
+	}
+	return nil, fmt.Errorf("no projection %q (have: %s)", name, strings.Join(names, ", "))
+}
 
 // checkpointBucket holds each projection's last applied stream sequence,
 // key = name, value = big-endian uint64.

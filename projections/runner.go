@@ -304,6 +304,19 @@ func errorEvent(err error) (string, uint64) {
 	return "", 0
 }
 
+// Ready reports whether every projection has applied stream sequence seq
+// and none has stopped, with every projection's Status.
+func (r *Runner) Ready(ctx context.Context, seq uint64) (bool, []Status) {
+	statuses := r.Status(ctx)
+	ready := true
+	for _, s := range statuses {
+		if s.Checkpoint < seq || s.Error != "" {
+			ready = false
+		}
+	}
+	return ready, statuses
+}
+
 // Status reports every projection's progress. If the stream cannot be
 // asked for its last sequence, LastSeq and Lag are 0 and Error says so
 // (unless the projection has stopped for another reason).

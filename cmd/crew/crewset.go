@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -77,7 +75,7 @@ func (c *liveCrew) problems() []string {
 func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, logger *slog.Logger) *liveCrew {
 	c := &liveCrew{dir: dir, override: override, reg: reg, logger: logger}
 	c.cur = buildCrew(h, override, reg)
-	c.stamp = crewStamp(dir)
+	c.stamp = home.Stamp(dir)
 	for _, p := range c.cur.problems {
 		logger.Error("agent skipped", "problem", p)
 	}
@@ -103,7 +101,7 @@ func (c *liveCrew) profile() []scheduler.Job { return c.get().profile }
 // since the last load. A home whose config.yaml or env no longer loads
 // keeps the running crew and reports why.
 func (c *liveCrew) reloadIfChanged() {
-	stamp := crewStamp(c.dir)
+	stamp := home.Stamp(c.dir)
 	c.mu.RLock()
 	same := stamp == c.stamp
 	c.mu.RUnlock()
@@ -145,33 +143,6 @@ func (c *liveCrew) watch(ctx context.Context, every time.Duration) {
 			c.reloadIfChanged()
 		}
 	}
-}
-
-// crewStamp fingerprints what the crew is loaded from: config.yaml, env,
-// every agent.yaml, the skills and kit commands the roster lists and the
-// kit sub-agents (name, size and modification time). Persona and memory
-// files are not in it: they are read afresh at every step anyway.
-func crewStamp(dir string) string {
-	var b strings.Builder
-	patterns := []string{
-		"config.yaml", "env", "agent.yaml", "agents", "agents/*", "agents/*/agent.yaml",
-		"skills/*.md", "agents/*/skills/*.md", ".agents/commands/*.md", "agents/*/.agents/commands/*.md",
-		// Kit sub-agents join the crew (loop.AddKitAgents) with their prompt
-		// read at load, so an edit must reload it.
-		".agents/agents/*.md", "agents/*/.agents/agents/*.md",
-	}
-	for _, p := range patterns {
-		matches, _ := filepath.Glob(filepath.Join(dir, p))
-		sort.Strings(matches)
-		for _, m := range matches {
-			fi, err := os.Stat(m)
-			if err != nil {
-				continue
-			}
-			fmt.Fprintf(&b, "%s %d %d\n", m, fi.Size(), fi.ModTime().UnixNano())
-		}
-	}
-	return b.String()
 }
 
 // enabledSchedules names an agent's enabled schedules, for the roster.

@@ -229,24 +229,8 @@ func printAgentChecks(w io.Writer, h *home.Home) {
 		if err := checkAgent(agents[id], reg); err != nil {
 			fmt.Fprintf(w, "agent %s will be skipped: %v\n", id, err)
 		}
-		printKitChecks(w, h.Dir, agents[id].Dir, id)
-	}
-}
-
-// printKitChecks reports kit files (skills, commands, sub-agents, hooks)
-// that do not load for an agent: serve runs without them, and a broken
-// hooks.json blocks every tool call until it is fixed.
-func printKitChecks(w io.Writer, homeDir, agentDir, id string) {
-	if _, err := kit.Skills(homeDir, agentDir); err != nil {
-		fmt.Fprintf(w, "agent %s: skills not loaded: %v\n", id, err)
-	}
-	if _, err := kit.Commands(homeDir, agentDir); err != nil {
-		fmt.Fprintf(w, "agent %s: kit commands not loaded: %v\n", id, err)
-	}
-	if _, err := kit.SubAgents(homeDir, agentDir); err != nil {
-		fmt.Fprintf(w, "agent %s: kit sub-agents not loaded: %v\n", id, err)
-	}
-	if _, err := kit.LoadHooks(homeDir, agentDir); err != nil {
-		fmt.Fprintf(w, "agent %s: hooks not loaded, so its tool calls are blocked: %v\n", id, err)
+		for _, err := range kit.Check(h.Dir, agents[id].Dir) {
+			fmt.Fprintf(w, "agent %s: %v\n", id, err)
+		}
 	}
 }

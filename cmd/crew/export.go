@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,22 +67,12 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*")
+	var buf bytes.Buffer
+	n, err := write(&buf)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	n, err := write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), *out); err != nil {
+	if err := home.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stderr, "exported %d events of %s to %s\n", n, conv, *out)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/projections"
@@ -20,20 +19,9 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 		fs.Usage()
 		return exitError{2}
 	}
-	all := projections.All()
-	chosen := all
-	if fs.NArg() == 2 {
-		chosen = nil
-		var names []string
-		for _, p := range all {
-			names = append(names, p.Name())
-			if p.Name() == fs.Arg(1) {
-				chosen = append(chosen, p)
-			}
-		}
-		if chosen == nil {
-			return fmt.Errorf("no projection %q (have: %s)", fs.Arg(1), strings.Join(names, ", "))
-		}
+	chosen, err := projections.Named(fs.Arg(1))
+	if err != nil {
+		return err
 	}
 	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {

@@ -93,13 +93,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	health := func(ctx context.Context) (bool, any) {
-		statuses := runner.Status(ctx)
-		ready := true
-		for _, s := range statuses {
-			if s.Checkpoint < startSeq || s.Error != "" {
-				ready = false
-			}
-		}
+		ready, statuses := runner.Ready(ctx, startSeq)
 		return ready, map[string]any{"projections": statuses}
 	}
 
