@@ -4,4 +4,6 @@
 // owner's message (gateways/inbound). Each maps its protocol onto events and
 // projections. What state they keep is folded from the log: the scheduler's
 // jobs and Telegram's polling offset are events on their own scopes.
+// A gateway imports another only as docs/architecture.md allows:
+// gateways/inbound and gateways/scheduler.
 package gateways

@@ -1,20 +1,7 @@
-// Package memory is what an agent remembers between turns and how it is
-// told: the turn notes that travel with a turn-opening message (R-CTX-2),
-// the helpers to summarise a conversation, and the tools that write and
-// search the agent's notes, the owner's facts and the shared wiki.
-//
-// # Turn notes
-//
-// What changes between two turns of one conversation (the summary of the
-// previous conversation on the channel, yesterday's and today's daily notes)
-// does not go in the system prompt, which stays byte-stable for the
-// provider's cache. Items reads those items; Compose compares each with what
-// the conversation was last told (length and digest, read back from the
-// stored messages) and returns only what changed, to be stored with the
-// message and never rewritten: an untold item whole, a note that only grew
-// its new lines, a rewritten item whole and marked as replacing the old
-// version, an emptied item one line. Nothing new gives nil, and the message
-// reaches the model exactly as written.
+// Package memory holds the tools that write and search what an agent
+// remembers: its daily notes and MEMORY.md, the owner's facts and the shared
+// wiki. How the notes reach the next turn is loop/notes; the rewrite of
+// MEMORY.md from the notes is loop/consolidate.
 //
 // # Writes
 //
@@ -25,7 +12,7 @@
 // leaves a call without a completion, never a file change the log lacks.
 //
 // Files are replaced atomically (temp file, fsync, rename in the same
-// directory) under a lock held across read-modify-write, so two
+// directory) under a lock held across read-modify-write (one per tool set: Tools), so two
 // conversations appending to one file do not lose a line. The tools never
 // take a path from the model: they build paths from Env.AgentDir and
 // Env.HomeDir and names checked against NamePattern, and open files through
