@@ -12,8 +12,8 @@
 // leaves a call without a completion, never a file change the log lacks.
 //
 // Files are replaced atomically (temp file, fsync, rename in the same
-// directory) under a lock held across read-modify-write (one per tool set: Tools), so two
-// conversations appending to one file do not lose a line. The tools never
+// directory) under a lock held across read-modify-write, one per tool set
+// (Tools), so two conversations appending to one file do not lose a line. The tools never
 // take a path from the model: they build paths from Env.AgentDir and
 // Env.HomeDir and names checked against NamePattern, and open files through
 // an os.Root so a symlink cannot lead outside. A missing AgentDir or HomeDir
