@@ -22,7 +22,19 @@ import (
 // facts, wiki, spills, workspace writes): every known secret is redacted
 // from data first (events.Secrets, R-X-6).
 func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
-	data = events.Secrets().Bytes(data)
+	return writeAtomic(root, name, events.Secrets().Bytes(data), perm, false)
+}
+
+// WriteAtomicExact is WriteAtomic with the file's permission bits set to
+// exactly perm, whatever they were and whatever the umask: for files whose
+// mode is part of their safety (the home's env file, serve.json). It writes
+// data as given, unredacted: it is the atomic writer of cmd/crew/home,
+// whose env file holds the very secrets WriteAtomic redacts.
+func WriteAtomicExact(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	return writeAtomic(root, name, data, perm, true)
+}
+
+func writeAtomic(root *os.Root, name string, data []byte, perm fs.FileMode, exact bool) error {
 	dir := filepath.Dir(name)
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -31,7 +43,9 @@ func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) erro
 		if fi.IsDir() {
 			return fmt.Errorf("%s is a directory", name)
 		}
-		perm = fi.Mode().Perm()
+		if !exact {
+			perm = fi.Mode().Perm()
+		}
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
@@ -40,7 +54,12 @@ func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) erro
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	if exact {
+		err = f.Chmod(perm) // before it is visible
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/my-agent-crew/crew/tools"
 )
 
 //go:embed skel
@@ -101,35 +103,18 @@ func installSkel(name, path string, perm fs.FileMode, r *strings.Replacer) error
 }
 
 // WriteFileAtomic replaces path with data so that a crash leaves either the
-// old file or the new one, never half of it.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// old file or the new one, never half of it; the file's mode is perm. The
+// folder must exist. It is tools.WriteAtomicExact, the one atomic writer.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
+	defer root.Close()
+	if err := tools.WriteAtomicExact(root, filepath.Base(path), data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = tmp.Chmod(perm); err != nil { // CreateTemp makes 0600; set the real mode before it is visible
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // syncDir makes the rename itself durable.
