@@ -30,7 +30,7 @@ type crewSet struct {
 // buildCrew checks every loaded agent against the tools the server has; a
 // broken one is reported and left out, the others run (R-HOME-3).
 func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
-	agents := agentsOf(h, override, reg)
+	agents := h.LoopAgents(override, reg.Defaults())
 	var problems []string
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())
@@ -43,7 +43,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 		}
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, enabledSchedules(h)), problems: problems, profile: profileJobs(h, agents)}
+	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents)}
 }
 
 // liveCrew holds the current crewSet and reloads it when an agent's files
@@ -142,20 +142,5 @@ func (c *liveCrew) watch(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			c.reloadIfChanged()
 		}
-	}
-}
-
-// enabledSchedules names an agent's enabled schedules, for the roster.
-func enabledSchedules(h *home.Home) func(id string) []string {
-	return func(id string) []string {
-		var names []string
-		if cfg := h.Agents[id]; cfg != nil {
-			for _, sc := range cfg.Schedules {
-				if sc.On() {
-					names = append(names, sc.Name)
-				}
-			}
-		}
-		return names
 	}
 }

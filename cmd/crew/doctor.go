@@ -223,7 +223,7 @@ func printAgentChecks(w io.Writer, h *home.Home) {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return
 	}
-	agents := agentsOf(h, nil, reg)
+	agents := h.LoopAgents(nil, reg.Defaults())
 	ids := slices.Sorted(maps.Keys(agents))
 	for _, id := range ids {
 		if err := checkAgent(agents[id], reg); err != nil {

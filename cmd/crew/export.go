@@ -41,11 +41,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	write := func(w io.Writer) (int, error) {
 		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 		if errors.Is(err, errStoreBusy) {
-			info, err := readServeInfo(dir)
+			c, err := serverClient(env, dir, h)
 			if err != nil {
 				return 0, err
 			}
-			return web.Client{URL: info.URL, Token: serverToken(env, h)}.Export(ctx, conv, key, w)
+			return c.Export(ctx, conv, key, w)
 		}
 		if err != nil {
 			return 0, err
@@ -79,13 +79,15 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// serverToken is the auth token to send to a running server, found where
-// serve finds it.
-func serverToken(env *cliEnv, h *home.Home) string {
-	if h.Config.AuthToken != "" {
-		return h.Config.AuthToken
+// serverClient asks the server that holds the home's store, with the auth
+// token serve uses.
+func serverClient(env *cliEnv, dir string, h *home.Home) (web.Client, error) {
+	info, err := readServeInfo(dir)
+	token := h.Config.AuthToken
+	if token == "" {
+		token = h.Getenv("CREW_AUTH_TOKEN", env.getenv)
 	}
-	return h.Getenv("CREW_AUTH_TOKEN", env.getenv)
+	return web.Client{URL: info.URL, Token: token}, err
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {

@@ -48,9 +48,9 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	p, err := consolidateHere(ctx, env, dir, h, agent)
 	if errors.Is(err, errStoreBusy) {
-		var info serveInfo
-		if info, err = readServeInfo(dir); err == nil {
-			p, err = web.Client{URL: info.URL, Token: serverToken(env, h)}.Consolidate(ctx, agent)
+		var c web.Client
+		if c, err = serverClient(env, dir, h); err == nil {
+			p, err = c.Consolidate(ctx, agent)
 		}
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	defer st.Close()
-	providers := providersOf(h, env.getenv)
+	providers := h.Providers(env.getenv)
 	override, note, err := llm.Override(ctx, providers, env.getenv)
 	if err != nil {
 		return consolidate.Proposal{}, err
@@ -83,7 +83,7 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}
-	agents := agentsOf(h, override, reg)
+	agents := h.LoopAgents(override, reg.Defaults())
 	mem := newMemory(st.log, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
 	return mem.Consolidate(ctx, agent, consolidate.TriggerCLI)
 }

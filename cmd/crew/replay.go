@@ -8,7 +8,6 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
@@ -35,7 +34,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	agentID, envs, err := recordedRun(ctx, dir, h.Config, serverToken(env, h), runID)
+	agentID, envs, err := recordedRun(ctx, env, dir, h, runID)
 	if err != nil {
 		return err
 	}
@@ -43,7 +42,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	agents := agentsOf(h, nil, reg)
+	agents := h.LoopAgents(nil, reg.Defaults())
 	agent, ok := agents[agentID]
 	if !ok {
 		return fmt.Errorf("run %s was made by agent %q, which is not loaded now", runID, agentID)
@@ -54,7 +53,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		if override, err = providersOf(h, env.getenv).Model(r); err != nil {
+		if override, err = h.Providers(env.getenv).Model(r); err != nil {
 			return err
 		}
 	}
@@ -78,14 +77,14 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 
 // recordedRun returns the run's agent and its conversation's events, from
 // the store when the server is stopped, else from the running server.
-func recordedRun(ctx context.Context, dir string, cfg *home.Config, token, runID string) (string, []events.Envelope, error) {
-	st, err := openStore(ctx, dir, cfg, slog.New(slog.DiscardHandler))
+func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, runID string) (string, []events.Envelope, error) {
+	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 	if errors.Is(err, errStoreBusy) {
-		info, err := readServeInfo(dir)
+		c, err := serverClient(env, dir, h)
 		if err != nil {
 			return "", nil, err
 		}
-		return web.Client{URL: info.URL, Token: token}.RecordedRun(ctx, runID)
+		return c.RecordedRun(ctx, runID)
 	}
 	if err != nil {
 		return "", nil, err

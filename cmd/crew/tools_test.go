@@ -30,7 +30,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents := agentsOf(h, nil, reg)
+	agents := h.LoopAgents(nil, reg.Defaults())
 	master := agents[home.MasterID]
 	if !slices.Equal(master.Tools, reg.Defaults()) {
 		t.Errorf("master tools = %v, want the declared defaults %v", master.Tools, reg.Defaults())

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -52,7 +50,6 @@ type crewRuntime struct {
 	approvals *inbound.Approvals
 	db        *bbolt.DB
 	runner    *projections.Runner
-	log       *events.Log
 	convs     *loop.Convs
 	crew      *liveCrew
 	// summaries summarizes and closes conversations (day end, on demand).
@@ -64,47 +61,9 @@ type crewRuntime struct {
 	dir       string // the home
 }
 
-// providersOf are the model providers with the keys of the home's env
-// file or the process environment.
-func providersOf(h *home.Home, getenv func(string) string) *llm.Providers {
-	return llm.NewProviders(llm.Config{
-		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
-		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
-		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
-	})
-}
-
-// agentsOf maps loaded agent configs to what the loop needs; an agent whose
-// agent.yaml lists no tools gets the registry's defaults.
-func agentsOf(h *home.Home, override []string, reg *tools.Registry) map[string]loop.Agent {
-	out := map[string]loop.Agent{}
-	for id, a := range h.Agents {
-		routes := a.Routes
-		if override != nil {
-			routes = override
-		}
-		names := a.Tools
-		if len(names) == 0 {
-			names = reg.Defaults()
-		}
-		out[id] = loop.Agent{
-			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
-			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
-			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
-			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
-			Delegates: a.Delegates,
-			Policy: tools.AgentPolicy{
-				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
-				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
-			},
-		}
-	}
-	return out
-}
-
 // startCrew wires the loop onto an open store.
 func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
-	providers := providersOf(h, getenv)
+	providers := h.Providers(getenv)
 	override, note, err := llm.Override(ctx, providers, getenv)
 	if err != nil {
 		return nil, err
@@ -213,7 +172,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, log: st.log, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
 // checkAgent refuses settings the loop cannot honour: unknown tool names,
@@ -248,27 +207,6 @@ func (c *crewRuntime) Close() {
 	c.sched.Close()
 	c.worker.Close()
 	clearRunning(c.dir)
-}
-
-// profileJobs are the schedules: of every loaded agent.
-func profileJobs(h *home.Home, agents map[string]loop.Agent) []scheduler.Job {
-	var jobs []scheduler.Job
-	for id, a := range h.Agents {
-		if _, ok := agents[id]; !ok {
-			continue
-		}
-		for _, sc := range a.Schedules {
-			if !sc.On() {
-				continue
-			}
-			jobs = append(jobs, scheduler.Job{
-				ID: scheduler.ProfileJobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
-				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
-			})
-		}
-	}
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
-	return jobs
 }
 
 // pages wires the HTML site.

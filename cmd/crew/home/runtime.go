@@ -1,0 +1,90 @@
+package home
+
+import (
+	"cmp"
+	"path/filepath"
+	"sort"
+
+	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// What the loaded home gives the running server, in the shapes its
+// packages take: config validated once here, never read by them.
+
+// Providers are the model providers with the keys of the home's env file
+// or the process environment (getenv).
+func (h *Home) Providers(getenv func(string) string) *llm.Providers {
+	return llm.NewProviders(llm.Config{
+		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
+		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
+		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
+	})
+}
+
+// LoopAgents maps the loaded agent configs to what the loop needs:
+// override, when set, replaces every agent's routes, and defaults is what
+// an agent gets whose agent.yaml lists no tools (the registry's Defaults).
+func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
+	out := map[string]loop.Agent{}
+	for id, a := range h.Agents {
+		routes := a.Routes
+		if override != nil {
+			routes = override
+		}
+		names := a.Tools
+		if len(names) == 0 {
+			names = defaults
+		}
+		out[id] = loop.Agent{
+			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
+			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
+			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
+			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
+			Delegates: a.Delegates,
+			Policy: tools.AgentPolicy{
+				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
+				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
+			},
+		}
+	}
+	return out
+}
+
+// ProfileJobs are the enabled schedules: of the agents in loaded, as the
+// scheduler's jobs.
+func (h *Home) ProfileJobs(loaded map[string]loop.Agent) []scheduler.Job {
+	var jobs []scheduler.Job
+	for id, a := range h.Agents {
+		if _, ok := loaded[id]; !ok {
+			continue
+		}
+		for _, sc := range a.Schedules {
+			if !sc.On() {
+				continue
+			}
+			jobs = append(jobs, scheduler.Job{
+				ID: scheduler.ProfileJobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
+				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
+			})
+		}
+	}
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
+	return jobs
+}
+
+// EnabledSchedules names the enabled schedules of agent id, for the
+// roster.
+func (h *Home) EnabledSchedules(id string) []string {
+	var names []string
+	if cfg := h.Agents[id]; cfg != nil {
+		for _, sc := range cfg.Schedules {
+			if sc.On() {
+				names = append(names, sc.Name)
+			}
+		}
+	}
+	return names
+}
