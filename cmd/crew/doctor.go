@@ -15,12 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/tools/kit"
-
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -101,7 +100,7 @@ func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 	fmt.Fprintf(w, "event store: %s (%s on disk), projections: %s\n", natsDir, humanBytes(dirSize(natsDir)), filepath.Join(dataDir(dir), "projections.db"))
 	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 	if errors.Is(err, errStoreBusy) {
-		info, ierr := readServeInfo(dir)
+		info, ierr := home.ReadServeInfo(dir)
 		if ierr != nil {
 			fmt.Fprintf(w, "  held by another process: %v\n", ierr)
 			return

@@ -82,7 +82,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 // serverClient asks the server that holds the home's store, with the auth
 // token serve uses.
 func serverClient(env *cliEnv, dir string, h *home.Home) (web.Client, error) {
-	info, err := readServeInfo(dir)
+	info, err := home.ReadServeInfo(dir)
 	token := h.Config.AuthToken
 	if token == "" {
 		token = h.Getenv("CREW_AUTH_TOKEN", env.getenv)

@@ -12,7 +12,6 @@ import (
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
-	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/tmc/langchaingo/llms"
@@ -20,13 +19,8 @@ import (
 
 // newMemory wires the consolidation service (R-MEM-2) onto an open log.
 func newMemory(log *events.Log, h *home.Home, agents func(id string) (loop.Agent, bool), models func(string) (llms.Model, error), logger *slog.Logger) *consolidate.Service {
-	return consolidate.New(consolidate.Config{
-		Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
-		Agents: func(id string) (consolidate.Agent, bool) {
-			a, ok := agents(id)
-			return consolidate.Agent{ID: id, Dir: a.Dir, Routes: a.Routes, Autonomous: a.Autonomous}, ok
-		},
-	})
+	return consolidate.New(consolidate.Config{Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
+		Agents: func(id string) (consolidate.Agent, bool) { a, ok := agents(id); return consolidate.AgentOf(a), ok }})
 }
 
 func runMemory(ctx context.Context, env *cliEnv, args []string) error {
@@ -72,13 +66,11 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	defer st.Close()
-	providers := h.Providers(env.getenv)
-	override, note, err := llm.Override(ctx, providers, env.getenv)
+	mdl, override, note, err := h.Models(ctx, env.getenv)
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}
 	fmt.Fprintln(env.stderr, note)
-	mdl := llm.NewModels(providers)
 	reg, err := tools.New(allTools(schedule.NewCreateTool(nil))...)
 	if err != nil {
 		return consolidate.Proposal{}, err

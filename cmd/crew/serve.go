@@ -68,7 +68,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	start := time.Now()
 	st, err := openStore(ctx, dir, h.Config, logger.With("component", "nats"))
 	if errors.Is(err, errStoreBusy) {
-		if info, ierr := readServeInfo(dir); ierr == nil {
+		if info, ierr := home.ReadServeInfo(dir); ierr == nil {
 			return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
 		}
 	}
@@ -155,7 +155,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	if err := writeServeInfo(dir, serveInfo{PID: os.Getpid(), URL: url}); err != nil {
+	if err := home.WriteServeInfo(dir, home.ServeInfo{PID: os.Getpid(), URL: url}); err != nil {
 		return fmt.Errorf("write serve info: %w", err)
 	}
 	errc := make(chan error, 1)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,28 +86,4 @@ func (s *store) Close() error {
 		errs = append(errs, s.lock.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// serveInfo is written by a running server so other commands can reach it
-// while it holds the store.
-type serveInfo struct {
-	PID int    `json:"pid"`
-	URL string `json:"url"`
-}
-
-func writeServeInfo(homeDir string, info serveInfo) error {
-	b, _ := json.Marshal(info)
-	return home.WriteFileAtomic(filepath.Join(dataDir(homeDir), "serve.json"), b, 0o600)
-}
-
-func readServeInfo(homeDir string) (serveInfo, error) {
-	var info serveInfo
-	b, err := os.ReadFile(filepath.Join(dataDir(homeDir), "serve.json"))
-	if err != nil {
-		return info, fmt.Errorf("the store is locked but no running server was found: %w", err)
-	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return info, fmt.Errorf("read %s: %w", filepath.Join(dataDir(homeDir), "serve.json"), err)
-	}
-	return info, nil
 }

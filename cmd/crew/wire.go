@@ -63,8 +63,7 @@ type crewRuntime struct {
 
 // startCrew wires the loop onto an open store.
 func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
-	providers := h.Providers(getenv)
-	override, note, err := llm.Override(ctx, providers, getenv)
+	mdl, override, note, err := h.Models(ctx, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +74,6 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	cr := newCrew(dir, h, override, reg, logger.With("component", "crew"))
 	nc := st.srv.Conn()
-	mdl := llm.NewModels(providers)
 	deps := loop.Deps{
 		Models:   mdl.Model,
 		Tools:    reg,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
@@ -42,6 +43,11 @@ type Agent struct {
 	Dir        string   // holds MEMORY.md and memory/YYYY-MM-DD.md
 	Routes     []string // tried in order
 	Autonomous bool
+}
+
+// AgentOf is what consolidation needs of a loop agent.
+func AgentOf(a loop.Agent) Agent {
+	return Agent{ID: a.ID, Dir: a.Dir, Routes: a.Routes, Autonomous: a.Autonomous}
 }
 
 // Config wires a Service.

@@ -2,6 +2,7 @@ package home
 
 import (
 	"cmp"
+	"context"
 	"path/filepath"
 	"sort"
 
@@ -22,6 +23,15 @@ func (h *Home) Providers(getenv func(string) string) *llm.Providers {
 		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
 		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
 	})
+}
+
+// Models is the process's model cache over Providers, and the routes that
+// override every agent's (llm.Override: MY_AGENT_ROUTES, or fake:echo with
+// no provider reachable) with the note serve prints about it.
+func (h *Home) Models(ctx context.Context, getenv func(string) string) (models *llm.Models, override []string, note string, err error) {
+	providers := h.Providers(getenv)
+	override, note, err = llm.Override(ctx, providers, getenv)
+	return llm.NewModels(providers), override, note, err
 }
 
 // LoopAgents maps the loaded agent configs to what the loop needs:
