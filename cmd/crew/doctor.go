@@ -99,7 +99,7 @@ func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 	natsDir := filepath.Join(dataDir(dir), "nats")
 	fmt.Fprintf(w, "event store: %s (%s on disk), projections: %s\n", natsDir, humanBytes(dirSize(natsDir)), filepath.Join(dataDir(dir), "projections.db"))
 	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
-	if errors.Is(err, errStoreBusy) {
+	if errors.Is(err, home.ErrStoreBusy) {
 		info, ierr := home.ReadServeInfo(dir)
 		if ierr != nil {
 			fmt.Fprintf(w, "  held by another process: %v\n", ierr)

@@ -40,7 +40,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	write := func(w io.Writer) (int, error) {
 		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
-		if errors.Is(err, errStoreBusy) {
+		if errors.Is(err, home.ErrStoreBusy) {
 			c, err := serverClient(env, dir, h)
 			if err != nil {
 				return 0, err
@@ -60,22 +60,23 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return events.WriteExport(w, conv, key, s.log.Read(ctx, events.Conv(conv).Filter(), 0))
 	}
-	if *out == "" {
-		n, err := write(env.stdout)
-		if err == nil {
-			fmt.Fprintf(env.stderr, "exported %d events of %s\n", n, conv)
-		}
-		return err
-	}
 	var buf bytes.Buffer
-	n, err := write(&buf)
-	if err != nil {
-		return err
+	w := io.Writer(env.stdout)
+	if *out != "" {
+		w = &buf // written atomically once complete
 	}
-	if err := home.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
-		return err
+	n, err := write(w)
+	if err == nil && *out != "" {
+		err = home.WriteFileAtomic(*out, buf.Bytes(), 0o600)
 	}
-	fmt.Fprintf(env.stderr, "exported %d events of %s to %s\n", n, conv, *out)
+	switch {
+	case err != nil:
+		return err
+	case *out == "":
+		fmt.Fprintf(env.stderr, "exported %d events of %s\n", n, conv)
+	default:
+		fmt.Fprintf(env.stderr, "exported %d events of %s to %s\n", n, conv, *out)
+	}
 	return nil
 }
 

@@ -41,7 +41,7 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	p, err := consolidateHere(ctx, env, dir, h, agent)
-	if errors.Is(err, errStoreBusy) {
+	if errors.Is(err, home.ErrStoreBusy) {
 		var c web.Client
 		if c, err = serverClient(env, dir, h); err == nil {
 			p, err = c.Consolidate(ctx, agent)
@@ -55,7 +55,7 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // consolidateHere runs the service in this process on a stopped home, with
-// the routes serve would use. errStoreBusy means a server holds the store.
+// the routes serve would use. home.ErrStoreBusy means a server holds the store.
 func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, agent string) (consolidate.Proposal, error) {
 	if _, ok := h.Agents[agent]; !ok {
 		return consolidate.Proposal{}, fmt.Errorf("%w: %q is not a loaded agent of %s", consolidate.ErrUnknownAgent, agent, dir)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/projections"
 )
 
@@ -28,7 +29,7 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
-	if errors.Is(err, errStoreBusy) {
+	if errors.Is(err, home.ErrStoreBusy) {
 		return fmt.Errorf("%w: stop the server, then rebuild", err)
 	}
 	if err != nil {

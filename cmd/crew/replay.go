@@ -79,7 +79,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 // the store when the server is stopped, else from the running server.
 func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, runID string) (string, []events.Envelope, error) {
 	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
-	if errors.Is(err, errStoreBusy) {
+	if errors.Is(err, home.ErrStoreBusy) {
 		c, err := serverClient(env, dir, h)
 		if err != nil {
 			return "", nil, err

@@ -67,7 +67,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 
 	start := time.Now()
 	st, err := openStore(ctx, dir, h.Config, logger.With("component", "nats"))
-	if errors.Is(err, errStoreBusy) {
+	if errors.Is(err, home.ErrStoreBusy) {
 		if info, ierr := home.ReadServeInfo(dir); ierr == nil {
 			return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
 		}

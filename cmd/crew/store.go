@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -25,28 +24,15 @@ type store struct {
 	db   *bbolt.DB
 }
 
-// errStoreBusy means another crew process (a running server) holds the store.
-var errStoreBusy = errors.New("the event store is in use by a running crew serve")
-
 func dataDir(homeDir string) string { return filepath.Join(homeDir, "data") }
 
 // openStore locks the home's data dir, starts the embedded NATS server on
 // data/nats and opens data/projections.db.
 func openStore(ctx context.Context, homeDir string, cfg *home.Config, logger *slog.Logger) (*store, error) {
 	dir := dataDir(homeDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "crew.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := home.LockData(homeDir)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errStoreBusy
-		}
-		return nil, fmt.Errorf("open store: lock: %w", err)
+		return nil, err
 	}
 	s := &store{dir: dir, lock: lock}
 	s.srv, err = events.StartServer(events.ServerConfig{
