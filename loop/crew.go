@@ -10,6 +10,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
@@ -70,6 +71,15 @@ func CrewOrder(agents map[string]Agent, master string) []string {
 var claudeTools = map[string]string{
 	"Read": "workspace_read", "Grep": "workspace_grep", "Glob": "workspace_glob", "LS": "workspace_list",
 	"Write": "workspace_write", "Edit": "workspace_edit", "MultiEdit": "workspace_edit", "Bash": "shell_run",
+}
+
+// InCrewOrder is the agents in CrewOrder.
+func InCrewOrder(agents map[string]Agent, master string) []Agent {
+	var out []Agent
+	for _, id := range CrewOrder(agents, master) {
+		out = append(out, agents[id])
+	}
+	return out
 }
 
 // AddKitAgents adds the kit's sub-agents (.agents/agents/*.md) to the crew,
@@ -141,4 +151,29 @@ func AddKitAgents(homeDir, master string, agents map[string]Agent, override bool
 		}
 	}
 	return problems
+}
+
+// CheckAgent refuses settings the loop cannot honour: unknown tool names,
+// invalid shell patterns, unparsable routes.
+func CheckAgent(a Agent, reg *tools.Registry) error {
+	if len(a.Routes) == 0 {
+		return fmt.Errorf("%s/agent.yaml: routes: none set (write provider:model routes, e.g. routes: [openrouter:openai/gpt-4.1-mini])", a.Dir)
+	}
+	for _, name := range a.Tools {
+		if _, ok := reg.Lookup(name); !ok {
+			return fmt.Errorf("%s/agent.yaml: tools: unknown tool %q", a.Dir, name)
+		}
+	}
+	if err := tools.ValidatePolicy(a.Policy); err != nil {
+		return fmt.Errorf("%s/agent.yaml: %w", a.Dir, err)
+	}
+	for _, r := range append(append([]string{}, a.Routes...), a.EscalationRoute) {
+		if r == "" {
+			continue
+		}
+		if _, err := llm.ParseRoute(r); err != nil {
+			return fmt.Errorf("%s/agent.yaml: %w", a.Dir, err)
+		}
+	}
+	return nil
 }

@@ -37,7 +37,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 	}
 	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, override != nil)...)
 	for id, a := range agents {
-		if err := checkAgent(a, reg); err != nil {
+		if err := loop.CheckAgent(a, reg); err != nil {
 			problems = append(problems, err.Error())
 			delete(agents, id)
 		}
@@ -60,6 +60,12 @@ type liveCrew struct {
 	cur     *crewSet
 	stamp   string
 	loadErr string // why the last reload failed, until one succeeds
+}
+
+// list is the running crew in the order the UI shows it, and what is not
+// loaded.
+func (c *liveCrew) list() ([]loop.Agent, []string) {
+	return loop.InCrewOrder(c.get().agents, home.MasterID), c.problems()
 }
 
 // problems are what is not loaded, and why the last reload failed.
@@ -121,8 +127,7 @@ func (c *liveCrew) reloadIfChanged() {
 	c.mu.Lock()
 	c.cur, c.stamp, c.loadErr = next, stamp, ""
 	c.mu.Unlock()
-	ids := slices.Sorted(maps.Keys(next.agents))
-	c.logger.Info("crew reloaded", "agents", strings.Join(ids, ","), "problems", len(next.problems))
+	c.logger.Info("crew reloaded", "agents", strings.Join(slices.Sorted(maps.Keys(next.agents)), ","), "problems", len(next.problems))
 	for _, p := range next.problems {
 		c.logger.Error("agent skipped", "problem", p)
 	}

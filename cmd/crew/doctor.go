@@ -17,6 +17,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
@@ -225,7 +226,7 @@ func printAgentChecks(w io.Writer, h *home.Home) {
 	agents := h.LoopAgents(nil, reg.Defaults())
 	ids := slices.Sorted(maps.Keys(agents))
 	for _, id := range ids {
-		if err := checkAgent(agents[id], reg); err != nil {
+		if err := loop.CheckAgent(agents[id], reg); err != nil {
 			fmt.Fprintf(w, "agent %s will be skipped: %v\n", id, err)
 		}
 		for _, err := range kit.Check(h.Dir, agents[id].Dir) {

@@ -44,8 +44,8 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 		t.Errorf("scout tools = %v", got)
 	}
 	for _, a := range agents {
-		if err := checkAgent(a, reg); err != nil {
-			t.Errorf("checkAgent(%s): %v", a.ID, err)
+		if err := loop.CheckAgent(a, reg); err != nil {
+			t.Errorf("loop.CheckAgent(%s): %v", a.ID, err)
 		}
 	}
 }

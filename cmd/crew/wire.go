@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -96,7 +94,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if err != nil {
 		return nil, err
 	}
-	clean, err := markRunning(dir)
+	clean, err := home.MarkRunning(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -113,22 +111,17 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	})
 	if err != nil {
-		clearRunning(dir) // nothing ran
+		home.ClearRunning(dir) // nothing ran
 		return nil, err
 	}
 	in := &inbound.Inbound{
 		Convs: convs, Kick: w.Kick, Master: home.MasterID,
-		HasAgent:   func(id string) bool { _, ok := cr.agent(id); return ok },
-		Location:   h.Config.Location(),
-		Clock:      time.Now,
-		Autonomous: func(id string) bool { a, _ := cr.agent(id); return a.Autonomous },
-		Workspace:  func(id string) string { a, _ := cr.agent(id); return a.Workspace },
-		ApprovalTTL: func(id, channel string) int {
-			if a := cr.get().home.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
-				return a.Telegram.ApprovalTTLSeconds
-			}
-			return 0
-		},
+		HasAgent:    func(id string) bool { _, ok := cr.agent(id); return ok },
+		Location:    h.Config.Location(),
+		Clock:       time.Now,
+		Autonomous:  func(id string) bool { a, _ := cr.agent(id); return a.Autonomous },
+		Workspace:   func(id string) string { a, _ := cr.agent(id); return a.Workspace },
+		ApprovalTTL: func(id, channel string) int { return cr.get().home.ApprovalTTL(id, channel) },
 	}
 	mem := newMemory(st.log, h, cr.agent, mdl.Model, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
@@ -145,7 +138,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	})
 	if err != nil {
 		w.Close()
-		clearRunning(dir)
+		home.ClearRunning(dir)
 		return nil, err
 	}
 	create.Bind(jobAdder{sched})
@@ -172,53 +165,18 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
-// checkAgent refuses settings the loop cannot honour: unknown tool names,
-// invalid shell patterns, unparsable routes.
-func checkAgent(a loop.Agent, reg *tools.Registry) error {
-	if len(a.Routes) == 0 {
-		return fmt.Errorf("%s/agent.yaml: routes: none set (write provider:model routes, e.g. routes: [openrouter:openai/gpt-4.1-mini])", a.Dir)
-	}
-	for _, name := range a.Tools {
-		if _, ok := reg.Lookup(name); !ok {
-			return fmt.Errorf("%s/agent.yaml: tools: unknown tool %q", a.Dir, name)
-		}
-	}
-	if err := tools.ValidatePolicy(a.Policy); err != nil {
-		return fmt.Errorf("%s/agent.yaml: %w", a.Dir, err)
-	}
-	for _, r := range append(append([]string{}, a.Routes...), a.EscalationRoute) {
-		if r == "" {
-			continue
-		}
-		if _, err := llm.ParseRoute(r); err != nil {
-			return fmt.Errorf("%s/agent.yaml: %w", a.Dir, err)
-		}
-	}
-	return nil
-}
-
 // Close stops the scheduler, then the worker; the next start then knows
 // this one stopped cleanly.
 func (c *crewRuntime) Close() {
 	c.stopWatch()
 	c.sched.Close()
 	c.worker.Close()
-	clearRunning(c.dir)
+	home.ClearRunning(c.dir)
 }
 
 // pages wires the HTML site.
 func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
-	return &web.Pages{DB: c.db, Convs: c.convs, Crew: web.CrewRows(c.crewList), Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
-}
-
-// crewList is the running crew in the order the UI shows it, and what is
-// not loaded.
-func (c *crewRuntime) crewList() (agents []loop.Agent, problems []string) {
-	set := c.crew.get()
-	for _, id := range loop.CrewOrder(set.agents, home.MasterID) {
-		agents = append(agents, set.agents[id])
-	}
-	return agents, c.crew.problems()
+	return &web.Pages{DB: c.db, Convs: c.convs, Crew: web.CrewRows(c.crew.list), Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
 }
 
 // latestSummary reads the previous conversation's summary on a channel

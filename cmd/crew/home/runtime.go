@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
@@ -97,4 +98,13 @@ func (h *Home) EnabledSchedules(id string) []string {
 		}
 	}
 	return names
+}
+
+// ApprovalTTL is agent id's approval lifetime in seconds for a message on
+// channel when its config sets one for that channel (Telegram's), else 0.
+func (h *Home) ApprovalTTL(id, channel string) int {
+	if a := h.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
+		return a.Telegram.ApprovalTTLSeconds
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package main
+package home
 
 import (
 	"errors"
@@ -13,11 +13,11 @@ import (
 // when it stops cleanly. Found at start, it says the last server died (a
 // crash, kill -9, power loss), so runs it left open were cut by a crash
 // (R-X-4: cut twice, a run is closed as interrupted).
-func runningMarker(dir string) string { return filepath.Join(dataDir(dir), "running") }
+func runningMarker(dir string) string { return filepath.Join(dir, "data", "running") }
 
-// markRunning writes the marker and reports whether the previous server
+// MarkRunning writes the marker and reports whether the previous server
 // stopped cleanly (no marker was there).
-func markRunning(dir string) (clean bool, err error) {
+func MarkRunning(dir string) (clean bool, err error) {
 	path := runningMarker(dir)
 	_, err = os.Stat(path)
 	switch {
@@ -32,5 +32,5 @@ func markRunning(dir string) (clean bool, err error) {
 	return clean, nil
 }
 
-// clearRunning removes the marker after a clean stop.
-func clearRunning(dir string) { os.Remove(runningMarker(dir)) }
+// ClearRunning removes the marker after a clean stop.
+func ClearRunning(dir string) { os.Remove(runningMarker(dir)) }
