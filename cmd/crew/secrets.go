@@ -16,7 +16,7 @@ func loadSecrets(env *cliEnv, h *home.Home) {
 	if env.environ != nil {
 		environ = env.environ()
 	}
-	events.Secrets().Load(envSecrets(h.Env), environ)
+	events.Secrets().Load(h.EnvSecrets(), environ)
 	configSecrets(h)
 }
 
@@ -25,22 +25,6 @@ func configSecrets(h *home.Home) {
 	if h.Config != nil && len(h.Config.AuthToken) >= events.MinEnvFileSecret {
 		events.Secrets().Add("auth_token", h.Config.AuthToken)
 	}
-}
-
-// envSettings are the <home>/env variables that hold addresses and routes,
-// not secrets: redacting them would hide which model or host answered.
-// One that carries credentials (user:password@host) is a secret again.
-var envSettings = map[string]bool{"OLLAMA_HOST": true, "OPENROUTER_BASE_URL": true, "MY_AGENT_ROUTES": true}
-
-// envSecrets is the env file less its plain settings.
-func envSecrets(file map[string]string) map[string]string {
-	out := make(map[string]string, len(file))
-	for k, v := range file {
-		if !envSettings[k] || strings.Contains(v, "@") {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // dropSecretEnv removes the secret-named variables from the server's own

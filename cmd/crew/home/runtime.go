@@ -108,3 +108,20 @@ func (h *Home) ApprovalTTL(id, channel string) int {
 	}
 	return 0
 }
+
+// envSettings are the <home>/env variables that hold addresses and routes,
+// not secrets: redacting them would hide which model or host answered.
+// One that carries credentials (user:password@host) is a secret again.
+var envSettings = map[string]bool{"OLLAMA_HOST": true, "OPENROUTER_BASE_URL": true, "MY_AGENT_ROUTES": true}
+
+// EnvSecrets is the env file less its plain settings: what the redactor
+// must never let out (events.Secrets).
+func (h *Home) EnvSecrets() map[string]string {
+	out := make(map[string]string, len(h.Env))
+	for k, v := range h.Env {
+		if !envSettings[k] || strings.Contains(v, "@") {
+			out[k] = v
+		}
+	}
+	return out
+}
