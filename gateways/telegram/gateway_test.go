@@ -203,9 +203,15 @@ func TestApprovalButtons(t *testing.T) {
 		"message": map[string]any{"message_id": 1, "chat": map[string]any{"id": chat}},
 	}})
 	eventstest.Eventually(t, "the answer after the tool", func() bool { return s.count(chat, "done after tool") == 1 })
-	s.mu.Lock()
-	answered, edited := s.answered, s.edited
-	s.mu.Unlock()
+	// The card's edit and the turn's answer race; wait for the edit too.
+	var answered []string
+	var edited int
+	eventstest.Eventually(t, "the approval card edited", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		answered, edited = s.answered, s.edited
+		return edited >= 1
+	})
 	if len(answered) != 1 || !strings.Contains(answered[0], "Approved") || edited != 1 {
 		t.Errorf("callback answers %q, edits %d: want one approval answer and one edit", answered, edited)
 	}
