@@ -17,6 +17,9 @@ type Shell struct {
 	CSRF          string
 	// Banner is a one-line warning: running on fake:echo, a route failing.
 	Banner string
+	// SignOut shows the sign-out form: the server asks for a token, so the
+	// browser holds a session it can end.
+	SignOut bool
 }
 
 // AgentRow is one agent of the roster.

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -213,4 +214,49 @@ func newServer(t *testing.T, cfg web.Config) *httptest.Server {
 	srv := httptest.NewServer(web.New(cfg))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// A browser holding a session can end it from every page: the sidebar's
+// sign-out form posts to /logout with the CSRF token. Without a token there
+// is no session, so no form.
+func TestSignOutOfferedWithAToken(t *testing.T) {
+	token := web.GenerateToken()
+	cfg, _, _ := fullConfig(t, token)
+	sessions, err := web.OpenSessions(filepath.Join(t.TempDir(), "sessions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sessions = sessions
+	srv := newServer(t, cfg)
+	c := client(t)
+	csrf := loginForm(t, c, srv.URL)
+	if resp, err := c.PostForm(srv.URL+"/login", url.Values{"token": {token}, "csrf": {csrf}}); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login = %v %v", resp, err)
+	}
+	body := func(c *http.Client, base string) string {
+		resp, err := c.Get(base + "/")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET / = %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	page := body(c, srv.URL)
+	if !strings.Contains(page, `data-testid="sign-out"`) || !strings.Contains(page, `action="/logout"`) {
+		t.Fatalf("no sign-out form on the page of a signed-in browser")
+	}
+	resp, err := c.PostForm(srv.URL+"/logout", url.Values{"csrf": {csrf}})
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out = %v %v", resp, err)
+	}
+	if resp, _ := c.Get(srv.URL + "/"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Errorf("after sign out GET / = %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	open, _, _ := fullConfig(t, "")
+	srv2 := newServer(t, open)
+	if strings.Contains(body(client(t), srv2.URL), `data-testid="sign-out"`) {
+		t.Error("a server without a token offers a sign-out form")
+	}
 }

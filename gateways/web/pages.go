@@ -38,6 +38,9 @@ type Pages struct {
 	Home     string
 	Location *time.Location
 	Clock    func() time.Time
+	// SignOut offers the sign-out form (the server asks for a token); New
+	// sets it from Config.AuthToken.
+	SignOut bool
 
 	markdown func(text string) string // Markdown; tests slow it down
 }
@@ -62,7 +65,7 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 	if banner == "" && len(list) > 0 {
 		banner = p.failingRoute(list[0])
 	}
-	return ui.Shell{Title: title, Home: p.Home, Agents: agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner}, nil
+	return ui.Shell{Title: title, Home: p.Home, Agents: agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner, SignOut: p.SignOut}, nil
 }
 
 // failingRoute says so when the latest run had to fall back or failed on

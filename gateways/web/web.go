@@ -114,6 +114,7 @@ func (s *server) routes() *router {
 	}
 	mux.HandleFunc("GET /api/stream", s.stream)
 	if cfg.Pages != nil {
+		cfg.Pages.SignOut = cfg.AuthToken != ""
 		s.routesSite(mux)
 	}
 	if cfg.Jobs != nil {
