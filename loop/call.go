@@ -77,7 +77,7 @@ func (t *Turn) tool(name string) (tools.Tool, bool) {
 // loop tool any agent may call (it only talks to the owner).
 func (t *Turn) lookup(name string) (tools.Tool, bool) {
 	tool, ok := t.tool(name)
-	if !ok || !(contains(t.agent.Tools, name) || traitsOf(tool).anyAgent) {
+	if !ok || !(slices.Contains(t.agent.Tools, name) || traitsOf(tool).anyAgent) {
 		return nil, false
 	}
 	return tool, true
@@ -90,7 +90,7 @@ func (t *Turn) defs() []tools.Def {
 		defs = t.deps.Tools.Defs(t.agent.Tools)
 	}
 	for _, lt := range Tools() {
-		if d := lt.Def(); contains(t.agent.Tools, d.Name) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == d.Name }) {
+		if d := lt.Def(); slices.Contains(t.agent.Tools, d.Name) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == d.Name }) {
 			defs = append(defs, d)
 		}
 	}

@@ -1,12 +1,14 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -148,7 +150,7 @@ func (t *Turn) refuseDelegation(st *State, agentID string) string {
 	switch _, known := t.deps.Agents(agentID); {
 	case agentID == t.agent.ID:
 		return fmt.Sprintf("Not run: you cannot delegate to yourself (%s). %s", agentID, whom)
-	case len(t.agent.Delegates) > 0 && !contains(t.agent.Delegates, agentID):
+	case len(t.agent.Delegates) > 0 && !slices.Contains(t.agent.Delegates, agentID):
 		return fmt.Sprintf("Not run: you may not delegate to %q. %s", agentID, whom)
 	case !known:
 		return fmt.Sprintf("Not run: there is no agent %q in the crew. %s", agentID, whom)
@@ -270,11 +272,11 @@ func delegateAnswer(agent string, end RunEnd) (text string, isError bool) {
 	case end.Status == events.RunDone:
 		return agent + " finished without writing an answer.", true
 	case end.Status == events.RunHalted:
-		return fmt.Sprintf("%s was stopped before it finished (%s). %s", agent, orDefault(end.Reason, "halted"), wrote), true
+		return fmt.Sprintf("%s was stopped before it finished (%s). %s", agent, cmp.Or(end.Reason, "halted"), wrote), true
 	default:
 		why := end.Error
 		if why == "" {
-			why = orDefault(end.Reason, "unknown error")
+			why = cmp.Or(end.Reason, "unknown error")
 		}
 		return fmt.Sprintf("%s failed: %s. %s", agent, why, wrote), true
 	}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -92,7 +93,7 @@ func (e Ending) Notice(home string) string {
 	case EndAsks:
 		return "The agent asked you a question — reply to answer."
 	}
-	what := "The run " + orDefault(e.Status, "ended")
+	what := "The run " + cmp.Or(e.Status, "ended")
 	if e.Reason != "" {
 		what += " (" + e.Reason + ")"
 	}
@@ -142,7 +143,7 @@ func modelNotice(detail, envFile string) string {
 	}
 	m := llmError.FindStringSubmatch(detail)
 	if m == nil {
-		return lead + orDefault(detail, "no reason given") + " — check the agent's routes and the keys in " + envFile + ", then send a message to try again."
+		return lead + cmp.Or(detail, "no reason given") + " — check the agent's routes and the keys in " + envFile + ", then send a message to try again."
 	}
 	provider, class, body := m[1], m[2], m[4]
 	status, _ := strconv.Atoi(m[3])

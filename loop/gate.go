@@ -2,6 +2,7 @@ package loop
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/my-agent-crew/crew/tools"
 )
@@ -32,7 +33,7 @@ func Gate(tool tools.Tool, env tools.Env, args json.RawMessage, autonomous bool,
 	if tools.Routine(tool, env, args) || !tools.NeedsApproval(tool) {
 		return Run, ""
 	}
-	if autonomous || contains(autoApprove, tool.Def().Name) {
+	if autonomous || slices.Contains(autoApprove, tool.Def().Name) {
 		return Run, ""
 	}
 	return Ask, ""

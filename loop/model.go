@@ -216,11 +216,3 @@ func toLLM(system string, msgs []Message) []llms.MessageContent {
 }
 
 var errNoRoutes = errors.New("the agent has no model routes: set routes in its agent.yaml (or MY_AGENT_ROUTES)")
-
-// orText is s, or d when s is empty.
-func orText(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,11 +90,11 @@ func kitSections(homeDir, agentDir string) []string {
 	var out []string
 	cmds, err := kit.Commands(homeDir, agentDir)
 	if sec := kit.CommandsSection(cmds); sec != "" || err != nil {
-		out = append(out, withProblem(orText(sec, "# Kit commands"), err))
+		out = append(out, withProblem(cmp.Or(sec, "# Kit commands"), err))
 	}
 	skills, err := kit.Skills(homeDir, agentDir)
 	if sec := kit.SkillsSection(skills); sec != "" || err != nil {
-		out = append(out, withProblem(orText(sec, "# Skills"), err))
+		out = append(out, withProblem(cmp.Or(sec, "# Skills"), err))
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -229,7 +230,7 @@ func closeRun(st *State, runID, reason, errText, notRun string) []events.Event {
 		if len(st.Queued) == 0 || runID == "" {
 			return nil
 		}
-		evs = append(evs, delegated(st, &events.RunStarted{RunID: runID, Agent: orDefault(st.Agent, "unknown"), Trigger: "message"}))
+		evs = append(evs, delegated(st, &events.RunStarted{RunID: runID, Agent: cmp.Or(st.Agent, "unknown"), Trigger: "message"}))
 		open = runID
 	} else {
 		for _, c := range st.UnansweredCalls() {

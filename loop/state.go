@@ -254,7 +254,7 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Resumed = 0
 		for _, q := range s.Queued {
 			s.Messages = append(s.Messages, q.userMessage())
-			s.RunPrompt = append(s.RunPrompt, orText(q.Said, q.Text))
+			s.RunPrompt = append(s.RunPrompt, cmp.Or(q.Said, q.Text))
 		}
 		s.Queued, s.BusyQueued = nil, false
 		s.Calling, s.Approvals = nil, nil
@@ -360,7 +360,7 @@ func (s *State) Apply(env events.Envelope) error {
 		for _, a := range s.Approvals {
 			if a.ID == e.ApprovalID && a.Decision == "" {
 				a.Decision, a.Always = e.Decision, e.Always
-				if e.Always && e.Decision == events.DecisionApproved && !contains(s.AutoApprove, a.Tool) {
+				if e.Always && e.Decision == events.DecisionApproved && !slices.Contains(s.AutoApprove, a.Tool) {
 					s.AutoApprove = append(s.AutoApprove, a.Tool)
 				}
 			}
@@ -468,15 +468,6 @@ func (s *State) NeedsTurn() bool {
 		return s.PendingApproval() == nil
 	}
 	return len(s.Queued) > 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Reader is the part of events.Log that loading state needs.

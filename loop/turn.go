@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -208,7 +209,7 @@ func (t *Turn) Run(ctx context.Context) error {
 			ids := make([]string, len(s.steers))
 			words := make([]string, len(s.steers))
 			for i, p := range s.steers {
-				ids[i], words[i] = p.EventID, orText(p.Said, p.Text)
+				ids[i], words[i] = p.EventID, cmp.Or(p.Said, p.Text)
 			}
 			reason, blocked, err := t.hook(ctx, s.openRun, s.step, kit.UserPromptSubmit, nil, map[string]any{"prompt": strings.Join(words, "\n\n")})
 			if err != nil {

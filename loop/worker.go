@@ -273,13 +273,6 @@ func (w *Worker) failUnknownAgent(ctx context.Context, conv *Conv, agentID strin
 	return err
 }
 
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
 // Decide answers an approval (R-GATE-2): approve (always: the tool joins
 // the conversation's auto_approve) or deny. The decision takes the
 // conversation at once: a second decision gets ErrAlreadyDecided, and an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -54,4 +55,13 @@ func sizeText(fi fs.FileInfo) string {
 	default:
 		return strconv.FormatInt(n>>20, 10) + " MiB"
 	}
+}
+
+// LineCount is how many lines s holds; a final newline ends the last line
+// rather than starting another.
+func LineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 )
 
 //go:embed workspace_write.md
@@ -80,14 +79,7 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 	if errors.Is(statErr, fs.ErrNotExist) {
 		verb = "created"
 	}
-	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines)", verb, a.Path, len(*a.Content), lineCount(*a.Content))}, nil
-}
-
-func lineCount(s string) int {
-	if s == "" {
-		return 0
-	}
-	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines)", verb, a.Path, len(*a.Content), LineCount(*a.Content))}, nil
 }
 
 // describeWriteErr words a write failure without host paths.

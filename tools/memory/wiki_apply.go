@@ -111,12 +111,5 @@ func (t wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage)
 	if err := tools.WriteAtomic(root, name, []byte(text), 0o644); err != nil {
 		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
 	}
-	return tools.Result{Output: fmt.Sprintf("%s (%d lines)", done, lineCount(text))}, nil
-}
-
-func lineCount(s string) int {
-	if s == "" {
-		return 0
-	}
-	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
+	return tools.Result{Output: fmt.Sprintf("%s (%d lines)", done, tools.LineCount(text))}, nil
 }
