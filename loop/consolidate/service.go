@@ -287,45 +287,69 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	decision := events.ProposalRejected
+	if approve {
+		decision = events.ProposalApproved
+	}
+	p, seq, err := s.settle(ctx, id, "decide", func(p Proposal) (events.Event, func() error, error) {
+		if p.Status != StatusPending {
+			return nil, nil, fmt.Errorf("%w: proposal %s of %s was %s", ErrAlreadyDecided, id, p.Agent, decided(p, s.cfg.Location))
+		}
+		ev := &events.MemoryProposalDecided{ProposalID: id, Decision: decision, Channel: channel}
+		if !approve {
+			return ev, nil, nil
+		}
+		a, ok := s.cfg.Agents(p.Agent)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
+		}
+		now, err := readMemory(a.Dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("approve proposal %s: %w", id, err)
+		}
+		if now != p.Old {
+			return nil, nil, fmt.Errorf("%w since proposal %s was made: approving it would lose that change; reject it and consolidate %s again", ErrMemoryChanged, id, p.Agent)
+		}
+		return ev, func() error {
+			if err := writeMemory(a.Dir, p.New); err != nil {
+				return fmt.Errorf("proposal %s is recorded as approved, but %w", id, err)
+			}
+			return nil
+		}, nil
+	})
+	if err != nil {
+		return Proposal{}, err
+	}
+	s.cfg.Logger.Info("memory proposal decided", "agent", p.Agent, "proposal", id, "decision", decision, "channel", channel)
+	return s.after(ctx, p.Agent, seq, id)
+}
+
+// settle stores the event plan makes of the proposal's current state, read
+// again when someone appended to the agent's scope meanwhile, then runs
+// the file write plan returned: stored first, then written.
+func (s *Service) settle(ctx context.Context, id, what string, plan func(Proposal) (events.Event, func() error, error)) (Proposal, uint64, error) {
 	for attempt := 1; ; attempt++ {
 		p, expect, err := s.current(ctx, id)
 		if err != nil {
-			return Proposal{}, err
+			return Proposal{}, 0, err
 		}
-		if p.Status != StatusPending {
-			return Proposal{}, fmt.Errorf("%w: proposal %s of %s was %s", ErrAlreadyDecided, id, p.Agent, decided(p, s.cfg.Location))
+		ev, write, err := plan(p)
+		if err != nil {
+			return Proposal{}, 0, err
 		}
-		var dir string
-		decision := events.ProposalRejected
-		if approve {
-			decision = events.ProposalApproved
-			a, ok := s.cfg.Agents(p.Agent)
-			if !ok {
-				return Proposal{}, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
-			}
-			dir = a.Dir
-			now, err := readMemory(dir)
-			if err != nil {
-				return Proposal{}, fmt.Errorf("approve proposal %s: %w", id, err)
-			}
-			if now != p.Old {
-				return Proposal{}, fmt.Errorf("%w since proposal %s was made: approving it would lose that change; reject it and consolidate %s again", ErrMemoryChanged, id, p.Agent)
-			}
-		}
-		seq, err := s.append(ctx, p.Agent, expect, &events.MemoryProposalDecided{ProposalID: id, Decision: decision, Channel: channel})
+		seq, err := s.append(ctx, p.Agent, expect, ev)
 		if errors.Is(err, events.ErrConflict) && attempt < maxAttempts {
 			continue // someone appended to the agent's scope: read again
 		}
 		if err != nil {
-			return Proposal{}, fmt.Errorf("decide proposal %s: %w", id, err)
+			return Proposal{}, 0, fmt.Errorf("%s proposal %s: %w", what, id, err)
 		}
-		if approve {
-			if err := writeMemory(dir, p.New); err != nil {
-				return Proposal{}, fmt.Errorf("proposal %s is recorded as approved, but %w", id, err)
+		if write != nil {
+			if err := write(); err != nil {
+				return Proposal{}, 0, err
 			}
 		}
-		s.cfg.Logger.Info("memory proposal decided", "agent", p.Agent, "proposal", id, "decision", decision, "channel", channel)
-		return s.after(ctx, p.Agent, seq, id)
+		return p, seq, nil
 	}
 }
 
@@ -339,38 +363,33 @@ func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		p, expect, err := s.current(ctx, id)
-		if err != nil {
-			return Proposal{}, err
-		}
+	p, seq, err := s.settle(ctx, id, "roll back", func(p Proposal) (events.Event, func() error, error) {
 		if p.Status != StatusApplied {
-			return Proposal{}, fmt.Errorf("%w: proposal %s of %s is %s; only an applied proposal can be rolled back", ErrNotApplied, id, p.Agent, strings.ReplaceAll(p.Status, "_", " "))
+			return nil, nil, fmt.Errorf("%w: proposal %s of %s is %s; only an applied proposal can be rolled back", ErrNotApplied, id, p.Agent, strings.ReplaceAll(p.Status, "_", " "))
 		}
 		a, ok := s.cfg.Agents(p.Agent)
 		if !ok {
-			return Proposal{}, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
+			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
 		}
 		now, err := readMemory(a.Dir)
 		if err != nil {
-			return Proposal{}, fmt.Errorf("roll back proposal %s: %w", id, err)
+			return nil, nil, fmt.Errorf("roll back proposal %s: %w", id, err)
 		}
 		if now != p.New {
-			return Proposal{}, fmt.Errorf("%w since proposal %s was applied: rolling it back would lose that change", ErrMemoryChanged, id)
+			return nil, nil, fmt.Errorf("%w since proposal %s was applied: rolling it back would lose that change", ErrMemoryChanged, id)
 		}
-		seq, err := s.append(ctx, p.Agent, expect, &events.MemoryRolledBack{ProposalID: id, Channel: channel})
-		if errors.Is(err, events.ErrConflict) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return Proposal{}, fmt.Errorf("roll back proposal %s: %w", id, err)
-		}
-		if err := writeMemory(a.Dir, p.Old); err != nil {
-			return Proposal{}, fmt.Errorf("proposal %s is recorded as rolled back, but %w", id, err)
-		}
-		s.cfg.Logger.Info("memory proposal rolled back", "agent", p.Agent, "proposal", id, "channel", channel)
-		return s.after(ctx, p.Agent, seq, id)
+		return &events.MemoryRolledBack{ProposalID: id, Channel: channel}, func() error {
+			if err := writeMemory(a.Dir, p.Old); err != nil {
+				return fmt.Errorf("proposal %s is recorded as rolled back, but %w", id, err)
+			}
+			return nil
+		}, nil
+	})
+	if err != nil {
+		return Proposal{}, err
 	}
+	s.cfg.Logger.Info("memory proposal rolled back", "agent", p.Agent, "proposal", id, "channel", channel)
+	return s.after(ctx, p.Agent, seq, id)
 }
 
 // decided says how and when p was decided: "approved at 2026-11-30 18:02".
