@@ -265,3 +265,30 @@ func TestMisdirectedPageEscapesHost(t *testing.T) {
 		t.Errorf("421 page = %d %q", code, raw)
 	}
 }
+
+// R-REL-3: a body over web.MaxBody is refused with 413 and a JSON error,
+// and nothing reaches the inbound door.
+func TestOversizedBodyRefusedAndNothingStored(t *testing.T) {
+	cfg, _, rcv := fullConfig(t, "")
+	srv := httptest.NewServer(web.New(cfg))
+	t.Cleanup(srv.Close)
+	text := strings.Repeat("a", web.MaxBody+1)
+	body := `{"text":"` + text + `"}`
+	resp, err := http.Post(srv.URL+"/api/inbound", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatalf("413 body is not JSON: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != "too_large" {
+		t.Errorf("oversized inbound = %d %+v, want 413 with an error", resp.StatusCode, e)
+	}
+	if rcv.calls != 0 {
+		t.Errorf("the door was called %d times for an oversized body", rcv.calls)
+	}
+}
