@@ -56,6 +56,23 @@ var processSecrets = NewRedactor()
 // Secrets is the process's Redactor.
 func Secrets() *Redactor { return processSecrets }
 
+// Writer redacts what is written through it to w (R-SEC-3: secrets are
+// never logged). It suits a writer given one whole record per Write, as
+// slog's handlers do.
+func (r *Redactor) Writer(w io.Writer) io.Writer { return redactedWriter{r, w} }
+
+type redactedWriter struct {
+	r *Redactor
+	w io.Writer
+}
+
+func (rw redactedWriter) Write(p []byte) (int, error) {
+	if _, err := rw.w.Write(rw.r.Bytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // NewRedactor returns a Redactor that knows no secret yet.
 func NewRedactor() *Redactor {
 	r := &Redactor{}

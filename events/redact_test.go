@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -305,4 +306,20 @@ func FuzzRedactJSON(f *testing.F) {
 		json.Unmarshal(out, &doc)
 		walk(doc, 0)
 	})
+}
+
+// The server's log is redacted: an error that quotes a secret is logged
+// with the mark (R-SEC-3).
+func TestServerLogIsRedacted(t *testing.T) {
+	secret := "sk-test-logged-0123456789"
+	events.Secrets().Add("LOGGED_API_KEY", secret)
+	var out bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(&out), nil))
+	logger.Error("model failed: key "+secret+" refused", "err", "401 for "+secret, "visible", "marker")
+	if !strings.Contains(out.String(), "marker") || !strings.Contains(out.String(), "[redacted:LOGGED_API_KEY]") {
+		t.Fatalf("log = %q", out.String())
+	}
+	if strings.Contains(out.String(), secret) {
+		t.Errorf("the log holds the secret: %q", out.String())
+	}
 }

@@ -58,7 +58,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printVersions(w)
 	printStore(ctx, w, dir, h)
 	printNATSAccess(w, h)
-	printWebTrust(w, env, h)
+	printLines(w, h.WebTrust(env.getenv))
 	printShellProtections(w)
 	printRoutes(w, h, env.getenv)
 	printAgentChecks(w, h)
@@ -232,5 +232,12 @@ func printAgentChecks(w io.Writer, h *home.Home) {
 		for _, err := range kit.Check(h.Dir, agents[id].Dir) {
 			fmt.Fprintf(w, "agent %s: %v\n", id, err)
 		}
+	}
+}
+
+// printLines prints report lines, one a line.
+func printLines(w io.Writer, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/web"
 )
 
 func runExport(ctx context.Context, env *cliEnv, args []string) error {
@@ -34,14 +33,14 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := auditKey(env, h)
+	key, err := h.AuditKey(env.getenv)
 	if err != nil {
 		return err
 	}
 	write := func(w io.Writer) (int, error) {
 		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 		if errors.Is(err, home.ErrStoreBusy) {
-			c, err := serverClient(env, dir, h)
+			c, err := h.ServerClient(dir, env.getenv)
 			if err != nil {
 				return 0, err
 			}
@@ -78,17 +77,6 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "exported %d events of %s to %s\n", n, conv, *out)
 	}
 	return nil
-}
-
-// serverClient asks the server that holds the home's store, with the auth
-// token serve uses.
-func serverClient(env *cliEnv, dir string, h *home.Home) (web.Client, error) {
-	info, err := home.ReadServeInfo(dir)
-	token := h.Config.AuthToken
-	if token == "" {
-		token = h.Getenv("CREW_AUTH_TOKEN", env.getenv)
-	}
-	return web.Client{URL: info.URL, Token: token}, err
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {

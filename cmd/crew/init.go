@@ -57,6 +57,6 @@ func loadHome(env *cliEnv, dir string) (*home.Home, error) {
 	for _, p := range h.Problems {
 		fmt.Fprintf(env.stderr, "skipped agent: %v\n", p)
 	}
-	loadSecrets(env, h)
+	h.LoadSecrets(env.environ)
 	return h, nil
 }

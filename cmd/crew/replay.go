@@ -80,7 +80,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, runID string) (string, []events.Envelope, error) {
 	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 	if errors.Is(err, home.ErrStoreBusy) {
-		c, err := serverClient(env, dir, h)
+		c, err := h.ServerClient(dir, env.getenv)
 		if err != nil {
 			return "", nil, err
 		}

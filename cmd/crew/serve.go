@@ -44,15 +44,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		addr = h.Config.Listen
 	}
 	// Secrets first: written to <home>/env before anything reads it.
-	key, err := auditKey(env, h)
+	key, err := h.AuditKey(env.getenv)
 	if err != nil {
 		return err
 	}
-	token, generated, err := serveAuth(env, h, addr)
+	token, generated, err := h.ServeAuth(addr, env.getenv)
 	if err != nil {
 		return err
 	}
-	if err := checkListen(addr, token); err != nil {
+	if err := home.CheckListen(addr, token); err != nil {
 		return err
 	}
 	// The token, however it was set or made, is never written down.
@@ -63,7 +63,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(redactedWriter{env.stderr}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	start := time.Now()
 	st, err := openStore(ctx, dir, h.Config, logger.With("component", "nats"))
@@ -127,13 +127,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 
 	// Model clients and the Telegram gateway hold their keys now.
-	dropSecretEnv(env)
+	home.DropSecretEnv(env.environ, env.unsetenv)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	url := reachableURL(ln.Addr())
+	url := home.ReachableURL(ln.Addr())
 	srv := &http.Server{
 		Handler: web.New(web.Config{
 			Log:           st.log,
@@ -147,7 +147,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Live:          events.LiveFeed(st.srv.Conn()),
 			Health:        health,
 			AuthToken:     token,
-			Hosts:         webHosts(h, addr),
+			Hosts:         h.WebHosts(addr),
 			Sessions:      sessions,
 			AuditKey:      key,
 			Logger:        logger.With("component", "web"),
@@ -164,7 +164,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, dir, time.Since(start).Round(time.Millisecond))
 	fmt.Fprintln(env.stdout, c.routes)
 	if generated {
-		fmt.Fprintln(env.stdout, loginHint(h, addr, ln.Addr()))
+		fmt.Fprintln(env.stdout, h.LoginHint(addr, ln.Addr()))
 	}
 	if url := st.srv.ClientURL(); url != "" {
 		fmt.Fprintf(env.stdout, "embedded NATS is reachable at %s: nats --server %s stream info CREW\n", url, url)
@@ -178,16 +178,4 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
-}
-
-// checkListen refuses a non-loopback address without an auth token.
-func checkListen(addr, token string) error {
-	loopback, err := isLoopback(addr)
-	if err != nil || loopback {
-		return err
-	}
-	if token == "" {
-		return fmt.Errorf("listen address %s is not loopback: set auth_token in config.yaml (or CREW_AUTH_TOKEN in the env file) so every request needs it", addr)
-	}
-	return nil
 }

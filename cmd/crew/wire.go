@@ -147,7 +147,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		// A value added to <home>/env is redacted from now on; removed
 		// ones stay redacted (they may still be in flight).
 		events.Secrets().Load(set.home.EnvSecrets(), nil)
-		configSecrets(set.home)
+		set.home.ConfigSecrets()
 		if err := sched.SetProfile(watchCtx, set.profile); err != nil {
 			logger.Error("schedules not reloaded", "err", err)
 		}

@@ -1,0 +1,184 @@
+package home
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
+)
+
+// The secrets serve needs are settled before anything else starts: the
+// audit key and, for a non-loopback listen, the auth token are written to
+// <home>/env first, so everything built from the env file afterwards (the
+// redactor among them) knows them. Neither is ever printed or logged.
+
+// LoadSecrets teaches the process's redactor (events.Secrets, R-X-6) every
+// value of <home>/env and every secret-named variable of the process
+// environment (environ lists it; nil in process tests, whose environment is
+// the test's own), before anything is appended or written.
+func (h *Home) LoadSecrets(environ func() []string) {
+	var vars []string
+	if environ != nil {
+		vars = environ()
+	}
+	events.Secrets().Load(h.EnvSecrets(), vars)
+	h.ConfigSecrets()
+}
+
+// ConfigSecrets adds what config.yaml may hold that is secret: auth_token.
+func (h *Home) ConfigSecrets() {
+	if h.Config != nil && len(h.Config.AuthToken) >= events.MinEnvFileSecret {
+		events.Secrets().Add("auth_token", h.Config.AuthToken)
+	}
+}
+
+// DropSecretEnv removes the secret-named variables from the server's own
+// process environment (environ lists it, unsetenv removes one; both nil in
+// process tests) once what needs them (model clients, the Telegram token)
+// has read them, so nothing started later inherits or reads them.
+func DropSecretEnv(environ func() []string, unsetenv func(string) error) {
+	if environ == nil || unsetenv == nil {
+		return
+	}
+	for _, kv := range environ() {
+		if name, _, ok := strings.Cut(kv, "="); ok && events.SecretName(name) {
+			unsetenv(name)
+		}
+	}
+}
+
+// SecretSource names where a secret came from, for error messages.
+func (h *Home) SecretSource(name string, getenv func(string) string) string {
+	if getenv != nil && getenv(name) != "" {
+		return name + " in the process environment"
+	}
+	return name + " in " + filepath.Join(h.Dir, "env")
+}
+
+// AuditKey returns the home's audit key, creating it in <home>/env when
+// there is none (a home made before keyed exports).
+func (h *Home) AuditKey(getenv func(string) string) ([]byte, error) {
+	if v := h.Getenv(AuditKeyVar, getenv); v != "" {
+		if len(v) < events.MinAuditKey {
+			return nil, fmt.Errorf("%s is %d bytes: want at least %d random bytes (delete the line and crew serve writes a new one)", h.SecretSource(AuditKeyVar, getenv), len(v), events.MinAuditKey)
+		}
+		return []byte(v), nil
+	}
+	v, _, err := EnsureEnvSecret(h.Dir, AuditKeyVar, "audit key of this home: keys the hash chain of crew export (crew verify proves a file came from here)", NewSecret)
+	if err != nil {
+		return nil, fmt.Errorf("create the audit key: %w", err)
+	}
+	h.Env[AuditKeyVar] = v
+	events.Secrets().Add(AuditKeyVar, v) // LoadSecrets taught the redactor the file before this line was in it
+	return []byte(v), nil
+}
+
+// AuthToken is the auth token and where it came from ("" if none).
+func (h *Home) AuthToken(getenv func(string) string) (token, source string) {
+	if h.Config.AuthToken != "" {
+		return h.Config.AuthToken, "auth_token in " + filepath.Join(h.Dir, "config.yaml")
+	}
+	if v := h.Getenv(AuthTokenVar, getenv); v != "" {
+		return v, h.SecretSource(AuthTokenVar, getenv)
+	}
+	return "", ""
+}
+
+// ServeAuth settles the token for a server listening on addr: a token set
+// anywhere must be strong; a non-loopback address without one gets a
+// generated CREW_AUTH_TOKEN in <home>/env (generated true); web.hosts
+// needs a token.
+func (h *Home) ServeAuth(addr string, getenv func(string) string) (token string, generated bool, err error) {
+	loopback, err := IsLoopback(addr)
+	if err != nil {
+		return "", false, err
+	}
+	token, source := h.AuthToken(getenv)
+	if token != "" {
+		if err := web.CheckToken(token); err != nil {
+			return "", false, fmt.Errorf("the auth token (%s) %v", source, err)
+		}
+	}
+	if err := h.checkConfigMode(); err != nil {
+		return "", false, err
+	}
+	if token == "" && !loopback {
+		token, _, err = EnsureEnvSecret(h.Dir, AuthTokenVar, "auth token of the web UI and API (crew serve generated it for a non-loopback listen)", web.GenerateToken)
+		if err != nil {
+			return "", false, fmt.Errorf("generate an auth token: %w", err)
+		}
+		h.Env[AuthTokenVar] = token
+		events.Secrets().Add(AuthTokenVar, token)
+		generated = true
+	}
+	if token == "" && len(h.Config.Web.Hosts) > 0 {
+		return "", false, fmt.Errorf("web.hosts in %s names %v, but no auth token is set: other names need one (CREW_AUTH_TOKEN in %s; crew serve --listen on a non-loopback address generates it)",
+			filepath.Join(h.Dir, "config.yaml"), h.Config.Web.Hosts, filepath.Join(h.Dir, "env"))
+	}
+	return token, generated, nil
+}
+
+// checkConfigMode refuses a config.yaml that holds a secret (auth_token)
+// while others can read it, as Load refuses such an env file.
+func (h *Home) checkConfigMode() error {
+	var holds []string
+	if h.Config.AuthToken != "" {
+		holds = append(holds, "auth_token")
+	}
+	if len(holds) == 0 {
+		return nil
+	}
+	cfg := filepath.Join(h.Dir, "config.yaml")
+	fi, err := os.Stat(cfg)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	sort.Strings(holds)
+	return fmt.Errorf("%s holds %s and is mode %04o, readable by others: run chmod 600 %s (or keep secrets in %s)",
+		cfg, strings.Join(holds, ", "), fi.Mode().Perm(), cfg, filepath.Join(h.Dir, "env"))
+}
+
+// ServerClient asks the server that holds the store of the home at dir
+// (as the command named it), with the auth token serve uses.
+func (h *Home) ServerClient(dir string, getenv func(string) string) (web.Client, error) {
+	info, err := ReadServeInfo(dir)
+	token, _ := h.AuthToken(getenv)
+	return web.Client{URL: info.URL, Token: token}, err
+}
+
+// WebTrust is doctor's view of who can reach the server and whether
+// exports are keyed, one report line each; it names where secrets are,
+// never their values.
+func (h *Home) WebTrust(getenv func(string) string) []string {
+	var lines []string
+	token, source := h.AuthToken(getenv)
+	loopback, _ := IsLoopback(h.Config.Listen)
+	hosts := "127.0.0.1, localhost, [::1]"
+	if token != "" && len(h.Config.Web.Hosts) > 0 {
+		hosts += ", " + strings.Join(h.Config.Web.Hosts, ", ")
+	}
+	switch {
+	case token != "":
+		state := "ok"
+		if err := web.CheckToken(token); err != nil {
+			state = "refused by crew serve: " + err.Error()
+		}
+		lines = append(lines, fmt.Sprintf("web: auth token from %s (%s); answers to %s", source, state, hosts))
+	case !loopback:
+		lines = append(lines, fmt.Sprintf("web: listen %s is not loopback and no token is set: crew serve will generate %s in %s", h.Config.Listen, AuthTokenVar, filepath.Join(h.Dir, "env")))
+	case len(h.Config.Web.Hosts) > 0:
+		lines = append(lines, "web: web.hosts is set but no auth token: crew serve refuses it")
+	default:
+		lines = append(lines, fmt.Sprintf("web: loopback only, no auth token; answers to %s", hosts))
+	}
+	if h.Getenv(AuditKeyVar, getenv) != "" {
+		lines = append(lines, fmt.Sprintf("audit key: %s (exports are keyed; crew verify proves their origin)", h.SecretSource(AuditKeyVar, getenv)))
+	} else {
+		lines = append(lines, fmt.Sprintf("audit key: none yet: the next crew serve or crew export writes %s to %s", AuditKeyVar, filepath.Join(h.Dir, "env")))
+	}
+	return lines
+}
