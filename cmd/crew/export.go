@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -90,7 +88,11 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		fs.Usage()
 		return exitError{2}
 	}
-	key, why, err := verifyKey(env, *homeFlag, *keyFile, *noKey)
+	dir, err := homeDir(env, *homeFlag)
+	if err != nil {
+		dir = "" // no home: checked without its key
+	}
+	key, why, err := home.VerifyKey(dir, *keyFile, *noKey, env.getenv)
 	if err != nil {
 		return err
 	}
@@ -114,70 +116,4 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%s: hash chain intact; origin not proven (%s)\n", head, why)
 	}
 	return nil
-}
-
-// verifyKey finds the audit key verify checks with, and says where from:
-// none with --no-key; the key file; else the home's (never created here).
-func verifyKey(env *cliEnv, homeFlag, keyFile string, noKey bool) (key []byte, why string, err error) {
-	switch {
-	case noKey && keyFile != "":
-		return nil, "", errors.New("--no-key and --key-file exclude each other")
-	case noKey:
-		return nil, "checked without the audit key: --no-key", nil
-	case keyFile != "":
-		v, err := readKeyFile(keyFile)
-		if err != nil {
-			return nil, "", err
-		}
-		return []byte(v), "audit key from " + keyFile, nil
-	}
-	if v := env.getenv(home.AuditKeyVar); v != "" {
-		return checkedKey(v, home.AuditKeyVar+" in the process environment")
-	}
-	dir, err := homeDir(env, homeFlag)
-	if err != nil {
-		return nil, "checked without the audit key: no home", nil
-	}
-	path := filepath.Join(dir, "env")
-	vars, err := home.ReadEnvFile(path)
-	if err != nil {
-		return nil, "", err
-	}
-	if vars[home.AuditKeyVar] == "" {
-		return nil, fmt.Sprintf("checked without the audit key: %s has no %s", path, home.AuditKeyVar), nil
-	}
-	return checkedKey(vars[home.AuditKeyVar], "audit key of "+dir)
-}
-
-func checkedKey(v, where string) ([]byte, string, error) {
-	if len(v) < events.MinAuditKey {
-		return nil, "", fmt.Errorf("%s is %d bytes, want at least %d", where, len(v), events.MinAuditKey)
-	}
-	return []byte(v), where, nil
-}
-
-// readKeyFile reads a key file: one line holding the key, or an env file
-// with a CREW_AUDIT_KEY= line.
-func readKeyFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("--key-file: %w", err)
-	}
-	var key string
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
-		if v, ok := strings.CutPrefix(line, home.AuditKeyVar+"="); ok {
-			key = strings.Trim(strings.TrimSpace(v), `"'`)
-		}
-	}
-	if key == "" {
-		if t := strings.TrimSpace(string(b)); t != "" && !strings.ContainsAny(t, "\n=") {
-			key = t
-		}
-	}
-	if key == "" {
-		return "", fmt.Errorf("--key-file %s: want the key alone on one line, or a %s= line", path, home.AuditKeyVar)
-	}
-	_, _, err = checkedKey(key, "the key in "+path)
-	return key, err
 }
