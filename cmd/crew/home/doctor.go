@@ -1,0 +1,177 @@
+package home
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/shell"
+)
+
+// What crew doctor reports, one report line per string; doctor prints
+// them. None of them names a secret's value.
+
+// coreModules are the design card's dependencies, reported by doctor.
+var coreModules = []string{
+	"github.com/nats-io/nats-server/v2", "github.com/nats-io/nats.go", "go.etcd.io/bbolt",
+	"github.com/goccy/go-yaml", "github.com/go-co-op/gocron/v2", "github.com/chromedp/chromedp",
+	"github.com/tmc/langchaingo", "github.com/a-h/templ",
+}
+
+// Versions are the Go and crew versions and those of the core modules.
+func Versions() []string {
+	head := fmt.Sprintf("versions: %s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return []string{head}
+	}
+	lines := []string{head + ", crew " + moduleVersion(bi)}
+	have := map[string]string{}
+	for _, d := range bi.Deps {
+		have[d.Path] = d.Version
+	}
+	for _, m := range coreModules {
+		if v, ok := have[m]; ok {
+			lines = append(lines, fmt.Sprintf("  %s %s", m, v))
+		}
+	}
+	return lines
+}
+
+func moduleVersion(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " (" + s.Value[:12] + ")"
+		}
+	}
+	return v
+}
+
+// StoreFiles names the event store of the home at dir, its size on disk,
+// and the projections database.
+func StoreFiles(dir string) string {
+	natsDir := filepath.Join(dir, "data", "nats")
+	return fmt.Sprintf("event store: %s (%s on disk), projections: %s", natsDir, HumanBytes(dirSize(natsDir)), filepath.Join(dir, "data", "projections.db"))
+}
+
+// ServerHealth is what the running server at url says of itself and of
+// its projections' lag.
+func ServerHealth(ctx context.Context, url string) []string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	status, projs, err := web.Client{URL: url}.Health(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("  /healthz: %v", err)}
+	}
+	lines := []string{"  /healthz: " + status}
+	for _, p := range projs {
+		lines = append(lines, fmt.Sprintf("  projection %s: at %d, lag %d%s", p.Name, p.Checkpoint, p.Lag, errSuffix(p.Error)))
+	}
+	return lines
+}
+
+func errSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ", stopped: " + s
+}
+
+// NATSAccess says how to inspect the embedded server with the nats CLI.
+func (h *Home) NATSAccess() []string {
+	if h.Config.NATS.Listen == "" {
+		return []string{
+			"nats CLI: the embedded server is in-process only; to inspect it, set nats.listen: 127.0.0.1:4222 in config.yaml, restart, then",
+			"  go install github.com/nats-io/natscli/nats@v0.5.0 && nats --server nats://127.0.0.1:4222 stream info CREW",
+		}
+	}
+	return []string{fmt.Sprintf("nats CLI: nats --server nats://%s stream info CREW   (or: stream view CREW, sub 'crew.conv.>')", h.Config.NATS.Listen)}
+}
+
+// ShellProtections lists each protection of shell commands and hooks, and
+// whether this kernel gives it (each proven by running a command).
+func ShellProtections() []string {
+	lines := []string{"shell protections (shell_run, script jobs and hooks; Landlock, network namespace and Unix-socket block when shell_network: false or shell_write_paths is set):"}
+	for _, p := range shell.Protections() {
+		lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Detail))
+	}
+	return lines
+}
+
+// Routes are the model routes of each agent and whether the provider
+// settings are there (never their values).
+func (h *Home) Routes(getenv func(string) string) []string {
+	lines := []string{"model routes:"}
+	if r := getenv("MY_AGENT_ROUTES"); r != "" {
+		lines = append(lines, fmt.Sprintf("  MY_AGENT_ROUTES=%s overrides every agent", r))
+	}
+	ids := slices.Sorted(maps.Keys(h.Agents))
+	for _, id := range ids {
+		lines = append(lines, fmt.Sprintf("  %s: routes %s", id, strings.Join(h.Agents[id].Routes, ", ")))
+	}
+	key := "not set"
+	if h.Getenv("OPENROUTER_API_KEY", getenv) != "" {
+		key = "set"
+	}
+	ollama := h.Getenv("OLLAMA_HOST", getenv)
+	if ollama == "" {
+		ollama = "not set"
+	}
+	return append(lines, fmt.Sprintf("  OPENROUTER_API_KEY %s, OLLAMA_HOST %s", key, ollama))
+}
+
+// AgentChecks runs the checks serve makes before it runs an agent
+// (routes, tool names, shell patterns) against the tools of reg, so a
+// skipped agent shows in doctor too.
+func (h *Home) AgentChecks(reg *tools.Registry) []string {
+	var lines []string
+	agents := h.LoopAgents(nil, reg.Defaults())
+	ids := slices.Sorted(maps.Keys(agents))
+	for _, id := range ids {
+		if err := loop.CheckAgent(agents[id], reg); err != nil {
+			lines = append(lines, fmt.Sprintf("agent %s will be skipped: %v", id, err))
+		}
+		for _, err := range kit.Check(h.Dir, agents[id].Dir) {
+			lines = append(lines, fmt.Sprintf("agent %s: %v", id, err))
+		}
+	}
+	return lines
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// HumanBytes writes n in B, KiB, MiB or GiB.
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
