@@ -1,6 +1,9 @@
 // Package home lays out, creates and loads the crew home directory
 // ($CREW_HOME or ~/.my-agent-crew): config.yaml, the env secrets file and the
-// agents (the master at the root, the others under agents/<id>/).
+// agents (the master at the root, the others under agents/<id>/). It also
+// settles the home's secrets (the audit key, the auth token, what the
+// redactor learns; secrets.go), finds crew verify's key (verifykey.go) and
+// makes the report lines crew doctor prints (doctor.go).
 //
 // Loading is strict so that bad config never loads half (R-HOME-3). Each YAML
 // file goes through four gates, in this order:
