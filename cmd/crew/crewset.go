@@ -124,15 +124,18 @@ func (c *liveCrew) reloadIfChanged() {
 		return
 	}
 	next := buildCrew(h, c.override, c.reg)
+	// The scheduler and the redactor take the new crew before anyone can
+	// see it: a job listed is a job the scheduler has, and a new secret is
+	// redacted before an agent of the new crew can write it.
+	if c.onReload != nil {
+		c.onReload(next)
+	}
 	c.mu.Lock()
 	c.cur, c.stamp, c.loadErr = next, stamp, ""
 	c.mu.Unlock()
 	c.logger.Info("crew reloaded", "agents", strings.Join(slices.Sorted(maps.Keys(next.agents)), ","), "problems", len(next.problems))
 	for _, p := range next.problems {
 		c.logger.Error("agent skipped", "problem", p)
-	}
-	if c.onReload != nil {
-		c.onReload(next)
 	}
 }
 
