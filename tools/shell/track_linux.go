@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/my-agent-crew/crew/tools/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -89,29 +90,19 @@ func record(pid int) func() {
 	return func() { os.Remove(path) }
 }
 
+// writeAtomic writes v as JSON to path in dir, mode 0600, through the one
+// atomic writer.
 func writeAtomic(dir, path string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	defer root.Close()
+	return atomicfile.Write(root, filepath.Base(path), data, 0o600, true)
 }
 
 // startTime is the start time of pid in clock ticks since boot, 0 when
