@@ -41,6 +41,25 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		})
 	}
+	// What a real home pays: every append is scanned for the home's
+	// secrets (R-X-6). Runs last: the process's redactor only ever grows.
+	b.Run(events.SyncInterval+"_secrets", func(b *testing.B) {
+		for i, name := range []string{"OPENROUTER_API_KEY", "TELEGRAM_BOT_TOKEN", "CREW_AUDIT_KEY", "CREW_AUTH_TOKEN", "OLLAMA_API_KEY", "SOME_PASSWORD"} {
+			events.Secrets().Add(name, fmt.Sprintf("bench-secret-%d-Zq8Xw3rT9vLp2KdN5mYc", i))
+		}
+		log := benchLog(b, events.SyncInterval)
+		ctx := context.Background()
+		scope := events.Conv("bench")
+		var last uint64
+		b.ReportAllocs()
+		for b.Loop() {
+			stored, err := log.Append(ctx, scope, last, events.MustNew(benchPayload()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = stored[0].Seq
+		}
+	})
 }
 
 // BenchmarkRawJetStreamPublish is the baseline: the same bytes published
