@@ -55,7 +55,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 				streams.send(d)
 			})
 			var resp *llms.ContentResponse
-			callOpts := append(append([]llms.CallOption{}, opts...), live)
+			callOpts := append(append([]llms.CallOption{}, opts...), live, llms.WithMaxTokens(t.spec(route).MaxOutputTokens))
 			if t.deps.Sleep != nil {
 				callOpts = append(callOpts, llm.WithSleep(t.deps.Sleep))
 			}
@@ -89,6 +89,14 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		return nil, t.emit(ctx, &events.Escalated{RunID: s.openRun, Step: step, Reason: "error", Route: t.agent.EscalationRoute, Error: oneLine(lastErr)})
 	}
 	return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", oneLine(lastErr))
+}
+
+// spec is route's model spec.
+func (t *Turn) spec(route string) llm.ModelSpec {
+	if t.deps.Spec != nil {
+		return t.deps.Spec(route)
+	}
+	return (*llm.Catalog)(nil).Lookup(route)
 }
 
 // toolDefs declares the agent's tools to the model; a delegated child is

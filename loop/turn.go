@@ -59,6 +59,9 @@ type Deps struct {
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).
 	Live func(conversation, runID string, d llm.Delta)
+	// Spec is what a route's model can do (config.yaml models: over the
+	// built-in defaults); nil knows only the defaults.
+	Spec func(route string) llm.ModelSpec
 	// Sleep waits between 429 retries (tests make it instant).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Delegation (R-DEL): Convs opens and follows the child conversation,

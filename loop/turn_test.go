@@ -47,6 +47,7 @@ type fakeModel struct {
 	replies []reply
 	seen    [][]llms.MessageContent
 	offered [][]string // the tool names declared at each call
+	maxTok  []int      // the max_tokens of each call
 }
 
 var _ llms.Model = (*fakeModel)(nil)
@@ -66,6 +67,7 @@ func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 		}
 	}
 	m.offered = append(m.offered, names)
+	m.maxTok = append(m.maxTok, o.MaxTokens)
 	if len(m.replies) == 0 {
 		return nil, fmt.Errorf("%s: script exhausted", m.route)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -25,6 +26,7 @@ type crewSet struct {
 	roster   string
 	problems []string
 	profile  []scheduler.Job // the enabled schedules of the loaded agents
+	catalog  *llm.Catalog    // config.yaml models: over the built-in defaults
 }
 
 // buildCrew checks every loaded agent against the tools the server has; a
@@ -43,7 +45,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 		}
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents)}
+	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents), catalog: h.Config.Catalog()}
 }
 
 // liveCrew holds the current crewSet and reloads it when an agent's files
@@ -100,6 +102,9 @@ func (c *liveCrew) agent(id string) (loop.Agent, bool) {
 }
 
 func (c *liveCrew) roster() string { return c.get().roster }
+
+// spec is what a route's model can do, from the current config.yaml.
+func (c *liveCrew) spec(route string) llm.ModelSpec { return c.get().catalog.Lookup(route) }
 
 func (c *liveCrew) profile() []scheduler.Job { return c.get().profile }
 

@@ -80,6 +80,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		SpillDir: filepath.Join(dir, "spill"),
 		HomeDir:  dir,
 		Roster:   cr.roster,
+		Spec:     cr.spec,
 		NewID:    nuid.Next,
 		Live: func(conv, runID string, d llm.Delta) {
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,9 @@ type ClientConfig struct {
 	// Price computes the cost when the server reports none; nil leaves it
 	// unknown.
 	Price *Price
+	// MaxOutputTokens is the max_tokens of a request whose options set
+	// none; 0 is DefaultMaxOutputTokens.
+	MaxOutputTokens int
 	// AskCost asks OpenRouter to report the call's cost in usage.
 	AskCost bool
 	// IdleTimeout fails a call that receives nothing for this long
@@ -69,6 +73,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = DefaultMaxOutputTokens
 	}
 	return &Client{cfg: cfg, endpoint: endpoint, http: hc}, nil
 }
@@ -262,7 +269,7 @@ func (c *Client) request(msgs []llms.MessageContent, o llms.CallOptions) (*chatR
 		Model:         c.cfg.Model,
 		Stream:        true,
 		StreamOptions: &streamOptions{IncludeUsage: true},
-		MaxTokens:     o.MaxTokens,
+		MaxTokens:     cmp.Or(o.MaxTokens, c.cfg.MaxOutputTokens),
 		Stop:          o.StopWords,
 	}
 	if c.cfg.AskCost {

@@ -52,7 +52,7 @@ func TestClientStreamsText(t *testing.T) {
 	if req.body["model"] != "qwen3:8b" {
 		t.Errorf("model %v", req.body["model"])
 	}
-	for _, key := range []string{"temperature", "usage", "tools", "top_p", "max_tokens"} {
+	for _, key := range []string{"temperature", "usage", "tools", "top_p"} {
 		if _, ok := req.body[key]; ok {
 			t.Errorf("request has %q though nobody set it: %s", key, req.raw)
 		}
@@ -234,7 +234,7 @@ func TestOpenRouterCostAndKey(t *testing.T) {
 
 func TestCostFromPriceTable(t *testing.T) {
 	s := newChatServer(t, sse(textChunk("ok"), finishChunk("stop"), usageChunk(2000, 500, "")))
-	m := ollama(t, s, llm.Config{Prices: map[string]llm.Price{"qwen3:8b": {InputPerMTok: 1, OutputPerMTok: 4}}})
+	m := ollama(t, s, llm.Config{Catalog: llm.NewCatalog(map[string]llm.ModelOverride{"ollama:qwen3:8b": {InputUSDPerMTok: ptr(1.0), OutputUSDPerMTok: ptr(4.0)}})})
 	resp, err := m.GenerateContent(t.Context(), human("hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestCostFromPriceTable(t *testing.T) {
 
 func TestNoUsageMeansNoCostEvenWithPrice(t *testing.T) {
 	s := newChatServer(t, sse(textChunk("ok"), finishChunk("stop")))
-	m := ollama(t, s, llm.Config{Prices: map[string]llm.Price{"ollama:qwen3:8b": {}}})
+	m := ollama(t, s, llm.Config{})
 	resp, err := m.GenerateContent(t.Context(), human("hi"))
 	if err != nil {
 		t.Fatal(err)

@@ -37,9 +37,9 @@ type Config struct {
 	OpenRouterBaseURL string // "" is DefaultOpenRouterBaseURL
 	OllamaHost        string // "" is DefaultOllamaHost; OLLAMA_HOST forms like "0.0.0.0:11434" work
 	HTTPClient        *http.Client
-	// Prices by route ("ollama:qwen3:8b") or model name
-	// ("anthropic/claude-sonnet-4"), used when the provider reports no cost.
-	Prices map[string]Price
+	// Catalog gives each route's max_tokens and its price (used when the
+	// provider reports no cost); nil knows only the defaults.
+	Catalog *Catalog
 	// ScriptDir anchors relative fake:script paths; "" is the working
 	// directory.
 	ScriptDir string
@@ -112,11 +112,13 @@ func (p *Providers) Model(r Route) (llms.Model, error) {
 		return NewClient(ClientConfig{
 			Provider: ProviderOpenRouter, BaseURL: p.cfg.OpenRouterBaseURL, APIKey: p.cfg.OpenRouterAPIKey,
 			Model: r.Model, HTTPClient: p.http, Price: p.price(r), AskCost: true, IdleTimeout: p.cfg.IdleTimeout,
+			MaxOutputTokens: p.cfg.Catalog.Lookup(r.String()).MaxOutputTokens,
 		})
 	case ProviderOllama:
 		return NewClient(ClientConfig{
 			Provider: ProviderOllama, BaseURL: p.ollamaBase, Model: r.Model,
 			HTTPClient: p.http, Price: p.price(r), IdleTimeout: p.cfg.IdleTimeout,
+			MaxOutputTokens: p.cfg.Catalog.Lookup(r.String()).MaxOutputTokens,
 		})
 	case ProviderFake:
 		if r.Model == "echo" {
@@ -132,15 +134,7 @@ func (p *Providers) Model(r Route) (llms.Model, error) {
 	return nil, fmt.Errorf("route %q: %w: no such model", r.String(), ErrPermanent)
 }
 
-func (p *Providers) price(r Route) *Price {
-	if pr, ok := p.cfg.Prices[r.String()]; ok {
-		return &pr
-	}
-	if pr, ok := p.cfg.Prices[r.Model]; ok {
-		return &pr
-	}
-	return nil
-}
+func (p *Providers) price(r Route) *Price { return p.cfg.Catalog.Price(r.String()) }
 
 // ollamaProbeTimeout bounds the reachability check at startup.
 const ollamaProbeTimeout = 2 * time.Second

@@ -3,9 +3,11 @@ package home
 import (
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
 	"time"
 
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/robfig/cron/v3"
 )
 
@@ -34,7 +36,36 @@ func checkConfig(f *yamlFile, c *Config) error {
 			}
 		}
 	}
+	return checkModels(f, c)
+}
+
+// checkModels: every key is a route, and a reply limit fits in the window.
+func checkModels(f *yamlFile, c *Config) error {
+	keys := make([]string, 0, len(c.Models))
+	for k := range c.Models {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := llm.ParseRoute(k); err != nil {
+			return f.errAtKey([]string{"models"}, k, "models."+k, "models: "+err.Error())
+		}
+		spec := c.Catalog().Lookup(k)
+		if spec.MaxOutputTokens >= spec.ContextWindow {
+			return f.errAt([]string{"models", k}, "models."+k, fmt.Sprintf("models.%s: max_output_tokens %d must be below context_window %d", k, spec.MaxOutputTokens, spec.ContextWindow))
+		}
+	}
 	return nil
+}
+
+// Catalog is the models: block over the built-in defaults.
+func (c *Config) Catalog() *llm.Catalog {
+	owner := make(map[string]llm.ModelOverride, len(c.Models))
+	for k, m := range c.Models {
+		owner[k] = llm.ModelOverride{ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Vision: m.Vision,
+			InputUSDPerMTok: m.InputUSDPerMTok, OutputUSDPerMTok: m.OutputUSDPerMTok}
+	}
+	return llm.NewCatalog(owner)
 }
 
 // loadZone accepts IANA names only; "Local" would make schedules depend on

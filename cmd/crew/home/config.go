@@ -14,6 +14,9 @@ type Config struct {
 	AuthToken          string         `yaml:"auth_token"`
 	Web                WebConfig      `yaml:"web"`
 	Telegram           TelegramConfig `yaml:"telegram"`
+	// Models, keyed by route, says what the harness cannot ask the
+	// provider: context window, reply limit, vision, prices.
+	Models map[string]ModelConfig `yaml:"models"`
 
 	loc *time.Location // resolved Timezone, set by Load
 }
@@ -35,6 +38,16 @@ type WebConfig struct {
 // secret and lives in the env file (TELEGRAM_BOT_TOKEN), not here.
 type TelegramConfig struct {
 	APIURL string `yaml:"api_url"`
+}
+
+// ModelConfig is one models.<route> entry; an unset key keeps the built-in
+// default for the route (llm.Catalog).
+type ModelConfig struct {
+	ContextWindow    *int     `yaml:"context_window"`
+	MaxOutputTokens  *int     `yaml:"max_output_tokens"`
+	Vision           *bool    `yaml:"vision"`
+	InputUSDPerMTok  *float64 `yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok *float64 `yaml:"output_usd_per_mtok"`
 }
 
 // Config defaults (R-HOME-6).

@@ -90,6 +90,18 @@ func TestConfigErrors(t *testing.T) {
 		{"then_prompt without script", "agent.yaml",
 			"name: x\nschedules:\n  - name: a\n    cron: '@daily'\n    prompt: hi\n    then_prompt: more\n",
 			`%s:6:18: schedules[0].then_prompt: only allowed with script`, "schedules[0].then_prompt"},
+		{"models key not a route", "config.yaml",
+			"models:\n  fake:echo: {vision: true}\n  gpt4: {vision: true}\n",
+			`%s:3:3: models: route "gpt4": want provider:model (provider openrouter, ollama or fake)`, "models.gpt4"},
+		{"models route unknown provider", "config.yaml",
+			"models:\n  acme:x: {vision: true}\n",
+			`%s:2:3: models: route "acme:x": unknown provider "acme" (want openrouter, ollama or fake)`, "models.acme:x"},
+		{"models reply above window", "config.yaml",
+			"models:\n  ollama:tiny:\n    context_window: 2048\n    max_output_tokens: 4096\n",
+			`%s:3:5: models.ollama:tiny: max_output_tokens 4096 must be below context_window 2048`, "models.ollama:tiny"},
+		{"models negative price", "config.yaml",
+			"models:\n  ollama:tiny: {input_usd_per_mtok: -1}\n",
+			`%s:2:37: models.ollama:tiny.input_usd_per_mtok: must be >= 0, got -1`, "models.ollama:tiny.input_usd_per_mtok"},
 		{"first error in file order", "agent.yaml",
 			"name: x\nroutes: [gpt4]\nmax_steps: 0\n",
 			`%s:2:10: routes[0]: must be provider:model with provider openrouter, ollama or fake, got "gpt4"`, "routes[0]"},
@@ -273,5 +285,19 @@ func TestGetenvProcessWins(t *testing.T) {
 		if got := h.Getenv(tt.key, getenv); got != tt.want {
 			t.Errorf("Getenv(%s) = %q, want %q", tt.key, got, tt.want)
 		}
+	}
+}
+
+// The models: block reaches the catalog the providers and the loop read.
+func TestModelsConfigReachesCatalog(t *testing.T) {
+	dir := newHome(t)
+	writeFile(t, filepath.Join(dir, "config.yaml"), "models:\n  ollama:qwen3:8b:\n    context_window: 8192\n    max_output_tokens: 1024\n    vision: false\n    input_usd_per_mtok: 0\n    output_usd_per_mtok: 0\n")
+	h := mustLoad(t, dir)
+	s := h.Config.Catalog().Lookup("ollama:qwen3:8b")
+	if s.ContextWindow != 8192 || s.MaxOutputTokens != 1024 || s.Vision || s.Price == nil || s.Price.Cost(1000, 1000) != 0 {
+		t.Errorf("spec %+v", s)
+	}
+	if s := h.Config.Catalog().Lookup("openrouter:anthropic/claude-sonnet-4"); s.ContextWindow != 200000 || !s.Vision {
+		t.Errorf("built-in row lost: %+v", s)
 	}
 }

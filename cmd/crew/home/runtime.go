@@ -23,6 +23,7 @@ func (h *Home) Providers(getenv func(string) string) *llm.Providers {
 		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
 		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
 		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
+		Catalog:           h.Config.Catalog(),
 	})
 }
 
