@@ -4,10 +4,11 @@ package events
 type inRun interface{ runOf() string }
 
 // RunOf returns the run an event belongs to, for the payloads that carry a
-// RunID (ApprovalDecided does not: find it through its approval).
+// RunID (ApprovalDecided does not: find it through its approval; a
+// ModelCalled of the harness's own, such as a summary, may have none).
 func RunOf(e Event) (string, bool) {
 	r, ok := e.(inRun)
-	if !ok {
+	if !ok || r.runOf() == "" { // a harness model call outside any run
 		return "", false
 	}
 	return r.runOf(), true

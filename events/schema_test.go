@@ -78,6 +78,10 @@ var samples = map[string][]events.Event{
 		&events.ModelCalled{RunID: "r1", Step: 2, Route: "openrouter:x/y", Model: "x/y", InputTokens: 10, OutputTokens: 5,
 			CostUSD: cost(0.0012), LatencyMS: 250, ToolCalls: []events.ToolCallRequest{{ID: "c1", Name: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
 		&events.ModelCalled{RunID: "r1", Step: 3, Route: "openrouter:x/y", Model: "x/y", CostUSD: nil, Error: "429 too many requests"},
+		&events.ModelCalled{RunID: "r1", Step: 4, Purpose: events.PurposeEscalation, Route: "openrouter:big/model", Model: "big/model", Text: "done", CostUSD: cost(0.01)},
+		&events.ModelCalled{Purpose: events.PurposeSummary, Route: "fake:echo", Model: "echo", InputTokens: 300, OutputTokens: 40},
+		&events.ModelCalled{Purpose: events.PurposeConsolidate, Route: "openrouter:x/y", Model: "x/y", CostUSD: cost(0.002)},
+		&events.ModelCalled{RunID: "r1", Step: 5, Purpose: events.PurposeCompaction, Route: "openrouter:x/y", Model: "x/y", CostUSD: cost(0.001)},
 	},
 	events.TypeToolCalled: {
 		&events.ToolCalled{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)},
@@ -178,6 +182,19 @@ func TestSchemasRejectMalformedEvents(t *testing.T) {
 	}
 	for _, b := range bad {
 		if err := schemas.ValidateJSON(events.SchemaPath("run_started", 1), []byte(b)); err == nil {
+			t.Errorf("schema accepted %s", b)
+		}
+	}
+	// A turn's model call names its run and step; only the harness's own
+	// calls may go without; a purpose is one of the agreed words.
+	badCalls := []string{
+		`{"type":"model_called","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"route":"r","model":"m","input_tokens":0,"output_tokens":0,"cost_usd":null,"latency_ms":0}}`,
+		`{"type":"model_called","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"purpose":"turn","route":"r","model":"m","input_tokens":0,"output_tokens":0,"cost_usd":null,"latency_ms":0}}`,
+		`{"type":"model_called","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"purpose":"escalation","run_id":"r1","route":"r","model":"m","input_tokens":0,"output_tokens":0,"cost_usd":null,"latency_ms":0}}`,
+		`{"type":"model_called","v":1,"id":"x","time":"2026-11-30T00:00:00Z","data":{"purpose":"whim","route":"r","model":"m","input_tokens":0,"output_tokens":0,"cost_usd":null,"latency_ms":0}}`,
+	}
+	for _, b := range badCalls {
+		if err := schemas.ValidateJSON(events.SchemaPath("model_called", 1), []byte(b)); err == nil {
 			t.Errorf("schema accepted %s", b)
 		}
 	}

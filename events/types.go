@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 )
@@ -163,12 +164,27 @@ type ToolCallRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// ModelCalled records one model call of a run: which route answered, what it
-// said, what it cost. CostUSD is nil when the cost is unknown (never zero by
-// default).
+// Why a model call was made (ModelCalled.Purpose; empty means PurposeTurn).
+// Only a turn's calls (turn, escalation) are replies in the conversation; the
+// others are the harness's own questions, recorded for their usage and cost.
+const (
+	PurposeTurn        = "turn"        // a step of an agent's turn
+	PurposeEscalation  = "escalation"  // a step of a turn on the escalation route
+	PurposeScript      = "script"      // a script's llm.* call
+	PurposeConsolidate = "consolidate" // memory consolidation (R-MEM-2)
+	PurposeSummary     = "summary"     // a conversation's summary
+	PurposeCompaction  = "compaction"  // summarising history to fit the context
+)
+
+// ModelCalled records one model call: which route answered, what it said,
+// what it cost, and why it was made. CostUSD is nil when the cost is unknown
+// (never zero by default). A turn's call carries its run and step; the
+// harness's own calls (Purpose other than turn and escalation) may have
+// neither.
 type ModelCalled struct {
-	RunID        string            `json:"run_id"`
-	Step         int               `json:"step"`
+	RunID        string            `json:"run_id,omitempty"`
+	Step         int               `json:"step,omitempty"`
+	Purpose      string            `json:"purpose,omitempty"`
 	Route        string            `json:"route"`
 	Model        string            `json:"model"`
 	Text         string            `json:"text,omitempty"`
@@ -182,6 +198,16 @@ type ModelCalled struct {
 
 func (*ModelCalled) EventType() string { return TypeModelCalled }
 func (*ModelCalled) EventVersion() int { return 1 }
+
+// InTurn reports whether the call is a step of a turn, so its reply is part
+// of the conversation (history, runs, channels); otherwise it counts for
+// usage only.
+func (e *ModelCalled) InTurn() bool {
+	return e.Purpose == "" || e.Purpose == PurposeTurn || e.Purpose == PurposeEscalation
+}
+
+// PurposeOf is the call's purpose with the empty default spelled out.
+func (e *ModelCalled) PurposeOf() string { return cmp.Or(e.Purpose, PurposeTurn) }
 
 // ToolCalled records that the harness started running a tool call. A
 // ToolCalled without a ToolCompleted after a crash means the call may or may

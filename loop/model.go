@@ -26,9 +26,9 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		return nil, err
 	}
 	msgs := toLLM(system, s.messages)
-	routes := t.agent.Routes
+	routes, purpose := t.agent.Routes, "" // empty: a turn's step
 	if t.escalated {
-		routes = []string{t.agent.EscalationRoute}
+		routes, purpose = []string{t.agent.EscalationRoute}, events.PurposeEscalation
 	}
 	if len(routes) == 0 {
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
@@ -63,6 +63,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 			streams.flush()
 			if err == nil {
 				mc := modelCalled(s.openRun, step, route, resp, t.deps.Clock().Sub(start))
+				mc.Purpose = purpose
 				uniqueCallIDs(mc.ToolCalls, s.messages, step)
 				if err := t.emit(ctx, mc); err != nil {
 					return nil, err
@@ -80,7 +81,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 			}
 		}
 	}
-	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Route: routes[len(routes)-1], Model: modelOf(routes[len(routes)-1]), Error: oneLine(lastErr)}
+	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Purpose: purpose, Route: routes[len(routes)-1], Model: modelOf(routes[len(routes)-1]), Error: oneLine(lastErr)}
 	if err := t.emit(ctx, failed); err != nil {
 		return nil, err
 	}
@@ -224,3 +225,11 @@ func toLLM(system string, msgs []Message) []llms.MessageContent {
 }
 
 var errNoRoutes = errors.New("the agent has no model routes: set routes in its agent.yaml (or MY_AGENT_ROUTES)")
+
+// HarnessCall is the model_called of one of the harness's own calls
+// (summary, consolidation, …): usage and cost for the ledger, no run. The
+// text is kept by the event the call was for (the summary, the proposal).
+func HarnessCall(purpose string, a llm.Answer) *events.ModelCalled {
+	return &events.ModelCalled{Purpose: purpose, Route: a.Route, Model: modelOf(a.Route),
+		InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, CostUSD: a.CostUSD, LatencyMS: a.Latency.Milliseconds()}
+}

@@ -309,6 +309,9 @@ func (s *State) Apply(env events.Envelope) error {
 		} else if e.Error == "" {
 			s.UnknownCostCalls++
 		}
+		if !e.InTurn() { // the harness's own call: its cost counts, its text is no reply
+			break
+		}
 		if e.RunID == s.OpenRun && e.Step > s.Step {
 			s.Step = e.Step
 		}

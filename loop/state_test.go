@@ -3,7 +3,9 @@ package loop_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -216,3 +218,40 @@ func TestGuardAndEscalationFoldAndSurviveSnapshot(t *testing.T) {
 		t.Errorf("snapshot state %+v differs from cold replay %+v", warm.Guard, cold.Guard)
 	}
 }
+
+// R-LOOP-5: the harness's own model call on a conversation (a summary)
+// counts into its spend, known or unknown, but its text is no reply: the
+// model's history and the step count are the turn's alone.
+func TestHarnessModelCallCountsCostButIsNoReply(t *testing.T) {
+	_, log := eventstest.Start(t)
+	ctx := t.Context()
+	evs := []events.Envelope{
+		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "hi"}),
+		events.MustNew(&events.RunStarted{RunID: "r", Agent: "master", Trigger: "message"}),
+		events.MustNew(&events.ModelCalled{RunID: "r", Step: 1, Route: "fake:a", Model: "a", Text: "hello", CostUSD: usd(0.01)}),
+		events.MustNew(&events.ModelCalled{RunID: "r", Step: 7, Purpose: events.PurposeCompaction, Route: "fake:a", Model: "a", Text: "compacted", CostUSD: usd(0.02)}),
+		events.MustNew(&events.ModelCalled{Purpose: events.PurposeSummary, Route: "fake:a", Model: "a", Text: "a summary"}),
+	}
+	if _, err := log.Append(ctx, events.Conv("c"), 0, evs...); err != nil {
+		t.Fatal(err)
+	}
+	st, err := loop.LoadState(ctx, log, nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies []string
+	for _, m := range st.Messages {
+		if m.Role == loop.RoleAssistant {
+			replies = append(replies, m.Text)
+		}
+	}
+	if !slices.Equal(replies, []string{"hello"}) || st.Step != 1 {
+		t.Errorf("replies %q, step %d; want only the turn's reply at step 1", replies, st.Step)
+	}
+	if math.Abs(st.CostUSD-0.03) > 1e-9 || st.UnknownCostCalls != 1 {
+		t.Errorf("spend $%v with %d unknown, want $0.03 with 1 unknown", st.CostUSD, st.UnknownCostCalls)
+	}
+}
+
+func usd(v float64) *float64 { return &v }

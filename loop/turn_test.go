@@ -407,8 +407,11 @@ func TestLoopEscalationOnGuardHalt(t *testing.T) {
 		t.Errorf("refusal = %+v", r)
 	}
 	calls := eventsOf[*events.ModelCalled](evs)
-	if last := calls[len(calls)-1]; last.Route != "fake:escalate" || last.Text != "fixed it differently" {
+	if last := calls[len(calls)-1]; last.Route != "fake:escalate" || last.Text != "fixed it differently" || last.Purpose != events.PurposeEscalation {
 		t.Errorf("last model call = %+v", last)
+	}
+	if first := calls[0]; first.Purpose != "" || first.PurposeOf() != events.PurposeTurn {
+		t.Errorf("a turn's call has purpose %q, want empty (turn)", first.Purpose)
 	}
 	if f := lastFinish(t, evs); f.Status != events.RunDone {
 		t.Errorf("finish = %+v", f)
@@ -437,7 +440,8 @@ func TestLoopEscalationOnAllRoutesFailing(t *testing.T) {
 		t.Fatalf("escalated = %+v", esc)
 	}
 	calls := eventsOf[*events.ModelCalled](evs)
-	if len(calls) != 2 || calls[0].Error == "" || calls[0].Step != 1 || calls[1].Step != 2 || calls[1].Route != "fake:escalate" {
+	if len(calls) != 2 || calls[0].Error == "" || calls[0].Step != 1 || calls[1].Step != 2 || calls[1].Route != "fake:escalate" ||
+		calls[0].Purpose != "" || calls[1].Purpose != events.PurposeEscalation {
 		t.Errorf("model calls = %+v", calls)
 	}
 	// The escalation route got the same request (same history).

@@ -123,6 +123,7 @@ type Approval struct {
 type ModelCall struct {
 	Route        string   `json:"route"`
 	Model        string   `json:"model"`
+	Purpose      string   `json:"purpose,omitempty"` // empty: a turn's step
 	InputTokens  int      `json:"input_tokens"`
 	OutputTokens int      `json:"output_tokens"`
 	CostUSD      *float64 `json:"cost_usd"` // null: unknown
@@ -238,7 +239,7 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	switch e := e.(type) {
 	case *events.ModelCalled:
 		mc := ModelCall{
-			Route: e.Route, Model: e.Model,
+			Route: e.Route, Model: e.Model, Purpose: e.Purpose,
 			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
 			CostUSD: e.CostUSD, LatencyMS: e.LatencyMS,
 			Text: truncate(e.Text, modelTextRunes), Error: e.Error,

@@ -88,7 +88,7 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		*r = runView{open: true}
 		g.chatAction(ctx, chatID)
 	case *events.ModelCalled:
-		if e.Error == "" && e.Text != "" {
+		if e.InTurn() && e.Error == "" && e.Text != "" {
 			r.text = e.Text
 		}
 		switch {
@@ -97,7 +97,7 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		case e.Error == "": // a failed call cost nothing we know of
 			r.unknown++
 		}
-		if e.Error == "" {
+		if e.InTurn() && e.Error == "" {
 			r.question = askUser(e.ToolCalls)
 		}
 	case *events.ToolCompleted:

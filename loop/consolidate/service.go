@@ -144,7 +144,8 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 		from, to := s.window()
 		return Proposal{}, fmt.Errorf("%w: %s wrote no notes in memory/ from %s to %s", ErrNothingToConsolidate, a.ID, from, to)
 	}
-	text, route, cost, err := s.rewrite(ctx, a, old, notes)
+	answer, err := s.rewrite(ctx, a, old, notes)
+	text, route, cost := answer.Text, answer.Route, answer.CostUSD
 	if err != nil {
 		return Proposal{}, fmt.Errorf("consolidate %s: %w", a.ID, err)
 	}
@@ -172,7 +173,7 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 	}
 	proposed := &events.MemoryProposed{ProposalID: id, Agent: a.ID, Old: old, New: text, Days: days, Kind: kind, Reason: reason,
 		Route: route, CostUSD: cost, Trigger: trigger}
-	evs := []events.Event{proposed}
+	evs := []events.Event{loop.HarnessCall(events.PurposeConsolidate, answer), proposed}
 	if auto {
 		evs = append(evs, &events.MemoryProposalDecided{ProposalID: id, Decision: events.ProposalAutoApplied, Channel: trigger})
 	}
@@ -240,7 +241,7 @@ func (s *Service) notes(dir string) (days []string, text string, err error) {
 
 // rewrite asks the agent's routes in order for the new MEMORY.md; a route
 // that fails or answers nothing passes to the next.
-func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (text, route string, cost *float64, err error) {
+func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (llm.Answer, error) {
 	current := strings.TrimSpace(old)
 	if current == "" {
 		current = "(MEMORY.md is empty)"
@@ -252,16 +253,17 @@ func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (text
 		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
 		llms.TextParts(llms.ChatMessageTypeHuman, user),
 	}
-	text, route, cost, err = llm.Ask(ctx, s.cfg.Models, a.Routes, msgs, func(r string, err error) {
+	answer, err := llm.AskUsage(ctx, s.cfg.Models, a.Routes, msgs, func(r string, err error) {
 		s.cfg.Logger.Warn("memory consolidation: route failed", "agent", a.ID, "route", r, "err", err)
 	})
 	if ctx.Err() != nil {
-		return "", "", nil, ctx.Err()
+		return llm.Answer{}, ctx.Err()
 	}
 	if err != nil {
-		return "", "", nil, fmt.Errorf("%w: %w", ErrModel, err)
+		return llm.Answer{}, fmt.Errorf("%w: %w", ErrModel, err)
 	}
-	return cleanReply(text), route, cost, nil
+	answer.Text = cleanReply(answer.Text)
+	return answer, nil
 }
 
 // cleanReply is the file the model wrote: without a code fence around

@@ -191,7 +191,7 @@ func TestConsolidateSupervisedWaitsForApproval(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].ID != p.ID || list[0].Old != "" || list[0].Diff != nil || list[0].Added != 1 {
 		t.Errorf("List = %+v, %v", list, err)
 	}
-	h.validateEvents("pong", 3)
+	h.validateEvents("pong", 4) // model_called (consolidate), proposed, decided, rolled back
 }
 
 // validateEvents checks the agent's stored events against their schemas.
@@ -205,6 +205,12 @@ func (h *home) validateEvents(agent string, want int) {
 		h.t.Errorf("%d events on %s, want %d", len(envs), events.Agent(agent), want)
 	}
 	for _, env := range envs {
+		if env.Type == events.TypeModelCalled {
+			e, _ := env.Decode()
+			if mc := e.(*events.ModelCalled); mc.Purpose != events.PurposeConsolidate || mc.RunID != "" {
+				h.t.Errorf("consolidation's model_called: purpose %q run %q, want consolidate and no run", mc.Purpose, mc.RunID)
+			}
+		}
 		body, _ := json.Marshal(env)
 		if err := schemas.ValidateJSON(events.SchemaPath(env.Type, env.V), body); err != nil {
 			h.t.Errorf("%s does not validate: %v\n%s", env.Type, err, body)
@@ -261,7 +267,7 @@ func TestConsolidateAutonomousAppliesOnlyAddOnlyOrDateOnly(t *testing.T) {
 	if got := readFile(t, memory); got != replies[0] {
 		t.Errorf("MEMORY.md after rolling back the date change:\n%s", got)
 	}
-	h.validateEvents("coach", 7)
+	h.validateEvents("coach", 11) // 4 × (model_called, proposed), 2 auto-decided, 1 rolled back
 }
 
 func TestConsolidateWithoutNotesCallsNoModel(t *testing.T) {

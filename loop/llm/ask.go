@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -16,6 +17,24 @@ import (
 // (conversation summaries, memory consolidation), not for turns.
 func Ask(ctx context.Context, models func(route string) (llms.Model, error), routes []string, msgs []llms.MessageContent,
 	onFail func(route string, err error)) (text, route string, cost *float64, err error) {
+	a, err := AskUsage(ctx, models, routes, msgs, onFail)
+	return a.Text, a.Route, a.CostUSD, err
+}
+
+// Answer is what AskUsage got: the text, the route that gave it, and the
+// call's usage as the provider reported it (CostUSD nil: not reported).
+type Answer struct {
+	Text                      string
+	Route                     string
+	InputTokens, OutputTokens int
+	CostUSD                   *float64
+	Latency                   time.Duration
+}
+
+// AskUsage is Ask with the answering call's usage, for the harness's own
+// calls that record a model_called with their purpose.
+func AskUsage(ctx context.Context, models func(route string) (llms.Model, error), routes []string, msgs []llms.MessageContent,
+	onFail func(route string, err error)) (Answer, error) {
 	var failures []string
 	fail := func(r string, err error) {
 		failures = append(failures, r+": "+firstLine(err.Error()))
@@ -29,9 +48,10 @@ func Ask(ctx context.Context, models func(route string) (llms.Model, error), rou
 			fail(r, err)
 			continue
 		}
+		start := time.Now()
 		resp, err := Call(ctx, m, msgs)
 		if ctx.Err() != nil {
-			return "", "", nil, ctx.Err()
+			return Answer{}, ctx.Err()
 		}
 		if err != nil {
 			fail(r, err)
@@ -42,15 +62,17 @@ func Ask(ctx context.Context, models func(route string) (llms.Model, error), rou
 			continue
 		}
 		ch := resp.Choices[0]
+		a := Answer{Text: ch.Content, Route: r, Latency: time.Since(start),
+			InputTokens: intOf(ch.GenerationInfo["PromptTokens"]), OutputTokens: intOf(ch.GenerationInfo["CompletionTokens"])}
 		if c, ok := ch.GenerationInfo["CostUSD"].(float64); ok {
-			cost = &c
+			a.CostUSD = &c
 		}
-		return ch.Content, r, cost, nil
+		return a, nil
 	}
 	if len(routes) == 0 {
 		failures = append(failures, "the agent has no routes")
 	}
-	return "", "", nil, fmt.Errorf("every route failed: %s", strings.Join(failures, "; "))
+	return Answer{}, fmt.Errorf("every route failed: %s", strings.Join(failures, "; "))
 }
 
 func firstLine(s string) string {
@@ -58,4 +80,18 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// intOf reads a token count from GenerationInfo, whatever number type the
+// provider put there.
+func intOf(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
 }

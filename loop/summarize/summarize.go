@@ -74,7 +74,7 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 			lines = append(lines, notes.Line{At: env.Time, Role: "owner", Text: e.Text})
 			last, through = env.Time, env.Seq
 		case *events.ModelCalled:
-			if e.Error == "" && strings.TrimSpace(e.Text) != "" {
+			if e.InTurn() && e.Error == "" && strings.TrimSpace(e.Text) != "" {
 				lines = append(lines, notes.Line{At: env.Time, Role: agentID, Text: e.Text})
 				last, through = env.Time, env.Seq
 			}
@@ -91,13 +91,16 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
 	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.Location), s.Clock(), s.Location)
-	text, route, cost, err := llm.Ask(ctx, s.Models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
+	a, err := llm.AskUsage(ctx, s.Models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarize %s: %w", id, err)
 	}
-	text = strings.TrimSpace(text)
+	text := strings.TrimSpace(a.Text)
 	stored, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
-		return []events.Event{&events.ConversationSummarized{Summary: text, LastAt: last.UTC(), ThroughSeq: through, Route: route, CostUSD: cost}}, nil
+		return []events.Event{
+			loop.HarnessCall(events.PurposeSummary, a),
+			&events.ConversationSummarized{Summary: text, LastAt: last.UTC(), ThroughSeq: through, Route: a.Route, CostUSD: a.CostUSD},
+		}, nil
 	})
 	if err != nil {
 		return "", err
