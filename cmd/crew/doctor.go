@@ -45,7 +45,8 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printLines(w, h.WebTrust(env.getenv))
 	printLines(w, home.ShellProtections())
 	printLines(w, h.Routes(env.getenv))
-	reg, err := tools.New(allTools(schedule.NewCreateTool(nil))...)
+	printLines(w, h.WebReport(env.getenv))
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil)...)
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return nil

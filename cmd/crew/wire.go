@@ -27,12 +27,14 @@ import (
 )
 
 // allTools is every registry tool, one registration per package: the
-// built-ins, the loop's own, schedule_create, skill_read and the memory
-// tools. Which of them an agent gets follows from each tool's declaration
+// built-ins, the loop's own, schedule_create, skill_read, the memory
+// tools and the web tools (nt: their settings; nil for commands that only
+// list or replay tools). Which of them an agent gets follows from each tool's declaration
 // (Def.Default) and its agent.yaml.
-func allTools(create *schedule.CreateTool) []tools.Tool {
+func allTools(create *schedule.CreateTool, nt *netTools) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
 	out = append(out, create, kit.SkillRead())
+	out = append(out, nt.tools()...)
 	return append(out, memory.Tools()...)
 }
 
@@ -66,7 +68,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		return nil, err
 	}
 	create := schedule.NewCreateTool(time.Now)
-	reg, err := tools.New(allTools(create)...)
+	nt := newNetTools(h, getenv)
+	reg, err := tools.New(allTools(create, nt)...)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +152,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		// ones stay redacted (they may still be in flight).
 		events.Secrets().Load(set.home.EnvSecrets(), nil)
 		set.home.ConfigSecrets()
+		nt.reload(set.home, getenv)
 		if err := sched.SetProfile(watchCtx, set.profile); err != nil {
 			logger.Error("schedules not reloaded", "err", err)
 		}

@@ -17,6 +17,8 @@ type Config struct {
 	// Models, keyed by route, says what the harness cannot ask the
 	// provider: context window, reply limit, vision, prices.
 	Models map[string]ModelConfig `yaml:"models"`
+	// WebSearch is the provider web_search asks.
+	WebSearch WebSearch `yaml:"web_search"`
 
 	loc *time.Location // resolved Timezone, set by Load
 }
@@ -48,6 +50,14 @@ type ModelConfig struct {
 	Vision           *bool    `yaml:"vision"`
 	InputUSDPerMTok  *float64 `yaml:"input_usd_per_mtok"`
 	OutputUSDPerMTok *float64 `yaml:"output_usd_per_mtok"`
+}
+
+// WebSearch is the web_search: block of config.yaml: which provider the
+// web_search tool asks. Its API key, when it needs one, lives in the env
+// file (BRAVE_API_KEY, TAVILY_API_KEY).
+type WebSearch struct {
+	Provider string `yaml:"provider"` // searxng, brave or tavily; empty: none
+	URL      string `yaml:"url"`      // searxng: the instance; others: replaces their API endpoint
 }
 
 // Config defaults (R-HOME-6).

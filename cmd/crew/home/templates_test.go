@@ -15,6 +15,7 @@ var templateTools = []string{
 	"shell_run", "tool_output_read", "ask_user", "progress_note",
 	"memory_save", "memory_search", "user_memory_save", "user_memory_forget",
 	"wiki_get", "wiki_search", "wiki_apply", "skill_read", "delegate",
+	"fetch_url", "web_search",
 }
 
 func TestTemplatesList(t *testing.T) {
