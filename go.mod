@@ -9,6 +9,8 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/goccy/go-yaml v1.19.2
+	github.com/godbus/dbus/v5 v5.2.4
+	github.com/jezek/xgb v1.1.1
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0

@@ -229,7 +229,7 @@ func TestTopLevelIsTheCard(t *testing.T) {
 // TestArrowCheckerCatchesForbiddenArrows: the checker itself fails on
 // what the doc forbids, so the test above can fail.
 func TestArrowCheckerCatchesForbiddenArrows(t *testing.T) {
-	a, err := readArrows(strings.NewReader("text\n```arrows\ncmd -> *\ngateways -> loop events gateways/inbound\nloop -> events tools\ntools -> events\nevents ->\n```\n"))
+	a, err := readArrows(strings.NewReader("text\n```arrows\ncmd -> *\ngateways -> loop events gateways/inbound\nloop -> events tools\ntools -> events\nevents ->\ndesktop-helper ->\n```\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +250,11 @@ func TestArrowCheckerCatchesForbiddenArrows(t *testing.T) {
 		p("gateways/telegram_test", "events/eventstest"),                                 // allowed test helper
 		p("events", "schemas"),                                                           // schemas is not on the events line here
 		p("memory", "events"),                                                            // a top folder in no layer
+		p("desktop-helper", "desktop-helper/wire", "tools"),                              // the helper imports nothing of the server
 		{ImportPath: module + "/loop.test", Imports: []string{module + "/gateways/web"}}, // generated main: not ours to check
 	})
 	want := []string{
+		"desktop-helper → tools: desktop-helper may not import tools",
 		"events → schemas: events may not import schemas",
 		"gateways/web → gateways/telegram: gateways may not import gateways/telegram",
 		"loop → gateways/inbound: loop may not import gateways/inbound",
@@ -265,6 +267,38 @@ func TestArrowCheckerCatchesForbiddenArrows(t *testing.T) {
 	for _, bad := range []string{"no block here\n", "```arrows\n```\n", "```arrows\nloop events\n```\n", "```arrows\nloop ->\nloop -> events\n```\n"} {
 		if _, err := readArrows(strings.NewReader(bad)); err == nil {
 			t.Errorf("readArrows(%q) accepted a broken block", bad)
+		}
+	}
+}
+
+// TestDesktopHelperImportsNothingOfTheServer: the desktop helper's build
+// (every package crew-desktop links, tests included) holds no package of
+// ours outside desktop-helper, and its protocol package links only the
+// standard library, since the server's tools import it.
+func TestDesktopHelperImportsNothingOfTheServer(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := func(args ...string) []string {
+		cmd := exec.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}"}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %v: %v", args, err)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	for _, line := range deps("-test", "./desktop-helper/...") {
+		p, _, _ := strings.Cut(line, " ")
+		if rel, ok := ours(p); ok && top(rel) != "desktop-helper" && !strings.HasSuffix(p, ".test") {
+			t.Errorf("the desktop helper links %s, a package of the server", rel)
+		}
+	}
+	for _, line := range deps("./desktop-helper/wire") {
+		p, std, _ := strings.Cut(line, " ")
+		if std != "true" && p != module+"/desktop-helper/wire" {
+			t.Errorf("desktop-helper/wire links %s: the protocol links only the standard library", p)
 		}
 	}
 }
