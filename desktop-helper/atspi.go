@@ -213,6 +213,6 @@ func (in info) secure() bool { return in.role == "password text" }
 
 // editable: text typed there lands in it.
 func (in info) editable() bool {
-	return in.states.has(stateEditable) && slices.Contains(in.ifaces, "org.a11y.atspi.EditableText") ||
-		in.states.has(stateEditable) && slices.Contains(in.ifaces, ifText)
+	return in.states.has(stateEditable) &&
+		(slices.Contains(in.ifaces, "org.a11y.atspi.EditableText") || slices.Contains(in.ifaces, ifText))
 }
