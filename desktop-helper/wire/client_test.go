@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bufio"
 	"errors"
 	"net"
 	"os"
@@ -29,6 +30,7 @@ func listenIn(t *testing.T, dir string) (string, *atomic.Int32) {
 				return
 			}
 			n.Add(1)
+			bufio.NewReader(c).ReadString('\n') // the request, then the answer
 			c.Write([]byte(`{"done":"ok"}` + "\n"))
 			c.Close()
 		}
