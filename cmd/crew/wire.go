@@ -21,6 +21,7 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/memory"
+	"github.com/my-agent-crew/crew/tools/pdf"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/nats-io/nuid"
 	"go.etcd.io/bbolt"
@@ -33,7 +34,7 @@ import (
 // (Def.Default) and its agent.yaml.
 func allTools(create *schedule.CreateTool, nt *netTools) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
-	out = append(out, create, kit.SkillRead())
+	out = append(out, create, kit.SkillRead(), pdf.Read{})
 	out = append(out, nt.tools()...)
 	return append(out, memory.Tools()...)
 }
