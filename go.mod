@@ -6,6 +6,7 @@ require (
 	code.dny.dev/ssrf v0.3.0
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
 	github.com/a-h/templ v0.3.1118
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/chromedp/chromedp v0.23.1
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/goccy/go-yaml v1.19.2

@@ -26,6 +26,8 @@ func (e *RouteFallback) runOf() string     { return e.RunID }
 func (e *Escalated) runOf() string         { return e.RunID }
 func (e *HookRan) runOf() string           { return e.RunID }
 func (e *RunResumed) runOf() string        { return e.RunID }
+func (e *ArtifactCreated) runOf() string   { return e.RunID }
+func (e *ArtifactWritten) runOf() string   { return e.RunID }
 
 // Spent is what a delegated child cost its parent: the dollars known and the
 // number of its model calls whose cost is unknown. A result recorded before

@@ -65,6 +65,7 @@ var samples = map[string][]events.Event{
 	},
 	events.TypeMessageReceived: {
 		&events.MessageReceived{Channel: "web", Text: "hello"},
+		&events.MessageReceived{Channel: "web", Text: "look", CanvasNotes: &events.CanvasNotes{Text: "Canvas \"Plan\" (a1) changed", Told: []events.CanvasTold{{Artifact: "a1", Version: 3, Whole: true}}}},
 		&events.MessageReceived{Channel: "telegram:42", From: "owner", Text: "", Attachments: []string{"inbox/p.jpg"}, ExternalID: "telegram:99"},
 		&events.MessageReceived{Channel: "web", Text: "/tongket week", Command: "tongket", Prompt: "Sum up the week.", TurnNotes: &events.TurnNotes{
 			Text: "Today's notes (memory/2026-11-30.md):\n- bought milk", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 13, Digest: strings.Repeat("ab", 32)}}}},
@@ -88,6 +89,7 @@ var samples = map[string][]events.Event{
 	},
 	events.TypeToolCompleted: {
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Output: "text"},
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c6", Tool: "artifact_create", Output: "Created", Canvas: &events.CanvasRef{Artifact: "a1", Title: "Plan", Kind: events.KindMarkdown, Version: 1, Op: events.OpCreate, Whole: true}},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c2", Tool: "shell_run", Output: "x", IsError: true, Truncated: true,
 			SpillPath: "spill/c/c2.txt", DurationMS: 12},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c5", Tool: "browser_screenshot", Output: "a screenshot of example.org",
@@ -115,6 +117,24 @@ var samples = map[string][]events.Event{
 		&events.MemoryProposalDecided{ProposalID: "p1", Decision: events.ProposalAutoApplied},
 	},
 	events.TypeMemoryRolledBack: {&events.MemoryRolledBack{ProposalID: "p1", Channel: "api"}},
+	events.TypeArtifactCreated: {
+		&events.ArtifactCreated{Title: "Plan", Kind: events.KindMarkdown, Content: "# Plan\n", Author: "master", Conversation: "web-20261201", RunID: "r1"},
+		&events.ArtifactCreated{Title: "logo.png", Kind: events.KindImage, Content: "iVBORw0KGgo=", MIME: "image/png", Author: "pong", Note: "imported from file",
+			Source: &events.ArtifactSource{Agent: "pong", Path: "img/logo.png", Digest: strings.Repeat("ab", 32)}},
+		&events.ArtifactCreated{Title: "main.go", Kind: events.KindCode, Language: "go", Content: "", Author: events.AuthorOwner},
+	},
+	events.TypeArtifactWritten: {
+		&events.ArtifactWritten{Version: 2, Op: events.OpSave, Content: "x", Author: events.AuthorOwner},
+		&events.ArtifactWritten{Version: 2, Op: events.OpSave, Content: "y", Author: events.AuthorOwner, Replaces: true},
+		&events.ArtifactWritten{Version: 5, Op: events.OpRestore, Content: "x", Author: events.AuthorOwner, Note: "restored from v3", RestoredFrom: 3},
+		&events.ArtifactWritten{Version: 3, Op: events.OpEdit, Content: "z", Author: "master", Conversation: "web-20261201", RunID: "r1"},
+		&events.ArtifactWritten{Version: 4, Op: events.OpImport, Content: "z", MIME: "image/png", Author: "pong", Note: "imported from file",
+			Source: &events.ArtifactSource{Agent: "pong", Path: "a.md", Digest: strings.Repeat("cd", 32)}},
+	},
+	events.TypeArtifactRenamed: {&events.ArtifactRenamed{Title: "Plan B", Author: events.AuthorOwner}, &events.ArtifactRenamed{Title: "C", Author: "master", Conversation: "c1"}},
+	events.TypeArtifactDeleted: {&events.ArtifactDeleted{Author: events.AuthorOwner}},
+	events.TypeArtifactSeen:    {&events.ArtifactSeen{Version: 2, Conversation: "web-20261201"}},
+	events.TypeCanvasFocused:   {&events.CanvasFocused{}, &events.CanvasFocused{Artifact: "a1", FromLine: 3, ToLine: 9}},
 	events.TypeRunFinished: {
 		&events.RunFinished{RunID: "r1", Status: events.RunDone},
 		&events.RunFinished{RunID: "r1", Status: events.RunHalted, Reason: "max_steps"},

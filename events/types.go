@@ -120,6 +120,10 @@ type MessageReceived struct {
 	// conversation was last told (R-CTX-2); the model reads it framed,
 	// right before the message, at every later call. Never rewritten.
 	TurnNotes *TurnNotes `json:"turn_notes,omitempty"`
+	// CanvasNotes is what changed in the conversation's canvases since it
+	// last saw them (R-CTX-3); the model reads it only during the turn
+	// this message opens, a fixed line afterwards.
+	CanvasNotes *CanvasNotes `json:"canvas_notes,omitempty"`
 }
 
 // TurnNotes travel with a turn-opening message (seed 000 §6).
@@ -246,6 +250,8 @@ type ToolCompleted struct {
 	// the harness and the UI. Both are absent for text-only results.
 	Parts []ToolPart     `json:"parts,omitempty"`
 	Meta  map[string]any `json:"meta,omitempty"`
+	// Canvas is the canvas a canvas tool read or wrote.
+	Canvas *CanvasRef `json:"canvas,omitempty"`
 }
 
 // ToolPart is one part of a tool result beside its text.
@@ -310,7 +316,8 @@ type SteerReceived struct {
 	Channel string `json:"channel"`
 	Text    string `json:"text"`
 	// TurnNotes as on MessageReceived: a steer opens the next step.
-	TurnNotes *TurnNotes `json:"turn_notes,omitempty"`
+	TurnNotes   *TurnNotes   `json:"turn_notes,omitempty"`
+	CanvasNotes *CanvasNotes `json:"canvas_notes,omitempty"`
 }
 
 func (*SteerReceived) EventType() string { return TypeSteerReceived }

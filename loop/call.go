@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -99,7 +100,13 @@ func (t *Turn) defs() []tools.Def {
 }
 
 func (t *Turn) toolEnv() tools.Env {
+	var cv tools.CanvasTurn
+	t.conv.View(func(st *State) {
+		cv = tools.CanvasTurn{RunID: st.OpenRun, Channel: st.CanvasChannel(), RootID: st.RootID, Seen: st.CanvasSeen(),
+			Created: st.RunCanvas.Created, Writes: maps.Clone(st.RunCanvas.Writes)}
+	})
 	return tools.Env{
+		Canvas:       cv,
 		Workspace:    t.agent.Workspace,
 		AgentID:      t.agent.ID,
 		Conversation: t.conv.ID(),
@@ -308,7 +315,7 @@ func (t *Turn) complete(ctx context.Context, c *toolCall) error {
 	return t.emit(rctx, &events.ToolCompleted{
 		RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Output: c.res.Output + note, IsError: c.res.IsError,
 		Truncated: c.truncated, SpillPath: c.spill, DurationMS: ms, Outcome: c.outcome, Delegate: c.delegate,
-		Parts: parts, Meta: meta,
+		Parts: parts, Meta: meta, Canvas: c.res.Canvas,
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		roster = t.deps.Roster()
 	}
 	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
-		Now: t.deps.Clock(), Location: t.deps.Location})
+		Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases()})
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +99,14 @@ func (t *Turn) spec(route string) llm.ModelSpec {
 		return t.deps.Spec(route)
 	}
 	return (*llm.Catalog)(nil).Lookup(route)
+}
+
+// canvasWriteTools are the tools that write canvases.
+var canvasWriteTools = []string{"artifact_create", "artifact_edit", "artifact_rewrite", "artifact_import"}
+
+// writesCanvases: the agent has a tool that writes canvases.
+func (t *Turn) writesCanvases() bool {
+	return slices.ContainsFunc(canvasWriteTools, func(n string) bool { _, ok := t.lookup(n); return ok })
 }
 
 // toolDefs declares the agent's tools to the model; a delegated child is

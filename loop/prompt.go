@@ -23,7 +23,14 @@ type Prompt struct {
 	Roster   string // one line per agent of the crew, made by the caller
 	Now      time.Time
 	Location *time.Location
+	// CanvasReadOnly: the turn came through the API channel, where nobody
+	// has a canvas panel open, and the agent has canvas tools (R-CAN).
+	CanvasReadOnly bool
 }
+
+// CanvasReadOnlyLine tells an agent on the API channel that its canvas
+// writes are refused.
+const CanvasReadOnlyLine = "# Canvases\n\nThis conversation came through the API channel, where nobody has a canvas panel open: you can read canvases (artifact_list, artifact_read) but not create, change or import them here; those tools refuse."
 
 // SystemPrompt assembles an agent's system prompt from its files, read anew
 // at every step (R-HOME-4), in the fixed order of R-CTX-1 — stable parts
@@ -71,6 +78,9 @@ func SystemPrompt(p Prompt) (string, error) {
 		sections = append(sections, "# The crew\n\n"+p.Roster)
 	}
 	sections = append(sections, kitSections(p.HomeDir, p.AgentDir)...)
+	if p.CanvasReadOnly {
+		sections = append(sections, CanvasReadOnlyLine)
+	}
 	loc := p.Location
 	if loc == nil {
 		loc = time.UTC

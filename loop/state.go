@@ -161,6 +161,13 @@ type State struct {
 	// Told is what this conversation has been told of each memory item
 	// (turn notes), folded from the stored messages (R-CTX-2).
 	Told map[string]events.NoteTold `json:"told,omitempty"`
+	// Canvas is what this conversation knows of each canvas, folded from
+	// canvas tool results and canvas notes (R-CTX-3); RunCanvas what the
+	// open run wrote (the per-turn limits).
+	Canvas    map[string]CanvasMark `json:"canvas,omitempty"`
+	RunCanvas RunCanvas             `json:"run_canvas,omitzero"`
+	// RootSource is the channel of a delegated conversation's root.
+	RootSource string `json:"root_source,omitempty"`
 
 	// Delegation: a child conversation names its root and parent; CostCap
 	// replaces the agent's cap when set. Delegations counts delegate calls
@@ -212,7 +219,7 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.ConversationOpened:
 		s.Agent, s.Channel, s.Autonomous, s.ApprovalTTL = e.Agent, e.Channel, e.Autonomous, e.ApprovalTTLSeconds
 		s.RootID, s.ParentConversation, s.ParentCallID, s.CostCap = e.RootID, e.ParentConversation, e.ParentCallID, e.CostCapUSD
-		s.ParentRunID = e.ParentRunID
+		s.ParentRunID, s.RootSource = e.ParentRunID, e.RootSource
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
@@ -223,12 +230,14 @@ func (s *State) Apply(env events.Envelope) error {
 			s.External[e.ExternalID] = env.ID
 		}
 		s.tell(e.TurnNotes)
+		s.tellCanvas(e.CanvasNotes)
 		s.Queued = append(s.Queued, pending(env, e.TurnNotes, e.Prompt, e.Text))
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
 	case *events.SteerReceived:
 		s.tell(e.TurnNotes)
+		s.tellCanvas(e.CanvasNotes)
 		s.Steers = append(s.Steers, pending(env, e.TurnNotes, "", e.Text))
 	case *events.SteersApplied:
 		applied := map[string]bool{}
@@ -259,6 +268,7 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Queued, s.BusyQueued = nil, false
 		s.Calling, s.Approvals = nil, nil
 		s.Guard, s.Escalated = Guard{}, false
+		s.RunCanvas = RunCanvas{}
 		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
 			s.DelegateRun = e.RunID
 		}
@@ -349,6 +359,7 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
+		s.canvasResult(e)
 		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome})
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {
@@ -386,6 +397,82 @@ func (s *State) tell(n *events.TurnNotes) {
 	for _, t := range n.Told {
 		s.Told[t.Key] = t
 	}
+}
+
+// CanvasMark is what a conversation knows of one canvas: the newest
+// version it knows whole (read whole, wrote, or told by a complete diff)
+// and the newest version it was told of at all.
+type CanvasMark struct {
+	Seen int `json:"seen,omitempty"`
+	Told int `json:"told,omitempty"`
+}
+
+// RunCanvas counts the open run's canvas writes.
+type RunCanvas struct {
+	Created int            `json:"created,omitempty"`
+	Writes  map[string]int `json:"writes,omitempty"`
+}
+
+func (s *State) mark(artifact string, version int, whole bool) {
+	if s.Canvas == nil {
+		s.Canvas = map[string]CanvasMark{}
+	}
+	m := s.Canvas[artifact]
+	m.Told = max(m.Told, version)
+	if whole {
+		m.Seen = max(m.Seen, version)
+	}
+	s.Canvas[artifact] = m
+}
+
+// tellCanvas records what a stored message's canvas notes told.
+func (s *State) tellCanvas(n *events.CanvasNotes) {
+	if n == nil {
+		return
+	}
+	for _, t := range n.Told {
+		s.mark(t.Artifact, t.Version, t.Whole)
+	}
+}
+
+// canvasResult records what a canvas tool's result showed and wrote.
+func (s *State) canvasResult(e *events.ToolCompleted) {
+	c := e.Canvas
+	if c == nil || c.Artifact == "" {
+		return
+	}
+	s.mark(c.Artifact, c.Version, c.Whole)
+	if c.Op == "" || e.IsError || e.RunID != s.OpenRun {
+		return
+	}
+	if c.Op == events.OpCreate || c.Op == events.OpImport && c.Version == 1 {
+		s.RunCanvas.Created++
+		return
+	}
+	if s.RunCanvas.Writes == nil {
+		s.RunCanvas.Writes = map[string]int{}
+	}
+	s.RunCanvas.Writes[c.Artifact]++
+}
+
+// CanvasSeen maps each canvas to the version the conversation knows whole.
+func (s *State) CanvasSeen() map[string]int {
+	out := make(map[string]int, len(s.Canvas))
+	for id, m := range s.Canvas {
+		if m.Seen > 0 {
+			out[id] = m.Seen
+		}
+	}
+	return out
+}
+
+// CanvasChannel is the channel whose rules the conversation's canvas
+// writes follow: its own, or its delegation root's.
+func (s *State) CanvasChannel() string {
+	if s.RootID != "" {
+		return s.RootSource
+	}
+	return s.Channel
 }
 
 // Budget is the conversation's cost cap: the agent's, or the smaller one a
@@ -559,7 +646,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 12
+const snapshotVersion byte = 13
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -118,6 +118,9 @@ type snapshotOf struct {
 	pending  *Approval
 	guard    Guard // the loop guard after the last reply
 	escal    bool  // the run has escalated already
+	// canvasChannel is the channel the canvas rules go by (the root's for
+	// a delegated conversation).
+	canvasChannel string
 }
 
 func (t *Turn) read() snapshotOf {
@@ -138,6 +141,7 @@ func (t *Turn) read() snapshotOf {
 			s.approval[k] = *a
 		}
 		s.guard, s.escal = st.Guard, st.Escalated
+		s.canvasChannel = st.CanvasChannel()
 		s.auto = append([]string(nil), st.AutoApprove...)
 		s.auton, s.ttl = st.Autonomous, st.ApprovalTTL
 		if p := st.PendingApproval(); p != nil {

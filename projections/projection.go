@@ -30,7 +30,9 @@ type Projection interface {
 }
 
 // All returns every projection of this build, in a stable order.
-func All() []Projection { return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}} }
+func All() []Projection {
+	return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}, Canvases{}}
+}
 
 // Named is the projection called name, as a list; "" is All().
 func Named(name string) ([]Projection, error) {

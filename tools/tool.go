@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // Def declares a tool: what the model is told about it, and how the
@@ -41,6 +43,9 @@ type Result struct {
 	IsError bool
 	Parts   []Part
 	Meta    map[string]any // JSON-encodable values only
+	// Canvas is the canvas a canvas tool read or wrote; the loop records
+	// it with the result (events.ToolCompleted.Canvas).
+	Canvas *events.CanvasRef
 }
 
 // Kinds of result parts.
@@ -81,6 +86,25 @@ type Env struct {
 	AgentDir string
 	HomeDir  string
 	Location *time.Location // the owner's timezone; nil means UTC
+	// Canvas is what the canvas tools need of the turn (R-CAN).
+	Canvas CanvasTurn
+}
+
+// CanvasTurn is the turn's side of the canvas rules, folded from the
+// conversation: where it came from, what it has seen, what it wrote.
+type CanvasTurn struct {
+	RunID string
+	// Channel is the conversation's channel, or its delegation root's
+	// ("api" turns cannot write canvases); RootID the root conversation
+	// of a delegated one ("" for a root).
+	Channel string
+	RootID  string
+	// Seen maps a canvas to the version this conversation knows whole.
+	Seen map[string]int
+	// Created counts the canvases this run created; Writes the writes of
+	// this run per canvas.
+	Created int
+	Writes  map[string]int
 }
 
 // Loc returns the owner's timezone.

@@ -19,6 +19,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/pdf"
@@ -29,13 +30,15 @@ import (
 
 // allTools is every registry tool, one registration per package: the
 // built-ins, the loop's own, schedule_create, skill_read, the memory
-// tools and the web tools (nt: their settings; nil for commands that only
-// list or replay tools). Which of them an agent gets follows from each tool's declaration
+// tools, the web tools (nt: their settings) and the canvas tools (cv: the
+// canvas service); nt and cv are nil for commands that only list or replay
+// tools. Which of them an agent gets follows from each tool's declaration
 // (Def.Default) and its agent.yaml.
-func allTools(create *schedule.CreateTool, nt *netTools) []tools.Tool {
+func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
 	out = append(out, create, kit.SkillRead(), pdf.Read{})
 	out = append(out, nt.tools()...)
+	out = append(out, canvas.Tools(cv)...)
 	return append(out, memory.Tools()...)
 }
 
@@ -53,6 +56,8 @@ type crewRuntime struct {
 	runner    *projections.Runner
 	convs     *loop.Convs
 	crew      *liveCrew
+	// canvas applies the canvas rules for the tools and the REST API.
+	canvas *canvas.Service
 	// summaries summarizes and closes conversations (day end, on demand).
 	summaries *summarize.Summarizer
 	// stopWatch ends the crew's reload watch.
@@ -70,7 +75,9 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	create := schedule.NewCreateTool(time.Now)
 	nt := newNetTools(h, getenv)
-	reg, err := tools.New(allTools(create, nt)...)
+	cv := &canvas.Service{Store: projections.CanvasStore{DB: st.db, NotFound: canvas.ErrNotFound}, Log: st.log, WaitFor: runner.WaitFor,
+		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
+	reg, err := tools.New(allTools(create, nt, cv)...)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +175,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
 }
 
 // Close stops the scheduler, then the worker; the next start then knows

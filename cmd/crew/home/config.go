@@ -9,6 +9,7 @@ import (
 type Config struct {
 	Timezone           string         `yaml:"timezone"`
 	ApprovalTTLSeconds int            `yaml:"approval_ttl_seconds"`
+	CanvasMaxBytes     int64          `yaml:"canvas_max_bytes"` // 0: the default, 1 GB
 	NATS               NATSConfig     `yaml:"nats"`
 	Listen             string         `yaml:"listen"`
 	AuthToken          string         `yaml:"auth_token"`

@@ -1,0 +1,71 @@
+package loop_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+func applyAll(t *testing.T, st *loop.State, evs ...events.Event) {
+	t.Helper()
+	for _, e := range evs {
+		env := events.MustNew(e)
+		env.Seq = st.Seq + 1
+		if err := st.Apply(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The conversation's state folds what canvas tool results and canvas
+// notes showed (the newest version known whole, never going back) and
+// what the open run wrote; a new run counts afresh (the per-turn limits).
+func TestCanvasStateFoldsSeenVersionsAndRunWrites(t *testing.T) {
+	st := &loop.State{}
+	applyAll(t, st,
+		&events.ConversationOpened{Agent: "chef", Channel: "delegate", RootID: "api-root", RootSource: "api"},
+		&events.RunStarted{RunID: "r1", Agent: "chef", Trigger: "delegate"},
+		&events.ToolCompleted{RunID: "r1", CallID: "c1", Tool: "artifact_create", Canvas: &events.CanvasRef{Artifact: "a1", Version: 1, Op: events.OpCreate, Whole: true}},
+		&events.ToolCompleted{RunID: "r1", CallID: "c2", Tool: "artifact_edit", Canvas: &events.CanvasRef{Artifact: "a1", Version: 2, Op: events.OpEdit, Whole: true}},
+		&events.ToolCompleted{RunID: "r1", CallID: "c3", Tool: "artifact_read", Canvas: &events.CanvasRef{Artifact: "a1", Version: 1, Whole: true}},
+		&events.ToolCompleted{RunID: "r1", CallID: "c4", Tool: "artifact_edit", IsError: true, Canvas: &events.CanvasRef{Artifact: "a2", Version: 4, Op: events.OpEdit}},
+		&events.ToolCompleted{RunID: "r1", CallID: "c5", Tool: "artifact_import", Canvas: &events.CanvasRef{Artifact: "a3", Version: 1, Op: events.OpImport, Whole: true}},
+	)
+	if got := st.CanvasSeen(); got["a1"] != 2 || got["a3"] != 1 || got["a2"] != 0 {
+		t.Errorf("seen = %v, want a1 at 2 (an older read does not go back), a3 at 1, a2 unseen", got)
+	}
+	if st.RunCanvas.Created != 2 || st.RunCanvas.Writes["a1"] != 1 || st.RunCanvas.Writes["a2"] != 0 {
+		t.Errorf("run writes = %+v, want 2 created, a1 written once, a refused write not counted", st.RunCanvas)
+	}
+	if st.CanvasChannel() != "api" {
+		t.Errorf("a child follows its root's channel: %q", st.CanvasChannel())
+	}
+	applyAll(t, st,
+		&events.RunFinished{RunID: "r1", Status: events.RunDone},
+		&events.MessageReceived{Channel: "web", Text: "next", CanvasNotes: &events.CanvasNotes{Text: "n", Told: []events.CanvasTold{{Artifact: "a1", Version: 5, Whole: true}, {Artifact: "a2", Version: 6}}}},
+		&events.RunStarted{RunID: "r2", Agent: "chef", Trigger: "message"},
+	)
+	if st.RunCanvas.Created != 0 || len(st.RunCanvas.Writes) != 0 {
+		t.Errorf("a new run counts afresh: %+v", st.RunCanvas)
+	}
+	if got := st.CanvasSeen(); got["a1"] != 5 || got["a2"] != 0 || st.Canvas["a2"].Told != 6 {
+		t.Errorf("after the notes: seen %v, marks %v", got, st.Canvas)
+	}
+}
+
+// On the api channel the system prompt says canvases are read-only.
+func TestCanvasAPIChannelSystemPromptSaysReadOnly(t *testing.T) {
+	p := loop.Prompt{AgentDir: t.TempDir(), Now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	plain, err := loop.SystemPrompt(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.CanvasReadOnly = true
+	ro, _ := loop.SystemPrompt(p)
+	if strings.Contains(plain, "API channel") || !strings.Contains(ro, loop.CanvasReadOnlyLine) || !strings.HasSuffix(ro, "Today: 2026-12-01.") {
+		t.Errorf("prompt:\n%s", ro)
+	}
+}
