@@ -53,7 +53,7 @@ func child(arg string) {
 
 func extract(data []byte, req request) (doc *Doc, notPDF bool, err error) {
 	ctx := context.Background()
-	rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling)
+	rc := runtimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling)
 	if req.CacheDir != "" {
 		if err := os.MkdirAll(req.CacheDir, 0o700); err == nil {
 			if cc, err := wazero.NewCompilationCacheWithDir(req.CacheDir); err == nil {

@@ -2,4 +2,8 @@
 
 package pdf
 
+import "github.com/tetratelabs/wazero"
+
 const raceEnabled = false
+
+func runtimeConfig() wazero.RuntimeConfig { return wazero.NewRuntimeConfig() }

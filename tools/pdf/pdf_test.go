@@ -13,6 +13,9 @@ import (
 	"github.com/my-agent-crew/crew/tools/pdf"
 )
 
+// Each extraction is a child process (about 12 s under the race detector,
+// which runs PDFium interpreted), so the tests make four.
+
 // cacheDir is shared by the package's tests, so PDFium compiles once.
 var cacheDir string
 
@@ -52,10 +55,6 @@ func TestTextReadsVietnamesePerPage(t *testing.T) {
 			t.Errorf("line break lost: %q", p.Text)
 		}
 	}
-	doc, err = pdf.Text(t.Context(), makePDF(invoice), pdf.Options{CacheDir: cacheDir, Pages: []int{2}})
-	if err != nil || len(doc.Pages) != 1 || !strings.Contains(doc.Pages[0].Text, "1.250.000 ₫") {
-		t.Errorf("page 2 alone: %+v %v", doc, err)
-	}
 }
 
 func TestTextRefusesWhatIsNotAPDF(t *testing.T) {
@@ -69,9 +68,6 @@ func TestTextRefusesWhatIsNotAPDF(t *testing.T) {
 	}
 	if _, err := pdf.Text(t.Context(), make([]byte, pdf.MaxBytes+1), pdf.Options{}); !errors.Is(err, pdf.ErrTooLarge) {
 		t.Errorf("too large: %v", err)
-	}
-	if _, err := pdf.Text(t.Context(), makePDF(invoice), pdf.Options{CacheDir: cacheDir, Pages: []int{4}}); err == nil || !strings.Contains(err.Error(), "has 3 page(s)") {
-		t.Errorf("page past the end: %v", err)
 	}
 }
 
