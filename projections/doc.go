@@ -1,6 +1,6 @@
 // Package projections builds read models of the event log in bbolt: the
-// conversation list, runs with their steps, jobs, conversation summaries and
-// memory proposals (All). The same file caches the turns' state snapshots,
+// conversation list, runs with their steps, jobs, conversation summaries,
+// memory proposals and the usage ledger (All). The same file caches the turns' state snapshots,
 // which are not a projection (Snapshots). Each projection is fed by
 // its own durable JetStream pull consumer and can be thrown away and
 // rebuilt from the log at any time; no business decision lives here.

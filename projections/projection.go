@@ -31,7 +31,7 @@ type Projection interface {
 
 // All returns every projection of this build, in a stable order.
 func All() []Projection {
-	return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}, Canvases{}}
+	return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}, Canvases{}, Usage{}}
 }
 
 // Named is the projection called name, as a list; "" is All().

@@ -141,6 +141,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Pages:         c.pages(dir, h),
 			Jobs:          c.jobs,
 			Memory:        c.memory,
+			Usage:         &web.Usage{DB: st.db, Location: h.Config.Location(), Log: st.log, WaitFor: c.runner.WaitFor},
 			Conversations: c.summaries,
 			Inbound:       c.inbound,
 			Approvals:     c.approvals,

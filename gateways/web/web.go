@@ -70,6 +70,8 @@ type Config struct {
 	// Conversations summarizes and closes conversations; nil leaves the
 	// endpoints out.
 	Conversations ConversationOps
+	// Usage serves /api/usage and /usage; nil leaves them out.
+	Usage *Usage
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -174,6 +176,9 @@ func (s *server) routes() *router {
 	s.routeConversationOps(mux)
 	if cfg.Memory != nil {
 		s.routesMemory(mux)
+	}
+	if cfg.Usage != nil {
+		s.routesUsage(mux)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))

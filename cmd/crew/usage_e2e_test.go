@@ -1,0 +1,85 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// R-LOOP-5 in the browser: two agents' model calls with known and unknown
+// costs reach /api/usage and the /usage page, whose plot is drawn by the
+// server (one bar per agent and day) and which lists the top
+// conversations and the calls whose cost is unknown.
+func TestBrowserUsagePage(t *testing.T) {
+	ctx := newBrowser(t)
+	home := initHome(t)
+	useUTC(t, home)
+	// One script for every agent, played in call order: master, the
+	// coach, master again.
+	script := writeScript(t, `
+- text: "Planned your week."
+  usage: {input: 1200, output: 300, cost_usd: 0.042}
+- text: "Oats, two hours before."
+  usage: {input: 800, output: 90, cost_usd: 0.0185}
+- text: "Added the dentist."
+  usage: {input: 1500, output: 120, cost_unknown: true}
+`)
+	putAgent(t, home, "health-coach", "name: Health coach\ntools: [progress_note]\n", "You are the owner's health coach.")
+	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
+
+	var convs []string
+	for _, m := range []map[string]any{{"text": "plan my week"}, {"text": "breakfast?", "agent": "health-coach"}} {
+		code, acc := postJSON(t, s.url+"/api/inbound", m)
+		if code != 202 {
+			t.Fatalf("inbound %v = %d %v", m, code, acc)
+		}
+		id := acc["conversation_id"].(string)
+		waitConv(t, s.url, id, "answered", settled)
+		convs = append(convs, id)
+	}
+	code, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "and the dentist", "conversation_id": convs[0]})
+	if code != 202 {
+		t.Fatalf("inbound = %d %v", code, acc)
+	}
+	waitConv(t, s.url, convs[0], "answered twice", func(c convView) bool { return settled(c) && len(c.History) == 4 })
+
+	var rep struct {
+		TotalUSD         float64 `json:"total_usd"`
+		UnknownCostCalls int     `json:"unknown_cost_calls"`
+		Groups           []struct {
+			Key   string  `json:"key"`
+			USD   float64 `json:"usd"`
+			Calls int     `json:"calls"`
+		} `json:"groups"`
+	}
+	if code := getJSON(t, s.url+"/api/usage?group_by=agent", &rep); code != 200 || math.Abs(rep.TotalUSD-0.0605) > 1e-9 || rep.UnknownCostCalls != 1 || len(rep.Groups) != 2 {
+		t.Fatalf("/api/usage = %d %+v", code, rep)
+	}
+
+	do(t, ctx,
+		chromedp.Navigate(s.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="usage-link"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="usage-link"]`)),
+	)
+	wait(t, ctx, s, `[data-testid="usage-chart"]`)
+	if got := text(t, ctx, `[data-testid="usage-total"]`); got != "$0.0605" {
+		t.Errorf("total shown = %q, want $0.0605", got)
+	}
+	if got := text(t, ctx, `[data-testid="usage-unknown"]`); !strings.HasPrefix(got, "1 ") {
+		t.Errorf("unknown shown = %q", got)
+	}
+	if n := count(t, ctx, `[data-testid="usage-bar"]`); n != 2 {
+		t.Errorf("%d bars, want one per agent today", n)
+	}
+	if n := count(t, ctx, `[data-testid="usage-conversations"] tbody tr`); n != 2 {
+		t.Errorf("%d top conversations, want 2", n)
+	}
+	if legend := text(t, ctx, `[data-testid="usage-legend"]`); !strings.Contains(legend, "master") || !strings.Contains(legend, "health-coach") {
+		t.Errorf("legend = %q", legend)
+	}
+	shot(t, ctx, "usage")
+	fitsPhone(t, ctx)
+	s.stop(t)
+}
