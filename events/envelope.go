@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Event is a payload: a past-tense fact with a stable type name and a
@@ -64,7 +65,9 @@ func (env Envelope) Decode() (Event, error) {
 		return nil, &DecodeError{Subject: env.Subject, Seq: env.Seq, Err: err}
 	}
 	e := mk()
-	if err := json.Unmarshal(env.Data, e); err != nil {
+	// The payload is decoded by every projection and every state load:
+	// segmentio's decoder (encoding/json's behaviour, about twice as fast).
+	if err := fastjson.Unmarshal(env.Data, e); err != nil {
 		return nil, &DecodeError{Subject: env.Subject, Seq: env.Seq, Err: fmt.Errorf("%s v%d: %w", env.Type, env.V, err)}
 	}
 	return e, nil

@@ -1,27 +1,35 @@
 // Package projections builds read models of the event log in bbolt: the
 // conversation list, runs with their steps, jobs, conversation summaries,
-// memory proposals and the usage ledger (All). The same file caches the turns' state snapshots,
-// which are not a projection (Snapshots). Each projection is fed by
-// its own durable JetStream pull consumer and can be thrown away and
-// rebuilt from the log at any time; no business decision lives here.
+// memory proposals and the usage ledger (All). The same file caches the
+// turns' state snapshots, which are not a projection (Snapshots).
+// Projections at the same checkpoint share one durable JetStream pull
+// consumer; each can be thrown away and rebuilt from the log at any time;
+// no business decision lives here.
 //
 // # Delivery semantics
 //
-//   - Ordered: one goroutine per projection applies events one at a time,
-//     in stream sequence order, from a consumer filtered on "crew.>".
-//   - At-least-once delivery, exactly-once apply: an event is applied and the
+//   - Ordered, in batches: one goroutine per group of projections (those at
+//     the same checkpoint at Open: all of them, normally) reads a consumer
+//     filtered on "crew.>" and applies the events already delivered (up to
+//     1000) in stream sequence order, each decoded once, in one bbolt
+//     transaction. Catching up fills the batches; a live event goes alone.
+//     A projection behind the others (added by an upgrade, rebuilt) is its
+//     own group and catches up beside them without holding them.
+//   - At-least-once delivery, exactly-once apply: a batch is applied and each
 //     projection's checkpoint (the stream sequence it has applied up to,
 //     bucket "_checkpoints") is written in the same bbolt transaction, and
-//     the message is acknowledged only after that transaction commits. An
-//     event redelivered after a crash between commit and ack has a sequence
-//     at or below the checkpoint and is skipped.
+//     the batch is acknowledged (its newest message, AckAll) only after
+//     that transaction commits. An event redelivered after a crash between
+//     commit and ack has a sequence at or below the checkpoint and is
+//     skipped.
 //   - The bbolt checkpoint is the truth, not the consumer: on Open, a
 //     consumer whose ack floor differs from the checkpoint (bbolt file
 //     deleted or restored, unacknowledged messages left by a crash) is
 //     deleted and recreated to start at checkpoint+1.
 //   - A failing event stops its projection rather than being skipped: an
 //     event of an unknown type or newer version, or one whose Apply fails,
-//     leaves the checkpoint before it, is not acknowledged, is logged once
+//     leaves the checkpoint before it (the batch's events before it are
+//     committed on their own), is not acknowledged, is logged once
 //     and is reported by Runner.Status with its subject and sequence. The
 //     other projections go on. Restarting (after an upgrade or a fix)
 //     resumes at that event. The exception is a conversation's event this
@@ -31,8 +39,8 @@
 //     build can read a recorded event, Open rebuilds the projections.
 //   - Apply is deterministic: it uses only the event (its data, subject,
 //     sequence and Time), never the clock or map order, so Rebuild (batched
-//     transactions) gives byte-identical buckets to live application (one
-//     transaction per event); Dump compares them.
+//     transactions of its own) gives byte-identical buckets to live
+//     application; Dump compares them.
 //
 // Views are JSON values of plain structs under big-endian or sortable keys.
 // Readers (ListConversations, GetRun, ...) open their own read transaction;

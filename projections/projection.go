@@ -126,20 +126,36 @@ func writeCheckpoint(tx *bbolt.Tx, name string, seq uint64) error {
 	return b.Put([]byte(name), u64(seq))
 }
 
-// applyEvent applies env and advances the checkpoint in tx. Shared by the
-// Runner (one event per tx) and Rebuild (batches), so both write the same
-// bytes.
+// applyEvent applies env and advances the checkpoint in tx, for Rebuild.
+// The Runner does the same per batch (ensureBuckets once, apply per event,
+// the checkpoint once), so both write the same bytes.
 func applyEvent(tx *bbolt.Tx, p Projection, env events.Envelope) error {
-	for _, name := range p.Buckets() {
-		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-			return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
-		}
-	}
-	if err := p.Apply(tx, env); err != nil {
+	if err := ensureBuckets(tx, p); err != nil {
 		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
+	}
+	if err := apply(tx, p, env); err != nil {
+		return err
 	}
 	if err := writeCheckpoint(tx, p.Name(), env.Seq); err != nil {
 		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: fmt.Errorf("write checkpoint: %w", err)}
+	}
+	return nil
+}
+
+// ensureBuckets creates p's buckets: they exist when Apply is called.
+func ensureBuckets(tx *bbolt.Tx, p Projection) error {
+	for _, name := range p.Buckets() {
+		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply is p.Apply with the error naming the event.
+func apply(tx *bbolt.Tx, p Projection, env events.Envelope) error {
+	if err := p.Apply(tx, env); err != nil {
+		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,13 +28,25 @@ type Runner struct {
 	closed  bool
 	changed chan struct{} // closed and replaced whenever a worker's state changes
 	workers []*worker
+	groups  []*group
+}
+
+// group is the projections one consumer feeds: those whose checkpoints
+// were equal at Open (all of them, normally). Each event is read and
+// decoded once for the group, and each batch is one bbolt transaction
+// holding every member's changes and checkpoint. A projection behind the
+// others (new in this build, or rebuilt) is its own group and catches up
+// beside them without holding them.
+type group struct {
+	consumer string // the durable name: its first member's
+	cons     jetstream.Consumer
+	members  []*worker
 }
 
 // worker is one projection's state. Fields after p are guarded by
 // Runner.mu.
 type worker struct {
-	p    Projection
-	cons jetstream.Consumer
+	p Projection
 
 	checkpoint uint64
 	running    bool
@@ -45,9 +58,12 @@ type worker struct {
 type config struct {
 	// ackWait of the consumers; zero is the server default (30s).
 	ackWait time.Duration
-	// afterCommit runs between commit and ack; an error means the ack is
-	// lost (as if the process died there): the message is not acknowledged.
+	// afterCommit runs between a batch's commit and its ack, once per
+	// member with the batch's last sequence; an error means the ack is
+	// lost (as if the process died there): the batch is not acknowledged.
 	afterCommit func(name string, seq uint64) error
+	// batch caps the events of one transaction; zero is batchMax.
+	batch int
 }
 
 // Status is one projection's progress, for `crew doctor` and /healthz.
@@ -67,11 +83,12 @@ type Status struct {
 	ErrorSeq     uint64 `json:"error_seq,omitempty"`
 }
 
-// Open starts one durable consumer ("proj_<name>", all of "crew.>",
-// explicit acks) and one goroutine per projection. A consumer out of step
-// with the projection's checkpoint is recreated to start after the
-// checkpoint. A projection whose checkpoint is beyond the stream's end is
-// not started; Status reports it.
+// Open starts one durable consumer ("proj_<name>" of its first member, all
+// of "crew.>", acked per batch) and one goroutine per group of projections
+// at the same checkpoint. A consumer out of step with the group's
+// checkpoint is recreated to start after the checkpoint. A projection
+// whose checkpoint is beyond the stream's end is not started; Status
+// reports it.
 func Open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logger, ps ...Projection) (*Runner, error) {
 	return open(ctx, log, db, logger, config{}, ps...)
 }
@@ -106,6 +123,7 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 		}
 	}
 	r := &Runner{log: log, db: db, logger: logger, cfg: cfg, changed: make(chan struct{})}
+	at := map[uint64]*group{}
 	for _, p := range ps {
 		w := &worker{p: p}
 		r.workers = append(r.workers, w)
@@ -116,27 +134,43 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 			r.fail(w, fmt.Errorf("checkpoint %d is beyond the stream's last sequence %d (another home's database?): rebuild the projection", w.checkpoint, last))
 			continue
 		}
-		if w.cons, err = r.consumer(ctx, p.Name(), w.checkpoint); err != nil {
+		g := at[w.checkpoint]
+		if g == nil {
+			g = &group{consumer: consumerName(p.Name())}
+			at[w.checkpoint] = g
+			r.groups = append(r.groups, g)
+		}
+		g.members = append(g.members, w)
+	}
+	for _, g := range r.groups {
+		if g.cons, err = r.consumer(ctx, g.consumer, g.members[0].checkpoint); err != nil {
 			return nil, fmt.Errorf("open projections: %w", err)
+		}
+		// A member's own consumer from an earlier start (it led a group
+		// then) would hold its messages on the server for nothing.
+		for _, w := range g.members[1:] {
+			err := log.Stream().DeleteConsumer(ctx, consumerName(w.p.Name()))
+			if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return nil, fmt.Errorf("open projections: delete consumer %s: %w", consumerName(w.p.Name()), err)
+			}
 		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	for _, w := range r.workers {
-		if w.cons == nil {
-			continue
+	for _, g := range r.groups {
+		for _, w := range g.members {
+			w.running = true
 		}
-		w.running = true
-		r.wg.Go(func() { r.run(runCtx, w) })
+		r.wg.Go(func() { r.run(runCtx, g) })
 	}
 	return r, nil
 }
 
-// consumer returns the durable consumer of projection name, recreated to
-// start at checkpoint+1 unless its ack floor is the checkpoint with nothing
+// consumer returns the durable consumer named durable, recreated to start
+// at checkpoint+1 unless its ack floor is the checkpoint with nothing
 // pending.
-func (r *Runner) consumer(ctx context.Context, name string, checkpoint uint64) (jetstream.Consumer, error) {
-	stream, durable := r.log.Stream(), consumerName(name)
+func (r *Runner) consumer(ctx context.Context, durable string, checkpoint uint64) (jetstream.Consumer, error) {
+	stream := r.log.Stream()
 	cons, err := stream.Consumer(ctx, durable)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -145,21 +179,23 @@ func (r *Runner) consumer(ctx context.Context, name string, checkpoint uint64) (
 	default:
 		info := cons.CachedInfo()
 		if info.AckFloor.Stream == checkpoint && info.NumAckPending == 0 &&
-			info.Config.FilterSubject == allEvents && info.Config.AckPolicy == jetstream.AckExplicitPolicy {
+			info.Config.FilterSubject == allEvents && info.Config.AckPolicy == jetstream.AckAllPolicy &&
+			info.Config.MaxAckPending == maxAckPending {
 			return cons, nil
 		}
 		r.logger.Info("projection consumer out of step with its checkpoint; recreating it",
-			logProjection, name, "ack_floor", info.AckFloor.Stream, "ack_pending", info.NumAckPending, "checkpoint", checkpoint)
+			logConsumer, durable, "ack_floor", info.AckFloor.Stream, "ack_pending", info.NumAckPending, "checkpoint", checkpoint)
 		if err := stream.DeleteConsumer(ctx, durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("delete consumer %s: %w", durable, err)
 		}
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:       durable,
-		Description:   "projection " + name,
+		Description:   "projections",
 		FilterSubject: allEvents,
-		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       r.cfg.ackWait,
+		MaxAckPending: maxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 	if checkpoint > 0 {
@@ -178,94 +214,263 @@ const allEvents = events.Root + ".>"
 // Log attribute keys.
 const (
 	logProjection = "projection"
+	logConsumer   = "consumer"
 	logSubject    = "subject"
 	logSeq        = "seq"
 	logErr        = "err"
 )
 
-func (r *Runner) run(ctx context.Context, w *worker) {
-	msgs, err := w.cons.Messages()
+// batchMax is the most events one bbolt transaction applies. A batch is
+// whatever the consumer has already delivered, up to batchMax: catching up
+// fills it, a live event goes alone and at once. maxAckPending lets one
+// batch be fetched while the one before is applied.
+const (
+	batchMax      = 1000
+	maxAckPending = 2 * batchMax
+)
+
+// delivery is one message or the consumer's terminal error.
+type delivery struct {
+	msg jetstream.Msg
+	err error
+}
+
+func (r *Runner) run(ctx context.Context, g *group) {
+	size := r.cfg.batch
+	if size <= 0 {
+		size = batchMax
+	}
+	msgs, err := g.cons.Messages(jetstream.PullMaxMessages(size))
 	if err != nil {
-		r.fail(w, fmt.Errorf("consume: %w", err))
+		r.failGroup(g, fmt.Errorf("consume: %w", err))
 		return
 	}
-	defer msgs.Stop()
+	// The pump hands messages over as they come; the loop below takes
+	// every one already handed over as one batch.
+	ch := make(chan delivery, size)
+	pumpCtx, stopPump := context.WithCancel(ctx)
+	pumpDone := make(chan struct{})
+	go func() {
+		defer close(pumpDone)
+		for {
+			msg, err := msgs.Next(jetstream.NextContext(pumpCtx))
+			select {
+			case ch <- delivery{msg, err}:
+			case <-pumpCtx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { stopPump(); msgs.Stop(); <-pumpDone }()
+	batch := make([]jetstream.Msg, 0, size)
 	for {
-		msg, err := msgs.Next(jetstream.NextContext(ctx))
-		if err != nil {
+		batch = batch[:0]
+		var last error
+		select {
+		case d := <-ch:
+			if last = d.err; last == nil {
+				batch = append(batch, d.msg)
+			}
+		case <-ctx.Done():
+			r.stopGroup(g)
+			return
+		}
+	fill:
+		for last == nil && len(batch) < size {
+			select {
+			case d := <-ch:
+				if last = d.err; last == nil {
+					batch = append(batch, d.msg)
+				}
+			default:
+				break fill
+			}
+		}
+		if len(batch) > 0 {
+			if err := r.handle(g, batch); err != nil {
+				r.failGroup(g, err)
+				return
+			}
+			if len(r.active(g)) == 0 {
+				return // each member stopped at its own event
+			}
+		}
+		if last != nil {
 			if ctx.Err() != nil {
-				r.stopped(w)
+				r.stopGroup(g)
 				return
 			}
 			// Next retries transient trouble (missed heartbeats,
 			// reconnects) itself; what it returns is terminal, such as
 			// the consumer being deleted under us.
-			r.fail(w, fmt.Errorf("consume %s: %w", consumerName(w.p.Name()), err))
-			return
-		}
-		if err := r.handle(w, msg); err != nil {
-			r.fail(w, err)
+			r.failGroup(g, fmt.Errorf("consume %s: %w", g.consumer, last))
 			return
 		}
 	}
 }
 
-// handle applies one message (or skips a redelivery) and acks it after the
-// commit. An error stops the projection without acking.
-func (r *Runner) handle(w *worker, msg jetstream.Msg) error {
-	meta, err := msg.Metadata()
-	if err != nil {
-		return &ApplyError{Projection: w.p.Name(), Subject: msg.Subject(), Err: fmt.Errorf("message metadata: %w", err)}
-	}
-	seq, name := meta.Sequence.Stream, w.p.Name()
-	applied := false
-	err = r.db.Update(func(tx *bbolt.Tx) error {
-		cp, err := readCheckpoint(tx, name)
-		if err != nil {
-			return &ApplyError{Projection: name, Subject: msg.Subject(), Seq: seq, Err: err}
+// active returns g's members that have not stopped.
+func (r *Runner) active(g *group) []*worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*worker
+	for _, w := range g.members {
+		if w.err == nil {
+			out = append(out, w)
 		}
-		if seq <= cp {
+	}
+	return out
+}
+
+// handle applies a batch of messages to g's members in one bbolt
+// transaction with their checkpoints (skipping redeliveries already
+// applied) and acks it after the commit: the newest message's ack covers
+// the batch (AckAll). A member that fails at an event stops there: the
+// events before it are committed for every member, and the others go on
+// with the rest of the batch. An error returned stops the whole group.
+func (r *Runner) handle(g *group, batch []jetstream.Msg) error {
+	for len(batch) > 0 {
+		active := r.active(g)
+		if len(active) == 0 {
 			return nil
 		}
-		env, err := events.DecodeStored(msg.Subject(), seq, msg.Data())
-		if de := (*events.DecodeError)(nil); errors.As(err, &de) {
-			if err := skipUndecodable(tx, w.p, de); err != nil {
+		n, failed, err := r.applyBatch(active, batch)
+		if err == nil {
+			r.committed(active, batch)
+			return nil
+		}
+		if failed == nil {
+			return err // not one member's: metadata, or the commit itself
+		}
+		if n > 0 {
+			// bbolt has no savepoints: commit the events before the
+			// failing one on their own.
+			if _, _, err := r.applyBatch(active, batch[:n]); err != nil {
 				return err
 			}
-			applied = true
-			return nil
+			r.committed(active, batch[:n])
 		}
-		if err != nil {
-			return err
-		}
-		if err := applyEvent(tx, w.p, env); err != nil {
-			return err
-		}
-		applied = true
-		return nil
-	})
-	if err != nil {
-		return err
+		r.fail(failed, err)
+		batch = batch[n:]
 	}
+	return nil
+}
+
+// applyBatch applies batch to members in one transaction, each event
+// decoded once. On an error nothing is committed; it returns how many
+// messages came before the failing one and the member that failed (nil
+// when the failure is not one member's).
+func (r *Runner) applyBatch(members []*worker, batch []jetstream.Msg) (int, *worker, error) {
+	tx, err := r.db.Begin(true)
+	if err != nil {
+		return 0, nil, fmt.Errorf("projections: begin: %w", err)
+	}
+	defer tx.Rollback()
+	cps := make([]uint64, len(members))
+	for j, w := range members {
+		if cps[j], err = readCheckpoint(tx, w.p.Name()); err != nil {
+			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].Subject(), Err: err}
+		}
+		if err := ensureBuckets(tx, w.p); err != nil {
+			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].Subject(), Err: err}
+		}
+	}
+	start := slices.Clone(cps)
+	for i, msg := range batch {
+		meta, err := msg.Metadata()
+		if err != nil {
+			return i, nil, &ApplyError{Projection: members[0].p.Name(), Subject: msg.Subject(), Err: fmt.Errorf("message metadata: %w", err)}
+		}
+		seq := meta.Sequence.Stream
+		var env events.Envelope
+		var derr error
+		decoded := false
+		for j, w := range members {
+			if seq <= cps[j] {
+				continue
+			}
+			if !decoded {
+				env, derr = events.DecodeStored(msg.Subject(), seq, msg.Data())
+				decoded = true
+			}
+			if de := (*events.DecodeError)(nil); errors.As(derr, &de) {
+				if err := skipUndecodable(tx, w.p, de); err != nil {
+					return i, w, err
+				}
+			} else if derr != nil {
+				return i, w, derr
+			} else if err := apply(tx, w.p, env); err != nil {
+				return i, w, err
+			}
+			cps[j] = seq
+		}
+	}
+	for j, w := range members {
+		if cps[j] != start[j] {
+			if err := writeCheckpoint(tx, w.p.Name(), cps[j]); err != nil {
+				return len(batch), nil, &ApplyError{Projection: w.p.Name(), Seq: cps[j], Err: fmt.Errorf("write checkpoint: %w", err)}
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return len(batch), nil, fmt.Errorf("projections: commit: %w", err)
+	}
+	return len(batch), nil, nil
+}
+
+// committed records members' progress through the committed messages done
+// and acks them.
+func (r *Runner) committed(members []*worker, done []jetstream.Msg) {
+	var newest jetstream.Msg
+	var last uint64
+	for _, msg := range done {
+		meta, _ := msg.Metadata() // read fine in applyBatch
+		if seq := meta.Sequence.Stream; newest == nil || seq > last {
+			newest, last = msg, seq
+		}
+	}
+	applied := false
 	r.mu.Lock()
-	if applied {
-		w.checkpoint = seq
-	} else {
-		w.skipped++
+	for _, w := range members {
+		if last > w.checkpoint {
+			w.checkpoint, applied = last, true
+		} else {
+			w.skipped += uint64(len(done))
+		}
 	}
 	r.notifyLocked()
 	r.mu.Unlock()
 	if applied && r.cfg.afterCommit != nil {
-		if err := r.cfg.afterCommit(name, seq); err != nil {
-			r.logger.Warn("ack lost after commit", logProjection, name, logSeq, seq, logErr, err)
-			return nil
+		for _, w := range members {
+			if err := r.cfg.afterCommit(w.p.Name(), last); err != nil {
+				r.logger.Warn("ack lost after commit", logProjection, w.p.Name(), logSeq, last, logErr, err)
+				return
+			}
 		}
 	}
-	if err := msg.Ack(); err != nil {
-		// Harmless: the redelivery will be skipped.
-		r.logger.Warn("ack failed; the redelivery will be skipped", logProjection, name, logSeq, seq, logErr, err)
+	// A redelivery can arrive behind newer messages: ack the newest, which
+	// covers every one before it.
+	if err := newest.Ack(); err != nil {
+		// Harmless: the redeliveries will be skipped.
+		r.logger.Warn("ack failed; the redelivery will be skipped", logSeq, last, logErr, err)
 	}
-	return nil
+}
+
+// failGroup stops every running member of g with err.
+func (r *Runner) failGroup(g *group, err error) {
+	for _, w := range r.active(g) {
+		r.fail(w, err)
+	}
+}
+
+// stopGroup marks g's members stopped by Close.
+func (r *Runner) stopGroup(g *group) {
+	for _, w := range g.members {
+		r.stopped(w)
+	}
 }
 
 // fail stops w with err and logs it, once.

@@ -1,8 +1,8 @@
 package projections
 
 import (
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
