@@ -65,6 +65,7 @@ func ValidatePolicy(p AgentPolicy) error {
 		{"shell_ask_patterns", p.ShellAskPatterns},
 		{"shell_allow_patterns", p.ShellAllowPatterns},
 		{"shell_deny_patterns", p.ShellDenyPatterns},
+		{"browser_ask_patterns", p.BrowserAskPatterns},
 	} {
 		for _, pat := range set.patterns {
 			if _, err := regexp.Compile(pat); err != nil {

@@ -145,6 +145,15 @@ type AgentPolicy struct {
 	// write only beneath the workspace, these paths (relative ones are taken
 	// from the workspace) and a private temp dir.
 	ShellWritePaths []string
+	// Browser is agent.yaml's browser: "read", "act", or "" (no browser
+	// tools). BrowserHosts are the hosts browser_navigate visits without
+	// asking (a name matches itself and its subdomains; host:port only
+	// that port); BrowserAskPatterns are regular expressions, matched
+	// case-insensitively against an element's name, that make browser_act
+	// and browser_download ask, in addition to the built-in ones.
+	Browser            string
+	BrowserHosts       []string
+	BrowserAskPatterns []string
 }
 
 // Tool is one callable tool.

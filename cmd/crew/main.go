@@ -33,6 +33,7 @@ func init() {
 		{"replay", "<run-id> [--route ROUTE]", "re-drive a recorded run with its recorded replies and results; show the first divergence", runReplay},
 		{"verify", "<FILE> [--key-file F | --no-key]", "check an export's keyed hash chain (written by this home?); name the first broken line", runVerify},
 		{"projections", "rebuild [NAME]", "rebuild read models from the event log (server stopped)", runProjections},
+		{"browser", "login <agent> [url]", "open a window on an agent's browser profile to sign in (its browser tools wait)", runBrowser},
 		{"memory", "consolidate <agent>", "rewrite an agent's MEMORY.md from the last 7 days of notes, as a proposal", runMemory},
 	}
 }

@@ -62,9 +62,10 @@ type crewRuntime struct {
 	summaries *summarize.Summarizer
 	// stopWatch ends the crew's reload watch.
 	stopWatch func()
-	routes    string // what serve prints about models
-	banner    string // what the UI shows at the top, if anything
-	dir       string // the home
+	net       *netTools // the web tools' settings and the browsers
+	routes    string    // what serve prints about models
+	banner    string    // what the UI shows at the top, if anything
+	dir       string    // the home
 }
 
 // startCrew wires the loop onto an open store.
@@ -74,7 +75,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		return nil, err
 	}
 	create := schedule.NewCreateTool(time.Now)
-	nt := newNetTools(h, getenv)
+	nt := newNetTools(dir, h, getenv, logger.With("component", "browser"))
 	cv := &canvas.Service{Store: projections.CanvasStore{DB: st.db, NotFound: canvas.ErrNotFound}, Log: st.log, WaitFor: runner.WaitFor,
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
 	reg, err := tools.New(allTools(create, nt, cv)...)
@@ -175,7 +176,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
 // Close stops the scheduler, then the worker; the next start then knows
@@ -184,6 +185,7 @@ func (c *crewRuntime) Close() {
 	c.stopWatch()
 	c.sched.Close()
 	c.worker.Close()
+	c.net.Close()
 	home.ClearRunning(c.dir)
 }
 

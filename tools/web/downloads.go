@@ -39,7 +39,7 @@ func SafeName(name, fallback string) string {
 			b.WriteRune(r)
 		}
 	}
-	out := strings.TrimLeft(strings.TrimSpace(b.String()), ".-")
+	out := strings.TrimLeft(strings.TrimSpace(b.String()), "._-")
 	for len(out) > 100 {
 		ext := filepath.Ext(out)
 		if len(ext) > 10 {

@@ -18,6 +18,9 @@ type Config struct {
 	// Models, keyed by route, says what the harness cannot ask the
 	// provider: context window, reply limit, vision, prices.
 	Models map[string]ModelConfig `yaml:"models"`
+	// BrowserEnabled gives agents with browser: in agent.yaml the
+	// browser tools.
+	BrowserEnabled bool `yaml:"browser_enabled"`
 	// WebSearch is the provider web_search asks.
 	WebSearch WebSearch `yaml:"web_search"`
 
@@ -114,6 +117,9 @@ type Agent struct {
 	ShellDenyPatterns  []string      `yaml:"shell_deny_patterns"`
 	ShellNetwork       *bool         `yaml:"shell_network"` // nil: not set
 	ShellWritePaths    []string      `yaml:"shell_write_paths"`
+	Browser            string        `yaml:"browser"` // "read", "act" or "": the browser tools
+	BrowserHosts       []string      `yaml:"browser_hosts"`
+	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
 }
 
 // Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,

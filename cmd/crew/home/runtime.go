@@ -50,6 +50,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 		if len(names) == 0 {
 			names = defaults
 		}
+		names = h.withBrowser(a, names)
 		out[id] = loop.Agent{
 			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
@@ -59,6 +60,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 			Policy: tools.AgentPolicy{
 				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
 				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
+				Browser: a.Browser, BrowserHosts: a.BrowserHosts, BrowserAskPatterns: a.BrowserAskPatterns,
 			},
 		}
 	}

@@ -10,14 +10,10 @@ var unbuilt = []struct {
 	schema string // which file: the schema it is validated against
 	key    string // dotted path
 }{
-	{"config.schema.json", "nats.url"},        // an external NATS cluster
-	{"config.schema.json", "mcp_servers"},     // MCP tools
-	{"config.schema.json", "browser_enabled"}, // browser tools
-	{"agent.schema.json", "vision_routes"},    // image input
+	{"config.schema.json", "nats.url"},     // an external NATS cluster
+	{"config.schema.json", "mcp_servers"},  // MCP tools
+	{"agent.schema.json", "vision_routes"}, // image input
 	{"agent.schema.json", "mcp"},
-	{"agent.schema.json", "browser"},
-	{"agent.schema.json", "browser_hosts"},
-	{"agent.schema.json", "browser_ask_patterns"},
 	{"agent.schema.json", "computer"}, // desktop tools
 	{"agent.schema.json", "computer_apps"},
 	{"agent.schema.json", "script_calls"}, // the script tool

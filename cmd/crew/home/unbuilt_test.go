@@ -13,8 +13,8 @@ import (
 // The keys of the design that this build does not act on. An issue that
 // builds one removes it here and from unbuilt.
 var wantUnbuilt = map[string][]string{
-	"config.yaml": {"nats.url", "mcp_servers", "browser_enabled"},
-	"agent.yaml": {"vision_routes", "mcp", "browser", "browser_hosts", "browser_ask_patterns",
+	"config.yaml": {"nats.url", "mcp_servers"},
+	"agent.yaml": {"vision_routes", "mcp",
 		"computer", "computer_apps", "script_calls"},
 }
 

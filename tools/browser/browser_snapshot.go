@@ -1,0 +1,36 @@
+package browser
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/fence"
+)
+
+//go:embed browser_snapshot.md
+var snapshotDescription string
+
+// Snapshot returns the current tab's outline with fresh refs.
+type Snapshot struct{ base }
+
+func (Snapshot) Def() tools.Def {
+	return tools.Def{Name: "browser_snapshot", Description: snapshotDescription + "\n" + fence.Rule, Params: noParams}
+}
+
+var noParams = json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)
+
+func (s Snapshot) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct{}
+	if msg, ok := tools.DecodeArgs("browser_snapshot", args, &a); !ok {
+		return tools.Failf("%s", msg), nil
+	}
+	return s.run(ctx, env, "browser_snapshot", func(in *instance) (tools.Result, error) {
+		t, err := currentTab(in, env)
+		if err != nil {
+			return tools.Failf("browser_snapshot: %v", err), nil
+		}
+		return pageResult(ctx, in, env, t, "", true)
+	})
+}
