@@ -13,7 +13,7 @@ import (
 // testCtx bounds a test's waits.
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second) // a bound for a loaded CI machine under -race, not a speed test
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,13 @@ import (
 
 // failingModel is an OpenAI-compatible server that answers by the end of
 // the owner's last message: "fail" gets OpenRouter's 401, "long" eighty
-// lines (so the chat scrolls), "slow" its answer after two seconds, and
-// anything else "ok".
-type failingModel struct{}
+// lines (so the chat scrolls), "slow" its answer once hold is closed (after
+// two seconds when there is no hold), and anything else "ok".
+type failingModel struct {
+	hold <-chan struct{}
+}
 
-func (failingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m failingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), 400)
@@ -50,8 +53,14 @@ func (failingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply = b.String()
 	case strings.HasSuffix(last, "slow"):
+		var wait <-chan time.Time
+		if m.hold == nil {
+			wait = time.After(2 * time.Second)
+		}
 		select {
-		case <-time.After(2 * time.Second):
+		case <-m.hold: // nil without a hold: never ready
+		case <-wait:
+		case <-time.After(time.Minute): // a bound, should the test never release it
 		case <-r.Context().Done():
 			return
 		}
@@ -69,6 +78,18 @@ func startFailingModel(t *testing.T) string {
 	srv := httptest.NewServer(failingModel{})
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1"
+}
+
+// startHeldModel is startFailingModel whose "slow" answers wait for
+// release, so a test can act while a turn runs however loaded the machine.
+func startHeldModel(t *testing.T) (url string, release func()) {
+	t.Helper()
+	hold := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	srv := httptest.NewServer(failingModel{hold: hold})
+	t.Cleanup(func() { release(); srv.Close() })
+	return srv.URL + "/v1", release
 }
 
 func send(t *testing.T, ctx context.Context, s *server, msg string) {
@@ -229,7 +250,8 @@ func TestBrowserFailedRunShownInChat(t *testing.T) {
 func TestBrowserQueuedNoteInChat(t *testing.T) {
 	ctx := newBrowser(t)
 	home := initHome(t)
-	s := startServe(t, home, "MY_AGENT_ROUTES=openrouter:vendor/model", "OPENROUTER_API_KEY=test-key", "OPENROUTER_BASE_URL="+startFailingModel(t))
+	model, release := startHeldModel(t)
+	s := startServe(t, home, "MY_AGENT_ROUTES=openrouter:vendor/model", "OPENROUTER_API_KEY=test-key", "OPENROUTER_BASE_URL="+model)
 	do(t, ctx, chromedp.Navigate(s.url+"/"))
 	send(t, ctx, s, "go slow")
 	wait(t, ctx, s, `[data-testid="working"]`)
@@ -243,6 +265,7 @@ func TestBrowserQueuedNoteInChat(t *testing.T) {
 	}
 	inView(t, ctx, `[data-testid="queued-note"]`)
 	shot(t, ctx, "queued")
+	release()
 	waitJS(t, ctx, s, "both answered", `[...document.querySelectorAll('[data-testid="msg-assistant"]')].map(e => e.textContent.trim()).join('|') === 'slow done|ok'`)
 	waitIdle(t, ctx, s)
 	if n := count(t, ctx, `[data-testid="queued-note"]`); n != 0 {
