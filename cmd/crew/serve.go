@@ -142,6 +142,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Jobs:          c.jobs,
 			Memory:        c.memory,
 			Usage:         &web.Usage{DB: st.db, Location: h.Config.Location(), Log: st.log, WaitFor: c.runner.WaitFor},
+			Canvas:        c.canvasAPI(),
 			Conversations: c.summaries,
 			Inbound:       c.inbound,
 			Approvals:     c.approvals,

@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/summarize"
+	"github.com/my-agent-crew/crew/tools/canvas"
 )
 
 // MaxBody is the largest request body accepted (413 beyond).
@@ -156,7 +157,13 @@ func sseFrame(event, id string, data []byte) []byte {
 // decodeBody reads one JSON object strictly: unknown fields, trailing data
 // and bodies over MaxBody are refused with a JSON error.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	return decodeBodyUpTo(w, r, v, MaxBody)
+}
+
+// decodeBodyUpTo is decodeBody with a body limit of its own (a canvas
+// version can be larger than any other request).
+func decodeBodyUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -173,7 +180,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	case err == nil:
 		return true
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body over %d bytes", MaxBody))
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body over %d bytes", limit))
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "bad_json", "empty body: want a JSON object")
 	default:
@@ -225,6 +232,15 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{summarize.ErrUnknownConversation, http.StatusNotFound, "not_found"},
 		{summarize.ErrNothingToSummarize, http.StatusConflict, "refused"},
 		{summarize.ErrNotClosable, http.StatusConflict, "refused"},
+		{canvas.ErrNotFound, http.StatusNotFound, "not_found"},
+		{canvas.ErrBadRequest, http.StatusBadRequest, "bad_request"},
+		{canvas.ErrBadKind, http.StatusUnprocessableEntity, "bad_kind"},
+		{canvas.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+		{canvas.ErrStoreFull, http.StatusInsufficientStorage, "store_full"},
+		{canvas.ErrNotRendered, http.StatusNotFound, "not_rendered"},
+		{canvas.ErrNoSource, http.StatusConflict, "no_source"},
+		{canvas.ErrSourceFailed, http.StatusConflict, "source_failed"},
+		{canvas.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
 		{ErrRefused, http.StatusConflict, "refused"},
 	} {

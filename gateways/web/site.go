@@ -237,15 +237,24 @@ func (s *server) activity(w http.ResponseWriter, r *http.Request) {
 	frames := make(chan []byte)
 	go func() {
 		defer cancel()
-		for env, err := range s.cfg.Log.Follow(ctx, events.Root+".conv.>", from) {
+		for env, err := range s.cfg.Log.Follow(ctx, events.Root+".>", from) {
 			if err != nil {
 				return
 			}
-			if !activityTypes[env.Type] {
+			var body []byte
+			switch scope := events.ScopeOf(env.Subject); {
+			case scope.Kind() == "canvas":
+				s.pagesCaughtUp(ctx, env.Seq)
+				body = canvasActivity(env, scope.ID())
+			case scope.Kind() != "conv" || !activityTypes[env.Type]:
+				continue
+			default:
+				s.pagesCaughtUp(ctx, env.Seq)
+				body, _ = json.Marshal(map[string]any{"type": env.Type, "seq": env.Seq, "conversation": scope.ID(), "data": env.Data})
+			}
+			if body == nil {
 				continue
 			}
-			s.pagesCaughtUp(ctx, env.Seq)
-			body, _ := json.Marshal(map[string]any{"type": env.Type, "seq": env.Seq, "conversation": events.ScopeOf(env.Subject).ID(), "data": env.Data})
 			select {
 			case frames <- sseFrame(env.Type, strconv.FormatUint(env.Seq, 10), body):
 			case <-ctx.Done():

@@ -72,6 +72,9 @@ type Config struct {
 	Conversations ConversationOps
 	// Usage serves /api/usage and /usage; nil leaves them out.
 	Usage *Usage
+	// Canvas serves /api/artifacts and the conversations' open canvas;
+	// nil leaves them out.
+	Canvas *CanvasAPI
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -179,6 +182,9 @@ func (s *server) routes() *router {
 	}
 	if cfg.Usage != nil {
 		s.routesUsage(mux)
+	}
+	if cfg.Canvas != nil {
+		s.routesCanvas(mux)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// canvasAPI wires /api/artifacts: the canvas service, agents' workspaces
+// for reimports, and the conversations' open canvas (canvas_focused,
+// appended through the conversation's writer).
+func (c *crewRuntime) canvasAPI() *web.CanvasAPI {
+	return &web.CanvasAPI{
+		Service: c.canvas,
+		WaitFor: c.runner.WaitFor,
+		Workspace: func(id string) string {
+			a, _ := c.crew.agent(id)
+			return a.Workspace
+		},
+		Focus: func(ctx context.Context, conv string, f events.CanvasFocused) (uint64, error) {
+			cv, err := c.convs.Get(ctx, conv)
+			if err != nil {
+				return 0, err
+			}
+			stored, err := cv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
+				if st.Agent == "" {
+					return nil, web.ErrNotFound
+				}
+				return []events.Event{&f}, nil
+			})
+			if err != nil || len(stored) == 0 {
+				return 0, err
+			}
+			return stored[len(stored)-1].Seq, nil
+		},
+	}
+}
