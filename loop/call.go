@@ -76,16 +76,34 @@ func (t *Turn) tool(name string) (tools.Tool, bool) {
 
 // lookup finds a tool the agent may use: one its tools list names, or a
 // loop tool any agent may call (it only talks to the owner).
-func (t *Turn) lookup(name string) (tools.Tool, bool) {
+func (t *Turn) lookup(ctx context.Context, name string) (tools.Tool, bool) {
+	if strings.HasPrefix(name, mcpPrefix) {
+		// An MCP tool: one this conversation loaded with tool_search.
+		if t.deps.MCP == nil || len(t.agent.MCP) == 0 || !t.isLoaded(name) {
+			return nil, false
+		}
+		return t.deps.MCP.Lookup(ctx, t.agent.MCP, name)
+	}
 	tool, ok := t.tool(name)
-	if !ok || !(slices.Contains(t.agent.Tools, name) || traitsOf(tool).anyAgent) {
+	if !ok || !(slices.Contains(t.agent.Tools, name) || traitsOf(tool).anyAgent || t.handedOut(name)) {
 		return nil, false
 	}
 	return tool, true
 }
 
-// defs are the definitions of the agent's tools, sorted by name.
-func (t *Turn) defs() []tools.Def {
+// mcpPrefix starts every MCP tool's name (tools/mcp.Prefix).
+const mcpPrefix = "mcp__"
+
+// handedOut: a tool the agent gets from what it has, not from its tools
+// list — tool_search with MCP servers.
+func (t *Turn) handedOut(name string) bool {
+	return name == ToolSearchTool && len(t.agent.MCP) > 0 && t.deps.MCP != nil
+}
+
+// defs are the definitions of the agent's tools: its own sorted by name,
+// then tool_search when it has MCP servers, then the MCP tools this
+// conversation loaded, sorted by name.
+func (t *Turn) defs(ctx context.Context) []tools.Def {
 	var defs []tools.Def
 	if t.deps.Tools != nil {
 		defs = t.deps.Tools.Defs(t.agent.Tools)
@@ -96,6 +114,12 @@ func (t *Turn) defs() []tools.Def {
 		}
 	}
 	slices.SortFunc(defs, func(a, b tools.Def) int { return strings.Compare(a.Name, b.Name) })
+	if t.handedOut(ToolSearchTool) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == ToolSearchTool }) {
+		defs = append(defs, toolSearch{}.Def())
+	}
+	for _, mt := range t.loadedTools(ctx) {
+		defs = append(defs, mt.Def())
+	}
 	return defs
 }
 
@@ -134,7 +158,7 @@ func unknownTool(name string) string {
 // the gate asked for an approval.
 func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest) (paused bool, err error) {
 	tc := &toolCall{ToolCallRequest: c, runID: s.openRun, step: s.step}
-	tool, ok := t.lookup(c.Name)
+	tool, ok := t.lookup(ctx, c.Name)
 	if !ok {
 		return false, t.result(ctx, s.openRun, s.step, c, unknownTool(c.Name), true, "blocked")
 	}
@@ -169,7 +193,7 @@ func (t *Turn) vet(tool tools.Tool, c events.ToolCallRequest) (text, outcome str
 
 // approved runs a call whose approval was given.
 func (t *Turn) approved(ctx context.Context, runID string, step int, c events.ToolCallRequest) error {
-	tool, ok := t.lookup(c.Name)
+	tool, ok := t.lookup(ctx, c.Name)
 	if !ok {
 		return t.result(ctx, runID, step, c, unknownTool(c.Name), true, "blocked")
 	}

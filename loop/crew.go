@@ -31,6 +31,9 @@ func Roster(homeDir, master string, agents map[string]Agent, schedules func(id s
 			fmt.Fprintf(&b, " — model %s", a.Routes[0])
 		}
 		fmt.Fprintf(&b, "; tools: %s", strings.Join(a.Tools, ", "))
+		if len(a.MCP) > 0 {
+			fmt.Fprintf(&b, "; MCP servers: %s", strings.Join(a.MCP, ", "))
+		}
 		if skills, _ := kit.Skills(homeDir, a.Dir); len(skills) > 0 {
 			names := make([]string, len(skills))
 			for i, sk := range skills {

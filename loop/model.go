@@ -35,7 +35,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
 	opts := []llms.CallOption{}
-	if defs := t.toolDefs(s.child); len(defs) > 0 {
+	if defs := t.toolDefs(ctx, s.child); len(defs) > 0 {
 		opts = append(opts, llms.WithTools(defs))
 	}
 	var lastErr error
@@ -106,14 +106,14 @@ var canvasWriteTools = []string{"artifact_create", "artifact_edit", "artifact_re
 
 // writesCanvases: the agent has a tool that writes canvases.
 func (t *Turn) writesCanvases() bool {
-	return slices.ContainsFunc(canvasWriteTools, func(n string) bool { _, ok := t.lookup(n); return ok })
+	return slices.ContainsFunc(canvasWriteTools, func(n string) bool { _, ok := t.lookup(context.Background(), n); return ok })
 }
 
 // toolDefs declares the agent's tools to the model; a delegated child is
 // not offered delegate (one level deep).
-func (t *Turn) toolDefs(child bool) []llms.Tool {
+func (t *Turn) toolDefs(ctx context.Context, child bool) []llms.Tool {
 	var out []llms.Tool
-	for _, d := range t.defs() {
+	for _, d := range t.defs(ctx) {
 		if child && d.Name == DelegateTool {
 			continue
 		}

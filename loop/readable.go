@@ -99,3 +99,18 @@ func marshalIndent(v any) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// ToolSource says where a tool comes from when it is not the crew's own —
+// "MCP server notes, tool search" for mcp__notes__search — so that an
+// approval card names the server and the tool; "" for the crew's tools.
+func ToolSource(name string) string {
+	rest, ok := strings.CutPrefix(name, mcpPrefix)
+	if !ok {
+		return ""
+	}
+	server, tool, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || tool == "" {
+		return ""
+	}
+	return "MCP server " + server + ", tool " + tool
+}

@@ -189,6 +189,11 @@ type State struct {
 	// uninterrupted one would.
 	Guard     Guard `json:"guard"`
 	Escalated bool  `json:"escalated,omitempty"`
+
+	// Loaded are the MCP tools tool_search declared in this conversation,
+	// in the order found, folded from its results' meta (R-MCP): they are
+	// declared to the model from the next call on, after a restart too.
+	Loaded []string `json:"loaded,omitempty"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -360,6 +365,9 @@ func (s *State) Apply(env events.Envelope) error {
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
 		s.canvasResult(e)
+		if e.Tool == ToolSearchTool {
+			s.load(e.Meta["loaded"])
+		}
 		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome})
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {
@@ -384,6 +392,24 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Seq = env.Seq
 	}
 	return nil
+}
+
+// load adds the names of a tool_search result's meta to Loaded.
+func (s *State) load(v any) {
+	var names []any
+	switch v := v.(type) {
+	case []any:
+		names = v
+	case []string:
+		for _, n := range v {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		if name, ok := n.(string); ok && !slices.Contains(s.Loaded, name) {
+			s.Loaded = append(s.Loaded, name)
+		}
+	}
 }
 
 // tell records what a stored message's notes told the conversation.
@@ -646,7 +672,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 13
+const snapshotVersion byte = 14
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -255,3 +255,42 @@ func TestHarnessModelCallCountsCostButIsNoReply(t *testing.T) {
 }
 
 func usd(v float64) *float64 { return &v }
+
+// R-MCP: the loaded set is derived from the conversation's own events
+// (tool_search results' meta.loaded), so a cold replay and a snapshot give
+// the same set; other tools' meta does not load anything.
+func TestToolSearchLoadedSetFoldedFromEvents(t *testing.T) {
+	_, log := eventstest.Start(t)
+	ctx := t.Context()
+	evs := []events.Envelope{
+		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "find"}),
+		events.MustNew(&events.RunStarted{RunID: "r", Agent: "master", Trigger: "message"}),
+		events.MustNew(&events.ModelCalled{RunID: "r", Step: 1, Route: "fake:a", Model: "a",
+			ToolCalls: []events.ToolCallRequest{{ID: "c1", Name: "tool_search", Arguments: json.RawMessage(`{"query":"echo"}`)}}}),
+		events.MustNew(&events.ToolCompleted{RunID: "r", Step: 1, CallID: "c1", Tool: "tool_search", Output: "found",
+			Meta: map[string]any{"loaded": []string{"mcp__s__echo", "mcp__s__sum"}}}),
+		events.MustNew(&events.ToolCompleted{RunID: "r", Step: 1, CallID: "c2", Tool: "workspace_read", Output: "x",
+			Meta: map[string]any{"loaded": []string{"mcp__s__sneaky"}}}),
+		events.MustNew(&events.ToolCompleted{RunID: "r", Step: 1, CallID: "c3", Tool: "tool_search", Output: "found",
+			Meta: map[string]any{"loaded": []string{"mcp__s__echo"}}}),
+	}
+	if _, err := log.Append(ctx, events.Conv("c"), 0, evs...); err != nil {
+		t.Fatal(err)
+	}
+	cold, err := loop.LoadState(ctx, log, nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cold.Loaded, []string{"mcp__s__echo", "mcp__s__sum"}) {
+		t.Fatalf("loaded %v", cold.Loaded)
+	}
+	snaps := &memSnapshots{}
+	if err := loop.SaveSnapshot(snaps, cold); err != nil {
+		t.Fatal(err)
+	}
+	warm, err := loop.LoadState(ctx, log, snaps, "c")
+	if err != nil || !reflect.DeepEqual(warm.Loaded, cold.Loaded) {
+		t.Errorf("snapshot loaded %v (%v), cold %v", warm.Loaded, err, cold.Loaded)
+	}
+}

@@ -27,6 +27,7 @@ type Agent struct {
 	Routes          []string
 	EscalationRoute string
 	Tools           []string // registry tools the agent may use
+	MCP             []string // the MCP servers whose tools it may find (tool_search)
 	Autonomous      bool
 	MaxSteps        int
 	CostCapUSD      float64
@@ -70,6 +71,8 @@ type Deps struct {
 	Convs  *Convs
 	Agents func(id string) (Agent, bool)
 	Kick   func(conversation string)
+	// MCP is the crew's MCP servers; nil: none (R-MCP).
+	MCP MCP
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

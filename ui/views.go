@@ -146,6 +146,8 @@ type ApprovalCard struct {
 	Reason    string
 	ExpiresAt time.Time
 	ExpiresIn string // "9m 12s", computed when rendered on the server
+	// Source names an outside tool's origin: "MCP server notes, tool search".
+	Source string
 	// From and Conversation name the delegated agent that asked, when the
 	// approval is a child's shown on its root.
 	From         string

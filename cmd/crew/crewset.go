@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/mcp"
 )
 
 // crewSet is the loaded crew: the agents that run, the roster every system
@@ -27,6 +30,7 @@ type crewSet struct {
 	problems []string
 	profile  []scheduler.Job // the enabled schedules of the loaded agents
 	catalog  *llm.Catalog    // config.yaml models: over the built-in defaults
+	mcp      []mcp.Server    // config.yaml mcp_servers that can be used
 }
 
 // buildCrew checks every loaded agent against the tools the server has; a
@@ -37,15 +41,42 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())
 	}
+	servers, mcpProblems := h.MCPServers(os.Getenv)
+	problems = append(problems, mcpProblems...)
 	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, override != nil)...)
 	for id, a := range agents {
 		if err := loop.CheckAgent(a, reg); err != nil {
 			problems = append(problems, err.Error())
 			delete(agents, id)
+			continue
 		}
+		if err := checkMCP(&a, h, servers); err != nil {
+			problems = append(problems, err.Error())
+			delete(agents, id)
+			continue
+		}
+		agents[id] = a
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents), catalog: h.Config.Catalog()}
+	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents), catalog: h.Config.Catalog(), mcp: servers}
+}
+
+// checkMCP refuses an agent whose mcp: names a server config.yaml does not
+// declare, and drops from its list a declared one that cannot be used (its
+// problem is reported once, for the server).
+func checkMCP(a *loop.Agent, h *home.Home, usable []mcp.Server) error {
+	var keep []string
+	for _, name := range a.MCP {
+		if _, declared := h.Config.MCPServers[name]; !declared {
+			return fmt.Errorf("%s/agent.yaml: mcp: unknown server %q (config.yaml mcp_servers declares: %s)", a.Dir, name,
+				cmp.Or(strings.Join(slices.Sorted(maps.Keys(h.Config.MCPServers)), ", "), "none"))
+		}
+		if slices.ContainsFunc(usable, func(s mcp.Server) bool { return s.Name == name }) {
+			keep = append(keep, name)
+		}
+	}
+	a.MCP = keep
+	return nil
 }
 
 // liveCrew holds the current crewSet and reloads it when an agent's files

@@ -21,6 +21,7 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/pdf"
 	"github.com/my-agent-crew/crew/tools/schedule"
@@ -83,6 +84,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		return nil, err
 	}
 	cr := newCrew(dir, h, override, reg, logger.With("component", "crew"))
+	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
 	nc := st.srv.Conn()
 	deps := loop.Deps{
 		Models:   mdl.Model,
@@ -94,6 +96,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Roster:   cr.roster,
 		Spec:     cr.spec,
 		NewID:    nuid.Next,
+		MCP:      pool,
 		Live: func(conv, runID string, d llm.Delta) {
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
 			nc.Publish(events.LiveSubject(conv), b)
@@ -162,6 +165,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		events.Secrets().Load(set.home.EnvSecrets(), nil)
 		set.home.ConfigSecrets()
 		nt.reload(set.home, getenv)
+		pool.Configure(set.mcp)
 		if err := sched.SetProfile(watchCtx, set.profile); err != nil {
 			logger.Error("schedules not reloaded", "err", err)
 		}
@@ -171,7 +175,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		defer close(watchDone)
 		cr.watch(watchCtx, 2*time.Second)
 	}()
-	stop := func() { stopWatch(); <-watchDone }
+	stop := func() { stopWatch(); <-watchDone; pool.Close() }
 	banner := ""
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."

@@ -185,6 +185,9 @@ var chatConv = regexp.MustCompile(`^telegram-(-?[0-9]+)-[0-9]{8}(?:-[0-9]+)?$`)
 func approvalText(e *events.ApprovalRequested) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approval needed: %s\n", e.Tool)
+	if src := loop.ToolSource(e.Tool); src != "" {
+		fmt.Fprintf(&b, "(%s)\n", src)
+	}
 	// Commands and texts as they are, the rest as JSON without escapes:
 	// the owner reads what would run (plain text: nothing to escape).
 	rest, texts := loop.ReadableArgs(e.Arguments)

@@ -150,7 +150,7 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 		v.Waiting = len(chat.Queued)
 	}
 	if a := approval; a != nil {
-		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
+		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: loop.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
 		v.Approval.Args, v.Approval.Blocks = readable(approvalArgs)
 	}
 	// The state holds the events just stored; the projection catches up a
@@ -178,7 +178,7 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 				continue
 			}
 			v.Conv.Status = projections.ConversationAwaitingApproval
-			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Reason: a.Reason, ExpiresAt: a.ExpiresAt,
+			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: loop.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
 				ExpiresIn: p.left(a.ExpiresAt), From: p.agentName(a.Agent), Conversation: a.Conversation}
 			v.Approval.Args, v.Approval.Blocks = readable(a.Arguments)
 			break

@@ -23,6 +23,8 @@ type Config struct {
 	BrowserEnabled bool `yaml:"browser_enabled"`
 	// WebSearch is the provider web_search asks.
 	WebSearch WebSearch `yaml:"web_search"`
+	// MCPServers are the MCP servers agents may use (agent.yaml mcp).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 
 	loc *time.Location // resolved Timezone, set by Load
 }
@@ -62,6 +64,17 @@ type ModelConfig struct {
 type WebSearch struct {
 	Provider string `yaml:"provider"` // searxng, brave or tavily; empty: none
 	URL      string `yaml:"url"`      // searxng: the instance; others: replaces their API endpoint
+}
+
+// MCPServer is one entry of config.yaml mcp_servers.
+type MCPServer struct {
+	URL string `yaml:"url"`
+	// Headers go with every request; a value may name env variables as
+	// ${VAR}.
+	Headers        map[string]string `yaml:"headers"`
+	ReadOnlyTools  []string          `yaml:"read_only_tools"`
+	HiddenTools    []string          `yaml:"hidden_tools"`
+	TimeoutSeconds int               `yaml:"timeout_seconds"` // 0: 60
 }
 
 // Config defaults (R-HOME-6).
@@ -120,6 +133,7 @@ type Agent struct {
 	Browser            string        `yaml:"browser"` // "read", "act" or "": the browser tools
 	BrowserHosts       []string      `yaml:"browser_hosts"`
 	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
+	MCP                []string      `yaml:"mcp"` // servers of config.yaml mcp_servers
 }
 
 // Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,

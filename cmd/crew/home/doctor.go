@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
 
@@ -174,4 +175,43 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// CrewVersion is this build's module version, as MCP servers are told it.
+func CrewVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// MCPReport is what crew doctor says of each MCP server of config.yaml:
+// whether it answers, how many tools it offers and which the owner made
+// read-only.
+func (h *Home) MCPReport(ctx context.Context, getenv func(string) string) []string {
+	servers, problems := h.MCPServers(getenv)
+	if len(servers) == 0 && len(problems) == 0 {
+		return []string{"MCP servers: none declared (config.yaml mcp_servers)"}
+	}
+	lines := []string{"MCP servers:"}
+	pool := mcp.NewPool(CrewVersion(), servers, nil)
+	defer pool.Close()
+	for _, st := range pool.Status(ctx) {
+		if st.Err != nil {
+			lines = append(lines, fmt.Sprintf("  %s (%s): does not answer: %v", st.Name, st.URL, st.Err))
+			continue
+		}
+		ro := "none"
+		if len(st.ReadOnly) > 0 {
+			ro = strings.Join(st.ReadOnly, ", ")
+		}
+		lines = append(lines, fmt.Sprintf("  %s (%s): answers, %d tools (%d hidden), read-only: %s", st.Name, st.URL, len(st.Tools), st.Hidden, ro))
+		for _, p := range st.Problems {
+			lines = append(lines, "    "+p)
+		}
+	}
+	for _, p := range problems {
+		lines = append(lines, "  "+p)
+	}
+	return lines
 }

@@ -3,14 +3,20 @@ package home
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/mcp"
 )
 
 // What the loaded home gives the running server, in the shapes its
@@ -56,7 +62,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
-			Delegates: a.Delegates,
+			Delegates: a.Delegates, MCP: a.MCP,
 			Policy: tools.AgentPolicy{
 				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
 				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
@@ -65,6 +71,41 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 		}
 	}
 	return out
+}
+
+// envRef is a ${VAR} in an MCP header value.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// MCPServers are config.yaml's mcp_servers for the MCP pool, sorted by
+// name, their header values' ${VAR} taken from the env file or getenv. A
+// server whose header names a variable that is set nowhere is left out,
+// with a problem saying which.
+func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, problems []string) {
+	names := slices.Sorted(maps.Keys(h.Config.MCPServers))
+	for _, name := range names {
+		c := h.Config.MCPServers[name]
+		s := mcp.Server{Name: name, URL: c.URL, ReadOnly: c.ReadOnlyTools, Hidden: c.HiddenTools,
+			Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Headers: map[string]string{}}
+		var missing []string
+		for k, v := range c.Headers {
+			s.Headers[k] = envRef.ReplaceAllStringFunc(v, func(ref string) string {
+				name := envRef.FindStringSubmatch(ref)[1]
+				val := h.Getenv(name, getenv)
+				if val == "" {
+					missing = append(missing, name)
+				}
+				return val
+			})
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			problems = append(problems, fmt.Sprintf("%s: mcp_servers.%s.headers: %s not set in %s or the environment; the server is not used",
+				filepath.Join(h.Dir, "config.yaml"), name, strings.Join(slices.Compact(missing), ", "), filepath.Join(h.Dir, "env")))
+			continue
+		}
+		servers = append(servers, s)
+	}
+	return servers, problems
 }
 
 // ProfileJobs are the enabled schedules: of the agents in loaded, as the

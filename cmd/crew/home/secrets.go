@@ -29,10 +29,23 @@ func (h *Home) LoadSecrets(environ func() []string) {
 	h.ConfigSecrets()
 }
 
-// ConfigSecrets adds what config.yaml may hold that is secret: auth_token.
+// ConfigSecrets adds what config.yaml may hold that is secret: auth_token
+// and MCP header values written in it.
 func (h *Home) ConfigSecrets() {
 	if h.Config != nil && len(h.Config.AuthToken) >= events.MinEnvFileSecret {
 		events.Secrets().Add("auth_token", h.Config.AuthToken)
+	}
+	// An MCP header written into config.yaml itself (not as ${VAR}) is a
+	// credential too.
+	if h.Config == nil {
+		return
+	}
+	for name, srv := range h.Config.MCPServers {
+		for k, v := range srv.Headers {
+			if !strings.Contains(v, "${") && len(v) >= events.MinEnvFileSecret {
+				events.Secrets().Add("mcp_servers."+name+".headers."+k, v)
+			}
+		}
 	}
 }
 

@@ -11,10 +11,8 @@ var unbuilt = []struct {
 	key    string // dotted path
 }{
 	{"config.schema.json", "nats.url"},     // an external NATS cluster
-	{"config.schema.json", "mcp_servers"},  // MCP tools
 	{"agent.schema.json", "vision_routes"}, // image input
-	{"agent.schema.json", "mcp"},
-	{"agent.schema.json", "computer"}, // desktop tools
+	{"agent.schema.json", "computer"},      // desktop tools
 	{"agent.schema.json", "computer_apps"},
 	{"agent.schema.json", "script_calls"}, // the script tool
 }

@@ -13,8 +13,8 @@ import (
 // The keys of the design that this build does not act on. An issue that
 // builds one removes it here and from unbuilt.
 var wantUnbuilt = map[string][]string{
-	"config.yaml": {"nats.url", "mcp_servers"},
-	"agent.yaml": {"vision_routes", "mcp",
+	"config.yaml": {"nats.url"},
+	"agent.yaml": {"vision_routes",
 		"computer", "computer_apps", "script_calls"},
 }
 

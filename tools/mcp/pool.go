@@ -1,0 +1,497 @@
+// Package mcp is the crew's MCP client: the servers config.yaml declares
+// (mcp_servers), reached over streamable HTTP with the official SDK, and
+// their tools as registry-shaped tools named mcp__<server>__<tool> (R-MCP).
+//
+// A Pool holds one session per server, opened on first use and opened
+// again after it breaks. A server's tool list is kept from its last good
+// listing and listed again when the server says it changed
+// (notifications/tools/list_changed, debounced) or a session is opened
+// anew; a server that does not answer leaves its last list in place, so a
+// call to one of its tools gets a result that says the server is down
+// rather than "unknown tool".
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// Server is one entry of config.yaml mcp_servers, its header values
+// already resolved from the env (${VAR}).
+type Server struct {
+	Name     string
+	URL      string
+	Headers  map[string]string
+	ReadOnly []string // tool names as the server gives them: run without asking
+	Hidden   []string // never offered
+	Timeout  time.Duration
+}
+
+// Limits and pacing.
+const (
+	DefaultTimeout = 60 * time.Second       // one call
+	listTimeout    = 10 * time.Second       // connect and list
+	retryAfter     = 15 * time.Second       // a server that failed is not tried again sooner
+	debounce       = 250 * time.Millisecond // list_changed bursts
+	protocol       = "2025-11-25"           // skips the SDK's stateless probe, which servers of today refuse
+)
+
+func (s Server) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (s Server) same(o Server) bool {
+	return s.Name == o.Name && s.URL == o.URL && s.Timeout == o.Timeout &&
+		fmt.Sprint(s.Headers) == fmt.Sprint(o.Headers) &&
+		slices.Equal(s.ReadOnly, o.ReadOnly) && slices.Equal(s.Hidden, o.Hidden)
+}
+
+// Pool is the crew's MCP servers.
+type Pool struct {
+	version string
+	logger  *slog.Logger
+	clock   func() time.Time
+
+	mu      sync.Mutex
+	servers map[string]*server
+}
+
+// NewPool returns a pool over servers; nothing connects until used.
+func NewPool(version string, servers []Server, logger *slog.Logger) *Pool {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{version: version, logger: logger, clock: time.Now, servers: map[string]*server{}}
+	p.Configure(servers)
+	return p
+}
+
+// Configure replaces the declared servers: one whose declaration changed
+// or went is closed; the others keep their sessions.
+func (p *Pool) Configure(servers []Server) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := map[string]*server{}
+	for _, cfg := range servers {
+		if old, ok := p.servers[cfg.Name]; ok && old.cfg.same(cfg) {
+			next[cfg.Name] = old
+			continue
+		}
+		next[cfg.Name] = &server{cfg: cfg, pool: p}
+	}
+	for name, old := range p.servers {
+		if next[name] != old {
+			go old.close()
+		}
+	}
+	p.servers = next
+}
+
+// Close ends every session.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	old := p.servers
+	p.servers = map[string]*server{}
+	p.mu.Unlock()
+	for _, s := range old {
+		s.close()
+	}
+}
+
+// Names are the declared servers, sorted.
+func (p *Pool) Names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for n := range p.servers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Has reports whether name is a declared server.
+func (p *Pool) Has(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.servers[name]
+	return ok
+}
+
+func (p *Pool) server(name string) *server {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.servers[name]
+}
+
+// Tools are the tools of the named servers that may be offered, sorted by
+// name: hidden ones and both of a collision are left out. A server never
+// listed is connected to (bounded by listTimeout). problems says which
+// servers could not be listed and which names collided.
+func (p *Pool) Tools(ctx context.Context, servers []string) (out []tools.Tool, problems []error) {
+	type entry struct {
+		t    *Tool
+		from string
+	}
+	byName := map[string]entry{}
+	collided := map[string]bool{}
+	for _, name := range servers {
+		s := p.server(name)
+		if s == nil {
+			problems = append(problems, fmt.Errorf("MCP server %q is not declared in config.yaml mcp_servers", name))
+			continue
+		}
+		list, err := s.tools(ctx)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		for _, t := range list {
+			from := s.cfg.Name + "/" + t.remote
+			if e, dup := byName[t.name]; dup {
+				problems = append(problems, Collision{Name: t.name, First: e.from, Second: from})
+				collided[t.name] = true
+				continue
+			}
+			byName[t.name] = entry{t, from}
+		}
+	}
+	for n, e := range byName {
+		if !collided[n] {
+			out = append(out, e.t)
+		}
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Def().Name, b.Def().Name) })
+	return out, problems
+}
+
+// Lookup finds an offered tool by its registered name among the named
+// servers. A name of one of those servers that its last list does not
+// hold, while the server does not answer, is a tool that answers so.
+func (p *Pool) Lookup(ctx context.Context, servers []string, name string) (tools.Tool, bool) {
+	list, _ := p.Tools(ctx, servers)
+	for _, t := range list {
+		if t.Def().Name == name {
+			return t, true
+		}
+	}
+	srv, ok := ServerOf(name)
+	if !ok || !slices.Contains(servers, srv) {
+		return nil, false
+	}
+	s := p.server(srv)
+	if s == nil {
+		return nil, false
+	}
+	if err := s.lastErr(); err != nil {
+		return downTool{name: name, err: err}, true
+	}
+	return nil, false
+}
+
+// Status is what crew doctor reports of one server.
+type Status struct {
+	Name     string
+	URL      string
+	Err      error    // nil: it answered
+	Tools    []string // offered, by the server's names
+	ReadOnly []string // of those, the owner's read-only ones
+	Hidden   int
+	Problems []string // collisions within the server, read_only_tools it does not have
+}
+
+// Status connects to every declared server and lists its tools.
+func (p *Pool) Status(ctx context.Context) []Status {
+	var out []Status
+	for _, name := range p.Names() {
+		s := p.server(name)
+		st := Status{Name: name, URL: s.cfg.URL}
+		list, probs := p.Tools(ctx, []string{name})
+		if err := s.lastErr(); err != nil {
+			st.Err = err
+		}
+		have := map[string]bool{}
+		for _, t := range list {
+			mt := t.(*Tool)
+			have[mt.remote] = true
+			st.Tools = append(st.Tools, mt.remote)
+			if mt.readOnly {
+				st.ReadOnly = append(st.ReadOnly, mt.remote)
+			}
+		}
+		for _, e := range probs {
+			if st.Err == nil || e != st.Err {
+				st.Problems = append(st.Problems, e.Error())
+			}
+		}
+		if st.Err == nil {
+			for _, ro := range s.cfg.ReadOnly {
+				if !have[ro] && !slices.Contains(s.cfg.Hidden, ro) {
+					st.Problems = append(st.Problems, fmt.Sprintf("read_only_tools names %q, which the server does not offer", ro))
+				}
+			}
+		}
+		st.Hidden = len(s.cfg.Hidden)
+		out = append(out, st)
+	}
+	return out
+}
+
+// server is one declared server and its session.
+type server struct {
+	cfg  Server
+	pool *Pool
+
+	mu       sync.Mutex
+	cs       *sdk.ClientSession
+	list     []*Tool // from the last good listing
+	listed   bool
+	err      error // why the last connect, listing or call failed; nil after a good one
+	failedAt time.Time
+	timer    *time.Timer
+	closed   bool
+}
+
+func (s *server) lastErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *server) close() {
+	s.mu.Lock()
+	cs := s.cs
+	s.cs, s.closed = nil, true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	if cs != nil {
+		cs.Close()
+	}
+}
+
+// tools is the server's last list, listing it first when it never was
+// (and did not fail moments ago).
+func (s *server) tools(ctx context.Context) ([]*Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.listed && (s.err == nil || s.pool.clock().Sub(s.failedAt) >= retryAfter) {
+		s.relistLocked(ctx)
+	}
+	return s.list, s.err
+}
+
+// relistLocked connects if need be and lists the tools; s.mu is held.
+func (s *server) relistLocked(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, min(listTimeout, s.cfg.timeout()))
+	defer cancel()
+	cs, err := s.sessionLocked(ctx)
+	if err == nil {
+		var list []*Tool
+		list, err = s.fetch(ctx, cs)
+		if err == nil {
+			s.list, s.listed, s.err = list, true, nil
+			return
+		}
+		s.dropLocked(cs)
+	}
+	s.fail(err)
+}
+
+func (s *server) fail(err error) {
+	s.err = fmt.Errorf("MCP server %q (%s) is not answering: %v", s.cfg.Name, s.cfg.URL, oneLine(err))
+	s.failedAt = s.pool.clock()
+}
+
+// fetch lists every tool of the session.
+func (s *server) fetch(ctx context.Context, cs *sdk.ClientSession) ([]*Tool, error) {
+	var out []*Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(s.cfg.Hidden, t.Name) {
+			continue
+		}
+		out = append(out, s.tool(t))
+	}
+	slices.SortFunc(out, func(a, b *Tool) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// sessionLocked returns the open session or opens one; s.mu is held.
+func (s *server) sessionLocked(ctx context.Context) (*sdk.ClientSession, error) {
+	if s.closed {
+		return nil, errors.New("the server's declaration changed or the crew is stopping")
+	}
+	if s.cs != nil {
+		return s.cs, nil
+	}
+	cl := sdk.NewClient(&sdk.Implementation{Name: "my-agent-crew", Version: s.pool.version}, &sdk.ClientOptions{
+		Capabilities:           &sdk.ClientCapabilities{}, // no roots: the crew has none to give
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.changed() },
+	})
+	tr := &sdk.StreamableClientTransport{
+		Endpoint:   s.cfg.URL,
+		HTTPClient: &http.Client{Transport: headers{s.cfg.Headers, http.DefaultTransport}},
+		MaxRetries: 2,
+	}
+	cs, err := cl.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		return nil, err
+	}
+	s.cs = cs
+	s.listed = false // a new session: its tools are listed again
+	return cs, nil
+}
+
+func (s *server) dropLocked(cs *sdk.ClientSession) {
+	if s.cs == cs && cs != nil {
+		s.cs = nil
+		go cs.Close()
+	}
+}
+
+// changed lists the tools again once a burst of list_changed settles.
+func (s *server) changed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer = time.AfterFunc(debounce, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.closed && s.cs != nil {
+			s.relistLocked(context.Background())
+		}
+	})
+}
+
+// call runs one tool of the server. A session that broke is opened again
+// and the call tried once more only when the server cannot have seen it
+// (refused connection, unknown session); otherwise the result says it may
+// or may not have taken effect.
+func (s *server) call(ctx context.Context, remote string, args map[string]any) (tools.Result, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		s.mu.Lock()
+		cs, err := s.sessionLocked(cctx)
+		if err != nil {
+			s.fail(err)
+			e := s.err
+			s.mu.Unlock()
+			if ctx.Err() != nil {
+				return tools.Result{}, ctx.Err()
+			}
+			return tools.Failf("%v. The call of %s was not run; nothing changed on that server. Go on without it or try later.", e, remote), nil
+		}
+		s.mu.Unlock()
+		res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: remote, Arguments: args})
+		if err == nil {
+			s.mu.Lock()
+			s.err = nil
+			s.mu.Unlock()
+			return convert(s.cfg.Name, remote, res), nil
+		}
+		if ctx.Err() != nil {
+			return tools.Result{}, ctx.Err() // the turn is stopping
+		}
+		var rpc interface{ ErrorCode() int64 }
+		if errors.As(err, &rpc) {
+			return tools.Failf("MCP server %q refused the call of %s: %v", s.cfg.Name, remote, oneLine(err)), nil
+		}
+		s.mu.Lock()
+		s.dropLocked(cs)
+		s.mu.Unlock()
+		if cctx.Err() != nil {
+			return tools.Failf("MCP server %q did not answer the call of %s within %s; it may or may not have taken effect.", s.cfg.Name, remote, s.cfg.timeout()), nil
+		}
+		if attempt == 0 && unsent(err) {
+			continue
+		}
+		s.mu.Lock()
+		s.fail(err)
+		e := s.err
+		s.mu.Unlock()
+		if unsent(err) {
+			return tools.Failf("%v. The call of %s was not run; nothing changed on that server. Go on without it or try later.", e, remote), nil
+		}
+		return tools.Failf("%v. The call of %s may or may not have taken effect.", e, remote), nil
+	}
+}
+
+// unsent: the server cannot have run the request.
+func unsent(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, sdk.ErrConnectionClosed)
+}
+
+// headers adds the declared headers to every request.
+type headers struct {
+	h    map[string]string
+	next http.RoundTripper
+}
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.h) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.h {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.next.RoundTrip(r)
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// downTool stands for a tool of a server that does not answer and whose
+// list is not known: a call says so.
+type downTool struct {
+	name string
+	err  error
+}
+
+func (d downTool) Def() tools.Def {
+	return tools.Def{Name: d.name, Description: "A tool of an MCP server that is not answering.", Params: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (d downTool) NeedsApproval() bool { return true }
+
+func (d downTool) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Failf("%s", d.Check(tools.Env{}, nil)), nil
+}
+
+// Check refuses before anyone is asked to approve a call that cannot run.
+func (d downTool) Check(tools.Env, json.RawMessage) error {
+	return fmt.Errorf("%v. The call was not run; nothing changed on that server. Go on without it or try later", d.err)
+}

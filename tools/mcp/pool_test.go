@@ -1,0 +1,258 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+// goServer is an in-process MCP server on 127.0.0.1 (httptest).
+type goServer struct {
+	srv  *sdk.Server
+	http *httptest.Server
+	mu   sync.Mutex
+	args []string // raw arguments of each call, in order
+	hdr  []string // the X-Test header of each request
+}
+
+func newGoServer(t *testing.T) *goServer {
+	t.Helper()
+	g := &goServer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-test", Version: "1"}, nil)}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return g.srv }, nil)
+	g.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.hdr = append(g.hdr, r.Header.Get("X-Test"))
+		g.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { g.http.CloseClientConnections(); g.http.Close() })
+	return g
+}
+
+func (g *goServer) url() string { return g.http.URL }
+
+var objSchema = map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
+
+// add registers a tool that answers with res (after wait).
+func (g *goServer) add(name string, hint bool, wait time.Duration, res func(args string) *sdk.CallToolResult) {
+	g.srv.AddTool(&sdk.Tool{Name: name, Description: "the " + name + " tool", InputSchema: objSchema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: hint}},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			g.mu.Lock()
+			g.args = append(g.args, string(req.Params.Arguments))
+			g.mu.Unlock()
+			if wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return res(string(req.Params.Arguments)), nil
+		})
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+func names(ts []tools.Tool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Def().Name)
+	}
+	return out
+}
+
+func run(t *testing.T, p *Pool, servers []string, name, args string) tools.Result {
+	t.Helper()
+	tool, ok := p.Lookup(t.Context(), servers, name)
+	if !ok {
+		t.Fatalf("no tool %s", name)
+	}
+	res, err := tool.Run(t.Context(), tools.Env{}, json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// R-MCP: tools are named mcp__<server>__<tool>, normalised to the model's
+// function-name rules, and always sent an arguments object, never null.
+func TestMCPToolNamesNormalisedAndArgumentsNeverNull(t *testing.T) {
+	g := newGoServer(t)
+	g.add("get-sum", true, 0, func(string) *sdk.CallToolResult { return text("42") })
+	g.add("odd.name/x", false, 0, func(string) *sdk.CallToolResult { return text("odd") })
+	p := NewPool("test", []Server{{Name: "calc", URL: g.url(), ReadOnly: []string{"get-sum"}, Headers: map[string]string{"X-Test": "secret-header"}}}, nil)
+	defer p.Close()
+	list, probs := p.Tools(t.Context(), []string{"calc"})
+	if len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	if got := strings.Join(names(list), ","); got != "mcp__calc__get-sum,mcp__calc__odd_name_x" {
+		t.Fatalf("names %s", got)
+	}
+	sum := list[0].(*Tool)
+	if tools.NeedsApproval(sum) || !sum.ReadOnlyHint() || !tools.NeedsApproval(list[1]) {
+		t.Errorf("approval: get-sum (owner read-only) %v, odd %v", tools.NeedsApproval(sum), tools.NeedsApproval(list[1]))
+	}
+	for _, args := range []string{"", "null", "{}"} {
+		res := run(t, p, []string{"calc"}, "mcp__calc__get-sum", args)
+		if res.IsError || !strings.Contains(res.Output, "42") || !strings.Contains(res.Output, "UNTRUSTED DATA") {
+			t.Errorf("args %q: %+v", args, res)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, a := range g.args {
+		if a != "{}" {
+			t.Errorf("arguments sent %q, want {}", a)
+		}
+	}
+	for _, h := range g.hdr {
+		if h != "secret-header" {
+			t.Errorf("a request went without the declared header: %q", h)
+		}
+	}
+	if long := ToolName("s", strings.Repeat("x", 100)); len(long) != 64 || long == ToolName("s", strings.Repeat("x", 101)) {
+		t.Errorf("long names: %q", long)
+	}
+}
+
+// R-MCP: a collision after normalisation is refused with an error naming
+// both, and neither tool is offered; hidden tools are never offered.
+func TestMCPCollisionRefusedNamingBoth(t *testing.T) {
+	g := newGoServer(t)
+	g.add("a.b", false, 0, func(string) *sdk.CallToolResult { return text("1") })
+	g.add("a_b", false, 0, func(string) *sdk.CallToolResult { return text("2") })
+	g.add("secret", false, 0, func(string) *sdk.CallToolResult { return text("3") })
+	g.add("fine", false, 0, func(string) *sdk.CallToolResult { return text("4") })
+	p := NewPool("test", []Server{{Name: "s", URL: g.url(), Hidden: []string{"secret"}}}, nil)
+	defer p.Close()
+	list, probs := p.Tools(t.Context(), []string{"s"})
+	if got := strings.Join(names(list), ","); got != "mcp__s__fine" {
+		t.Errorf("offered %s, want only mcp__s__fine", got)
+	}
+	if len(probs) != 1 || !strings.Contains(probs[0].Error(), "s/a.b and s/a_b both become mcp__s__a_b") {
+		t.Errorf("problems %v", probs)
+	}
+	if _, ok := p.Lookup(t.Context(), []string{"s"}, "mcp__s__secret"); ok {
+		t.Error("a hidden tool was found")
+	}
+	st := p.Status(t.Context())
+	if len(st) != 1 || st[0].Err != nil || len(st[0].Problems) != 1 || st[0].Hidden != 1 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// R-MCP: results keep text, images (as image parts) and structured content.
+func TestMCPResultKeepsImagesAndStructuredContent(t *testing.T) {
+	g := newGoServer(t)
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	g.add("pic", true, 0, func(string) *sdk.CallToolResult {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "here"}, &sdk.ImageContent{Data: png, MIMEType: "image/png"}},
+			StructuredContent: map[string]any{"temperature": 33}}
+	})
+	g.add("bad", true, 0, func(string) *sdk.CallToolResult {
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "no such city"}}}
+	})
+	p := NewPool("test", []Server{{Name: "w", URL: g.url()}}, nil)
+	defer p.Close()
+	res := run(t, p, []string{"w"}, "mcp__w__pic", `{"text":"x"}`)
+	if len(res.Parts) != 1 || res.Parts[0].Kind != tools.PartImage || res.Parts[0].MIME != "image/png" || string(res.Parts[0].Data) != string(png) {
+		t.Errorf("parts %+v", res.Parts)
+	}
+	if !strings.Contains(res.Output, "here") || !strings.Contains(res.Output, `structured content: {"temperature":33}`) || !strings.Contains(res.Output, "[image 1: image/png") {
+		t.Errorf("output %s", res.Output)
+	}
+	if _, ok := res.Meta["structured_content"]; !ok {
+		t.Errorf("meta %v", res.Meta)
+	}
+	if bad := run(t, p, []string{"w"}, "mcp__w__bad", `{}`); !bad.IsError || !strings.Contains(bad.Output, "no such city") {
+		t.Errorf("error result %+v", bad)
+	}
+}
+
+// R-MCP: tools/list_changed is honoured — a tool added on the server is
+// offered once the (debounced) re-list ran, and a removed one goes.
+func TestMCPListChangedRelists(t *testing.T) {
+	g := newGoServer(t)
+	g.add("one", true, 0, func(string) *sdk.CallToolResult { return text("1") })
+	p := NewPool("test", []Server{{Name: "s", URL: g.url()}}, nil)
+	defer p.Close()
+	if list, _ := p.Tools(t.Context(), []string{"s"}); len(list) != 1 {
+		t.Fatalf("first list %v", names(list))
+	}
+	g.add("two", true, 0, func(string) *sdk.CallToolResult { return text("2") })
+	g.srv.RemoveTools("one")
+	eventstest.Eventually(t, "the new list after list_changed", func() bool {
+		list, _ := p.Tools(t.Context(), []string{"s"})
+		return strings.Join(names(list), ",") == "mcp__s__two"
+	})
+}
+
+// R-MCP: a call the server does not answer within timeout_seconds ends
+// with a result that says so (the turn goes on).
+func TestMCPTimeoutIsAResult(t *testing.T) {
+	g := newGoServer(t)
+	g.add("slow", true, time.Minute, func(string) *sdk.CallToolResult { return text("late") })
+	p := NewPool("test", []Server{{Name: "s", URL: g.url(), Timeout: 300 * time.Millisecond}}, nil)
+	defer p.Close()
+	res := run(t, p, []string{"s"}, "mcp__s__slow", `{}`)
+	if !res.IsError || !strings.Contains(res.Output, `did not answer the call of slow within 300ms`) {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// R-MCP: sessions reconnect — a server that restarts (its sessions gone)
+// is connected to again and the call runs once; a server that is down
+// gives a result naming it.
+func TestMCPReconnectsAndDownServerIsAResult(t *testing.T) {
+	g := newGoServer(t)
+	g.add("ping", true, 0, func(string) *sdk.CallToolResult { return text("pong") })
+	p := NewPool("test", []Server{{Name: "s", URL: g.url()}}, nil)
+	defer p.Close()
+	if res := run(t, p, []string{"s"}, "mcp__s__ping", `{}`); res.IsError {
+		t.Fatal(res.Output)
+	}
+	// A fresh server on the same address: the old session is unknown there.
+	addr := g.http.Listener.Addr().String()
+	g.http.CloseClientConnections()
+	g.http.Close()
+	g2 := &goServer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-test", Version: "2"}, nil)}
+	g2.add("ping", true, 0, func(string) *sdk.CallToolResult { return text("pong again") })
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return g2.srv }, nil)
+	g2.http = httptest.NewUnstartedServer(h)
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	g2.http.Listener = l
+	g2.http.Start()
+	res := run(t, p, []string{"s"}, "mcp__s__ping", `{}`)
+	if res.IsError || !strings.Contains(res.Output, "pong again") {
+		t.Fatalf("after the server restarted: %+v", res)
+	}
+	g2.mu.Lock()
+	calls := len(g2.args)
+	g2.mu.Unlock()
+	if calls != 1 {
+		t.Errorf("the restarted server saw %d calls, want 1", calls)
+	}
+	g2.http.CloseClientConnections()
+	g2.http.Close()
+	res = run(t, p, []string{"s"}, "mcp__s__ping", `{}`)
+	if !res.IsError || !strings.Contains(res.Output, `MCP server "s"`) || !strings.Contains(res.Output, "is not answering") || !strings.Contains(res.Output, "was not run") {
+		t.Errorf("down server: %+v", res)
+	}
+}
