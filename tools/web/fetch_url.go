@@ -26,6 +26,7 @@ import (
 
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
+	"github.com/my-agent-crew/crew/tools/pdf"
 )
 
 //go:embed fetch_url.md
@@ -125,7 +126,7 @@ func (f FetchURL) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 		if cut {
 			return tools.Failf("fetch_url: %s: the PDF is larger than %d MiB", final, MaxFetchBytes>>20), nil
 		}
-		return f.pdf(env, final, u, body, meta, &head)
+		return f.pdf(ctx, env, final, u, body, meta, &head)
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		decoded := decode(body, ctype)
 		title, text, err = htmlToMarkdown(decoded, final)
@@ -152,8 +153,9 @@ func (f FetchURL) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	return tools.Result{Output: out, IsError: resp.StatusCode >= 400, Meta: meta}, nil
 }
 
-// pdf saves a PDF into downloads/ and reports where.
-func (f FetchURL) pdf(env tools.Env, final string, u *url.URL, body []byte, meta map[string]any, head *strings.Builder) (tools.Result, error) {
+// pdf saves a PDF into downloads/, reports where, and shows its text
+// (the first pages, as pdf_read does).
+func (f FetchURL) pdf(ctx context.Context, env tools.Env, final string, u *url.URL, body []byte, meta map[string]any, head *strings.Builder) (tools.Result, error) {
 	name := path.Base(u.Path)
 	if !strings.HasSuffix(strings.ToLower(name), ".pdf") {
 		name = SafeName(u.Hostname(), "page") + ".pdf"
@@ -163,8 +165,19 @@ func (f FetchURL) pdf(env tools.Env, final string, u *url.URL, body []byte, meta
 		return tools.Failf("fetch_url: %s: the PDF could not be saved: %v", final, err), nil
 	}
 	meta["saved"] = rel
-	fmt.Fprintf(head, "Saved: %s (%d bytes)\n\nThe PDF was saved to %s in the workspace; this build has no PDF text reader, so its text is not shown.", rel, len(body), rel)
-	return tools.Result{Output: head.String(), Meta: meta, Parts: []tools.Part{tools.FilePart(rel, "application/pdf")}}, nil
+	fmt.Fprintf(head, "Saved: %s (%d bytes); pdf_read reads more of it\n\n", rel, len(body))
+	res := tools.Result{Meta: meta, Parts: []tools.Part{tools.FilePart(rel, "application/pdf")}}
+	doc, err := pdf.Text(ctx, body, pdf.Options{CacheDir: pdf.CacheDir(env.HomeDir)})
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Result{}, ctx.Err()
+		}
+		res.Output = head.String() + fmt.Sprintf("Its text could not be read: %v", err)
+		return res, nil
+	}
+	meta["pages"] = doc.Total
+	res.Output = head.String() + pdf.Format(rel, doc)
+	return res, nil
 }
 
 // unwrapURLError drops net/http's "Get "…":" prefix, which repeats the URL.

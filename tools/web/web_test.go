@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -62,7 +64,11 @@ func site(t *testing.T) *httptest.Server {
 	})
 	mux.HandleFunc("/docs/report.pdf", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/pdf")
-		io.WriteString(w, "%PDF-1.4 fake")
+		io.WriteString(w, "no PDF header here")
+	})
+	mux.HandleFunc("/real.pdf", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write(helloPDF("Hello from a PDF"))
 	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -114,6 +120,7 @@ func TestFetchURLKinds(t *testing.T) {
 	srv := site(t)
 	f := web.FetchURL{Client: srv.Client()}
 	e := env(t)
+	e.HomeDir = t.TempDir() // the PDF reader compiles once, then uses its cache there
 	if res := run(t, f, e, map[string]string{"url": srv.URL + "/latin1"}); res.IsError || !strings.Contains(res.Output, "café") {
 		t.Errorf("latin1: %s", res.Output)
 	}
@@ -124,15 +131,21 @@ func TestFetchURLKinds(t *testing.T) {
 		t.Errorf("png: %s", res.Output)
 	}
 	res := run(t, f, e, map[string]string{"url": srv.URL + "/docs/report.pdf"})
-	if res.IsError || !strings.Contains(res.Output, "downloads/report.pdf") {
-		t.Errorf("pdf: %s", res.Output)
+	if res.IsError || !strings.Contains(res.Output, "Saved: downloads/report.pdf") || !strings.Contains(res.Output, "Its text could not be read") {
+		t.Errorf("broken pdf: %s", res.Output)
 	}
-	if b, err := os.ReadFile(filepath.Join(e.Workspace, "downloads", "report.pdf")); err != nil || string(b) != "%PDF-1.4 fake" {
+	if b, err := os.ReadFile(filepath.Join(e.Workspace, "downloads", "report.pdf")); err != nil || string(b) != "no PDF header here" {
 		t.Errorf("pdf saved: %q %v", b, err)
 	}
 	res = run(t, f, e, map[string]string{"url": srv.URL + "/docs/report.pdf"})
 	if !strings.Contains(res.Output, "downloads/report-1.pdf") {
 		t.Errorf("second pdf replaced the first: %s", res.Output)
+	}
+	// A real PDF is saved and its text shown, fenced, by the PDF reader.
+	res = run(t, f, e, map[string]string{"url": srv.URL + "/real.pdf"})
+	if res.IsError || !strings.Contains(res.Output, "Saved: downloads/real.pdf") || !strings.Contains(res.Output, "--- page 1 of 1 ---") ||
+		!strings.Contains(res.Output, "Hello from a PDF") || fenced.FindStringSubmatch(res.Output) == nil && !strings.Contains(res.Output, "<<<UNTRUSTED DATA id=") {
+		t.Errorf("real pdf: %s", res.Output)
 	}
 	if res := run(t, f, e, map[string]string{"url": srv.URL + "/big"}); res.IsError || !strings.Contains(res.Output, "only the first 5 MiB") || len(res.Output) > web.MaxFetchBytes+1000 {
 		t.Errorf("big: %d chars, %q", len(res.Output), res.Output[:200])
@@ -249,4 +262,30 @@ func TestWebSearchProviders(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Output, "no search provider is configured") {
 		t.Errorf("none: %s", res.Output)
 	}
+}
+
+// helloPDF is a one-page PDF showing text in Helvetica.
+func helloPDF(text string) []byte {
+	content := "BT /F1 18 Tf 72 720 Td (" + text + ") Tj ET"
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content)+1, content),
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offs := make([]int, len(objs))
+	for i, o := range objs {
+		offs[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
 }
