@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -185,9 +186,22 @@ func (l *Log) readOrdered(ctx context.Context, filter string, from uint64, yield
 // consume delivers filter's events from from on through an ordered
 // consumer; follow keeps going past the current end.
 func (l *Log) consume(ctx context.Context, what, filter string, from uint64, follow bool, yield func(Envelope, error) bool) {
+	l.consumeAll(ctx, what, []string{filter}, from, follow, yield)
+}
+
+// FollowAll is Follow over several subject filters at once, in stream
+// order (the team runtime follows its boards, mailboxes and runs).
+func (l *Log) FollowAll(ctx context.Context, filters []string, from uint64) iter.Seq2[Envelope, error] {
+	return func(yield func(Envelope, error) bool) {
+		l.consumeAll(ctx, "follow", filters, from, true, yield)
+	}
+}
+
+func (l *Log) consumeAll(ctx context.Context, what string, filters []string, from uint64, follow bool, yield func(Envelope, error) bool) {
+	filter := strings.Join(filters, " ")
 	// A reader that dies leaves its consumer to the server, which removes it
 	// after a short idle time.
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, InactiveThreshold: 10 * time.Second}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: 10 * time.Second}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from

@@ -87,6 +87,10 @@ type ConversationOpened struct {
 	CostCapUSD         *float64 `json:"cost_cap_usd,omitempty"`
 	Autonomous         bool     `json:"autonomous,omitempty"`
 	ApprovalTTLSeconds int      `json:"approval_ttl_seconds,omitempty"`
+	// Team and Member seat a teammate's conversation: the team (its
+	// lead's conversation) and the member's name.
+	Team   string `json:"team,omitempty"`
+	Member string `json:"member,omitempty"`
 }
 
 func (*ConversationOpened) EventType() string { return TypeConversationOpened }
@@ -124,6 +128,9 @@ type MessageReceived struct {
 	// last saw them (R-CTX-3); the model reads it only during the turn
 	// this message opens, a fixed line afterwards.
 	CanvasNotes *CanvasNotes `json:"canvas_notes,omitempty"`
+	// Team is mail the team runtime delivered (channel "team"): the model
+	// reads it framed as team events, never as the owner's words.
+	Team *TeamDelivery `json:"team,omitempty"`
 }
 
 // TurnNotes travel with a turn-opening message (seed 000 §6).

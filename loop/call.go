@@ -129,9 +129,16 @@ func (t *Turn) toolEnv() tools.Env {
 		cv = tools.CanvasTurn{RunID: st.OpenRun, Channel: st.CanvasChannel(), RootID: st.RootID, Seen: st.CanvasSeen(),
 			Created: st.RunCanvas.Created, Writes: maps.Clone(st.RunCanvas.Writes)}
 	})
+	ws := t.agent.Workspace
+	if t.seated && t.seat.Member != "" {
+		// A member works in its claimed task's folder, until the turn ends.
+		if dir, _ := t.deps.Teams.Workdir(t.seat, ""); dir != "" {
+			ws = dir
+		}
+	}
 	return tools.Env{
 		Canvas:       cv,
-		Workspace:    t.agent.Workspace,
+		Workspace:    ws,
 		AgentID:      t.agent.ID,
 		Conversation: t.conv.ID(),
 		SpillDir:     spillDir(t.deps.SpillDir, t.conv.ID()),
@@ -184,6 +191,11 @@ func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest)
 func (t *Turn) vet(tool tools.Tool, c events.ToolCallRequest) (text, outcome string, refused bool) {
 	if lt, ok := tool.(turnTool); ok {
 		return lt.vet(t, c)
+	}
+	if t.seated && t.seat.Member != "" {
+		if _, refusal := t.deps.Teams.Workdir(t.seat, c.Name); refusal != "" {
+			return refusal, "blocked", true
+		}
 	}
 	if err := tools.Check(tool, t.toolEnv(), c.Arguments); err != nil {
 		return err.Error(), "blocked", true

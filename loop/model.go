@@ -21,8 +21,12 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if t.deps.Roster != nil {
 		roster = t.deps.Roster()
 	}
+	var team string
+	if t.seated {
+		team = t.deps.Teams.Prompt(t.seat, t.agent)
+	}
 	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
-		Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases()})
+		Team: team, Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases()})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ type Prompt struct {
 	Persona  string // when set, replaces AGENTS.md, SOUL.md and MEMORY.md
 	HomeDir  string // users/owner/USER.md and users/owner/facts/*.md
 	Roster   string // one line per agent of the crew, made by the caller
+	Team     string // the seat's section when on a team (R-TEAM), made by the team runtime
 	Now      time.Time
 	Location *time.Location
 	// CanvasReadOnly: the turn came through the API channel, where nobody
@@ -76,6 +77,9 @@ func SystemPrompt(p Prompt) (string, error) {
 	}
 	if p.Roster != "" {
 		sections = append(sections, "# The crew\n\n"+p.Roster)
+	}
+	if p.Team != "" {
+		sections = append(sections, p.Team)
 	}
 	sections = append(sections, kitSections(p.HomeDir, p.AgentDir)...)
 	if p.CanvasReadOnly {

@@ -38,6 +38,8 @@ type Message struct {
 	// Outcome says why the harness answered a tool call instead of the
 	// tool (denied, expired, …), as the chat labels it.
 	Outcome string `json:"outcome,omitempty"`
+	// Team: team events the runtime delivered, not the owner's words.
+	Team bool `json:"team,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
@@ -49,6 +51,9 @@ type Pending struct {
 	// Seq is the event's stream sequence: steers left over when a run ends
 	// join the queued messages in the order they were stored.
 	Seq uint64 `json:"seq,omitempty"`
+	// Team: the team runtime delivered it (mail, an assignment), not the
+	// owner.
+	Team bool `json:"team,omitempty"`
 }
 
 // withheldText replaces owner's words a UserPromptSubmit hook blocked.
@@ -66,7 +71,7 @@ func withheld(m Message) Message {
 
 // userMessage is a pending message as it enters the history.
 func (p Pending) userMessage() Message {
-	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes}
+	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team}
 }
 
 // ModelText is what the model reads for a turn-opening message: the notes
@@ -194,6 +199,16 @@ type State struct {
 	// in the order found, folded from its results' meta (R-MCP): they are
 	// declared to the model from the next call on, after a restart too.
 	Loaded []string `json:"loaded,omitempty"`
+	// Teams (R-TEAM): Team and Member seat a teammate's conversation;
+	// MailSeen is the last mailbox sequence delivered here and Assigned the
+	// last task a delivery assigned; LastRun and LastEnd are the latest
+	// finished run and how it ended (the teammate's report).
+	Team     string  `json:"team,omitempty"`
+	Member   string  `json:"member,omitempty"`
+	MailSeen uint64  `json:"mail_seen,omitempty"`
+	Assigned string  `json:"assigned,omitempty"`
+	LastRun  string  `json:"last_run,omitempty"`
+	LastEnd  *RunEnd `json:"last_end,omitempty"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -225,6 +240,7 @@ func (s *State) Apply(env events.Envelope) error {
 		s.Agent, s.Channel, s.Autonomous, s.ApprovalTTL = e.Agent, e.Channel, e.Autonomous, e.ApprovalTTLSeconds
 		s.RootID, s.ParentConversation, s.ParentCallID, s.CostCap = e.RootID, e.ParentConversation, e.ParentCallID, e.CostCapUSD
 		s.ParentRunID, s.RootSource = e.ParentRunID, e.RootSource
+		s.Team, s.Member = e.Team, e.Member
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
@@ -236,7 +252,15 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.tell(e.TurnNotes)
 		s.tellCanvas(e.CanvasNotes)
-		s.Queued = append(s.Queued, pending(env, e.TurnNotes, e.Prompt, e.Text))
+		p := pending(env, e.TurnNotes, e.Prompt, e.Text)
+		if d := e.Team; d != nil {
+			p = teamPending(env, e.TurnNotes, d)
+			s.MailSeen = max(s.MailSeen, d.Through)
+			if d.Assigned != "" {
+				s.Assigned = d.Assigned
+			}
+		}
+		s.Queued = append(s.Queued, p)
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
@@ -316,6 +340,9 @@ func (s *State) Apply(env events.Envelope) error {
 			}
 			if e.RunID == s.DelegateRun && s.DelegateEnd == nil {
 				s.DelegateEnd = s.runEnd(e)
+			}
+			if s.Member != "" {
+				s.LastRun, s.LastEnd = e.RunID, s.runEnd(e)
 			}
 		}
 	case *events.ModelCalled:
@@ -672,7 +699,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 14
+const snapshotVersion byte = 15
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,8 @@ type Deps struct {
 	Kick   func(conversation string)
 	// MCP is the crew's MCP servers; nil: none (R-MCP).
 	MCP MCP
+	// Teams seats a conversation on its team (R-TEAM); nil: none.
+	Teams Teams
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for
@@ -83,6 +86,9 @@ type Turn struct {
 	agent Agent
 	deps  Deps
 	conv  *Conv
+	// seat is the conversation's place on a team; seated says it has one.
+	seat   Seat
+	seated bool
 
 	// escalated: this pass calls the escalation route. Whether the run may
 	// still escalate is folded (State.Escalated); a pass resumed after an
@@ -97,7 +103,12 @@ type Turn struct {
 
 // NewTurn prepares a pass over conv for agent.
 func NewTurn(agent Agent, deps Deps, conv *Conv) *Turn {
-	return &Turn{agent: agent, deps: deps, conv: conv}
+	t := &Turn{agent: agent, deps: deps, conv: conv}
+	if deps.Teams != nil {
+		conv.View(func(st *State) { t.seat = seatOf(st) })
+		t.agent, t.seated = deps.Teams.Seated(agent, t.seat)
+	}
+	return t
 }
 
 // snapshotOf copies what the turn reads of the state.
@@ -176,6 +187,9 @@ func (t *Turn) Run(ctx context.Context) error {
 		_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
 			if st.OpenRun != "" || len(st.Queued) == 0 {
 				return nil, nil // someone else started it
+			}
+			if !slices.ContainsFunc(st.Queued, func(p Pending) bool { return !p.Team }) {
+				trigger = "team" // started by the team runtime's delivery, not the owner
 			}
 			return []events.Event{delegated(st, &events.RunStarted{RunID: runID, Agent: t.agent.ID, Trigger: trigger})}, nil
 		})

@@ -48,7 +48,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printLines(w, h.WebReport(env.getenv))
 	printLines(w, h.BrowserReport())
 	printLines(w, h.MCPReport(ctx, env.getenv))
-	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil, nil)...)
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return nil

@@ -71,7 +71,7 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	fmt.Fprintln(env.stderr, note)
-	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil, nil)...)
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}

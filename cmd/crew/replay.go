@@ -38,7 +38,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil, nil)...)
 	if err != nil {
 		return err
 	}

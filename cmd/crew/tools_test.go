@@ -9,6 +9,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/schedule"
 )
@@ -26,14 +27,16 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	agents := h.LoopAgents(nil, reg.Defaults())
 	master := agents[home.MasterID]
-	if !slices.Equal(master.Tools, reg.Defaults()) {
-		t.Errorf("master tools = %v, want the declared defaults %v", master.Tools, reg.Defaults())
+	// The master leads teams by default (R-TEAM): the defaults and the
+	// lead's tools.
+	if want := append(reg.Defaults(), team.LeadTools...); !slices.Equal(master.Tools, want) {
+		t.Errorf("master tools = %v, want the declared defaults and the lead's %v", master.Tools, want)
 	}
 	for _, name := range []string{loop.DelegateTool, loop.AskUserTool, loop.ProgressNoteTool, "schedule_create", "skill_read", "memory_save", "shell_run"} {
 		if !slices.Contains(master.Tools, name) {
@@ -60,7 +63,7 @@ func TestToolsDocListsEveryTool(t *testing.T) {
 	if !ok {
 		t.Fatal("docs/tools.md has no \"## The tools\" section")
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
 	"github.com/my-agent-crew/crew/loop/summarize"
+	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/canvas"
@@ -35,11 +36,12 @@ import (
 // canvas service); nt and cv are nil for commands that only list or replay
 // tools. Which of them an agent gets follows from each tool's declaration
 // (Def.Default) and its agent.yaml.
-func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service) []tools.Tool {
+func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, teams *team.Runtime) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
 	out = append(out, create, kit.SkillRead(), pdf.Read{})
 	out = append(out, nt.tools()...)
 	out = append(out, canvas.Tools(cv)...)
+	out = append(out, team.Tools(teams)...)
 	return append(out, memory.Tools()...)
 }
 
@@ -56,6 +58,7 @@ type crewRuntime struct {
 	db        *bbolt.DB
 	runner    *projections.Runner
 	convs     *loop.Convs
+	teams     *team.Runtime
 	crew      *liveCrew
 	// canvas applies the canvas rules for the tools and the REST API.
 	canvas *canvas.Service
@@ -79,11 +82,15 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	nt := newNetTools(dir, h, getenv, logger.With("component", "browser"))
 	cv := &canvas.Service{Store: projections.CanvasStore{DB: st.db, NotFound: canvas.ErrNotFound}, Log: st.log, WaitFor: runner.WaitFor,
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
-	reg, err := tools.New(allTools(create, nt, cv)...)
+	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
+	var cr *liveCrew
+	teams := team.New(team.Config{Log: st.log, Convs: convs, NewID: nuid.Next, Logger: logger.With("component", "team"),
+		Agents: func(id string) (loop.Agent, bool) { return cr.agent(id) }})
+	reg, err := tools.New(allTools(create, nt, cv, teams)...)
 	if err != nil {
 		return nil, err
 	}
-	cr := newCrew(dir, h, override, reg, logger.With("component", "crew"))
+	cr = newCrew(dir, h, override, reg, logger.With("component", "crew"))
 	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
 	nc := st.srv.Conn()
 	deps := loop.Deps{
@@ -101,8 +108,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
 			nc.Publish(events.LiveSubject(conv), b)
 		},
+		Teams: teams,
 	}
-	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
 	convs.SetOpener(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")))
 	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: mdl.Model, List: dayEndList(st.db),
 		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
@@ -130,6 +137,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		home.ClearRunning(dir) // nothing ran
 		return nil, err
 	}
+	teams.Start(ctx, w.Kick)
 	in := &inbound.Inbound{
 		Convs: convs, Kick: w.Kick, Master: home.MasterID,
 		HasAgent:    func(id string) bool { _, ok := cr.agent(id); return ok },
@@ -153,6 +161,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 	})
 	if err != nil {
+		teams.Close()
 		w.Close()
 		home.ClearRunning(dir)
 		return nil, err
@@ -180,7 +189,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
+	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
 // Close stops the scheduler, then the worker; the next start then knows
@@ -188,6 +197,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 func (c *crewRuntime) Close() {
 	c.stopWatch()
 	c.sched.Close()
+	c.teams.Close()
 	c.worker.Close()
 	c.net.Close()
 	home.ClearRunning(c.dir)

@@ -118,6 +118,7 @@ type Agent struct {
 	EscalationRoute    string        `yaml:"escalation_route"`
 	Tools              []string      `yaml:"tools"`
 	Delegates          []string      `yaml:"delegates"`
+	Team               string        `yaml:"team"` // "lead", "none"; empty: lead for the master
 	Autonomous         bool          `yaml:"autonomous"`
 	MaxSteps           int           `yaml:"max_steps"`
 	CostCapUSD         float64       `yaml:"cost_cap_usd"`
@@ -167,6 +168,10 @@ const (
 	DefaultCostCapUSD      = 0.50
 	DefaultToolOutputChars = 8000
 )
+
+// Leads reports whether the agent leads teams (R-TEAM): team: lead, or
+// the master unless team: none.
+func (a *Agent) Leads() bool { return a.Team == "lead" || (a.Team == "" && a.ID == MasterID) }
 
 // MasterID is the id of the agent at the home root.
 const MasterID = "master"

@@ -15,6 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/mcp"
 )
@@ -57,6 +58,9 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 			names = defaults
 		}
 		names = h.withBrowser(a, names)
+		if a.Leads() {
+			names = withTools(names, team.LeadTools)
+		}
 		out[id] = loop.Agent{
 			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
@@ -165,6 +169,17 @@ func (h *Home) EnvSecrets() map[string]string {
 	for k, v := range h.Env {
 		if !envSettings[k] || strings.Contains(v, "@") {
 			out[k] = v
+		}
+	}
+	return out
+}
+
+// withTools is names with extra added, those it lacks, in order.
+func withTools(names, extra []string) []string {
+	out := slices.Clone(names)
+	for _, n := range extra {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
 	return out

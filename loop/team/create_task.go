@@ -1,0 +1,59 @@
+package team
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed create_task.md
+var createTaskDoc string
+
+// createTask is create_task: the lead adds a node to the board and gets
+// its runtime id (seed 001 §intro: create every task first, then link).
+type createTask struct{ r *Runtime }
+
+func (createTask) Def() tools.Def {
+	return tools.Def{Name: "create_task", Description: createTaskDoc, Params: params(`{
+  "type": "object",
+  "properties": {
+    "subject": {"type": "string", "description": "a short title"},
+    "description": {"type": "string", "description": "what done means, for whoever claims it"}
+  },
+  "required": ["subject"],
+  "additionalProperties": false
+}`)}
+}
+
+func (c createTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Subject     string `json:"subject"`
+		Description string `json:"description"`
+	}
+	if err := decode("create_task", args, &a); err != nil {
+		return outcome("", err)
+	}
+	if strings.TrimSpace(a.Subject) == "" {
+		return outcome("", refuse("Not run: give the task a subject."))
+	}
+	t, err := c.r.lead(ctx, env)
+	if err != nil {
+		return outcome("", err)
+	}
+	id := newID("task_")
+	_, err = t.AppendBoard(ctx, func(b *Board, _ *Mailboxes) ([]events.Event, error) {
+		if len(b.Order) >= 64 {
+			return nil, refuse("Not run: the board holds 64 tasks, the most allowed.")
+		}
+		return []events.Event{&events.TaskCreated{TaskID: id, Subject: strings.TrimSpace(a.Subject), Description: strings.TrimSpace(a.Description)}}, nil
+	})
+	if err == nil {
+		c.r.kickAfter(t)
+	}
+	return outcome(fmt.Sprintf("Created %s: %s (pending). Link blockers with update_task(task_id=%q, addBlockedBy=[...]) once every task exists.", id, a.Subject, id), err)
+}

@@ -1,0 +1,42 @@
+package team
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed request_plan.md
+var requestPlanDoc string
+
+// requestPlan is request_plan: the plan gate for a running teammate.
+type requestPlan struct{ r *Runtime }
+
+func (requestPlan) Def() tools.Def {
+	return tools.Def{Name: "request_plan", Description: requestPlanDoc, Params: params(`{
+  "type": "object",
+  "properties": {"name": {"type": "string"}, "content": {"type": "string", "description": "what the plan should cover"}},
+  "required": ["name"],
+  "additionalProperties": false
+}`)}
+}
+
+func (q requestPlan) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Name    string `json:"name"`
+		Content string `json:"content"`
+	}
+	if err := decode("request_plan", args, &a); err != nil {
+		return outcome("", err)
+	}
+	t, err := q.r.lead(ctx, env)
+	if err != nil {
+		return outcome("", err)
+	}
+	id, err := q.r.request(ctx, t, events.MailPlanRequest, a.Name, cmp(a.Content, "Send your plan (submit_plan) before running commands, writing or editing."))
+	return outcome(fmt.Sprintf("Sent plan_request %s to %s: until you approve its plan (review_plan), its commands, writes and edits are blocked.", id, a.Name), err)
+}

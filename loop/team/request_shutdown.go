@@ -1,0 +1,44 @@
+package team
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed request_shutdown.md
+var requestShutdownDoc string
+
+// requestShutdown is request_shutdown: the shutdown handshake's first
+// half. The teammate finishes its current step, answers with
+// shutdown_response, and its loop ends.
+type requestShutdown struct{ r *Runtime }
+
+func (requestShutdown) Def() tools.Def {
+	return tools.Def{Name: "request_shutdown", Description: requestShutdownDoc, Params: params(`{
+  "type": "object",
+  "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
+  "required": ["name"],
+  "additionalProperties": false
+}`)}
+}
+
+func (q requestShutdown) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Name   string `json:"name"`
+		Reason string `json:"reason"`
+	}
+	if err := decode("request_shutdown", args, &a); err != nil {
+		return outcome("", err)
+	}
+	t, err := q.r.lead(ctx, env)
+	if err != nil {
+		return outcome("", err)
+	}
+	id, err := q.r.request(ctx, t, events.MailShutdownRequest, a.Name, cmp(a.Reason, "The lead asks you to shut down."))
+	return outcome(fmt.Sprintf("Sent shutdown_request %s to %s. It finishes its current step and answers with shutdown_response; end your turn.", id, a.Name), err)
+}

@@ -1,0 +1,551 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// Channel is the channel of a teammate's conversation and of what the
+// runtime delivers.
+const Channel = "team"
+
+// Config wires a Runtime.
+type Config struct {
+	Log    *events.Log
+	Convs  *loop.Convs
+	Agents func(id string) (loop.Agent, bool)
+	NewID  func() string
+	Logger *slog.Logger
+	// Git is the git binary create_worktree runs ("git" when empty).
+	Git string
+}
+
+// Runtime runs the teams (seed 001): it folds each team's board and
+// mailboxes from the log, delivers mail into conversations as framed team
+// events, reports a teammate's finished run to the lead (result, then
+// idle_notification), lets an idle teammate claim a ready task, answers
+// shutdowns and seats conversations for the turn (loop.Teams). What it
+// decides is always decided again from the log after a restart: it keeps
+// nothing the log does not, except the working folder a teammate keeps
+// until its turn ends (rebuilt from the task's owner and binding).
+type Runtime struct {
+	cfg  Config
+	kick func(conversation string)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	teams  map[string]*Team
+	convOf map[string]string // member conversation → team
+	leases map[string]lease  // by member conversation
+	passes map[string]bool   // team → kicked again while its pass ran
+}
+
+// lease is the folder a member's tools use for a task it claimed, kept
+// until the member is idle again (seed 001 §9).
+type lease struct{ task, dir string }
+
+// New returns a runtime; Start runs it.
+func New(cfg Config) *Runtime {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Git == "" {
+		cfg.Git = "git"
+	}
+	r := &Runtime{cfg: cfg, teams: map[string]*Team{}, convOf: map[string]string{}, leases: map[string]lease{}, passes: map[string]bool{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+var _ loop.Teams = (*Runtime)(nil)
+
+// Start follows the teams' scopes and the runs of their conversations
+// from the start of the log — so every team is reconciled once after a
+// restart — kicking kick for conversations with work.
+func (r *Runtime) Start(ctx context.Context, kick func(conversation string)) {
+	r.kick = kick
+	r.wg.Go(func() {
+		filters := []string{events.Root + ".team.>", events.Root + ".mail.>",
+			events.Root + ".conv.*." + events.TypeRunFinished, events.Root + ".conv.*." + events.TypeApprovalDecided}
+		for env, err := range r.cfg.Log.FollowAll(r.ctx, filters, 0) {
+			if err != nil {
+				if r.ctx.Err() == nil {
+					r.cfg.Logger.Error("team runtime: follow", "err", err)
+				}
+				return
+			}
+			scope := events.ScopeOf(env.Subject)
+			switch scope.Kind() {
+			case "team":
+				r.Kick(scope.ID())
+			case "mail":
+				team, _, _ := strings.Cut(scope.ID(), ".")
+				r.Kick(team)
+			case "conv":
+				r.mu.Lock()
+				team, member := r.convOf[scope.ID()]
+				_, lead := r.teams[scope.ID()]
+				r.mu.Unlock()
+				if member {
+					r.Kick(team)
+				} else if lead {
+					r.Kick(scope.ID())
+				}
+			}
+		}
+	})
+}
+
+// Close stops the runtime and waits for its passes.
+func (r *Runtime) Close() {
+	r.mu.Lock()
+	r.cancel()
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// Kick schedules a pass over a team; one pass at a time per team.
+func (r *Runtime) Kick(team string) {
+	if events.ValidID(team) != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return
+	}
+	if _, running := r.passes[team]; running {
+		r.passes[team] = true
+		return
+	}
+	r.passes[team] = false
+	r.wg.Go(func() {
+		for {
+			if err := r.reconcile(r.ctx, team); err != nil && r.ctx.Err() == nil {
+				r.cfg.Logger.Error("team pass", "team", team, "err", err)
+			}
+			r.mu.Lock()
+			again := r.passes[team] && r.ctx.Err() == nil
+			if !again {
+				delete(r.passes, team)
+				r.mu.Unlock()
+				return
+			}
+			r.passes[team] = false
+			r.mu.Unlock()
+		}
+	})
+}
+
+// Idle reports whether no team pass is running (tests wait on it).
+func (r *Runtime) Idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.passes) == 0
+}
+
+// Team returns team id's fold, caught up.
+func (r *Runtime) Team(ctx context.Context, id string) (*Team, error) {
+	r.mu.Lock()
+	t := r.teams[id]
+	r.mu.Unlock()
+	if t != nil {
+		return t, t.View(ctx, func(*Board, *Mailboxes) {})
+	}
+	t, err := Open(ctx, r.cfg.Log, id)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if have := r.teams[id]; have != nil {
+		t = have
+	} else {
+		r.teams[id] = t
+	}
+	r.mu.Unlock()
+	r.learn(t)
+	return t, nil
+}
+
+// learn records which conversations are the team's members'.
+func (r *Runtime) learn(t *Team) {
+	var convs []string
+	t.mu.Lock()
+	for _, m := range t.board.Members {
+		convs = append(convs, m.Conversation)
+	}
+	t.mu.Unlock()
+	r.mu.Lock()
+	for _, c := range convs {
+		r.convOf[c] = t.id
+	}
+	r.mu.Unlock()
+}
+
+// MemberConversation is member name's conversation in team: derived from
+// both, so a spawn resumed after a crash finds it.
+func MemberConversation(team, name string) string {
+	if len(team) > 92 {
+		team = team[:92]
+	}
+	return team + "-t-" + name
+}
+
+// memberView is what a pass reads of a member's conversation.
+type memberView struct {
+	opened, idle, closed bool
+	mailSeen             uint64
+	assigned             string
+	lastRun              string
+	lastEnd              *loop.RunEnd
+}
+
+func viewMember(st *loop.State) memberView {
+	v := memberView{opened: st.Agent != "", closed: st.Closed, mailSeen: st.MailSeen, assigned: st.Assigned, lastRun: st.LastRun}
+	v.idle = st.OpenRun == "" && len(st.Queued) == 0 && st.PendingApproval() == nil
+	if st.LastEnd != nil {
+		end := *st.LastEnd
+		v.lastEnd = &end
+	}
+	return v
+}
+
+// reconcile is one pass over a team: each member's conversation is
+// opened, its finished run reported, and — when it is idle — its mail
+// delivered first, then its claimed task assigned, then a ready task
+// claimed for it (seed 001 §6); last the lead's mail is delivered when the
+// lead is idle. Everything is decided from the log, so a pass after a
+// crash picks up where the last one stopped.
+func (r *Runtime) reconcile(ctx context.Context, id string) error {
+	t, err := r.Team(ctx, id)
+	if err != nil {
+		return err
+	}
+	r.learn(t)
+	var roster []Member
+	t.View(ctx, func(b *Board, _ *Mailboxes) {
+		for _, name := range b.Roster {
+			roster = append(roster, *b.Members[name])
+		}
+	})
+	var errs []error
+	for _, m := range roster {
+		if err := r.reconcileMember(ctx, t, m); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", m.Name, err))
+		}
+	}
+	if err := r.deliverLead(ctx, t); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runtime) reconcileMember(ctx context.Context, t *Team, m Member) error {
+	if m.Stopped || m.Conversation == "" {
+		return nil
+	}
+	conv, err := r.cfg.Convs.Get(ctx, m.Conversation)
+	if err != nil {
+		return err
+	}
+	if err := r.openMember(ctx, t, conv, m); err != nil {
+		return err
+	}
+	var v memberView
+	conv.View(func(st *loop.State) { v = viewMember(st) })
+	if !v.idle || v.closed {
+		return nil
+	}
+	// WORK → IDLE: the run is reported (result, then idle_notification),
+	// and the folder kept for the turn is let go.
+	if err := r.report(ctx, t, m, v); err != nil {
+		return err
+	}
+	r.release(m.Conversation)
+	if stopped, err := r.shutdown(ctx, t, m); err != nil || stopped {
+		return err
+	}
+	// Mail first: shutdown, plans and the lead's instructions come before
+	// opportunistic work.
+	var unseen []Mail
+	var cur *Task
+	t.View(ctx, func(b *Board, mb *Mailboxes) {
+		unseen = slices.Clone(mb.Unseen(m.Name, v.mailSeen))
+		if c := b.Current(m.Name); c != nil {
+			cp := *c
+			cur = &cp
+		}
+	})
+	if len(unseen) > 0 {
+		return r.deliver(ctx, conv, mailItems(unseen), unseen[len(unseen)-1].Seq, "")
+	}
+	if cur != nil {
+		if cur.ID == v.assigned {
+			return nil // its task is in the conversation; the member went idle on it
+		}
+		return r.deliver(ctx, conv, []events.TeamItem{assignment(cur)}, 0, cur.ID)
+	}
+	// The board: claim at most one ready task.
+	task, err := r.autoClaim(ctx, t, m.Name)
+	if err != nil || task == nil {
+		return err
+	}
+	return r.deliver(ctx, conv, []events.TeamItem{assignment(task)}, 0, task.ID)
+}
+
+// openMember opens the member's conversation if it is not yet.
+func (r *Runtime) openMember(ctx context.Context, t *Team, conv *loop.Conv, m Member) error {
+	lead, err := r.cfg.Convs.Get(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	var ttl int
+	var source string
+	lead.View(func(st *loop.State) { ttl, source = st.ApprovalTTL, st.Channel })
+	_, err = conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
+		if st.Agent != "" {
+			return nil, nil
+		}
+		title := m.Name
+		if m.Responsibility != "" {
+			title += " — " + m.Responsibility
+		}
+		return []events.Event{&events.ConversationOpened{Agent: m.Agent, Channel: Channel, Title: title,
+			RootID: t.id, RootSource: source, ParentConversation: t.id, Autonomous: true, ApprovalTTLSeconds: ttl,
+			Team: t.id, Member: m.Name}}, nil
+	})
+	return err
+}
+
+// report tells the lead what the member's finished run produced, once per
+// run: its result, then that it is idle — two events, in that order.
+func (r *Runtime) report(ctx context.Context, t *Team, m Member, v memberView) error {
+	if v.lastRun == "" || v.lastEnd == nil {
+		return nil
+	}
+	end := v.lastEnd
+	_, err := t.Send(ctx, Lead, func(b *Board, mb *Mailboxes) ([]events.Event, error) {
+		if mb.Reported[v.lastRun] {
+			return nil, nil
+		}
+		var evs []events.Event
+		result, task := end.Text, ""
+		// The task it completed since its last report, if any.
+		for _, id := range b.Order {
+			if tk := b.Tasks[id]; tk.Owner == m.Name && tk.Status == events.TaskDone && !reportedTask(mb, m.Name, id) {
+				task = id
+				result = strings.TrimSpace(cmp(tk.Result, end.Text))
+				if end.Text != "" && end.Text != tk.Result {
+					result = tk.Result + "\n\n" + end.Text
+				}
+			}
+		}
+		switch end.Status {
+		case events.RunFailed:
+			result = fmt.Sprintf("My run failed (%s). %s", cmp(end.Error, end.Reason), end.Text)
+		case events.RunHalted:
+			result = fmt.Sprintf("My run was stopped (%s). %s", end.Reason, end.Text)
+		}
+		if strings.TrimSpace(result) != "" {
+			evs = append(evs, &events.MailSent{From: m.Name, To: Lead, Type: events.MailResult, Content: strings.TrimSpace(result), TaskID: task, Run: v.lastRun})
+		}
+		return append(evs, &events.MailSent{From: m.Name, To: Lead, Type: events.MailIdle, Content: "Waiting for more work.", Run: v.lastRun}), nil
+	})
+	if err != nil {
+		return err
+	}
+	if end.Status == events.RunFailed {
+		// A failed run gives its unfinished assignment back to the board.
+		_, err = t.AppendBoard(ctx, func(b *Board, _ *Mailboxes) ([]events.Event, error) {
+			if cur := b.Current(m.Name); cur != nil {
+				return []events.Event{&events.TaskReleased{TaskID: cur.ID, Owner: m.Name, Reason: "run failed"}}, nil
+			}
+			return nil, nil
+		})
+	}
+	return err
+}
+
+func reportedTask(mb *Mailboxes, member, task string) bool {
+	for _, ml := range mb.Box[Lead] {
+		if ml.From == member && ml.Type == events.MailResult && ml.TaskID == task {
+			return true
+		}
+	}
+	return false
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// shutdown answers a pending shutdown request to an idle member: it
+// approves, its claimed task goes back to the board, and its loop ends.
+func (r *Runtime) shutdown(ctx context.Context, t *Team, m Member) (bool, error) {
+	var req *Request
+	t.View(ctx, func(_ *Board, mb *Mailboxes) {
+		if p := mb.Pending(events.MailShutdownRequest, m.Name); p != nil {
+			cp := *p
+			req = &cp
+		}
+	})
+	if req == nil {
+		return false, nil
+	}
+	if _, err := t.Send(ctx, Lead, func(_ *Board, mb *Mailboxes) ([]events.Event, error) {
+		if p := mb.Requests[req.ID]; p == nil || p.Status != events.ProtocolPending {
+			return nil, nil
+		}
+		return []events.Event{&events.MailSent{From: m.Name, To: Lead, Type: events.MailShutdownResponse, RequestID: req.ID,
+			Status: events.ProtocolApproved, Content: "Finished my current step; shutting down."}}, nil
+	}); err != nil {
+		return false, err
+	}
+	_, err := t.AppendBoard(ctx, func(b *Board, _ *Mailboxes) ([]events.Event, error) {
+		if mem := b.Members[m.Name]; mem == nil || mem.Stopped {
+			return nil, nil
+		}
+		var evs []events.Event
+		if cur := b.Current(m.Name); cur != nil {
+			evs = append(evs, &events.TaskReleased{TaskID: cur.ID, Owner: m.Name, Reason: "shutdown"})
+		}
+		return append(evs, &events.TeammateStopped{Name: m.Name, RequestID: req.ID}), nil
+	})
+	return true, err
+}
+
+// autoClaim claims the first ready task for an idle member, if any.
+func (r *Runtime) autoClaim(ctx context.Context, t *Team, member string) (*Task, error) {
+	var claimed *Task
+	_, err := t.AppendBoard(ctx, func(b *Board, _ *Mailboxes) ([]events.Event, error) {
+		claimed = nil
+		if b.Current(member) != nil {
+			return nil, nil
+		}
+		for _, tk := range b.Ready() {
+			if _, refusal := r.taskDir(b, tk); refusal != "" {
+				continue // a broken binding is not claimed (fail closed)
+			}
+			cp := *tk
+			claimed = &cp
+			return []events.Event{&events.TaskClaimed{TaskID: tk.ID, Owner: member, How: "auto"}}, nil
+		}
+		return nil, nil
+	})
+	if err != nil || claimed == nil {
+		return nil, err
+	}
+	claimed.How = "auto"
+	return claimed, nil
+}
+
+// assignment is the delivered item that gives a member its task.
+func assignment(t *Task) events.TeamItem {
+	typ := loop.ItemAssigned
+	if t.How == "auto" {
+		typ = loop.ItemAutoClaimed
+	}
+	content := t.Subject
+	if t.Description != "" {
+		content += "\n" + t.Description
+	}
+	content += "\nWhen it is done, call complete_task with task_id " + t.ID + " and the result."
+	return events.TeamItem{From: Lead, Type: typ, Content: content, TaskID: t.ID}
+}
+
+func mailItems(ms []Mail) []events.TeamItem {
+	items := make([]events.TeamItem, len(ms))
+	for i, m := range ms {
+		items[i] = events.TeamItem{From: m.From, Type: m.Type, Content: m.Content, RequestID: m.RequestID, Status: m.Status, TaskID: m.TaskID}
+	}
+	return items
+}
+
+// deliver appends items to an idle conversation as one framed message
+// (through: the mailbox sequence it covers; assigned: the task it gives)
+// and has the worker run it. Decided on the conversation's state, so a
+// delivery is stored once.
+func (r *Runtime) deliver(ctx context.Context, conv *loop.Conv, items []events.TeamItem, through uint64, assigned string) error {
+	stored, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
+		if st.Closed || st.OpenRun != "" || len(st.Queued) > 0 || st.PendingApproval() != nil {
+			return nil, nil // not idle any more: the next pass delivers
+		}
+		if through > 0 && st.MailSeen >= through {
+			return nil, nil
+		}
+		if assigned != "" && st.Assigned == assigned && through == 0 {
+			return nil, nil
+		}
+		lines := make([]string, len(items))
+		for i, it := range items {
+			lines[i] = fmt.Sprintf("%s (%s): %s", it.From, it.Type, firstLine(it.Content))
+		}
+		return []events.Event{&events.MessageReceived{Channel: Channel, From: Channel, Text: strings.Join(lines, "\n"),
+			Team: &events.TeamDelivery{Through: through, Items: items, Assigned: assigned}}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(stored) > 0 && r.kick != nil {
+		r.kick(conv.ID())
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// deliverLead delivers the lead's unseen mail when its conversation is
+// idle: the runtime starts the lead's next turn (seed 001 §4); the model
+// never polls.
+func (r *Runtime) deliverLead(ctx context.Context, t *Team) error {
+	conv, err := r.cfg.Convs.Get(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	var seen uint64
+	var opened bool
+	conv.View(func(st *loop.State) { seen, opened = st.MailSeen, st.Agent != "" })
+	if !opened {
+		return nil
+	}
+	var unseen []Mail
+	t.View(ctx, func(_ *Board, mb *Mailboxes) { unseen = slices.Clone(mb.Unseen(Lead, seen)) })
+	if len(unseen) == 0 {
+		return nil
+	}
+	return r.deliver(ctx, conv, mailItems(unseen), unseen[len(unseen)-1].Seq, "")
+}
+
+// release lets go of the folder a member kept for its turn.
+func (r *Runtime) release(conversation string) {
+	r.mu.Lock()
+	delete(r.leases, conversation)
+	r.mu.Unlock()
+}
+
+func (r *Runtime) setLease(conversation, task, dir string) {
+	r.mu.Lock()
+	r.leases[conversation] = lease{task: task, dir: dir}
+	r.mu.Unlock()
+}
+
+// waitTimeout bounds what Workdir, which has no context, may wait on.
+const waitTimeout = 10 * time.Second

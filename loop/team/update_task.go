@@ -1,0 +1,84 @@
+package team
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
+)
+
+//go:embed update_task.md
+var updateTaskDoc string
+
+// updateTask is update_task: the lead links tasks and sets a status; only
+// the lead changes the graph.
+type updateTask struct{ r *Runtime }
+
+func (updateTask) Def() tools.Def {
+	return tools.Def{Name: "update_task", Description: updateTaskDoc, Params: params(`{
+  "type": "object",
+  "properties": {
+    "task_id": {"type": "string"},
+    "addBlockedBy": {"type": "array", "items": {"type": "string"}, "description": "ids of tasks that must be completed before this one can be claimed"},
+    "status": {"type": "string", "enum": ["pending", "completed"], "description": "pending gives an in-progress task back to the board; completed closes it"}
+  },
+  "required": ["task_id"],
+  "additionalProperties": false
+}`)}
+}
+
+func (u updateTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		TaskID       string   `json:"task_id"`
+		AddBlockedBy []string `json:"addBlockedBy"`
+		Status       string   `json:"status"`
+	}
+	if err := decode("update_task", args, &a); err != nil {
+		return outcome("", err)
+	}
+	t, err := u.r.lead(ctx, env)
+	if err != nil {
+		return outcome("", err)
+	}
+	var text string
+	_, err = t.AppendBoard(ctx, func(b *Board, _ *Mailboxes) ([]events.Event, error) {
+		tk := b.Tasks[a.TaskID]
+		if tk == nil {
+			return nil, refuse("Not run: there is no task %q (list_tasks shows them).", a.TaskID)
+		}
+		for _, by := range a.AddBlockedBy {
+			switch {
+			case b.Tasks[by] == nil:
+				return nil, refuse("Not run: there is no task %q to block %s by; create it first.", by, a.TaskID)
+			case by == a.TaskID:
+				return nil, refuse("Not run: a task cannot block itself.")
+			case b.cycle(a.TaskID, by):
+				return nil, refuse("Not run: %s already depends on %s; blocking it by %s would make a cycle.", by, a.TaskID, by)
+			}
+		}
+		switch a.Status {
+		case "", events.TaskPending, events.TaskDone:
+		default:
+			return nil, refuse("Not run: status is pending or completed.")
+		}
+		if len(a.AddBlockedBy) == 0 && a.Status == "" {
+			return nil, refuse("Not run: give addBlockedBy, status, or both.")
+		}
+		text = fmt.Sprintf("Updated %s.", a.TaskID)
+		if len(a.AddBlockedBy) > 0 {
+			text += " Blocked by: " + strings.Join(append(append([]string{}, tk.BlockedBy...), a.AddBlockedBy...), ", ") + "."
+		}
+		if a.Status != "" {
+			text += " Status: " + a.Status + "."
+		}
+		return []events.Event{&events.TaskUpdated{TaskID: a.TaskID, AddBlockedBy: a.AddBlockedBy, Status: a.Status}}, nil
+	})
+	if err == nil {
+		u.r.kickAfter(t)
+	}
+	return outcome(text, err)
+}
