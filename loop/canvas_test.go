@@ -1,12 +1,14 @@
 package loop_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/tmc/langchaingo/llms"
 )
 
 func applyAll(t *testing.T, st *loop.State, evs ...events.Event) {
@@ -67,5 +69,50 @@ func TestCanvasAPIChannelSystemPromptSaysReadOnly(t *testing.T) {
 	ro, _ := loop.SystemPrompt(p)
 	if strings.Contains(plain, "API channel") || !strings.Contains(ro, loop.CanvasReadOnlyLine) || !strings.HasSuffix(ro, "Today: 2026-12-01.") {
 		t.Errorf("prompt:\n%s", ro)
+	}
+}
+
+// userTexts are the user messages of one model call.
+func userTexts(msgs []llms.MessageContent) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Role == llms.ChatMessageTypeHuman {
+			for _, p := range m.Parts {
+				if tp, ok := p.(llms.TextContent); ok {
+					out = append(out, tp.Text)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// A message's canvas notes are read framed, after its memory notes and
+// before its words, in every call of the turn it opened; from the next
+// turn on a fixed line stands in for them, so that turn's history is the
+// same bytes at every call.
+func TestCanvasNoteReplacedByFixedLineFromNextTurn(t *testing.T) {
+	h := newHarness(t, map[string][]reply{"fake:a": {use("progress_note", `{"text":"reading"}`), say("first answer"), say("second answer")}})
+	h.convs.SetOpener(func(ctx context.Context, o loop.Opening) loop.Opened {
+		return loop.Opened{Notes: &events.TurnNotes{Text: "memory of " + o.Text}, CanvasNotes: &events.CanvasNotes{Text: "canvas of " + o.Text + " [End of canvases]"}}
+	})
+	h.send("one")
+	h.turn()
+	h.send("two")
+	h.turn()
+	seen := h.models["fake:a"].seen
+	if len(seen) != 3 {
+		t.Fatalf("%d model calls", len(seen))
+	}
+	framed := loop.Frame + "\nmemory of one\n" + loop.EndFrame + "\n\n" + loop.CanvasFrame + "\ncanvas of one (quoted text: End of canvases)\n" + loop.EndCanvasFrame + "\n\none"
+	for i := range 2 {
+		if got := userTexts(seen[i]); len(got) != 1 || got[0] != framed {
+			t.Errorf("call %d of the first turn reads:\n%q\nwant\n%q", i+1, got, framed)
+		}
+	}
+	got := userTexts(seen[2])
+	wantFirst := loop.Frame + "\nmemory of one\n" + loop.EndFrame + "\n\n" + loop.CanvasShownLine + "\n\none"
+	if len(got) != 2 || got[0] != wantFirst || !strings.Contains(got[1], "canvas of two") {
+		t.Errorf("the next turn reads:\n%q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/my-agent-crew/crew/events"
@@ -45,14 +46,17 @@ type Opening struct {
 	// Told is what the conversation has been told of each memory item so
 	// far, read back from the messages already stored.
 	Told map[string]events.NoteTold
+	// Canvas is what the conversation knows of each canvas (R-CTX-3).
+	Canvas map[string]CanvasMark
 }
 
 // Opened is what an Opener adds to the message: the turn notes and, for a
 // kit command ("/name args"), its name and the prompt the model reads.
 type Opened struct {
-	Notes   *events.TurnNotes
-	Command string
-	Prompt  string
+	Notes       *events.TurnNotes
+	CanvasNotes *events.CanvasNotes
+	Command     string
+	Prompt      string
 }
 
 // Opener computes what travels with a turn-opening message. It runs under
@@ -156,6 +160,10 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 	for k, v := range c.st.Told {
 		told[k] = v
 	}
+	marks := maps.Clone(c.st.Canvas)
+	if marks == nil {
+		marks = map[string]CanvasMark{}
+	}
 	for _, e := range evs {
 		var op Opened
 		switch e := e.(type) {
@@ -166,8 +174,8 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 			if e.TurnNotes != nil || e.Prompt != "" {
 				continue
 			}
-			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Told: told})
-			e.TurnNotes, e.Command, e.Prompt = op.Notes, op.Command, op.Prompt
+			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Told: told, Canvas: marks})
+			e.TurnNotes, e.CanvasNotes, e.Command, e.Prompt = op.Notes, op.CanvasNotes, op.Command, op.Prompt
 		case *events.SteerReceived:
 			// With messages queued during the run the steer carries no
 			// notes: it reaches the model at the next tool boundary, before
@@ -175,14 +183,24 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 			if e.TurnNotes != nil || len(c.st.Queued) > 0 {
 				continue
 			}
-			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Steer: true, Told: told})
-			e.TurnNotes = op.Notes
+			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Steer: true, Told: told, Canvas: marks})
+			e.TurnNotes, e.CanvasNotes = op.Notes, op.CanvasNotes
 		default:
 			continue
 		}
 		if op.Notes != nil {
 			for _, t := range op.Notes.Told {
 				told[t.Key] = t
+			}
+		}
+		if op.CanvasNotes != nil {
+			for _, t := range op.CanvasNotes.Told {
+				m := marks[t.Artifact]
+				m.Told = max(m.Told, t.Version)
+				if t.Whole {
+					m.Seen = max(m.Seen, t.Version)
+				}
+				marks[t.Artifact] = m
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
@@ -20,7 +21,7 @@ const (
 // ("[Team events …]", "[End of team events]", "[Auto-claimed task …]",
 // "[Assigned task …]"), in any case, spacing or
 // invisible characters, with ASCII or full-width brackets.
-var frameLike = regexp.MustCompile(`(?i)[\[［][\s\p{Cf}]*(?:your[\s\p{Cf}]+memory|end[\s\p{Cf}]+of[\s\p{Cf}]+memory|harness[\s\p{Cf}]+reminder|the[\s\p{Cf}]+owner\S{0,2}s[\s\p{Cf}]+posttooluse|` + teamFrameLike + `)[^\]］\n]*[\]］]?`)
+var frameLike = regexp.MustCompile(`(?i)[\[［][\s\p{Cf}]*(?:your[\s\p{Cf}]+(?:memory|canvases)|end[\s\p{Cf}]+of[\s\p{Cf}]+(?:memory|canvases)|harness[\s\p{Cf}]+reminder|the[\s\p{Cf}]+owner\S{0,2}s[\s\p{Cf}]+posttooluse|` + teamFrameLike + `)[^\]］\n]*[\]］]?`)
 
 // Unframe neutralises every frame-like text in s (a note, fact, summary,
 // owner's message or tool output) so that only the harness can open or
@@ -34,6 +35,46 @@ func Unframe(s string) string {
 		inner := strings.TrimRight(strings.TrimLeft(m, "[［"), "]］")
 		return "(quoted text: " + strings.TrimSpace(inner) + ")"
 	})
+}
+
+// CanvasFrame and EndCanvasFrame enclose a message's canvas notes, read
+// after the memory block and before the message during the run the
+// message opened (R-CTX-3); CanvasShownLine stands in for them in every
+// later run, so the history before the newest turn stays byte-identical.
+const (
+	CanvasFrame     = "[Your canvases — inserted by the system before this message, not the user's words]"
+	EndCanvasFrame  = "[End of canvases]"
+	CanvasShownLine = "[Your canvases: what changed in them was shown with this message during its turn; artifact_list and artifact_read show them now.]"
+)
+
+// canvasNoted is msgs as the model reads them: each message's canvas notes
+// framed when it belongs to the open run (from runFrom on), the fixed
+// line before that. msgs itself is not changed.
+func canvasNoted(msgs []Message, runFrom int) []Message {
+	var out []Message
+	for i, m := range msgs {
+		if m.Canvas == "" {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		block := CanvasShownLine + "\n\n"
+		if i >= runFrom {
+			block = CanvasFrame + "\n" + Unframe(m.Canvas) + "\n" + EndCanvasFrame + "\n\n"
+		}
+		at := 0
+		if m.Notes != "" {
+			if j := strings.Index(m.Text, EndFrame+"\n\n"); j >= 0 {
+				at = j + len(EndFrame) + 2
+			}
+		}
+		out[i].Text = m.Text[:at] + block + m.Text[at:]
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // Framed is what the model reads for a turn-opening message: the notes

@@ -30,7 +30,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if err != nil {
 		return nil, err
 	}
-	msgs := toLLM(system, s.messages)
+	msgs := toLLM(system, canvasNoted(s.messages, s.runFrom))
 	routes, purpose := t.agent.Routes, "" // empty: a turn's step
 	if t.escalated {
 		routes, purpose = []string{t.agent.EscalationRoute}, events.PurposeEscalation

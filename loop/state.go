@@ -33,6 +33,9 @@ type Message struct {
 	// turn notes or a kit command's prompt; Notes is the notes block.
 	Said  string `json:"said,omitempty"`
 	Notes string `json:"notes,omitempty"`
+	// Canvas is the message's canvas notes (R-CTX-3): the model reads them
+	// framed during the run this message opened, CanvasShownLine after.
+	Canvas string `json:"canvas,omitempty"`
 	// Delegate is the child run a delegate call's result came from.
 	Delegate *events.DelegateResult `json:"delegate,omitempty"`
 	// Outcome says why the harness answered a tool call instead of the
@@ -45,9 +48,10 @@ type Message struct {
 // Pending is a message or steer stored but not yet in the history.
 type Pending struct {
 	EventID string `json:"event_id"`
-	Text    string `json:"text"`            // what the model will read
-	Said    string `json:"said,omitempty"`  // the owner's words, when Text differs
-	Notes   string `json:"notes,omitempty"` // the turn notes block, if any
+	Text    string `json:"text"`             // what the model will read
+	Said    string `json:"said,omitempty"`   // the owner's words, when Text differs
+	Notes   string `json:"notes,omitempty"`  // the turn notes block, if any
+	Canvas  string `json:"canvas,omitempty"` // the canvas notes, if any
 	// Seq is the event's stream sequence: steers left over when a run ends
 	// join the queued messages in the order they were stored.
 	Seq uint64 `json:"seq,omitempty"`
@@ -66,12 +70,12 @@ func withheld(m Message) Message {
 	if m.Notes != "" {
 		notes = &events.TurnNotes{Text: m.Notes}
 	}
-	return Message{Role: RoleUser, Text: ModelText(notes, "", withheldText), Said: "(withheld by the owner's hook)", Notes: m.Notes}
+	return Message{Role: RoleUser, Text: ModelText(notes, "", withheldText), Said: "(withheld by the owner's hook)", Notes: m.Notes, Canvas: m.Canvas}
 }
 
 // userMessage is a pending message as it enters the history.
 func (p Pending) userMessage() Message {
-	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team}
+	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team, Canvas: p.Canvas}
 }
 
 // ModelText is what the model reads for a turn-opening message: the notes
@@ -260,14 +264,14 @@ func (s *State) Apply(env events.Envelope) error {
 				s.Assigned = d.Assigned
 			}
 		}
-		s.Queued = append(s.Queued, p)
+		s.Queued = append(s.Queued, withCanvas(p, e.CanvasNotes))
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
 	case *events.SteerReceived:
 		s.tell(e.TurnNotes)
 		s.tellCanvas(e.CanvasNotes)
-		s.Steers = append(s.Steers, pending(env, e.TurnNotes, "", e.Text))
+		s.Steers = append(s.Steers, withCanvas(pending(env, e.TurnNotes, "", e.Text), e.CanvasNotes))
 	case *events.SteersApplied:
 		applied := map[string]bool{}
 		for _, id := range e.SteerIDs {
@@ -476,6 +480,14 @@ func (s *State) mark(artifact string, version int, whole bool) {
 		m.Seen = max(m.Seen, version)
 	}
 	s.Canvas[artifact] = m
+}
+
+// withCanvas adds a message's canvas notes to its pending entry.
+func withCanvas(p Pending, n *events.CanvasNotes) Pending {
+	if n != nil {
+		p.Canvas = n.Text
+	}
+	return p
 }
 
 // tellCanvas records what a stored message's canvas notes told.

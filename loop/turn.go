@@ -135,6 +135,7 @@ type snapshotOf struct {
 	// canvasChannel is the channel the canvas rules go by (the root's for
 	// a delegated conversation).
 	canvasChannel string
+	runFrom       int // index in messages of the open run's first message
 }
 
 func (t *Turn) read() snapshotOf {
@@ -155,7 +156,7 @@ func (t *Turn) read() snapshotOf {
 			s.approval[k] = *a
 		}
 		s.guard, s.escal = st.Guard, st.Escalated
-		s.canvasChannel = st.CanvasChannel()
+		s.canvasChannel, s.runFrom = st.CanvasChannel(), st.RunFrom
 		s.auto = append([]string(nil), st.AutoApprove...)
 		s.auton, s.ttl = st.Autonomous, st.ApprovalTTL
 		if p := st.PendingApproval(); p != nil {

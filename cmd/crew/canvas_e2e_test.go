@@ -22,6 +22,7 @@ const canvasScript = `
     - name: artifact_create
       arguments: {title: "From the API", kind: markdown, content: "x"}
 - text: "I could not write it."
+- text: "I see what changed."
 `
 
 // apiDo sends a JSON request and decodes a JSON answer.
@@ -188,6 +189,40 @@ func TestCanvasRESTRoutes(t *testing.T) {
 	}
 	if code, _, _ = apiDo(t, "PUT", s.url+"/api/conversations/"+webConv+"/canvas", map[string]any{"artifact": "nope"}); code != 404 {
 		t.Errorf("focus on no canvas: %d", code)
+	}
+
+	// The next web message carries the canvas notes: the owner's reimport
+	// as a diff, the restore as a line to read again, the open canvas and
+	// its selected lines.
+	_, acc = postJSON(t, s.url+"/api/inbound", map[string]any{"text": "what changed?", "channel": "web", "conversation_id": webConv})
+	waitConv(t, s.url, webConv, "settled again", func(c convView) bool {
+		return settled(c) && c.History[len(c.History)-1].Text == "I see what changed."
+	})
+	resp, err = http.Get(s.url + "/api/conversations/" + webConv + "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var note string
+	for _, line := range strings.Split(string(export), "\n") {
+		var l struct {
+			Type string `json:"type"`
+			Data struct {
+				Text        string `json:"text"`
+				CanvasNotes *struct {
+					Text string `json:"text"`
+				} `json:"canvas_notes"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Type == "message_received" && l.Data.Text == "what changed?" && l.Data.CanvasNotes != nil {
+			note = l.Data.CanvasNotes.Text
+		}
+	}
+	for _, want := range []string{"open beside the chat", "lines 1-2:\none", "restores version 1", "read it again", "+more"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("canvas note lacks %q:\n%s", want, note)
+		}
 	}
 
 	// Render: html and mermaid only, only for a sandboxed iframe.

@@ -470,3 +470,192 @@ func TestCanvasImportUnchangedFileMakesNoVersion(t *testing.T) {
 		t.Errorf("main.go imported as %s %s", rec.Kind, rec.Language)
 	}
 }
+
+// notes composes the canvas notes of a message in conv with marks.
+func (r *canvasRig) notes(conv string, web bool, marks map[string]canvas.Mark) *events.CanvasNotes {
+	r.t.Helper()
+	n, err := r.svc.Notes(context.Background(), canvas.NotesFor{Conversation: conv, Agent: "master", Web: web, Marks: marks})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+func toldOf(n *events.CanvasNotes, id string) (events.CanvasTold, bool) {
+	if n == nil {
+		return events.CanvasTold{}, false
+	}
+	for _, t := range n.Told {
+		if t.Artifact == id {
+			return t, true
+		}
+	}
+	return events.CanvasTold{}, false
+}
+
+// A canvas linked to the conversation that it never read gets one line,
+// once.
+func TestCanvasNoteUnseenCanvasIsOneLine(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	id := r.create(r.env("master", "c1", "web"), "Plan", "a\nb\n")
+	n := r.notes("c1", false, nil)
+	if n == nil || strings.Count(n.Text, "\n") != 0 || !strings.Contains(n.Text, "you have not read it") {
+		t.Fatalf("note: %+v", n)
+	}
+	told, _ := toldOf(n, id)
+	if told.Version != 1 || told.Whole {
+		t.Errorf("told: %+v", told)
+	}
+	if again := r.notes("c1", false, map[string]canvas.Mark{id: {Told: 1}}); again != nil {
+		t.Errorf("told twice: %q", again.Text)
+	}
+}
+
+// The owner's edits come as a unified diff from the version the agent
+// read whole; that diff counts as seen, so a rewrite may follow, and the
+// version can no longer be replaced by an owner's save.
+func TestCanvasNoteOwnerEditIsDiffAndCountsAsSeen(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	env := r.env("master", "c1", "web")
+	id := r.create(env, "Plan", "one\ntwo\n")
+	r.now = r.now.Add(time.Hour)
+	if _, err := r.ownerSave(id, "one\ntwo, said the owner\n", 1); err != nil {
+		t.Fatal(err)
+	}
+	n := r.notes("c1", false, map[string]canvas.Mark{id: {Seen: 1, Told: 1}})
+	if n == nil || !strings.Contains(n.Text, "-two\n+two, said the owner") || !strings.Contains(n.Text, "version 1, which you read, to version 2") {
+		t.Fatalf("note: %+v", n)
+	}
+	if told, _ := toldOf(n, id); told.Version != 2 || !told.Whole {
+		t.Fatalf("told: %+v", told)
+	}
+	if w, _ := r.ownerSave(id, "one\nthree\n", 0); w.Replaced {
+		t.Error("a version a note told was replaced by a save")
+	}
+}
+
+// Another agent's version, a restore, or an owner's change too long to
+// show: one line asking to read it again, and nothing counted as seen.
+func TestCanvasNoteOtherAgentRestoreTooLongAskToReadAgain(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	env := r.env("master", "c1", "web")
+	other := r.create(env, "By another", "x\n")
+	restored := r.create(env, "Restored", "x\n")
+	long := r.create(env, "Long", "x\n")
+	coach := r.env("coach", "c2", "web")
+	coach.Canvas.RootID = "c1"
+	r.call(coach, "artifact_read", map[string]string{"artifact": other})
+	if res := r.call(coach, "artifact_edit", map[string]string{"artifact": other, "old": "x", "new": "coach was here"}); res.IsError {
+		t.Fatal(res.Output)
+	}
+	r.now = r.now.Add(time.Hour)
+	r.ownerSave(restored, "y\n", 1)
+	if _, err := r.svc.Restore(context.Background(), restored, 1, events.AuthorOwner, ""); err != nil {
+		t.Fatal(err)
+	}
+	r.ownerSave(restored, "x\nz\n", 0)
+	r.ownerSave(long, strings.Repeat("a long line of the owner's\n", 200), 1)
+	marks := map[string]canvas.Mark{other: {Seen: 1, Told: 1}, restored: {Seen: 1, Told: 1}, long: {Seen: 1, Told: 1}}
+	n := r.notes("c1", false, marks)
+	if n == nil {
+		t.Fatal("no note")
+	}
+	for id, why := range map[string]string{other: "is by coach", restored: "restores version 1", long: "too long to show"} {
+		line := ""
+		for _, l := range strings.Split(n.Text, "\n\n") {
+			if strings.Contains(l, id) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, why) || !strings.Contains(line, "read it again") || strings.Contains(line, "\n") {
+			t.Errorf("%s: %q, want one line saying %q", id, line, why)
+		}
+		if told, _ := toldOf(n, id); told.Whole {
+			t.Errorf("%s counted as seen", id)
+		}
+	}
+}
+
+// At most three canvases get a diff, the most recently changed first; the
+// whole note stays within 8,000 characters and what does not fit is
+// counted on a last line. Each change is told once.
+func TestCanvasNoteAtMostThreeDiffsNewestFirstRestCounted(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	env := r.env("master", "c1", "web")
+	marks := map[string]canvas.Mark{}
+	var ids []string
+	for i := range 5 {
+		id := r.create(env, fmt.Sprintf("Doc %d", i), "a\n")
+		ids = append(ids, id)
+		marks[id] = canvas.Mark{Seen: 1, Told: 1}
+	}
+	r.now = r.now.Add(time.Hour)
+	for i, id := range ids {
+		r.now = r.now.Add(time.Minute)
+		r.ownerSave(id, fmt.Sprintf("a\nedit %d\n", i), 1)
+	}
+	n := r.notes("c1", false, marks)
+	if n == nil || strings.Count(n.Text, "\n@@ -") != 3 {
+		t.Fatalf("want three diffs: %+v", n)
+	}
+	if !(strings.Index(n.Text, ids[4]) < strings.Index(n.Text, ids[3]) && strings.Index(n.Text, ids[3]) < strings.Index(n.Text, ids[2])) {
+		t.Errorf("diffs not newest first:\n%s", n.Text)
+	}
+	for _, id := range ids[:2] {
+		if told, _ := toldOf(n, id); told.Whole || told.Version != 2 {
+			t.Errorf("%s beyond three diffs: %+v", id, told)
+		}
+	}
+	// Big diffs: the note stays under 8,000 and counts the rest.
+	marks = map[string]canvas.Mark{}
+	var big []string
+	for i := range 4 {
+		id := r.create(r.env("master", "c9", "web"), fmt.Sprintf("Big %d", i), "a\n")
+		big = append(big, id)
+		marks[id] = canvas.Mark{Seen: 1, Told: 1}
+	}
+	r.now = r.now.Add(time.Hour)
+	for _, id := range big {
+		r.now = r.now.Add(time.Minute)
+		r.ownerSave(id, "a\n"+strings.Repeat("x", 2800)+"\n", 1)
+	}
+	n = r.notes("c9", false, marks)
+	if n == nil || len(n.Text) > canvas.NoteChars || !strings.Contains(n.Text, "more canvas(es) changed") {
+		t.Fatalf("note of %d chars:\n%s", len(n.Text), n.Text)
+	}
+	for _, d := range strings.Split(n.Text, "\n\n") {
+		if len(d) > canvas.NoteDiffChars+200 {
+			t.Errorf("a diff of %d chars", len(d))
+		}
+	}
+	next := map[string]canvas.Mark{}
+	for _, told := range n.Told {
+		next[told.Artifact] = canvas.Mark{Told: told.Version, Seen: map[bool]int{true: told.Version, false: 1}[told.Whole]}
+	}
+	if again := r.notes("c9", false, next); again != nil {
+		t.Errorf("told twice:\n%s", again.Text)
+	}
+}
+
+// Only web chat messages carry the open canvas and the selected lines.
+func TestCanvasNoteWebCarriesOpenCanvasAndSelection(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	env := r.env("master", "web-1", "web")
+	id := r.create(env, "Plan", "first\nsecond\nthird\n")
+	stored, err := r.log.Append(context.Background(), events.Conv("web-1"), events.Any, events.MustNew(&events.CanvasFocused{Artifact: id, FromLine: 2, ToLine: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventstest.Eventually(t, "focus projected", func() bool {
+		f, ok, _ := r.svc.Store.Focus("web-1")
+		return ok && f.Artifact == id && stored != nil
+	})
+	marks := map[string]canvas.Mark{id: {Seen: 1, Told: 1}}
+	n := r.notes("web-1", true, marks)
+	if n == nil || !strings.Contains(n.Text, "open beside the chat") || !strings.Contains(n.Text, "lines 2-3:\nsecond\nthird") || strings.Contains(n.Text, "first") {
+		t.Fatalf("web note: %+v", n)
+	}
+	if other := r.notes("web-1", false, marks); other != nil {
+		t.Errorf("a non-web message carries the open canvas: %q", other.Text)
+	}
+}

@@ -110,7 +110,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		},
 		Teams: teams,
 	}
-	convs.SetOpener(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")))
+	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
+		cv, logger.With("component", "notes")))
 	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: mdl.Model, List: dayEndList(st.db),
 		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
