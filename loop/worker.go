@@ -27,7 +27,10 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Recover lists conversations that may have work after a restart (open
 	// runs, unanswered messages, pending approvals); the worker loads each
-	// and runs what its state says is due.
+	// and runs what its state says is due. It runs in the background (it
+	// may wait for the projections to catch up): no pass runs before it
+	// has returned, so turns kicked meanwhile wait for it. An error is
+	// logged and Recover tried again.
 	Recover func(ctx context.Context) ([]string, error)
 	// SweepEvery is how often expired approvals are decided (default 5 s);
 	// negative: never here, because the caller runs SweepOnce on its own
@@ -53,6 +56,9 @@ type Worker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	cc     jetstream.ConsumeContext
+	// recovered is closed once Recover has returned its list: passes wait
+	// for it.
+	recovered chan struct{}
 
 	mu    sync.Mutex
 	state map[string]passState
@@ -60,10 +66,12 @@ type Worker struct {
 	// retrying marks a retry timer running; restarted the conversations
 	// the recovery scan found, until their first pass; parked those whose
 	// log cannot be read.
-	failures  map[string]int
-	retrying  map[string]bool
-	restarted map[string]bool
-	parked    map[string]Parked
+	// recovering until the recovery scan has kicked what it found.
+	recovering bool
+	failures   map[string]int
+	retrying   map[string]bool
+	restarted  map[string]bool
+	parked     map[string]Parked
 }
 
 type passState int
@@ -76,8 +84,8 @@ const (
 // TurnsConsumer is the durable consumer that starts turns.
 const TurnsConsumer = "turns"
 
-// StartWorker starts the trigger consumer, the recovery scan and the
-// approval expiry sweep.
+// StartWorker starts the trigger consumer, the recovery scan (in the
+// background) and the approval expiry sweep.
 func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -86,7 +94,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		cfg.SweepEvery = 5 * time.Second
 	}
 	w := &Worker{cfg: cfg, state: map[string]passState{}, failures: map[string]int{}, retrying: map[string]bool{},
-		restarted: map[string]bool{}, parked: map[string]Parked{}}
+		restarted: map[string]bool{}, parked: map[string]Parked{}, recovered: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	cons, err := cfg.Log.JetStream().CreateOrUpdateConsumer(ctx, events.StreamName, jetstream.ConsumerConfig{
 		Durable: TurnsConsumer,
@@ -110,25 +118,54 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	if cfg.Recover != nil {
-		ids, err := cfg.Recover(ctx)
-		if err != nil {
-			w.Close()
-			return nil, fmt.Errorf("start worker: recover: %w", err)
-		}
-		w.mu.Lock()
-		for _, id := range ids {
-			w.restarted[id] = true
-		}
-		w.mu.Unlock()
-		for _, id := range ids {
-			w.Kick(id)
-		}
+		w.recovering = true
+		w.wg.Go(w.recover)
+	} else {
+		close(w.recovered)
 	}
 	if cfg.SweepEvery > 0 {
 		w.wg.Go(w.sweep)
 	}
 	return w, nil
 }
+
+// recover runs Recover until it answers, marks what it found restarted,
+// opens the gate for passes and kicks what it found.
+func (w *Worker) recover() {
+	var ids []string
+	for try := 0; ; try++ {
+		var err error
+		if ids, err = w.cfg.Recover(w.ctx); err == nil {
+			break
+		}
+		if w.ctx.Err() != nil {
+			return
+		}
+		pause := min(time.Second<<min(try, 6), time.Minute)
+		w.cfg.Logger.Error("recovery after restart failed; no turn runs until it succeeds", "err", err, "retry_in", pause)
+		select {
+		case <-time.After(pause):
+		case <-w.ctx.Done():
+			return
+		}
+	}
+	w.mu.Lock()
+	for _, id := range ids {
+		w.restarted[id] = true
+	}
+	w.mu.Unlock()
+	close(w.recovered)
+	for _, id := range ids {
+		w.Kick(id)
+	}
+	w.mu.Lock()
+	w.recovering = false
+	w.mu.Unlock()
+}
+
+// Recovered is closed once the recovery scan has run: from then on turns
+// are answered.
+func (w *Worker) Recovered() <-chan struct{} { return w.recovered }
 
 // Close stops consuming and waits for running passes to stop at their next
 // boundary (a tool call in flight is cut; it is closed as interrupted on the
@@ -167,7 +204,7 @@ func (w *Worker) Kick(id string) {
 func (w *Worker) Idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.state) == 0 && len(w.retrying) == 0
+	return !w.recovering && len(w.state) == 0 && len(w.retrying) == 0
 }
 
 func (w *Worker) passes(id string) {
@@ -205,6 +242,11 @@ func (w *Worker) passes(id string) {
 
 func (w *Worker) pass(id string) error {
 	ctx := w.ctx
+	select {
+	case <-w.recovered:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	conv, err := w.cfg.Convs.Get(ctx, id)
 	if err != nil {
 		return err

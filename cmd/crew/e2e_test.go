@@ -94,6 +94,14 @@ var servingLine = regexp.MustCompile(`crew is serving on (http://\S+)`)
 // (KEY=VALUE), and waits for /healthz 200.
 func startServe(t *testing.T, home string, env ...string) *server {
 	t.Helper()
+	s := launchServe(t, home, env...)
+	waitHealthy(t, s.url)
+	return s
+}
+
+// launchServe starts `crew serve` and waits for it to print its URL.
+func launchServe(t *testing.T, home string, env ...string) *server {
+	t.Helper()
 	cmd := exec.Command(crewBin, "serve", "--listen", "127.0.0.1:0")
 	cmd.Env = append(append(os.Environ(), "CREW_HOME="+home), env...)
 	stdout, err := cmd.StdoutPipe()
@@ -132,7 +140,6 @@ func startServe(t *testing.T, home string, env ...string) *server {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("crew serve printed no URL in 60s\n%s", s.stderr)
 	}
-	waitHealthy(t, s.url)
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -82,7 +83,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		logger.Warn("commands left by a previous server", "killed", killed, "err", err)
 	}
 
-	runner, err := projections.Open(ctx, st.log, st.db, logger.With("component", "projections"), projections.All()...)
+	runner, err := projections.Open(ctx, st.log, st.db, logger.With("component", "projections"), servedProjections()...)
 	if err != nil {
 		return err
 	}
@@ -95,6 +96,28 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	health := func(ctx context.Context) (bool, any) {
 		ready, statuses := runner.Ready(ctx, startSeq)
 		return ready, map[string]any{"projections": statuses}
+	}
+	// HTTP answers from the start; until the projections have caught up
+	// with what the log held, /healthz and every page say so.
+	var caughtUp atomic.Bool
+	catchingUp := func(ctx context.Context) (uint64, bool) {
+		if caughtUp.Load() {
+			return 0, false
+		}
+		ready, statuses := runner.Ready(ctx, startSeq)
+		var left uint64
+		for _, st := range statuses {
+			if st.Error != "" {
+				return 0, false // stopped, not catching up: /healthz says why
+			}
+			if st.Checkpoint < startSeq {
+				left = max(left, startSeq-st.Checkpoint)
+			}
+		}
+		if ready {
+			caughtUp.Store(true)
+		}
+		return left, !ready
 	}
 
 	c, err := startCrew(ctx, dir, h, st, runner, env.getenv, logger)
@@ -148,6 +171,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Approvals:     c.approvals,
 			Live:          events.LiveFeed(st.srv.Conn()),
 			Health:        health,
+			CatchingUp:    catchingUp,
 			AuthToken:     token,
 			Hosts:         h.WebHosts(addr),
 			Sessions:      sessions,
@@ -164,6 +188,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	go func() { errc <- srv.Serve(ln) }()
 
 	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, dir, time.Since(start).Round(time.Millisecond))
+	if left, catching := catchingUp(ctx); catching {
+		fmt.Fprintf(env.stdout, "projections catching up: %d events left; messages are stored now and answered once they are done\n", left)
+	}
 	fmt.Fprintln(env.stdout, c.routes)
 	if generated {
 		fmt.Fprintln(env.stdout, h.LoginHint(addr, ln.Addr()))

@@ -155,6 +155,11 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Periodic: []scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
+				select {
+				case <-w.Recovered():
+				default:
+					return // the conversation list is still catching up
+				}
 				if err := sum.CloseDay(ctx); err != nil {
 					logger.Error("day end: some conversations were not closed", "err", err)
 				}

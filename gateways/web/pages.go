@@ -31,6 +31,9 @@ type Pages struct {
 	// agents that are not loaded; it wins over Agents (the crew reloads).
 	Crew   func() (agents []ui.AgentRow, problems []string)
 	Banner string
+	// CatchingUp, when set, puts "catching up: N events left" at the top
+	// of every page while the projections catch up.
+	CatchingUp CatchingUp
 	// WaitFor blocks until the projections have applied a stream sequence
 	// (projections.Runner.WaitFor), so a page rendered right after an event
 	// shows it; nil: no waiting.
@@ -64,6 +67,11 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 	}
 	if banner == "" && len(list) > 0 {
 		banner = p.failingRoute(list[0])
+	}
+	if p.CatchingUp != nil {
+		if left, catching := p.CatchingUp(ctx); catching {
+			banner = strings.TrimSpace(fmt.Sprintf("catching up: %d events left (the lists may be incomplete; messages are kept and answered once done)", left) + " " + banner)
+		}
 	}
 	return ui.Shell{Title: title, Home: p.Home, Agents: agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner, SignOut: p.SignOut}, nil
 }

@@ -27,6 +27,10 @@ import (
 // the projections have caught up with it. Details is shown as JSON.
 type Health func(ctx context.Context) (ready bool, details any)
 
+// CatchingUp reports whether the projections are still catching up with
+// the log the server started on, and how many events they have left.
+type CatchingUp func(ctx context.Context) (left uint64, catchingUp bool)
+
 // Views are the read models the API serves.
 type Views interface {
 	Conversations(ctx context.Context, limit int) (any, error)
@@ -43,6 +47,11 @@ type Config struct {
 	Log    *events.Log
 	Views  Views
 	Health Health
+	// CatchingUp, when set, makes /healthz answer 503 {"status":
+	// "catching_up","lag":N} and every page show "catching up: N events
+	// left" while the projections catch up (the server answers from its
+	// first moment; inbound is stored and answered once they are done).
+	CatchingUp CatchingUp
 	// AuthToken, when set, is required on every request but /healthz,
 	// /login and /static/, as "Authorization: Bearer <token>" or the
 	// session cookie /login sets.
@@ -120,6 +129,9 @@ func (s *server) routes() *router {
 	mux.HandleFunc("GET /api/stream", s.stream)
 	if cfg.Pages != nil {
 		cfg.Pages.SignOut = cfg.AuthToken != ""
+		if cfg.Pages.CatchingUp == nil {
+			cfg.Pages.CatchingUp = cfg.CatchingUp
+		}
 		s.routesSite(mux)
 	}
 	if cfg.Jobs != nil {
@@ -213,6 +225,13 @@ type server struct {
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.CatchingUp != nil {
+		if left, catching := s.cfg.CatchingUp(r.Context()); catching {
+			_, details := s.cfg.Health(r.Context())
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "catching_up", "lag": left, "details": details})
+			return
+		}
+	}
 	ready, details := s.cfg.Health(r.Context())
 	status := http.StatusOK
 	state := "ready"
