@@ -28,17 +28,70 @@ type Log struct {
 }
 
 // Open connects a Log to the CREW stream over nc, creating or updating the
-// stream as needed.
+// stream as needed. On a cluster the stream has 3 replicas (R-ES-8) when
+// the cluster can place them, else 1.
 func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, StreamConfig())
+	cfg := StreamConfig()
+	if nc.ConnectedClusterName() != "" {
+		cfg.Replicas = ClusterReplicas
+	}
+	stream, err := createStream(ctx, js, cfg)
+	if cfg.Replicas > 1 && cannotReplicate(err) {
+		cfg.Replicas = 1
+		stream, err = createStream(ctx, js, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open log: stream %s: %w", StreamName, err)
 	}
 	return &Log{js: js, stream: stream}, nil
+}
+
+// ClusterReplicas is the CREW stream's replica count on a cluster of at
+// least as many servers.
+const ClusterReplicas = 3
+
+// createStream creates or updates the stream, each try bounded by a
+// second: a cluster that has just started has no JetStream leader yet, and
+// a request sent then waits for its whole timeout.
+func createStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tryCtx, cancel := context.WithTimeout(ctx, time.Second)
+		stream, err := js.CreateOrUpdateStream(tryCtx, cfg)
+		cancel()
+		var apiErr *jetstream.APIError
+		answered := errors.As(err, &apiErr) && apiErr.ErrorCode != jsClusterNotAvailable
+		if err == nil || answered || ctx.Err() != nil || time.Now().After(deadline) {
+			return stream, err
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// jsClusterNotAvailable is "JetStream system temporarily unavailable": no
+// leader yet.
+const jsClusterNotAvailable = 10008
+
+// cannotReplicate pins the server's answers to a replica count it cannot
+// place: no cluster (10074), too few servers (10005, 10023).
+func cannotReplicate(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case 10074, 10005, 10023:
+		return true
+	}
+	return false
 }
 
 // StreamConfig is the configuration of the CREW stream.

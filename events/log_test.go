@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 
@@ -230,5 +232,63 @@ func TestValidID(t *testing.T) {
 		if err := events.ValidID(id); !errors.Is(err, events.ErrInvalidID) {
 			t.Errorf("ValidID(%q) = %v, want ErrInvalidID", id, err)
 		}
+	}
+}
+
+// R-ES-8: on a 3-node cluster the log's stream has 3 replicas, an append
+// is stored on all of them and survives the loss of the stream's leader.
+func TestClusterStreamHasThreeReplicas(t *testing.T) {
+	c := eventstest.StartCluster(t, 3)
+	nc, err := events.Connect(events.ClientConfig{URL: c.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	log, err := events.Open(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := events.ClusterSize(nc); got != 3 {
+		t.Errorf("cluster size %d, want 3", got)
+	}
+	info, err := log.Stream().Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("stream replicas %d, cluster %+v; want 3", info.Config.Replicas, info.Cluster)
+	}
+	first, err := log.Append(t.Context(), events.Conv("c1"), 0, events.MustNew(&events.MessageReceived{Channel: "web", Text: "one"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if c.Server(i).Name() == info.Cluster.Leader {
+			c.Kill(i)
+		}
+	}
+	var stored []events.Envelope
+	eventstest.Eventually(t, "an append after the leader's loss", func() bool {
+		stored, err = log.Append(t.Context(), events.Conv("c1"), first[0].Seq, events.MustNew(&events.MessageReceived{Channel: "web", Text: "two"}))
+		return err == nil
+	})
+	all, err := log.ReadAll(t.Context(), events.Conv("c1").Filter(), 0)
+	if err != nil || len(all) != 2 || all[1].Seq != stored[0].Seq {
+		t.Fatalf("read back %d events (%v), want both", len(all), err)
+	}
+}
+
+// A server that cannot be reached is refused at once, naming the URL
+// without its password.
+func TestConnectUnreachableNamesTheURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = events.Connect(events.ClientConfig{URL: "nats://crew:hunter2@" + addr})
+	if err == nil || !strings.Contains(err.Error(), "nats://crew:xxxxx@"+addr) || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("connect: %v; want the URL named, its password masked", err)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/schedule"
@@ -67,7 +69,12 @@ func printLines(w io.Writer, lines []string) {
 // printStore reports the event store and projection lag, from the running
 // server when there is one, else by opening the store.
 func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
-	fmt.Fprintln(w, home.StoreFiles(dir))
+	if h.Config.NATS.URL != "" {
+		fmt.Fprintf(w, "event log: NATS %s: %s\n", events.RedactURL(h.Config.NATS.URL), clusterReport(ctx, h.Config))
+		fmt.Fprintf(w, "projections: %s\n", filepath.Join(dir, "data", "projections.db"))
+	} else {
+		fmt.Fprintln(w, home.StoreFiles(dir))
+	}
 	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
 	if errors.Is(err, home.ErrStoreBusy) {
 		info, ierr := home.ReadServeInfo(dir)

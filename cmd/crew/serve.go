@@ -169,7 +169,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Conversations: c.summaries,
 			Inbound:       c.inbound,
 			Approvals:     c.approvals,
-			Live:          events.LiveFeed(st.srv.Conn()),
+			Live:          events.LiveFeed(st.nc),
 			Health:        health,
 			CatchingUp:    catchingUp,
 			AuthToken:     token,
@@ -195,7 +195,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if generated {
 		fmt.Fprintln(env.stdout, h.LoginHint(addr, ln.Addr()))
 	}
-	if url := st.srv.ClientURL(); url != "" {
+	if st.srv == nil {
+		fmt.Fprintf(env.stdout, "event log on NATS %s: %s\n", events.RedactURL(h.Config.NATS.URL), st.replication(ctx))
+	} else if url := st.srv.ClientURL(); url != "" {
 		fmt.Fprintf(env.stdout, "embedded NATS is reachable at %s: nats --server %s stream info CREW\n", url, url)
 	}
 	select {

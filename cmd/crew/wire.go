@@ -92,7 +92,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	cr = newCrew(dir, h, override, reg, logger.With("component", "crew"))
 	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
-	nc := st.srv.Conn()
+	nc := st.nc
 	deps := loop.Deps{
 		Models:   mdl.Model,
 		Tools:    reg,

@@ -3,10 +3,15 @@ package home
 import (
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/robfig/cron/v3"
 )
@@ -27,6 +32,9 @@ func checkConfig(f *yamlFile, c *Config) error {
 		if err := checkHostPort(c.NATS.Listen); err != nil {
 			return f.errAt([]string{"nats", "listen"}, "nats.listen", "nats.listen: "+err.Error())
 		}
+	}
+	if err := checkNATSClient(f, &c.NATS); err != nil {
+		return err
 	}
 	for i, h := range c.Web.Hosts {
 		if _, _, err := net.SplitHostPort(h); err == nil {
@@ -139,6 +147,52 @@ func checkScheduleNames(f *yamlFile, ss []Schedule) error {
 			return f.errAt(loc, keyPath(loc), fmt.Sprintf("%s: duplicate schedule name %q", keyPath(loc), s.Name))
 		}
 		seen[s.Name] = true
+	}
+	return nil
+}
+
+// checkNATSClient: nats.url's servers parse, and its files (resolved
+// against the home here) go with it and exist; nats.listen is the embedded
+// server's and does not.
+func checkNATSClient(f *yamlFile, n *NATSConfig) error {
+	files := []struct {
+		key  string
+		path *string
+	}{{"creds", &n.Creds}, {"tls_ca", &n.TLSCA}, {"tls_cert", &n.TLSCert}, {"tls_key", &n.TLSKey}}
+	if n.URL == "" {
+		for _, fl := range files {
+			if *fl.path != "" {
+				return f.errAt([]string{"nats", fl.key}, "nats."+fl.key, "nats."+fl.key+": only with nats.url")
+			}
+		}
+		return nil
+	}
+	if n.Listen != "" {
+		return f.errAt([]string{"nats", "listen"}, "nats.listen", "nats.listen: exposes the embedded server, which does not run with nats.url; remove one of them")
+	}
+	for _, u := range strings.Split(n.URL, ",") {
+		parsed, err := url.Parse(u)
+		if err == nil {
+			err = checkHostPort(parsed.Host)
+		}
+		if err != nil {
+			return f.errAt([]string{"nats", "url"}, "nats.url", fmt.Sprintf("nats.url: %s: %v", events.RedactURL(u), err))
+		}
+	}
+	if (n.TLSCert == "") != (n.TLSKey == "") {
+		return f.errAt([]string{"nats", "tls_cert"}, "nats.tls_cert", "nats.tls_cert and nats.tls_key go together")
+	}
+	home := filepath.Dir(f.path)
+	for _, fl := range files {
+		if *fl.path == "" {
+			continue
+		}
+		if !filepath.IsAbs(*fl.path) {
+			*fl.path = filepath.Join(home, *fl.path)
+		}
+		if _, err := os.Stat(*fl.path); err != nil {
+			return f.errAt([]string{"nats", fl.key}, "nats."+fl.key, fmt.Sprintf("nats.%s: %v", fl.key, err))
+		}
 	}
 	return nil
 }

@@ -33,6 +33,14 @@ type Config struct {
 type NATSConfig struct {
 	Sync   string `yaml:"sync"`   // "always" or "interval"
 	Listen string `yaml:"listen"` // host:port to expose the embedded server; empty: in-process only
+	// URL is an existing NATS server or cluster (comma-separated URLs)
+	// used instead of the embedded server; Creds and the TLS files
+	// (resolved against the home by Load) authenticate to it.
+	URL     string `yaml:"url"`
+	Creds   string `yaml:"creds"`
+	TLSCA   string `yaml:"tls_ca"`
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
 }
 
 // WebConfig is the web: block of config.yaml.

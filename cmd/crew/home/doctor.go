@@ -92,6 +92,9 @@ func errSuffix(s string) string {
 
 // NATSAccess says how to inspect the embedded server with the nats CLI.
 func (h *Home) NATSAccess() []string {
+	if h.Config.NATS.URL != "" {
+		return []string{"nats CLI: nats --server <one of nats.url> stream info CREW   (with the same credentials)"}
+	}
 	if h.Config.NATS.Listen == "" {
 		return []string{
 			"nats CLI: the embedded server is in-process only; to inspect it, set nats.listen: 127.0.0.1:4222 in config.yaml, restart, then",

@@ -75,6 +75,21 @@ func TestConfigErrors(t *testing.T) {
 		{"time zone", "config.yaml",
 			"timezone: Mars/Olympus\n",
 			`%s:1:11: timezone: unknown time zone "Mars/Olympus" (want an IANA name such as Europe/Berlin)`, "timezone"},
+		{"nats.url port", "config.yaml",
+			"nats:\n  url: nats://n1:4222,nats://u:pw@n2:99999\n",
+			`%s:2:8: nats.url: nats://u:xxxxx@n2:99999: port must be 1..65535, got "99999"`, "nats.url"},
+		{"nats.url scheme", "config.yaml",
+			"nats:\n  url: http://n1:4222\n",
+			`%s:2:8: nats.url: must be text matching "^(nats|tls)://[^,\\s]+(,(nats|tls)://[^,\\s]+)*$", got "http://n1:4222"`, "nats.url"},
+		{"nats.creds without url", "config.yaml",
+			"nats:\n  creds: crew.creds\n",
+			`%s:2:10: nats.creds: only with nats.url`, "nats.creds"},
+		{"nats.creds missing", "config.yaml",
+			"nats:\n  url: nats://n1:4222\n  creds: none.creds\n",
+			`%s:3:10: nats.creds: stat %h/none.creds: no such file or directory`, "nats.creds"},
+		{"nats.listen with url", "config.yaml",
+			"nats:\n  url: nats://n1:4222\n  listen: 127.0.0.1:4222\n",
+			`%s:3:11: nats.listen: exposes the embedded server, which does not run with nats.url; remove one of them`, "nats.listen"},
 		{"listen port", "config.yaml",
 			"listen: 127.0.0.1:99999\n",
 			`%s:1:9: listen: port must be 1..65535, got "99999"`, "listen"},
@@ -112,7 +127,7 @@ func TestConfigErrors(t *testing.T) {
 			path := filepath.Join(dir, tt.file)
 			writeFile(t, path, tt.content)
 			err := loadErr(t, dir, tt.file)
-			want := strings.ReplaceAll(tt.want, "%s", path)
+			want := strings.ReplaceAll(strings.ReplaceAll(tt.want, "%s", path), "%h", filepath.Dir(path))
 			if err == nil || err.Error() != want {
 				t.Fatalf("error = %v\nwant    %s", err, want)
 			}

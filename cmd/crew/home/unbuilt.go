@@ -10,7 +10,6 @@ var unbuilt = []struct {
 	schema string // which file: the schema it is validated against
 	key    string // dotted path
 }{
-	{"config.schema.json", "nats.url"},     // an external NATS cluster
 	{"agent.schema.json", "vision_routes"}, // image input
 	{"agent.schema.json", "computer"},      // desktop tools
 	{"agent.schema.json", "computer_apps"},

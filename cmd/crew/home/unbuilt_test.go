@@ -13,7 +13,7 @@ import (
 // The keys of the design that this build does not act on. An issue that
 // builds one removes it here and from unbuilt.
 var wantUnbuilt = map[string][]string{
-	"config.yaml": {"nats.url"},
+	"config.yaml": {},
 	"agent.yaml": {"vision_routes",
 		"computer", "computer_apps", "script_calls"},
 }

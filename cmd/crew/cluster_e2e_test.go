@@ -1,0 +1,74 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
+)
+
+// setNATSURL points the home's config.yaml at an external NATS.
+func setNATSURL(t *testing.T, home, url string) {
+	t.Helper()
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regexp.MustCompile(`(?m)^nats:.*\n(\s+.*\n)*`).ReplaceAllString(string(b), "")
+	if err := os.WriteFile(path, []byte(cfg+"nats:\n  url: "+url+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// R-ES-8: an unreachable nats.url is refused at start with one line
+// naming it (its password masked), not silently replaced by the embedded
+// server.
+func TestServeRefusesUnreachableNATSURL(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, _, code := crew(t, home, "init"); code != 0 {
+		t.Fatal("init failed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	setNATSURL(t, home, "nats://crew:hunter2@"+addr)
+	_, errOut, code := crew(t, home, "serve", "--listen", "127.0.0.1:0")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "nats.url nats://crew:xxxxx@"+addr+": cannot connect") || strings.Contains(errOut, "hunter2") {
+		t.Fatalf("serve: code %d, stderr %q; want one line naming the URL", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, "data", "nats")); err == nil {
+		t.Errorf("the embedded store was started anyway")
+	}
+}
+
+// R-ES-8: with nats.url on a 3-node cluster, crew serve keeps the log
+// there with 3 replicas, answers a message, and doctor reports the
+// cluster and the replicas.
+func TestServeOnThreeNodeCluster(t *testing.T) {
+	c := eventstest.StartCluster(t, 3)
+	home := filepath.Join(t.TempDir(), "home")
+	if _, _, code := crew(t, home, "init"); code != 0 {
+		t.Fatal("init failed")
+	}
+	setNATSURL(t, home, c.URL())
+	s := startServe(t, home)
+	if out := s.stdout.String(); !strings.Contains(out, "of 3 servers, stream CREW with 3 replicas") {
+		t.Errorf("serve says nothing of the cluster:\n%s", out)
+	}
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "hello cluster"})
+	waitConv(t, s.url, acc["conversation_id"].(string), "answered", settled)
+	out, _, code := crew(t, home, "doctor")
+	if code != 0 || !regexp.MustCompile(`event log: NATS nats://127\.0\.0\.1:\d+,.*: cluster "crew-test" of 3 servers, stream CREW with 3 replicas \(leader n\d, n\d current, n\d current\)`).MatchString(out) {
+		t.Errorf("doctor: code %d\n%s", code, out)
+	}
+	s.stop(t)
+}
