@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/gob"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"slices"
@@ -43,6 +44,12 @@ type Message struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Team: team events the runtime delivered, not the owner's words.
 	Team bool `json:"team,omitempty"`
+	// Parts and Meta are a tool result's parts (an image kept under
+	// spill/, a file) and structured detail (a page's url and title), as
+	// tool_completed recorded them, for the UI. Meta stays JSON: a
+	// snapshot is gob, which cannot hold arbitrary values.
+	Parts []events.ToolPart `json:"parts,omitempty"`
+	Meta  json.RawMessage   `json:"meta,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
@@ -399,7 +406,11 @@ func (s *State) Apply(env events.Envelope) error {
 		if e.Tool == ToolSearchTool {
 			s.load(e.Meta["loaded"])
 		}
-		s.Messages = append(s.Messages, Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome})
+		m := Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome, Parts: e.Parts}
+		if len(e.Meta) > 0 {
+			m.Meta, _ = json.Marshal(e.Meta)
+		}
+		s.Messages = append(s.Messages, m)
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {
 			s.Approvals = map[string]*Approval{}
@@ -711,7 +722,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 15
+const snapshotVersion byte = 16
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

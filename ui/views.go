@@ -120,6 +120,17 @@ type ToolCard struct {
 	Waiting bool   // no result yet: its approval is pending
 	// Child is the run a delegate call ran (runs page only).
 	Child *RunCard
+	// Page is the web page a browser or fetch_url call was on, if any.
+	Page *ToolPage
+}
+
+// ToolPage is what a web tool's card shows of its page: title, URL, the
+// screenshots inline, and whether the output is an outline (folded).
+type ToolPage struct {
+	Title   string
+	URL     string
+	Images  []string // URLs of the result's images (served from spill/)
+	Outline bool
 }
 
 // DelegateCard pins a delegate call in the master's thread: who answered,

@@ -7,11 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // The browser tools through a real `crew serve` built with -tags crewtest,
@@ -185,6 +189,43 @@ func TestBrowserToolsBehindTheWall(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "browser", "master")); err != nil {
 		t.Errorf("no profile under browser/master: %v", err)
 	}
+	// The chat shows each browser card's page title and URL, the
+	// screenshot inline (a link to the full image, served from spill/ of
+	// this conversation only) and the outlines folded.
+	conv := acc["conversation_id"].(string)
+	page := getText(t, s.url+"/c/"+conv)
+	for _, want := range []string{`data-testid="tool-page-title">Test form<`, `data-testid="tool-page-url">` + site.URL + `/form<`, `data-testid="tool-outline"`, `data-testid="tool-shot"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("chat page lacks %s", want)
+		}
+	}
+	src := regexp.MustCompile(`<img src="(/c/[^"]+/parts/[^"]+\.png)"`).FindStringSubmatch(page)
+	if src == nil {
+		t.Fatal("no screenshot <img> on the chat page")
+	}
+	resp, err := http.Get(s.url + src[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" || !bytes.HasPrefix(img, []byte("\x89PNG")) {
+		t.Errorf("GET %s: %d %s", src[1], resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	for _, bad := range []string{"/c/" + conv + "/parts/..%2F..%2Fenv", "/c/" + conv + "/parts/x.txt", "/c/other1/parts/" + path.Base(src[1])} {
+		if resp, err := http.Get(s.url + bad); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %v %v", bad, resp.StatusCode, err)
+		}
+	}
+	// In a real browser the screenshot loads inline (the page's CSP allows
+	// our own images) and links to the full image.
+	ui := newBrowser(t)
+	do(t, ui, chromedp.Navigate(s.url+"/c/"+conv), chromedp.WaitVisible(chromedp.CSS(`[data-testid="tool-shot"]`)))
+	loaded, err := chromedp.Run(ui, chromedp.Evaluate[bool](`(async () => { const i = document.querySelector('[data-testid="tool-shot"]'); await i.decode(); return i.naturalWidth > 0 && i.closest('a').getAttribute('href') === i.getAttribute('src') })()`, chromedp.EvalAwaitPromise))
+	if err != nil || !loaded {
+		t.Errorf("the inline screenshot did not load: %v", err)
+	}
+	shot(t, ui, "browser-tool-cards")
 	out, _, _ := crew(t, home, "doctor")
 	if !strings.Contains(out, "browser: enabled, Chromium ") || !strings.Contains(out, "agents: master (act)") {
 		t.Errorf("doctor:\n%s", out)

@@ -60,6 +60,7 @@ func requestFor(t *testing.T, base, pattern string) *http.Request {
 	}
 	path = strings.ReplaceAll(path, "{$}", "")
 	path = strings.ReplaceAll(path, "{id}", "x1")
+	path = strings.ReplaceAll(path, "{name}", "x.png")
 	if strings.HasSuffix(path, "/") && path != "/" {
 		path += "app.js"
 	}

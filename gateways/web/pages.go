@@ -341,6 +341,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				card.Args, card.Blocks = readable(c.Arguments)
 				if r, ok := results[c.ID]; ok {
 					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
+					card.Page = toolPage(st.Conversation, r)
 				} else {
 					card.Running, card.Waiting = c.ID != waiting, c.ID == waiting
 				}

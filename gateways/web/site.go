@@ -44,6 +44,7 @@ func (s *server) routesSite(mux *router) {
 		v, err := s.cfg.Pages.runs(r.Context(), r.PathValue("id"), csrf)
 		return ui.RunsPage(v), err
 	}))
+	mux.HandleFunc("GET /c/{id}/parts/{name}", s.part)
 	mux.HandleFunc("GET /fragments/sidebar", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
 		sh, err := s.cfg.Pages.shell(r.Context(), "", r.URL.Query().Get("active"), csrf)
 		return ui.Sidebar(sh), err

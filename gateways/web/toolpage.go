@@ -1,0 +1,83 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/ui"
+)
+
+// toolPage is what a tool card shows of the web page a result came from
+// (fetch_url, browser_*): its meta's title and URL, its images as URLs of
+// the parts route, and whether its output holds an outline. nil for a
+// result with neither a page nor an image.
+func toolPage(conv string, r loop.Message) *ui.ToolPage {
+	var meta struct {
+		URL     string `json:"url"`
+		Title   string `json:"title"`
+		Outline bool   `json:"outline"`
+	}
+	if len(r.Meta) > 0 {
+		json.Unmarshal(r.Meta, &meta)
+	}
+	p := &ui.ToolPage{Title: meta.Title, URL: meta.URL, Outline: meta.Outline}
+	prefix := "spill/" + conv + "/"
+	for _, part := range r.Parts {
+		if part.Kind == "image" && strings.HasPrefix(part.Path, prefix) && partName.MatchString(path.Base(part.Path)) {
+			p.Images = append(p.Images, "/c/"+conv+"/parts/"+path.Base(part.Path))
+		}
+	}
+	if p.URL == "" && len(p.Images) == 0 {
+		return nil
+	}
+	return p
+}
+
+// partName is an image a tool result kept under spill/<conversation>/.
+var partName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(png|jpg|gif|webp)$`)
+
+var partTypes = map[string]string{".png": "image/png", ".jpg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
+
+// part serves one image of a conversation's tool results, from
+// <home>/spill/<conversation>/ only.
+func (s *server) part(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	if events.ValidID(id) != nil || !partName.MatchString(name) || s.cfg.Pages == nil || s.cfg.Pages.Home == "" {
+		http.NotFound(w, r)
+		return
+	}
+	root, err := os.OpenRoot(filepath.Join(s.cfg.Pages.Home, "spill", id))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.logger().Error("part", "conversation", id, "name", name, "err", err)
+		}
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", partTypes[path.Ext(name)])
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
