@@ -84,6 +84,15 @@ var samples = map[string][]events.Event{
 		&events.ModelCalled{Purpose: events.PurposeConsolidate, Route: "openrouter:x/y", Model: "x/y", CostUSD: cost(0.002)},
 		&events.ModelCalled{RunID: "r1", Step: 5, Purpose: events.PurposeCompaction, Route: "openrouter:x/y", Model: "x/y", CostUSD: cost(0.001)},
 	},
+	events.TypeBudgetReserved: {
+		&events.BudgetReserved{ReservationID: "b1", Day: "2026-11-30", Agent: "coach", Conversation: "c2", Ancestors: []string{"c1"}, RunID: "r2", Step: 1,
+			Purpose: events.PurposeTurn, Route: "openrouter:x/y", USD: 0.0123, ConversationCapUSD: 0.5},
+		&events.BudgetReserved{ReservationID: "b2", Day: "2026-11-30", Purpose: events.PurposeScript, Route: "ollama:q", USD: 0.05, Ceiling: true},
+	},
+	events.TypeBudgetSettled: {
+		&events.BudgetSettled{ReservationID: "b1", USD: 0.004},
+		&events.BudgetSettled{ReservationID: "b2", USD: 0.05, Unknown: true, Interrupted: true},
+	},
 	events.TypeToolCalled: {
 		&events.ToolCalled{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)},
 	},

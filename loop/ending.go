@@ -71,6 +71,10 @@ func (e Ending) Notice(home string) string {
 		return "Stopped: the agent kept repeating the same tool call (loop guard) — send a message to carry on, saying what to do differently."
 	case "cost_cap":
 		return "Stopped: the run reached its cost cap (cost_cap_usd) — send a message to let it carry on, or raise cost_cap_usd in the agent's agent.yaml."
+	case "budget":
+		// The sentence names the budget: "health-coach's daily cap of
+		// $0.50 is reached (…)."
+		return "Stopped before the next model call: " + cmp.Or(detail, "a budget is reached.") + " Nothing was sent; raise the cap in config.yaml or the agent's agent.yaml, or wait for tomorrow's budget, then send a message to carry on."
 	case "hook":
 		return "Stopped by a hook" + colon(detail) + " — change the message or the hook, then send it again."
 	case "steer_hook":

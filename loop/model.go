@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -44,6 +46,11 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	}
 	var lastErr error
 	shown := false
+	charge := budget.Charge{Agent: t.agent.ID, Conversation: t.conv.ID(), RunID: s.openRun, Step: step, Purpose: cmp.Or(purpose, events.PurposeTurn), CapUSD: s.budget}
+	if s.parent != "" {
+		charge.Ancestors = []string{s.parent}
+	}
+	ctx = budget.WithCharge(ctx, charge)
 	for i, route := range routes {
 		model, err := t.deps.Models(route)
 		if err == nil {
@@ -78,6 +85,10 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if refusal, ok := errors.AsType[*budget.Refusal](err); ok {
+			// Nothing left: no other route is tried, no escalation.
+			return nil, t.finish(ctx, s.openRun, events.RunHalted, "budget", refusal.Sentence)
 		}
 		lastErr = err
 		if i+1 < len(routes) {

@@ -122,6 +122,7 @@ type snapshotOf struct {
 	cost     float64
 	budget   float64                  // the cost cap in force; 0: none
 	child    bool                     // a delegated conversation: it may not delegate again
+	parent   string                   // the conversation that delegated this one
 	calls    []events.ToolCallRequest // all calls of the last reply
 	answered map[string]bool
 	calling  map[string]bool
@@ -145,7 +146,7 @@ func (t *Turn) read() snapshotOf {
 		s.messages = append([]Message(nil), st.Messages...)
 		s.steers = append([]Pending(nil), st.Steers...)
 		s.cost, s.budget = st.CostUSD, st.Budget(t.agent.CostCapUSD)
-		s.child = st.RootID != ""
+		s.child, s.parent = st.RootID != "", st.ParentConversation
 		s.calls, s.answered = st.ReplyCalls()
 		s.calling = map[string]bool{}
 		for k := range st.Calling {

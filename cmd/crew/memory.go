@@ -76,7 +76,11 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	agents := h.LoopAgents(override, reg.Defaults())
-	mem := newMemory(st.log, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, mdl.Model, quiet)
+	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return h }, quiet)
+	if err != nil {
+		return consolidate.Proposal{}, err
+	}
+	mem := newMemory(st.log, h, func(id string) (loop.Agent, bool) { a, ok := agents[id]; return a, ok }, ledger.Models(mdl.Model), quiet)
 	return mem.Consolidate(ctx, agent, consolidate.TriggerCLI)
 }
 

@@ -159,12 +159,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	url := home.ReachableURL(ln.Addr())
 	srv := &http.Server{
 		Handler: web.New(web.Config{
-			Log:           st.log,
-			Views:         web.ProjectionViews{DB: st.db, Convs: c.convs},
-			Pages:         c.pages(dir, h),
-			Jobs:          c.jobs,
-			Memory:        c.memory,
-			Usage:         &web.Usage{DB: st.db, Location: h.Config.Location(), Log: st.log, WaitFor: c.runner.WaitFor},
+			Log:    st.log,
+			Views:  web.ProjectionViews{DB: st.db, Convs: c.convs},
+			Pages:  c.pages(dir, h),
+			Jobs:   c.jobs,
+			Memory: c.memory,
+			Usage: &web.Usage{DB: st.db, Location: h.Config.Location(), Log: st.log, WaitFor: c.runner.WaitFor,
+				Budget: func() any { return c.ledger.Today() }},
 			Canvas:        c.canvasAPI(),
 			Conversations: c.summaries,
 			Inbound:       c.inbound,

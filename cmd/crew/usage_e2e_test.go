@@ -2,10 +2,12 @@ package main
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // R-LOOP-5 in the browser: two agents' model calls with known and unknown
@@ -81,5 +83,60 @@ func TestBrowserUsagePage(t *testing.T) {
 	}
 	shot(t, ctx, "usage")
 	fitsPhone(t, ctx)
+	s.stop(t)
+}
+
+// R-X-5: kill -9 between a call's reservation and its settlement; after
+// the restart the day's total is right: the interrupted call at its worst
+// case (it may have gone out), the resumed call at its real cost, nothing
+// counted twice, nothing left open; a second restart changes nothing.
+func TestBudgetKill9BetweenReserveAndSettle(t *testing.T) {
+	home := initHome(t)
+	useUTC(t, home)
+	script := writeScript(t, `
+- text: "slow answer"
+  delay: 3s
+  usage: {input: 100, output: 20, cost_usd: 0.002}
+`)
+	appendFile(t, filepath.Join(home, "config.yaml"), "\nmodels:\n  \"fake:script:"+script+"\":\n    input_usd_per_mtok: 1\n    output_usd_per_mtok: 10\n    max_output_tokens: 1000\n")
+	env := "MY_AGENT_ROUTES=fake:script:" + script
+	s := startServe(t, home, env)
+	type spent struct {
+		USD  float64 `json:"usd"`
+		Open []struct {
+			USD float64 `json:"usd"`
+		} `json:"open_reservations"`
+	}
+	code, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "take your time"})
+	if code != 202 {
+		t.Fatalf("inbound = %d %v", code, acc)
+	}
+	var b spent
+	eventstest.Eventually(t, "the call's reservation", func() bool {
+		b = spent{}
+		return getJSON(t, s.url+"/api/budget", &b) == 200 && len(b.Open) == 1
+	})
+	reserved := b.Open[0].USD
+	if reserved < 0.01 || reserved > 0.02 { // 1,000 output tokens at $10/Mtok, plus the prompt at $1/Mtok
+		t.Fatalf("reserved $%v, want about a cent", reserved)
+	}
+	s.kill9(t)
+
+	s = startServe(t, home, env)
+	id := acc["conversation_id"].(string)
+	waitConv(t, s.url, id, "answered after the restart", settled)
+	eventstest.Eventually(t, "the resumed call settled", func() bool {
+		b = spent{}
+		return getJSON(t, s.url+"/api/budget", &b) == 200 && len(b.Open) == 0 && b.USD > reserved
+	})
+	if want := reserved + 0.002; math.Abs(b.USD-want) > 1e-9 {
+		t.Errorf("today after the restart: $%v, want $%v (the interrupted worst case + the real cost)", b.USD, want)
+	}
+	s.stop(t)
+	s = startServe(t, home, env)
+	var again spent
+	if getJSON(t, s.url+"/api/budget", &again); math.Abs(again.USD-b.USD) > 1e-9 || len(again.Open) != 0 {
+		t.Errorf("after a second restart: %+v, want $%v and nothing open", again, b.USD)
+	}
 	s.stop(t)
 }

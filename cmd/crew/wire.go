@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
 	"github.com/my-agent-crew/crew/loop/summarize"
@@ -48,6 +49,7 @@ func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, tea
 // crewRuntime is the running crew: turn worker, scheduler, inbound door,
 // approvals and what the web gateway serves.
 type crewRuntime struct {
+	ledger  *budget.Ledger
 	worker  *loop.Worker
 	sched   *scheduler.Scheduler
 	jobs    *web.SchedulerJobs
@@ -92,9 +94,16 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	cr = newCrew(dir, h, override, reg, logger.With("component", "crew"))
 	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
+	// Every model call, whatever it is for, is reserved against the
+	// budgets before it leaves (R-X-5).
+	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"))
+	if err != nil {
+		return nil, err
+	}
+	models := ledger.Models(mdl.Model)
 	nc := st.nc
 	deps := loop.Deps{
-		Models:   mdl.Model,
+		Models:   models,
 		Tools:    reg,
 		Clock:    time.Now,
 		Location: h.Config.Location(),
@@ -112,7 +121,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
 		cv, logger.With("component", "notes")))
-	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: mdl.Model, List: dayEndList(st.db),
+	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: models, List: dayEndList(st.db),
 		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
 	if err != nil {
@@ -148,7 +157,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Workspace:   func(id string) string { a, _ := cr.agent(id); return a.Workspace },
 		ApprovalTTL: func(id, channel string) int { return cr.get().home.ApprovalTTL(id, channel) },
 	}
-	mem := newMemory(st.log, h, cr.agent, mdl.Model, logger.With("component", "memory"))
+	mem := newMemory(st.log, h, cr.agent, models, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
 		Jobs: cr.profile(), RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: mem.Job, SpillDir: filepath.Join(dir, "spill"),
@@ -195,7 +204,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
+	return &crewRuntime{ledger: ledger, worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
 // Close stops the scheduler, then the worker; the next start then knows

@@ -28,6 +28,9 @@ type Usage struct {
 	// log's last sequence.
 	Log     *events.Log
 	WaitFor func(ctx context.Context, seq uint64) error
+	// Budget, when set, serves GET /api/budget: today's spend against
+	// the budgets (budget.Ledger.Today).
+	Budget func() any
 }
 
 // caughtUp waits up to two seconds for the ledger to reach the log's end;
@@ -142,6 +145,11 @@ func (s *server) getUsage(w http.ResponseWriter, r *http.Request) {
 // routesUsage serves /api/usage and, with the site, /usage.
 func (s *server) routesUsage(mux *router) {
 	mux.HandleFunc("GET /api/usage", s.getUsage)
+	if s.cfg.Usage.Budget != nil {
+		mux.HandleFunc("GET /api/budget", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.cfg.Usage.Budget())
+		})
+	}
 	if s.cfg.Pages == nil {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
@@ -253,6 +254,7 @@ func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (llm.
 		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
 		llms.TextParts(llms.ChatMessageTypeHuman, user),
 	}
+	ctx = budget.WithCharge(ctx, budget.Charge{Agent: a.ID, Purpose: events.PurposeConsolidate})
 	answer, err := llm.AskUsage(ctx, s.cfg.Models, a.Routes, msgs, func(r string, err error) {
 		s.cfg.Logger.Warn("memory consolidation: route failed", "agent", a.ID, "route", r, "err", err)
 	})

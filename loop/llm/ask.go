@@ -53,6 +53,9 @@ func AskUsage(ctx context.Context, models func(route string) (llms.Model, error)
 		if ctx.Err() != nil {
 			return Answer{}, ctx.Err()
 		}
+		if errors.Is(err, ErrBudget) {
+			return Answer{}, err // no other route is cheaper for a budget
+		}
 		if err != nil {
 			fail(r, err)
 			continue

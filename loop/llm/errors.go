@@ -27,6 +27,9 @@ var (
 	// configuration problems such as a missing API key: retrying the same
 	// request on the same route will not help.
 	ErrPermanent = errors.New("permanent model error")
+	// ErrBudget is a call refused before it left because a budget would
+	// be exceeded (loop/budget): no route is tried after it.
+	ErrBudget = errors.New("budget reached")
 )
 
 // Error is a classified failure of one model call, HTTP or not. errors.Is

@@ -15,6 +15,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
 	"github.com/tmc/langchaingo/llms"
@@ -91,6 +92,7 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
 	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.Location), s.Clock(), s.Location)
+	ctx = budget.WithCharge(ctx, budget.Charge{Agent: agentID, Conversation: id, Purpose: events.PurposeSummary})
 	a, err := llm.AskUsage(ctx, s.Models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarize %s: %w", id, err)

@@ -25,6 +25,8 @@ type Config struct {
 	WebSearch WebSearch `yaml:"web_search"`
 	// MCPServers are the MCP servers agents may use (agent.yaml mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// Budget is the crew's daily budget (R-X-5).
+	Budget BudgetConfig `yaml:"budget"`
 
 	loc *time.Location // resolved Timezone, set by Load
 }
@@ -64,6 +66,15 @@ type ModelConfig struct {
 	Vision           *bool    `yaml:"vision"`
 	InputUSDPerMTok  *float64 `yaml:"input_usd_per_mtok"`
 	OutputUSDPerMTok *float64 `yaml:"output_usd_per_mtok"`
+}
+
+// BudgetConfig is the budget: block of config.yaml (R-X-5).
+type BudgetConfig struct {
+	// DailyUSD caps the whole crew's model spend per day (the owner's);
+	// 0: no cap.
+	DailyUSD float64 `yaml:"daily_usd"`
+	// UnknownCallUSD is what a call of unknown price reserves; 0: 0.05.
+	UnknownCallUSD float64 `yaml:"unknown_call_usd"`
 }
 
 // WebSearch is the web_search: block of config.yaml: which provider the
@@ -130,6 +141,7 @@ type Agent struct {
 	Autonomous         bool          `yaml:"autonomous"`
 	MaxSteps           int           `yaml:"max_steps"`
 	CostCapUSD         float64       `yaml:"cost_cap_usd"`
+	DailyCapUSD        float64       `yaml:"daily_cap_usd"` // per day (the owner's); 0: none
 	ToolOutputChars    int           `yaml:"tool_output_chars"`
 	ApprovalTTLSeconds int           `yaml:"approval_ttl_seconds"` // 0: inherit from config.yaml
 	Schedules          []Schedule    `yaml:"schedules"`

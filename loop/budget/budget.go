@@ -1,0 +1,472 @@
+// Package budget reserves a model call's worst-case cost before it leaves
+// and settles it to the real cost when it returns (R-X-5, R-LOOP-5).
+//
+// A call falls under up to four budgets: its conversation's cost cap
+// (cost_cap_usd, also the turn's), the cap of every conversation that
+// delegated it (a child's spend counts into its parent), its agent's
+// daily cap (daily_cap_usd in agent.yaml) and the crew's daily budget
+// (budget.daily_usd in config.yaml); days are the owner's. The worst case
+// is the input estimate at the route's price plus max_output_tokens at
+// the output price (models.<route> in config.yaml over the known table),
+// or budget.unknown_call_usd when the price is unknown. A call that would
+// take any budget past its cap is refused with a Refusal naming the budget
+// in plain words; nothing leaves.
+//
+// Reservations and settlements are events on one scope
+// (events.BudgetScope), appended with the scope's last sequence as
+// expectation, so two writers never both take the last cents, and Open
+// folds them back after a restart. A reservation a dead process left open
+// is settled by Open: at the cost of the model call recorded for it, or at
+// its worst case when none was (the call may have gone out).
+//
+// Every model call goes through Ledger.Models, which wraps the models of
+// turns, escalation, summaries, consolidation, compaction and scripts
+// alike; the caller says what the call is for with WithCharge.
+package budget
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// DefaultUnknownCallUSD is budget.unknown_call_usd's default: what a call
+// of unknown price reserves.
+const DefaultUnknownCallUSD = 0.05
+
+// Config wires a Ledger.
+type Config struct {
+	Log      *events.Log
+	Location *time.Location // the owner's days
+	Clock    func() time.Time
+	NewID    func() string
+	Logger   *slog.Logger
+	// Catalog gives each route's price and max output tokens.
+	Catalog *llm.Catalog
+	// Caps are read at each reservation (a reload changes them): the
+	// crew's budget.daily_usd and budget.unknown_call_usd, and an agent's
+	// daily_cap_usd. Nil or 0: no cap, DefaultUnknownCallUSD.
+	Caps func() Caps
+}
+
+// Caps are the budgets in force.
+type Caps struct {
+	DailyUSD       float64
+	UnknownCallUSD float64
+	AgentDailyUSD  map[string]float64
+}
+
+func (l *Ledger) capsNow() Caps {
+	var c Caps
+	if l.cfg.Caps != nil {
+		c = l.cfg.Caps()
+	}
+	if c.UnknownCallUSD <= 0 {
+		c.UnknownCallUSD = DefaultUnknownCallUSD
+	}
+	return c
+}
+
+// Charge says whom a call is for; a call without one counts against the
+// crew's daily budget only.
+type Charge struct {
+	Agent        string
+	Conversation string
+	Ancestors    []string // the delegating conversations, nearest first
+	RunID        string
+	Step         int
+	Purpose      string  // events.Purpose…; "" is turn
+	CapUSD       float64 // the conversation's cost cap; 0: none
+}
+
+type chargeKey struct{}
+
+// WithCharge returns ctx carrying c for the model calls made with it.
+func WithCharge(ctx context.Context, c Charge) context.Context {
+	return context.WithValue(ctx, chargeKey{}, c)
+}
+
+// ChargeOf is the charge ctx carries.
+func ChargeOf(ctx context.Context) (Charge, bool) {
+	c, ok := ctx.Value(chargeKey{}).(Charge)
+	return c, ok
+}
+
+// ErrBudget matches every Refusal.
+var ErrBudget = llm.ErrBudget
+
+// Refusal is a call refused before it left: Sentence names the budget.
+type Refusal struct {
+	Budget   string // conversation, parent, agent_day, global_day
+	Sentence string // "health-coach's daily cap of $0.50 is reached."
+}
+
+func (r *Refusal) Error() string        { return r.Sentence }
+func (r *Refusal) Is(target error) bool { return target == ErrBudget }
+
+// Ledger holds the fold of the budget events and decides on reservations.
+type Ledger struct {
+	cfg Config
+	mu  sync.Mutex
+	// last is the scope's last stored sequence: the expectation of the
+	// next append.
+	last      uint64
+	open      map[string]events.BudgetReserved
+	byConv    map[string]float64    // conversation (and its descendants) → settled + open
+	caps      map[string]float64    // conversation → its cap, as last reserved
+	agentDay  map[[2]string]float64 // {agent, day} → settled + open
+	globalDay map[string]float64
+}
+
+// Open folds the budget events and settles what a dead process left open.
+func Open(ctx context.Context, cfg Config) (*Ledger, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Ledger{cfg: cfg}
+	if err := l.refold(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.recover(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// refold rebuilds the state from the log.
+func (l *Ledger) refold(ctx context.Context) error {
+	l.last = 0
+	l.open = map[string]events.BudgetReserved{}
+	l.byConv, l.caps, l.agentDay, l.globalDay = map[string]float64{}, map[string]float64{}, map[[2]string]float64{}, map[string]float64{}
+	for env, err := range l.cfg.Log.Read(ctx, events.BudgetScope.Filter(), 1) {
+		if err != nil {
+			return fmt.Errorf("budget: %w", err)
+		}
+		e, err := env.Decode()
+		if err != nil {
+			return fmt.Errorf("budget: %s seq %d: %w", env.Subject, env.Seq, err)
+		}
+		l.apply(e)
+		l.last = env.Seq
+	}
+	return nil
+}
+
+func (l *Ledger) apply(e events.Event) {
+	switch e := e.(type) {
+	case *events.BudgetReserved:
+		if _, dup := l.open[e.ReservationID]; dup {
+			return
+		}
+		l.open[e.ReservationID] = *e
+		l.add(*e, e.USD)
+		if e.Conversation != "" && e.ConversationCapUSD > 0 {
+			l.caps[e.Conversation] = e.ConversationCapUSD
+		}
+	case *events.BudgetSettled:
+		r, ok := l.open[e.ReservationID]
+		if !ok {
+			return // settled twice or never reserved: counted once
+		}
+		delete(l.open, e.ReservationID)
+		l.add(r, e.USD-r.USD)
+	}
+}
+
+func (l *Ledger) add(r events.BudgetReserved, usd float64) {
+	for _, c := range l.convsOf(r.Conversation, r.Ancestors) {
+		l.byConv[c] += usd
+	}
+	if r.Agent != "" {
+		l.agentDay[[2]string{r.Agent, r.Day}] += usd
+	}
+	l.globalDay[r.Day] += usd
+}
+
+func (l *Ledger) convsOf(conv string, ancestors []string) []string {
+	if conv == "" {
+		return nil
+	}
+	return append([]string{conv}, ancestors...)
+}
+
+// Reservation is a reserved call, settled by Settle.
+type Reservation struct {
+	events.BudgetReserved
+}
+
+// Reserve reserves the worst case of a call on route with msgs for c, or
+// refuses it with a *Refusal (ErrBudget). The reservation is stored before
+// Reserve returns.
+func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llms.MessageContent) (*Reservation, error) {
+	caps := l.capsNow()
+	usd, ceiling := l.worstCase(route, msgs, caps.UnknownCallUSD)
+	r := events.BudgetReserved{
+		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
+		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,
+		Purpose: cmp.Or(c.Purpose, events.PurposeTurn), Route: route, USD: usd, Ceiling: ceiling, ConversationCapUSD: c.CapUSD,
+	}
+	if c.Conversation == "" {
+		r.Ancestors = nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if refusal := l.check(r, caps); refusal != nil {
+			return nil, refusal
+		}
+		if err := l.append(ctx, &r); err == nil {
+			return &Reservation{r}, nil
+		} else if !errors.Is(err, events.ErrConflict) || attempt >= 10 {
+			return nil, fmt.Errorf("budget: reserve: %w", err)
+		}
+		// Another writer reserved meanwhile: decide again on its events.
+		if err := l.refold(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// append stores e after the last event this ledger saw and applies it.
+func (l *Ledger) append(ctx context.Context, e events.Event) error {
+	env, err := events.New(e)
+	if err != nil {
+		return err
+	}
+	stored, err := l.cfg.Log.Append(ctx, events.BudgetScope, l.last, env)
+	if err != nil {
+		return err
+	}
+	l.last = stored[len(stored)-1].Seq
+	l.apply(e)
+	return nil
+}
+
+// check is the first budget r would take past its cap.
+func (l *Ledger) check(r events.BudgetReserved, caps Caps) *Refusal {
+	over := func(used, capUSD float64) bool { return capUSD > 0 && (used >= capUSD || used+r.USD > capUSD+1e-12) }
+	if r.Conversation != "" {
+		capUSD := r.ConversationCapUSD
+		if over(l.byConv[r.Conversation], capUSD) {
+			return &Refusal{Budget: "conversation", Sentence: fmt.Sprintf("this conversation's cost cap of %s is reached (%s spent or reserved%s).",
+				dollars(capUSD), dollars(l.byConv[r.Conversation]), l.call(r))}
+		}
+		for _, a := range r.Ancestors {
+			if over(l.byConv[a], l.caps[a]) {
+				return &Refusal{Budget: "parent", Sentence: fmt.Sprintf("the delegating conversation %s's cost cap of %s is reached (%s spent or reserved%s).",
+					a, dollars(l.caps[a]), dollars(l.byConv[a]), l.call(r))}
+			}
+		}
+	}
+	if r.Agent != "" {
+		capUSD, used := caps.AgentDailyUSD[r.Agent], l.agentDay[[2]string{r.Agent, r.Day}]
+		if over(used, capUSD) {
+			return &Refusal{Budget: "agent_day", Sentence: fmt.Sprintf("%s's daily cap of %s is reached (%s spent or reserved on %s%s).",
+				r.Agent, dollars(capUSD), dollars(used), r.Day, l.call(r))}
+		}
+	}
+	if used := l.globalDay[r.Day]; over(used, caps.DailyUSD) {
+		return &Refusal{Budget: "global_day", Sentence: fmt.Sprintf("the crew's daily budget of %s (budget.daily_usd) is reached (%s spent or reserved on %s%s).",
+			dollars(caps.DailyUSD), dollars(used), r.Day, l.call(r))}
+	}
+	return nil
+}
+
+func (l *Ledger) call(r events.BudgetReserved) string {
+	if r.USD <= 0 {
+		return ""
+	}
+	if r.Ceiling {
+		return fmt.Sprintf("; a call of unknown price reserves %s", dollars(r.USD))
+	}
+	return fmt.Sprintf("; this call may cost up to %s", dollars(r.USD))
+}
+
+// Settle replaces the reservation by the call's cost (nil: unknown, the
+// worst case stands; a failed call that reported nothing cost nothing).
+func (l *Ledger) Settle(ctx context.Context, r *Reservation, cost *float64, callErr error) error {
+	s := &events.BudgetSettled{ReservationID: r.ReservationID}
+	switch {
+	case cost != nil:
+		s.USD = *cost
+	case callErr != nil:
+		s.USD = 0 // refused or failed before an answer: nothing known was spent
+	default:
+		s.USD, s.Unknown = r.USD, true
+	}
+	return l.settle(ctx, s)
+}
+
+func (l *Ledger) settle(ctx context.Context, s *events.BudgetSettled) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if _, ok := l.open[s.ReservationID]; !ok {
+			return nil // settled already (by a refold after a conflict)
+		}
+		err := l.append(ctx, s)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, events.ErrConflict) || attempt >= 10 {
+			return fmt.Errorf("budget: settle %s: %w", s.ReservationID, err)
+		}
+		if err := l.refold(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// recover settles the reservations a dead process left open: at the cost
+// of the model call its conversation recorded for the same run and step,
+// or at the worst case when there is none (it may have gone out).
+func (l *Ledger) recover(ctx context.Context) error {
+	var ids []string
+	for id := range l.open {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := l.open[id]
+		s := &events.BudgetSettled{ReservationID: id, USD: r.USD, Interrupted: true}
+		if mc, err := l.recorded(ctx, r); err != nil {
+			return err
+		} else if mc != nil && mc.CostUSD != nil {
+			s.USD = *mc.CostUSD
+		} else if mc != nil {
+			s.Unknown = mc.Error == ""
+			if mc.Error != "" {
+				s.USD = 0
+			}
+		}
+		if err := l.settle(ctx, s); err != nil {
+			return err
+		}
+		l.cfg.Logger.Info("budget: settled a reservation left open by a stop", "reservation", id, "usd", s.USD, "conversation", r.Conversation)
+	}
+	return nil
+}
+
+// recorded is the model call stored for r's run and step, if any.
+func (l *Ledger) recorded(ctx context.Context, r events.BudgetReserved) (*events.ModelCalled, error) {
+	if r.Conversation == "" || r.RunID == "" {
+		return nil, nil
+	}
+	var found *events.ModelCalled
+	for env, err := range l.cfg.Log.Read(ctx, events.Conv(r.Conversation).Filter(), 1) {
+		if err != nil {
+			return nil, err
+		}
+		if env.Type != events.TypeModelCalled {
+			continue
+		}
+		e, err := env.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if mc := e.(*events.ModelCalled); mc.RunID == r.RunID && mc.Step == r.Step && mc.PurposeOf() == r.Purpose && mc.Route == r.Route {
+			found = mc
+		}
+	}
+	return found, nil
+}
+
+// worstCase is the most a call on route with msgs can cost, and whether
+// that is the unknown-price ceiling.
+func (l *Ledger) worstCase(route string, msgs []llms.MessageContent, unknown float64) (float64, bool) {
+	spec := l.cfg.Catalog.Lookup(route)
+	if spec.Price == nil {
+		return unknown, true
+	}
+	return spec.Price.Cost(EstimateTokens(msgs), spec.MaxOutputTokens), false
+}
+
+// EstimateTokens over-estimates the prompt's tokens: a token per three
+// bytes of text, plus a little per message, and a flat 1,500 per image.
+func EstimateTokens(msgs []llms.MessageContent) int {
+	n := 0
+	for _, m := range msgs {
+		n += 8
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				n += len(p.Text)/3 + 1
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					n += (len(p.FunctionCall.Name)+len(p.FunctionCall.Arguments))/3 + 8
+				}
+			case llms.ToolCallResponse:
+				n += len(p.Content)/3 + 8
+			case llms.BinaryContent, llms.ImageURLContent:
+				n += 1500
+			}
+		}
+	}
+	return n
+}
+
+// Spent is what the budgets of the owner's day hold (settled plus
+// reserved), with the caps in force: GET /api/budget.
+type Spent struct {
+	Day              string                  `json:"day"`
+	DailyUSD         float64                 `json:"daily_usd"` // budget.daily_usd; 0: none
+	GlobalUSD        float64                 `json:"usd"`
+	Agents           map[string]float64      `json:"agents"`
+	AgentCaps        map[string]float64      `json:"agent_daily_caps_usd"`
+	OpenReservations []events.BudgetReserved `json:"open_reservations"`
+}
+
+// Today is the owner's current day's spend.
+func (l *Ledger) Today() Spent {
+	caps := l.capsNow()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	day := l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly)
+	s := Spent{Day: day, DailyUSD: caps.DailyUSD, GlobalUSD: l.globalDay[day], Agents: map[string]float64{}, AgentCaps: caps.AgentDailyUSD,
+		OpenReservations: []events.BudgetReserved{}}
+	if s.AgentCaps == nil {
+		s.AgentCaps = map[string]float64{}
+	}
+	for k, v := range l.agentDay {
+		if k[1] == day {
+			s.Agents[k[0]] = v
+		}
+	}
+	for _, r := range l.open {
+		s.OpenReservations = append(s.OpenReservations, r)
+	}
+	slices.SortFunc(s.OpenReservations, func(a, b events.BudgetReserved) int { return cmp.Compare(a.ReservationID, b.ReservationID) })
+	return s
+}
+
+// Open reports the reservations not settled yet.
+func (l *Ledger) OpenReservations() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.open)
+}
+
+// dollars writes cents, or the fractions of a cent an amount has (up
+// to four places).
+func dollars(v float64) string {
+	if math.Abs(v*100-math.Round(v*100)) < 1e-9 {
+		return fmt.Sprintf("$%.2f", v)
+	}
+	return fmt.Sprintf("$%.4f", v)
+}

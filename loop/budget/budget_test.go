@@ -1,0 +1,217 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// countingModel answers every call with cost (nil: unknown) and counts
+// the calls that reached it.
+type countingModel struct {
+	calls atomic.Int32
+	cost  *float64
+}
+
+func (m *countingModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.calls.Add(1)
+	gi := map[string]any{"PromptTokens": 10, "CompletionTokens": 5}
+	if m.cost != nil {
+		gi["CostUSD"] = *m.cost
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "ok", GenerationInfo: gi}}}, nil
+}
+
+func (m *countingModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+func usd(v float64) *float64 { return &v }
+func ptr[T any](v T) *T      { return &v }
+
+var ids atomic.Int64
+
+func newID() string { return fmt.Sprint("b", ids.Add(1)) }
+
+// priced is a route whose price makes the worst case of a short prompt
+// exactly one cent: no input price, 1,000 output tokens at $10/Mtok.
+const priced = "openrouter:test/priced"
+
+func catalog() *llm.Catalog {
+	return llm.NewCatalog(map[string]llm.ModelOverride{
+		priced: {InputUSDPerMTok: ptr(0.0), OutputUSDPerMTok: ptr(10.0), MaxOutputTokens: ptr(1000)},
+	})
+}
+
+func open(t *testing.T, log *events.Log, caps budget.Caps) *budget.Ledger {
+	t.Helper()
+	l, err := budget.Open(t.Context(), budget.Config{Log: log, Location: time.UTC, NewID: newID, Catalog: catalog(),
+		Clock: func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) },
+		Caps:  func() budget.Caps { return caps }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+var hello = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
+
+// R-X-5: two conversations of one agent race to the last cent of its
+// daily cap: exactly one call goes out, the other is refused before it
+// leaves, in words that name the budget.
+func TestBudgetRaceForLastCentsSendsExactlyOneCall(t *testing.T) {
+	_, log := eventstest.Start(t)
+	l := open(t, log, budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.03}})
+	m := &countingModel{cost: usd(0.01)}
+	models := l.Models(func(string) (llms.Model, error) { return m, nil })
+	// Two calls settled at a cent each leave one cent: one call's worst
+	// case.
+	for i := range 2 {
+		ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: fmt.Sprint("warm", i)})
+		mdl, _ := models(priced)
+		if _, err := mdl.GenerateContent(ctx, hello); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.cost = usd(0.004)
+	before := m.calls.Load()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: fmt.Sprint("race", i)})
+			mdl, _ := models(priced)
+			_, errs[i] = mdl.GenerateContent(ctx, hello)
+		})
+	}
+	wg.Wait()
+	if got := m.calls.Load() - before; got != 1 {
+		t.Fatalf("%d calls went out, want exactly 1 (errors %v)", got, errs)
+	}
+	var refused *budget.Refusal
+	for _, err := range errs {
+		if errors.As(err, &refused) {
+			break
+		}
+	}
+	if refused == nil || !errors.Is(refused, llm.ErrBudget) || refused.Budget != "agent_day" || !strings.HasPrefix(refused.Sentence, "coach's daily cap of $0.03 is reached") {
+		t.Fatalf("refusal = %+v, errors %v", refused, errs)
+	}
+	// The winner settled to its real cost: 0.01 + 0.01 + 0.004.
+	if got := l.Today().Agents["coach"]; math.Abs(got-0.024) > 1e-12 || l.OpenReservations() != 0 {
+		t.Errorf("coach today = $%v with %d open, want $0.024 and none", got, l.OpenReservations())
+	}
+}
+
+// R-X-5, R-LOOP-5: a delegated child's call counts against its parent's
+// cap; the crew's daily budget holds across agents.
+func TestBudgetChildCountsAgainstParentAndGlobalDay(t *testing.T) {
+	_, log := eventstest.Start(t)
+	l := open(t, log, budget.Caps{DailyUSD: 0.05})
+	m := &countingModel{cost: usd(0.01)}
+	mdl, _ := l.Models(func(string) (llms.Model, error) { return m, nil })(priced)
+	call := func(c budget.Charge) error {
+		_, err := mdl.GenerateContent(budget.WithCharge(t.Context(), c), hello)
+		return err
+	}
+	// The parent, capped at 2.5 cents, spends one.
+	if err := call(budget.Charge{Agent: "master", Conversation: "web-1", CapUSD: 0.025}); err != nil {
+		t.Fatal(err)
+	}
+	// Its child (no cap of its own) spends one: the parent holds two.
+	child := budget.Charge{Agent: "coach", Conversation: "web-1-d-c1", Ancestors: []string{"web-1"}}
+	if err := call(child); err != nil {
+		t.Fatal(err)
+	}
+	var r *budget.Refusal
+	if err := call(child); !errors.As(err, &r) || r.Budget != "parent" || !strings.Contains(r.Sentence, "web-1's cost cap of $0.03") && !strings.Contains(r.Sentence, "web-1's cost cap of $0.0250") {
+		t.Fatalf("child's third cent: %v, want refused on the parent's cap", err)
+	}
+	// Another root conversation is not capped by web-1, but by the day.
+	for range 3 {
+		if err := call(budget.Charge{Agent: "pong", Conversation: "web-2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := call(budget.Charge{Agent: "pong", Conversation: "web-2"}); !errors.As(err, &r) || r.Budget != "global_day" || !strings.Contains(r.Sentence, "crew's daily budget of $0.05") {
+		t.Fatalf("past the day's budget: %v", err)
+	}
+	if n := m.calls.Load(); n != 5 {
+		t.Errorf("%d calls went out, want 5", n)
+	}
+}
+
+// R-X-5: a call of unknown price reserves budget.unknown_call_usd; when
+// it answers without a cost the reservation stands at that ceiling.
+func TestBudgetUnknownPriceReservesCeiling(t *testing.T) {
+	_, log := eventstest.Start(t)
+	l := open(t, log, budget.Caps{UnknownCallUSD: 0.07, AgentDailyUSD: map[string]float64{"coach": 0.1}})
+	m := &countingModel{}
+	mdl, _ := l.Models(func(string) (llms.Model, error) { return m, nil })("ollama:mystery")
+	ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: "c1", Purpose: events.PurposeSummary})
+	if _, err := mdl.GenerateContent(ctx, hello); err != nil {
+		t.Fatal(err)
+	}
+	envs, err := log.ReadAll(t.Context(), events.BudgetScope.Filter(), 0)
+	if err != nil || len(envs) != 2 {
+		t.Fatalf("%d budget events, %v", len(envs), err)
+	}
+	e0, _ := envs[0].Decode()
+	e1, _ := envs[1].Decode()
+	res, set := e0.(*events.BudgetReserved), e1.(*events.BudgetSettled)
+	if !res.Ceiling || res.USD != 0.07 || res.Purpose != events.PurposeSummary || !set.Unknown || set.USD != 0.07 {
+		t.Errorf("reserved %+v, settled %+v", res, set)
+	}
+	var r *budget.Refusal
+	if _, err := mdl.GenerateContent(ctx, hello); !errors.As(err, &r) || !strings.Contains(r.Sentence, "a call of unknown price reserves $0.07") {
+		t.Errorf("second unknown call past the cap: %v", err)
+	}
+}
+
+// R-X-5: a restart neither forgets a reservation a crash left open nor
+// counts it twice: Open settles it (at the recorded call's cost when the
+// conversation has one, else at its worst case), and a second Open finds
+// nothing to settle.
+func TestBudgetRestartSettlesOpenReservationsOnce(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	// Two reservations stored, the process killed before settling: one
+	// call was recorded in its conversation, the other never answered.
+	for i, e := range []*events.BudgetReserved{
+		{ReservationID: "x1", Day: "2026-12-01", Agent: "coach", Conversation: "c1", RunID: "r1", Step: 1, Purpose: "turn", Route: priced, USD: 0.01},
+		{ReservationID: "x2", Day: "2026-12-01", Agent: "coach", Conversation: "c2", RunID: "r2", Step: 1, Purpose: "turn", Route: priced, USD: 0.01},
+	} {
+		if _, err := log.Append(ctx, events.BudgetScope, uint64(i), events.MustNew(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := log.Append(ctx, events.Conv("c1"), 0,
+		events.MustNew(&events.ConversationOpened{Agent: "coach", Channel: "web"}),
+		events.MustNew(&events.ModelCalled{RunID: "r1", Step: 1, Route: priced, Model: "test/priced", CostUSD: usd(0.003)})); err != nil {
+		t.Fatal(err)
+	}
+	l := open(t, log, budget.Caps{})
+	if got := l.Today().Agents["coach"]; math.Abs(got-0.013) > 1e-12 || l.OpenReservations() != 0 {
+		t.Fatalf("after the restart: coach $%v, %d open; want $0.013 (0.003 recorded + 0.01 worst case) and none", got, l.OpenReservations())
+	}
+	again := open(t, log, budget.Caps{})
+	if got := again.Today().GlobalUSD; math.Abs(got-0.013) > 1e-12 {
+		t.Errorf("after a second restart: $%v, want $0.013 still", got)
+	}
+	envs, _ := log.ReadAll(ctx, events.BudgetScope.Filter(), 0)
+	if len(envs) != 4 {
+		t.Errorf("%d budget events, want 2 reservations and 2 settlements", len(envs))
+	}
+}
