@@ -178,6 +178,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Sessions:      sessions,
 			AuditKey:      key,
 			Logger:        logger.With("component", "web"),
+			Teams:         c.teams,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

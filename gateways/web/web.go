@@ -84,6 +84,8 @@ type Config struct {
 	// Canvas serves /api/artifacts and the conversations' open canvas;
 	// nil leaves them out.
 	Canvas *CanvasAPI
+	// Teams serves /api/teams/{id} and the team pages; nil leaves them out.
+	Teams Teams
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -127,6 +129,9 @@ func (s *server) routes() *router {
 		mux.HandleFunc("POST /api/approvals/{id}", s.decide)
 	}
 	mux.HandleFunc("GET /api/stream", s.stream)
+	if cfg.Teams != nil {
+		s.routesTeams(mux)
+	}
 	if cfg.Pages != nil {
 		cfg.Pages.SignOut = cfg.AuthToken != ""
 		if cfg.Pages.CatchingUp == nil {

@@ -62,8 +62,13 @@ const (
 
 // MemberRow is a member as the roster and the team page show it.
 type MemberRow struct {
-	Name, Agent, Responsibility, Conversation string
-	State, Task, Plan                         string
+	Name           string `json:"name"`
+	Agent          string `json:"agent"`
+	Responsibility string `json:"responsibility,omitempty"`
+	Conversation   string `json:"conversation"`
+	State          string `json:"state"` // WORK, IDLE, STOPPED
+	Task           string `json:"task,omitempty"`
+	Plan           string `json:"plan"`
 }
 
 // Members lists the team's members with their WORK/IDLE state.

@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -37,6 +38,6 @@ func (q requestPlan) Run(ctx context.Context, env tools.Env, args json.RawMessag
 	if err != nil {
 		return outcome("", err)
 	}
-	id, err := q.r.request(ctx, t, events.MailPlanRequest, a.Name, cmp(a.Content, "Send your plan (submit_plan) before running commands, writing or editing."))
+	id, err := q.r.request(ctx, t, events.MailPlanRequest, a.Name, cmp.Or(a.Content, "Send your plan (submit_plan) before running commands, writing or editing."))
 	return outcome(fmt.Sprintf("Sent plan_request %s to %s: until you approve its plan (review_plan), its commands, writes and edits are blocked.", id, a.Name), err)
 }

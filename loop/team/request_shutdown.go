@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -39,6 +40,6 @@ func (q requestShutdown) Run(ctx context.Context, env tools.Env, args json.RawMe
 	if err != nil {
 		return outcome("", err)
 	}
-	id, err := q.r.request(ctx, t, events.MailShutdownRequest, a.Name, cmp(a.Reason, "The lead asks you to shut down."))
+	id, err := q.r.request(ctx, t, events.MailShutdownRequest, a.Name, cmp.Or(a.Reason, "The lead asks you to shut down."))
 	return outcome(fmt.Sprintf("Sent shutdown_request %s to %s. It finishes its current step and answers with shutdown_response; end your turn.", id, a.Name), err)
 }

@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -346,7 +347,7 @@ func (r *Runtime) report(ctx context.Context, t *Team, m Member, v memberView) e
 		for _, id := range b.Order {
 			if tk := b.Tasks[id]; tk.Owner == m.Name && tk.Status == events.TaskDone && !reportedTask(mb, m.Name, id) {
 				task = id
-				result = strings.TrimSpace(cmp(tk.Result, end.Text))
+				result = strings.TrimSpace(cmp.Or(tk.Result, end.Text))
 				if end.Text != "" && end.Text != tk.Result {
 					result = tk.Result + "\n\n" + end.Text
 				}
@@ -354,7 +355,7 @@ func (r *Runtime) report(ctx context.Context, t *Team, m Member, v memberView) e
 		}
 		switch end.Status {
 		case events.RunFailed:
-			result = fmt.Sprintf("My run failed (%s). %s", cmp(end.Error, end.Reason), end.Text)
+			result = fmt.Sprintf("My run failed (%s). %s", cmp.Or(end.Error, end.Reason), end.Text)
 		case events.RunHalted:
 			result = fmt.Sprintf("My run was stopped (%s). %s", end.Reason, end.Text)
 		}
@@ -385,13 +386,6 @@ func reportedTask(mb *Mailboxes, member, task string) bool {
 		}
 	}
 	return false
-}
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // shutdown answers a pending shutdown request to an idle member: it

@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -112,7 +113,7 @@ func (r *Runtime) anyone(ctx context.Context, env tools.Env) (*Team, string, err
 		return nil, "", &Refusal{Text: "Not run: this conversation is not on a team."}
 	}
 	t, err := r.Team(ctx, s.Team)
-	return t, cmp(s.Member, Lead), err
+	return t, cmp.Or(s.Member, Lead), err
 }
 
 // outcome turns a tool's error into its result: a refusal is data for the
