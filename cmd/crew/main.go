@@ -34,6 +34,7 @@ func init() {
 		{"verify", "<FILE> [--key-file F | --no-key]", "check an export's keyed hash chain (written by this home?); name the first broken line", runVerify},
 		{"projections", "rebuild [NAME]", "rebuild read models from the event log (server stopped)", runProjections},
 		{"browser", "login <agent> [url]", "open a window on an agent's browser profile to sign in (its browser tools wait)", runBrowser},
+		{"team", "worktree remove <name> [--discard] [--team ID]", "remove a team task's git worktree (refused while its task runs or it has changes; the wt/<name> branch is kept)", runTeam},
 		{"memory", "consolidate <agent>", "rewrite an agent's MEMORY.md from the last 7 days of notes, as a proposal", runMemory},
 	}
 }

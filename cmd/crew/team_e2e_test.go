@@ -247,5 +247,20 @@ func TestTeamSeedRunOverHTTP(t *testing.T) {
 	if auto != 1 {
 		t.Errorf("tests auto-claimed %d times, want once", auto)
 	}
+	// The host removes the worktree, not the model: bob's file is an
+	// untracked change, so it is refused until --discard; the branch stays.
+	wt := filepath.Join(ws, ".worktrees", "auth-refactor")
+	if _, stderr, code := crew(t, home, "team", "worktree", "remove", "auth-refactor"); code == 0 || !strings.Contains(stderr, "worktree has changes") {
+		t.Errorf("remove with changes: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Errorf("a refused removal removed the checkout: %v", err)
+	}
+	if out, stderr, code := crew(t, home, "team", "worktree", "remove", "auth-refactor", "--discard"); code != 0 || !strings.Contains(out, "branch wt/auth-refactor is kept") {
+		t.Errorf("remove --discard: exit %d, %s %s", code, out, stderr)
+	}
+	if out, _ := exec.Command("git", "-C", ws, "branch", "--list", "wt/auth-refactor").Output(); !strings.Contains(string(out), "wt/auth-refactor") {
+		t.Error("the branch went with the worktree")
+	}
 	s.stop(t)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/summarize"
+	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools/canvas"
 )
 
@@ -241,6 +242,10 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{canvas.ErrNoSource, http.StatusConflict, "no_source"},
 		{canvas.ErrSourceFailed, http.StatusConflict, "source_failed"},
 		{canvas.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+		{team.ErrNoWorktree, http.StatusNotFound, "not_found"},
+		{team.ErrWorktreeInUse, http.StatusConflict, "in_use"},
+		{team.ErrWorktreeDirty, http.StatusConflict, "has_changes"},
+		{team.ErrAmbiguous, http.StatusConflict, "ambiguous"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
 		{ErrRefused, http.StatusConflict, "refused"},
 	} {

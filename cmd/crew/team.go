@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/team"
+)
+
+// runTeam is the host's side of teams: removing a worktree, which the
+// model cannot (seed 001 §10).
+func runTeam(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "team")
+	discard := fs.Bool("discard", false, "remove even with tracked, untracked or ignored changes, which are lost")
+	teamID := fs.String("team", "", "the team (its lead's conversation), when the name is on several")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 3 || fs.Arg(0) != "worktree" || fs.Arg(1) != "remove" {
+		fs.Usage()
+		return exitError{2}
+	}
+	name := fs.Arg(2)
+	if err := events.ValidID(name); err != nil {
+		return err
+	}
+	dir, h, err := openHome(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	var msg string
+	s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	switch {
+	case errors.Is(err, home.ErrStoreBusy):
+		c, cerr := h.ServerClient(dir, env.getenv)
+		if cerr != nil {
+			return cerr
+		}
+		msg, err = c.RemoveWorktree(ctx, name, *teamID, *discard)
+	case err == nil:
+		defer s.Close()
+		// The server is stopped: no teammate holds a folder.
+		msg, err = team.New(team.Config{Log: s.log}).Remove(ctx, name, *teamID, *discard)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stdout, msg)
+	return nil
+}
