@@ -42,7 +42,9 @@ func TestCreateWorktreeValidatesAndReportsPartial(t *testing.T) {
 		&events.TaskCreated{TaskID: "task_0000000c", Subject: "c"},
 		&events.TaskClaimed{TaskID: "task_0000000b", Owner: "alice", How: "claim"})
 	h.send("make worktrees")
-	h.quiet("the lead's calls", func() bool { return len(h.results(leadConv, "create_worktree")) == 4 && h.state(leadConv).OpenRun == "" })
+	h.quiet("the lead's calls", func() bool {
+		return len(h.results(leadConv, "create_worktree")) == 4 && h.state(leadConv).OpenRun == ""
+	})
 	rs := h.results(leadConv, "create_worktree")
 	want := []string{"must be 1-32 of a-z", "only a pending, unowned task", "Created worktree wt2", "the name wt2 is taken"}
 	for i, r := range rs {
@@ -75,7 +77,9 @@ func TestCreateWorktreePartialFailureKeptAndReported(t *testing.T) {
 	os.WriteFile(filepath.Join(h.ws, ".worktrees"), []byte("a file where the folder goes\n"), 0o600)
 	h.boardEvents(&events.TaskCreated{TaskID: "task_0000000a", Subject: "a"})
 	h.send("make a worktree")
-	h.quiet("the call", func() bool { return len(h.results(leadConv, "create_worktree")) == 1 && h.state(leadConv).OpenRun == "" })
+	h.quiet("the call", func() bool {
+		return len(h.results(leadConv, "create_worktree")) == 1 && h.state(leadConv).OpenRun == ""
+	})
 	out := h.lastResult(leadConv, "create_worktree")
 	if !strings.Contains(out, "partial") || !strings.Contains(out, "branch wt/wt3") || !strings.Contains(out, "stays unbound") {
 		t.Fatalf("result: %q", out)
