@@ -253,7 +253,7 @@ func (h *helper) typingTarget(ref string, el *info, top, client xproto.Window, f
 	var f info
 	ok := false
 	for range 10 { // a click just before may take a moment to move the focus
-		if f, ok = h.focused(client); ok {
+		if f, ok = h.focused(client); ok && (el == nil || f.node == el.node) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

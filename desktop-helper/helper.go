@@ -81,7 +81,7 @@ func (h *helper) bus() *atspi {
 
 func (h *helper) state() *wire.State {
 	top, client := h.d.frontWindow()
-	st := &wire.State{Version: wire.Version, Display: h.d.name, Width: h.d.w, Height: h.d.h,
+	st := &wire.State{Version: wire.Version, Helper: "crew-desktop " + version, Display: h.d.name, Width: h.d.w, Height: h.d.h,
 		Frontmost: h.d.app(top, client), Locked: h.locked()}
 	a := h.bus()
 	st.AtSPI = a != nil

@@ -32,7 +32,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if err != nil {
 		return nil, err
 	}
-	msgs := toLLM(system, canvasNoted(s.messages, s.runFrom))
+	base := toLLM(system, canvasNoted(s.messages, s.runFrom))
 	routes, purpose := t.agent.Routes, "" // empty: a turn's step
 	if t.escalated {
 		routes, purpose = []string{t.agent.EscalationRoute}, events.PurposeEscalation
@@ -52,6 +52,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	}
 	ctx = budget.WithCharge(ctx, charge)
 	for i, route := range routes {
+		msgs := withToolImages(base, s.messages, t.deps.HomeDir, t.spec(route).Vision)
 		model, err := t.deps.Models(route)
 		if err == nil {
 			start := t.deps.Clock()

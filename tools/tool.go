@@ -154,6 +154,9 @@ type AgentPolicy struct {
 	Browser            string
 	BrowserHosts       []string
 	BrowserAskPatterns []string
+	// ComputerApps are the apps computer_act may touch (agent.yaml
+	// computer_apps): X11 WM_CLASS class names or executable base names.
+	ComputerApps []string
 }
 
 // Tool is one callable tool.

@@ -50,6 +50,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printLines(w, h.WebReport(env.getenv))
 	printLines(w, h.BrowserReport())
 	printLines(w, h.MCPReport(ctx, env.getenv))
+	printLines(w, h.DesktopReport(ctx))
 	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil, nil)...)
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/canvas"
+	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/memory"
@@ -33,7 +34,7 @@ import (
 
 // allTools is every registry tool, one registration per package: the
 // built-ins, the loop's own, schedule_create, skill_read, the memory
-// tools, the web tools (nt: their settings) and the canvas tools (cv: the
+// tools, the desktop tools, the web tools (nt: their settings) and the canvas tools (cv: the
 // canvas service); nt and cv are nil for commands that only list or replay
 // tools. Which of them an agent gets follows from each tool's declaration
 // (Def.Default) and its agent.yaml.
@@ -43,6 +44,7 @@ func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, tea
 	out = append(out, nt.tools()...)
 	out = append(out, canvas.Tools(cv)...)
 	out = append(out, team.Tools(teams)...)
+	out = append(out, desktop.Tools()...)
 	return append(out, memory.Tools()...)
 }
 

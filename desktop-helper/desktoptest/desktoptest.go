@@ -335,3 +335,63 @@ func (s *Session) Stop() {
 		os.RemoveAll(s.dir)
 	}
 }
+
+// Checked lists, in tree order, whether each showing element of the
+// app of process pid with this role and name is checked, read straight
+// from the accessibility bus (so a test can confirm what the helper did
+// without asking the helper).
+func (s *Session) Checked(pid uint32, role, name string) ([]bool, error) {
+	addr := s.a11yAddress()
+	if addr == "" {
+		return nil, errors.New("no accessibility bus")
+	}
+	c, err := dbus.Connect(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	type node struct {
+		Bus  string
+		Path dbus.ObjectPath
+	}
+	call := func(n node, method string, out any) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return c.Object(n.Bus, n.Path).CallWithContext(ctx, "org.a11y.atspi.Accessible."+method, 0).Store(out)
+	}
+	var apps []node
+	if err := call(node{"org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root"}, "GetChildren", &apps); err != nil {
+		return nil, err
+	}
+	var out []bool
+	var walk func(n node, depth int)
+	walk = func(n node, depth int) {
+		var st []uint32
+		if depth > 40 || call(n, "GetState", &st) != nil || len(st) == 0 || st[0]&(1<<25) == 0 && depth > 1 {
+			return // gone or not showing
+		}
+		var r string
+		if call(n, "GetRoleName", &r) == nil && r == role {
+			if v, err := c.Object(n.Bus, n.Path).GetProperty("org.a11y.atspi.Accessible.Name"); err == nil && v.Value() == name {
+				out = append(out, st[0]&(1<<4) != 0)
+			}
+		}
+		var kids []node
+		if call(n, "GetChildren", &kids) == nil {
+			for _, k := range kids {
+				walk(k, depth+1)
+			}
+		}
+	}
+	for _, a := range apps {
+		var p uint32
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := c.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, a.Bus).Store(&p)
+		cancel()
+		if err == nil && p == pid {
+			walk(a, 0)
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("no accessible app of pid %d", pid)
+}

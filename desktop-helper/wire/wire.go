@@ -118,7 +118,8 @@ type Answer struct {
 
 // State is what the screen is showing.
 type State struct {
-	Version   int    `json:"version"`
+	Version   int    `json:"version"` // the protocol's
+	Helper    string `json:"helper"`  // the helper's name and release`
 	Display   string `json:"display"`
 	Width     int    `json:"width"`
 	Height    int    `json:"height"`

@@ -101,6 +101,15 @@ func checkHostPort(s string) error {
 }
 
 func checkAgent(f *yamlFile, a *Agent, c *Config) error {
+	for i, t := range a.Tools {
+		if strings.HasPrefix(t, "computer_") {
+			key := fmt.Sprintf("tools[%d]", i)
+			return f.errAt([]string{"tools", strconv.Itoa(i)}, key, fmt.Sprintf(`%s: %s comes with computer: "on", not with tools`, key, t))
+		}
+	}
+	if len(a.ComputerApps) > 0 && !a.ComputerOn() {
+		return f.errAtKey(nil, "computer_apps", "computer_apps", `computer_apps: set computer: "on" too, or the apps are listed for nothing`)
+	}
 	for i := range a.Schedules {
 		if err := checkSchedule(f, i, &a.Schedules[i]); err != nil {
 			return err

@@ -155,7 +155,14 @@ type Agent struct {
 	BrowserHosts       []string      `yaml:"browser_hosts"`
 	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
 	MCP                []string      `yaml:"mcp"` // servers of config.yaml mcp_servers
+	// Computer "on" gives the agent the four computer_* tools (R-DSK);
+	// ComputerApps are the apps computer_act may touch.
+	Computer     string   `yaml:"computer"`
+	ComputerApps []string `yaml:"computer_apps"`
 }
+
+// ComputerOn reports whether agent.yaml says computer: "on".
+func (a *Agent) ComputerOn() bool { return a.Computer == "on" }
 
 // Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,
 // Command, Script and Consolidate is set; ThenPrompt only goes with Script.

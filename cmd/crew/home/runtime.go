@@ -17,6 +17,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/mcp"
 )
 
@@ -61,6 +62,9 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 		if a.Leads() {
 			names = withTools(names, team.LeadTools)
 		}
+		if a.ComputerOn() { // by computer: "on", never by tools:
+			names = withTools(names, desktop.Names)
+		}
 		out[id] = loop.Agent{
 			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
@@ -71,6 +75,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
 				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
 				Browser: a.Browser, BrowserHosts: a.BrowserHosts, BrowserAskPatterns: a.BrowserAskPatterns,
+				ComputerApps: a.ComputerApps,
 			},
 		}
 	}

@@ -11,9 +11,7 @@ var unbuilt = []struct {
 	key    string // dotted path
 }{
 	{"agent.schema.json", "vision_routes"}, // image input
-	{"agent.schema.json", "computer"},      // desktop tools
-	{"agent.schema.json", "computer_apps"},
-	{"agent.schema.json", "script_calls"}, // the script tool
+	{"agent.schema.json", "script_calls"},  // the script tool
 }
 
 // refuseUnbuilt reports the first unbuilt key of the file, in file order,

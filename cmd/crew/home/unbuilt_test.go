@@ -15,7 +15,7 @@ import (
 var wantUnbuilt = map[string][]string{
 	"config.yaml": {},
 	"agent.yaml": {"vision_routes",
-		"computer", "computer_apps", "script_calls"},
+		"script_calls"},
 }
 
 // A key that would do nothing is refused where it is written, never
