@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -31,6 +30,9 @@ const titleRunes = 80
 const (
 	bucketConversations = "conversations"            // id → Conversation
 	bucketConvByUpdated = "conversations_by_updated" // timeKey(updated) id → empty
+	// bucketConvOpen indexes the conversations with work after a restart
+	// (Recoverable): id → empty. Start reads it, not every conversation.
+	bucketConvOpen = "conversations_open"
 )
 
 // Conversation is the list view of one conversation.
@@ -91,6 +93,10 @@ var _ Projection = Conversations{}
 
 func (Conversations) Name() string { return "conversations" }
 
+// Version 2 added bucketConvOpen: an older database's conversations are
+// projected again (in the background) when this build opens it.
+func (Conversations) Version() int { return 2 }
+
 // PendingApproval is an approval waiting for the owner.
 type PendingApproval struct {
 	ID        string          `json:"id"`
@@ -110,7 +116,7 @@ type PendingApproval struct {
 const bucketApprovals = "approvals"
 
 func (Conversations) Buckets() []string {
-	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals}
+	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen}
 }
 
 // FindApproval returns the conversation an approval belongs to.
@@ -209,14 +215,14 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	}
 	c.Updated, c.LastSeq = env.Time, env.Seq
 	c.Status = statusOf(c)
-	if err := putJSON(convs, []byte(id), c); err != nil {
+	if err := putConversation(tx, c); err != nil {
 		return err
 	}
 	if err := index.Put(append(timeKey(c.Updated), id...), nil); err != nil {
 		return err
 	}
 	if c.RootID != "" && c.RootID != id {
-		return surfaceOnRoot(convs, c, e)
+		return surfaceOnRoot(tx, c, e)
 	}
 	return nil
 }
@@ -253,7 +259,7 @@ func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
 		c.Parked = &ev
 	}
 	c.Status = statusOf(c)
-	if err := putJSON(convs, []byte(id), c); err != nil {
+	if err := putConversation(tx, c); err != nil {
 		return err
 	}
 	if !found { // listed like any other conversation
@@ -266,7 +272,8 @@ func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
 // conversation, which is where the owner looks: listed there while pending,
 // so the root shows awaiting_approval. The root's own time and sequence do
 // not change (nothing was appended to it).
-func surfaceOnRoot(convs *bbolt.Bucket, child Conversation, e events.Event) error {
+func surfaceOnRoot(tx *bbolt.Tx, child Conversation, e events.Event) error {
+	convs := tx.Bucket([]byte(bucketConversations))
 	switch e.(type) {
 	case *events.ApprovalRequested, *events.ApprovalDecided, *events.RunFinished:
 	default:
@@ -293,7 +300,24 @@ func surfaceOnRoot(convs *bbolt.Bucket, child Conversation, e events.Event) erro
 		root.PendingApprovals = nil
 	}
 	root.Status = statusOf(root)
-	return putJSON(convs, []byte(root.ID), root)
+	return putConversation(tx, root)
+}
+
+// putConversation stores c and keeps bucketConvOpen in step with it.
+func putConversation(tx *bbolt.Tx, c Conversation) error {
+	if err := putJSON(tx.Bucket([]byte(bucketConversations)), []byte(c.ID), c); err != nil {
+		return err
+	}
+	open := tx.Bucket([]byte(bucketConvOpen))
+	if recoverable(c) {
+		return open.Put([]byte(c.ID), nil)
+	}
+	return open.Delete([]byte(c.ID))
+}
+
+// recoverable: running, awaiting approval or with queued messages.
+func recoverable(c Conversation) bool {
+	return c.Status == ConversationRunning || c.Status == ConversationAwaitingApproval || c.Queued > 0
 }
 
 // GetConversation returns conversation id, or ErrNotFound.
@@ -332,18 +356,22 @@ func ListConversations(db *bbolt.DB, limit int) ([]Conversation, error) {
 }
 
 // Recoverable lists the conversations that may have work after a restart:
-// running, awaiting approval or with queued messages, by id.
+// running, awaiting approval or with queued messages, by id. It reads their
+// index: O(open work), not O(conversations).
 func Recoverable(db *bbolt.DB) ([]string, error) {
-	list, err := ListConversations(db, 0)
-	if err != nil {
-		return nil, err
-	}
 	var ids []string
-	for _, c := range list {
-		if c.Status == ConversationRunning || c.Status == ConversationAwaitingApproval || c.Queued > 0 {
-			ids = append(ids, c.ID)
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketConvOpen))
+		if b == nil {
+			return nil
 		}
+		return b.ForEach(func(k, _ []byte) error {
+			ids = append(ids, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recoverable conversations: %w", err)
 	}
-	sort.Strings(ids)
-	return ids, nil
+	return ids, nil // bbolt keys are sorted
 }

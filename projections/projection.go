@@ -29,6 +29,67 @@ type Projection interface {
 	Apply(tx *bbolt.Tx, env events.Envelope) error
 }
 
+// Versioned is a projection whose buckets changed shape in some build:
+// Open finds a database written at another version and projects it again
+// from the start, in the background (Runner groups). A projection without
+// Version is version 1.
+type Versioned interface {
+	Version() int
+}
+
+func versionOf(p Projection) uint64 {
+	if v, ok := p.(Versioned); ok {
+		return uint64(v.Version())
+	}
+	return 1
+}
+
+// versionBucket holds each projection's version, key = name, value =
+// big-endian uint64; absent is 1.
+const versionBucket = "_versions"
+
+// upgrade resets p when the database holds it at another version: its
+// buckets and checkpoint go, and it catches up from the start. It reports
+// whether it did.
+func upgrade(db *bbolt.DB, p Projection) (bool, error) {
+	reset := false
+	err := db.Update(func(tx *bbolt.Tx) error {
+		stored := uint64(1)
+		if b := tx.Bucket([]byte(versionBucket)); b != nil {
+			if v := b.Get([]byte(p.Name())); len(v) == 8 {
+				stored = binary.BigEndian.Uint64(v)
+			}
+		}
+		want := versionOf(p)
+		if stored == want {
+			return nil
+		}
+		cp, err := readCheckpoint(tx, p.Name())
+		if err != nil {
+			return err
+		}
+		if cp > 0 {
+			if err := deleteProjection(tx, p); err != nil {
+				return err
+			}
+			reset = true
+		}
+		return writeVersion(tx, p)
+	})
+	if err != nil {
+		return false, fmt.Errorf("upgrade projection %s: %w", p.Name(), err)
+	}
+	return reset, nil
+}
+
+func writeVersion(tx *bbolt.Tx, p Projection) error {
+	b, err := tx.CreateBucketIfNotExists([]byte(versionBucket))
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(p.Name()), u64(versionOf(p)))
+}
+
 // All returns every projection of this build, in a stable order.
 func All() []Projection {
 	return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}, Canvases{}, Usage{}}
@@ -76,7 +137,7 @@ func validate(ps []Projection) error {
 			return fmt.Errorf("projection %s declares no buckets", name)
 		}
 		for _, b := range p.Buckets() {
-			if b == "" || b == checkpointBucket || b == undecodableBucket {
+			if b == "" || b == checkpointBucket || b == undecodableBucket || b == versionBucket {
 				return fmt.Errorf("projection %s: bucket name %q is reserved", name, b)
 			}
 			if o, ok := owner[b]; ok {

@@ -33,7 +33,13 @@ func rebuild(ctx context.Context, log *events.Log, db *bbolt.DB, p Projection, b
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("rebuild %s: delete consumer: %w", name, err)
 	}
-	if err := db.Update(func(tx *bbolt.Tx) error { return deleteProjection(tx, p) }); err != nil {
+	err = db.Update(func(tx *bbolt.Tx) error {
+		if err := deleteProjection(tx, p); err != nil {
+			return err
+		}
+		return writeVersion(tx, p)
+	})
+	if err != nil {
 		return fmt.Errorf("rebuild %s: %w", name, err)
 	}
 	tx, err := db.Begin(true)

@@ -122,6 +122,15 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 			}
 		}
 	}
+	for _, p := range ps {
+		reset, err := upgrade(db, p)
+		if err != nil {
+			return nil, fmt.Errorf("open projections: %w", err)
+		}
+		if reset {
+			logger.Info("projection changed in this build; projecting it again from the start", logProjection, p.Name(), "version", versionOf(p))
+		}
+	}
 	r := &Runner{log: log, db: db, logger: logger, cfg: cfg, changed: make(chan struct{})}
 	at := map[uint64]*group{}
 	for _, p := range ps {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"go.etcd.io/bbolt"
 )
 
 func TestConversationStatusAndRunNesting(t *testing.T) {
@@ -213,5 +214,65 @@ func TestFailedRunStatusUntilNextMessage(t *testing.T) {
 	apply(&events.RunStarted{RunID: "r2", Agent: "master", Trigger: "message"})
 	if c = apply(&events.RunFinished{RunID: "r2", Status: events.RunDone}); c.Status != ConversationIdle || c.Ended != nil {
 		t.Errorf("after a done run: status %q, ended %+v", c.Status, c.Ended)
+	}
+}
+
+// Start is O(open work): Recoverable reads the index of conversations with
+// work (running, awaiting approval, a message queued), which every status
+// change keeps in step — not the whole conversation list.
+func TestRecoverableReadsTheOpenIndex(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	db := openDB(t, "")
+	r := startRunner(t, log, db, config{})
+	s := newSeeder(t, log)
+	exp := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s.conv("idle", &events.MessageReceived{Channel: "web", Text: "hi"})
+	s.conv("idle", &events.RunStarted{RunID: "r1", Agent: "coach", Trigger: "message"})
+	s.conv("idle", &events.RunFinished{RunID: "r1", Status: events.RunDone})
+	s.conv("queued", &events.MessageReceived{Channel: "web", Text: "waiting"})
+	s.conv("running", &events.MessageReceived{Channel: "web", Text: "go"})
+	s.conv("running", &events.RunStarted{RunID: "r2", Agent: "coach", Trigger: "message"})
+	s.conv("asking", &events.RunStarted{RunID: "r3", Agent: "coach", Trigger: "message"})
+	s.conv("asking", &events.ApprovalRequested{ApprovalID: "a1", RunID: "r3", CallID: "t1", Tool: "shell_run", Arguments: json.RawMessage(`{}`), ExpiresAt: exp})
+	last := s.conv("asking", &events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := Recoverable(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"asking", "queued", "running"}; !slices.Equal(ids, want) {
+		t.Fatalf("recoverable %v, want %v", ids, want)
+	}
+	last = s.conv("asking", &events.RunFinished{RunID: "r3", Status: events.RunDone})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := Recoverable(db); !slices.Equal(ids, []string{"queued", "running"}) {
+		t.Errorf("recoverable after the run ended: %v", ids)
+	}
+
+	// A database from before the index (conversations at version 1) is
+	// projected again at the next Open, and the index is filled.
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket([]byte(bucketConvOpen)); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(versionBucket)).Delete([]byte("conversations"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = startRunner(t, log, db, config{})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := Recoverable(db); !slices.Equal(ids, []string{"queued", "running"}) {
+		t.Errorf("recoverable after the upgrade: %v", ids)
 	}
 }
