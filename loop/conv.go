@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -30,11 +31,73 @@ type Convs struct {
 
 	mu    sync.Mutex
 	convs map[string]*Conv
+	// recent orders the loaded conversations, most recently used first;
+	// beyond keepIdle of them, idle ones are let go (reloaded from their
+	// snapshot and tail when next used).
+	recent   *list.List // of *Conv
+	keepIdle int
 }
+
+// DefaultIdleConversations is how many idle conversation states a process
+// keeps in memory unless told otherwise.
+const DefaultIdleConversations = 1000
 
 // NewConvs returns the writer set over log; snaps may be nil.
 func NewConvs(log Appender, snaps Snapshots) *Convs {
-	return &Convs{log: log, snaps: snaps, convs: map[string]*Conv{}}
+	return &Convs{log: log, snaps: snaps, convs: map[string]*Conv{}, recent: list.New(), keepIdle: DefaultIdleConversations}
+}
+
+// SetIdleLimit bounds the conversation states kept in memory: past n (at
+// least 1) loaded conversations, the least recently used idle ones (no
+// open run, nothing queued, no approval pending, nobody waiting on them)
+// are dropped. Call it before the first Get.
+func (cs *Convs) SetIdleLimit(n int) { cs.keepIdle = max(n, 1) }
+
+// Loaded is how many conversation states are in memory.
+func (cs *Convs) Loaded() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.recent.Len()
+}
+
+// touch marks c most recently used and lets go of idle conversations past
+// the limit. The caller holds cs.mu.
+func (cs *Convs) touchLocked(c *Conv) {
+	if c.elem == nil {
+		c.elem = cs.recent.PushFront(c)
+	} else {
+		cs.recent.MoveToFront(c.elem)
+	}
+	for e := cs.recent.Back(); e != nil && cs.recent.Len() > cs.keepIdle; {
+		prev := e.Prev()
+		if old := e.Value.(*Conv); old != c && old.evictable() {
+			cs.recent.Remove(e)
+			old.elem = nil
+			delete(cs.convs, old.id)
+		}
+		e = prev
+	}
+}
+
+// evictable: nothing in flight on c. A holder of c may still use it (its
+// state stays with it); the next Get loads the conversation afresh.
+func (c *Conv) evictable() bool {
+	if !c.mu.TryLock() {
+		return false
+	}
+	defer c.mu.Unlock()
+	st := c.st
+	return c.waiters == 0 && st != nil && st.OpenRun == "" && len(st.Queued) == 0 && len(st.Steers) == 0 && !st.BusyQueued && pendingApprovals(st) == 0
+}
+
+func pendingApprovals(st *State) int {
+	n := 0
+	for _, a := range st.Approvals {
+		if a.Decision == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Opening is a turn-opening message about to be stored: an owner's
@@ -81,14 +144,20 @@ func (cs *Convs) Get(ctx context.Context, id string) (*Conv, error) {
 	}
 	cs.mu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.st == nil {
 		st, err := LoadState(ctx, cs.log, cs.snaps, id)
 		if err != nil {
+			c.mu.Unlock()
 			return nil, err
 		}
 		c.st = st
 	}
+	c.mu.Unlock()
+	cs.mu.Lock()
+	if cs.convs[id] == c {
+		cs.touchLocked(c)
+	}
+	cs.mu.Unlock()
 	return c, nil
 }
 
@@ -100,6 +169,10 @@ type Conv struct {
 	st    *State
 	// changed is closed (and replaced) whenever st changes, waking Wait.
 	changed chan struct{}
+	// waiters counts the Waits in progress (under mu); elem is c's place
+	// in Convs.recent (under Convs.mu), nil once let go.
+	waiters int
+	elem    *list.Element
 }
 
 // ID is the conversation id.
@@ -228,6 +301,14 @@ func (c *Conv) Refresh(ctx context.Context) error {
 // now and after every change (an append here, a Refresh), or when ctx ends.
 // cond runs under the conversation's lock and must not keep st.
 func (c *Conv) Wait(ctx context.Context, cond func(st *State) bool) error {
+	c.mu.Lock()
+	c.waiters++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.waiters--
+		c.mu.Unlock()
+	}()
 	for {
 		c.mu.Lock()
 		ok := cond(c.st)

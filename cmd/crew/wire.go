@@ -87,6 +87,9 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	cv := &canvas.Service{Store: projections.CanvasStore{DB: st.db, NotFound: canvas.ErrNotFound}, Log: st.log, WaitFor: runner.WaitFor,
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
 	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
+	if n := h.Config.ConversationsInMemory; n > 0 {
+		convs.SetIdleLimit(n)
+	}
 	var cr *liveCrew
 	teams := team.New(team.Config{Log: st.log, Convs: convs, NewID: nuid.Next, Logger: logger.With("component", "team"),
 		Agents: func(id string) (loop.Agent, bool) { return cr.agent(id) }})

@@ -257,6 +257,9 @@ func (g *Gateway) admit(chatID int64) bool {
 		return true
 	}
 	if !g.seen[chatID] {
+		if len(g.seen) >= maxTracked {
+			clear(g.seen) // strangers choose their chat ids: forget, and log them again
+		}
 		g.seen[chatID] = true
 		g.cfg.Logger.Warn("telegram chat not allowed: ignored", "chat_id", chatID)
 	}

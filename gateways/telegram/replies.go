@@ -18,6 +18,11 @@ import (
 // MaxMessage is Telegram's limit on a message's text, in UTF-16 units.
 const MaxMessage = 4096
 
+// maxTracked bounds each map the gateway keeps per chat or conversation
+// (strangers seen, delegated conversations followed): a process that runs
+// for months keeps a fixed amount.
+const maxTracked = 1024
+
 // runView is what the follower remembers of a conversation's open run.
 type runView struct {
 	open bool
@@ -135,6 +140,9 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, conv string, env events.Envelope) {
 	switch env.Type {
 	case events.TypeConversationOpened, events.TypeApprovalRequested:
+	case events.TypeConversationClosed:
+		delete(children, conv)
+		return
 	default:
 		return
 	}
@@ -146,6 +154,12 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 	switch e := e.(type) {
 	case *events.ConversationOpened:
 		if root, ok := chatOf(e.RootID); ok && g.allowed[root] {
+			if len(children) >= maxTracked {
+				for old := range children { // any one: the oldest have most likely ended
+					delete(children, old)
+					break
+				}
+			}
 			children[conv] = root
 		}
 	case *events.ApprovalRequested:

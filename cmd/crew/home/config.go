@@ -7,14 +7,17 @@ import (
 // Config is config.yaml. Keys and ranges are pinned by
 // schemas/config.schema.json; a test keeps the two in sync.
 type Config struct {
-	Timezone           string         `yaml:"timezone"`
-	ApprovalTTLSeconds int            `yaml:"approval_ttl_seconds"`
-	CanvasMaxBytes     int64          `yaml:"canvas_max_bytes"` // 0: the default, 1 GB
-	NATS               NATSConfig     `yaml:"nats"`
-	Listen             string         `yaml:"listen"`
-	AuthToken          string         `yaml:"auth_token"`
-	Web                WebConfig      `yaml:"web"`
-	Telegram           TelegramConfig `yaml:"telegram"`
+	Timezone           string `yaml:"timezone"`
+	ApprovalTTLSeconds int    `yaml:"approval_ttl_seconds"`
+	CanvasMaxBytes     int64  `yaml:"canvas_max_bytes"` // 0: the default, 1 GB
+	// ConversationsInMemory bounds the idle conversation states kept
+	// loaded (loop.Convs.SetIdleLimit); 0: the default.
+	ConversationsInMemory int            `yaml:"conversations_in_memory"`
+	NATS                  NATSConfig     `yaml:"nats"`
+	Listen                string         `yaml:"listen"`
+	AuthToken             string         `yaml:"auth_token"`
+	Web                   WebConfig      `yaml:"web"`
+	Telegram              TelegramConfig `yaml:"telegram"`
 	// Models, keyed by route, says what the harness cannot ask the
 	// provider: context window, reply limit, vision, prices.
 	Models map[string]ModelConfig `yaml:"models"`
