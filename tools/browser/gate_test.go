@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -177,4 +179,26 @@ func TestToolNames(t *testing.T) {
 			t.Errorf("read mode has %s", n)
 		}
 	}
+}
+
+// TestBrowserClosedWhenIdle (R-BRW): a browser unused for IdleAfter is
+// closed; one in use is not.
+func TestBrowserClosedWhenIdle(t *testing.T) {
+	m := NewManager(Config{Home: t.TempDir(), Chromium: "/nonexistent", IdleAfter: 40 * time.Millisecond})
+	defer m.Close()
+	idle := &instance{tabs: map[string]*convTabs{}, last: time.Now().Add(-time.Hour)}
+	busy := &instance{tabs: map[string]*convTabs{}, last: time.Now().Add(-time.Hour)}
+	busy.mu.Lock() // a call in progress
+	m.mu.Lock()
+	m.live["idle"], m.live["busy"] = idle, busy
+	m.mu.Unlock()
+	eventstest.Eventually(t, "the idle browser closed", func() bool {
+		idle.mu.Lock()
+		defer idle.mu.Unlock()
+		return idle.closed && !m.Running("idle")
+	})
+	if !m.Running("busy") {
+		t.Error("a browser in use was closed")
+	}
+	busy.mu.Unlock()
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -58,10 +60,9 @@ func Login(ctx context.Context, c LoginConfig) error {
 	// The server's browser for this agent sees the marker and stops;
 	// Chromium removes SingletonLock from the profile as it exits.
 	fmt.Fprintf(c.Out, "Waiting for %s's browser to stop…\n", c.Agent)
-	lock := filepath.Join(profile, "SingletonLock")
 	deadline := time.Now().Add(c.Wait)
 	for {
-		if _, err := os.Lstat(lock); errors.Is(err, fs.ErrNotExist) {
+		if !profileInUse(profile) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -82,9 +83,12 @@ func Login(ctx context.Context, c LoginConfig) error {
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
 	defer bcancel()
+	if err := chromedp.Do(bctx); err != nil { // starts the browser, bound to bctx
+		return fmt.Errorf("open the login window: %w", err)
+	}
 	in := &instance{agent: c.Agent, proxy: px, ctx: bctx, cancel: func() {}, tabs: map[string]*convTabs{}}
-	t, err := in.newTab("login")
-	if err != nil {
+	t := &tab{ctx: bctx, cancel: func() {}}
+	if err := in.attach(bctx, t); err != nil {
 		return fmt.Errorf("open the login window: %w", err)
 	}
 	if c.URL != "" {
@@ -96,10 +100,37 @@ func Login(ctx context.Context, c LoginConfig) error {
 		}
 	}
 	fmt.Fprintf(c.Out, "A window is open on %s's browser profile. Sign in, then close the window; until then %s's browser tools refuse and say why.\n", c.Agent, c.Agent)
-	select {
-	case <-bctx.Done(): // the owner closed the window: Chromium exited
-	case <-ctx.Done():
+	// The owner closing the window ends Chromium; chromedp reaps it, and
+	// then the process answers no signal.
+	proc := chromedp.FromContext(bctx).Browser.Process()
+	for proc != nil && proc.Signal(syscall.Signal(0)) == nil && ctx.Err() == nil && bctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-bctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
 	fmt.Fprintln(c.Out, "Window closed; the agent's browser starts again on its next browser call.")
 	return nil
+}
+
+// profileInUse reports whether a live Chromium holds profile: its
+// SingletonLock names host-pid, and a lock left by a process that died
+// (on this host) does not count.
+func profileInUse(profile string) bool {
+	target, err := os.Readlink(filepath.Join(profile, "SingletonLock"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(target, '-')
+	host, _ := os.Hostname()
+	pid, perr := strconv.Atoi(target[i+1:])
+	if i < 0 || perr != nil || target[:i] != host {
+		return true // another host's lock, or one we cannot read: in use
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -390,9 +390,7 @@ func (in *instance) current(conv string) *tab {
 	return ct.list[ct.current]
 }
 
-// newTab opens a tab for conv and makes it current. Its requests are
-// answered our proxy's credential when challenged (and only the proxy's),
-// and each main-frame navigation makes earlier refs stale.
+// newTab opens a tab for conv and makes it current (see attach).
 func (in *instance) newTab(conv string) (*tab, error) {
 	ctx, cancel := chromedp.NewContext(in.ctx)
 	t := &tab{ctx: ctx, cancel: cancel}
@@ -402,16 +400,34 @@ func (in *instance) newTab(conv string) (*tab, error) {
 		cancel()
 		return nil, fmt.Errorf("open a tab: %w", err)
 	}
+	if err := in.attach(ctx, t); err != nil {
+		cancel()
+		return nil, err
+	}
+	in.tabsMu.Lock()
+	defer in.tabsMu.Unlock()
+	ct := in.tabs[conv]
+	if ct == nil {
+		ct = &convTabs{}
+		in.tabs[conv] = ct
+	}
+	ct.list = append(ct.list, t)
+	ct.current = len(ct.list) - 1
+	return t, nil
+}
+
+// attach makes the page of ctx answer the proxy's challenge with its
+// credential (and only the proxy's), notes every host it requests, and
+// counts its main-frame navigations, which make earlier refs stale.
+func (in *instance) attach(ctx context.Context, t *tab) error {
 	paused := chromedp.Events(ctx, fetch.RequestPaused)
 	auth := chromedp.Events(ctx, fetch.AuthRequired)
 	navigated := chromedp.Events(ctx, page.FrameNavigated)
 	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: new(true), Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
-		cancel()
-		return nil, fmt.Errorf("open a tab: %w", err)
+		return fmt.Errorf("open a tab: %w", err)
 	}
 	if _, err := chromedp.Call(ctx, page.Enable, page.EnableParams{}); err != nil {
-		cancel()
-		return nil, fmt.Errorf("open a tab: %w", err)
+		return fmt.Errorf("open a tab: %w", err)
 	}
 	go func() {
 		for ev, err := range paused {
@@ -448,16 +464,7 @@ func (in *instance) newTab(conv string) (*tab, error) {
 			}
 		}
 	}()
-	in.tabsMu.Lock()
-	defer in.tabsMu.Unlock()
-	ct := in.tabs[conv]
-	if ct == nil {
-		ct = &convTabs{}
-		in.tabs[conv] = ct
-	}
-	ct.list = append(ct.list, t)
-	ct.current = len(ct.list) - 1
-	return t, nil
+	return nil
 }
 
 // closeTab closes conv's tab i.
