@@ -37,6 +37,9 @@ type Message struct {
 	// Canvas is the message's canvas notes (R-CTX-3): the model reads them
 	// framed during the run this message opened, CanvasShownLine after.
 	Canvas string `json:"canvas,omitempty"`
+	// CanvasRef is the canvas a canvas tool's result read or wrote (the
+	// chat's card).
+	CanvasRef *events.CanvasRef `json:"canvas_ref,omitempty"`
 	// Delegate is the child run a delegate call's result came from.
 	Delegate *events.DelegateResult `json:"delegate,omitempty"`
 	// Outcome says why the harness answered a tool call instead of the
@@ -406,7 +409,7 @@ func (s *State) Apply(env events.Envelope) error {
 		if e.Tool == ToolSearchTool {
 			s.load(e.Meta["loaded"])
 		}
-		m := Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome, Parts: e.Parts}
+		m := Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome, Parts: e.Parts, CanvasRef: e.Canvas}
 		if len(e.Meta) > 0 {
 			m.Meta, _ = json.Marshal(e.Meta)
 		}
@@ -722,7 +725,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 16
+const snapshotVersion byte = 17
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

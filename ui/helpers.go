@@ -118,3 +118,5 @@ func cut(s string, n int) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func canvasPath(id string) string { return "/canvases/" + url.PathEscape(id) }

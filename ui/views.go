@@ -122,6 +122,31 @@ type ToolCard struct {
 	Child *RunCard
 	// Page is the web page a browser or fetch_url call was on, if any.
 	Page *ToolPage
+	// Canvas is the canvas an agent's canvas write made: the chat shows a
+	// card (created / edited / rewritten / imported, version, Open).
+	Canvas *CanvasCard
+}
+
+// CanvasCard is one agent write to a canvas, in the chat.
+type CanvasCard struct {
+	Artifact, Title, Kind, Verb string
+	Version                     int
+}
+
+// CanvasRow is one canvas in the library.
+type CanvasRow struct {
+	ID, Title, Kind, Author, Updated string
+	Version                          int
+	Bytes                            int64
+}
+
+// CanvasesView is the library of every canvas; Open, when set, is the
+// canvas shown in the panel.
+type CanvasesView struct {
+	Shell
+	Canvases []CanvasRow
+	Query    string
+	Open     string
 }
 
 // ToolPage is what a web tool's card shows of its page: title, URL, the

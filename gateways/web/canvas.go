@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools/canvas"
+	"github.com/my-agent-crew/crew/ui"
 )
 
 // CanvasAPI serves /api/artifacts and the conversations' open canvas
@@ -270,6 +272,32 @@ func (s *server) routesCanvas(mux *router) {
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "version": wr.Version, "changed": wr.Changed})
 	})
 	mux.HandleFunc("GET /api/artifacts/{id}/render", s.render)
+	if s.cfg.Pages != nil {
+		library := func(r *http.Request, csrf, open string) (templ.Component, error) {
+			sh, err := s.cfg.Pages.shell(r.Context(), "Canvases", "", csrf)
+			if err != nil {
+				return nil, err
+			}
+			if open != "" {
+				if _, err := c.Service.Get(open); err != nil {
+					return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+				}
+			}
+			q := r.URL.Query().Get("q")
+			list, err := c.Service.Store.List(q)
+			v := ui.CanvasesView{Shell: sh, Query: q, Open: open}
+			for _, rec := range list {
+				last := rec.Latest()
+				v.Canvases = append(v.Canvases, ui.CanvasRow{ID: rec.ID, Title: rec.Title, Kind: kindLabel(rec), Author: last.Author,
+					Updated: rec.Updated.In(s.cfg.Pages.Location).Format("2006-01-02 15:04"), Version: last.Version, Bytes: rec.Bytes})
+			}
+			return ui.CanvasesPage(v), err
+		}
+		mux.HandleFunc("GET /canvases", s.page(func(r *http.Request, csrf string) (templ.Component, error) { return library(r, csrf, "") }))
+		mux.HandleFunc("GET /canvases/{id}", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+			return library(r, csrf, r.PathValue("id"))
+		}))
+	}
 	mux.HandleFunc("GET /api/conversations/{id}/canvas", func(w http.ResponseWriter, r *http.Request) {
 		id, ok := pathID(w, r)
 		if !ok {
@@ -320,6 +348,13 @@ func (s *server) routesCanvas(mux *router) {
 		}
 		writeJSON(w, http.StatusOK, focusJSON(id, f))
 	})
+}
+
+func kindLabel(rec events.CanvasRecord) string {
+	if rec.Language != "" {
+		return rec.Kind + " (" + rec.Language + ")"
+	}
+	return rec.Kind
 }
 
 // jsonBody refuses a write whose body is not JSON (PUT and PATCH here;

@@ -342,6 +342,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				if r, ok := results[c.ID]; ok {
 					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
 					card.Page = toolPage(st.Conversation, r)
+					card.Canvas = canvasCard(r)
 				} else {
 					card.Running, card.Waiting = c.ID != waiting, c.ID == waiting
 				}
@@ -524,4 +525,17 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		}
 	}
 	return card, nil
+}
+
+// canvasVerbs name an agent's canvas writes on the chat's card.
+var canvasVerbs = map[string]string{events.OpCreate: "created", events.OpEdit: "edited", events.OpRewrite: "rewritten", events.OpImport: "imported"}
+
+// canvasCard is the card of a canvas write's result, nil for a read or a
+// refusal.
+func canvasCard(r loop.Message) *ui.CanvasCard {
+	c := r.CanvasRef
+	if c == nil || c.Op == "" || r.IsError {
+		return nil
+	}
+	return &ui.CanvasCard{Artifact: c.Artifact, Title: c.Title, Kind: c.Kind, Verb: canvasVerbs[c.Op], Version: c.Version}
 }

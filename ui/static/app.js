@@ -104,6 +104,7 @@
     let msg;
     try { msg = JSON.parse(ev.data); } catch { return; }
     const d = (msg && msg.delta) || {};
+    document.dispatchEvent(new CustomEvent('crew:delta', { detail: d })); // canvas.js: the draft
     const stick = nearBottom();
     if (d.text) live.text += d.text;
     if (d.tool_name || d.arguments_delta) {
@@ -145,6 +146,12 @@
       if (conv && (c === conv || child)) refreshChat();
     };
     STORED.forEach((type) => es.addEventListener(type, onActivity));
+    // Canvas events reach every tab (canvas.js).
+    ['artifact_created', 'artifact_written', 'artifact_renamed', 'artifact_deleted'].forEach((type) => es.addEventListener(type, (ev) => {
+      let detail = {};
+      try { detail = JSON.parse(ev.data); } catch { /* not JSON */ }
+      document.dispatchEvent(new CustomEvent('crew:canvas', { detail }));
+    }));
   }
 
   // 3 and 4. The composer and the approval form post with fetch.
@@ -179,6 +186,7 @@
       }
       showError(errEl, '');
       if (kind === 'composer') {
+        document.dispatchEvent(new CustomEvent('crew:sent')); // this tab sent it: canvas.js shows the draft here
         form.elements.text.value = '';
         if (!conv) { // the first message of a new chat: go to it
           let id = '';
