@@ -125,7 +125,9 @@ func (t *Turn) defs(ctx context.Context) []tools.Def {
 
 func (t *Turn) toolEnv() tools.Env {
 	var cv tools.CanvasTurn
+	var untrusted string
 	t.conv.View(func(st *State) {
+		untrusted = st.RunUntrusted
 		cv = tools.CanvasTurn{RunID: st.OpenRun, Channel: st.CanvasChannel(), RootID: st.RootID, Seen: st.CanvasSeen(),
 			Created: st.RunCanvas.Created, Writes: maps.Clone(st.RunCanvas.Writes)}
 	})
@@ -147,6 +149,8 @@ func (t *Turn) toolEnv() tools.Env {
 		AgentDir:     t.agent.Dir,
 		HomeDir:      t.deps.HomeDir,
 		Location:     t.deps.Location,
+		RunID:        cv.RunID,
+		Untrusted:    untrusted,
 	}
 }
 
@@ -321,7 +325,9 @@ func (t *Turn) invoke(ctx context.Context, c *toolCall) error {
 		c.res = res
 		return nil
 	}
-	res, err := c.tool.Run(ctx, t.toolEnv(), c.Arguments)
+	env := t.toolEnv()
+	env.CallID = c.ID
+	res, err := c.tool.Run(ctx, env, c.Arguments)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

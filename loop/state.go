@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
@@ -127,6 +129,11 @@ type Approval struct {
 // conversation's events. It is a pure function of those events: the same
 // events give the same State, from a snapshot or from a cold replay.
 type State struct {
+	// RunUntrusted names what untrusted content the open run has read
+	// (a fenced tool result, a message from someone not the owner), ""
+	// for none: memory writes after it carry the mark (R-X-7).
+	RunUntrusted string `json:"run_untrusted,omitempty"`
+
 	Conversation string    `json:"conversation"`
 	Seq          uint64    `json:"seq"` // stream sequence of the last applied event
 	Agent        string    `json:"agent,omitempty"`
@@ -304,7 +311,11 @@ func (s *State) Apply(env events.Envelope) error {
 		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
 		s.RunPrompt, s.PromptChecked, s.RunFrom = nil, false, len(s.Messages)
 		s.Resumed = 0
+		s.RunUntrusted = ""
 		for _, q := range s.Queued {
+			if q.Team && s.RunUntrusted == "" { // another agent's words, not the owner's
+				s.RunUntrusted = "a team message"
+			}
 			s.Messages = append(s.Messages, q.userMessage())
 			s.RunPrompt = append(s.RunPrompt, cmp.Or(q.Said, q.Text))
 		}
@@ -398,6 +409,9 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.Calling[e.CallID] = true
 	case *events.ToolCompleted:
+		if e.RunID == s.OpenRun && s.RunUntrusted == "" && strings.Contains(e.Output, fence.Marker) {
+			s.RunUntrusted = e.Tool
+		}
 		if d := e.Delegate; d != nil { // the child's spending is the parent's
 			usd, unknown := d.Spent()
 			s.CostUSD += usd

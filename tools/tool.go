@@ -88,6 +88,31 @@ type Env struct {
 	Location *time.Location // the owner's timezone; nil means UTC
 	// Canvas is what the canvas tools need of the turn (R-CAN).
 	Canvas CanvasTurn
+	// Provenance of the call (R-X-7): the run and tool call making it,
+	// and what untrusted content the run read before it ("" for none).
+	RunID, CallID string
+	Untrusted     string
+}
+
+// UntrustedMark is what a memory write made after untrusted content
+// carries: "(from untrusted content, run <id>)"; "" when the run read
+// none.
+func (e Env) UntrustedMark() string {
+	if e.Untrusted == "" {
+		return ""
+	}
+	return "(from untrusted content, run " + e.RunID + ")"
+}
+
+// Provenance is what a memory, fact or wiki write records with its result
+// (Result.Meta "provenance"): the run and call that wrote it, and the
+// untrusted content the run had read, if any.
+func (e Env) Provenance(path string) map[string]any {
+	p := map[string]any{"path": path, "run_id": e.RunID, "call_id": e.CallID}
+	if e.Untrusted != "" {
+		p["untrusted"] = e.Untrusted
+	}
+	return map[string]any{"provenance": p}
 }
 
 // CanvasTurn is the turn's side of the canvas rules, folded from the

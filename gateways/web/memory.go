@@ -1,12 +1,15 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -164,7 +167,22 @@ func (s *server) memoryPage(r *http.Request, csrf, errText string) (templ.Compon
 		return nil, err
 	}
 	rows, err := s.cfg.Memory.Rows(r.Context(), agent)
-	return ui.MemoryPage(ui.MemoryView{Shell: sh, Agent: agent, Error: errText, Proposals: rows}), err
+	if err != nil {
+		return nil, err
+	}
+	v := ui.MemoryView{Shell: sh, Agent: agent, Error: errText, Proposals: rows}
+	if s.cfg.Pages.DB != nil {
+		writes, err := projections.ListMemoryWrites(s.cfg.Pages.DB, agent, true, 50)
+		if err != nil {
+			return nil, err
+		}
+		loc := cmp.Or(s.cfg.Pages.Location, time.UTC)
+		for _, w := range writes {
+			v.Untrusted = append(v.Untrusted, ui.MemoryWriteRow{When: w.At.In(loc).Format("Jan 2 15:04"), Agent: w.Agent, Tool: w.Tool,
+				Path: w.Path, Untrusted: w.Untrusted, RunID: w.RunID, Runs: "/c/" + w.Conversation + "/runs"})
+		}
+	}
+	return ui.MemoryPage(v), nil
 }
 
 // memoryBack is the page a decision form returns to: the same agent's

@@ -46,8 +46,11 @@ func (t memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage
 	now := env.Now().In(env.Loc())
 	name := DailyNote(now)
 	line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(text, "\n", "\n  ")
+	if mark := env.UntrustedMark(); mark != "" {
+		line += " " + mark
+	}
 	if err := t.files.appendText(root, name, line); err != nil {
 		return tools.Result{}, fmt.Errorf("memory_save: %s: %w", name, err)
 	}
-	return tools.Result{Output: fmt.Sprintf("saved to %s; it will be in the turn notes of the next message", name)}, nil
+	return tools.Result{Output: fmt.Sprintf("saved to %s; it will be in the turn notes of the next message", name), Meta: env.Provenance(name)}, nil
 }
