@@ -27,9 +27,6 @@ func TestServeRefusesBadConfigWithOneLine(t *testing.T) {
 		{"wrong type", func(t *testing.T, home string) {
 			appendFile(t, filepath.Join(home, "config.yaml"), "auth_token: [a, b]\n")
 		}, `^crew serve: \S+/config\.yaml:\d+:\d+: .*auth_token`, nil},
-		{"unbuilt key", func(t *testing.T, home string) {
-			appendFile(t, filepath.Join(home, "config.yaml"), "browser_enabled: true\n")
-		}, `^crew serve: \S+/config\.yaml:\d+:1: browser_enabled: not available in this build$`, nil},
 		// serve creates a missing home; the other commands say it is missing.
 		{"missing file", func(t *testing.T, home string) {
 			os.Remove(filepath.Join(home, "config.yaml"))

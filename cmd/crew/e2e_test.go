@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,11 +49,18 @@ func TestMain(m *testing.M) {
 // crew runs a crew command to completion.
 func crew(t *testing.T, home string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), crewBin, args...)
+	// A bound, so a command that should have exited but serves instead
+	// fails its test rather than the whole package's timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, crewBin, args...)
 	cmd.Env = append(os.Environ(), "CREW_HOME="+home)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil && t.Context().Err() == nil {
+		t.Fatalf("crew %v did not exit within 3 minutes; stderr:\n%s", args, errb.String())
+	}
 	code = 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
