@@ -78,7 +78,7 @@ func (h *helper) act(req wire.Request) wire.Answer {
 		if err != nil {
 			return refuse(wire.CodeBadRequest, "%v", err)
 		}
-		if ans, ok := h.keyboardGoesTo(top, client, front); !ok {
+		if ans, ok := h.keyboardGoesTo(top, client, front, false); !ok {
 			return ans
 		}
 		if err := h.d.press(syms); err != nil {
@@ -224,9 +224,11 @@ func (h *helper) windowAt(x, y int) xproto.Window {
 }
 
 // keyboardGoesTo checks that keystrokes would reach the window in front
-// and no other program holds the keyboard.
-func (h *helper) keyboardGoesTo(top, client xproto.Window, front *wire.App) (wire.Answer, bool) {
-	if h.d.keyboardHeld() {
+// and, for text, that no program holds the keyboard (a passphrase prompt
+// grabs it; so does an open menu, where keys, not text, are what is
+// wanted).
+func (h *helper) keyboardGoesTo(top, client xproto.Window, front *wire.App, text bool) (wire.Answer, bool) {
+	if text && h.d.keyboardHeld() {
 		return refuse(wire.CodeSecure, "another program holds the keyboard (secure input: a lock screen or a passphrase prompt)"), false
 	}
 	if f := h.d.focusTop(); f != top {
@@ -244,7 +246,7 @@ func (h *helper) keyboardGoesTo(top, client xproto.Window, front *wire.App) (wir
 // of the app in front, which must be el when a ref is given, and must be
 // sensitive, editable and not secure.
 func (h *helper) typingTarget(ref string, el *info, top, client xproto.Window, front *wire.App) (info, wire.Answer, bool) {
-	if ans, ok := h.keyboardGoesTo(top, client, front); !ok {
+	if ans, ok := h.keyboardGoesTo(top, client, front, true); !ok {
 		return info{}, ans, false
 	}
 	if h.bus() == nil {

@@ -18,11 +18,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/jezek/xgb"
 
 	"github.com/my-agent-crew/crew/desktop-helper/wire"
 )
@@ -56,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	xgb.Logger = stdlog.New(io.Discard, "", 0) // it complains of a missing ~/.Xauthority
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := listen(dir, log)

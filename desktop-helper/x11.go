@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"io"
-	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,7 +44,6 @@ type keyPos struct {
 }
 
 func openDisplay() (*display, error) {
-	xgb.Logger = log.New(io.Discard, "", 0) // it complains of a missing ~/.Xauthority
 	name := os.Getenv("DISPLAY")
 	if name == "" {
 		return nil, errors.New("DISPLAY is not set: run the helper inside the graphical session")

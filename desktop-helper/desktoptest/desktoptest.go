@@ -14,14 +14,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/jezek/xgb"
 )
 
 // Programs a session needs.
@@ -31,6 +35,9 @@ var (
 	BusLauncher = "/usr/libexec/at-spi-bus-launcher"
 	Factory     = "gtk3-widget-factory"
 )
+
+// quietX silences xgb's process-wide logger once.
+var quietX sync.Once
 
 // ErrMissing: a program the session needs is not installed.
 var ErrMissing = errors.New("desktop test programs missing")
@@ -66,6 +73,7 @@ func Missing() []string {
 
 // Start starts Xvfb, the session bus and the accessibility bus.
 func Start() (s *Session, err error) {
+	quietX.Do(func() { xgb.Logger = log.New(io.Discard, "", 0) }) // it complains of a missing ~/.Xauthority
 	if m := Missing(); len(m) > 0 {
 		return nil, fmt.Errorf("%w: %s (apt-get install xvfb gtk-3-examples at-spi2-core dbus)", ErrMissing, strings.Join(m, ", "))
 	}
@@ -163,7 +171,15 @@ func (s *Session) startXvfb() error {
 		return fmt.Errorf("Xvfb did not name its display: %w", err)
 	}
 	s.Display = ":" + strings.TrimSpace(line)
-	return nil
+	// Clients must be able to connect before the session is handed out.
+	return s.waitFor("an X connection to "+s.Display, func() bool {
+		c, err := xgb.NewConnDisplay(s.Display)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
 }
 
 // startBus starts a private session bus in the foreground (so its pid is
@@ -243,15 +259,44 @@ func (s *Session) StartApp(ready func() bool, name string, args ...string) (*exe
 }
 
 // StartFactory starts gtk3-widget-factory and waits until its accessible
-// tree is on the accessibility bus.
+// tree is on the accessibility bus. A factory that exits before (on a
+// loaded machine GTK has been seen to fail to open a display that
+// answers) is started again, up to three times.
 func (s *Session) StartFactory() (*exec.Cmd, error) {
-	var cmd *exec.Cmd
-	ready := func() bool { return cmd != nil && s.HasAccessibleApp(uint32(cmd.Process.Pid)) }
-	cmd, err := s.start(exec.Command(Factory))
-	if err != nil {
-		return nil, err
+	var last error
+	for range 3 {
+		cmd, err := s.start(exec.Command(Factory))
+		if err != nil {
+			return nil, err
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Process.Wait(); close(exited) }() // ends with the process
+		err = s.waitFor("gtk3-widget-factory on the accessibility bus", func() bool {
+			select {
+			case <-exited:
+				return true
+			default:
+				return s.HasAccessibleApp(uint32(cmd.Process.Pid))
+			}
+		})
+		select {
+		case <-exited:
+			last = fmt.Errorf("gtk3-widget-factory exited: %s", s.logTail(Factory))
+			continue
+		default:
+		}
+		return cmd, err
 	}
-	return cmd, s.waitFor("gtk3-widget-factory on the accessibility bus", ready)
+	return nil, last
+}
+
+// logTail is the end of a program's log in the session folder.
+func (s *Session) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, filepath.Base(name)+".log"))
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // HasAccessibleApp reports whether an app of process pid is registered on

@@ -125,8 +125,8 @@ type State struct {
 	Height    int    `json:"height"`
 	Frontmost *App   `json:"frontmost,omitempty"`
 	Locked    bool   `json:"locked"`
-	// SecureInput: the keyboard goes to a password field or is held by
-	// another program (a lock screen, a passphrase prompt).
+	// SecureInput: the keyboard goes to a password field or is grabbed
+	// (a lock screen, a passphrase prompt, or an open menu).
 	SecureInput bool `json:"secure_input"`
 	AtSPI       bool `json:"atspi"` // the accessibility bus answers
 }

@@ -65,6 +65,7 @@ func TestComputerActRefusedBeforeAsking(t *testing.T) {
 		{"stale frame", "c1", `{"action":"click","frame_id":"f0","ref":"e1"}`, "not your latest frame", nil, a},
 		{"no frame", "c1", `{"action":"click","ref":"e1"}`, "frame_id is missing", nil, a},
 		{"ref not shown", "c1", `{"action":"click","frame_id":"f1","ref":"e77"}`, "not in your latest outline", nil, a},
+		{"ref of an outline another conversation saw", "c2", `{"action":"click","frame_id":"f9","ref":"e1"}`, "not in your latest outline", []string{"xterm"}, other},
 		{"unknown field", "c1", `{"action":"click","frame_id":"f1","ref":"e1","force":true}`, "unknown field", nil, a},
 		{"unknown action", "c1", `{"action":"drag","frame_id":"f1"}`, "unknown action", nil, a},
 		{"click without a target", "c1", `{"action":"click","frame_id":"f1","x":3}`, "needs a ref or both x and y", nil, a},

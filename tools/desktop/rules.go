@@ -174,7 +174,7 @@ func refusal(apps []string, a wire.Act, v view) error {
 		return fmt.Errorf("computer_act: the app in front in frame %s is %s, which is not in this agent's computer_apps (%s)",
 			a.FrameID, v.front.Name(), strings.Join(apps, ", "))
 	}
-	if a.Ref != "" && v.refs != nil {
+	if a.Ref != "" && v.frame != "" { // what this conversation has seen is known
 		e, ok := v.refs[a.Ref]
 		if !ok {
 			return fmt.Errorf("computer_act: ref %q is not in your latest outline: observe again and use a ref it shows", a.Ref)
