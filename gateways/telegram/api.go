@@ -2,11 +2,13 @@ package telegram
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -78,6 +80,47 @@ func (b *botAPI) call(ctx context.Context, method string, params, out any) error
 	}
 	if err := json.Unmarshal(env.Result, out); err != nil {
 		return fmt.Errorf("telegram %s: decode result: %w", method, err)
+	}
+	return nil
+}
+
+// upload posts fields and one file as multipart/form-data (sendDocument,
+// sendPhoto). The fields are redacted like every JSON call's; the file is
+// a canvas, redacted when it was stored.
+func (b *botAPI) upload(ctx context.Context, method string, fields map[string]string, field, filename string, data []byte) error {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range fields {
+		if err := mw.WriteField(k, events.Secrets().String(v)); err != nil {
+			return err
+		}
+	}
+	fw, err := mw.CreateFormFile(field, filename)
+	if err != nil {
+		return err
+	}
+	fw.Write(data)
+	if err := mw.Close(); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/"+method, &body)
+	if err != nil {
+		return fmt.Errorf("telegram %s: %w", method, b.scrub(err))
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("telegram %s: %w", method, b.scrub(err))
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var env struct {
+		OK          bool   `json:"ok"`
+		ErrorCode   int    `json:"error_code"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || !env.OK {
+		return &apiError{Method: method, Status: resp.StatusCode, Code: env.ErrorCode, Description: cmp.Or(env.Description, strings.TrimSpace(string(raw[:min(len(raw), 200)])))}
 	}
 	return nil
 }

@@ -80,6 +80,11 @@ func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		ch.Content = "done after tool"
 	case last == "long":
 		ch.Content = longText()
+	case strings.HasPrefix(last, "files "):
+		ch.Content = "Here they are.\n"
+		for _, id := range strings.Fields(strings.TrimPrefix(last, "files ")) {
+			ch.Content += "FILE: artifact:" + id + "\n"
+		}
 	default:
 		ch.Content = "echo: " + last
 	}

@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,8 +25,15 @@ type botServer struct {
 	offsets  []int64         // offset of each getUpdates
 	sent     []sentMessage
 	answered []string // callback answers
+	files    []sentFile
 	edited   int
 	actions  int // sendChatAction calls (answered 500)
+}
+
+// sentFile is one sendDocument or sendPhoto upload.
+type sentFile struct {
+	Method, Field, Name, ChatID string
+	Data                        []byte
 }
 
 type pendingUpdate struct {
@@ -56,6 +64,21 @@ func newBotServer(t *testing.T) *botServer {
 }
 
 func (s *botServer) method(w http.ResponseWriter, r *http.Request) {
+	if m := r.PathValue("method"); m == "sendDocument" || m == "sendPhoto" {
+		field := map[string]string{"sendDocument": "document", "sendPhoto": "photo"}[m]
+		f, hdr, err := r.FormFile(field)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"ok":false,"error_code":400,"description":"no file"}`))
+			return
+		}
+		data, _ := io.ReadAll(f)
+		s.mu.Lock()
+		s.files = append(s.files, sentFile{Method: m, Field: field, Name: hdr.Filename, ChatID: r.FormValue("chat_id"), Data: data})
+		s.mu.Unlock()
+		w.Write([]byte(`{"ok":true,"result":{"message_id":1}}`))
+		return
+	}
 	var p map[string]json.RawMessage
 	json.NewDecoder(r.Body).Decode(&p)
 	s.mu.Lock()

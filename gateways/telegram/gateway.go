@@ -56,6 +56,10 @@ type Config struct {
 	// is told the summary. nil: /new is an ordinary message.
 	// summarize.ErrUnknownConversation means the chat has none open today.
 	NewConversation func(ctx context.Context, channel string) (summary string, err error)
+	// Artifact is the latest version of a canvas as a file, for a reply
+	// line "FILE: artifact:<id>" (sent as a document, an image as a
+	// photo). nil leaves such lines as text.
+	Artifact func(id string) (name, mime string, data []byte, err error)
 }
 
 // maxPhoto bounds a downloaded photo (Telegram's own bot limit is 20 MB).

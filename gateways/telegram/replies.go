@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,8 +129,12 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 			text = strings.TrimSpace(text + "\n\n" + notice)
 		}
 		delete(runs, conv)
+		text, files := g.artifactLines(text)
 		if text != "" {
 			g.send(ctx, chatID, text, nil)
+		}
+		for _, id := range files {
+			g.sendArtifact(ctx, chatID, id)
 		}
 	}
 }
@@ -358,4 +363,41 @@ func cutUTF16(s string, limit int) string {
 		n += w
 	}
 	return s
+}
+
+// fileLine is a reply line naming a canvas to send as a file.
+var fileLine = regexp.MustCompile(`(?m)^[ \t]*FILE:[ \t]*artifact:([A-Za-z0-9][A-Za-z0-9_-]{0,127})[ \t]*\r?$\n?`)
+
+// artifactLines takes the "FILE: artifact:<id>" lines out of a reply, in
+// order, once each; without Config.Artifact they stay text.
+func (g *Gateway) artifactLines(text string) (string, []string) {
+	if g.cfg.Artifact == nil {
+		return text, nil
+	}
+	var ids []string
+	for _, m := range fileLine.FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(ids, m[1]) {
+			ids = append(ids, m[1])
+		}
+	}
+	return strings.TrimSpace(fileLine.ReplaceAllString(text, "")), ids
+}
+
+// sendArtifact sends a canvas's latest version: an image as a photo
+// (svg, which Telegram cannot show as one, as a document), anything else
+// as a document. A canvas that cannot be sent gets a line saying so.
+func (g *Gateway) sendArtifact(ctx context.Context, chatID int64, id string) {
+	name, mime, data, err := g.cfg.Artifact(id)
+	if err != nil {
+		g.send(ctx, chatID, fmt.Sprintf("(The canvas %s could not be sent: %v.)", id, err), nil)
+		return
+	}
+	method, field := "sendDocument", "document"
+	if strings.HasPrefix(mime, "image/") && mime != "image/svg+xml" {
+		method, field = "sendPhoto", "photo"
+	}
+	if err := g.api.upload(ctx, method, map[string]string{"chat_id": strconv.FormatInt(chatID, 10)}, field, name, data); err != nil && ctx.Err() == nil {
+		g.cfg.Logger.Error("telegram file send failed", "chat_id", chatID, "artifact", id, "error", err)
+		g.send(ctx, chatID, fmt.Sprintf("(The canvas %s could not be sent: %v.)", id, err), nil)
+	}
 }

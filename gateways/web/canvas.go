@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -216,20 +215,12 @@ func (s *server) routesCanvas(mux *router) {
 		if !ok {
 			return
 		}
-		rec, v, text, err := c.Service.Content(id, 0)
+		name, ctype, body, err := c.Service.File(id)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		body := []byte(text)
-		if rec.Kind == events.KindImage {
-			if body, err = base64.StdEncoding.DecodeString(text); err != nil {
-				s.fail(w, r, fmt.Errorf("canvas %s v%d: stored image: %w", id, v.Version, err))
-				return
-			}
-		}
-		name := fileName(rec.Title) + canvas.Extension(rec.Kind, rec.Language, rec.MIME)
-		w.Header().Set("Content-Type", canvas.ContentType(rec.Kind, rec.MIME))
+		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// Opened instead of saved, a downloaded page still runs nowhere.
@@ -409,24 +400,6 @@ func artifactOf(rec events.CanvasRecord) artifactJSON {
 
 func focusJSON(conv string, f events.CanvasFocused) map[string]any {
 	return map[string]any{"conversation": conv, "artifact": f.Artifact, "from_line": f.FromLine, "to_line": f.ToLine}
-}
-
-// fileName makes a title a safe download name.
-func fileName(title string) string {
-	var b strings.Builder
-	for _, r := range title {
-		switch {
-		case r < 0x20, strings.ContainsRune(`/\:*?"<>|`, r):
-			b.WriteRune('_')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	name := strings.Trim(b.String(), ". ")
-	if name == "" {
-		return "canvas"
-	}
-	return name
 }
 
 // renderCSP is the policy a render is served with: its own opaque origin

@@ -175,3 +175,21 @@ func lines(text string) []string {
 	}
 	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 }
+
+// FileName makes a canvas title a safe file name.
+func FileName(title string) string {
+	var b strings.Builder
+	for _, r := range title {
+		switch {
+		case r < 0x20, strings.ContainsRune(`/\:*?"<>|`, r):
+			b.WriteRune('_')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	name := strings.Trim(b.String(), ". ")
+	if name == "" {
+		return "canvas"
+	}
+	return name
+}

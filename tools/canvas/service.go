@@ -2,6 +2,7 @@ package canvas
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -431,4 +432,21 @@ func (s *Service) Restore(ctx context.Context, id string, version int, author, c
 	}
 	return s.Save(ctx, Write{Artifact: id, Content: text, Op: events.OpRestore, Author: author, Conversation: conversation,
 		Note: fmt.Sprintf("restored from v%d", v.Version), RestoredFrom: v.Version}, nil)
+}
+
+// File is the latest version of canvas id as a file: a name from its title
+// and its kind's extension, its media type and its bytes (an image's
+// decoded) — for a download and for Telegram's "FILE: artifact:<id>".
+func (s *Service) File(id string) (name, mime string, data []byte, err error) {
+	rec, v, text, err := s.Content(id, 0)
+	if err != nil {
+		return "", "", nil, err
+	}
+	data = []byte(text)
+	if rec.Kind == events.KindImage {
+		if data, err = base64.StdEncoding.DecodeString(text); err != nil {
+			return "", "", nil, fmt.Errorf("canvas %s v%d: stored image: %w", id, v.Version, err)
+		}
+	}
+	return FileName(rec.Title) + Extension(rec.Kind, rec.Language, rec.MIME), ContentType(rec.Kind, rec.MIME), data, nil
 }
