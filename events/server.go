@@ -97,6 +97,12 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 // Conn is the in-process client connection.
 func (s *Server) Conn() *nats.Conn { return s.nc }
 
+// Connect opens another in-process client connection (the caller closes
+// it), as a second process would have its own.
+func (s *Server) Connect() (*nats.Conn, error) {
+	return nats.Connect("", nats.InProcessServer(s.ns), nats.Name("crew"))
+}
+
 // ClientURL is the TCP URL clients can use when Listen was set, else "".
 func (s *Server) ClientURL() string {
 	if s.ns.Addr() == nil {

@@ -77,6 +77,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if st.srv == nil {
+		var stop context.CancelFunc
+		if ctx, stop, err = holdCluster(ctx, st, dir, h, logger); err != nil {
+			return err
+		}
+		defer stop()
+	}
 	// Commands a crashed server left running die before recovery closes
 	// their calls; from now on every command is recorded there.
 	if killed, err := shell.Track(filepath.Join(dataDir(dir), "shell")); err != nil || killed > 0 {

@@ -135,3 +135,38 @@ func replication(ctx context.Context, nc *nats.Conn) string {
 	}
 	return line
 }
+
+// clusterLeaseTTL is how long a dead crew process keeps the cluster.
+const clusterLeaseTTL = 10 * time.Second
+
+// holdCluster takes the cluster's "serve" lease: this build runs one crew
+// process per cluster (its projections' and turns' consumers are the
+// stream's, not the process's), so a second one is refused, naming the
+// first. The returned context ends if the lease is lost (the process
+// must stop); stop releases it.
+func holdCluster(ctx context.Context, st *store, dir string, h *home.Home, logger *slog.Logger) (context.Context, context.CancelFunc, error) {
+	host, _ := os.Hostname()
+	owner := fmt.Sprintf("crew serve pid %d on %s (home %s)", os.Getpid(), host, dir)
+	lease, err := events.AcquireLease(ctx, st.nc, "serve", owner, clusterLeaseTTL)
+	if held := (*events.HeldError)(nil); errors.As(err, &held) {
+		return nil, nil, fmt.Errorf("nats.url %s: the cluster is in use by %s; this build runs one crew process per cluster", events.RedactURL(h.Config.NATS.URL), held.Holder)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats.url %s: %w", events.RedactURL(h.Config.NATS.URL), err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-lease.Lost():
+			logger.Error("lost the cluster's serve lease (the cluster was unreachable for its whole TTL): stopping")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel()
+		if err := lease.Release(context.Background()); err != nil {
+			logger.Warn("cluster lease not released; it expires by itself", "err", err)
+		}
+	}, nil
+}
