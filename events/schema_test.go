@@ -38,6 +38,15 @@ var samples = map[string][]events.Event{
 		&events.SteerReceived{Channel: "web", Text: "and grams", TurnNotes: &events.TurnNotes{Text: "x", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 0, Digest: strings.Repeat("0", 64)}}}},
 	},
 	events.TypeSteersApplied: {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}, &events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e3"}, Withheld: true}},
+	events.TypeModelRetried: {
+		&events.ModelRetried{RunID: "r1", Step: 2, Route: "openrouter:a/b", Reason: events.RetryRateLimited, Attempt: 1, WaitMS: 2000, Error: "429 (retry after 2s)"},
+		&events.ModelRetried{RunID: "r1", Step: 2, Route: "openrouter:a/b", Reason: events.RetryUnavailable, Attempt: 2, WaitMS: 1100, Error: "529 overloaded", Text: "Đang viết", Interrupted: true},
+		&events.ModelRetried{RunID: "r1", Step: 2, Route: "openrouter:a/b", Reason: events.RetryLength, Attempt: 1, MaxTokens: 8192, Text: "part one", InputTokens: 900, OutputTokens: 4096, CostUSD: cost(0.002)},
+	},
+	events.TypeContextCompacted: {
+		&events.ContextCompacted{RunID: "r1", Step: 9, Stage: events.CompactMicro, Results: []events.CompactedResult{{CallID: "c1", Chars: 8000, Text: "[compacted]", SpillPath: "spill/c/c1.txt"}}, Before: 9000, After: 6000, Limit: 7000},
+		&events.ContextCompacted{RunID: "r1", Step: 9, Stage: events.CompactSummary, From: 1, To: 40, Text: "Summary: …", Route: "fake:a", Before: 9000, After: 3000, Limit: 7000},
+	},
 	events.TypeRunResumed:    {&events.RunResumed{RunID: "r1", Step: 0}, &events.RunResumed{RunID: "r1", Step: 4}},
 	events.TypeGuardReminded: {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
 	events.TypeApprovalRequested: {

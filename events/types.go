@@ -399,6 +399,11 @@ type RouteFallback struct {
 	From  string `json:"from"`
 	To    string `json:"to"`
 	Error string `json:"error"`
+	// Text is what the failed reply had written before it broke off (the
+	// owner saw it stream): kept, marked Interrupted, never re-asked
+	// silently (R-LOOP-7).
+	Text        string `json:"text,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
 func (*RouteFallback) EventType() string { return TypeRouteFallback }

@@ -16,8 +16,12 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// it. It returns nil reply (and nil error) when the failure was recorded and
-// the loop should go on (escalation) or stop (run finished failed).
+// callModel makes the step's model call, with the recoveries of R-LOOP-7
+// on each route (see recovery.go: rate limits,
+// overload, a reply cut at max_tokens, a prompt too long), then the next
+// route. It returns nil reply (and nil error) when the failure was
+// recorded and the loop should go on (escalation) or stop (run finished
+// failed).
 func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.ModelCalled, error) {
 	var roster string
 	if t.deps.Roster != nil {
@@ -32,7 +36,6 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if err != nil {
 		return nil, err
 	}
-	base := toLLM(system, canvasNoted(s.messages, s.runFrom))
 	routes, purpose := t.agent.Routes, "" // empty: a turn's step
 	if t.escalated {
 		routes, purpose = []string{t.agent.EscalationRoute}, events.PurposeEscalation
@@ -40,69 +43,40 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if len(routes) == 0 {
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
-	opts := []llms.CallOption{}
-	if defs := t.toolDefs(ctx, s.child); len(defs) > 0 {
-		opts = append(opts, llms.WithTools(defs))
-	}
+	c := &stepCall{t: t, s: s, step: step, system: system, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
 	var lastErr error
-	shown := false
 	charge := budget.Charge{Agent: t.agent.ID, Conversation: t.conv.ID(), RunID: s.openRun, Step: step, Purpose: cmp.Or(purpose, events.PurposeTurn), CapUSD: s.budget}
 	if s.parent != "" {
 		charge.Ancestors = []string{s.parent}
 	}
 	ctx = budget.WithCharge(ctx, charge)
 	for i, route := range routes {
-		msgs := withToolImages(base, s.messages, t.deps.HomeDir, t.spec(route).Vision)
-		model, err := t.deps.Models(route)
-		if err == nil {
-			start := t.deps.Clock()
-			streams := newLiveStreams(func(d llm.Delta) {
-				if t.deps.Live != nil {
-					t.deps.Live(t.conv.ID(), s.openRun, d)
-				}
-			})
-			live := llm.WithDeltas(func(d llm.Delta) {
-				if d.Text != "" {
-					shown = true
-				}
-				streams.send(d)
-			})
-			var resp *llms.ContentResponse
-			callOpts := append(append([]llms.CallOption{}, opts...), live, llms.WithMaxTokens(t.spec(route).MaxOutputTokens))
-			if t.deps.Sleep != nil {
-				callOpts = append(callOpts, llm.WithSleep(t.deps.Sleep))
-			}
-			resp, err = llm.Call(ctx, model, msgs, callOpts...)
-			streams.flush()
-			if err == nil {
-				mc := modelCalled(s.openRun, step, route, resp, t.deps.Clock().Sub(start))
-				mc.Purpose = purpose
-				uniqueCallIDs(mc.ToolCalls, s.messages, step)
-				if err := t.emit(ctx, mc); err != nil {
-					return nil, err
-				}
-				return mc, nil
-			}
+		mc, routeErr, err := c.onRoute(ctx, route)
+		if err != nil {
+			return nil, err
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if mc != nil {
+			return mc, nil
 		}
-		if refusal, ok := errors.AsType[*budget.Refusal](err); ok {
+		if refusal, ok := errors.AsType[*budget.Refusal](routeErr); ok {
 			// Nothing left: no other route is tried, no escalation.
 			return nil, t.finish(ctx, s.openRun, events.RunHalted, "budget", refusal.Sentence)
 		}
-		lastErr = err
+		lastErr = routeErr
 		if i+1 < len(routes) {
-			if err := t.emit(ctx, &events.RouteFallback{RunID: s.openRun, Step: step, From: route, To: routes[i+1], Error: oneLine(err)}); err != nil {
+			fb := &events.RouteFallback{RunID: s.openRun, Step: step, From: route, To: routes[i+1], Error: oneLine(routeErr),
+				Text: c.cutText, Interrupted: c.cutText != ""}
+			if err := t.emit(ctx, fb); err != nil {
 				return nil, err
 			}
 		}
 	}
-	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Purpose: purpose, Route: routes[len(routes)-1], Model: modelOf(routes[len(routes)-1]), Error: oneLine(lastErr)}
+	last := routes[len(routes)-1]
+	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Purpose: purpose, Route: last, Model: modelOf(last), Error: oneLine(lastErr), Text: c.cutText}
 	if err := t.emit(ctx, failed); err != nil {
 		return nil, err
 	}
-	if !shown && t.canEscalate(s, step) {
+	if !c.shown && t.canEscalate(s, step) {
 		t.escalated = true
 		return nil, t.emit(ctx, &events.Escalated{RunID: s.openRun, Step: step, Reason: "error", Route: t.agent.EscalationRoute, Error: oneLine(lastErr)})
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -46,7 +47,7 @@ var loopOutputs = map[string]bool{
 	events.TypeRunStarted: true, events.TypeModelCalled: true, events.TypeRouteFallback: true,
 	events.TypeEscalated: true, events.TypeToolCalled: true, events.TypeToolCompleted: true,
 	events.TypeApprovalRequested: true, events.TypeSteersApplied: true, events.TypeGuardReminded: true,
-	events.TypeRunFinished: true,
+	events.TypeRunFinished: true, events.TypeModelRetried: true, events.TypeContextCompacted: true,
 }
 
 var errDiverged = errors.New("replay diverged")
@@ -116,9 +117,11 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		case *events.RouteFallback:
 			attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
 		case *events.ModelCalled:
-			if e.InTurn() {
+			if e.InTurn() || e.Purpose == events.PurposeCompaction {
 				attempts[e.Route] = append(attempts[e.Route], attempt{reply: e})
 			}
+		case *events.ModelRetried:
+			attempts[e.Route] = append(attempts[e.Route], attempt{retry: e})
 		case *events.ToolCalled:
 			called[e.CallID] = true
 		case *events.ToolCompleted:
@@ -271,13 +274,18 @@ func recordedRoutes(outputs []events.Envelope) (routes []string, escalation stri
 
 type attempt struct {
 	reply *events.ModelCalled
+	retry *events.ModelRetried
 	err   string
 }
 
 // recordedModel answers with the recorded attempts of its route, in order.
+// A retry answers as the call it followed did: the error of its reason, or
+// the reply cut at the limit; joined holds the parts a continuation
+// already gave, which the recorded (joined) reply repeats.
 type recordedModel struct {
 	route    string
 	attempts map[string][]attempt
+	joined   string
 }
 
 func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
@@ -287,6 +295,25 @@ func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageCon
 	}
 	a := list[0]
 	m.attempts[m.route] = list[1:]
+	if r := a.retry; r != nil {
+		switch r.Reason {
+		case events.RetryLength, events.RetryContinue:
+			if r.Reason == events.RetryContinue {
+				m.joined += r.Text
+			}
+			ch := &llms.ContentChoice{Content: r.Text, StopReason: "length", GenerationInfo: map[string]any{
+				"PromptTokens": r.InputTokens, "CompletionTokens": r.OutputTokens}}
+			if r.CostUSD != nil {
+				ch.GenerationInfo["CostUSD"] = *r.CostUSD
+			}
+			return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+		case events.RetryRateLimited:
+			return nil, recordedRetry{msg: r.Error, kind: llm.ErrRateLimited}
+		case events.RetryTooLong:
+			return nil, recordedRetry{msg: r.Error, kind: llm.ErrContextTooLong}
+		}
+		return nil, recordedRetry{msg: r.Error, kind: llm.ErrUnavailable}
+	}
 	if a.reply == nil || a.reply.Error != "" {
 		msg := a.err
 		if a.reply != nil {
@@ -294,7 +321,9 @@ func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageCon
 		}
 		return nil, recordedError(msg)
 	}
-	ch := &llms.ContentChoice{Content: a.reply.Text, GenerationInfo: map[string]any{
+	text := strings.TrimPrefix(a.reply.Text, m.joined)
+	m.joined = ""
+	ch := &llms.ContentChoice{Content: text, GenerationInfo: map[string]any{
 		"PromptTokens": a.reply.InputTokens, "CompletionTokens": a.reply.OutputTokens,
 	}}
 	if a.reply.CostUSD != nil {
@@ -310,12 +339,21 @@ func (m *recordedModel) Call(ctx context.Context, prompt string, opts ...llms.Ca
 	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
 }
 
-// recordedError reads exactly as the recorded failure did, and counts as
-// an unavailable route so the loop falls back the same way.
+// recordedError reads exactly as the recorded failure did. It is of no
+// class, so the loop does not retry it (the retries the run made are
+// model_retried attempts) and falls back the same way.
 type recordedError string
 
 func (e recordedError) Error() string { return string(e) }
-func (e recordedError) Unwrap() error { return llm.ErrUnavailable }
+
+// recordedRetry is a recorded failure that the run retried: of its class.
+type recordedRetry struct {
+	msg  string
+	kind error
+}
+
+func (e recordedRetry) Error() string { return e.msg }
+func (e recordedRetry) Unwrap() error { return e.kind }
 
 // replayed is the tool a replay uses in t's place: the loop's tools that
 // only talk to the owner as they are, delegate and every other tool
@@ -409,13 +447,22 @@ func stepOf(env events.Envelope) int {
 
 // volatile fields differ between a run and its replay without meaning
 // anything: timings and where spilled text went.
-var volatile = []string{"latency_ms", "duration_ms", "expires_at", "spill_path", "truncated"}
+var volatile = []string{"latency_ms", "duration_ms", "expires_at", "spill_path", "truncated", "wait_ms"}
 
 func normalized(env events.Envelope) map[string]any {
 	var m map[string]any
 	json.Unmarshal(env.Data, &m)
 	for _, k := range volatile {
 		delete(m, k)
+	}
+	// A replay keeps no compacted result: where the run kept it is no
+	// decision.
+	if rs, ok := m["results"].([]any); ok {
+		for _, r := range rs {
+			if r, ok := r.(map[string]any); ok {
+				delete(r, "spill_path")
+			}
+		}
 	}
 	// A replayed image is the recorded file: its size is not read again.
 	if parts, ok := m["parts"].([]any); ok {

@@ -55,6 +55,8 @@ type Message struct {
 	// snapshot is gob, which cannot hold arbitrary values.
 	Parts []events.ToolPart `json:"parts,omitempty"`
 	Meta  json.RawMessage   `json:"meta,omitempty"`
+	// Spill is where a cut result's whole output was kept.
+	Spill string `json:"spill,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
@@ -230,6 +232,10 @@ type State struct {
 	Assigned string  `json:"assigned,omitempty"`
 	LastRun  string  `json:"last_run,omitempty"`
 	LastEnd  *RunEnd `json:"last_end,omitempty"`
+
+	// Compaction is what the model reads instead of parts of Messages
+	// (context_compacted, R-LOOP-7); Messages stay whole for the chat.
+	Compaction Compaction `json:"compaction"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -388,6 +394,14 @@ func (s *State) Apply(env events.Envelope) error {
 				s.Guard.Observe(e.ToolCalls)
 			}
 		}
+	case *events.ModelRetried: // a reply cut at its limit cost what it cost
+		if e.CostUSD != nil {
+			s.CostUSD += *e.CostUSD
+		} else if e.OutputTokens > 0 {
+			s.UnknownCostCalls++
+		}
+	case *events.ContextCompacted:
+		s.Compaction.apply(e)
 	case *events.GuardReminded:
 		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
 		if e.RunID == s.OpenRun {
@@ -423,7 +437,7 @@ func (s *State) Apply(env events.Envelope) error {
 		if e.Tool == ToolSearchTool {
 			s.load(e.Meta["loaded"])
 		}
-		m := Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome, Parts: e.Parts, CanvasRef: e.Canvas}
+		m := Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome, Parts: e.Parts, CanvasRef: e.Canvas, Spill: e.SpillPath}
 		if len(e.Meta) > 0 {
 			m.Meta, _ = json.Marshal(e.Meta)
 		}

@@ -133,6 +133,7 @@ type snapshotOf struct {
 	pending  *Approval
 	guard    Guard // the loop guard after the last reply
 	escal    bool  // the run has escalated already
+	comp     Compaction
 	// canvasChannel is the channel the canvas rules go by (the root's for
 	// a delegated conversation).
 	canvasChannel string
@@ -144,6 +145,7 @@ func (t *Turn) read() snapshotOf {
 	t.conv.View(func(st *State) {
 		s.openRun, s.step, s.queued, s.busy = st.OpenRun, st.Step, len(st.Queued), st.BusyQueued
 		s.messages = append([]Message(nil), st.Messages...)
+		s.comp = st.Compaction.clone()
 		s.steers = append([]Pending(nil), st.Steers...)
 		s.cost, s.budget = st.CostUSD, st.Budget(t.agent.CostCapUSD)
 		s.child, s.parent = st.RootID != "", st.ParentConversation

@@ -84,6 +84,10 @@ type Step struct {
 	ToolCalls  []ToolCall  `json:"tool_calls,omitempty"`
 	// Fallbacks are routes that failed before one answered (R-LLM-1).
 	Fallbacks []Fallback `json:"fallbacks,omitempty"`
+	// Retries are the recoveries of the step's model call, and
+	// Compactions what was compacted before it (R-LOOP-7).
+	Retries     []Retry      `json:"retries,omitempty"`
+	Compactions []Compaction `json:"compactions,omitempty"`
 	// Escalated is set when the turn moved to the escalation route here.
 	Escalated *Escalation `json:"escalated,omitempty"`
 	// Approvals asked at this step, with their decisions.
@@ -99,6 +103,30 @@ type Fallback struct {
 	From  string `json:"from"`
 	To    string `json:"to"`
 	Error string `json:"error"`
+	Text  string `json:"text,omitempty"` // shown before the failure: interrupted
+}
+
+// Retry is one model_retried line.
+type Retry struct {
+	Route       string `json:"route"`
+	Reason      string `json:"reason"`
+	Attempt     int    `json:"attempt"`
+	WaitMS      int64  `json:"wait_ms,omitempty"`
+	MaxTokens   int    `json:"max_tokens,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Text        string `json:"text,omitempty"` // cut to 400 runes
+	Interrupted bool   `json:"interrupted,omitempty"`
+}
+
+// Compaction is one context_compacted line.
+type Compaction struct {
+	Stage   string `json:"stage"`
+	Results int    `json:"results,omitempty"`
+	From    int    `json:"from,omitempty"`
+	To      int    `json:"to,omitempty"`
+	Before  int    `json:"before_tokens"`
+	After   int    `json:"after_tokens"`
+	Limit   int    `json:"limit_tokens"`
 }
 
 // Escalation is one escalated line.
@@ -274,7 +302,21 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		}
 	case *events.RouteFallback:
 		st := r.step(e.Step)
-		st.Fallbacks = append(st.Fallbacks, Fallback{From: e.From, To: e.To, Error: truncate(e.Error, modelTextRunes)})
+		st.Fallbacks = append(st.Fallbacks, Fallback{From: e.From, To: e.To, Error: truncate(e.Error, modelTextRunes), Text: truncate(e.Text, modelTextRunes)})
+	case *events.ModelRetried:
+		st := r.step(e.Step)
+		st.Retries = append(st.Retries, Retry{Route: e.Route, Reason: e.Reason, Attempt: e.Attempt, WaitMS: e.WaitMS, MaxTokens: e.MaxTokens,
+			Error: truncate(e.Error, modelTextRunes), Text: truncate(e.Text, modelTextRunes), Interrupted: e.Interrupted})
+		r.Totals.InputTokens += e.InputTokens
+		r.Totals.OutputTokens += e.OutputTokens
+		if e.CostUSD != nil {
+			r.Totals.CostUSD += *e.CostUSD
+		} else if e.OutputTokens > 0 {
+			r.Totals.UnknownCostCalls++
+		}
+	case *events.ContextCompacted:
+		st := r.step(e.Step)
+		st.Compactions = append(st.Compactions, Compaction{Stage: e.Stage, Results: len(e.Results), From: e.From, To: e.To, Before: e.Before, After: e.After, Limit: e.Limit})
 	case *events.Escalated:
 		r.step(e.Step).Escalated = &Escalation{Reason: e.Reason, Route: e.Route, Error: truncate(e.Error, modelTextRunes)}
 	case *events.GuardReminded:

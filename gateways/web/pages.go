@@ -451,8 +451,18 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 	}
 	for _, s := range r.Steps {
 		sc := ui.StepCard{N: s.Step}
+		for _, c := range s.Compactions {
+			sc.Lines = append(sc.Lines, compactionLine(c))
+		}
+		for _, r := range s.Retries {
+			sc.Lines = append(sc.Lines, retryLine(r))
+		}
 		for _, f := range s.Fallbacks {
-			sc.Lines = append(sc.Lines, fmt.Sprintf("route_fallback: %s failed (%s), trying %s", f.From, f.Error, f.To))
+			line := fmt.Sprintf("route_fallback: %s failed (%s), trying %s", f.From, f.Error, f.To)
+			if f.Text != "" {
+				line += fmt.Sprintf("; what it had written was kept, interrupted: %q", f.Text)
+			}
+			sc.Lines = append(sc.Lines, line)
 		}
 		for _, m := range s.ModelCalls {
 			cost := "unknown"

@@ -74,7 +74,10 @@
 //	      id: call_1                        # optional
 //	  usage: {input: 10, output: 5, cost_usd: 0.001}   # or cost_unknown: true
 //	- error: 429                            # 4xx/5xx, timeout, context_too_long or a message
+//	  retry_after: 2s                       # with 429: the Retry-After the provider sent
 //	  delay: 200ms                          # any entry: wait before answering
+//	- text: "The first half of a long"
+//	  finish: length                        # finish_reason (stop or length): cut at max_tokens
 //	- text: "done"
 //
 // An entry with error and text (or tool_calls) streams those deltas first,

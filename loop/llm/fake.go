@@ -175,6 +175,9 @@ func (m *ScriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageCo
 	if len(r.calls) > 0 {
 		a.finish = "tool_calls"
 	}
+	if r.finish != "" {
+		a.finish = r.finish
+	}
 	return fakeResponse(a, r.input, r.output, !r.costUnknown, r.cost), nil
 }
 

@@ -26,6 +26,7 @@ type scriptReply struct {
 	output      int
 	cost        float64
 	costUnknown bool
+	finish      string // finish_reason; "" is stop (or tool_calls)
 }
 
 type scriptCall struct {
@@ -140,6 +141,28 @@ func (p scriptParser) reply(item ast.Node) (scriptReply, error) {
 				return r, err
 			}
 			r.err, has = err, true
+		case "finish":
+			if err := p.decode(v, &r.finish); err != nil {
+				return r, err
+			}
+			if r.finish != "stop" && r.finish != "length" {
+				return r, p.at(v.GetToken(), "finish %q: want stop or length", r.finish)
+			}
+		case "retry_after":
+			var s string
+			if err := p.decode(v, &s); err != nil {
+				return r, err
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				return r, p.at(v.GetToken(), "retry_after %q: want a duration such as 2s", s)
+			}
+			ra := d
+			defer func() {
+				if e, ok := r.err.(*Error); ok && e.Status == http.StatusTooManyRequests {
+					e.RetryAfter = ra
+				}
+			}()
 		case "delay":
 			var s string
 			if err := p.decode(v, &s); err != nil {
@@ -171,7 +194,7 @@ func (p scriptParser) reply(item ast.Node) (scriptReply, error) {
 				r.cost = *u.CostUSD
 			}
 		default:
-			return r, p.at(f.Key.GetToken(), "unknown field %q (want text, tool_calls, error, delay or usage)", key)
+			return r, p.at(f.Key.GetToken(), "unknown field %q (want text, tool_calls, error, delay, usage, finish or retry_after)", key)
 		}
 	}
 	if !has {

@@ -1,0 +1,217 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Recovery of one step's model call on one route (R-LOOP-7, seed 004
+// "Compaction and Recovery"). Each retry is a model_retried event before
+// the call is made again, so the run card shows it and replay makes the
+// same one:
+//
+//   - 429: wait the provider's Retry-After (up to a minute; longer: next
+//     route) or an exponential backoff with full jitter, up to
+//     llm.MaxRateLimitRetries times;
+//   - 5xx, 529 overloaded, a broken stream: up to maxOverloadRetries more
+//     attempts after about 0.5, 1 and 2 s (±25%), then the next route
+//     (route_fallback);
+//   - a reply that stopped at max_tokens: once more with the limit doubled
+//     when that still fits the window, then "continue exactly where you
+//     stopped" up to maxContinuations times, the parts joined into one
+//     reply;
+//   - prompt too long: compact (forced) and try once more.
+//
+// A reply that failed after its text streamed keeps that text on the
+// retry event (or the fallback, or the failed call) marked interrupted:
+// the owner saw it, so it is never re-asked silently. A streamed tool-call
+// draft counts as shown, like text, so such a step does not escalate
+// (R-LOOP-4(b)).
+const (
+	maxOverloadRetries = 3
+	overloadBase       = 500 * time.Millisecond
+	maxContinuations   = 3
+	// maxRetryAfter: a provider asking for a longer wait is down for now.
+	maxRetryAfter = time.Minute
+)
+
+// continuePrompt asks for the rest of a reply cut at the length limit.
+const continuePrompt = "Your reply was cut off at the length limit. Continue exactly where you stopped, without repeating anything and without a preamble."
+
+// OverloadBackoff is the wait before retry number attempt (0 first) of an
+// unavailable provider: 0.5 s · 2^attempt, ±25%.
+func OverloadBackoff(attempt int, rnd *rand.Rand) time.Duration {
+	d := overloadBase << min(max(attempt, 0), 8)
+	f := rand.Float64
+	if rnd != nil {
+		f = rnd.Float64
+	}
+	return time.Duration(float64(d) * (0.75 + 0.5*f()))
+}
+
+// stepCall is one step's model call across its routes.
+type stepCall struct {
+	t       *Turn
+	s       snapshotOf
+	step    int
+	system  string
+	purpose string
+	defs    []llms.Tool
+	// shown: text or a tool-call draft of this step reached the owner.
+	shown bool
+	// cutText is what the last failed attempt had streamed.
+	cutText string
+	// compacted: the step compacted for a prompt too long (once).
+	compacted bool
+}
+
+// onRoute tries route until it answers or gives up. mc is the recorded
+// reply; routeErr why the route gave up; err a harness failure.
+func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelCalled, routeErr error, err error) {
+	t := c.t
+	c.cutText = ""
+	model, merr := t.deps.Models(route)
+	if merr != nil {
+		return nil, merr, nil
+	}
+	spec := t.spec(route)
+	maxTok := spec.MaxOutputTokens
+	var rate, down int
+	doubled := false
+	var parts []string // replies cut at the limit, joined ahead of the last
+	for {
+		msgs, err := c.history(ctx, route)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(parts) > 0 {
+			msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, strings.Join(parts, "")),
+				llms.TextParts(llms.ChatMessageTypeHuman, continuePrompt))
+		}
+		var streamed strings.Builder
+		streams := newLiveStreams(func(d llm.Delta) {
+			if t.deps.Live != nil {
+				t.deps.Live(t.conv.ID(), c.s.openRun, d)
+			}
+		})
+		live := llm.WithDeltas(func(d llm.Delta) {
+			if d.Text != "" || d.ToolName != "" || d.ArgumentsDelta != "" {
+				c.shown = true
+			}
+			streamed.WriteString(d.Text)
+			streams.send(d)
+		})
+		opts := []llms.CallOption{live, llms.WithMaxTokens(maxTok)}
+		if len(c.defs) > 0 {
+			opts = append(opts, llms.WithTools(c.defs))
+		}
+		start := t.deps.Clock()
+		resp, cerr := model.GenerateContent(ctx, msgs, opts...)
+		streams.flush()
+		if cerr == nil {
+			var ch *llms.ContentChoice
+			if resp != nil && len(resp.Choices) > 0 {
+				ch = resp.Choices[0]
+			}
+			if ch != nil && ch.StopReason == "length" && len(ch.ToolCalls) == 0 {
+				cut := modelCalled(c.s.openRun, c.step, route, resp, 0)
+				r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Text: ch.Content,
+					InputTokens: cut.InputTokens, OutputTokens: cut.OutputTokens, CostUSD: cut.CostUSD}
+				switch {
+				case !doubled && 2*maxTok+estimate(msgs, c.defs) <= spec.ContextWindow:
+					doubled, maxTok = true, 2*maxTok
+					r.Reason, r.Attempt, r.MaxTokens = events.RetryLength, 1, maxTok
+				case len(parts) < maxContinuations:
+					parts = append(parts, ch.Content)
+					r.Reason, r.Attempt, r.MaxTokens = events.RetryContinue, len(parts), maxTok
+				default:
+					r = nil // out of continuations: the joined reply is what there is
+				}
+				if r != nil {
+					if err := t.emit(ctx, r); err != nil {
+						return nil, nil, err
+					}
+					continue
+				}
+			}
+			mc := modelCalled(c.s.openRun, c.step, route, resp, t.deps.Clock().Sub(start))
+			mc.Purpose = c.purpose
+			mc.Text = strings.Join(parts, "") + mc.Text
+			uniqueCallIDs(mc.ToolCalls, c.s.messages, c.step)
+			if err := t.emit(ctx, mc); err != nil {
+				return nil, nil, err
+			}
+			return mc, nil, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		c.cutText = streamed.String()
+		r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Error: oneLine(cerr),
+			Text: c.cutText, Interrupted: c.cutText != "", MaxTokens: maxTok}
+		var wait time.Duration
+		switch {
+		case errors.Is(cerr, llm.ErrRateLimited) && rate < llm.MaxRateLimitRetries:
+			after, ok := llm.RetryAfter(cerr)
+			if ok && after > maxRetryAfter {
+				return nil, cerr, nil
+			}
+			wait = after
+			if !ok {
+				wait = llm.Backoff(rate, nil)
+			}
+			rate++
+			r.Reason, r.Attempt = events.RetryRateLimited, rate
+		case errors.Is(cerr, llm.ErrUnavailable) && down < maxOverloadRetries:
+			wait = OverloadBackoff(down, nil)
+			down++
+			r.Reason, r.Attempt = events.RetryUnavailable, down
+		case errors.Is(cerr, llm.ErrContextTooLong) && !c.compacted && c.canCompact():
+			c.compacted = true
+			r.Reason, r.Attempt = events.RetryTooLong, 1
+		default:
+			return nil, cerr, nil
+		}
+		r.WaitMS = wait.Milliseconds()
+		if r.MaxTokens == spec.MaxOutputTokens {
+			r.MaxTokens = 0 // only said when it changed
+		}
+		if err := t.emit(ctx, r); err != nil {
+			return nil, nil, err
+		}
+		if r.Reason == events.RetryTooLong {
+			if err := c.compactNow(ctx, route, true); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := t.sleep(ctx, wait); err != nil {
+			return nil, nil, err
+		}
+		c.cutText = ""
+	}
+}
+
+// sleep waits d unless ctx ends (Deps.Sleep in tests).
+func (t *Turn) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if t.deps.Sleep != nil {
+		return t.deps.Sleep(ctx, d)
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
