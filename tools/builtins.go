@@ -7,6 +7,7 @@ func Builtins() []Tool {
 		WorkspaceWrite{}, WorkspaceEdit{},
 		ShellRun{},
 		ToolOutputRead{},
+		TodoWrite{},
 	}
 }
 

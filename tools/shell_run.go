@@ -126,6 +126,7 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 			writable = cmd.Sandbox.WritePaths
 		}
 		cmd.View = shell.HomeView(env.HomeDir, env.AgentDir, writable...)
+		cmd.View.Grant(ws) // a teammate's task folder may be another agent's (R-TEAM)
 	}
 	out, err := shell.Run(ctx, cmd)
 	if errors.Is(err, shell.ErrNoSandbox) {

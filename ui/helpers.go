@@ -28,6 +28,7 @@ func titleOf(c ConversationRow) string {
 
 func convPath(id string) string   { return "/c/" + url.PathEscape(id) }
 func runsPath(id string) string   { return convPath(id) + "/runs" }
+func teamPath(id string) string   { return convPath(id) + "/team" }
 func exportPath(id string) string { return "/api/conversations/" + url.PathEscape(id) + "/export" }
 func closePath(id string) string  { return convPath(id) + "/close" }
 func decidePath(id string) string { return "/approvals/" + url.PathEscape(id) + "/decide" }

@@ -62,6 +62,8 @@ type ConversationView struct {
 	Ending *RunEnding
 	// Waiting counts the owner's messages queued behind the running turn.
 	Waiting int
+	// Team: the conversation leads a team (its page is /c/{id}/team).
+	Team bool
 }
 
 // RunEnding is the chat's notice of how the last run ended.
@@ -104,6 +106,8 @@ type Item struct {
 	// Command the kit command it invoked.
 	Notes   string
 	Command string
+	// Team: a user-role message the team runtime delivered (team events).
+	Team bool
 }
 
 // ToolCard is one tool call with its arguments and result.
@@ -125,6 +129,8 @@ type ToolCard struct {
 	// Canvas is the canvas an agent's canvas write made: the chat shows a
 	// card (created / edited / rewritten / imported, version, Open).
 	Canvas *CanvasCard
+	// Todo is a todo_write call's checklist, shown on the card.
+	Todo []TodoLine
 }
 
 // CanvasCard is one agent write to a canvas, in the chat.
@@ -147,6 +153,12 @@ type CanvasesView struct {
 	Canvases []CanvasRow
 	Query    string
 	Open     string
+}
+
+// TodoLine is one line of a todo_write checklist.
+type TodoLine struct {
+	Text string
+	Done bool
 }
 
 // ToolPage is what a web tool's card shows of its page: title, URL, the

@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/ui"
 	"github.com/yuin/goldmark"
 	"go.etcd.io/bbolt"
@@ -44,6 +45,8 @@ type Pages struct {
 	// SignOut offers the sign-out form (the server asks for a token); New
 	// sets it from Config.AuthToken.
 	SignOut bool
+	// Teams, when set, shows a lead conversation's team (R-TEAM).
+	Teams Teams
 
 	markdown func(text string) string // Markdown; tests slow it down
 }
@@ -173,6 +176,11 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 		return ui.ConversationView{}, err
 	}
 	v.Conv = p.row(c)
+	if p.Teams != nil {
+		if v.Team, err = p.Teams.Exists(ctx, id); err != nil {
+			return ui.ConversationView{}, err
+		}
+	}
 	switch {
 	case v.Approval != nil:
 		v.Conv.Status = projections.ConversationAwaitingApproval
@@ -327,7 +335,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes})
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team})
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})
@@ -337,7 +345,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
 					continue
 				}
-				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name}
+				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Todo: todoLines(c.Name, c.Arguments)}
 				card.Args, card.Blocks = readable(c.Arguments)
 				if r, ok := results[c.ID]; ok {
 					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
@@ -351,7 +359,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 		}
 	}
 	for _, q := range st.Queued {
-		items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != ""})
+		items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team})
 	}
 	return items
 }
@@ -475,7 +483,7 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		}
 		for _, t := range s.ToolCalls {
 			tc := ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Output: t.Output,
-				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed}
+				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed, Todo: todoLines(t.Tool, json.RawMessage(t.Args))}
 			tc.Args, tc.Blocks = readable(json.RawMessage(t.Args))
 			if len(tc.Blocks) == 0 {
 				tc.Args = unescapeHTML.Replace(tc.Args) // cut JSON is shown as it is, but readable
@@ -548,4 +556,20 @@ func canvasCard(r loop.Message) *ui.CanvasCard {
 		return nil
 	}
 	return &ui.CanvasCard{Artifact: c.Artifact, Title: c.Title, Kind: c.Kind, Verb: canvasVerbs[c.Op], Version: c.Version}
+}
+
+// todoLines is a todo_write call's checklist for its card.
+func todoLines(tool string, args json.RawMessage) []ui.TodoLine {
+	if tool != "todo_write" {
+		return nil
+	}
+	items, err := tools.TodoItems(args)
+	if err != nil {
+		return nil
+	}
+	out := make([]ui.TodoLine, len(items))
+	for i, it := range items {
+		out[i] = ui.TodoLine{Text: it.Text, Done: it.Done}
+	}
+	return out
 }

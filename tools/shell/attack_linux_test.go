@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -272,6 +273,38 @@ func TestShellHasNoControllingTerminal(t *testing.T) {
 			out, err := run(t.Context(), Command{Script: `s=$(cat /proc/self/stat); s=${s##*) }; set -- $s; echo "session $4 tty $5"`, Dir: "/"}, f)
 			if err != nil || out.Text != "session 1 tty 0\n" {
 				t.Errorf("got %+v, %v; want the session of the command's own init and no terminal", out, err)
+			}
+		})
+	}
+}
+
+// A teammate runs its agent's shell in its claimed task's folder, which
+// may be another agent's workspace (R-TEAM): Grant shows that folder
+// writable and nothing else of that agent.
+func TestGrantedFolderWritableRestHidden(t *testing.T) {
+	home, ledger := fakeHome(t)
+	task := filepath.Join(home, "workspace", ".worktrees", "wt1")
+	if err := os.MkdirAll(task, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			v := HomeView(home, ledger)
+			v.Grant(task)
+			v.Grant("/etc") // outside the home: not granted
+			out, err := run(t.Context(), Command{Script: "echo ok > done.txt && cat done.txt; cat " + home + "/AGENTS.md " + home + "/env 2>&1; touch /etc/x 2>&1",
+				Dir: task, Env: Environ(os.Environ()), View: v}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out.Text, "ok\n") || strings.Contains(out.Text, homeSecret) {
+				t.Fatalf("in the granted folder: %q", out.Text)
+			}
+			if data, _ := os.ReadFile(filepath.Join(task, "done.txt")); string(data) != "ok\n" {
+				t.Fatalf("the write did not land: %q", data)
+			}
+			if slices.Contains(v.Write, "/etc") {
+				t.Fatal("a folder outside the home was granted")
 			}
 		})
 	}

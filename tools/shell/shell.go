@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,17 @@ type View struct {
 	// Mask are absolute paths outside Home also covered by an empty
 	// directory (other agents' folders that the home links to).
 	Mask []string
+}
+
+// Grant shows dir writable as well, when it is under the home: the folder
+// the harness itself chose for the command (a teammate's claimed task,
+// which may be another agent's workspace or a worktree in it), never a
+// path the model named.
+func (v *View) Grant(dir string) {
+	dir = filepath.Clean(dir)
+	if within(v.Home, dir) && !slices.Contains(v.Write, dir) {
+		v.Write = append(v.Write, dir)
+	}
 }
 
 // HomeView is the view of the home for the agent whose folder is agentDir

@@ -1,0 +1,131 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/team"
+	"github.com/my-agent-crew/crew/projections"
+	"go.etcd.io/bbolt"
+)
+
+// R-TEAM in the UI: a lead conversation's team page shows the members
+// with WORK/IDLE, the board (status, owner, blockers, worktree), the mail
+// timeline and the pending protocol requests; the lead's chat links to it
+// and shows delivered team events as such, not as the owner's words; a
+// todo_write call's checklist is on its card in the chat and on the run
+// card.
+func TestTeamPageAndChatShowTheTeam(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
+	convs := loop.NewConvs(log, nil)
+	rt := team.New(team.Config{Log: log, Convs: convs, Agents: func(id string) (loop.Agent, bool) { return loop.Agent{ID: id, Workspace: t.TempDir()}, true }})
+	srv := httptest.NewServer(web.New(web.Config{
+		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Teams: rt,
+		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now},
+	}))
+	t.Cleanup(srv.Close)
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	appendTo := func(conv string, evs ...events.Event) {
+		t.Helper()
+		c, _ := convs.Get(ctx, conv)
+		stored, err := c.Append(ctx, func(*loop.State) ([]events.Event, error) { return evs, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		runner.WaitFor(ctx, stored[len(stored)-1].Seq)
+	}
+	todo := json.RawMessage(`{"items":[{"text":"read the loader","done":true},{"text":"split config","done":false}]}`)
+	appendTo("c1",
+		&events.ConversationOpened{Agent: "master", Channel: "web"},
+		&events.MessageReceived{Channel: "web", Text: "refactor"},
+		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
+		&events.ModelCalled{RunID: "r1", Step: 1, Route: "a", Model: "m", ToolCalls: []events.ToolCallRequest{{ID: "t1", Name: "todo_write", Arguments: todo}}},
+		&events.ToolCalled{RunID: "r1", Step: 1, CallID: "t1", Tool: "todo_write", Arguments: todo},
+		&events.ToolCompleted{RunID: "r1", Step: 1, CallID: "t1", Tool: "todo_write", Output: "Checklist: 1 of 2 done."},
+		&events.ModelCalled{RunID: "r1", Step: 2, Route: "a", Model: "m", Text: "Team started."},
+		&events.RunFinished{RunID: "r1", Status: events.RunDone})
+	if code, _ := get("/c/c1/team"); code != 404 {
+		t.Fatalf("a team page without a team: %d", code)
+	}
+	tm, _ := team.Open(ctx, log, "c1")
+	tm.AppendBoard(ctx, func(*team.Board, *team.Mailboxes) ([]events.Event, error) {
+		return []events.Event{
+			&events.TeamConfirmed{ProposalID: "p1", Plan: "config and auth", Members: []events.TeamMember{{Name: "bob", Agent: "coder", Responsibility: "auth"}}},
+			&events.TaskCreated{TaskID: "task_0000000a", Subject: "auth"}, &events.TaskCreated{TaskID: "task_0000000b", Subject: "tests"},
+			&events.TaskUpdated{TaskID: "task_0000000b", AddBlockedBy: []string{"task_0000000a"}},
+			&events.TaskWorktreeBound{TaskID: "task_0000000a", Name: "auth-refactor", Path: "/w/.worktrees/auth-refactor", Branch: "wt/auth-refactor"},
+			&events.TaskClaimed{TaskID: "task_0000000a", Owner: "bob", How: "spawn"},
+			&events.TeammateSpawned{Name: "bob", Agent: "coder", Conversation: team.MemberConversation("c1", "bob"), Responsibility: "auth", RequirePlan: true},
+		}, nil
+	})
+	tm.Send(ctx, team.Lead, func(*team.Board, *team.Mailboxes) ([]events.Event, error) {
+		return []events.Event{&events.MailSent{From: "bob", To: team.Lead, Type: events.MailPlanApproval, Content: "1. split auth", RequestID: "req_1", TaskID: "task_0000000a", WorkVersion: 1}}, nil
+	})
+	appendTo("c1", &events.MessageReceived{Channel: team.Channel, From: team.Channel, Text: "bob (plan_approval_request): 1. split auth",
+		Team: &events.TeamDelivery{Through: 1, Items: []events.TeamItem{{From: "bob", Type: events.MailPlanApproval, Content: "1. split auth", RequestID: "req_1"}}}})
+
+	code, page := get("/c/c1/team")
+	if code != 200 {
+		t.Fatalf("team page: %d\n%s", code, page)
+	}
+	for _, want := range []string{
+		`data-testid="team-member" data-name="bob" data-state="IDLE"`, `data-testid="member-plan">plan pending`,
+		`data-testid="team-task" data-status="in_progress"`, `data-testid="task-owner">bob`, `data-testid="task-worktree">auth-refactor`,
+		"task_0000000a</td>", `data-testid="team-request"`, "req_1", `data-type="plan_approval_request"`, "config and auth",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("team page lacks %s", want)
+		}
+	}
+	_, chat := get("/c/c1")
+	for _, want := range []string{`data-testid="team-link"`, `href="/c/c1/team"`, `data-testid="msg-team"`, "[Team events",
+		`data-testid="todo-item" data-done="true"`, "read the loader", `data-done="false"`} {
+		if !strings.Contains(chat, want) {
+			t.Errorf("chat lacks %s", want)
+		}
+	}
+	if strings.Count(chat, `data-testid="msg-user"`) != 1 {
+		t.Errorf("team events shown as the owner's message")
+	}
+	_, runs := get("/c/c1/runs")
+	if !strings.Contains(runs, `data-testid="todo-item" data-done="false"`) || !strings.Contains(runs, "split config") {
+		t.Errorf("the run card lacks the checklist")
+	}
+	var api struct {
+		Tasks []struct{ ID, Status string } `json:"tasks"`
+	}
+	if code, body := get("/api/teams/c1"); code != 200 || json.Unmarshal([]byte(body), &api) != nil || len(api.Tasks) != 2 {
+		t.Errorf("GET /api/teams/c1 = %d %s", code, body)
+	}
+}
