@@ -78,7 +78,7 @@ func TestRegistryDefsLookupRun(t *testing.T) {
 func TestBuiltinDefs(t *testing.T) {
 	wantApproval := map[string]bool{
 		"workspace_list": false, "workspace_read": false, "workspace_glob": false, "workspace_grep": false,
-		"workspace_write": true, "workspace_edit": true, "shell_run": true, "tool_output_read": false,
+		"workspace_write": true, "workspace_edit": true, "shell_run": true, "tool_output_read": false, "todo_write": false,
 	}
 	r, err := New(Builtins()...)
 	if err != nil {
