@@ -79,6 +79,8 @@ type Gateway struct {
 
 	mu     sync.Mutex
 	typing map[int64]int // chat → open runs
+
+	cards cards // the pending approvals' cards, to settle everywhere
 }
 
 // Start reads the stored offset, starts polling and the reply follower,
@@ -401,6 +403,7 @@ func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
 	id, approve, always, ok := parseCallback(q.Data)
 	answer := "Unknown button."
 	if ok {
+		g.cards.drop(id, chatID, q.Message.MessageID)
 		decision, err := g.cfg.Approvals.Decide(ctx, id, approve, always, channel(chatID))
 		switch {
 		case err == nil:

@@ -72,7 +72,7 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		return
 	}
 	switch env.Type {
-	case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted, events.TypeRunFinished, events.TypeApprovalRequested:
+	case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted, events.TypeRunFinished, events.TypeApprovalRequested, events.TypeApprovalDecided:
 	default:
 		return
 	}
@@ -114,7 +114,9 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 			r.unknown += d.UnknownCostCalls
 		}
 	case *events.ApprovalRequested:
-		g.send(ctx, chatID, approvalText(e), approvalKeyboard(e.ApprovalID))
+		g.sendCard(ctx, chatID, e)
+	case *events.ApprovalDecided:
+		g.settleCards(ctx, e)
 	case *events.RunFinished:
 		if r.open {
 			g.setTyping(chatID, -1)
@@ -141,10 +143,11 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 
 // applyChild sends the approval cards of a conversation delegated from a
 // chat's conversation to that chat: a child's ask-reasons still ask, and
-// they surface where the owner talks (R-DEL).
+// they surface where the owner talks (R-DEL). The cards of every other
+// conversation (web, API, jobs) go to every allowed chat (R-X-3).
 func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, conv string, env events.Envelope) {
 	switch env.Type {
-	case events.TypeConversationOpened, events.TypeApprovalRequested:
+	case events.TypeConversationOpened, events.TypeApprovalRequested, events.TypeApprovalDecided:
 	case events.TypeConversationClosed:
 		delete(children, conv)
 		return
@@ -169,8 +172,13 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 		}
 	case *events.ApprovalRequested:
 		if chatID, ok := children[conv]; ok {
-			g.send(ctx, chatID, approvalText(e), approvalKeyboard(e.ApprovalID))
+			g.sendCard(ctx, chatID, e)
+		} else {
+			// Not a Telegram chat's: the owner may be anywhere (R-X-3).
+			g.broadcastCard(ctx, e)
 		}
+	case *events.ApprovalDecided:
+		g.settleCards(ctx, e)
 	}
 }
 
@@ -259,11 +267,39 @@ func (g *Gateway) send(ctx context.Context, chatID int64, text string, kb *inlin
 	}
 }
 
+// sendTracked is send returning the message id of the last part (0 when
+// the send failed).
+func (g *Gateway) sendTracked(ctx context.Context, chatID int64, text string, kb *inlineKeyboard) int64 {
+	parts := Split(events.Secrets().String(text), MaxMessage)
+	var id int64
+	for i, part := range parts {
+		params := map[string]any{"chat_id": chatID, "text": part}
+		if kb != nil && i == len(parts)-1 {
+			params["reply_markup"] = kb
+		}
+		var sent struct {
+			MessageID int64 `json:"message_id"`
+		}
+		if err := g.sendOneInto(ctx, params, &sent); err != nil {
+			if ctx.Err() == nil {
+				g.cfg.Logger.Error("telegram send failed", "chat_id", chatID, "part", i+1, "parts", len(parts), "error", err)
+			}
+			return 0
+		}
+		id = sent.MessageID
+	}
+	return id
+}
+
 // sendOne retries a rate-limited or failed send a few times.
 func (g *Gateway) sendOne(ctx context.Context, params map[string]any) error {
+	return g.sendOneInto(ctx, params, nil)
+}
+
+func (g *Gateway) sendOneInto(ctx context.Context, params map[string]any, out any) error {
 	var err error
 	for attempt := range 3 {
-		if err = g.api.call(ctx, "sendMessage", params, nil); err == nil {
+		if err = g.api.call(ctx, "sendMessage", params, out); err == nil {
 			return nil
 		}
 		var ae *apiError
