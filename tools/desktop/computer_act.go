@@ -62,13 +62,17 @@ func (t Act) Check(env tools.Env, args json.RawMessage) error {
 	return refusal(env.Agent.ComputerApps, a, v)
 }
 
-// AskWhen names why a call asks even in an autonomous conversation.
+// AskWhen names why a call asks even in an autonomous conversation; a
+// call certain to be refused never asks.
 func (t Act) AskWhen(env tools.Env, args json.RawMessage) string {
 	a, err := actArgs(args)
 	if err != nil {
 		return ""
 	}
 	v, _ := t.s.get(env.Conversation)
+	if refusal(env.Agent.ComputerApps, a, v) != nil {
+		return "" // refused anyway: nobody is asked
+	}
 	return askReason(a, v)
 }
 
