@@ -126,7 +126,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}
 	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
 		cv, logger.With("component", "notes")))
-	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: models, List: dayEndList(st.db),
+	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: models, List: dayEndList(st.db, teams.Busy),
 		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
 	if err != nil {
@@ -239,13 +239,15 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 
 // dayEndList lists the conversations for the day-end sweep from the
 // conversations projection.
-func dayEndList(db *bbolt.DB) func(context.Context) ([]summarize.Conversation, error) {
-	return func(context.Context) ([]summarize.Conversation, error) {
+// A lead whose team still has work in hand is not settled (R-TEAM).
+func dayEndList(db *bbolt.DB, teamBusy func(ctx context.Context, id string) bool) func(context.Context) ([]summarize.Conversation, error) {
+	return func(ctx context.Context) ([]summarize.Conversation, error) {
 		list, err := projections.ListConversations(db, 0)
 		out := make([]summarize.Conversation, len(list))
 		for i, c := range list {
+			settled := c.Closed == nil && c.Status == projections.ConversationIdle && c.Queued == 0
 			out[i] = summarize.Conversation{ID: c.ID, Channel: c.Channel, Day: c.Day,
-				Settled: c.Closed == nil && c.Status == projections.ConversationIdle && c.Queued == 0}
+				Settled: settled && (c.Day == "" || !teamBusy(ctx, c.ID))}
 		}
 		return out, err
 	}

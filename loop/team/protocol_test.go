@@ -279,3 +279,21 @@ func TestRestartMidAssignmentRebuildsWorkingFolder(t *testing.T) {
 		t.Fatalf("a broken binding: %q %q, want refused", dir, why)
 	}
 }
+
+// A lead whose team has work in hand is busy, so the day-end close leaves
+// its conversation open; one without a team, or whose team is done, is not.
+func TestLeadWithWorkInHandIsBusy(t *testing.T) {
+	h := newHarness(t, func(who, last string, msgs []llms.MessageContent) reply { return say("ok") })
+	h.openLead()
+	ctx := context.Background()
+	if h.rt.Busy(ctx, leadConv) {
+		t.Fatal("busy without a team")
+	}
+	h.boardEvents(&events.TaskCreated{TaskID: "task_0000000a", Subject: "a"})
+	h.spawnDirect(false, map[string]string{"alice": "task_0000000a"})
+	if !h.rt.Busy(ctx, leadConv) {
+		t.Fatal("not busy while alice holds a task")
+	}
+	h.boardEvents(&events.TaskCompleted{TaskID: "task_0000000a", Owner: "alice", Result: "done"})
+	h.quiet("the lead told", func() bool { return !h.rt.Busy(ctx, leadConv) })
+}

@@ -5,6 +5,9 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
 )
 
 // View is a team as the pages and the API show it: the roster with
@@ -59,13 +62,18 @@ type RequestRow struct {
 // Exists reports whether conversation id has a team: anything on its
 // board or in its mailboxes.
 func (r *Runtime) Exists(ctx context.Context, id string) (bool, error) {
-	t, err := r.Team(ctx, id)
-	if err != nil {
-		return false, err
+	if err := events.ValidID(id); err != nil {
+		return false, nil
 	}
-	var ok bool
-	err = t.View(ctx, func(b *Board, mb *Mailboxes) { ok = b.Seq > 0 || mb.Seq > 0 })
-	return ok, err
+	// Asked for every conversation shown: the log's last sequences, not a
+	// fold kept for a conversation that leads nothing.
+	for _, filter := range []string{events.Team(id).Filter(), events.MailOf(id)} {
+		last, err := r.cfg.Log.Last(ctx, filter)
+		if err != nil || last > 0 {
+			return last > 0, err
+		}
+	}
+	return false, nil
 }
 
 // View is team id as the pages show it.
@@ -116,4 +124,37 @@ func (r *Runtime) View(ctx context.Context, id string) (View, error) {
 
 func sortMail(ms []Mail) {
 	slices.SortFunc(ms, func(a, b Mail) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// Busy reports whether conversation id leads a team with work in hand: a
+// teammate working or holding a task, or mail the lead has not been given.
+// The day-end close leaves such a conversation open, or its teammates'
+// results would have nowhere to go.
+func (r *Runtime) Busy(ctx context.Context, id string) bool {
+	ok, err := r.Exists(ctx, id)
+	if err != nil || !ok {
+		return false
+	}
+	v, err := r.View(ctx, id)
+	if err != nil {
+		return true // unknown: keep it open
+	}
+	for _, m := range v.Members {
+		if m.State == StateWork || (m.State != StateStopped && m.Task != "") {
+			return true
+		}
+	}
+	conv, err := r.cfg.Convs.Get(ctx, id)
+	if err != nil {
+		return true
+	}
+	var seen uint64
+	conv.View(func(st *loop.State) { seen = st.MailSeen })
+	t, err := r.Team(ctx, id)
+	if err != nil {
+		return true
+	}
+	var unseen bool
+	t.View(ctx, func(_ *Board, mb *Mailboxes) { unseen = len(mb.Unseen(Lead, seen)) > 0 })
+	return unseen
 }
