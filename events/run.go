@@ -18,6 +18,7 @@ func (e *RunStarted) runOf() string        { return e.RunID }
 func (e *ModelCalled) runOf() string       { return e.RunID }
 func (e *ToolCalled) runOf() string        { return e.RunID }
 func (e *ToolCompleted) runOf() string     { return e.RunID }
+func (e *NestedCall) runOf() string        { return e.RunID }
 func (e *RunFinished) runOf() string       { return e.RunID }
 func (e *SteersApplied) runOf() string     { return e.RunID }
 func (e *GuardReminded) runOf() string     { return e.RunID }

@@ -105,6 +105,10 @@ var samples = map[string][]events.Event{
 	events.TypeToolCalled: {
 		&events.ToolCalled{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)},
 	},
+	events.TypeNestedCall: {
+		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 1, Kind: "tool", Tool: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`), Chars: 120, DurationMS: 3},
+		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 2, Kind: "llm", Tool: "llm.classify", IsError: true, Chars: 3, CostUSD: cost(0.0001)},
+	},
 	events.TypeToolCompleted: {
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c1", Tool: "workspace_read", Output: "text"},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c6", Tool: "artifact_create", Output: "Created", Canvas: &events.CanvasRef{Artifact: "a1", Title: "Plan", Kind: events.KindMarkdown, Version: 1, Op: events.OpCreate, Whole: true}},

@@ -35,6 +35,7 @@ const (
 	TypeMemoryProposalDecided  = "memory_proposal_decided"
 	TypeMemoryRolledBack       = "memory_rolled_back"
 	TypeRunResumed             = "run_resumed"
+	TypeNestedCall             = "nested_call"
 )
 
 func init() {
@@ -45,6 +46,7 @@ func init() {
 	register[ModelCalled]()
 	register[ToolCalled]()
 	register[ToolCompleted]()
+	register[NestedCall]()
 	register[RunFinished]()
 	register[SteerReceived]()
 	register[SteersApplied]()
@@ -286,6 +288,27 @@ type DelegateResult struct {
 
 func (*ToolCompleted) EventType() string { return TypeToolCompleted }
 func (*ToolCompleted) EventVersion() int { return 1 }
+
+// NestedCall is one call a tool_script made (R-SCR), recorded as it
+// finishes, between the script's tool_called and tool_completed: a tool
+// call or a model question (llm.*, whose cost the model_called of purpose
+// script carries). N numbers the script's calls in written order.
+type NestedCall struct {
+	RunID      string          `json:"run_id"`
+	Step       int             `json:"step"`
+	CallID     string          `json:"call_id"` // the tool_script call
+	N          int             `json:"n"`
+	Kind       string          `json:"kind"` // tool or llm
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+	Chars      int             `json:"chars"` // what the script received
+	DurationMS int64           `json:"duration_ms"`
+	CostUSD    *float64        `json:"cost_usd,omitempty"`
+}
+
+func (*NestedCall) EventType() string { return TypeNestedCall }
+func (*NestedCall) EventVersion() int { return 1 }
 
 // Run statuses.
 const (

@@ -85,7 +85,7 @@ func (t *Turn) lookup(ctx context.Context, name string) (tools.Tool, bool) {
 		return t.deps.MCP.Lookup(ctx, t.agent.MCP, name)
 	}
 	tool, ok := t.tool(name)
-	if !ok || !(slices.Contains(t.agent.Tools, name) || traitsOf(tool).anyAgent || t.handedOut(name)) {
+	if !ok || !(slices.Contains(t.agent.Tools, name) || traitsOf(tool).anyAgent || t.handedOut(ctx, name)) {
 		return nil, false
 	}
 	return tool, true
@@ -95,14 +95,23 @@ func (t *Turn) lookup(ctx context.Context, name string) (tools.Tool, bool) {
 const mcpPrefix = "mcp__"
 
 // handedOut: a tool the agent gets from what it has, not from its tools
-// list — tool_search with MCP servers.
-func (t *Turn) handedOut(name string) bool {
-	return name == ToolSearchTool && len(t.agent.MCP) > 0 && t.deps.MCP != nil
+// list — tool_search with MCP servers, tool_script with a callable
+// read-only tool.
+func (t *Turn) handedOut(ctx context.Context, name string) bool {
+	switch name {
+	case ToolSearchTool:
+		return len(t.agent.MCP) > 0 && t.deps.MCP != nil
+	case ToolScriptTool:
+		_, ok := t.scriptDef(ctx)
+		return ok
+	}
+	return false
 }
 
 // defs are the definitions of the agent's tools: its own sorted by name,
-// then tool_search when it has MCP servers, then the MCP tools this
-// conversation loaded, sorted by name.
+// then tool_search when it has MCP servers, tool_script when it holds a
+// callable read-only tool, then the MCP tools this conversation loaded,
+// sorted by name.
 func (t *Turn) defs(ctx context.Context) []tools.Def {
 	var defs []tools.Def
 	if t.deps.Tools != nil {
@@ -114,8 +123,14 @@ func (t *Turn) defs(ctx context.Context) []tools.Def {
 		}
 	}
 	slices.SortFunc(defs, func(a, b tools.Def) int { return strings.Compare(a.Name, b.Name) })
-	if t.handedOut(ToolSearchTool) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == ToolSearchTool }) {
+	if t.handedOut(ctx, ToolSearchTool) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == ToolSearchTool }) {
 		defs = append(defs, toolSearch{}.Def())
+	}
+	// tool_script after the built-ins, delegate and tool_search, described
+	// with what it can call now (R-SCR).
+	defs = slices.DeleteFunc(defs, func(x tools.Def) bool { return x.Name == ToolScriptTool })
+	if d, ok := t.scriptDef(ctx); ok {
+		defs = append(defs, d)
 	}
 	for _, mt := range t.loadedTools(ctx) {
 		defs = append(defs, mt.Def())

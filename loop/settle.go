@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/script"
 )
 
 // Result texts the harness gives instead of a tool's own.
@@ -37,10 +38,18 @@ func (t *Turn) settle(ctx context.Context, s snapshotOf) (paused, done bool, err
 		if err := ctx.Err(); err != nil {
 			return false, false, err
 		}
+		if t.nestedCapReached() {
+			// A script used up the turn's nested calls (R-SCR): the
+			// calls after it are closed unrun and the turn halts.
+			return false, true, t.haltNested(ctx, s, i)
+		}
 		paused, err := t.settleCall(ctx, s, i, c)
 		if err != nil || paused {
 			return paused, false, err
 		}
+	}
+	if unanswered > 0 && t.nestedCapReached() {
+		return false, true, t.haltNested(ctx, s, len(s.calls))
 	}
 	if ends && unanswered > 0 {
 		return false, true, t.finish(ctx, s.openRun, events.RunDone, "ask_user", "")
@@ -79,4 +88,35 @@ func (t *Turn) settleCall(ctx context.Context, s snapshotOf, i int, c events.Too
 		return false, t.result(ctx, s.openRun, step, c, tooManyText, true, "blocked")
 	}
 	return t.call(ctx, s, c)
+}
+
+// nestedCapReached: the open run's scripts made max_steps × 10 calls.
+func (t *Turn) nestedCapReached() bool {
+	var n int
+	t.conv.View(func(st *State) { n = st.NestedCalls })
+	return n >= t.agent.MaxSteps*script.TurnCallsEach
+}
+
+// haltNested closes the reply's calls from the i-th on that have no
+// result and halts the run with reason nested_calls.
+func (t *Turn) haltNested(ctx context.Context, s snapshotOf, from int) error {
+	var open []events.ToolCallRequest
+	answered := t.answeredNow()
+	for _, c := range s.calls[from:] {
+		if !answered[c.ID] {
+			open = append(open, c)
+		}
+	}
+	msg := fmt.Sprintf("Not run: this turn's scripts used up their %d nested calls (max_steps × %d), so the turn was halted. Nothing was run and nothing changed.",
+		t.agent.MaxSteps*script.TurnCallsEach, script.TurnCallsEach)
+	if err := t.refuseAll(ctx, s.openRun, s.step, open, msg, "nested_calls"); err != nil {
+		return err
+	}
+	return t.finish(ctx, s.openRun, events.RunHalted, "nested_calls", "")
+}
+
+func (t *Turn) answeredNow() map[string]bool {
+	var answered map[string]bool
+	t.conv.View(func(st *State) { _, answered = st.ReplyCalls() })
+	return answered
 }

@@ -236,6 +236,12 @@ type State struct {
 	// Compaction is what the model reads instead of parts of Messages
 	// (context_compacted, R-LOOP-7); Messages stay whole for the chat.
 	Compaction Compaction `json:"compaction"`
+	// NestedCalls counts the open run's script calls (nested_call): its
+	// scripts share max_steps × 10 (R-SCR).
+	NestedCalls int `json:"nested_calls,omitempty"`
+	// Nesting are the nested calls of the scripts still running, by
+	// script call id, for the chat card to show at once.
+	Nesting map[string][]events.NestedCall `json:"nesting,omitempty"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -441,7 +447,18 @@ func (s *State) Apply(env events.Envelope) error {
 		if len(e.Meta) > 0 {
 			m.Meta, _ = json.Marshal(e.Meta)
 		}
+		if e.Tool == ToolScriptTool {
+			delete(s.Nesting, e.CallID)
+		}
 		s.Messages = append(s.Messages, m)
+	case *events.NestedCall:
+		if e.RunID == s.OpenRun {
+			s.NestedCalls++
+			if s.Nesting == nil {
+				s.Nesting = map[string][]events.NestedCall{}
+			}
+			s.Nesting[e.CallID] = append(s.Nesting[e.CallID], *e)
+		}
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {
 			s.Approvals = map[string]*Approval{}

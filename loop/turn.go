@@ -29,6 +29,9 @@ type Agent struct {
 	EscalationRoute string
 	Tools           []string // registry tools the agent may use
 	MCP             []string // the MCP servers whose tools it may find (tool_search)
+	// ScriptCalls "gated" lets tool_script call tools that change things,
+	// each through the gate; otherwise scripts call read-only tools only.
+	ScriptCalls     string
 	Autonomous      bool
 	MaxSteps        int
 	CostCapUSD      float64
@@ -76,6 +79,9 @@ type Deps struct {
 	MCP MCP
 	// Teams seats a conversation on its team (R-TEAM); nil: none.
 	Teams Teams
+	// ScriptCommand starts a tool_script child; empty: this executable
+	// with __script.
+	ScriptCommand []string
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

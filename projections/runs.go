@@ -179,6 +179,19 @@ type ToolCall struct {
 	Completed bool `json:"completed"`
 	// Delegate is the child a delegate call runs (R-DEL).
 	Delegate *DelegateCall `json:"delegate,omitempty"`
+	// Nested are a tool_script's calls, each as it finished (R-SCR).
+	Nested []Nested `json:"nested,omitempty"`
+}
+
+// Nested is one call of a script.
+type Nested struct {
+	N          int      `json:"n"`
+	Kind       string   `json:"kind"`
+	Tool       string   `json:"tool"`
+	IsError    bool     `json:"is_error,omitempty"`
+	Chars      int      `json:"chars"`
+	DurationMS int64    `json:"duration_ms"`
+	CostUSD    *float64 `json:"cost_usd,omitempty"`
 }
 
 // DelegateCall is the child side of a delegate call: its conversation as
@@ -288,6 +301,9 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	case *events.ToolCalled:
 		tc := r.toolCall(e.Step, e.CallID)
 		tc.Tool, tc.Args = e.Tool, truncate(string(e.Arguments), toolArgsRunes)
+	case *events.NestedCall:
+		tc := r.toolCall(e.Step, e.CallID)
+		tc.Nested = append(tc.Nested, Nested{N: e.N, Kind: e.Kind, Tool: e.Tool, IsError: e.IsError, Chars: e.Chars, DurationMS: e.DurationMS, CostUSD: e.CostUSD})
 	case *events.ToolCompleted:
 		tc := r.toolCall(e.Step, e.CallID)
 		tc.Tool, tc.Output, tc.IsError = e.Tool, truncate(e.Output, toolOutRunes), e.IsError

@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestConversationStatusAndRunNesting(t *testing.T) {
 		t.Fatalf("r1 steps: %+v", r1.Steps)
 	}
 	t1, t2 := r1.Steps[0].ToolCalls[0], r1.Steps[1].ToolCalls[0]
-	if want := (ToolCall{CallID: "t1", Tool: "workspace_read", Args: `{"path":"a"}`, Output: "text", DurationMS: 7, Completed: true}); t1 != want {
+	if want := (ToolCall{CallID: "t1", Tool: "workspace_read", Args: `{"path":"a"}`, Output: "text", DurationMS: 7, Completed: true}); !reflect.DeepEqual(t1, want) {
 		t.Errorf("t1: got %+v, want %+v", t1, want)
 	}
 	if t2.Completed || t2.Tool != "shell_run" {

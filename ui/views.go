@@ -124,6 +124,10 @@ type ToolCard struct {
 	Waiting bool   // no result yet: its approval is pending
 	// Child is the run a delegate call ran (runs page only).
 	Child *RunCard
+	// Nested are a script's calls, one line each, as they finished; Sizes
+	// its received_chars and printed_chars once it is done (R-SCR).
+	Nested []string
+	Sizes  string
 	// Page is the web page a browser or fetch_url call was on, if any.
 	Page *ToolPage
 	// Canvas is the canvas an agent's canvas write made: the chat shows a

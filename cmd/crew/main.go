@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/my-agent-crew/crew/tools/script"
 )
 
 // command is one subcommand of crew.
@@ -58,6 +60,11 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
+	// The tool_script child (R-SCR): not a command of the CLI, started by
+	// the server with no environment and spoken to over stdin/stdout.
+	if len(os.Args) == 2 && os.Args[1] == "__script" {
+		os.Exit(script.Child(os.Stdin, os.Stdout))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ, unsetenv: os.Unsetenv}

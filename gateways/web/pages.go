@@ -351,8 +351,12 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
 					card.Page = toolPage(st.Conversation, r)
 					card.Canvas = canvasCard(r)
+					card.Nested, card.Sizes = scriptContext(r.Meta)
 				} else {
 					card.Running, card.Waiting = c.ID != waiting, c.ID == waiting
+					for _, n := range st.Nesting[c.ID] {
+						card.Nested = append(card.Nested, nestedLine(n.N, n.Tool, n.IsError, n.Chars, n.DurationMS, n.CostUSD))
+					}
 				}
 				items = append(items, ui.Item{Kind: ui.ItemTool, Tool: card})
 			}
@@ -484,6 +488,9 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		for _, t := range s.ToolCalls {
 			tc := ui.ToolCard{CallID: t.CallID, Tool: t.Tool, Output: t.Output,
 				IsError: t.IsError, Outcome: t.Outcome, Running: !t.Completed, Todo: todoLines(t.Tool, json.RawMessage(t.Args))}
+			for _, n := range t.Nested {
+				tc.Nested = append(tc.Nested, nestedLine(n.N, n.Tool, n.IsError, n.Chars, n.DurationMS, n.CostUSD))
+			}
 			tc.Args, tc.Blocks = readable(json.RawMessage(t.Args))
 			if len(tc.Blocks) == 0 {
 				tc.Args = unescapeHTML.Replace(tc.Args) // cut JSON is shown as it is, but readable
@@ -572,4 +579,48 @@ func todoLines(tool string, args json.RawMessage) []ui.TodoLine {
 		out[i] = ui.TodoLine{Text: it.Text, Done: it.Done}
 	}
 	return out
+}
+
+// nestedLine is one call of a script as its cards show it (R-SCR).
+func nestedLine(n int, tool string, isErr bool, chars int, ms int64, cost *float64) string {
+	line := fmt.Sprintf("%d. %s — %d chars, %d ms", n, tool, chars, ms)
+	if cost != nil {
+		line += fmt.Sprintf(", $%.4f", *cost)
+	}
+	if isErr {
+		line += " (error)"
+	}
+	return line
+}
+
+// scriptContext lays out a finished script's context (loop.Message):
+// its calls in written order and the two sizes.
+func scriptContext(raw json.RawMessage) (lines []string, sizes string) {
+	if len(raw) == 0 {
+		return nil, ""
+	}
+	var c struct {
+		Calls []struct {
+			N       int    `json:"n"`
+			Tool    string `json:"tool"`
+			IsError bool   `json:"is_error"`
+			Chars   int    `json:"chars"`
+		} `json:"calls"`
+		Received *int `json:"received_chars"`
+		Printed  *int `json:"printed_chars"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return nil, ""
+	}
+	for _, x := range c.Calls {
+		line := fmt.Sprintf("%d. %s — %d chars", x.N, x.Tool, x.Chars)
+		if x.IsError {
+			line += " (error)"
+		}
+		lines = append(lines, line)
+	}
+	if c.Received != nil && c.Printed != nil {
+		sizes = fmt.Sprintf("received_chars %d · printed_chars %d", *c.Received, *c.Printed)
+	}
+	return lines, sizes
 }

@@ -12,7 +12,7 @@
   const STORED = ['message', 'conversation_opened', 'conversation_closed', 'message_received',
     'run_started', 'model_called', 'tool_called', 'tool_completed', 'run_finished',
     'steer_received', 'steers_applied', 'guard_reminded', 'approval_requested',
-    'approval_decided', 'route_fallback', 'model_retried', 'context_compacted', 'escalated', 'hook_ran', 'conversation_summarized', 'run_resumed'];
+    'approval_decided', 'route_fallback', 'model_retried', 'context_compacted', 'escalated', 'hook_ran', 'conversation_summarized', 'run_resumed', 'nested_call'];
 
   const debounce = (fn, ms) => {
     let t;

@@ -157,7 +157,8 @@ type Agent struct {
 	Browser            string        `yaml:"browser"` // "read", "act" or "": the browser tools
 	BrowserHosts       []string      `yaml:"browser_hosts"`
 	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
-	MCP                []string      `yaml:"mcp"` // servers of config.yaml mcp_servers
+	MCP                []string      `yaml:"mcp"`          // servers of config.yaml mcp_servers
+	ScriptCalls        string        `yaml:"script_calls"` // read_only (default) or gated: what tool_script may call
 	// Computer "on" gives the agent the four computer_* tools (R-DSK);
 	// ComputerApps are the apps computer_act may touch.
 	Computer     string   `yaml:"computer"`

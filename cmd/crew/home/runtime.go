@@ -70,7 +70,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
-			Delegates: a.Delegates, MCP: a.MCP,
+			Delegates: a.Delegates, MCP: a.MCP, ScriptCalls: a.ScriptCalls,
 			Policy: tools.AgentPolicy{
 				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
 				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,

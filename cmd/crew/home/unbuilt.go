@@ -11,7 +11,6 @@ var unbuilt = []struct {
 	key    string // dotted path
 }{
 	{"agent.schema.json", "vision_routes"}, // image input
-	{"agent.schema.json", "script_calls"},  // the script tool
 }
 
 // refuseUnbuilt reports the first unbuilt key of the file, in file order,

@@ -14,8 +14,7 @@ import (
 // builds one removes it here and from unbuilt.
 var wantUnbuilt = map[string][]string{
 	"config.yaml": {},
-	"agent.yaml": {"vision_routes",
-		"script_calls"},
+	"agent.yaml":  {"vision_routes"},
 }
 
 // A key that would do nothing is refused where it is written, never
@@ -61,9 +60,9 @@ func TestUnbuiltKeysRefused(t *testing.T) {
 func TestUnbuiltKeyFirstInFileOrder(t *testing.T) {
 	dir := newHome(t)
 	path := filepath.Join(dir, "agent.yaml")
-	writeFile(t, path, "name: x\nscript_calls: gated\nbrowser: read\n")
+	writeFile(t, path, "name: x\nvision_routes: [a]\nmax_steps: 3\n")
 	err := loadErr(t, dir, "agent.yaml")
-	if want := path + ":2:1: script_calls: not available in this build"; err == nil || err.Error() != want {
+	if want := path + ":2:1: vision_routes: not available in this build"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
 	}
 }

@@ -1,0 +1,377 @@
+package loop
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/script"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// ToolScriptTool runs a script that calls tools (R-SCR).
+const ToolScriptTool = "tool_script"
+
+// ScriptGated is the agent.yaml script_calls value that lets a script
+// call tools that change things, each through the gate's verdict.
+const ScriptGated = "gated"
+
+//go:embed tool_script.md
+var toolScriptDescription string
+
+type toolScript struct{}
+
+func (toolScript) Def() tools.Def {
+	return tools.Def{Name: ToolScriptTool, Description: strings.TrimSpace(toolScriptDescription), Uncut: true,
+		Params: json.RawMessage(`{"type":"object","properties":{"script":{"type":"string","description":"the Starlark script"}},"required":["script"]}`)}
+}
+
+func (toolScript) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Failf("tool_script runs only within a turn of the loop"), nil
+}
+
+func (toolScript) traits() traits { return traits{} }
+
+func (toolScript) vet(_ *Turn, c events.ToolCallRequest) (string, string, bool) {
+	var a struct {
+		Script string `json:"script"`
+	}
+	if json.Unmarshal(c.Arguments, &a) != nil || strings.TrimSpace(a.Script) == "" {
+		return `Not run: tool_script needs {"script": "<Starlark source>"}.`, "", true
+	}
+	return "", "", false
+}
+
+// scriptable is a tool a script may call: not a loop tool (they talk to
+// the owner or the crew), nor tool_script itself.
+func scriptable(tool tools.Tool) bool {
+	_, loopTool := tool.(turnTool)
+	return !loopTool
+}
+
+// readOnly: the tool never asks and never needs approval.
+func readOnly(tool tools.Tool, env tools.Env, args json.RawMessage) bool {
+	return !tools.NeedsApproval(tool) && tools.AskReason(tool, env, args) == ""
+}
+
+// scriptTools are the tools a script of this agent may reach, by name:
+// its own registry tools and its MCP servers' offered tools (loaded or
+// not), sorted; with read-only mode only those that never ask.
+func (t *Turn) scriptTools(ctx context.Context) []tools.Tool {
+	var out []tools.Tool
+	for _, name := range t.agent.Tools {
+		if tool, ok := t.tool(name); ok && scriptable(tool) && (t.agent.ScriptCalls == ScriptGated || !tools.NeedsApproval(tool)) {
+			out = append(out, tool)
+		}
+	}
+	mcpTools, _ := t.mcpTools(ctx)
+	for _, tool := range mcpTools {
+		if t.agent.ScriptCalls == ScriptGated || !tools.NeedsApproval(tool) {
+			out = append(out, tool)
+		}
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Def().Name, b.Def().Name) })
+	return out
+}
+
+// scriptDef is tool_script as this agent is offered it: only when it
+// holds at least one callable read-only tool, described with those it can
+// call, so a change of its MCP tools re-describes it.
+func (t *Turn) scriptDef(ctx context.Context) (tools.Def, bool) {
+	callable := t.scriptTools(ctx)
+	anyRead := slices.ContainsFunc(callable, func(x tools.Tool) bool { return !tools.NeedsApproval(x) })
+	if !anyRead {
+		return tools.Def{}, false
+	}
+	d := toolScript{}.Def()
+	names := make([]string, len(callable))
+	for i, x := range callable {
+		names[i] = x.Def().Name
+	}
+	d.Description += "\n\nTools a script can call: " + strings.Join(names, ", ") + "."
+	return d, true
+}
+
+// scriptHost is one tool_script call's edge to the turn.
+type scriptHost struct {
+	t        *Turn
+	c        *toolCall
+	callable []tools.Tool
+}
+
+func (h *scriptHost) find(name string) (tools.Tool, bool) {
+	i := slices.IndexFunc(h.callable, func(x tools.Tool) bool { return x.Def().Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return h.callable[i], true
+}
+
+// Vet: read-only mode refuses a tool that changes things (a value the
+// script sees); gated mode asks the gate and stops the script at a call
+// that would need a human or that the owner forbids.
+func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop string) {
+	tool, ok := h.find(name)
+	if !ok {
+		if other, known := h.t.tool(name); known && (!scriptable(other) || slices.Contains(h.t.agent.Tools, name)) {
+			return fmt.Sprintf("%s cannot be called from a script: call it directly.", name), ""
+		}
+		if strings.HasPrefix(name, mcpPrefix) {
+			if _, found := h.t.deps.MCP.Lookup(context.Background(), h.t.agent.MCP, name); found {
+				return fmt.Sprintf("%s cannot be called from a script: it changes things; call it directly.", name), ""
+			}
+		}
+		return fmt.Sprintf("unknown tool %q: it is not one of the tools a script can call (see tools.names()).", name), ""
+	}
+	env := h.t.toolEnv()
+	if h.t.agent.ScriptCalls != ScriptGated {
+		if !readOnly(tool, env, args) {
+			return fmt.Sprintf("%s cannot be called from a script: it changes things; call it directly.", name), ""
+		}
+		if err := tools.Check(tool, env, args); err != nil {
+			return err.Error(), ""
+		}
+		return "", ""
+	}
+	if err := tools.Check(tool, env, args); err != nil {
+		return "", fmt.Sprintf("STOP: %s was refused (%s). A script cannot make this call; call %s directly if it is still needed.", name, oneLineText(err.Error(), 300), name)
+	}
+	var auton bool
+	var auto []string
+	h.t.conv.View(func(st *State) { auton, auto = st.Autonomous, slices.Clone(st.AutoApprove) })
+	if v, _ := Gate(tool, env, args, auton || h.t.agent.Autonomous, auto); v == Ask {
+		return "", fmt.Sprintf("STOP: %s needs the owner's approval and a script never waits for one. Call %s directly.", name, name)
+	}
+	return "", ""
+}
+
+// Run runs one nested call as the pipeline would a direct one: the
+// owner's PreToolUse hooks, the tool, the output redacted and unframed.
+func (h *scriptHost) Run(ctx context.Context, name string, args json.RawMessage) (string, bool, error) {
+	tool, _ := h.find(name)
+	req := events.ToolCallRequest{ID: h.c.ID, Name: name, Arguments: args}
+	reason, blocked, err := h.t.hook(ctx, h.c.runID, h.c.step, kit.PreToolUse, &req, map[string]any{"tool_input": rawArgs(args)})
+	if err != nil {
+		return "", false, err
+	}
+	if blocked {
+		return "Blocked by the owner's PreToolUse hook, so it was not run: " + reason, true, nil
+	}
+	res, err := tool.Run(ctx, h.t.toolEnv(), args)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", false, ctx.Err()
+		}
+		return "The harness failed to run this tool: " + err.Error(), true, nil
+	}
+	return Unframe(events.Secrets().String(res.Output)), res.IsError, nil
+}
+
+// Ask answers llm.classify and llm.summarise on the agent's first route,
+// with no tools: a model call of purpose script, in the turn's cost cap.
+func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *float64, string, error) {
+	var cost, budget float64
+	h.t.conv.View(func(st *State) { cost, budget = st.CostUSD, st.Budget(h.t.agent.CostCapUSD) })
+	if budget > 0 && cost >= budget {
+		return "", false, nil, "STOP: the turn's cost cap is reached; the script's model question was not asked.", nil
+	}
+	if len(h.t.agent.Routes) == 0 {
+		return "no model route", true, nil, "", nil
+	}
+	route := h.t.agent.Routes[0]
+	var system string
+	switch a.Kind {
+	case "classify":
+		system = "Classify the text. Answer with exactly one of these labels and nothing else: " + strings.Join(a.Labels, ", ")
+	default:
+		system = fmt.Sprintf("Summarise the text in at most %d characters. Answer with the summary only.", a.MaxChars)
+	}
+	model, err := h.t.deps.Models(route)
+	if err != nil {
+		return "the model could not be reached: " + err.Error(), true, nil, "", nil
+	}
+	start := h.t.deps.Clock()
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, system), llms.TextParts(llms.ChatMessageTypeHuman, a.Text)}
+	resp, err := llm.Call(ctx, model, msgs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", false, nil, "", ctx.Err()
+		}
+		mc := &events.ModelCalled{RunID: h.c.runID, Step: h.c.step, Purpose: events.PurposeScript, Route: route, Model: modelOf(route), Error: oneLine(err)}
+		if err := h.t.emit(ctx, mc); err != nil {
+			return "", false, nil, "", err
+		}
+		return "the model failed: " + oneLine(err), true, nil, "", nil
+	}
+	mc := modelCalled(h.c.runID, h.c.step, route, resp, h.t.deps.Clock().Sub(start))
+	mc.Purpose, mc.ToolCalls = events.PurposeScript, nil
+	if err := h.t.emit(ctx, mc); err != nil {
+		return "", false, nil, "", err
+	}
+	answer := strings.TrimSpace(mc.Text)
+	if a.Kind == "classify" {
+		for _, l := range a.Labels {
+			if strings.EqualFold(strings.Trim(answer, " .\"'`"), l) {
+				return l, false, mc.CostUSD, "", nil
+			}
+		}
+		for _, l := range a.Labels {
+			if strings.Contains(strings.ToLower(answer), strings.ToLower(l)) {
+				return l, false, mc.CostUSD, "", nil
+			}
+		}
+		return fmt.Sprintf("the model answered %q, which is none of the labels", oneLineText(answer, 200)), true, mc.CostUSD, "", nil
+	}
+	if r := []rune(answer); a.MaxChars > 0 && len(r) > a.MaxChars {
+		answer = string(r[:a.MaxChars])
+	}
+	return answer, false, mc.CostUSD, "", nil
+}
+
+func (h *scriptHost) Names() []string {
+	out := make([]string, len(h.callable))
+	for i, x := range h.callable {
+		out[i] = x.Def().Name
+	}
+	return out
+}
+
+func (h *scriptHost) Search(q string) []map[string]any {
+	var out []map[string]any
+	for _, x := range searchTools(h.callable, q) {
+		d := x.Def()
+		out = append(out, map[string]any{"name": d.Name, "description": oneLineText(d.Description, 300)})
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return out
+}
+
+func (h *scriptHost) Describe(name string) (map[string]any, bool) {
+	tool, ok := h.find(name)
+	if !ok {
+		return nil, false
+	}
+	d := tool.Def()
+	var params any
+	json.Unmarshal(d.Params, &params)
+	return map[string]any{"name": d.Name, "description": d.Description, "parameters": params, "read_only": !tools.NeedsApproval(tool)}, true
+}
+
+func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
+	return h.t.emit(ctx, &events.NestedCall{RunID: h.c.runID, Step: h.c.step, CallID: h.c.ID, N: n.N, Kind: n.Kind, Tool: n.Tool,
+		Arguments: n.Args, IsError: n.IsError, Chars: n.Chars, DurationMS: n.DurationMS, CostUSD: n.CostUSD})
+}
+
+func (h *scriptHost) Spill(n int, full string) (string, error) {
+	ref := fmt.Sprintf("%s.%d", h.c.ID, n)
+	_, err := tools.Spill(h.t.toolEnv(), ref, full)
+	return ref, err
+}
+
+// storePath is where a script's store lives: per agent, and per job (a
+// scheduled job's conversations share it) or conversation.
+func (t *Turn) storePath() string {
+	scope := t.conv.ID()
+	t.conv.View(func(st *State) {
+		if job, ok := strings.CutPrefix(st.Channel, "job:"); ok && job != "" {
+			scope = "job-" + job
+		}
+	})
+	if t.deps.HomeDir == "" {
+		return "" // no home: the store lives for one script
+	}
+	return filepath.Join(t.deps.HomeDir, "data", "script_store", t.agent.ID, scope+".json")
+}
+
+func readStore(path string) map[string]json.RawMessage {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	json.Unmarshal(b, &m)
+	return m
+}
+
+func writeStore(path string, m map[string]json.RawMessage) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// answer runs the script in a child process; the result is what it
+// printed, and its calls, received_chars and printed_chars go in the
+// result's meta (the message's context: shown, never sent to the model).
+func (toolScript) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result, error) {
+	var a struct {
+		Script string `json:"script"`
+	}
+	json.Unmarshal(c.Arguments, &a)
+	h := &scriptHost{t: t, c: c, callable: t.scriptTools(ctx)}
+	var used int
+	t.conv.View(func(st *State) { used = st.NestedCalls })
+	cmd := t.deps.ScriptCommand
+	if len(cmd) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return tools.Result{}, err
+		}
+		cmd = []string{exe, "__script"}
+	}
+	path := t.storePath()
+	out, err := script.Run(ctx, script.Config{Exe: cmd[0], Args: cmd[1:], Script: a.Script, Store: readStore(path),
+		TurnLeft: t.agent.MaxSteps*script.TurnCallsEach - used}, h)
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Result{}, ctx.Err()
+		}
+		return tools.Result{Output: "The script could not be run: " + err.Error(), IsError: true}, nil
+	}
+	var b strings.Builder
+	b.WriteString(out.Printed)
+	if out.Error != "" {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(out.Error)
+	} else if out.Store != nil {
+		if err := writeStore(path, out.Store); err != nil {
+			b.WriteString("\n(The script's store could not be saved: " + err.Error() + ")")
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("(The script printed nothing.)")
+	}
+	calls := make([]map[string]any, len(out.Calls))
+	for i, n := range out.Calls {
+		calls[i] = map[string]any{"n": n.N, "kind": n.Kind, "tool": n.Tool, "is_error": n.IsError, "chars": n.Chars}
+	}
+	return tools.Result{Output: b.String(), IsError: out.Error != "",
+		Meta: map[string]any{"calls": calls, "received_chars": out.ReceivedChars, "printed_chars": out.PrintedChars}}, nil
+}

@@ -1,0 +1,157 @@
+package loop_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools/script"
+)
+
+// The test binary is also tool_script's child, as the crew binary is.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == "__script" {
+		os.Exit(script.Child(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+func scriptCall(src string) reply {
+	b, _ := json.Marshal(map[string]string{"script": src})
+	return use("tool_script", string(b))
+}
+
+// R-SCR: tool_script is handed out after the agent's own tools; each call
+// of a script is a nested_call between the script's tool_called and
+// tool_completed; a tool that changes things is an error value; an llm.*
+// question is a model call of purpose script, counted and priced; the
+// result keeps the calls, received_chars and printed_chars in its meta.
+func TestScriptNestedCallsRecordedInOrder(t *testing.T) {
+	reader := &counter{name: "reader", out: "the file"}
+	writer := &counter{name: "writer", write: true}
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		scriptCall("r = tools.call(\"reader\", {\"path\": \"a\"})\nw = tools.call(\"writer\", {})\nc = llm.classify(r[\"output\"], [\"file\", \"dir\"])\nstore.set(\"n\", 1)\nprint(r[\"output\"], \"|\", w[\"error\"], \"|\", c[\"output\"])"),
+		costs(say("file"), 0.002),
+		say("done"),
+	}}, reader, writer)
+	h.deps.HomeDir = t.TempDir()
+	h.send("go")
+	h.turn()
+	m := h.models["fake:a"]
+	if got := m.offered[0]; got[len(got)-1] != "tool_script" {
+		t.Errorf("offered %v, want tool_script last", got)
+	}
+	if writer.runs.Load() != 0 || reader.runs.Load() != 1 {
+		t.Errorf("runs: reader %d writer %d", reader.runs.Load(), writer.runs.Load())
+	}
+	evs := h.events()
+	var order []string
+	for _, e := range evs {
+		switch e := e.(type) {
+		case *events.ToolCalled:
+			order = append(order, "called:"+e.Tool)
+		case *events.NestedCall:
+			order = append(order, "nested:"+e.Tool)
+		case *events.ToolCompleted:
+			order = append(order, "completed:"+e.Tool)
+		case *events.ModelCalled:
+			if e.Purpose == events.PurposeScript {
+				order = append(order, "model:script")
+			}
+		}
+	}
+	if want := "called:tool_script nested:reader model:script nested:llm.classify completed:tool_script"; strings.Join(order, " ") != want {
+		t.Errorf("order %v", order)
+	}
+	done := eventsOf[*events.ToolCompleted](evs)[0]
+	if !strings.Contains(done.Output, "the file | writer cannot be called from a script") || !strings.Contains(done.Output, "| file") || done.IsError {
+		t.Errorf("result %q", done.Output)
+	}
+	if calls, _ := done.Meta["calls"].([]any); len(calls) != 2 || done.Meta["printed_chars"] == nil || done.Meta["received_chars"] == nil {
+		t.Errorf("meta %v", done.Meta)
+	}
+	st := h.state()
+	if st.CostUSD < 0.002 || lastFinish(t, evs).Status != events.RunDone {
+		t.Errorf("cost %v, finish %+v", st.CostUSD, lastFinish(t, evs))
+	}
+	for _, msg := range m.seen[len(m.seen)-1] {
+		for _, p := range msg.Parts {
+			if b, _ := json.Marshal(p); strings.Contains(string(b), "received_chars") {
+				t.Errorf("the context reached the model: %s", b)
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(h.deps.HomeDir, "data", "script_store", "master", h.conv+".json")); err != nil || string(b) != `{"n":1}` {
+		t.Errorf("store %s %v", b, err)
+	}
+}
+
+// R-SCR: all scripts of a turn share max_steps × 10 calls; past it the
+// script stops, the reply's later calls are closed unrun and the turn
+// halts with nested_calls.
+func TestScriptTurnCapHaltsNestedCalls(t *testing.T) {
+	reader := &counter{name: "reader"}
+	first := scriptCall("for i in range(22):\n    tools.call(\"reader\", {\"i\": i})\n")
+	first.calls = append(first.calls, use("reader", `{}`).calls...)
+	h := newHarness(t, map[string][]reply{"fake:a": {first, say("never")}}, reader)
+	h.agent.MaxSteps = 2
+	h.send("go")
+	h.turn()
+	evs := h.events()
+	if f := lastFinish(t, evs); f.Status != events.RunHalted || f.Reason != "nested_calls" {
+		t.Fatalf("finish %+v", f)
+	}
+	if n := len(eventsOf[*events.NestedCall](evs)); n != 20 || reader.runs.Load() != 20 {
+		t.Errorf("nested %d, runs %d; want 20", n, reader.runs.Load())
+	}
+	res := eventsOf[*events.ToolCompleted](evs)
+	if len(res) != 2 || !strings.Contains(res[0].Output, "limit of nested calls") || res[1].Outcome != "nested_calls" {
+		t.Errorf("results %+v", res)
+	}
+	if h.models["fake:a"].calls() != 1 {
+		t.Error("the model was called again after the halt")
+	}
+}
+
+// R-SCR: with script_calls: gated, a call the gate would ask about stops
+// the script with a line telling the model to call it directly; in an
+// autonomous conversation the same call runs.
+func TestScriptGatedModeStopsAtHuman(t *testing.T) {
+	for _, autonomous := range []bool{false, true} {
+		reader := &counter{name: "reader"}
+		writer := &counter{name: "writer", write: true}
+		h := newHarness(t, map[string][]reply{"fake:a": {
+			scriptCall("tools.batch([(\"reader\", {}), (\"writer\", {})])\nprint(\"after\")"), say("ok"),
+		}}, reader, writer)
+		h.agent.ScriptCalls, h.agent.Autonomous = loop.ScriptGated, autonomous
+		h.send("go")
+		h.turn()
+		res := eventsOf[*events.ToolCompleted](h.events())[0]
+		if autonomous {
+			if writer.runs.Load() != 1 || !strings.Contains(res.Output, "after") {
+				t.Errorf("autonomous: writer runs %d, result %q", writer.runs.Load(), res.Output)
+			}
+			continue
+		}
+		if writer.runs.Load() != 0 || reader.runs.Load() != 0 || !strings.Contains(res.Output, "Call writer directly") || strings.Contains(res.Output, "after") {
+			t.Errorf("supervised: runs %d/%d, result %q", reader.runs.Load(), writer.runs.Load(), res.Output)
+		}
+	}
+}
+
+// R-SCR: an agent with no callable read-only tool is not offered
+// tool_script.
+func TestScriptOnlyForAgentsWithAReadOnlyTool(t *testing.T) {
+	writer := &counter{name: "writer", write: true}
+	h := newHarness(t, map[string][]reply{"fake:a": {say("ok")}}, writer)
+	h.send("go")
+	h.turn()
+	if slices.Contains(h.models["fake:a"].offered[0], "tool_script") {
+		t.Errorf("offered %v", h.models["fake:a"].offered[0])
+	}
+}
