@@ -148,6 +148,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 				}
 				return c.summaries.Close(ctx, id)
 			},
+			Status: func(context.Context) (running, queued, waiting []string, err error) {
+				return projections.Overview(st.db)
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("telegram: %w", err)

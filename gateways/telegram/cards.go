@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/my-agent-crew/crew/events"
@@ -20,12 +21,29 @@ type card struct {
 	chatID    int64
 	messageID int64
 	text      string
+	n         int // the order cards were sent in
 }
 
 // cards are the copies of the pending approvals' cards, by approval id.
 type cards struct {
 	mu   sync.Mutex
 	byID map[string][]card
+	sent int
+}
+
+// latest is the approval whose card chatID got last, among the pending.
+func (c *cards) latest(chatID int64) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	best, id := -1, ""
+	for a, ks := range c.byID {
+		for _, k := range ks {
+			if k.chatID == chatID && k.n > best {
+				best, id = k.n, a
+			}
+		}
+	}
+	return id
 }
 
 func (c *cards) add(id string, k card) {
@@ -40,6 +58,8 @@ func (c *cards) add(id string, k card) {
 			break
 		}
 	}
+	c.sent++
+	k.n = c.sent
 	c.byID[id] = append(c.byID[id], k)
 }
 
@@ -110,4 +130,39 @@ func decidedLine(e *events.ApprovalDecided) string {
 		what += " on " + e.Channel
 	}
 	return what + "."
+}
+
+// decideLatest answers /approve and /deny: the latest pending approval
+// whose card this chat got.
+func (g *Gateway) decideLatest(ctx context.Context, chatID int64, approve bool) {
+	id := g.cards.latest(chatID)
+	if id == "" {
+		g.send(ctx, chatID, "No approval is waiting here.", nil)
+		return
+	}
+	decision, err := g.cfg.Approvals.Decide(ctx, id, approve, false, channel(chatID))
+	if err != nil {
+		text, handled := userText(err)
+		if !handled {
+			g.cfg.Logger.Error("telegram approval failed", "approval_id", id, "error", err)
+			text = "The decision was not stored: " + err.Error()
+		}
+		g.send(ctx, chatID, text, nil)
+		return
+	}
+	g.send(ctx, chatID, capitalize(decision)+".", nil)
+}
+
+// statusText is /status's answer.
+func statusText(running, queued, waiting []string, err error) string {
+	if err != nil {
+		return "No status: " + err.Error()
+	}
+	line := func(what string, xs []string) string {
+		if len(xs) == 0 {
+			return what + ": none"
+		}
+		return what + ": " + strings.Join(xs, "; ")
+	}
+	return line("Running", running) + "\n" + line("Queued", queued) + "\n" + line("Waiting for you (/approve or /deny the latest)", waiting)
 }

@@ -1,6 +1,7 @@
 package telegram_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
 		Log: c.log, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 50 * time.Millisecond,
+		Status: func(context.Context) (running, queued, waiting []string, err error) {
+			return nil, nil, []string{"master: gate thrice"}, nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,4 +113,35 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 		}
 		return false
 	})
+
+	// A third, answered by a text command; /status says what waits.
+	if _, err := c.in.Receive(t.Context(), inbound.Message{Text: "gate thrice", Channel: "web", ConversationID: acc.ConversationID}); err != nil {
+		t.Fatal(err)
+	}
+	cardOf("the third card", map[int64]bool{card.MessageID: true, card2.MessageID: true})
+	text := func(s string) {
+		m := e.userFields(chat)
+		m["text"] = s
+		e.post(t, "/sendMessage", m, nil)
+	}
+	sees := func(what, want string) {
+		t.Helper()
+		eventstest.Eventually(t, what, func() bool {
+			for _, m := range history() {
+				if strings.Contains(m.Message.Text, want) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	text("/status")
+	sees("the status", "Waiting for you (/approve or /deny the latest): master: gate thrice")
+	text("/approve")
+	eventstest.Eventually(t, "the third approval decided by /approve", func() bool {
+		d := pending(acc.ConversationID)
+		return len(d) == 3 && d[2].Decision == events.DecisionApproved && d[2].Channel == "telegram:5151"
+	})
+	text("/deny")
+	sees("nothing left to decide", "No approval is waiting here.")
 }

@@ -60,6 +60,10 @@ type Config struct {
 	// line "FILE: artifact:<id>" (sent as a document, an image as a
 	// photo). nil leaves such lines as text.
 	Artifact func(id string) (name, mime string, data []byte, err error)
+	// Status answers /status: the conversations running, with messages
+	// queued, and waiting for the owner (projections.Overview). nil:
+	// /status is an ordinary message.
+	Status func(ctx context.Context) (running, queued, waiting []string, err error)
 }
 
 // maxPhoto bounds a downloaded photo (Telegram's own bot limit is 20 MB).
@@ -299,6 +303,14 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	}
 	if strings.TrimSpace(msg.Text) == "" && len(msg.Attachments) == 0 {
 		return nil // stickers, joins, …: nothing to answer
+	}
+	switch cmd := strings.TrimSpace(msg.Text); {
+	case cmd == "/status" && g.cfg.Status != nil:
+		g.send(ctx, m.Chat.ID, statusText(g.cfg.Status(ctx)), nil)
+		return nil
+	case cmd == "/approve" || cmd == "/deny":
+		g.decideLatest(ctx, m.Chat.ID, cmd == "/approve")
+		return nil
 	}
 	if strings.TrimSpace(msg.Text) == "/new" && g.cfg.NewConversation != nil {
 		_, err := g.cfg.NewConversation(ctx, msg.Channel)
