@@ -27,6 +27,12 @@ func TestServeRefusesBadConfigWithOneLine(t *testing.T) {
 		{"wrong type", func(t *testing.T, home string) {
 			appendFile(t, filepath.Join(home, "config.yaml"), "auth_token: [a, b]\n")
 		}, `^crew serve: \S+/config\.yaml:\d+:\d+: .*auth_token`, nil},
+		// config.yaml has no unbuilt key left (home TestUnbuiltKeysRefused
+		// covers agent.yaml's); a browser setting of the wrong type stops
+		// serve like any other.
+		{"browser_enabled not a boolean", func(t *testing.T, home string) {
+			appendFile(t, filepath.Join(home, "config.yaml"), "browser_enabled: yes\n")
+		}, `^crew serve: \S+/config\.yaml:\d+:18: browser_enabled: must be true or false, got "yes"$`, nil},
 		// serve creates a missing home; the other commands say it is missing.
 		{"missing file", func(t *testing.T, home string) {
 			os.Remove(filepath.Join(home, "config.yaml"))
