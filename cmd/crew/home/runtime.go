@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -102,9 +103,14 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 				val := h.Getenv(name, getenv)
 				if val == "" {
 					missing = append(missing, name)
+				} else if len(val) >= events.MinEnvFileSecret {
+					events.Secrets().Add(name, val) // also when it came from a process variable whose name does not look secret
 				}
 				return val
 			})
+			if len(s.Headers[k]) >= events.MinEnvFileSecret {
+				events.Secrets().Add("mcp_servers."+name+".headers."+k, s.Headers[k])
+			}
 		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
