@@ -125,7 +125,7 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 		if other, known := h.t.tool(name); known && (!scriptable(other) || slices.Contains(h.t.agent.Tools, name)) {
 			return fmt.Sprintf("%s cannot be called from a script: call it directly.", name), ""
 		}
-		if strings.HasPrefix(name, mcpPrefix) {
+		if strings.HasPrefix(name, mcpPrefix) && h.t.deps.MCP != nil {
 			if _, found := h.t.deps.MCP.Lookup(context.Background(), h.t.agent.MCP, name); found {
 				return fmt.Sprintf("%s cannot be called from a script: it changes things; call it directly.", name), ""
 			}

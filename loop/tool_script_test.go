@@ -155,3 +155,17 @@ func TestScriptOnlyForAgentsWithAReadOnlyTool(t *testing.T) {
 		t.Errorf("offered %v", h.models["fake:a"].offered[0])
 	}
 }
+
+// R-SCR: a script naming an MCP tool in a crew without MCP servers gets
+// an unknown-tool value, not a crash.
+func TestScriptUnknownToolIsAValue(t *testing.T) {
+	reader := &counter{name: "reader"}
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		scriptCall("r = tools.call(\"mcp__x__y\", {})\nprint(r[\"error\"])"), say("ok"),
+	}}, reader)
+	h.send("go")
+	h.turn()
+	if res := eventsOf[*events.ToolCompleted](h.events())[0]; !strings.Contains(res.Output, `unknown tool "mcp__x__y"`) {
+		t.Errorf("result %q", res.Output)
+	}
+}
