@@ -40,3 +40,11 @@ func (h held) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Version is the held projection's, so holding changes nothing stored.
+func (h held) Version() int {
+	if v, ok := h.Projection.(projections.Versioned); ok {
+		return v.Version()
+	}
+	return 1
+}
