@@ -108,6 +108,8 @@ type Item struct {
 	Command string
 	// Team: a user-role message the team runtime delivered (team events).
 	Team bool
+	// Canvas is the canvas notes the model read with a user message.
+	Canvas string
 }
 
 // ToolCard is one tool call with its arguments and result.

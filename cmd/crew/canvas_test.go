@@ -659,3 +659,24 @@ func TestCanvasNoteWebCarriesOpenCanvasAndSelection(t *testing.T) {
 		t.Errorf("a non-web message carries the open canvas: %q", other.Text)
 	}
 }
+
+// A canvas note that tells of an owner's fresh version, even by one line,
+// counts as the conversation having seen it: the next save adds a version.
+func TestCanvasNoteToldVersionIsNotReplaced(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	w, err := r.svc.Create(context.Background(), canvas.Write{Title: "Owner's", Kind: events.KindMarkdown, Content: "a\n", Op: events.OpCreate, Author: events.AuthorOwner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	focus := events.MustNew(&events.CanvasFocused{Artifact: w.Record.ID})
+	if _, err := r.log.Append(context.Background(), events.Conv("c1"), events.Any, focus); err != nil {
+		t.Fatal(err)
+	}
+	eventstest.Eventually(t, "linked", func() bool { ids, _ := r.svc.Store.Linked("c1"); return len(ids) == 1 })
+	if n := r.notes("c1", false, nil); n == nil || !strings.Contains(n.Text, "not read it") {
+		t.Fatalf("note: %+v", n)
+	}
+	if w, _ := r.ownerSave(w.Record.ID, "b\n", 1); w.Replaced || w.Version != 2 {
+		t.Errorf("a version a note told of was replaced: %+v", w)
+	}
+}

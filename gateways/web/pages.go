@@ -335,7 +335,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team})
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Canvas: m.Canvas})
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})

@@ -54,7 +54,7 @@ type candidate struct {
 // message also carries the open canvas and the selected lines. nil when
 // there is nothing to tell.
 //
-// A version a diff tells whole is marked seen (artifact_seen) before the
+// A version a note tells of is marked seen (artifact_seen) before the
 // message is stored, so an owner's save cannot replace it afterwards.
 func (s *Service) Notes(ctx context.Context, in NotesFor) (*events.CanvasNotes, error) {
 	if err := s.ready(); err != nil {
@@ -121,11 +121,11 @@ func (s *Service) Notes(ctx context.Context, in NotesFor) (*events.CanvasNotes, 
 	if len(blocks) == 0 {
 		return nil, nil
 	}
+	// Told of a version, by a diff or a line, the conversation has seen it:
+	// an owner's save no longer replaces it.
 	for _, t := range told {
-		if t.Whole {
-			if _, _, _, err := s.Show(ctx, in.Conversation, t.Artifact, t.Version); err != nil {
-				return nil, err
-			}
+		if _, _, _, err := s.Show(ctx, in.Conversation, t.Artifact, t.Version); err != nil {
+			return nil, err
 		}
 	}
 	return &events.CanvasNotes{Text: strings.Join(blocks, "\n\n"), Told: told}, nil
