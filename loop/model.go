@@ -45,11 +45,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	}
 	c := &stepCall{t: t, s: s, step: step, system: system, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
 	var lastErr error
-	charge := budget.Charge{Agent: t.agent.ID, Conversation: t.conv.ID(), RunID: s.openRun, Step: step, Purpose: cmp.Or(purpose, events.PurposeTurn), CapUSD: s.budget}
-	if s.parent != "" {
-		charge.Ancestors = []string{s.parent}
-	}
-	ctx = budget.WithCharge(ctx, charge)
+	ctx = budget.WithCharge(ctx, t.charge(s, s.openRun, step, cmp.Or(purpose, events.PurposeTurn)))
 	for i, route := range routes {
 		mc, routeErr, err := c.onRoute(ctx, route)
 		if err != nil {
@@ -231,4 +227,19 @@ var errNoRoutes = errors.New("the agent has no model routes: set routes in its a
 func HarnessCall(purpose string, a llm.Answer) *events.ModelCalled {
 	return &events.ModelCalled{Purpose: purpose, Route: a.Route, Model: modelOf(a.Route),
 		InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, CostUSD: a.CostUSD, LatencyMS: a.Latency.Milliseconds()}
+}
+
+// charge is whom a model call of the turn is for (R-X-5): the agent, the
+// conversation with its cap, and the conversation that delegated it.
+func (t *Turn) charge(s snapshotOf, runID string, step int, purpose string) budget.Charge {
+	c := budget.Charge{Agent: t.agent.ID, Conversation: t.conv.ID(), RunID: runID, Step: step, Purpose: purpose, CapUSD: s.budget}
+	if s.parent != "" {
+		c.Ancestors = []string{s.parent}
+	}
+	return c
+}
+
+// charged is ctx carrying the turn's charge for a call with purpose.
+func (t *Turn) charged(ctx context.Context, s snapshotOf, runID string, step int, purpose string) context.Context {
+	return budget.WithCharge(ctx, t.charge(s, runID, step, purpose))
 }

@@ -201,6 +201,9 @@ func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *f
 	}
 	start := h.t.deps.Clock()
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, system), llms.TextParts(llms.ChatMessageTypeHuman, a.Text)}
+	// The script's question is reserved against the turn's budgets too
+	// (R-X-5), as the agent's, with purpose script.
+	ctx = h.t.charged(ctx, h.t.read(), h.c.runID, h.c.step, events.PurposeScript)
 	resp, err := llm.Call(ctx, model, msgs)
 	if err != nil {
 		if ctx.Err() != nil {
