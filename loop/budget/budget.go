@@ -303,6 +303,8 @@ func (l *Ledger) call(r events.BudgetReserved) string {
 func (l *Ledger) Settle(ctx context.Context, r *Reservation, cost *float64, callErr error) error {
 	s := &events.BudgetSettled{ReservationID: r.ReservationID}
 	switch {
+	case cost != nil && !validCost(*cost):
+		s.USD, s.Unknown = r.USD, true // a provider does not give money back: its worst case stands
 	case cost != nil:
 		s.USD = *cost
 	case callErr != nil:
@@ -312,6 +314,9 @@ func (l *Ledger) Settle(ctx context.Context, r *Reservation, cost *float64, call
 	}
 	return l.settle(ctx, s)
 }
+
+// validCost is a cost a call can have: not negative, finite.
+func validCost(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 func (l *Ledger) settle(ctx context.Context, s *events.BudgetSettled) error {
 	l.mu.Lock()
@@ -347,7 +352,7 @@ func (l *Ledger) recover(ctx context.Context) error {
 		s := &events.BudgetSettled{ReservationID: id, USD: r.USD, Interrupted: true}
 		if mc, err := l.recorded(ctx, r); err != nil {
 			return err
-		} else if mc != nil && mc.CostUSD != nil {
+		} else if mc != nil && mc.CostUSD != nil && validCost(*mc.CostUSD) {
 			s.USD = *mc.CostUSD
 		} else if mc != nil {
 			s.Unknown = mc.Error == ""

@@ -215,3 +215,26 @@ func TestBudgetRestartSettlesOpenReservationsOnce(t *testing.T) {
 		t.Errorf("%d budget events, want 2 reservations and 2 settlements", len(envs))
 	}
 }
+
+// A provider's answer is not trusted to give money back: a negative, NaN
+// or infinite reported cost settles at the call's worst case, so a
+// hostile or broken endpoint cannot lower (or poison) what a budget has
+// spent and let further calls past a cap.
+func TestBudgetReportedCostNeverLowersSpend(t *testing.T) {
+	for _, bad := range []float64{-5, math.NaN(), math.Inf(-1), math.Inf(1)} {
+		_, log := eventstest.Start(t)
+		l := open(t, log, budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.02}})
+		m := &countingModel{cost: usd(bad)}
+		models := l.Models(func(string) (llms.Model, error) { return m, nil })
+		mdl, _ := models(priced)
+		ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: "c1"})
+		for range 4 {
+			mdl.GenerateContent(ctx, hello)
+		}
+		// Each call reserves a cent; settled at that cent, the cap of two
+		// cents lets exactly two out.
+		if n := m.calls.Load(); n != 2 {
+			t.Errorf("reported cost %v: %d calls reached the model under a two-cent cap, want 2", bad, n)
+		}
+	}
+}
