@@ -187,6 +187,7 @@ const (
 	PurposeConsolidate = "consolidate" // memory consolidation (R-MEM-2)
 	PurposeSummary     = "summary"     // a conversation's summary
 	PurposeCompaction  = "compaction"  // summarising history to fit the context
+	PurposeVision      = "vision"      // image_read describing an image
 )
 
 // ModelCalled records one model call: which route answered, what it said,

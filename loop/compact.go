@@ -188,8 +188,11 @@ func (c *stepCall) history(ctx context.Context, route string) ([]llms.MessageCon
 	if err := c.compactNow(ctx, route, false); err != nil {
 		return nil, err
 	}
-	view := messagesOf(c.view())
-	return withToolImages(toLLM(c.system, view), view, c.t.deps.HomeDir, c.t.spec(route).Vision), nil
+	vs := c.view()
+	view := messagesOf(vs)
+	vision := c.t.sees(route)
+	msgs := c.t.withAttachments(toLLM(c.system, view), vs, c.s.runFrom, vision)
+	return withToolImages(msgs, view, c.t.deps.HomeDir, vision), nil
 }
 
 // view is the history as the model reads it: canvas notes placed, then

@@ -13,7 +13,7 @@ import (
 // through the same pipeline, but the turn answers them itself (and knows
 // them even when a registry it is given leaves them out).
 func Tools() []tools.Tool {
-	return []tools.Tool{askUser{}, progressNote{}, delegateTool{}, toolSearch{}, toolScript{}}
+	return []tools.Tool{askUser{}, progressNote{}, delegateTool{}, toolSearch{}, toolScript{}, imageRead{}}
 }
 
 // turnTool is a tool the turn answers itself: it talks to the owner or to

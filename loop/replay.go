@@ -117,7 +117,7 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		case *events.RouteFallback:
 			attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
 		case *events.ModelCalled:
-			if e.InTurn() || e.Purpose == events.PurposeCompaction {
+			if e.InTurn() || e.Purpose == events.PurposeCompaction || e.Purpose == events.PurposeVision {
 				attempts[e.Route] = append(attempts[e.Route], attempt{reply: e})
 			}
 		case *events.ModelRetried:

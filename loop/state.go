@@ -57,15 +57,19 @@ type Message struct {
 	Meta  json.RawMessage   `json:"meta,omitempty"`
 	// Spill is where a cut result's whole output was kept.
 	Spill string `json:"spill,omitempty"`
+	// Attachments are the workspace files an owner's message came with (a
+	// Telegram photo, a web upload).
+	Attachments []string `json:"attachments,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
 type Pending struct {
-	EventID string `json:"event_id"`
-	Text    string `json:"text"`             // what the model will read
-	Said    string `json:"said,omitempty"`   // the owner's words, when Text differs
-	Notes   string `json:"notes,omitempty"`  // the turn notes block, if any
-	Canvas  string `json:"canvas,omitempty"` // the canvas notes, if any
+	EventID     string   `json:"event_id"`
+	Text        string   `json:"text"`             // what the model will read
+	Said        string   `json:"said,omitempty"`   // the owner's words, when Text differs
+	Notes       string   `json:"notes,omitempty"`  // the turn notes block, if any
+	Canvas      string   `json:"canvas,omitempty"` // the canvas notes, if any
+	Attachments []string `json:"attachments,omitempty"`
 	// Seq is the event's stream sequence: steers left over when a run ends
 	// join the queued messages in the order they were stored.
 	Seq uint64 `json:"seq,omitempty"`
@@ -89,7 +93,7 @@ func withheld(m Message) Message {
 
 // userMessage is a pending message as it enters the history.
 func (p Pending) userMessage() Message {
-	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team, Canvas: p.Canvas}
+	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team, Canvas: p.Canvas, Attachments: p.Attachments}
 }
 
 // ModelText is what the model reads for a turn-opening message: the notes
@@ -285,7 +289,8 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.tell(e.TurnNotes)
 		s.tellCanvas(e.CanvasNotes)
-		p := pending(env, e.TurnNotes, e.Prompt, e.Text)
+		p := pending(env, e.TurnNotes, e.Prompt, attachedText(e.Text, e.Attachments))
+		p.Attachments = e.Attachments
 		if d := e.Team; d != nil {
 			p = teamPending(env, e.TurnNotes, d)
 			s.MailSeen = max(s.MailSeen, d.Through)
@@ -770,7 +775,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 18
+const snapshotVersion byte = 19
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

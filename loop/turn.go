@@ -27,8 +27,11 @@ type Agent struct {
 	Workspace       string
 	Routes          []string
 	EscalationRoute string
-	Tools           []string // registry tools the agent may use
-	MCP             []string // the MCP servers whose tools it may find (tool_search)
+	// VisionRoutes can see images: image_read uses them, and a turn on
+	// one of them gets attachments as images.
+	VisionRoutes []string
+	Tools        []string // registry tools the agent may use
+	MCP          []string // the MCP servers whose tools it may find (tool_search)
 	// ScriptCalls "gated" lets tool_script call tools that change things,
 	// each through the gate; otherwise scripts call read-only tools only.
 	ScriptCalls     string

@@ -138,6 +138,7 @@ type Agent struct {
 	Description        string        `yaml:"description"`
 	Routes             []string      `yaml:"routes"`
 	EscalationRoute    string        `yaml:"escalation_route"`
+	VisionRoutes       []string      `yaml:"vision_routes"`
 	Tools              []string      `yaml:"tools"`
 	Delegates          []string      `yaml:"delegates"`
 	Team               string        `yaml:"team"` // "lead", "none"; empty: lead for the master

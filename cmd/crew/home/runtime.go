@@ -68,7 +68,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 		}
 		out[id] = loop.Agent{
 			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
-			Routes: routes, EscalationRoute: a.EscalationRoute, Tools: names,
+			Routes: routes, EscalationRoute: a.EscalationRoute, VisionRoutes: a.VisionRoutes, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
 			Delegates: a.Delegates, MCP: a.MCP, ScriptCalls: a.ScriptCalls,

@@ -9,9 +9,7 @@ import "strings"
 var unbuilt = []struct {
 	schema string // which file: the schema it is validated against
 	key    string // dotted path
-}{
-	{"agent.schema.json", "vision_routes"}, // image input
-}
+}{}
 
 // refuseUnbuilt reports the first unbuilt key of the file, in file order,
 // at the key's position.

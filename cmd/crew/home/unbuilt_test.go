@@ -14,7 +14,7 @@ import (
 // builds one removes it here and from unbuilt.
 var wantUnbuilt = map[string][]string{
 	"config.yaml": {},
-	"agent.yaml":  {"vision_routes"},
+	"agent.yaml":  {},
 }
 
 // A key that would do nothing is refused where it is written, never
@@ -53,17 +53,6 @@ func TestUnbuiltKeysRefused(t *testing.T) {
 	}
 	if listed != len(unbuilt) {
 		t.Errorf("unbuilt lists %d keys, this test %d: keep them the same", len(unbuilt), listed)
-	}
-}
-
-// Of two unbuilt keys, the first in the file is reported.
-func TestUnbuiltKeyFirstInFileOrder(t *testing.T) {
-	dir := newHome(t)
-	path := filepath.Join(dir, "agent.yaml")
-	writeFile(t, path, "name: x\nvision_routes: [a]\nmax_steps: 3\n")
-	err := loadErr(t, dir, "agent.yaml")
-	if want := path + ":2:1: vision_routes: not available in this build"; err == nil || err.Error() != want {
-		t.Errorf("error = %v, want %s", err, want)
 	}
 }
 

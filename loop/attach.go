@@ -1,0 +1,138 @@
+package loop
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/my-agent-crew/crew/tools"
+	crewimage "github.com/my-agent-crew/crew/tools/image"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Attachments (R-LLM-3, seed 000 §3 step 1): the files an owner's message
+// came with reach the turn's model as images when the route can see
+// (models.<route>.vision, or one of the agent's vision_routes), else as
+// their paths with a note. A message with attachments and no words reads
+// "[photo: inbox/…]", never as an empty message. Images go with the
+// messages of the open run only: older ones are named, so the prefix does
+// not carry every photo of the day.
+
+// attachedText is what the model reads for a message of text with files.
+func attachedText(text string, files []string) string {
+	if strings.TrimSpace(text) != "" || len(files) == 0 {
+		return text
+	}
+	lines := make([]string, len(files))
+	for i, f := range files {
+		kind := "file"
+		if crewimage.IsImage(f) {
+			kind = "photo"
+		}
+		lines[i] = fmt.Sprintf("[%s: %s]", kind, f)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sees: the route's model accepts images.
+func (t *Turn) sees(route string) bool {
+	return t.spec(route).Vision || slices.Contains(t.agent.VisionRoutes, route)
+}
+
+// withAttachments adds to msgs (toLLM of view, system first) the
+// attachments of the open run's owner messages: image parts when vision,
+// else a note naming them.
+func (t *Turn) withAttachments(msgs []llms.MessageContent, view []viewed, runFrom int, vision bool) []llms.MessageContent {
+	var out []llms.MessageContent
+	for i, v := range view {
+		if v.Role != RoleUser || len(v.Attachments) == 0 || v.cut {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		mc := llms.MessageContent{Role: msgs[i+1].Role, Parts: slices.Clone(msgs[i+1].Parts)}
+		var notes []string
+		for _, f := range v.Attachments {
+			switch {
+			case !crewimage.IsImage(f):
+				notes = append(notes, fmt.Sprintf("%s is attached in your workspace (read it with pdf_read or workspace_read)", f))
+			case v.at < runFrom:
+				notes = append(notes, fmt.Sprintf("%s was attached earlier (in your workspace)", f))
+			case !vision:
+				notes = append(notes, fmt.Sprintf("%s is attached, but this model cannot see images%s", f, t.imageReadHint()))
+			default:
+				url, err := t.attachmentURL(f)
+				if err != nil {
+					notes = append(notes, fmt.Sprintf("%s is attached but could not be read: %v", f, err))
+					continue
+				}
+				mc.Parts = append(mc.Parts, llms.ImageURLContent{URL: url})
+			}
+		}
+		if len(notes) > 0 {
+			mc.Parts = append(mc.Parts, llms.TextContent{Text: "\n[" + strings.Join(notes, "; ") + "]"})
+		}
+		out[i+1] = mc
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+func (t *Turn) imageReadHint() string {
+	if slices.Contains(t.agent.Tools, ImageReadTool) && len(t.agent.VisionRoutes) > 0 {
+		return ": call image_read with this path to have it described"
+	}
+	return ""
+}
+
+// attachmentURL is a workspace image, prepared, as a data URL. Prepared
+// images are kept by path, size and time, so a run's steps scale each
+// photo once.
+func (t *Turn) attachmentURL(rel string) (string, error) {
+	abs, err := tools.Resolve(t.agent.Workspace, rel)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano())
+	preparedMu.Lock()
+	url, ok := prepared[key]
+	preparedMu.Unlock()
+	if ok {
+		return url, nil
+	}
+	if fi.Size() > crewimage.MaxBytes {
+		return "", fmt.Errorf("%d bytes, over the %d MiB limit", fi.Size(), crewimage.MaxBytes>>20)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "", err
+	}
+	p, err := crewimage.Prepare(data)
+	if err != nil {
+		return "", err
+	}
+	url = p.DataURL()
+	preparedMu.Lock()
+	if len(prepared) >= maxPrepared {
+		clear(prepared)
+	}
+	prepared[key] = url
+	preparedMu.Unlock()
+	return url, nil
+}
+
+const maxPrepared = 32
+
+var (
+	preparedMu sync.Mutex
+	prepared   = map[string]string{}
+)

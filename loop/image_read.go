@@ -1,0 +1,94 @@
+package loop
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/tmc/langchaingo/llms"
+)
+
+//go:embed image_read.md
+var imageReadDescription string
+
+// ImageReadTool describes a workspace image with one of the agent's
+// vision_routes (R-LLM-3). The description model's call is a model_called
+// of the step with purpose vision, so its cost counts.
+const ImageReadTool = "image_read"
+
+type imageRead struct{}
+
+func (imageRead) Def() tools.Def {
+	return tools.Def{Name: ImageReadTool, Description: strings.TrimSpace(imageReadDescription), Default: true,
+		Params: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The image, relative to the workspace."},"question":{"type":"string","description":"What to look for; default: describe it."}},"required":["path"],"additionalProperties":false}`)}
+}
+
+func (imageRead) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Result{}, fmt.Errorf("image_read is answered by the turn")
+}
+
+func (imageRead) traits() traits { return traits{} }
+
+func (imageRead) vet(t *Turn, c events.ToolCallRequest) (string, string, bool) {
+	if len(t.agent.VisionRoutes) == 0 {
+		return "image_read needs a model that can see: set vision_routes in this agent's agent.yaml.", "blocked", true
+	}
+	return "", "", false
+}
+
+func (imageRead) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result, error) {
+	var a struct {
+		Path     string `json:"path"`
+		Question string `json:"question"`
+	}
+	if msg, ok := tools.DecodeArgs(ImageReadTool, c.Arguments, &a); !ok {
+		return tools.Failf("%s", msg), nil
+	}
+	url, err := t.attachmentURL(a.Path)
+	if err != nil {
+		return tools.Failf("%s: %v", a.Path, err), nil
+	}
+	q := cmp.Or(strings.TrimSpace(a.Question), "Describe this image plainly and precisely, and copy out any text in it.")
+	msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: q}, llms.ImageURLContent{URL: url}}}}
+	var errs []string
+	for _, route := range t.agent.VisionRoutes {
+		model, err := t.deps.Models(route)
+		if err != nil {
+			errs = append(errs, route+": "+oneLine(err))
+			continue
+		}
+		cctx := ctx
+		if ch, ok := budget.ChargeOf(ctx); ok {
+			ch.Purpose = events.PurposeVision
+			cctx = budget.WithCharge(ctx, ch)
+		}
+		start := t.deps.Clock()
+		resp, err := model.GenerateContent(cctx, msgs, llms.WithMaxTokens(t.spec(route).MaxOutputTokens))
+		if ctx.Err() != nil {
+			return tools.Result{}, ctx.Err()
+		}
+		mc := modelCalled(c.runID, c.step, route, resp, t.deps.Clock().Sub(start))
+		mc.Purpose, mc.ToolCalls = events.PurposeVision, nil
+		if err != nil {
+			mc.Error = oneLine(err)
+		}
+		if eerr := t.emit(ctx, mc); eerr != nil {
+			return tools.Result{}, eerr
+		}
+		if err != nil {
+			errs = append(errs, route+": "+oneLine(err))
+			continue
+		}
+		if mc.Text != "" {
+			return tools.Result{Output: fmt.Sprintf("%s (seen by %s):\n%s", a.Path, route, mc.Text)}, nil
+		}
+		errs = append(errs, route+": empty answer")
+	}
+	return tools.Failf("No vision model described %s: %s", a.Path, strings.Join(errs, "; ")), nil
+}
