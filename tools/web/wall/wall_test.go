@@ -166,3 +166,25 @@ func TestWallRefusesWebSocketToLoopback(t *testing.T) {
 		t.Fatalf("udp: %v", err)
 	}
 }
+
+// TestWallRefusesDisguisedLoopback: the spellings of a private address
+// that slip past a check on the URL's text. Decimal, octal and hex IPv4
+// (2130706433, 017700000001, 0x7f.1) are not IP literals to Go, so they go
+// to the resolver, whose answer (here the 127.0.0.1 a libc resolver would
+// make of them) is checked like any; IPv4-compatible, NAT64 and 6to4 forms
+// embedding 127.0.0.1, and zoned link-local and loopback literals, are
+// refused as they are dialled.
+func TestWallRefusesDisguisedLoopback(t *testing.T) {
+	loop := addrs("127.0.0.1")
+	w := wall.New(wall.WithResolver(mapResolver{"2130706433": loop, "017700000001": loop, "0x7f.1": loop, "0x7f000001": loop, "127.1": loop}))
+	c := w.Client(5 * time.Second)
+	for _, u := range []string{
+		"http://2130706433/", "http://017700000001/", "http://0x7f.1/", "http://0x7f000001/", "http://127.1/",
+		"http://[::ffff:7f00:1]/", "http://[::127.0.0.1]/", "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/",
+		"http://[fe80::1%25lo]/", "http://[::1%25lo]/", "http://[::ffff:127.0.0.1%25lo]/", "http://0.0.0.0/", "http://[::]/",
+	} {
+		if _, err := c.Get(u); !errors.Is(err, wall.ErrRefused) {
+			t.Errorf("GET %s: %v, want the wall's refusal", u, err)
+		}
+	}
+}
