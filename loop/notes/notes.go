@@ -108,16 +108,36 @@ func block(prev events.NoteTold, known bool, it Item) string {
 	case !known && c == "":
 		return ""
 	case !known:
-		return it.Title + ":\n" + c
+		return it.Title + ":\n" + capped(c, it)
 	case len(c) == prev.Len && Digest(c) == prev.Digest:
 		return ""
 	case c == "":
 		return it.Title + ": now empty."
+	case grew(prev, c) && len(c)-prev.Len > MaxSectionChars:
+		return fmt.Sprintf("%s grew by %d characters since last told, too much to repeat here: read the file (%s) for the new lines.", it.Title, len(c)-prev.Len, it.Key)
 	case grew(prev, c):
 		return it.Title + ", new lines since last told:\n" + strings.TrimPrefix(c[prev.Len:], "\n")
 	default:
-		return it.Title + " (rewritten; this replaces the version told before):\n" + c
+		return it.Title + " (rewritten; this replaces the version told before):\n" + capped(c, it)
 	}
+}
+
+// MaxSectionChars caps one section of the turn notes (a daily note, a
+// summary): longer text is cut at a line end with a marker, and growth
+// past it is told as "grew, read the file", so the notes never flood the
+// context.
+const MaxSectionChars = 24000
+
+// capped is c cut to MaxSectionChars at a line end, with a marker.
+func capped(c string, it Item) string {
+	if len(c) <= MaxSectionChars {
+		return c
+	}
+	cut := c[:MaxSectionChars]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i]
+	}
+	return cut + fmt.Sprintf("\n[… cut at %d of %d characters: read the file (%s) for the rest.]", len(cut), len(c), it.Key)
 }
 
 // grew reports whether c is what was told plus whole new lines. A told

@@ -264,3 +264,24 @@ func TestTurnNotesAcrossTurns(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// Each section is capped at a line end with a marker; growth past the cap
+// is told as "grew, read the file".
+func TestTurnNotesSectionCapped(t *testing.T) {
+	line := strings.Repeat("ghi chú ", 10) + "\n"
+	big := strings.TrimSuffix(strings.Repeat(line, notes.MaxSectionChars/len(line)+50), "\n")
+	it := notes.Item{Key: "memory/2026-12-01.md", Title: "Today's notes", Content: big}
+	n := notes.Compose(nil, []notes.Item{it})
+	if len(n.Text) > notes.MaxSectionChars+300 || !strings.Contains(n.Text, "[… cut at ") || !strings.Contains(n.Text, "read the file (memory/2026-12-01.md)") {
+		t.Fatalf("first telling: %d chars, ends %q", len(n.Text), n.Text[len(n.Text)-120:])
+	}
+	if i := strings.Index(n.Text, "\n[… cut"); i < 0 || !strings.HasSuffix(n.Text[:i], strings.TrimSuffix(line, "\n")) {
+		t.Errorf("not cut at a line end")
+	}
+	grown := it
+	grown.Content = big + "\n" + big
+	n2 := notes.Compose(map[string]events.NoteTold{it.Key: n.Told[0]}, []notes.Item{grown})
+	if !strings.Contains(n2.Text, "grew by") || !strings.Contains(n2.Text, "read the file") || len(n2.Text) > 500 {
+		t.Errorf("growth told as %q", n2.Text[:min(len(n2.Text), 200)])
+	}
+}
