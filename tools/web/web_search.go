@@ -42,7 +42,21 @@ type Doer interface {
 type httpClient struct{ timeout time.Duration }
 
 func (c *httpClient) Do(r *http.Request) (*http.Response, error) {
-	return (&http.Client{Timeout: c.timeout}).Do(r)
+	return (&http.Client{Timeout: c.timeout, CheckRedirect: keepKeyOnHost}).Do(r)
+}
+
+// keepKeyOnHost follows a provider's redirect (at most ten) but sends its
+// key only to the host it was configured for: net/http drops
+// Authorization on a redirect elsewhere, not Brave's X-Subscription-Token.
+func keepKeyOnHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return fmt.Errorf("stopped after %d redirects", len(via))
+	}
+	if req.URL.Host != via[0].URL.Host {
+		req.Header.Del("X-Subscription-Token")
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 func (WebSearch) Def() tools.Def {

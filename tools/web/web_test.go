@@ -289,3 +289,35 @@ func helloPDF(text string) []byte {
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
 	return b.Bytes()
 }
+
+// TestWebSearchKeyNotForwardedOnRedirect: a provider endpoint that
+// redirects to another host (a hijacked or misconfigured endpoint) does
+// not get the API key sent on: the Brave key header and the bearer token
+// stay with the host they were configured for.
+func TestWebSearchKeyNotForwardedOnRedirect(t *testing.T) {
+	got := make(chan string, 4)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("X-Subscription-Token") + r.Header.Get("Authorization")
+		io.WriteString(w, `{"web":{"results":[]},"results":[]}`)
+	}))
+	defer other.Close()
+	// The same server under another name: localhost instead of 127.0.0.1.
+	to := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, to+"/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	for _, cfg := range []web.SearchConfig{{Provider: "brave", URL: redirector.URL + "/brave", Key: "brave-key-123456"}, {Provider: "tavily", URL: redirector.URL + "/tavily", Key: "tv-key-123456"}} {
+		s := &web.Settings{}
+		s.SetSearch(cfg)
+		run(t, web.Tools(s, nil)[1], env(t), map[string]any{"query": "x"})
+		select {
+		case h := <-got:
+			if h != "" {
+				t.Errorf("%s: the redirect target received the key: %q", cfg.Provider, h)
+			}
+		default:
+			// The redirect was refused: nothing reached the other host.
+		}
+	}
+}
