@@ -161,7 +161,9 @@ type RunStarted struct {
 	Agent string `json:"agent"`
 	// Trigger is what started the run: "message" (a message on an idle
 	// conversation, a job's prompt included), "queue" (messages that arrived
-	// while a run was open) or "delegate" (a delegated child's first run). A
+	// while a run was open), "delegate" (a delegated child's first run),
+	// "team" (a team delivery) or "task_notification" (a background
+	// command's end). A
 	// restart that finds a run open resumes it: no new run_started.
 	Trigger     string `json:"trigger"`
 	ParentRunID string `json:"parent_run_id,omitempty"`

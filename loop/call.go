@@ -153,7 +153,12 @@ func (t *Turn) toolEnv() tools.Env {
 			ws = dir
 		}
 	}
+	var bg tools.Backgrounder
+	if t.deps.Background != nil {
+		bg = t.deps.Background
+	}
 	return tools.Env{
+		Background:   bg,
 		Canvas:       cv,
 		Workspace:    ws,
 		AgentID:      t.agent.ID,

@@ -19,9 +19,9 @@ const (
 // memory frame's opening and closing lines, "[Harness reminder]" and
 // "[The owner's PostToolUse hook says]", the team runtime's frames
 // ("[Team events …]", "[End of team events]", "[Auto-claimed task …]",
-// "[Assigned task …]"), in any case, spacing or
+// "[Assigned task …]"), the background task frames, in any case, spacing or
 // invisible characters, with ASCII or full-width brackets.
-var frameLike = regexp.MustCompile(`(?i)[\[［][\s\p{Cf}]*(?:your[\s\p{Cf}]+(?:memory|canvases)|end[\s\p{Cf}]+of[\s\p{Cf}]+(?:memory|canvases)|harness[\s\p{Cf}]+reminder|the[\s\p{Cf}]+owner\S{0,2}s[\s\p{Cf}]+posttooluse|` + teamFrameLike + `)[^\]］\n]*[\]］]?`)
+var frameLike = regexp.MustCompile(`(?i)[\[［][\s\p{Cf}]*(?:your[\s\p{Cf}]+(?:memory|canvases)|end[\s\p{Cf}]+of[\s\p{Cf}]+(?:memory|canvases)|harness[\s\p{Cf}]+reminder|the[\s\p{Cf}]+owner\S{0,2}s[\s\p{Cf}]+posttooluse|` + teamFrameLike + `|` + taskFrameLike + `)[^\]］\n]*[\]］]?`)
 
 // Unframe neutralises every frame-like text in s (a note, fact, summary,
 // owner's message or tool output) so that only the harness can open or

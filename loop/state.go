@@ -49,6 +49,8 @@ type Message struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Team: team events the runtime delivered, not the owner's words.
 	Team bool `json:"team,omitempty"`
+	// Task: a background command's notification (task_notification).
+	Task bool `json:"task,omitempty"`
 	// Parts and Meta are a tool result's parts (an image kept under
 	// spill/, a file) and structured detail (a page's url and title), as
 	// tool_completed recorded them, for the UI. Meta stays JSON: a
@@ -76,6 +78,8 @@ type Pending struct {
 	// Team: the team runtime delivered it (mail, an assignment), not the
 	// owner.
 	Team bool `json:"team,omitempty"`
+	// Task: a background command's notification, the harness's words.
+	Task bool `json:"task,omitempty"`
 }
 
 // withheldText replaces owner's words a UserPromptSubmit hook blocked.
@@ -93,7 +97,7 @@ func withheld(m Message) Message {
 
 // userMessage is a pending message as it enters the history.
 func (p Pending) userMessage() Message {
-	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team, Canvas: p.Canvas, Attachments: p.Attachments}
+	return Message{Role: RoleUser, Text: p.Text, Said: p.Said, Notes: p.Notes, Team: p.Team, Task: p.Task, Canvas: p.Canvas, Attachments: p.Attachments}
 }
 
 // ModelText is what the model reads for a turn-opening message: the notes
@@ -299,6 +303,11 @@ func (s *State) Apply(env events.Envelope) error {
 			}
 		}
 		s.Queued = append(s.Queued, withCanvas(p, e.CanvasNotes))
+		if s.OpenRun != "" {
+			s.BusyQueued = true
+		}
+	case *events.TaskNotification:
+		s.Queued = append(s.Queued, Pending{EventID: env.ID, Seq: env.Seq, Text: TaskText(e), Task: true})
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}

@@ -85,6 +85,8 @@ type Deps struct {
 	// ScriptCommand starts a tool_script child; empty: this executable
 	// with __script.
 	ScriptCommand []string
+	// Background runs shell_run's background commands; nil: refused.
+	Background *Background
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for
@@ -201,8 +203,12 @@ func (t *Turn) Run(ctx context.Context) error {
 			if st.OpenRun != "" || len(st.Queued) == 0 {
 				return nil, nil // someone else started it
 			}
-			if !slices.ContainsFunc(st.Queued, func(p Pending) bool { return !p.Team }) {
+			switch {
+			case !slices.ContainsFunc(st.Queued, func(p Pending) bool { return !p.Team && !p.Task }) &&
+				slices.ContainsFunc(st.Queued, func(p Pending) bool { return p.Team }):
 				trigger = "team" // started by the team runtime's delivery, not the owner
+			case !slices.ContainsFunc(st.Queued, func(p Pending) bool { return !p.Task }):
+				trigger = "task_notification" // a background command ended
 			}
 			return []events.Event{delegated(st, &events.RunStarted{RunID: runID, Agent: t.agent.ID, Trigger: trigger})}, nil
 		})

@@ -101,6 +101,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		FilterSubjects: []string{
 			events.Root + ".conv.*." + events.TypeMessageReceived,
 			events.Root + ".conv.*." + events.TypeApprovalDecided,
+			events.Root + ".conv.*." + events.TypeTaskNotification,
 		},
 		// Only what arrives from now on: older work is found by Recover.
 		DeliverPolicy: jetstream.DeliverNewPolicy,

@@ -173,6 +173,9 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if c.Title == "" {
 			c.Title = truncate(oneLine(e.Text), titleRunes)
 		}
+	case *events.TaskNotification:
+		c.Queued++ // a background command ended: it opens the next round
+		c.Halted, c.Ended = "", nil
 	case *events.RunStarted:
 		c.LastRunID = e.RunID
 		c.Queued, c.Halted, c.Ended = 0, "", nil

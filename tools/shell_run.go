@@ -27,7 +27,8 @@ func (ShellRun) Def() Def {
   "type": "object",
   "properties": {
     "command": {"type": "string", "description": "Command line for /bin/sh -c, run in the workspace."},
-    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Kill the command after this many seconds. Default 120, at most 600."}
+    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Kill the command after this many seconds. Default 120 (600 in the background), at most 600."},
+    "run_in_background": {"type": "boolean", "description": "Return at once; the exit code and the head and tail of the output arrive later as a task notification that starts your next round."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -35,8 +36,9 @@ func (ShellRun) Def() Def {
 }
 
 type shellArgs struct {
-	Command        string `json:"command"`
-	TimeoutSeconds int    `json:"timeout_seconds"`
+	Command         string `json:"command"`
+	TimeoutSeconds  int    `json:"timeout_seconds"`
+	RunInBackground bool   `json:"run_in_background"`
 }
 
 // command returns the call's command line, or "" when the arguments do not
@@ -128,6 +130,9 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 		cmd.View = shell.HomeView(env.HomeDir, env.AgentDir, writable...)
 		cmd.View.Grant(ws) // a teammate's task folder may be another agent's (R-TEAM)
 	}
+	if a.RunInBackground {
+		return startBackground(env, cmd)
+	}
 	out, err := shell.Run(ctx, cmd)
 	if errors.Is(err, shell.ErrNoSandbox) {
 		return Failf("refused: this agent's shell must run sandboxed, but %v; the command was not run", err), nil
@@ -193,4 +198,22 @@ func shellResult(out shell.Output, cmd shell.Command) Result {
 		b.WriteString(")")
 	}
 	return Result{Output: b.String(), IsError: out.TimedOut || out.ExitCode != 0}
+}
+
+// startBackground hands cmd to the server's runner and returns the
+// placeholder result: the command's end arrives as a task notification.
+func startBackground(env Env, cmd shell.Command) (Result, error) {
+	if env.Background == nil {
+		return Failf("refused: background commands are not available here; run it without run_in_background"), nil
+	}
+	if cmd.Timeout <= 0 {
+		cmd.Timeout = shell.MaxTimeout
+	}
+	id, err := env.Background.Start(env, cmd)
+	if err != nil {
+		return Failf("could not start the command in the background: %v", err), nil
+	}
+	return Result{Output: fmt.Sprintf("Started in the background as task %s (killed after %s, or when the server stops). "+
+		"Its exit code and the head and tail of its output arrive as a task notification that starts your next round; "+
+		"do not wait or poll for it.", id, min(cmd.Timeout, shell.MaxTimeout))}, nil
 }

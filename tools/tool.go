@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Def declares a tool: what the model is told about it, and how the
@@ -92,6 +93,16 @@ type Env struct {
 	// and what untrusted content the run read before it ("" for none).
 	RunID, CallID string
 	Untrusted     string
+	// Background starts shell_run's background commands (the server's
+	// runner); nil: run_in_background is refused.
+	Background Backgrounder
+}
+
+// Backgrounder runs a command after its call has returned and reports its
+// end on the conversation as a task_notification (R-TEAM §8). Start
+// returns the task's id once the command is started.
+type Backgrounder interface {
+	Start(env Env, c shell.Command) (taskID string, err error)
 }
 
 // UntrustedMark is what a memory write made after untrusted content

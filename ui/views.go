@@ -110,6 +110,8 @@ type Item struct {
 	Team bool
 	// Canvas is the canvas notes the model read with a user message.
 	Canvas string
+	// Task: a background command's notification (the harness's words).
+	Task bool
 }
 
 // ToolCard is one tool call with its arguments and result.

@@ -63,7 +63,9 @@ type crewRuntime struct {
 	runner    *projections.Runner
 	convs     *loop.Convs
 	teams     *team.Runtime
-	crew      *liveCrew
+	// background runs shell_run's background commands.
+	background *loop.Background
+	crew       *liveCrew
 	// canvas applies the canvas rules for the tools and the REST API.
 	canvas *canvas.Service
 	// summaries summarizes and closes conversations (day end, on demand).
@@ -122,7 +124,8 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
 			nc.Publish(events.LiveSubject(conv), b)
 		},
-		Teams: teams,
+		Teams:      teams,
+		Background: loop.NewBackground(convs, nuid.Next, logger.With("component", "background")),
 	}
 	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
 		cv, logger.With("component", "notes")))
@@ -183,6 +186,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if err != nil {
 		teams.Close()
 		w.Close()
+		deps.Background.Close()
 		home.ClearRunning(dir)
 		return nil, err
 	}
@@ -209,7 +213,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{ledger: ledger, worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
+	return &crewRuntime{ledger: ledger, worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
 // Close stops the scheduler, then the worker; the next start then knows
@@ -219,6 +223,7 @@ func (c *crewRuntime) Close() {
 	c.sched.Close()
 	c.teams.Close()
 	c.worker.Close()
+	c.background.Close() // kills the background commands; their ends are stored for the next start
 	c.net.Close()
 	home.ClearRunning(c.dir)
 }

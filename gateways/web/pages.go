@@ -335,7 +335,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Canvas: m.Canvas})
+			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Task: m.Task, Canvas: m.Canvas})
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})
@@ -363,7 +363,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 		}
 	}
 	for _, q := range st.Queued {
-		items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team})
+		items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team, Task: q.Task})
 	}
 	return items
 }
