@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -350,7 +351,7 @@ func (s *server) sessionLocked(ctx context.Context) (*sdk.ClientSession, error) 
 	})
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   s.cfg.URL,
-		HTTPClient: &http.Client{Transport: headers{s.cfg.Headers, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: headers{s.cfg.Headers, hostOf(s.cfg.URL), http.DefaultTransport}},
 		MaxRetries: 2,
 	}
 	cs, err := cl.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
@@ -448,19 +449,31 @@ func unsent(err error) bool {
 }
 
 // headers adds the declared headers to every request.
+// headers adds the declared headers to every request to the declared
+// URL's host, and to no other: a redirect elsewhere does not carry them.
 type headers struct {
 	h    map[string]string
+	host string
 	next http.RoundTripper
 }
 
 func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.h) > 0 {
+	if len(h.h) > 0 && r.URL.Host == h.host {
 		r = r.Clone(r.Context())
 		for k, v := range h.h {
 			r.Header.Set(k, v)
 		}
 	}
 	return h.next.RoundTrip(r)
+}
+
+// hostOf is raw's host[:port] as a request's URL.Host spells it.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 func oneLine(err error) string {

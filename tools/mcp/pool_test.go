@@ -256,3 +256,37 @@ func TestMCPReconnectsAndDownServerIsAResult(t *testing.T) {
 		t.Errorf("down server: %+v", res)
 	}
 }
+
+// An MCP server that redirects to another host does not get the
+// declared headers sent on: they go only to the host of the declared URL
+// (net/http would drop Authorization itself, not a custom header; ours
+// are set below the client, on every request, so the transport must tell).
+func TestMCPHeadersStayWithTheDeclaredHost(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer other.Close()
+	to := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/mcp"
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	p := NewPool("test", []Server{{Name: "r", URL: redirector.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_declared_only", "X-Api-Key": "k-declared-only"}}}, nil)
+	defer p.Close()
+	p.Tools(t.Context(), []string{"r"})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range got {
+		if h != "" {
+			t.Errorf("the redirect target received the declared headers: %q", h)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("the redirect was never followed; the test proves nothing")
+	}
+}
