@@ -62,9 +62,11 @@ func TestServeOnThreeNodeCluster(t *testing.T) {
 	}
 	setNATSURL(t, home, c.URL())
 	s := startServe(t, home)
-	if out := s.stdout.String(); !strings.Contains(out, "of 3 servers, stream CREW with 3 replicas") {
-		t.Errorf("serve says nothing of the cluster:\n%s", out)
-	}
+	// serve reports the cluster after its "serving" line, once the stream
+	// info has come back.
+	eventstest.Eventually(t, "serve to report the cluster and its 3 replicas", func() bool {
+		return strings.Contains(s.stdout.String(), "of 3 servers, stream CREW with 3 replicas")
+	})
 	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "hello cluster"})
 	waitConv(t, s.url, acc["conversation_id"].(string), "answered", settled)
 	// A second crew process on the same cluster is refused, naming the
