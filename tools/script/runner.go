@@ -127,7 +127,8 @@ func Run(ctx context.Context, cfg Config, h Host) (*Outcome, error) {
 		if werr != nil {
 			why += ": " + werr.Error()
 		}
-		if e := stderr.String(); strings.Contains(e, "out of memory") || strings.Contains(e, "cannot allocate memory") || strings.Contains(e, "failed to allocate") {
+		if e := stderr.String(); strings.Contains(e, "out of memory") || strings.Contains(e, "cannot allocate memory") || strings.Contains(e, "failed to allocate") ||
+			strings.Contains(e, "address space collisions") { // the race detector's runtime, out of address space
 			why = fmt.Sprintf("the script used more than %d MiB of memory and was stopped", MemoryLimit>>20)
 		}
 		r.out.Error = why
