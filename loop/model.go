@@ -130,11 +130,7 @@ func modelCalled(runID string, step int, route string, resp *llms.ContentRespons
 		}
 		mc.ToolCalls = append(mc.ToolCalls, events.ToolCallRequest{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: args})
 	}
-	gi := ch.GenerationInfo
-	mc.InputTokens, mc.OutputTokens = intOf(gi["PromptTokens"]), intOf(gi["CompletionTokens"])
-	if c, ok := gi["CostUSD"].(float64); ok {
-		mc.CostUSD = &c
-	}
+	mc.InputTokens, mc.OutputTokens, mc.CostUSD = llm.Usage(ch.GenerationInfo)
 	return mc
 }
 
@@ -157,18 +153,6 @@ func uniqueCallIDs(calls []events.ToolCallRequest, history []Message, step int) 
 		calls[i].ID = id
 		used[id] = true
 	}
-}
-
-func intOf(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
-	}
-	return 0
 }
 
 func modelOf(route string) string {

@@ -65,11 +65,8 @@ func AskUsage(ctx context.Context, models func(route string) (llms.Model, error)
 			continue
 		}
 		ch := resp.Choices[0]
-		a := Answer{Text: ch.Content, Route: r, Latency: time.Since(start),
-			InputTokens: intOf(ch.GenerationInfo["PromptTokens"]), OutputTokens: intOf(ch.GenerationInfo["CompletionTokens"])}
-		if c, ok := ch.GenerationInfo["CostUSD"].(float64); ok {
-			a.CostUSD = &c
-		}
+		a := Answer{Text: ch.Content, Route: r, Latency: time.Since(start)}
+		a.InputTokens, a.OutputTokens, a.CostUSD = Usage(ch.GenerationInfo)
 		return a, nil
 	}
 	if len(routes) == 0 {
@@ -83,6 +80,15 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// Usage reads a reply's token counts and reported cost from its
+// GenerationInfo; cost is nil when the provider reported none.
+func Usage(gi map[string]any) (inputTokens, outputTokens int, cost *float64) {
+	if c, ok := gi["CostUSD"].(float64); ok {
+		cost = &c
+	}
+	return intOf(gi["PromptTokens"]), intOf(gi["CompletionTokens"]), cost
 }
 
 // intOf reads a token count from GenerationInfo, whatever number type the
