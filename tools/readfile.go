@@ -6,6 +6,12 @@ package tools
 // large file is a Result for the model (res non-nil); err is the harness's
 // fault (no workspace).
 func ReadFile(env Env, rel string, maxBytes int64) (data []byte, res *Result, err error) {
+	return readRegular(env, rel, maxBytes, " of this tool")
+}
+
+// readRegular reads a regular workspace file of at most maxBytes; tooLarge
+// ends the sentence that refuses a larger one.
+func readRegular(env Env, rel string, maxBytes int64, tooLarge string) (data []byte, res *Result, err error) {
 	pl, res, err := openPath(env, rel)
 	if res != nil || err != nil {
 		return nil, res, err
@@ -24,7 +30,7 @@ func ReadFile(env Env, rel string, maxBytes int64) (data []byte, res *Result, er
 	case !fi.Mode().IsRegular():
 		return fail("%s is not a regular file", rel)
 	case fi.Size() > maxBytes:
-		return fail("%s is %d bytes, over the %d MiB limit of this tool", rel, fi.Size(), maxBytes>>20)
+		return fail("%s is %d bytes, over the %d MiB limit%s", rel, fi.Size(), maxBytes>>20, tooLarge)
 	}
 	data, err = pl.root.ReadFile(pl.rel)
 	if err != nil {

@@ -81,32 +81,13 @@ func (WorkspaceRead) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 
 // readText reads a workspace file that must be UTF-8 text of a sane size.
 func readText(env Env, rel string) (string, *Result, error) {
-	pl, res, err := openPath(env, rel)
+	data, res, err := readRegular(env, rel, maxFileBytes, "; use workspace_grep, or shell_run with head, tail or sed")
 	if res != nil || err != nil {
 		return "", res, err
 	}
-	defer pl.root.Close()
-	fail := func(format string, a ...any) (string, *Result, error) {
-		r := Failf(format, a...)
-		return "", &r, nil
-	}
-	fi, err := pl.root.Stat(pl.rel)
-	switch {
-	case err != nil:
-		return fail("%s", describePathErr(rel, err))
-	case fi.IsDir():
-		return fail("%s is a directory; use workspace_list", rel)
-	case !fi.Mode().IsRegular():
-		return fail("%s is not a regular file", rel)
-	case fi.Size() > maxFileBytes:
-		return fail("%s is %d bytes, over the %d MiB limit; use workspace_grep, or shell_run with head, tail or sed", rel, fi.Size(), maxFileBytes>>20)
-	}
-	data, err := pl.root.ReadFile(pl.rel)
-	if err != nil {
-		return fail("%s", describePathErr(rel, err))
-	}
 	if binary(data) {
-		return fail("%s is a binary file (or not UTF-8 text); it cannot be shown as text", rel)
+		r := Failf("%s is a binary file (or not UTF-8 text); it cannot be shown as text", rel)
+		return "", &r, nil
 	}
 	return string(data), nil, nil
 }
