@@ -339,6 +339,12 @@ func (s *Service) settle(ctx context.Context, id, what string, plan func(Proposa
 		}
 		ev, write, err := plan(p)
 		if err != nil {
+			// A refusal made on a state someone has since moved on (a
+			// decision stored, its file written) is judged again on the
+			// new state, as a conflicting append would be.
+			if _, now, cerr := s.current(ctx, id); cerr == nil && now != expect && attempt < maxAttempts {
+				continue
+			}
 			return Proposal{}, 0, err
 		}
 		seq, err := s.append(ctx, p.Agent, expect, ev)
