@@ -40,6 +40,14 @@ func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
 		cfg.Replicas = ClusterReplicas
 	}
 	stream, err := createStream(ctx, js, cfg)
+	// A cluster of enough servers that is still forming answers "cannot
+	// replicate" until its peers are known: ask again for a while before
+	// settling for one replica.
+	for deadline := time.Now().Add(10 * time.Second); cfg.Replicas > 1 && cannotReplicate(err) &&
+		ClusterSize(nc) >= ClusterReplicas && time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(100 * time.Millisecond)
+		stream, err = createStream(ctx, js, cfg)
+	}
 	if cfg.Replicas > 1 && cannotReplicate(err) {
 		cfg.Replicas = 1
 		stream, err = createStream(ctx, js, cfg)
