@@ -47,20 +47,25 @@ func (s Scope) Subject(typ string) string { return string(s) + "." + typ }
 
 // ID returns the scope's id (the token after the kind), e.g. "c1".
 func (s Scope) ID() string {
-	parts := strings.SplitN(string(s), ".", 3)
-	if len(parts) < 3 {
+	_, rest, ok := strings.Cut(string(s), ".")
+	if !ok {
 		return ""
 	}
-	return parts[2]
+	_, id, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // Kind returns the scope's kind ("conv", "job", "canvas").
 func (s Scope) Kind() string {
-	parts := strings.SplitN(string(s), ".", 3)
-	if len(parts) < 2 {
+	_, rest, ok := strings.Cut(string(s), ".")
+	if !ok {
 		return ""
 	}
-	return parts[1]
+	kind, _, _ := strings.Cut(rest, ".")
+	return kind
 }
 
 // ScopeOf returns the scope of a stored event's subject

@@ -41,6 +41,11 @@ var _ Projection = Canvases{}
 
 func (Canvases) Name() string { return "canvas" }
 
+// Wants: a conversation's focus and the canvases' own events.
+func (Canvases) Wants(kind, typ string) bool {
+	return kind == "canvas" || kind == "conv" && typ == events.TypeCanvasFocused
+}
+
 func (Canvases) Buckets() []string {
 	return []string{bucketCanvases, bucketCanvasContent, bucketCanvasLinks, bucketCanvasFocus, bucketCanvasTotal}
 }

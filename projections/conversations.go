@@ -93,6 +93,9 @@ var _ Projection = Conversations{}
 
 func (Conversations) Name() string { return "conversations" }
 
+// Wants: every conversation event.
+func (Conversations) Wants(kind, _ string) bool { return kind == "conv" }
+
 // Version 2 added bucketConvOpen: an older database's conversations are
 // projected again (in the background) when this build opens it.
 func (Conversations) Version() int { return 2 }

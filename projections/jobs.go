@@ -65,6 +65,9 @@ var _ Projection = Jobs{}
 
 func (Jobs) Name() string { return "jobs" }
 
+// Wants: every job event.
+func (Jobs) Wants(kind, _ string) bool { return kind == "job" }
+
 func (Jobs) Buckets() []string { return []string{bucketJobs} }
 
 func (Jobs) Apply(tx *bbolt.Tx, env events.Envelope) error {

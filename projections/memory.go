@@ -34,6 +34,11 @@ var _ Projection = Memory{}
 
 func (Memory) Name() string { return "memory" }
 
+// Wants: an agent's proposals and their decisions.
+func (Memory) Wants(kind, typ string) bool {
+	return kind == "agent" && (typ == events.TypeMemoryProposed || typ == events.TypeMemoryProposalDecided || typ == events.TypeMemoryRolledBack)
+}
+
 func (Memory) Buckets() []string { return []string{bucketProposals, bucketProposalsBySeq} }
 
 func (Memory) Apply(tx *bbolt.Tx, env events.Envelope) error {

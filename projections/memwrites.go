@@ -39,6 +39,11 @@ var _ Projection = MemoryWrites{}
 
 func (MemoryWrites) Name() string { return "memory_writes" }
 
+// Wants: conversation openings and tool results.
+func (MemoryWrites) Wants(kind, typ string) bool {
+	return kind == "conv" && (typ == events.TypeConversationOpened || typ == events.TypeToolCompleted)
+}
+
 func (MemoryWrites) Buckets() []string { return []string{bucketMemWrites, bucketMemWriteConvs} }
 
 func (MemoryWrites) Apply(tx *bbolt.Tx, env events.Envelope) error {

@@ -29,6 +29,30 @@ type Projection interface {
 	Apply(tx *bbolt.Tx, env events.Envelope) error
 }
 
+// Selective is a projection that reads only some events. Wants reports
+// whether Apply may change anything for an event of scope kind kind
+// ("conv", "job", … : the subject's second token) and type typ; for the
+// others the Runner and Rebuild skip Apply and only move the checkpoint.
+// It must answer true for every event Apply does not ignore. A
+// projection without Wants is given every event.
+type Selective interface {
+	Wants(kind, typ string) bool
+}
+
+// wants reports whether p is to be given an event of kind and typ.
+func wants(p Projection, kind, typ string) bool {
+	s, ok := p.(Selective)
+	return !ok || s.Wants(kind, typ)
+}
+
+// subjectKind is the scope kind of a stored event's subject
+// ("crew.conv.c1.message_received" → "conv"), without allocating.
+func subjectKind(subject string) string {
+	_, rest, _ := strings.Cut(subject, ".")
+	kind, _, _ := strings.Cut(rest, ".")
+	return kind
+}
+
 // Versioned is a projection whose buckets changed shape in some build:
 // Open finds a database written at another version and projects it again
 // from the start, in the background (Runner groups). A projection without
@@ -194,8 +218,10 @@ func applyEvent(tx *bbolt.Tx, p Projection, env events.Envelope) error {
 	if err := ensureBuckets(tx, p); err != nil {
 		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
 	}
-	if err := apply(tx, p, env); err != nil {
-		return err
+	if wants(p, subjectKind(env.Subject), env.Type) {
+		if err := apply(tx, p, env); err != nil {
+			return err
+		}
 	}
 	if err := writeCheckpoint(tx, p.Name(), env.Seq); err != nil {
 		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: fmt.Errorf("write checkpoint: %w", err)}

@@ -238,10 +238,27 @@ const (
 	maxAckPending = 2 * batchMax
 )
 
-// delivery is one message or the consumer's terminal error.
+// delivery is one message, read (metadata) and decoded by the pump beside
+// the goroutine applying the batch before it, or the consumer's terminal
+// error.
 type delivery struct {
-	msg jetstream.Msg
-	err error
+	msg     jetstream.Msg
+	seq     uint64
+	env     events.Envelope
+	derr    error // from DecodeStored
+	metaErr error // the message's metadata could not be read
+	err     error
+}
+
+// read fills in d's sequence and decoded envelope.
+func (d *delivery) read() {
+	meta, err := d.msg.Metadata()
+	if err != nil {
+		d.metaErr = err
+		return
+	}
+	d.seq = meta.Sequence.Stream
+	d.env, d.derr = events.DecodeStored(d.msg.Subject(), d.seq, d.msg.Data())
 }
 
 func (r *Runner) run(ctx context.Context, g *group) {
@@ -263,8 +280,12 @@ func (r *Runner) run(ctx context.Context, g *group) {
 		defer close(pumpDone)
 		for {
 			msg, err := msgs.Next(jetstream.NextContext(pumpCtx))
+			d := delivery{msg: msg, err: err}
+			if err == nil {
+				d.read()
+			}
 			select {
-			case ch <- delivery{msg, err}:
+			case ch <- d:
 			case <-pumpCtx.Done():
 				return
 			}
@@ -274,14 +295,14 @@ func (r *Runner) run(ctx context.Context, g *group) {
 		}
 	}()
 	defer func() { stopPump(); msgs.Stop(); <-pumpDone }()
-	batch := make([]jetstream.Msg, 0, size)
+	batch := make([]delivery, 0, size)
 	for {
 		batch = batch[:0]
 		var last error
 		select {
 		case d := <-ch:
 			if last = d.err; last == nil {
-				batch = append(batch, d.msg)
+				batch = append(batch, d)
 			}
 		case <-ctx.Done():
 			r.stopGroup(g)
@@ -292,7 +313,7 @@ func (r *Runner) run(ctx context.Context, g *group) {
 			select {
 			case d := <-ch:
 				if last = d.err; last == nil {
-					batch = append(batch, d.msg)
+					batch = append(batch, d)
 				}
 			default:
 				break fill
@@ -340,7 +361,7 @@ func (r *Runner) active(g *group) []*worker {
 // the batch (AckAll). A member that fails at an event stops there: the
 // events before it are committed for every member, and the others go on
 // with the rest of the batch. An error returned stops the whole group.
-func (r *Runner) handle(g *group, batch []jetstream.Msg) error {
+func (r *Runner) handle(g *group, batch []delivery) error {
 	for len(batch) > 0 {
 		active := r.active(g)
 		if len(active) == 0 {
@@ -369,10 +390,10 @@ func (r *Runner) handle(g *group, batch []jetstream.Msg) error {
 }
 
 // applyBatch applies batch to members in one transaction, each event
-// decoded once. On an error nothing is committed; it returns how many
-// messages came before the failing one and the member that failed (nil
-// when the failure is not one member's).
-func (r *Runner) applyBatch(members []*worker, batch []jetstream.Msg) (int, *worker, error) {
+// decoded once (by the pump), through a recordCache. On an error nothing
+// is committed; it returns how many messages came before the failing one
+// and the member that failed (nil when the failure is not one member's).
+func (r *Runner) applyBatch(members []*worker, batch []delivery) (int, *worker, error) {
 	tx, err := r.db.Begin(true)
 	if err != nil {
 		return 0, nil, fmt.Errorf("projections: begin: %w", err)
@@ -381,41 +402,42 @@ func (r *Runner) applyBatch(members []*worker, batch []jetstream.Msg) (int, *wor
 	cps := make([]uint64, len(members))
 	for j, w := range members {
 		if cps[j], err = readCheckpoint(tx, w.p.Name()); err != nil {
-			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].Subject(), Err: err}
+			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].msg.Subject(), Err: err}
 		}
 		if err := ensureBuckets(tx, w.p); err != nil {
-			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].Subject(), Err: err}
+			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].msg.Subject(), Err: err}
 		}
 	}
+	flush, forget := cacheRecords(tx)
+	defer forget()
 	start := slices.Clone(cps)
-	for i, msg := range batch {
-		meta, err := msg.Metadata()
-		if err != nil {
-			return i, nil, &ApplyError{Projection: members[0].p.Name(), Subject: msg.Subject(), Err: fmt.Errorf("message metadata: %w", err)}
+	for i := range batch {
+		d := &batch[i]
+		if d.metaErr != nil {
+			return i, nil, &ApplyError{Projection: members[0].p.Name(), Subject: d.msg.Subject(), Err: fmt.Errorf("message metadata: %w", d.metaErr)}
 		}
-		seq := meta.Sequence.Stream
-		var env events.Envelope
-		var derr error
-		decoded := false
+		seq := d.seq
+		kind := subjectKind(d.msg.Subject())
 		for j, w := range members {
 			if seq <= cps[j] {
 				continue
 			}
-			if !decoded {
-				env, derr = events.DecodeStored(msg.Subject(), seq, msg.Data())
-				decoded = true
-			}
-			if de := (*events.DecodeError)(nil); errors.As(derr, &de) {
+			if de := (*events.DecodeError)(nil); errors.As(d.derr, &de) {
 				if err := skipUndecodable(tx, w.p, de); err != nil {
 					return i, w, err
 				}
-			} else if derr != nil {
-				return i, w, derr
-			} else if err := apply(tx, w.p, env); err != nil {
-				return i, w, err
+			} else if d.derr != nil {
+				return i, w, d.derr
+			} else if wants(w.p, kind, d.env.Type) {
+				if err := apply(tx, w.p, d.env); err != nil {
+					return i, w, err
+				}
 			}
 			cps[j] = seq
 		}
+	}
+	if err := flush(); err != nil {
+		return len(batch), nil, fmt.Errorf("projections: write records: %w", err)
 	}
 	for j, w := range members {
 		if cps[j] != start[j] {
@@ -432,13 +454,12 @@ func (r *Runner) applyBatch(members []*worker, batch []jetstream.Msg) (int, *wor
 
 // committed records members' progress through the committed messages done
 // and acks them.
-func (r *Runner) committed(members []*worker, done []jetstream.Msg) {
+func (r *Runner) committed(members []*worker, done []delivery) {
 	var newest jetstream.Msg
 	var last uint64
-	for _, msg := range done {
-		meta, _ := msg.Metadata() // read fine in applyBatch
-		if seq := meta.Sequence.Stream; newest == nil || seq > last {
-			newest, last = msg, seq
+	for _, d := range done {
+		if newest == nil || d.seq > last {
+			newest, last = d.msg, d.seq
 		}
 	}
 	applied := false

@@ -229,6 +229,9 @@ var _ Projection = Runs{}
 
 func (Runs) Name() string { return "runs" }
 
+// Wants: every conversation event (runs live in conversations).
+func (Runs) Wants(kind, _ string) bool { return kind == "conv" }
+
 func (Runs) Buckets() []string {
 	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans, bucketRunApprovals, bucketRunDelegs}
 }

@@ -34,6 +34,11 @@ var _ Projection = Summaries{}
 
 func (Summaries) Name() string { return "summaries" }
 
+// Wants: openings and summaries of conversations.
+func (Summaries) Wants(kind, typ string) bool {
+	return kind == "conv" && (typ == events.TypeConversationOpened || typ == events.TypeConversationSummarized)
+}
+
 func (Summaries) Buckets() []string { return []string{bucketSummaryConvs, bucketSummaryLatest} }
 
 type summaryConv struct {

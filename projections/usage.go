@@ -45,6 +45,12 @@ var _ Projection = Usage{}
 
 func (Usage) Name() string { return "usage" }
 
+// Wants: openings (which agent a scope is), jobs scheduled and model calls,
+// of any scope.
+func (Usage) Wants(_, typ string) bool {
+	return typ == events.TypeConversationOpened || typ == events.TypeJobScheduled || typ == events.TypeModelCalled
+}
+
 func (Usage) Buckets() []string { return []string{bucketUsageCalls, bucketUsageScopes} }
 
 func (Usage) Apply(tx *bbolt.Tx, env events.Envelope) error {

@@ -16,6 +16,9 @@ func getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 	if b == nil {
 		return false, nil
 	}
+	if recs := records(b); recs != nil {
+		return cachedGet(b, recs, key, v)
+	}
 	raw := b.Get(key)
 	if raw == nil {
 		return false, nil
@@ -51,7 +54,12 @@ func get[T any](db *bbolt.DB, bucket, what, key string) (T, error) {
 	return v, nil
 }
 
+// putJSON stores v under key (encoded when the Runner's batch commits, for
+// a cached bucket: see recordCache).
 func putJSON(b *bbolt.Bucket, key []byte, v any) error {
+	if recs := records(b); recs != nil {
+		return cachedPut(b, recs, key, v)
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
