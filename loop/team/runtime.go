@@ -72,15 +72,27 @@ func New(cfg Config) *Runtime {
 
 var _ loop.Teams = (*Runtime)(nil)
 
-// Start follows the teams' scopes and the runs of their conversations
-// from the start of the log — so every team is reconciled once after a
-// restart — kicking kick for conversations with work.
+// Start follows the teams' scopes from the start of the log — so every
+// team is reconciled once after a restart — and the runs of their
+// conversations from the end of the log on (a run that finished before
+// the restart is read by that reconciling pass, not replayed: on a home of
+// a million events that replay was most of start's time and memory),
+// kicking kick for conversations with work.
 func (r *Runtime) Start(ctx context.Context, kick func(conversation string)) {
 	r.kick = kick
+	from, err := r.cfg.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		r.cfg.Logger.Error("team runtime: last sequence; following the runs from the start", "err", err)
+		from = 0
+	}
+	r.follow([]string{events.Root + ".team.>", events.Root + ".mail.>"}, 0)
+	r.follow([]string{events.Root + ".conv.*." + events.TypeRunFinished, events.Root + ".conv.*." + events.TypeApprovalDecided}, from+1)
+}
+
+// follow kicks the teams the events of filters from from on concern.
+func (r *Runtime) follow(filters []string, from uint64) {
 	r.wg.Go(func() {
-		filters := []string{events.Root + ".team.>", events.Root + ".mail.>",
-			events.Root + ".conv.*." + events.TypeRunFinished, events.Root + ".conv.*." + events.TypeApprovalDecided}
-		for env, err := range r.cfg.Log.FollowAll(r.ctx, filters, 0) {
+		for env, err := range r.cfg.Log.FollowAll(r.ctx, filters, from) {
 			if err != nil {
 				if r.ctx.Err() == nil {
 					r.cfg.Logger.Error("team runtime: follow", "err", err)
