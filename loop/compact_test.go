@@ -73,7 +73,8 @@ func outputOf(args json.RawMessage) string {
 // R-LOOP-7: 400 turns on a small window: every request fits, the three
 // newest results stay whole, a compacted result comes back through
 // tool_output_read, and the compacted state is the same from a snapshot
-// plus its tail as from a cold replay.
+// plus its tail as from a cold replay; the export holds the compaction
+// events and verifies.
 func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	h := newHarness(t, nil, &numbered{})
 	m := &longModel{}
@@ -168,6 +169,11 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	cold := h.state()
 	if snaps.saves == 0 || !reflect.DeepEqual(warm, cold) || len(cold.Compaction.Cuts) == 0 {
 		t.Errorf("snapshot+tail differs from cold replay after compaction (saves %d, cuts %d)", snaps.saves, len(cold.Compaction.Cuts))
+	}
+	// The export (the audit trail) holds every compaction event, and
+	// verifies under the audit key; an edited one does not.
+	if got := exported(t, h, events.TypeContextCompacted); got[events.TypeContextCompacted] != len(eventsOf[*events.ContextCompacted](h.events())) {
+		t.Errorf("export holds %d context_compacted, the log %d", got[events.TypeContextCompacted], len(eventsOf[*events.ContextCompacted](h.events())))
 	}
 	// The chat keeps every message: compaction changes what the model reads.
 	if got := len(cold.Messages); got < 4*turns {

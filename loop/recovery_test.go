@@ -127,6 +127,11 @@ func TestRecoveryOverloadBacksOffThenNextRoute(t *testing.T) {
 	if last := calls[len(calls)-1]; last.Route != "fake:b" || last.Text != "from b" {
 		t.Errorf("answered by %+v", last)
 	}
+	// The export (audit trail) holds each retry and the fallback, and
+	// verifies; an edited retry does not.
+	if got := exported(t, h, events.TypeModelRetried); got[events.TypeModelRetried] != 3 || got[events.TypeRouteFallback] != 1 {
+		t.Errorf("export holds %d model_retried and %d route_fallback, want 3 and 1", got[events.TypeModelRetried], got[events.TypeRouteFallback])
+	}
 	// 529 twice, then the same route answers: no fallback.
 	h2 := newHarness(t, nil)
 	scripted(t, h2, [][2]string{{"fake:a", "- error: 529\n- error: 529\n- text: third time\n"}, {"fake:b", "- text: b\n"}})

@@ -112,6 +112,17 @@ type Item struct {
 	Canvas string
 	// Task: a background command's notification (the harness's words).
 	Task bool
+	// Images are the images an owner's message came with (a web upload, a
+	// Telegram photo), shown as thumbnails; Files its other attachments.
+	Images []Attached
+	Files  []string
+}
+
+// Attached is one image of a message: where the page loads it, and its
+// workspace path.
+type Attached struct {
+	URL  string
+	Name string
 }
 
 // ToolCard is one tool call with its arguments and result.

@@ -230,7 +230,8 @@ func (c *crewRuntime) Close() {
 
 // pages wires the HTML site.
 func (c *crewRuntime) pages(dir string, h *home.Home) *web.Pages {
-	return &web.Pages{DB: c.db, Convs: c.convs, Crew: web.CrewRows(c.crew.list), Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor}
+	return &web.Pages{DB: c.db, Convs: c.convs, Crew: web.CrewRows(c.crew.list), Banner: c.banner, Home: dir, Location: h.Config.Location(), Clock: time.Now, WaitFor: c.runner.WaitFor,
+		Workspace: func(id string) string { a, _ := c.crew.agent(id); return a.Workspace }}
 }
 
 // latestSummary reads the previous conversation's summary on a channel

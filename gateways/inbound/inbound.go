@@ -66,6 +66,10 @@ type Message struct {
 	ConversationID string // default: the agent's conversation of the channel and day
 	From           string
 	Attachments    []string
+	// Uploads are images sent with the message (the web composer): they
+	// are stored under the agent's workspace/inbox/ before the message,
+	// which names them after Attachments.
+	Uploads []Upload
 	// ExternalID names the message in its channel (telegram:<update_id>):
 	// a message already stored under it is accepted again without storing.
 	ExternalID string
@@ -92,7 +96,10 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 		return Accepted{}, fmt.Errorf("%w: channel %q: want a word, optionally :id (web, api, telegram:42)", ErrBadMessage, m.Channel)
 	}
 	text := strings.TrimSpace(m.Text)
-	if text == "" && len(m.Attachments) == 0 {
+	if err := checkUploads(m.Uploads, len(m.Attachments)); err != nil {
+		return Accepted{}, err
+	}
+	if text == "" && len(m.Attachments) == 0 && len(m.Uploads) == 0 {
 		return Accepted{}, fmt.Errorf("%w: empty text", ErrBadMessage)
 	}
 	if len(m.Attachments) > MaxAttachments {
@@ -101,6 +108,9 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	steer, isSteer := cutSteer(text)
 	if isSteer && steer == "" {
 		return Accepted{}, ErrEmptySteer
+	}
+	if isSteer && len(m.Uploads) > 0 {
+		return Accepted{}, fmt.Errorf("%w: a /steer takes no images: send the image as a message of its own", ErrBadMessage)
 	}
 	agent := m.Agent
 	if agent == "" {
@@ -111,6 +121,31 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	}
 	id := m.ConversationID
 	opening := id == ""
+	if len(m.Uploads) > 0 {
+		owner, err := in.ownerOf(ctx, id, agent)
+		if errors.Is(err, events.ErrInvalidID) {
+			return Accepted{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+		}
+		if err != nil {
+			return Accepted{}, err
+		}
+		saved, err := in.saveUploads(owner, m.Uploads)
+		if err != nil {
+			return Accepted{}, err
+		}
+		m.Attachments = append(slices.Clone(m.Attachments), saved...)
+		acc, err := in.receive(ctx, m, agent, id, opening, text, steer, isSteer)
+		if err != nil || acc.MessageID == "" {
+			in.removeUploads(in.Workspace(owner), saved)
+		}
+		return acc, err
+	}
+	return in.receive(ctx, m, agent, id, opening, text, steer, isSteer)
+}
+
+// receive stores the message, opening today's conversation again if it
+// closed meanwhile.
+func (in *Inbound) receive(ctx context.Context, m Message, agent, id string, opening bool, text, steer string, isSteer bool) (Accepted, error) {
 	for attempt := 0; ; attempt++ {
 		acc, err := in.store(ctx, m, agent, id, opening, text, steer, isSteer)
 		// Closed between finding today's conversation and the append: the

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,15 +44,41 @@ type inboundRequest struct {
 	Agent          string   `json:"agent"`
 	ConversationID string   `json:"conversation_id"`
 	Attachments    []string `json:"attachments"`
+	// Images are uploaded with the message: stored under the agent's
+	// workspace/inbox/ and attached, as the web composer's are.
+	Images []imageUpload `json:"images"`
 }
+
+// imageUpload is one image of an inbound request, its bytes in base64.
+type imageUpload struct {
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}
+
+// maxInboundBody is /api/inbound's body limit: a message and its images
+// in base64.
+const maxInboundBody = MaxBody + inbound.MaxUploads*(inbound.MaxUpload/3*4+8)
 
 func (s *server) inbound(w http.ResponseWriter, r *http.Request) {
 	var req inboundRequest
-	if !decodeBody(w, r, &req) {
+	body := &countingReader{r: r.Body}
+	r.Body = body
+	if !decodeBodyUpTo(w, r, &req, maxInboundBody) {
+		return
+	}
+	var ups []inbound.Upload
+	rest := body.n
+	for _, im := range req.Images {
+		ups = append(ups, inbound.Upload{Name: im.Name, Data: im.Data})
+		rest -= int64(base64.StdEncoding.EncodedLen(len(im.Data)))
+	}
+	// Only images may make the body larger than any other request.
+	if rest > MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body over %d bytes besides its images", MaxBody))
 		return
 	}
 	acc, err := s.cfg.Inbound.Receive(r.Context(), inbound.Message{
-		Text: req.Text, Channel: req.Channel, Agent: req.Agent, ConversationID: req.ConversationID, Attachments: req.Attachments,
+		Text: req.Text, Channel: req.Channel, Agent: req.Agent, ConversationID: req.ConversationID, Attachments: req.Attachments, Uploads: ups,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -59,6 +86,20 @@ func (s *server) inbound(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, acc)
 }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }
 
 type decisionRequest struct {
 	Decision string `json:"decision"` // "approve" | "deny"
@@ -215,6 +256,7 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{inbound.ErrQueueFull, http.StatusTooManyRequests, "queue_full"},
 		{inbound.ErrEmptySteer, http.StatusUnprocessableEntity, "empty_steer"},
 		{inbound.ErrBadAttachment, http.StatusUnprocessableEntity, "bad_attachment"},
+		{inbound.ErrUploadTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 		{inbound.ErrUnknownConversation, http.StatusNotFound, "not_found"},
 		{inbound.ErrUnknownAgent, http.StatusNotFound, "not_found"},
 		{inbound.ErrBadMessage, http.StatusBadRequest, "bad_request"},

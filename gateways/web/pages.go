@@ -47,6 +47,9 @@ type Pages struct {
 	SignOut bool
 	// Teams, when set, shows a lead conversation's team (R-TEAM).
 	Teams Teams
+	// Workspace is an agent's workspace folder: the chat shows the images
+	// of its inbox/ that messages name; nil shows none.
+	Workspace func(agent string) string
 
 	markdown func(text string) string // Markdown; tests slow it down
 }
@@ -335,7 +338,9 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
 				continue
 			}
-			items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Task: m.Task, Canvas: m.Canvas})
+			it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Task: m.Task, Canvas: m.Canvas}
+			it.Images, it.Files = attachmentViews(st.Conversation, m.Attachments)
+			items = append(items, it)
 		case loop.RoleAssistant:
 			if m.Text != "" {
 				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})
@@ -363,7 +368,9 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 		}
 	}
 	for _, q := range st.Queued {
-		items = append(items, ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team, Task: q.Task})
+		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team, Task: q.Task}
+		it.Images, it.Files = attachmentViews(st.Conversation, q.Attachments)
+		items = append(items, it)
 	}
 	return items
 }

@@ -7,6 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,7 +52,8 @@ func (s *server) routesSite(mux *router) {
 		sh, err := s.cfg.Pages.shell(r.Context(), "", r.URL.Query().Get("active"), csrf)
 		return ui.Sidebar(sh), err
 	}))
-	mux.HandleFunc("POST /send", s.form(s.send))
+	mux.HandleFunc("POST /send", s.sendForm)
+	mux.HandleFunc("GET /c/{id}/inbox/{name}", s.inboxImage)
 	mux.HandleFunc("POST /approvals/{id}/decide", s.form(s.decideForm))
 	mux.HandleFunc("GET /api/activity", s.activity)
 	mux.HandleFunc("GET /login", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
@@ -118,13 +122,22 @@ func (s *server) form(h func(w http.ResponseWriter, r *http.Request)) http.Handl
 			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "form too large or malformed")
 			return
 		}
-		c, err := r.Cookie(csrfCookie)
-		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("csrf"))) != 1 {
-			writeError(w, http.StatusForbidden, "csrf", "missing or wrong CSRF token: reload the page")
+		if !csrfOK(w, r) {
 			return
 		}
 		h(w, r)
 	}
+}
+
+// csrfOK checks the parsed form's CSRF field against the cookie, answering
+// 403 when they differ.
+func csrfOK(w http.ResponseWriter, r *http.Request) bool {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("csrf"))) != 1 {
+		writeError(w, http.StatusForbidden, "csrf", "missing or wrong CSRF token: reload the page")
+		return false
+	}
+	return true
 }
 
 // wantsJSON: fetch from app.js asks for JSON; a plain form post gets a
@@ -133,9 +146,69 @@ func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
+// maxSendBody is /send's body limit as multipart: the form and its images.
+const maxSendBody = MaxBody + inbound.MaxUploads*(inbound.MaxUpload+4096)
+
+// sendForm is the composer's post: a plain form, or multipart/form-data
+// with images in "image" fields (kept in memory, never in a temp file).
+// The CSRF field is checked as for every form, after the body is read.
+func (s *server) sendForm(w http.ResponseWriter, r *http.Request) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "multipart/form-data" {
+		s.form(s.send)(w, r)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSendBody)
+	if err := r.ParseMultipartForm(maxSendBody); err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large",
+				fmt.Sprintf("the message with its images is over %d MiB: at most %d images of %d MiB each", maxSendBody>>20, inbound.MaxUploads, inbound.MaxUpload>>20))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "bad_request", "multipart form: "+err.Error())
+		return
+	}
+	if !csrfOK(w, r) {
+		return
+	}
+	s.send(w, r)
+}
+
+// formUploads reads the images of a multipart composer post; a file field
+// left empty (no file chosen) is none.
+func formUploads(r *http.Request) ([]inbound.Upload, error) {
+	if r.MultipartForm == nil {
+		return nil, nil
+	}
+	var ups []inbound.Upload
+	for _, fh := range r.MultipartForm.File["image"] {
+		if fh.Filename == "" && fh.Size == 0 {
+			continue
+		}
+		if fh.Size > inbound.MaxUpload {
+			return nil, fmt.Errorf("%w: image %q is %d bytes, over the %d MiB limit", inbound.ErrUploadTooLarge, fh.Filename, fh.Size, inbound.MaxUpload>>20)
+		}
+		f, err := fh.Open()
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(io.LimitReader(f, inbound.MaxUpload+1))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		ups = append(ups, inbound.Upload{Name: fh.Filename, Data: data})
+	}
+	return ups, nil
+}
+
 func (s *server) send(w http.ResponseWriter, r *http.Request) {
 	conv := r.PostFormValue("conversation_id")
-	acc, err := s.cfg.Inbound.Receive(r.Context(), inbound.Message{Text: r.PostFormValue("text"), Channel: "web", ConversationID: conv})
+	ups, err := formUploads(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	acc, err := s.cfg.Inbound.Receive(r.Context(), inbound.Message{Text: r.PostFormValue("text"), Channel: "web", ConversationID: conv, Uploads: ups})
 	if err != nil {
 		s.fail(w, r, err)
 		return

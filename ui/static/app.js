@@ -175,8 +175,10 @@
     const buttons = form.querySelectorAll('button');
     buttons.forEach((b) => { b.disabled = true; });
     try {
+      // The composer posts multipart (its images with it); other forms as
+      // urlencoded.
       const res = await fetch(form.action, {
-        method: 'POST', body: new URLSearchParams(data), credentials: 'same-origin',
+        method: 'POST', body: kind === 'composer' ? data : new URLSearchParams(data), credentials: 'same-origin',
         headers: { Accept: 'application/json' },
       });
       if (!res.ok) {
@@ -188,6 +190,7 @@
       if (kind === 'composer') {
         document.dispatchEvent(new CustomEvent('crew:sent')); // this tab sent it: canvas.js shows the draft here
         form.elements.text.value = '';
+        if (form.elements.image) { form.elements.image.value = ''; showFiles(form); }
         if (!conv) { // the first message of a new chat: go to it
           let id = '';
           try { id = (await res.json()).conversation_id || ''; } catch { /* a redirect, not JSON */ }
@@ -208,7 +211,53 @@
     const t = ev.target;
     if (ev.key !== 'Enter' || ev.shiftKey || ev.isComposing || !t.matches || !t.matches('[data-testid="composer-text"]')) return;
     ev.preventDefault();
-    if (t.value.trim()) t.form.requestSubmit();
+    const img = t.form.elements.image;
+    if (t.value.trim() || (img && img.files.length)) t.form.requestSubmit();
+  });
+
+  // Images: chosen with the 📎 input, pasted into the text or dropped on
+  // the composer; the names of those chosen show under it.
+  function showFiles(form) {
+    const el = byTestId('composer-files', form);
+    const input = form.elements.image;
+    if (!el || !input) return;
+    const names = [...input.files].map((f) => f.name || 'pasted image');
+    el.textContent = names.length ? 'Attached: ' + names.join(', ') : '';
+    el.hidden = !names.length;
+  }
+  function addImages(form, files) {
+    const input = form && form.elements.image;
+    const imgs = [...files].filter((f) => /^image\/(png|jpeg|gif|webp)$/.test(f.type));
+    if (!input || !imgs.length) return false;
+    const dt = new DataTransfer();
+    [...input.files, ...imgs].forEach((f) => dt.items.add(f));
+    input.files = dt.files;
+    showFiles(form);
+    return true;
+  }
+  document.addEventListener('change', (ev) => {
+    if (ev.target.matches && ev.target.matches('[data-testid="composer-image"]')) showFiles(ev.target.form);
+  });
+  document.addEventListener('paste', (ev) => {
+    const t = ev.target;
+    if (!t.matches || !t.matches('[data-testid="composer-text"]') || !ev.clipboardData) return;
+    if (addImages(t.form, ev.clipboardData.files)) ev.preventDefault();
+  });
+  document.addEventListener('dragover', (ev) => {
+    const form = ev.target.closest && ev.target.closest('[data-testid="composer"]');
+    if (!form) return;
+    ev.preventDefault();
+    form.classList.add('dropping');
+  });
+  document.addEventListener('dragleave', (ev) => {
+    const form = ev.target.closest && ev.target.closest('[data-testid="composer"]');
+    if (form) form.classList.remove('dropping');
+  });
+  document.addEventListener('drop', (ev) => {
+    const form = ev.target.closest && ev.target.closest('[data-testid="composer"]');
+    if (!form || !ev.dataTransfer) return;
+    form.classList.remove('dropping');
+    if (addImages(form, ev.dataTransfer.files)) ev.preventDefault();
   });
 
   // 5. The approval countdown.

@@ -1,0 +1,112 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools/image"
+	"github.com/my-agent-crew/crew/ui"
+)
+
+// The images the owner sent (web uploads, Telegram photos) show in the
+// chat as thumbnails from /c/{id}/inbox/{name}: only a file of the
+// agent's workspace/inbox/ that a message of that conversation names, only
+// when its bytes are a PNG, JPEG, GIF or WebP image (never SVG or HTML),
+// with that type and nosniff.
+
+// inboxName is a file name directly in inbox/.
+var inboxName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// attachmentViews splits a message's attachments into the images the chat
+// shows (served from the conversation's inbox route) and the other files,
+// named.
+func attachmentViews(conv string, paths []string) (imgs []ui.Attached, files []string) {
+	for _, p := range paths {
+		name, inInbox := strings.CutPrefix(p, "inbox/")
+		if inInbox && inboxName.MatchString(name) && image.IsImage(name) {
+			imgs = append(imgs, ui.Attached{URL: "/c/" + conv + "/inbox/" + name, Name: p})
+			continue
+		}
+		files = append(files, p)
+	}
+	return imgs, files
+}
+
+// inboxImage serves one image attached to a message of the conversation.
+func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	p := s.cfg.Pages
+	if events.ValidID(id) != nil || !inboxName.MatchString(name) || p == nil || p.Convs == nil || p.Workspace == nil {
+		http.NotFound(w, r)
+		return
+	}
+	conv, err := p.Convs.Get(r.Context(), id)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	rel := "inbox/" + name
+	agent, attached := "", false
+	conv.View(func(st *loop.State) {
+		agent = st.Agent
+		for _, m := range st.Messages {
+			attached = attached || slices.Contains(m.Attachments, rel)
+		}
+		for _, q := range st.Queued {
+			attached = attached || slices.Contains(q.Attachments, rel)
+		}
+	})
+	ws := p.Workspace(agent)
+	if !attached || ws == "" {
+		http.NotFound(w, r)
+		return
+	}
+	root, err := os.OpenRoot(filepath.Join(ws, "inbox"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.logger().Error("inbox image", "conversation", id, "name", name, "err", err)
+		}
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	ct, err := inbound.SniffImage(head[:n])
+	if err != nil {
+		http.Error(w, "not an image", http.StatusUnsupportedMediaType)
+		return
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	w.Header().Set("Content-Disposition", "inline; filename=\""+path.Base(name)+"\"")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
