@@ -158,6 +158,11 @@ func TestBrowserToolsBehindTheWall(t *testing.T) {
 		{"screenshot", []string{"Screenshot: PNG"}, nil},
 		{"navigate secret", []string{"refused by the crew's network wall", "loopback"}, []string{"SECRET-INTERNAL"}},
 	}
+	// The page's title is the page's words: inside the fence, never on a
+	// harness line (R-SEC-1, TestBrowserTitleInsideTheFence's half here).
+	if before, _, ok := strings.Cut(res[0], "<<<UNTRUSTED DATA id="); !ok || strings.Contains(before, "Title:") {
+		t.Errorf("navigate: the title is outside the fence:\n%s", res[0])
+	}
 	for i, w := range want {
 		for _, h := range w.has {
 			if !strings.Contains(res[i], h) {

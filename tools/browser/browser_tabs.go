@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/fence"
 )
 
 //go:embed browser_tabs.md
@@ -77,10 +78,11 @@ func (x Tabs) Run(ctx context.Context, env tools.Env, args json.RawMessage) (too
 			if i == cur {
 				mark = "*"
 			}
-			fmt.Fprintf(&b, "%s %d. %s — %s\n", mark, i+1, oneLine(title), u)
+			fmt.Fprintf(&b, "%s %d. %s — %s\n", mark, i+1, oneLine(title), fence.Link(u))
 			rows = append(rows, map[string]any{"title": title, "url": u})
 		}
-		b.WriteString("(* is the current tab; the other browser tools work on it)")
-		return tools.Result{Output: b.String(), Meta: map[string]any{"tabs": rows, "current": cur + 1}}, nil
+		// Titles are the pages' words: fenced (R-SEC-1).
+		out := fence.Wrap("browser tabs", b.String()) + "\n(* is the current tab; the other browser tools work on it)"
+		return tools.Result{Output: out, Meta: map[string]any{"tabs": rows, "current": cur + 1}}, nil
 	})
 }

@@ -195,7 +195,9 @@ func pageResult(ctx context.Context, in *instance, env tools.Env, t *tab, lead s
 		b.WriteString(lead + "\n")
 	}
 	n, total := tabIndex(in, env.Conversation, t)
-	fmt.Fprintf(&b, "Tab %d of %d\nTitle: %s\nURL: %s\n", n, total, oneLine(title), u)
+	// The page chose its title and address: the address is shown as one
+	// inert token, the title only inside the fence (R-SEC-1).
+	fmt.Fprintf(&b, "Tab %d of %d\nURL: %s\n", n, total, fence.Link(u))
 	blockedPage := false
 	seen := map[string]bool{}
 	for _, r := range in.proxy.takeRefusals() {
@@ -209,7 +211,10 @@ func pageResult(ctx context.Context, in *instance, env tools.Env, t *tab, lead s
 		b.WriteString("The page itself was refused by the crew's network wall; it shows the refusal, not the site.\n")
 	}
 	meta := map[string]any{"url": u, "title": title, "tab": n}
-	if withOutline {
+	heading := "Title: " + oneLine(title) + "\n"
+	if !withOutline {
+		b.WriteString(fence.Wrap(fence.Link(u), heading))
+	} else {
 		o, err := outline(ctx, t)
 		if err != nil {
 			return tools.Failf("%v", err), nil
@@ -217,7 +222,7 @@ func pageResult(ctx context.Context, in *instance, env tools.Env, t *tab, lead s
 		if strings.TrimSpace(o) == "" {
 			o = "(the page is empty)"
 		}
-		b.WriteString("\nOutline (act on an element by its [ref]):\n" + fence.Wrap(u, o))
+		b.WriteString("\nThe page's title and outline (act on an element by its [ref]):\n" + fence.Wrap(fence.Link(u), heading+"\n"+o))
 		meta["outline"] = true
 	}
 	return tools.Result{Output: b.String(), Meta: meta, IsError: blockedPage}, nil

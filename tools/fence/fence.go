@@ -10,7 +10,9 @@ package fence
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Rule is the sentence a tool's description carries so that the model
@@ -51,4 +53,35 @@ func Nonce() string {
 		panic("fence: no randomness: " + err.Error()) // crypto/rand does not fail on Linux
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// maxLink caps a URL shown outside a fence.
+const maxLink = 400
+
+// Link is a URL from outside (a page's final address after redirects)
+// made safe to show on a harness line outside a fence: one token, with
+// white space, control characters, quotes and angle brackets
+// percent-encoded, so it cannot break the line or read as a sentence or
+// a fence line, and cut to 400 bytes.
+func Link(u string) string {
+	var b strings.Builder
+	for _, r := range u {
+		switch {
+		case r <= ' ' || r == 0x7f || r == '"' || r == '\'' || r == '<' || r == '>' || r == '`' ||
+			(r >= 0x80 && (unicode.IsSpace(r) || unicode.IsControl(r) || !unicode.IsPrint(r))):
+			for _, c := range []byte(string(r)) {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		default:
+			b.WriteRune(r)
+		}
+		if b.Len() > maxLink {
+			break
+		}
+	}
+	s := b.String()
+	if len(s) > maxLink {
+		s = strings.ToValidUTF8(s[:maxLink], "") + "…"
+	}
+	return s
 }

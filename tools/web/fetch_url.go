@@ -118,30 +118,30 @@ func (f FetchURL) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 		mt, _, _ = mime.ParseMediaType(mt)
 	}
 	meta := map[string]any{"url": final, "status": resp.StatusCode, "content_type": mt}
+	// What the server chose (the address it redirected to, its status
+	// line's words, the page's title) is shown outside the fence only as
+	// one inert token or inside it (R-SEC-1).
+	shown := fence.Link(final)
 	var head strings.Builder
-	fmt.Fprintf(&head, "URL: %s\nStatus: %s\nContent-Type: %s\n", final, resp.Status, mt)
+	fmt.Fprintf(&head, "URL: %s\nStatus: %d %s\nContent-Type: %s\n", shown, resp.StatusCode, http.StatusText(resp.StatusCode), mt)
 	var text, title string
 	switch {
 	case mt == "application/pdf":
 		if cut {
-			return tools.Failf("fetch_url: %s: the PDF is larger than %d MiB", final, MaxFetchBytes>>20), nil
+			return tools.Failf("fetch_url: %s: the PDF is larger than %d MiB", shown, MaxFetchBytes>>20), nil
 		}
 		return f.pdf(ctx, env, final, u, body, meta, &head)
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		decoded := decode(body, ctype)
 		title, text, err = htmlToMarkdown(decoded, final)
 		if err != nil {
-			return tools.Failf("fetch_url: %s: the HTML could not be read: %v", final, err), nil
+			return tools.Failf("fetch_url: %s: the HTML could not be read: %v", shown, err), nil
 		}
 	case strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
 		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript":
 		text = decode(body, ctype)
 	default:
-		return tools.Failf("fetch_url: %s is %s (%d bytes), which fetch_url does not read: it reads HTML, text, JSON and PDF", final, mt, len(body)), nil
-	}
-	if title != "" {
-		meta["title"] = title
-		head.WriteString("Title: " + oneLine(title) + "\n")
+		return tools.Failf("fetch_url: %s is %s (%d bytes), which fetch_url does not read: it reads HTML, text, JSON and PDF", shown, mt, len(body)), nil
 	}
 	if cut {
 		head.WriteString(fmt.Sprintf("(only the first %d MiB of the body were read)\n", MaxFetchBytes>>20))
@@ -149,7 +149,11 @@ func (f FetchURL) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	if strings.TrimSpace(text) == "" {
 		text = "(the page has no text)"
 	}
-	out := head.String() + "\n" + fence.Wrap(final, text)
+	if title != "" {
+		meta["title"] = title
+		text = "Title: " + oneLine(title) + "\n\n" + text
+	}
+	out := head.String() + "\n" + fence.Wrap(shown, text)
 	return tools.Result{Output: out, IsError: resp.StatusCode >= 400, Meta: meta}, nil
 }
 
@@ -162,7 +166,7 @@ func (f FetchURL) pdf(ctx context.Context, env tools.Env, final string, u *url.U
 	}
 	rel, err := SaveDownload(env.Workspace, name, body)
 	if err != nil {
-		return tools.Failf("fetch_url: %s: the PDF could not be saved: %v", final, err), nil
+		return tools.Failf("fetch_url: %s: the PDF could not be saved: %v", fence.Link(final), err), nil
 	}
 	meta["saved"] = rel
 	fmt.Fprintf(head, "Saved: %s (%d bytes); pdf_read reads more of it\n\n", rel, len(body))
