@@ -127,6 +127,18 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return left, !ready
 	}
 
+	// Listening before the crew starts: the port guard must know the
+	// port before the first command (a resumed run, a job) can run.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	defer ln.Close()
+	if err := shell.GuardPorts(guardedPorts(ln, st, h)...); err != nil {
+		logger.Warn("shell commands with network are refused", "err", err)
+		fmt.Fprintf(env.stdout, "shell: commands with network are refused: %v\n", err)
+	}
+
 	c, err := startCrew(ctx, dir, h, st, runner, env.getenv, logger)
 	if err != nil {
 		return err
@@ -162,10 +174,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// Model clients and the Telegram gateway hold their keys now.
 	home.DropSecretEnv(env.environ, env.unsetenv)
 
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
 	url := home.ReachableURL(ln.Addr())
 	srv := &http.Server{
 		Handler: web.New(web.Config{

@@ -150,7 +150,7 @@ func TestDoctorListsShellProtections(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("doctor exited %d\n%s", code, out)
 	}
-	for _, name := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block"} {
+	for _, name := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "port guard"} {
 		if !strings.Contains(out, "\n  "+name+": yes") {
 			t.Errorf("doctor does not report %q as given:\n%s", name, out)
 		}

@@ -342,9 +342,26 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 	want := []byte("Bearer " + s.cfg.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		open := r.URL.Path == "/healthz" || r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/")
-		if open || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 || s.loggedIn(r) {
+		if open || s.loggedIn(r) {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if got := r.Header.Get("Authorization"); got != "" {
+			// A bearer token is a guess like a login: admitted and counted
+			// first (so a throttled client learns nothing, even from the
+			// right token), forgiven when right.
+			client := clientAddress(r)
+			if wait, ok := s.throttle.admit(client); !ok {
+				secs := int(math.Ceil(wait.Seconds()))
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				writeError(w, http.StatusTooManyRequests, "too_many_attempts", fmt.Sprintf("too many wrong auth tokens from your address: try again in %d s", secs))
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
+				s.throttle.succeeded(client)
+				next.ServeHTTP(w, r)
+				return
+			}
 		}
 		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -210,6 +210,56 @@ func TestLoginThrottledAfterFiveFailures(t *testing.T) {
 	}
 }
 
+// TestBearerGuessesThrottledLikeLogins: wrong Authorization headers
+// count against the address like failed logins — after 5 (parallel ones
+// included) each further request waits, 429 with Retry-After, and while it
+// waits even the right token gets 429, so a guesser learns nothing; the
+// right token works once the wait is over and forgives.
+func TestBearerGuessesThrottledLikeLogins(t *testing.T) {
+	token := web.GenerateToken()
+	cfg, _, _ := fullConfig(t, token)
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	cfg.Clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	srv := newServer(t, cfg)
+	try := func(tok string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/conversations", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	var wg sync.WaitGroup
+	codes := make(chan int, 20)
+	for range 20 {
+		wg.Go(func() { code, _ := try("guess"); codes <- code })
+	}
+	wg.Wait()
+	close(codes)
+	counted := map[int]int{}
+	for code := range codes {
+		counted[code]++
+	}
+	if counted[401] != 5 || counted[429] != 15 {
+		t.Fatalf("20 parallel wrong tokens: %v, want 5×401 and 15×429", counted)
+	}
+	if code, after := try(token); code != 429 || after != "1" {
+		t.Errorf("right token during the wait = %d Retry-After %q, want 429 1", code, after)
+	}
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	if code, _ := try(token); code != 200 {
+		t.Errorf("right token after the wait = %d, want 200", code)
+	}
+	if code, _ := try("guess"); code != 401 {
+		t.Errorf("wrong after success = %d, want 401 (forgiven)", code)
+	}
+}
+
 func newServer(t *testing.T, cfg web.Config) *httptest.Server {
 	srv := httptest.NewServer(web.New(cfg))
 	t.Cleanup(srv.Close)

@@ -53,6 +53,8 @@ type stageConfig struct {
 	Writable  []string `json:"writable,omitempty"` // where a Landlock-restricted command may write
 	ScopeUnix bool     `json:"scope_unix,omitempty"`
 	BlockUnix bool     `json:"block_unix,omitempty"` // seccomp: no AF_UNIX sockets
+	// Guard: the port guard's ruleset is open on guardFD (GuardPorts).
+	Guard bool `json:"guard,omitempty"`
 }
 
 func init() {
@@ -102,6 +104,10 @@ func stage1(arg string) {
 	cmd.Env = os.Environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{errW}
+	if c.Guard {
+		unix.CloseOnExec(guardFD)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(guardFD, "port guard")) // stage 2's guardFD
+	}
 	a := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS}
 	if c.MapAll {
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
@@ -345,7 +351,7 @@ func stage2(arg string) {
 	}
 	// init functions run on the main thread, locked: what follows restricts
 	// this thread, the only one that survives execve.
-	if c.Landlock > 0 || c.BlockUnix {
+	if c.Landlock > 0 || c.BlockUnix || c.Guard {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			fail(fmt.Errorf("%w: no_new_privs: %v", ErrNoSandbox, err))
 		}
@@ -353,6 +359,11 @@ func stage2(arg string) {
 	if c.Landlock > 0 {
 		if err := restrict(c.Landlock, c.Writable, c.ScopeUnix); err != nil {
 			fail(fmt.Errorf("%w: landlock: %v", ErrNoSandbox, err))
+		}
+	}
+	if c.Guard {
+		if err := restrictPorts(); err != nil {
+			fail(fmt.Errorf("%w: %v", ErrNoSandbox, err))
 		}
 	}
 	if c.BlockUnix {

@@ -13,6 +13,7 @@ func Protections() []Protection { return protections(probed()) }
 func protections(f facility) []Protection {
 	ctx := context.Background()
 	try := func(f facility, p *Policy) error {
+		f.skip |= skipGuard
 		out, err := run(ctx, Command{Script: "exit 0", Dir: "/", Sandbox: p}, f)
 		if err == nil && out.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
@@ -65,5 +66,25 @@ func protections(f facility) []Protection {
 			}
 		}
 	}
-	return append(ps, netns, unixBlock)
+	return append(ps, netns, unixBlock, portGuard(f))
+}
+
+// portGuard says whether networked commands can be kept from the
+// server's ports (GuardPorts), by building the ruleset.
+func portGuard(f facility) Protection {
+	p := Protection{Name: "port guard"}
+	if f.ns == nsNone {
+		p.Detail = "no (it needs the namespaces above): every shell command and hook is refused"
+		return p
+	}
+	rules, err := buildGuard(&netGuard{lo: 1, hi: 1})
+	if err != nil {
+		p.Detail = fmt.Sprintf("no (%v): while crew serve runs, commands with network (shell_network not false) are refused", err)
+		return p
+	}
+	rules.Close()
+	p.OK = true
+	lo, hi := ephemeralRange()
+	p.Detail = fmt.Sprintf("yes, Landlock TCP port rules: commands with network cannot connect to crew serve's HTTP and NATS ports nor to ports %d-%d (where the browser's proxy and DevTools listen); no MPTCP, SMC or io_uring", lo, hi)
+	return p
 }

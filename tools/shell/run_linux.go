@@ -61,6 +61,7 @@ type skip uint8
 const (
 	skipLandlock skip = 1 << iota
 	skipSeccomp
+	skipGuard // probes: the port guard is proven on its own
 )
 
 var (
@@ -96,11 +97,13 @@ func probe() facility {
 	for _, m := range modes {
 		try := f
 		try.ns = m
+		try.skip |= skipGuard
 		out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try)
 		if err == nil && out.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
 		}
 		if err == nil {
+			try.skip &^= skipGuard
 			return try
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", m, err))
@@ -165,6 +168,15 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 			cfg.BlockUnix = false
 		}
 	}
+	// A command on the host's network may not reach the server's own
+	// ports (see GuardPorts).
+	var guardRules *os.File
+	if g := guarded(); g != nil && f.skip&skipGuard == 0 && (c.Sandbox == nil || c.Sandbox.Network) {
+		if g.err != nil {
+			return Output{}, g.err
+		}
+		cfg.Guard, guardRules = true, g.rules
+	}
 	arg, err := json.Marshal(cfg)
 	if err != nil {
 		return Output{}, fmt.Errorf("shell: %w", err)
@@ -224,6 +236,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		cmd.Stderr = errW
 	}
 	cmd.ExtraFiles = []*os.File{statusW}
+	if guardRules != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, guardRules) // guardFD
+	}
 
 	// Pdeathsig fires when the thread that started the child exits: start
 	// it from a locked thread that stays alive until the child is reaped.

@@ -210,7 +210,7 @@ func TestSandboxFailsClosed(t *testing.T) {
 }
 
 func TestProtectionsAreListed(t *testing.T) {
-	want := []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block"}
+	want := []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "port guard"}
 	ps := Protections()
 	if len(ps) != len(want) {
 		t.Fatalf("protections %+v", ps)

@@ -29,6 +29,24 @@ func TestMain(m *testing.M) {
 		c.Close()
 		fmt.Println("connected")
 		os.Exit(0)
+	case "mptcp":
+		// Multipath TCP falls back to plain TCP with a TCP server, and
+		// Landlock's port rules do not see it.
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262)
+		if err != nil {
+			fmt.Println("socket:", err)
+			os.Exit(3)
+		}
+		host, port, _ := net.SplitHostPort(os.Getenv("CREW_SHELL_ADDR"))
+		p, _ := strconv.Atoi(port)
+		sa := &syscall.SockaddrInet4{Port: p}
+		copy(sa.Addr[:], net.ParseIP(host).To4())
+		if err := syscall.Connect(fd, sa); err != nil {
+			fmt.Println("connect:", err)
+			os.Exit(3)
+		}
+		fmt.Println("connected")
+		os.Exit(0)
 	case "unix":
 		// Connect to a Unix socket (a leading @ is abstract), then check
 		// that the socket pairs a program may need still work while the
