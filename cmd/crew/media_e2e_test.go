@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -52,9 +53,15 @@ func (m *visionModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // user message holds an image: its image URLs and its text parts joined.
 func (m *visionModel) lastUser(t *testing.T) (urls []string, text string) {
 	t.Helper()
+	return m.lastUserAfter(t, 0)
+}
+
+// lastUserAfter is lastUser among the requests after the first skip.
+func (m *visionModel) lastUserAfter(t *testing.T, skip int) (urls []string, text string) {
+	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, body := range m.bodies {
+	for _, body := range m.bodies[skip:] {
 		var req struct {
 			Messages []struct {
 				Role    string          `json:"role"`
@@ -170,6 +177,37 @@ func TestBrowserComposerImageUploadReachesVisionRoute(t *testing.T) {
 	}
 	fitsPhone(t, ctx)
 	shot(t, ctx, "chat-image")
+
+	// An image pasted into the text box, sent without words: the model
+	// reads "[photo: inbox/…]" with the image.
+	pasted := base64.StdEncoding.EncodeToString(testImage(t, png.Encode))
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		const bytes = Uint8Array.from(atob(`+jsonText(pasted)+`), (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], 'image.png', { type: 'image/png' }));
+		const box = document.querySelector('[data-testid="composer-text"]');
+		box.focus();
+		box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+	})()`))
+	waitText(t, ctx, `[data-testid="composer-files"]`, "Attached: image.png")
+	before := model.requests()
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="composer-send"]`)))
+	waitJS(t, ctx, s, "two messages with images", `document.querySelectorAll('[data-testid="msg-user"] [data-testid="msg-image"]').length === 2`)
+	waitIdle(t, ctx, s)
+	inbox, _ = os.ReadDir(filepath.Join(home, "workspace", "inbox"))
+	if len(inbox) != 2 {
+		t.Fatalf("workspace/inbox after the paste holds %v", inbox)
+	}
+	urls, said = model.lastUserAfter(t, before)
+	var photo2 string
+	for _, e := range inbox {
+		if strings.HasSuffix(e.Name(), "-image.png") {
+			photo2 = e.Name()
+		}
+	}
+	if len(urls) != 1 || said != "[photo: inbox/"+photo2+"]" {
+		t.Errorf("the pasted image's request: %d images, text %q (inbox %v)", len(urls), said, inbox)
+	}
 	s.stop(t)
 }
 
