@@ -31,6 +31,9 @@ type Envelope struct {
 
 	Subject string `json:"-"`
 	Seq     uint64 `json:"-"`
+
+	// payload is Data decoded once by Decoded, shared by env's copies.
+	payload Event
 }
 
 // New wraps e in an envelope with a fresh id and the current time.
@@ -59,7 +62,11 @@ func MustNew(e Event) Envelope {
 
 // Decode returns the typed payload of env. It fails with ErrUnknownType or
 // ErrNewerVersion (wrapped in a DecodeError naming subject and sequence).
+// For an envelope from Decoded it returns the payload decoded there.
 func (env Envelope) Decode() (Event, error) {
+	if env.payload != nil {
+		return env.payload, nil
+	}
 	mk, err := lookup(env.Type, env.V)
 	if err != nil {
 		return nil, &DecodeError{Subject: env.Subject, Seq: env.Seq, Err: err}
@@ -71,6 +78,20 @@ func (env Envelope) Decode() (Event, error) {
 		return nil, &DecodeError{Subject: env.Subject, Seq: env.Seq, Err: fmt.Errorf("%s v%d: %w", env.Type, env.V, err)}
 	}
 	return e, nil
+}
+
+// Decoded returns env holding its payload decoded, so that every Decode
+// of it and of its copies returns that one value (which its readers must
+// not change): the projections, which each decode every event, decode it
+// once. An envelope whose payload does not decode is returned as it is, so
+// Decode gives the error.
+func (env Envelope) Decoded() Envelope {
+	if env.payload == nil {
+		if e, err := env.Decode(); err == nil {
+			env.payload = e
+		}
+	}
+	return env
 }
 
 // decode parses a stored body and checks its type and version are known.

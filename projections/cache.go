@@ -2,7 +2,9 @@ package projections
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 
 	json "github.com/segmentio/encoding/json"
@@ -24,6 +26,14 @@ import (
 type recordCache struct {
 	buckets map[*bbolt.Bucket]map[string]*cachedRecord
 	dirty   []dirtyRecord // in first-put order
+	// indexes holds the last Put (or Delete: nil) of each key of the
+	// cached index buckets, written at flush in key order.
+	indexes map[*bbolt.Bucket]map[string]*indexOp
+}
+
+type indexOp struct {
+	val []byte
+	del bool
 }
 
 type cachedRecord struct {
@@ -41,6 +51,12 @@ type dirtyRecord struct {
 // by most events (one per conversation, one per run).
 var cachedBuckets = []string{bucketConversations, bucketRuns}
 
+// cachedIndexes are key-only indexes the Runner writes at flush: each
+// event of a conversation moves its key in bucketConvByUpdated and puts
+// or deletes it in bucketConvOpen; only the batch's last move is written.
+// Inside Apply they are written with putKey and deleteKey and never read.
+var cachedIndexes = []string{bucketConvByUpdated, bucketConvOpen}
+
 // txCaches maps a write transaction to its cache. bbolt hands Apply the
 // *bbolt.Tx only, and a writable transaction returns the same *Bucket for
 // a name each time, so the bucket pointer names the bucket.
@@ -50,10 +66,15 @@ var txCaches sync.Map // *bbolt.Tx → *recordCache
 // the func it returns writes the changed records and forgets the cache
 // (call it before Commit; on an error, roll back).
 func cacheRecords(tx *bbolt.Tx) (flush func() error, forget func()) {
-	c := &recordCache{buckets: map[*bbolt.Bucket]map[string]*cachedRecord{}}
+	c := &recordCache{buckets: map[*bbolt.Bucket]map[string]*cachedRecord{}, indexes: map[*bbolt.Bucket]map[string]*indexOp{}}
 	for _, name := range cachedBuckets {
 		if b := tx.Bucket([]byte(name)); b != nil {
 			c.buckets[b] = map[string]*cachedRecord{}
+		}
+	}
+	for _, name := range cachedIndexes {
+		if b := tx.Bucket([]byte(name)); b != nil {
+			c.indexes[b] = map[string]*indexOp{}
 		}
 	}
 	txCaches.Store(tx, c)
@@ -67,6 +88,19 @@ func cacheRecords(tx *bbolt.Tx) (flush func() error, forget func()) {
 			}
 			if err := d.b.Put([]byte(d.key), raw); err != nil {
 				return err
+			}
+		}
+		for b, ops := range c.indexes {
+			for _, k := range slices.Sorted(maps.Keys(ops)) {
+				var err error
+				if op := ops[k]; op.del {
+					err = b.Delete([]byte(k))
+				} else {
+					err = b.Put([]byte(k), op.val)
+				}
+				if err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -148,4 +182,34 @@ func cachedPut(b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any
 		rc.dirty = append(rc.dirty, dirtyRecord{b: b, key: string(key), rec: r})
 	}
 	return nil
+}
+
+// indexOps returns the cached writes of b's index bucket, or nil.
+func indexOps(b *bbolt.Bucket) map[string]*indexOp {
+	if b == nil || !b.Writable() {
+		return nil
+	}
+	c, ok := txCaches.Load(b.Tx())
+	if !ok {
+		return nil
+	}
+	return c.(*recordCache).indexes[b]
+}
+
+// putKey is b.Put, deferred to the flush for a cached index.
+func putKey(b *bbolt.Bucket, key, val []byte) error {
+	if ops := indexOps(b); ops != nil {
+		ops[string(key)] = &indexOp{val: slices.Clone(val)}
+		return nil
+	}
+	return b.Put(key, val)
+}
+
+// deleteKey is b.Delete, deferred to the flush for a cached index.
+func deleteKey(b *bbolt.Bucket, key []byte) error {
+	if ops := indexOps(b); ops != nil {
+		ops[string(key)] = &indexOp{del: true}
+		return nil
+	}
+	return b.Delete(key)
 }

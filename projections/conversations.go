@@ -157,7 +157,7 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return err
 	}
 	if found {
-		if err := index.Delete(append(timeKey(c.Updated), id...)); err != nil {
+		if err := deleteKey(index, append(timeKey(c.Updated), id...)); err != nil {
 			return err
 		}
 	}
@@ -224,7 +224,7 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	if err := putConversation(tx, c); err != nil {
 		return err
 	}
-	if err := index.Put(append(timeKey(c.Updated), id...), nil); err != nil {
+	if err := putKey(index, append(timeKey(c.Updated), id...), nil); err != nil {
 		return err
 	}
 	if c.RootID != "" && c.RootID != id {
@@ -269,7 +269,7 @@ func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
 		return err
 	}
 	if !found { // listed like any other conversation
-		return tx.Bucket([]byte(bucketConvByUpdated)).Put(append(timeKey(c.Updated), id...), nil)
+		return putKey(tx.Bucket([]byte(bucketConvByUpdated)), append(timeKey(c.Updated), id...), nil)
 	}
 	return nil
 }
@@ -316,9 +316,9 @@ func putConversation(tx *bbolt.Tx, c Conversation) error {
 	}
 	open := tx.Bucket([]byte(bucketConvOpen))
 	if recoverable(c) {
-		return open.Put([]byte(c.ID), nil)
+		return putKey(open, []byte(c.ID), nil)
 	}
-	return open.Delete([]byte(c.ID))
+	return deleteKey(open, []byte(c.ID))
 }
 
 // recoverable: running, awaiting approval or with queued messages.

@@ -25,7 +25,9 @@ type Projection interface {
 	Buckets() []string
 	// Apply updates the projection with one event inside tx. It must be
 	// deterministic (see the package doc) and ignore events it does not
-	// project. An error stops the projection at this event.
+	// project. An error stops the projection at this event. The payload
+	// env.Decode returns is shared with the other projections: Apply must
+	// not change it.
 	Apply(tx *bbolt.Tx, env events.Envelope) error
 }
 

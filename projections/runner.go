@@ -259,6 +259,9 @@ func (d *delivery) read() {
 	}
 	d.seq = meta.Sequence.Stream
 	d.env, d.derr = events.DecodeStored(d.msg.Subject(), d.seq, d.msg.Data())
+	if d.derr == nil {
+		d.env = d.env.Decoded()
+	}
 }
 
 func (r *Runner) run(ctx context.Context, g *group) {
