@@ -23,6 +23,7 @@ func (e *RunFinished) runOf() string       { return e.RunID }
 func (e *SteersApplied) runOf() string     { return e.RunID }
 func (e *GuardReminded) runOf() string     { return e.RunID }
 func (e *ApprovalRequested) runOf() string { return e.RunID }
+func (e *QuestionAsked) runOf() string     { return e.RunID }
 func (e *RouteFallback) runOf() string     { return e.RunID }
 func (e *Escalated) runOf() string         { return e.RunID }
 func (e *HookRan) runOf() string           { return e.RunID }

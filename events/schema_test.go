@@ -53,6 +53,24 @@ var samples = map[string][]events.Event{
 		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"ls"}`), ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
 		&events.ApprovalRequested{ApprovalID: "a2", RunID: "r1", Step: 1, CallID: "c2", Tool: "shell_run", Arguments: json.RawMessage(`{"command":"git push"}`), Reason: "matches shell_ask_patterns: git push", ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
 	},
+	events.TypeQuestionAsked: {
+		&events.QuestionAsked{QuestionID: "q1", RunID: "r1", Step: 1, CallID: "c1", Question: "Which day?", ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
+		&events.QuestionAsked{QuestionID: "q2", RunID: "r1", Step: 2, CallID: "c2", Question: "Which colour?", Choices: []string{"red", "blue"}, ExpiresAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)},
+	},
+	events.TypeQuestionAnswered: {
+		&events.QuestionAnswered{QuestionID: "q1", Answer: "Tuesday", Channel: "web"},
+		&events.QuestionAnswered{QuestionID: "q2", Answer: "blue"},
+	},
+	events.TypeTelegramCardSent: {
+		&events.TelegramCardSent{CardID: "a1", Kind: events.CardApproval, ChatID: 42, MessageID: 7, Text: "Approval needed: shell_run"},
+		&events.TelegramCardSent{CardID: "q1", Kind: events.CardQuestion, ChatID: -100, MessageID: 8, Text: "Which day?", Choices: []string{"Monday", "Tuesday"}},
+	},
+	events.TypeTelegramCardSettled: {
+		&events.TelegramCardSettled{CardID: "q1", Outcome: "answered"},
+	},
+	events.TypeQuestionExpired: {
+		&events.QuestionExpired{QuestionID: "q1"},
+	},
 	events.TypeApprovalDecided: {
 		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved, Always: true, Channel: "web"},
 		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionDenied},

@@ -186,7 +186,7 @@ func unknownTool(name string) string {
 }
 
 // call takes a new call of the reply through the whole pipeline. paused:
-// the gate asked for an approval.
+// the gate asked for an approval, or the call asked the owner a question.
 func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest) (paused bool, err error) {
 	tc := &toolCall{ToolCallRequest: c, runID: s.openRun, step: s.step}
 	tool, ok := t.lookup(ctx, c.Name)
@@ -198,14 +198,13 @@ func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest)
 		return false, t.result(ctx, s.openRun, s.step, c, text, true, outcome)
 	}
 	verdict, reason := Gate(tool, t.toolEnv(), c.Arguments, s.auton || t.agent.Autonomous, s.auto)
-	if verdict == Ask {
-		ttl := t.agent.ApprovalTTL
-		if s.ttl > 0 {
-			ttl = time.Duration(s.ttl) * time.Second
-		}
+	switch {
+	case verdict == AskOwner && !s.child:
+		return true, t.ask(ctx, s, c)
+	case verdict == Ask:
 		return true, t.emit(ctx, &events.ApprovalRequested{
 			ApprovalID: t.deps.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Tool: c.Name,
-			Arguments: c.Arguments, Reason: reason, ExpiresAt: t.deps.Clock().Add(ttl).UTC(),
+			Arguments: c.Arguments, Reason: reason, ExpiresAt: t.deps.Clock().Add(t.ttl(s)).UTC(),
 		})
 	}
 	return false, t.run(ctx, tc)

@@ -87,7 +87,7 @@ func (c *Conv) evictable() bool {
 	}
 	defer c.mu.Unlock()
 	st := c.st
-	return c.waiters == 0 && st != nil && st.OpenRun == "" && len(st.Queued) == 0 && len(st.Steers) == 0 && !st.BusyQueued && pendingApprovals(st) == 0
+	return c.waiters == 0 && st != nil && st.OpenRun == "" && len(st.Queued) == 0 && len(st.Steers) == 0 && !st.BusyQueued && pendingApprovals(st) == 0 && st.PendingQuestion() == nil
 }
 
 func pendingApprovals(st *State) int {

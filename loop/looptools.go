@@ -34,6 +34,10 @@ type traits struct {
 	instant bool
 	// endsTurn: the run ends once the reply's calls are settled.
 	endsTurn bool
+	// asks: the call is a question to the owner; the turn pauses on it
+	// (in a delegated conversation it goes back to the delegating agent,
+	// and the run ends once the reply's calls are settled).
+	asks bool
 	// resumes: a call cut by a restart is resumed, not closed as
 	// interrupted.
 	resumes bool

@@ -197,7 +197,7 @@ func (w *Worker) takeRestarted(id string) bool {
 
 // resumeAfterRestart runs before the first pass over a conversation the
 // recovery scan found after a crash: a run that was working when the
-// server died (not one paused on an approval) is recorded as resumed
+// server died (not one paused on an approval or a question) is recorded as resumed
 // (run_resumed), or, when it was resumed MaxResumes times already, closed
 // as interrupted. After a clean stop it does nothing.
 func (w *Worker) resumeAfterRestart(ctx context.Context, conv *Conv) error {
@@ -205,7 +205,7 @@ func (w *Worker) resumeAfterRestart(ctx context.Context, conv *Conv) error {
 		return nil
 	}
 	_, err := conv.Append(ctx, func(st *State) ([]events.Event, error) {
-		if st.OpenRun == "" || st.Closed || st.PendingApproval() != nil {
+		if st.OpenRun == "" || st.Closed || st.PendingApproval() != nil || st.PendingQuestion() != nil {
 			return nil, nil
 		}
 		if st.Resumed >= MaxResumes {

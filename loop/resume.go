@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"strings"
 
 	"github.com/my-agent-crew/crew/events"
 )
@@ -9,7 +10,8 @@ import (
 // finishDecided ends an open run whose end the log already holds but whose
 // run_finished it does not: a crash fell between the run's last word and
 // its close. A reply without tool calls is the run's answer, and an
-// ask_user reply whose calls all have results has asked its question; the
+// ask_user reply of a delegated conversation whose calls all have results
+// has asked its question; the
 // run finishes with them, so a resumed run never asks the model again and
 // a message gets one reply however often the server dies (issue 10 item 6).
 func (t *Turn) finishDecided(ctx context.Context) (bool, error) {
@@ -51,9 +53,11 @@ func decidedEnd(st *State) (runID, reason string, done bool) {
 		return "", "", false
 	}
 	answered := map[string]bool{}
+	legacy := false
 	for _, m := range st.Messages[last+1:] {
 		if m.Role == RoleTool {
 			answered[m.ToolCallID] = true
+			legacy = legacy || (m.Tool == AskUserTool && strings.HasPrefix(m.Text, legacyAskText))
 		}
 	}
 	asked := false
@@ -61,10 +65,18 @@ func decidedEnd(st *State) (runID, reason string, done bool) {
 		if !answered[c.ID] {
 			return "", "", false
 		}
-		asked = asked || c.Name == "ask_user"
+		// A delegated conversation's ask_user ended its run; a root's
+		// was answered, and the run carries on.
+		// A log of a build before questions paused (legacyAskText) ended
+		// the run there too.
+		asked = asked || (c.Name == AskUserTool && (st.ParentConversation != "" || legacy))
 	}
 	if asked {
 		return st.OpenRun, "ask_user", true
 	}
 	return "", "", false
 }
+
+// legacyAskText is what ask_user answered before a question paused the
+// turn: the run ended on it, and the answer came as the next message.
+const legacyAskText = "Your question was shown to the owner."

@@ -18,16 +18,19 @@ var (
 
 // settle answers the unanswered tool calls of the last reply, in the order
 // written: calls cut by a restart are closed (or resumed), decided
-// approvals run or are denied, calls past the cap are refused, and the rest
-// go through the pipeline (call.go). paused: an approval is pending. done:
-// the run finished (a tool that ends the turn, ask_user, was called).
+// approvals run or are denied, answered questions get their answer, calls
+// past the cap are refused, and the rest go through the pipeline
+// (call.go). paused: an approval or a question is pending. done: the run
+// finished (a delegated conversation's ask_user was called).
 func (t *Turn) settle(ctx context.Context, s snapshotOf) (paused, done bool, err error) {
-	// ask_user ends the turn once the reply's calls are settled, even when
-	// a gated call in the same reply paused in between.
+	// A delegated conversation's ask_user ends the turn once the reply's
+	// calls are settled (its question goes to the delegating agent), even
+	// when a gated call in the same reply paused in between.
 	ends := false
 	for _, c := range s.calls {
 		tool, _ := t.tool(c.Name)
-		ends = ends || traitsOf(tool).endsTurn
+		tr := traitsOf(tool)
+		ends = ends || tr.endsTurn || (tr.asks && s.child)
 	}
 	unanswered := 0
 	for i, c := range s.calls {
@@ -68,6 +71,12 @@ func (t *Turn) settleCall(ctx context.Context, s snapshotOf, i int, c events.Too
 			return false, t.resume(ctx, &toolCall{ToolCallRequest: c, runID: s.openRun, step: step, tool: tool})
 		}
 		return false, t.result(ctx, s.openRun, step, c, interruptedText, true, "interrupted")
+	}
+	if q, ok := s.question[c.ID]; ok {
+		if q.Outcome == "" {
+			return true, nil // waiting for the owner's answer
+		}
+		return false, t.answered(ctx, s, c, q)
 	}
 	if a, ok := s.approval[c.ID]; ok {
 		switch a.Decision {

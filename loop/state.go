@@ -135,6 +135,27 @@ type Approval struct {
 	Always    bool      `json:"always,omitempty"`
 }
 
+// Question is an ask_user call waiting for (or just given) the owner's
+// answer; Outcome is empty while it waits.
+type Question struct {
+	ID        string    `json:"id"`
+	RunID     string    `json:"run_id"`
+	Step      int       `json:"step"`
+	CallID    string    `json:"call_id"`
+	Text      string    `json:"text"`
+	Choices   []string  `json:"choices,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Outcome   string    `json:"outcome,omitempty"` // QuestionAnswered or QuestionExpired
+	Answer    string    `json:"answer,omitempty"`
+	Channel   string    `json:"channel,omitempty"`
+}
+
+// Question outcomes.
+const (
+	QuestionAnswered = "answered"
+	QuestionExpired  = "expired"
+)
+
 // State is what a turn needs of its conversation, folded from the
 // conversation's events. It is a pure function of those events: the same
 // events give the same State, from a snapshot or from a cold replay.
@@ -173,6 +194,11 @@ type State struct {
 	// Decided remembers every answered approval of the conversation (id →
 	// decision), so a late second answer is a conflict, not "unknown".
 	Decided map[string]string `json:"decided,omitempty"`
+	// Questions of the open run by call id (ask_user); Asked remembers
+	// every settled question of the conversation (id → outcome), so a late
+	// second answer is a conflict, not "unknown".
+	Questions map[string]*Question `json:"questions,omitempty"`
+	Asked     map[string]string    `json:"asked,omitempty"`
 	// External maps channel message ids (telegram:<update_id>) to the
 	// event that stored them, so a redelivered update is not stored twice.
 	External map[string]string `json:"external,omitempty"`
@@ -346,7 +372,7 @@ func (s *State) Apply(env events.Envelope) error {
 			s.RunPrompt = append(s.RunPrompt, cmp.Or(q.Said, q.Text))
 		}
 		s.Queued, s.BusyQueued = nil, false
-		s.Calling, s.Approvals = nil, nil
+		s.Calling, s.Approvals, s.Questions = nil, nil, nil
 		s.Guard, s.Escalated = Guard{}, false
 		s.RunCanvas = RunCanvas{}
 		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
@@ -371,7 +397,7 @@ func (s *State) Apply(env events.Envelope) error {
 					}
 				}
 			}
-			s.OpenRun, s.Step, s.Calling, s.Approvals = "", 0, nil, nil
+			s.OpenRun, s.Step, s.Calling, s.Approvals, s.Questions = "", 0, nil, nil, nil
 			s.Guard, s.Escalated = Guard{}, false
 			// Steers that never reached a tool boundary (the run ended
 			// first) are not lost: they wait as messages for the next turn,
@@ -453,6 +479,7 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		delete(s.Calling, e.CallID)
 		delete(s.Approvals, e.CallID)
+		delete(s.Questions, e.CallID)
 		s.canvasResult(e)
 		if e.Tool == ToolSearchTool {
 			s.load(e.Meta["loaded"])
@@ -478,6 +505,16 @@ func (s *State) Apply(env events.Envelope) error {
 			s.Approvals = map[string]*Approval{}
 		}
 		s.Approvals[e.CallID] = &Approval{ID: e.ApprovalID, RunID: e.RunID, Step: e.Step, CallID: e.CallID, Tool: e.Tool, Reason: e.Reason, ExpiresAt: e.ExpiresAt}
+	case *events.QuestionAsked:
+		if s.Questions == nil {
+			s.Questions = map[string]*Question{}
+		}
+		s.Questions[e.CallID] = &Question{ID: e.QuestionID, RunID: e.RunID, Step: e.Step, CallID: e.CallID, Text: e.Question,
+			Choices: e.Choices, ExpiresAt: e.ExpiresAt}
+	case *events.QuestionAnswered:
+		s.settleQuestion(e.QuestionID, QuestionAnswered, e.Answer, e.Channel)
+	case *events.QuestionExpired:
+		s.settleQuestion(e.QuestionID, QuestionExpired, "", "")
 	case *events.ApprovalDecided:
 		if s.Decided == nil {
 			s.Decided = map[string]string{}
@@ -632,6 +669,42 @@ func (s *State) PendingApproval() *Approval {
 	return nil
 }
 
+// settleQuestion records a question's outcome; the first one stored wins.
+func (s *State) settleQuestion(id, outcome, answer, channel string) {
+	if _, done := s.Asked[id]; done {
+		return
+	}
+	if s.Asked == nil {
+		s.Asked = map[string]string{}
+	}
+	s.Asked[id] = outcome
+	for _, q := range s.Questions {
+		if q.ID == id && q.Outcome == "" {
+			q.Outcome, q.Answer, q.Channel = outcome, answer, channel
+		}
+	}
+}
+
+// PendingQuestion returns the unanswered question of the open run, if any.
+func (s *State) PendingQuestion() *Question {
+	for _, q := range s.Questions {
+		if q.Outcome == "" {
+			return q
+		}
+	}
+	return nil
+}
+
+// QuestionByID finds a question of the open run.
+func (s *State) QuestionByID(id string) *Question {
+	for _, q := range s.Questions {
+		if q.ID == id {
+			return q
+		}
+	}
+	return nil
+}
+
 // ApprovalByID finds an approval of the open run.
 func (s *State) ApprovalByID(id string) *Approval {
 	for _, a := range s.Approvals {
@@ -693,7 +766,7 @@ func (s *State) NeedsTurn() bool {
 		return false
 	}
 	if s.OpenRun != "" {
-		return s.PendingApproval() == nil
+		return s.PendingApproval() == nil && s.PendingQuestion() == nil
 	}
 	return len(s.Queued) > 0
 }
@@ -784,7 +857,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 19
+const snapshotVersion byte = 20
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

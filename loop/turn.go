@@ -91,7 +91,7 @@ type Deps struct {
 
 // Turn runs one pass of the loop on a conversation: it starts a run for
 // queued messages or resumes the open one, and returns when the run
-// finishes or pauses on an approval. Everything it decides is appended
+// finishes or pauses on an approval or a question. Everything it decides is appended
 // through conv before it takes effect.
 type Turn struct {
 	agent Agent
@@ -138,6 +138,7 @@ type snapshotOf struct {
 	answered map[string]bool
 	calling  map[string]bool
 	approval map[string]Approval
+	question map[string]Question
 	auto     []string
 	auton    bool
 	ttl      int
@@ -168,6 +169,10 @@ func (t *Turn) read() snapshotOf {
 		s.approval = map[string]Approval{}
 		for k, a := range st.Approvals {
 			s.approval[k] = *a
+		}
+		s.question = map[string]Question{}
+		for k, q := range st.Questions {
+			s.question[k] = *q
 		}
 		s.guard, s.escal = st.Guard, st.Escalated
 		s.canvasChannel, s.runFrom = st.CanvasChannel(), st.RunFrom

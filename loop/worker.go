@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,6 +18,10 @@ import (
 var (
 	ErrUnknownApproval = errors.New("no such approval")
 	ErrAlreadyDecided  = errors.New("approval already decided")
+	ErrUnknownQuestion = errors.New("no such question")
+	ErrAlreadyAnswered = errors.New("question already answered")
+	ErrQuestionExpired = errors.New("question expired")
+	ErrBadAnswer       = errors.New("bad answer")
 )
 
 // WorkerConfig wires a Worker.
@@ -101,6 +107,8 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		FilterSubjects: []string{
 			events.Root + ".conv.*." + events.TypeMessageReceived,
 			events.Root + ".conv.*." + events.TypeApprovalDecided,
+			events.Root + ".conv.*." + events.TypeQuestionAnswered,
+			events.Root + ".conv.*." + events.TypeQuestionExpired,
 			events.Root + ".conv.*." + events.TypeTaskNotification,
 		},
 		// Only what arrives from now on: older work is found by Recover.
@@ -359,6 +367,72 @@ func (w *Worker) Decide(ctx context.Context, conversation, approvalID string, ap
 	return decision, nil
 }
 
+// Answer answers a pending question (ask_user) with the owner's words; the
+// answer becomes the call's result and the turn carries on. The first
+// answer stored wins: a second gets ErrAlreadyAnswered, one after the
+// question's time ErrQuestionExpired (and the question is recorded as
+// expired if the sweep has not done it yet). An empty or oversized answer
+// is ErrBadAnswer, and nothing is stored.
+func (w *Worker) Answer(ctx context.Context, conversation, questionID, answer, channel string) error {
+	if strings.TrimSpace(answer) == "" {
+		return fmt.Errorf("%w: the answer is empty", ErrBadAnswer)
+	}
+	if len(answer) > MaxAnswerBytes {
+		return fmt.Errorf("%w: the answer has %d bytes; at most %d", ErrBadAnswer, len(answer), MaxAnswerBytes)
+	}
+	if !utf8.ValidString(answer) {
+		return fmt.Errorf("%w: the answer is not UTF-8 text", ErrBadAnswer)
+	}
+	conv, err := w.cfg.Convs.Get(ctx, conversation)
+	if err != nil {
+		return err
+	}
+	now := w.cfg.Deps.Clock()
+	expired := false
+	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		expired = false
+		if outcome, done := st.Asked[questionID]; done {
+			if outcome == QuestionExpired {
+				return nil, fmt.Errorf("%w: %s expired before this answer; the agent was told nobody answered in time", ErrQuestionExpired, questionID)
+			}
+			return nil, fmt.Errorf("%w: %s was answered already", ErrAlreadyAnswered, questionID)
+		}
+		q := st.QuestionByID(questionID)
+		if q == nil {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownQuestion, questionID)
+		}
+		if !now.Before(q.ExpiresAt) {
+			expired = true
+			return []events.Event{&events.QuestionExpired{QuestionID: questionID}}, nil
+		}
+		return []events.Event{&events.QuestionAnswered{QuestionID: questionID, Answer: answer, Channel: channel}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	w.Kick(conversation)
+	if expired {
+		return fmt.Errorf("%w: %s expired before this answer; the agent was told nobody answered in time", ErrQuestionExpired, questionID)
+	}
+	return nil
+}
+
+// expireQuestion records a pending question as expired (the sweep).
+func (w *Worker) expireQuestion(ctx context.Context, conv *Conv, questionID string) error {
+	now := w.cfg.Deps.Clock()
+	stored, err := conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		q := st.QuestionByID(questionID)
+		if q == nil || q.Outcome != "" || now.Before(q.ExpiresAt) {
+			return nil, nil
+		}
+		return []events.Event{&events.QuestionExpired{QuestionID: questionID}}, nil
+	})
+	if err == nil && len(stored) > 0 {
+		w.Kick(conv.ID())
+	}
+	return err
+}
+
 // sweep decides expired approvals as expired (handled as deny, R-GATE-3).
 func (w *Worker) sweep() {
 	t := time.NewTicker(w.cfg.SweepEvery)
@@ -373,7 +447,7 @@ func (w *Worker) sweep() {
 	}
 }
 
-// SweepOnce expires every pending approval whose time is up, in the
+// SweepOnce expires every pending approval and question whose time is up, in the
 // conversations loaded in this process (the recovery scan loads every
 // conversation with a pending approval).
 func (w *Worker) SweepOnce(ctx context.Context) {
@@ -390,6 +464,19 @@ func (w *Worker) SweepOnce(ctx context.Context) {
 		for _, id := range expired {
 			if _, err := w.Decide(ctx, conv.ID(), id, false, false, "sweep"); err != nil && !errors.Is(err, ErrAlreadyDecided) {
 				w.cfg.Logger.Error("expire approval", "conversation", conv.ID(), "approval", id, "err", err)
+			}
+		}
+		var due []string
+		conv.View(func(st *State) {
+			for _, q := range st.Questions {
+				if q.Outcome == "" && !now.Before(q.ExpiresAt) {
+					due = append(due, q.ID)
+				}
+			}
+		})
+		for _, id := range due {
+			if err := w.expireQuestion(ctx, conv, id); err != nil {
+				w.cfg.Logger.Error("expire question", "conversation", conv.ID(), "question", id, "err", err)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ const (
 	ConversationIdle             = "idle"
 	ConversationRunning          = "running"           // a run started and not finished
 	ConversationAwaitingApproval = "awaiting_approval" // a run paused on an approval
+	ConversationAwaitingAnswer   = "awaiting_answer"   // a run paused on a question to the owner (ask_user)
 	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap), until the next message
 	ConversationFailed           = "failed"            // the last run failed (model_error, …), until the next message
 	ConversationClosed           = "closed"
@@ -63,6 +64,8 @@ type Conversation struct {
 	// root lists its children's too (R-DEL: they surface where the owner
 	// is), each naming its conversation.
 	PendingApprovals []PendingApproval `json:"pending_approvals,omitempty"`
+	// PendingQuestion is the question (ask_user) the open run waits on.
+	PendingQuestion *PendingQuestion `json:"pending_question,omitempty"`
 	// Halted is the reason the last run halted, until the next message or
 	// run.
 	Halted string `json:"halted,omitempty"`
@@ -115,11 +118,43 @@ type PendingApproval struct {
 	Agent        string `json:"agent,omitempty"`
 }
 
-// bucketApprovals maps approval id → conversation id.
-const bucketApprovals = "approvals"
+// PendingQuestion is a question waiting for the owner's answer.
+type PendingQuestion struct {
+	ID        string    `json:"id"`
+	Question  string    `json:"question"`
+	Choices   []string  `json:"choices"` // [] when none: a free answer
+	ExpiresAt time.Time `json:"expires_at"`
+	RunID     string    `json:"run_id"`
+	CallID    string    `json:"call_id"`
+}
+
+// bucketApprovals maps approval id → conversation id; bucketQuestions
+// question id → conversation id.
+const (
+	bucketApprovals = "approvals"
+	bucketQuestions = "questions"
+)
 
 func (Conversations) Buckets() []string {
-	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen}
+	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen, bucketQuestions}
+}
+
+// FindQuestion returns the conversation a question belongs to.
+func FindQuestion(db *bbolt.DB, questionID string) (string, error) {
+	var conv string
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketQuestions))
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get([]byte(questionID))
+		if v == nil {
+			return ErrNotFound
+		}
+		conv = string(v)
+		return nil
+	})
+	return conv, err
 }
 
 // FindApproval returns the conversation an approval belongs to.
@@ -204,6 +239,23 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if len(c.PendingApprovals) == 0 {
 			c.PendingApprovals = nil
 		}
+		if c.PendingQuestion != nil && c.PendingQuestion.RunID == e.RunID {
+			c.PendingQuestion = nil
+		}
+	case *events.QuestionAsked:
+		c.PendingQuestion = &PendingQuestion{ID: e.QuestionID, Question: e.Question, Choices: append([]string{}, e.Choices...),
+			ExpiresAt: e.ExpiresAt, RunID: e.RunID, CallID: e.CallID}
+		if err := tx.Bucket([]byte(bucketQuestions)).Put([]byte(e.QuestionID), []byte(id)); err != nil {
+			return err
+		}
+	case *events.QuestionAnswered:
+		if c.PendingQuestion != nil && c.PendingQuestion.ID == e.QuestionID {
+			c.PendingQuestion = nil
+		}
+	case *events.QuestionExpired:
+		if c.PendingQuestion != nil && c.PendingQuestion.ID == e.QuestionID {
+			c.PendingQuestion = nil
+		}
 	case *events.ApprovalRequested:
 		c.PendingApprovals = append(c.PendingApprovals, PendingApproval{ID: e.ApprovalID, RunID: e.RunID, CallID: e.CallID,
 			Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason, ExpiresAt: e.ExpiresAt})
@@ -241,6 +293,8 @@ func statusOf(c Conversation) string {
 		return ConversationClosed
 	case len(c.PendingApprovals) > 0:
 		return ConversationAwaitingApproval
+	case c.PendingQuestion != nil:
+		return ConversationAwaitingAnswer
 	case len(c.ActiveRuns) > 0:
 		return ConversationRunning
 	case c.Ended != nil && c.Ended.Status == events.RunFailed:
@@ -321,9 +375,10 @@ func putConversation(tx *bbolt.Tx, c Conversation) error {
 	return deleteKey(open, []byte(c.ID))
 }
 
-// recoverable: running, awaiting approval or with queued messages.
+// recoverable: running, awaiting approval or an answer, or with queued
+// messages.
 func recoverable(c Conversation) bool {
-	return c.Status == ConversationRunning || c.Status == ConversationAwaitingApproval || c.Queued > 0
+	return c.Status == ConversationRunning || c.Status == ConversationAwaitingApproval || c.Status == ConversationAwaitingAnswer || c.Queued > 0
 }
 
 // GetConversation returns conversation id, or ErrNotFound.

@@ -18,8 +18,10 @@ func Overview(db *bbolt.DB) (running, queued, waiting []string, err error) {
 	for _, c := range convs {
 		name := c.Agent + ": " + cmp.Or(c.Title, c.ID)
 		switch c.Status {
-		case "awaiting_approval":
+		case ConversationAwaitingApproval:
 			waiting = append(waiting, name)
+		case ConversationAwaitingAnswer:
+			waiting = append(waiting, name+" (asks: "+truncate(oneLine(c.PendingQuestion.Question), 60)+")")
 		case "running":
 			running = append(running, name)
 		}

@@ -59,6 +59,7 @@ type crewRuntime struct {
 	inbound *inbound.Inbound
 	// approvals decides approvals by id (web forms and API, Telegram).
 	approvals *inbound.Approvals
+	questions *inbound.Questions
 	db        *bbolt.DB
 	runner    *projections.Runner
 	convs     *loop.Convs
@@ -213,7 +214,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{ledger: ledger, worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
+	return &crewRuntime{ledger: ledger, worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, questions: &inbound.Questions{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
 // Close stops the scheduler, then the worker; the next start then knows

@@ -41,3 +41,33 @@ func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, alwa
 	}
 	return c.Worker.Decide(ctx, conv, approvalID, approve, always, channel)
 }
+
+// Questions answers questions (ask_user) by id for the gateways (the
+// answer box, the API, Telegram's buttons and replies) through the one
+// answer path, loop.Worker.Answer.
+type Questions struct {
+	Log     *events.Log
+	DB      *bbolt.DB // the projections database, with the questions index
+	WaitFor func(ctx context.Context, seq uint64) error
+	Worker  *loop.Worker
+}
+
+// Answer finds the question's conversation and answers it there.
+func (c *Questions) Answer(ctx context.Context, questionID, answer, channel string) error {
+	if err := events.ValidID(questionID); err != nil {
+		return fmt.Errorf("%w: %s", loop.ErrUnknownQuestion, err)
+	}
+	// Read your writes: the question was asked before this call.
+	last, err := c.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return err
+	}
+	if err := c.WaitFor(ctx, last); err != nil {
+		return err
+	}
+	conv, err := projections.FindQuestion(c.DB, questionID)
+	if err != nil {
+		return fmt.Errorf("%w: %s", loop.ErrUnknownQuestion, questionID)
+	}
+	return c.Worker.Answer(ctx, conv, questionID, answer, channel)
+}

@@ -23,6 +23,7 @@ import (
 // Errors, each mapped to one HTTP status by the web gateway.
 var (
 	ErrAwaitingApproval    = errors.New("the conversation is waiting for an approval: decide it first")                     // 409
+	ErrAwaitingAnswer      = errors.New("the conversation is waiting for your answer to its question")                      // 409
 	ErrQueueFull           = errors.New("too many queued messages: wait for the running turn")                              // 429
 	ErrEmptySteer          = errors.New("/steer needs text: /steer <what to change>")                                       // 422
 	ErrUnknownConversation = errors.New("no such conversation")                                                             // 404
@@ -210,6 +211,9 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		}
 		if st.PendingApproval() != nil {
 			return nil, ErrAwaitingApproval
+		}
+		if q := st.PendingQuestion(); q != nil {
+			return nil, fmt.Errorf("%w %s (%q): answer it with POST /api/questions/%s, its buttons or a reply to it", ErrAwaitingAnswer, q.ID, q.Text, q.ID)
 		}
 		// A steer waits as a message does (a run that ends before its next
 		// tool boundary leaves it queued): both count against one limit.

@@ -175,6 +175,8 @@ type (
 		Text      string      `json:"text"`
 		Caption   string      `json:"caption"`
 		Photo     []photoSize `json:"photo"`
+		// ReplyTo is the message this one replies to (a question's card).
+		ReplyTo *message `json:"reply_to_message"`
 	}
 	user struct {
 		ID       int64  `json:"id"`

@@ -26,7 +26,8 @@ import (
 
 // scriptModel answers by the last user message, statelessly:
 //   - "gatecmd": the gated tool with a two-line command holding ">";
-//   - "ask": ask_user "Which day?", no text;
+//   - "ask": ask_user "Which day?" with the choices Monday and Tuesday,
+//     then "got: <the call's result>";
 //   - "fail401": OpenRouter's 401;
 //   - "spend": a progress note costing $0.0021, every step, until max_steps;
 //   - "silent": no text, cost unknown;
@@ -59,7 +60,9 @@ func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated",
 			Arguments: `{"command":"echo hi > out.txt\ncat out.txt","timeout_seconds":30}`}}}
 	case last == "ask" && !afterTool:
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "ask_user", Arguments: `{"question":"Which day?"}`}}}
+		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "ask_user", Arguments: `{"question":"Which day?","choices":["Monday","Tuesday"]}`}}}
+	case last == "ask":
+		ch.Content = "got: " + lastToolResult(msgs)
 	case last == "fail401":
 		return nil, &llm.Error{Kind: llm.ErrPermanent, Provider: llm.ProviderOpenRouter, Status: 401, Body: "No auth credentials found"}
 	case last == "spend":
@@ -91,6 +94,18 @@ func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
 }
 
+// lastToolResult is the content of the last tool response in msgs.
+func lastToolResult(msgs []llms.MessageContent) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, p := range msgs[i].Parts {
+			if r, ok := p.(llms.ToolCallResponse); ok {
+				return r.Content
+			}
+		}
+	}
+	return ""
+}
+
 func (m scriptModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
 	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
 }
@@ -119,6 +134,8 @@ type crew struct {
 	log       *events.Log
 	in        *inbound.Inbound
 	approver  *approver
+	answerer  *answerer
+	worker    *loop.Worker
 	workspace string
 	logs      *syncBuffer
 	logger    *slog.Logger
@@ -153,6 +170,8 @@ func newCrew(t *testing.T) *crew {
 		in: &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", HasAgent: func(string) bool { return true },
 			Location: time.UTC, Clock: time.Now, Workspace: func(string) string { return dir }},
 		approver:  &approver{log: log, worker: w},
+		answerer:  &answerer{log: log, worker: w},
+		worker:    w,
 		workspace: dir,
 		logs:      buf,
 		logger:    slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -182,6 +201,48 @@ func (a *approver) Decide(ctx context.Context, id string, approve, always bool, 
 		}
 	}
 	return "", loop.ErrUnknownApproval
+}
+
+// answerer is what cmd/crew does: find the question's conversation, answer.
+type answerer struct {
+	log    *events.Log
+	worker *loop.Worker
+}
+
+var _ telegram.Answerer = (*answerer)(nil)
+
+func (a *answerer) Answer(ctx context.Context, id, answer, channel string) error {
+	envs, err := a.log.ReadAll(ctx, events.Root+".conv.*."+events.TypeQuestionAsked, 0)
+	if err != nil {
+		return err
+	}
+	for _, env := range envs {
+		e, err := env.Decode()
+		if err != nil {
+			return err
+		}
+		if e.(*events.QuestionAsked).QuestionID == id {
+			return a.worker.Answer(ctx, events.ScopeOf(env.Subject).ID(), id, answer, channel)
+		}
+	}
+	return loop.ErrUnknownQuestion
+}
+
+// question is the latest question asked in conv (nil: none yet).
+func (c *crew) question(t *testing.T, conv string) *events.QuestionAsked {
+	t.Helper()
+	envs, err := c.log.ReadAll(t.Context(), events.Conv(conv).Subject(events.TypeQuestionAsked), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) == 0 {
+		return nil
+	}
+	e, err := envs[len(envs)-1].Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.(*events.QuestionAsked)
 }
 
 // received lists the stored messages of all conversations.

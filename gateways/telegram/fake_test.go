@@ -169,7 +169,7 @@ func startGateway(t *testing.T, c *crew, url string, allowed ...int64) *telegram
 	t.Helper()
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: testToken, APIURL: url, AllowedChatIDs: allowed, Workspace: c.workspace, Home: "/crew-home",
-		Log: c.log, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 20 * time.Millisecond,
+		Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Logger: c.logger, PollEvery: 20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,12 @@ type Approver interface {
 	Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (decision string, err error)
 }
 
+// Answerer answers questions (ask_user) by id: the same object the web
+// gateway uses.
+type Answerer interface {
+	Answer(ctx context.Context, questionID, answer, channel string) error
+}
+
 // Config wires a Gateway.
 type Config struct {
 	Token          string
@@ -43,6 +49,9 @@ type Config struct {
 	Log       *events.Log
 	Inbound   Receiver
 	Approvals Approver
+	// Questions answers the questions sent here (buttons, replies); nil:
+	// questions are not sent.
+	Questions Answerer
 	Logger    *slog.Logger
 	// PollEvery is the pause after a getUpdates that returned nothing sooner
 	// than this (an emulator that does not long-poll) or failed (default 1 s).
@@ -129,6 +138,9 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.offset = offset
+	if err := g.loadCards(ctx); err != nil {
+		return nil, err
+	}
 	// Replies follow from the log's end now: runs that finish from here on.
 	last, err := cfg.Log.Last(ctx, events.Root+".>")
 	if err != nil {
@@ -304,6 +316,11 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	if strings.TrimSpace(msg.Text) == "" && len(msg.Attachments) == 0 {
 		return nil // stickers, joins, …: nothing to answer
 	}
+	if m.ReplyTo != nil && len(msg.Attachments) == 0 {
+		if id, k, ok := g.cards.find(m.Chat.ID, m.ReplyTo.MessageID); ok && k.kind == events.CardQuestion {
+			return g.answer(ctx, m.Chat.ID, id, msg.Text)
+		}
+	}
 	switch cmd := strings.TrimSpace(msg.Text); {
 	case cmd == "/status" && g.cfg.Status != nil:
 		g.send(ctx, m.Chat.ID, statusText(g.cfg.Status(ctx)), nil)
@@ -347,6 +364,16 @@ func userText(err error) (string, bool) {
 	switch {
 	case errors.Is(err, inbound.ErrAwaitingApproval):
 		return "A tool call is waiting for your approval: press Approve, Always or Deny on it first.", true
+	case errors.Is(err, inbound.ErrAwaitingAnswer):
+		return "The agent is waiting for your answer to its question: press a choice on it, or reply to it with your answer.", true
+	case errors.Is(err, loop.ErrAlreadyAnswered):
+		return "Already answered.", true
+	case errors.Is(err, loop.ErrQuestionExpired):
+		return "This question expired; the agent was told nobody answered in time.", true
+	case errors.Is(err, loop.ErrBadAnswer):
+		return "Not an answer: " + err.Error(), true
+	case errors.Is(err, loop.ErrUnknownQuestion):
+		return "No such question.", true
 	case errors.Is(err, inbound.ErrQueueFull):
 		return "Too many messages are queued: wait for the running turn to finish.", true
 	case errors.Is(err, inbound.ErrEmptySteer):
@@ -412,6 +439,9 @@ func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
 		return nil
 	}
 	chatID := q.Message.Chat.ID
+	if strings.HasPrefix(q.Data, "q:") {
+		return g.handleChoice(ctx, q)
+	}
 	id, approve, always, ok := parseCallback(q.Data)
 	answer := "Unknown button."
 	if ok {
@@ -447,6 +477,89 @@ func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
 	}
 	g.send(ctx, chatID, answer, nil)
 	return nil
+}
+
+// handleChoice answers a question by the choice pressed. A stale press —
+// answered or expired already, here or elsewhere — is told so and changes
+// nothing; the copy loses its buttons whatever the outcome.
+func (g *Gateway) handleChoice(ctx context.Context, q *callbackQuery) error {
+	chatID := q.Message.Chat.ID
+	toast := "Unknown button."
+	id, n, ok := parseChoice(q.Data)
+	if ok {
+		_, k, found := g.cards.find(chatID, q.Message.MessageID)
+		switch {
+		case !found || n >= len(k.choices):
+			// Settled (or never ours): say how, if this gateway knows.
+			switch g.cards.outcome(id) {
+			case "expired":
+				toast, _ = userText(loop.ErrQuestionExpired)
+			default:
+				toast, _ = userText(loop.ErrAlreadyAnswered)
+			}
+		case g.cfg.Questions == nil:
+			toast = "Questions are not answered here."
+		default:
+			err := g.cfg.Questions.Answer(ctx, id, k.choices[n], channel(chatID))
+			if err == nil {
+				toast = "Answered: " + k.choices[n]
+				break
+			}
+			text, handled := userText(err)
+			if !handled {
+				if errors.Is(err, context.Canceled) {
+					return err
+				}
+				g.cfg.Logger.Error("telegram answer failed", "question_id", id, "error", err)
+				text = "The answer was not stored: " + err.Error()
+			}
+			toast = text
+		}
+	}
+	if err := g.api.call(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": q.ID, "text": toast}, nil); err != nil {
+		g.cfg.Logger.Debug("telegram answerCallbackQuery failed", "error", err)
+	}
+	if !ok || !strings.HasPrefix(toast, "Answered") {
+		// A stale or bad press: its buttons go (an answer edits every copy).
+		if err := g.api.call(ctx, "editMessageReplyMarkup", map[string]any{
+			"chat_id": chatID, "message_id": q.Message.MessageID, "reply_markup": inlineKeyboard{Rows: [][]inlineButton{}},
+		}, nil); err != nil {
+			g.cfg.Logger.Debug("telegram editMessageReplyMarkup failed", "error", err)
+		}
+	}
+	return nil
+}
+
+// answer answers question id with a reply's text.
+func (g *Gateway) answer(ctx context.Context, chatID int64, id, text string) error {
+	if g.cfg.Questions == nil {
+		g.send(ctx, chatID, "Questions are not answered here.", nil)
+		return nil
+	}
+	err := g.cfg.Questions.Answer(ctx, id, text, channel(chatID))
+	if err == nil {
+		return nil // every copy is edited to show the answer
+	}
+	msg, handled := userText(err)
+	if !handled {
+		return err // the store is down: the update comes again
+	}
+	g.send(ctx, chatID, msg, nil)
+	return nil
+}
+
+// parseChoice reads "q:<question id>:<choice index>".
+func parseChoice(data string) (id string, n int, ok bool) {
+	rest, found := strings.CutPrefix(data, "q:")
+	if !found {
+		return "", 0, false
+	}
+	id, num, found := strings.Cut(rest, ":")
+	n, err := strconv.Atoi(num)
+	if !found || id == "" || err != nil || n < 0 {
+		return "", 0, false
+	}
+	return id, n, true
 }
 
 // Callback data: "a:<approval id>:approve|always|deny" (≤ 64 bytes).

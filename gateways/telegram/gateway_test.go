@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -417,13 +418,52 @@ func TestTelegramApprovalShowsCommandReadably(t *testing.T) {
 	}
 }
 
-// TestTelegramAskUserQuestionSent (issue 10 item 16): a run that ends on
-// ask_user without text sends the question, not silence.
+// TestTelegramAskUserQuestionSent (issue 10 item 16, seed 000 §2.4): a
+// question asked in a chat's conversation is sent there with its choices
+// as buttons; pressing one answers it (the toast says so) and the turn
+// carries on with that answer; pressing a button of the answered card
+// again is told "Already answered." and stores nothing.
 func TestTelegramAskUserQuestionSent(t *testing.T) {
 	c := newCrew(t)
 	s := newBotServer(t)
 	g := startGateway(t, c, s.URL, chat)
 	defer g.Close()
 	s.push(textUpdate(1, chat, "ask"))
-	eventstest.EventuallyWithin(t, 10*time.Second, "the question", func() bool { return s.count(chat, "The agent asks: Which day? — reply to answer.") == 1 })
+	var card sentMessage
+	eventstest.EventuallyWithin(t, 10*time.Second, "the question", func() bool {
+		for _, m := range s.sentTo(chat) {
+			if strings.HasPrefix(m.Text, "Question: Which day?") && len(m.ReplyMarkup) > 0 {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	var kb struct {
+		Rows [][]struct {
+			Text string `json:"text"`
+			Data string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal(card.ReplyMarkup, &kb); err != nil || len(kb.Rows) != 2 || kb.Rows[1][0].Text != "Tuesday" {
+		t.Fatalf("buttons = %s (%v), want Monday and Tuesday", card.ReplyMarkup, err)
+	}
+	press := func(id int) {
+		s.push(map[string]any{"update_id": id, "callback_query": map[string]any{
+			"id": fmt.Sprint("cb", id), "data": kb.Rows[1][0].Data, "from": map[string]any{"id": chat},
+			"message": map[string]any{"message_id": 1, "chat": map[string]any{"id": chat}}}})
+	}
+	// The card was the first message sent to the chat: message_id 1.
+	press(2)
+	eventstest.EventuallyWithin(t, 10*time.Second, "the turn carried on with the answer", func() bool { return s.count(chat, "got: Tuesday") == 1 })
+	press(3)
+	eventstest.EventuallyWithin(t, 10*time.Second, "the stale press told", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Contains(s.answered, "Already answered.")
+	})
+	envs, err := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeQuestionAnswered, 0)
+	if err != nil || len(envs) != 1 {
+		t.Errorf("%d question_answered (%v), want the first press only", len(envs), err)
+	}
 }

@@ -72,7 +72,8 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		return
 	}
 	switch env.Type {
-	case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted, events.TypeRunFinished, events.TypeApprovalRequested, events.TypeApprovalDecided:
+	case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted, events.TypeRunFinished, events.TypeApprovalRequested, events.TypeApprovalDecided,
+		events.TypeQuestionAsked, events.TypeQuestionAnswered, events.TypeQuestionExpired:
 	default:
 		return
 	}
@@ -117,6 +118,14 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 		g.sendCard(ctx, chatID, e)
 	case *events.ApprovalDecided:
 		g.settleCards(ctx, e)
+	case *events.QuestionAsked:
+		if g.cfg.Questions != nil {
+			g.sendQuestion(ctx, chatID, e)
+		}
+	case *events.QuestionAnswered:
+		g.settleQuestion(ctx, e.QuestionID, "answered", answeredLine(e))
+	case *events.QuestionExpired:
+		g.settleQuestion(ctx, e.QuestionID, "expired", expiredLine)
 	case *events.RunFinished:
 		if r.open {
 			g.setTyping(chatID, -1)
@@ -143,11 +152,13 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 
 // applyChild sends the approval cards of a conversation delegated from a
 // chat's conversation to that chat: a child's ask-reasons still ask, and
-// they surface where the owner talks (R-DEL). The cards of every other
-// conversation (web, API, jobs) go to every allowed chat (R-X-3).
+// they surface where the owner talks (R-DEL). The cards and questions of
+// every other conversation (web, API, jobs) go to every allowed chat
+// (R-X-3).
 func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, conv string, env events.Envelope) {
 	switch env.Type {
-	case events.TypeConversationOpened, events.TypeApprovalRequested, events.TypeApprovalDecided:
+	case events.TypeConversationOpened, events.TypeApprovalRequested, events.TypeApprovalDecided,
+		events.TypeQuestionAsked, events.TypeQuestionAnswered, events.TypeQuestionExpired:
 	case events.TypeConversationClosed:
 		delete(children, conv)
 		return
@@ -179,6 +190,17 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 		}
 	case *events.ApprovalDecided:
 		g.settleCards(ctx, e)
+	case *events.QuestionAsked:
+		// Only a root conversation asks the owner (a delegated one's
+		// question goes to its parent): a web, API or job one's goes to
+		// every allowed chat.
+		if g.cfg.Questions != nil {
+			g.broadcastQuestion(ctx, e)
+		}
+	case *events.QuestionAnswered:
+		g.settleQuestion(ctx, e.QuestionID, "answered", answeredLine(e))
+	case *events.QuestionExpired:
+		g.settleQuestion(ctx, e.QuestionID, "expired", expiredLine)
 	}
 }
 

@@ -34,6 +34,11 @@ type Approver interface {
 	Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (decision string, err error)
 }
 
+// Answerer answers questions (ask_user) by id.
+type Answerer interface {
+	Answer(ctx context.Context, questionID, answer, channel string) error
+}
+
 // LiveFeed subscribes to a conversation's display-only deltas; the
 // returned func unsubscribes.
 type LiveFeed func(conversation string, deliver func(data []byte)) (stop func(), err error)
@@ -129,6 +134,33 @@ func (s *server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"approval_id": id, "decision": decision})
+}
+
+type answerRequest struct {
+	Answer *string `json:"answer"`
+}
+
+// answer answers a pending question: 200 with the answer stored, 400 for
+// an empty or oversized answer, 404 for an unknown question, 409 when it
+// was answered already or has expired.
+func (s *server) answer(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var req answerRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Answer == nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `want {"answer": "…"}`)
+		return
+	}
+	if err := s.cfg.Questions.Answer(r.Context(), id, *req.Answer, "web"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"question_id": id, "status": "answered"})
 }
 
 // stream is the conversation's SSE feed: stored events with their stream
@@ -250,6 +282,11 @@ func statusOf(err error) (status int, code string, ok bool) {
 		code   string
 	}{
 		{inbound.ErrAwaitingApproval, http.StatusConflict, "awaiting_approval"},
+		{inbound.ErrAwaitingAnswer, http.StatusConflict, "awaiting_answer"},
+		{loop.ErrUnknownQuestion, http.StatusNotFound, "not_found"},
+		{loop.ErrAlreadyAnswered, http.StatusConflict, "already_answered"},
+		{loop.ErrQuestionExpired, http.StatusConflict, "expired"},
+		{loop.ErrBadAnswer, http.StatusBadRequest, "bad_request"},
 		{inbound.ErrClosed, http.StatusConflict, "closed"},
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},
 		{inbound.ErrParked, http.StatusConflict, "parked"},

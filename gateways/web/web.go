@@ -69,6 +69,9 @@ type Config struct {
 	// Inbound, Approvals and Live serve the write and live endpoints.
 	Inbound   Receiver
 	Approvals Approver
+	// Questions answers ask_user questions; nil leaves POST
+	// /api/questions/{id} out.
+	Questions Answerer
 	Live      LiveFeed
 	// Pages serves the HTML site; nil serves the API only.
 	Pages *Pages
@@ -127,6 +130,9 @@ func (s *server) routes() *router {
 	}
 	if cfg.Approvals != nil {
 		mux.HandleFunc("POST /api/approvals/{id}", s.decide)
+	}
+	if cfg.Questions != nil {
+		mux.HandleFunc("POST /api/questions/{id}", s.answer)
 	}
 	mux.HandleFunc("GET /api/stream", s.stream)
 	if cfg.Teams != nil {

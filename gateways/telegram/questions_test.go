@@ -1,0 +1,180 @@
+package telegram_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/telegram"
+)
+
+// Seed 000 §2.4 and R-X-3 through telegram-test-api: a question asked in a
+// web conversation reaches the allowed chat with its choices as buttons; a
+// press answers it and the turn carries on with that answer; a reply to
+// the next question's message answers it in the owner's own words; a
+// question answered on the web loses its Telegram buttons; and after a
+// restart of the gateway the copies it sent before are still edited when
+// the question is answered or the approval decided elsewhere (the card
+// tracking is stored on the bot's scope).
+func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
+	e := startEmulator(t)
+	c := newCrew(t)
+	const chat = int64(6161)
+	start := func() *telegram.Gateway {
+		g, err := telegram.Start(t.Context(), telegram.Config{
+			Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
+			Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Logger: c.logger, PollEvery: 50 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := start()
+	defer func() { g.Close() }()
+	history := func() []botMessage {
+		var hist struct {
+			Result []botMessage `json:"result"`
+		}
+		e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
+		return hist.Result
+	}
+	seen := map[int64]bool{}
+	nextCard := func(what string) botMessage {
+		t.Helper()
+		var found botMessage
+		eventstest.Eventually(t, what, func() bool {
+			for _, m := range history() {
+				if !seen[m.MessageID] && strings.HasPrefix(m.Message.Text, "Question: Which day?") {
+					found = m
+					return true
+				}
+			}
+			return false
+		})
+		seen[found.MessageID] = true
+		return found
+	}
+	buttonsGone := func(what string, id int64) {
+		t.Helper()
+		eventstest.Eventually(t, what, func() bool {
+			for _, m := range history() {
+				if m.MessageID == id {
+					return m.Message.ReplyMarkup == nil || len(m.Message.ReplyMarkup.Rows) == 0
+				}
+			}
+			return false
+		})
+	}
+	answered := func(conv string) []events.QuestionAnswered {
+		envs, _ := c.log.ReadAll(t.Context(), events.Conv(conv).Subject(events.TypeQuestionAnswered), 0)
+		var out []events.QuestionAnswered
+		for _, env := range envs {
+			d, _ := env.Decode()
+			out = append(out, *d.(*events.QuestionAnswered))
+		}
+		return out
+	}
+	lastText := func(conv string) string {
+		envs, _ := c.log.ReadAll(t.Context(), events.Conv(conv).Subject(events.TypeModelCalled), 0)
+		if len(envs) == 0 {
+			return ""
+		}
+		d, _ := envs[len(envs)-1].Decode()
+		return d.(*events.ModelCalled).Text
+	}
+	ask := func(conv string) string {
+		t.Helper()
+		acc, err := c.in.Receive(t.Context(), inbound.Message{Text: "ask", Channel: "web", ConversationID: conv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acc.ConversationID
+	}
+
+	// Asked on the web, answered by a button in Telegram.
+	conv := ask("")
+	card := nextCard("the web question in the chat")
+	rows := card.Message.ReplyMarkup
+	if rows == nil || len(rows.Rows) != 2 || rows.Rows[0][0].Text != "Monday" || rows.Rows[1][0].Text != "Tuesday" {
+		t.Fatalf("buttons = %+v, want Monday and Tuesday", rows)
+	}
+	cb := e.userFields(chat)
+	cb["data"] = rows.Rows[1][0].Data
+	cb["message"] = map[string]any{"message_id": card.MessageID, "chat": map[string]any{"id": chat}}
+	e.post(t, "/sendCallback", cb, nil)
+	eventstest.Eventually(t, "the turn carried on with the pressed choice", func() bool {
+		a := answered(conv)
+		return len(a) == 1 && a[0].Answer == "Tuesday" && a[0].Channel == "telegram:6161" && lastText(conv) == "got: Tuesday"
+	})
+	buttonsGone("the answered card loses its buttons", card.MessageID)
+
+	// A reply to the question's message answers it in free words.
+	ask(conv)
+	card = nextCard("the second question")
+	reply := e.userFields(chat)
+	reply["text"] = "Wednesday, if you can"
+	reply["reply_to_message"] = map[string]any{"message_id": card.MessageID, "chat": map[string]any{"id": chat}, "text": card.Message.Text}
+	e.post(t, "/sendMessage", reply, nil)
+	eventstest.Eventually(t, "the reply answered the question", func() bool {
+		a := answered(conv)
+		return len(a) == 2 && a[1].Answer == "Wednesday, if you can" && lastText(conv) == "got: Wednesday, if you can"
+	})
+	buttonsGone("the replied card loses its buttons", card.MessageID)
+
+	// Answered on the web: the Telegram copy is settled.
+	ask(conv)
+	card = nextCard("the third question")
+	eventstest.Eventually(t, "the third question stored", func() bool { q := c.question(t, conv); return q != nil && len(answered(conv)) == 2 })
+	if err := c.answerer.Answer(t.Context(), c.question(t, conv).QuestionID, "Friday", "web"); err != nil {
+		t.Fatal(err)
+	}
+	buttonsGone("the card answered on the web loses its buttons", card.MessageID)
+
+	// Asked, then the gateway restarts; answered on the web: the copy the
+	// first gateway sent is edited by the second.
+	ask(conv)
+	card = nextCard("the fourth question")
+	eventstest.Eventually(t, "the fourth card's copy stored", func() bool {
+		envs, _ := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramCardSent, 0)
+		for _, env := range envs {
+			if d, _ := env.Decode(); d.(*events.TelegramCardSent).MessageID == card.MessageID {
+				return true
+			}
+		}
+		return false
+	})
+	g.Close()
+	g = start()
+	var q *events.QuestionAsked
+	eventstest.Eventually(t, "the fourth question stored", func() bool { q = c.question(t, conv); return len(answered(conv)) == 3 && q != nil })
+	if err := c.answerer.Answer(t.Context(), q.QuestionID, "Saturday", "web"); err != nil {
+		t.Fatal(err)
+	}
+	buttonsGone("after a restart, the old card loses its buttons", card.MessageID)
+
+	// The same for an approval's card.
+	if _, err := c.in.Receive(t.Context(), inbound.Message{Text: "gate after restart", Channel: "web", ConversationID: conv}); err != nil {
+		t.Fatal(err)
+	}
+	var approval events.TelegramCardSent
+	eventstest.Eventually(t, "the approval's copy stored", func() bool {
+		envs, _ := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramCardSent, 0)
+		for _, env := range envs {
+			if d, _ := env.Decode(); d.(*events.TelegramCardSent).Kind == events.CardApproval {
+				approval = *d.(*events.TelegramCardSent)
+				return true
+			}
+		}
+		return false
+	})
+	g.Close()
+	g = start()
+	if _, err := c.approver.Decide(t.Context(), approval.CardID, false, false, "web"); err != nil {
+		t.Fatal(err)
+	}
+	buttonsGone("after a restart, the old approval card loses its buttons", approval.MessageID)
+}
