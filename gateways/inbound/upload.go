@@ -114,11 +114,11 @@ func (in *Inbound) saveUploads(agent string, ups []Upload) ([]string, error) {
 		return nil, fmt.Errorf("the inbox of %s: %w", agent, err)
 	}
 	defer root.Close()
-	day := in.Clock().In(in.Location).Format("20060102-150405")
+	stamp := in.Clock().In(in.Location).Format("20060102-150405")
 	var rels []string
 	for _, u := range ups {
 		ct, _ := SniffImage(u.Data)
-		name, err := writeNew(root, "web-"+day+"-"+SafeName(u.Name), uploadTypes[ct], u.Data)
+		name, err := writeNew(root, "web-"+stamp+"-"+SafeName(u.Name), uploadTypes[ct], u.Data)
 		if err != nil {
 			in.removeUploads(ws, rels)
 			return nil, fmt.Errorf("storing image %q: %w", u.Name, err)
