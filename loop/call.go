@@ -303,18 +303,12 @@ func (t *Turn) recorded(next stage) stage {
 // cut keeps the model's view of the output to tool_output_chars and spills
 // the full text, readable again with tool_output_read.
 func (t *Turn) cut(next stage) stage {
+	next = t.cleaned(next)
 	return func(ctx context.Context, c *toolCall) error {
 		if err := next(ctx, c); err != nil {
 			return err
 		}
-		if c.outcome != "" { // the harness's own words
-			return nil
-		}
-		// Redacted (R-X-6) and unframed (R-SEC-1: a tool cannot write the
-		// hook's frame below) before it is cut, so what the model is shown,
-		// the spill and the offsets into it agree.
-		c.res.Output = Unframe(events.Secrets().String(c.res.Output))
-		if c.tool.Def().Uncut {
+		if c.outcome != "" || c.tool.Def().Uncut { // the harness's own words, or a tool that cuts its own
 			return nil
 		}
 		full := c.res.Output
@@ -330,6 +324,29 @@ func (t *Turn) cut(next stage) stage {
 		c.res.Output, c.truncated = shown, truncated
 		return nil
 	}
+}
+
+// cleaned redacts (R-X-6) and unframes (R-SEC-1: a tool cannot write the
+// hook's frame below) a tool's output before anything cuts it, so what the
+// model is shown, the spill and the offsets into it agree.
+func (t *Turn) cleaned(next stage) stage {
+	return func(ctx context.Context, c *toolCall) error {
+		if err := next(ctx, c); err != nil {
+			return err
+		}
+		if c.outcome == "" {
+			c.res.Output = Unframe(events.Secrets().String(c.res.Output))
+		}
+		return nil
+	}
+}
+
+// nested takes one call of a script (R-SCR), which the script's gate check
+// let through, along the same stages as a direct call but two: its record
+// is the script's nested_call, and the script cuts its own answers. The
+// owner's hooks guard it as they guard a direct call.
+func (t *Turn) nested(ctx context.Context, c *toolCall) error {
+	return t.hooked(t.cleaned(t.invoke))(ctx, c)
 }
 
 // invoke runs the tool itself. A Go error from a registry tool means the

@@ -498,7 +498,10 @@ func (s *State) Apply(env events.Envelope) error {
 			if s.Nesting == nil {
 				s.Nesting = map[string][]events.NestedCall{}
 			}
-			s.Nesting[e.CallID] = append(s.Nesting[e.CallID], *e)
+			// Stored as each call ends; kept in the order the script wrote them.
+			ns := s.Nesting[e.CallID]
+			i, _ := slices.BinarySearchFunc(ns, e.N, func(x events.NestedCall, k int) int { return cmp.Compare(x.N, k) })
+			s.Nesting[e.CallID] = slices.Insert(ns, i, *e)
 		}
 	case *events.ApprovalRequested:
 		if s.Approvals == nil {

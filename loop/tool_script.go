@@ -13,7 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/script"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -154,26 +153,19 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 	return "", ""
 }
 
-// Run runs one nested call as the pipeline would a direct one: the
-// owner's PreToolUse hooks, the tool, the output redacted and unframed.
-func (h *scriptHost) Run(ctx context.Context, name string, args json.RawMessage) (string, bool, error) {
+// Run runs the script's n-th call through the pipeline (Turn.nested):
+// the owner's PreToolUse hooks (one that blocks is the script's error
+// value), the tool, its output redacted and unframed, then PostToolUse,
+// whose feedback is added to what the script receives. The call is named
+// <script call id>.<n>, as its spill is.
+func (h *scriptHost) Run(ctx context.Context, n int, name string, args json.RawMessage) (string, bool, error) {
 	tool, _ := h.find(name)
-	req := events.ToolCallRequest{ID: h.c.ID, Name: name, Arguments: args}
-	reason, blocked, err := h.t.hook(ctx, h.c.runID, h.c.step, kit.PreToolUse, &req, map[string]any{"tool_input": rawArgs(args)})
-	if err != nil {
+	c := &toolCall{ToolCallRequest: events.ToolCallRequest{ID: fmt.Sprintf("%s.%d", h.c.ID, n), Name: name, Arguments: args},
+		runID: h.c.runID, step: h.c.step, tool: tool}
+	if err := h.t.nested(ctx, c); err != nil {
 		return "", false, err
 	}
-	if blocked {
-		return "Blocked by the owner's PreToolUse hook, so it was not run: " + reason, true, nil
-	}
-	res, err := tool.Run(ctx, h.t.toolEnv(), args)
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", false, ctx.Err()
-		}
-		return "The harness failed to run this tool: " + err.Error(), true, nil
-	}
-	return Unframe(events.Secrets().String(res.Output)), res.IsError, nil
+	return c.res.Output, c.res.IsError, nil
 }
 
 // Ask answers llm.classify and llm.summarise on the agent's first route,

@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/script"
 )
 
@@ -167,5 +170,98 @@ func TestScriptUnknownToolIsAValue(t *testing.T) {
 	h.turn()
 	if res := eventsOf[*events.ToolCompleted](h.events())[0]; !strings.Contains(res.Output, `unknown tool "mcp__x__y"`) {
 		t.Errorf("result %q", res.Output)
+	}
+}
+
+// R-SCR, R-LOOP-8: each call of a script goes through the agent's hooks
+// one by one, as a direct call does: PreToolUse can block it (the script
+// gets the reason as an error value, the tool never runs) and PostToolUse
+// feedback is added to what the script receives.
+func TestScriptNestedCallsGoThroughPreAndPostToolUseHooks(t *testing.T) {
+	reader := &counter{name: "reader", out: "the file"}
+	other := &counter{name: "other"}
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		scriptCall("r = tools.call(\"reader\", {\"path\": \"a\"})\no = tools.call(\"other\", {})\nprint(\"R:\", r[\"output\"])\nprint(\"O:\", o[\"error\"])"), say("ok"),
+	}}, reader, other)
+	writeHooks(t, h.agent.Dir, `{"hooks":{
+		"PreToolUse":[{"matcher":"^other$","hooks":[{"type":"command","command":"echo 'other is off limits' >&2; exit 2"}]}],
+		"PostToolUse":[{"matcher":"^reader$","hooks":[{"type":"command","command":"cat > post.json; echo 'reader output checked' >&2; exit 2"}]}]}}`)
+	h.send("go")
+	h.turn()
+	if other.runs.Load() != 0 || reader.runs.Load() != 1 {
+		t.Fatalf("runs: reader %d, other %d", reader.runs.Load(), other.runs.Load())
+	}
+	evs := h.events()
+	done := eventsOf[*events.ToolCompleted](evs)[0]
+	if !strings.Contains(done.Output, "reader output checked") || !strings.Contains(done.Output, "other is off limits") {
+		t.Errorf("result %q", done.Output)
+	}
+	var post, pre *events.HookRan
+	for _, e := range eventsOf[*events.HookRan](evs) {
+		switch {
+		case e.Hook == "PostToolUse" && e.Tool == "reader":
+			post = e
+		case e.Hook == "PreToolUse" && e.Tool == "other":
+			pre = e
+		}
+	}
+	if post == nil || post.CallID != done.CallID+".1" || pre == nil || !pre.Blocked || pre.CallID != done.CallID+".2" {
+		t.Errorf("hook_ran post %+v pre %+v", post, pre)
+	}
+	stdin, _ := os.ReadFile(filepath.Join(h.agent.Workspace, "post.json"))
+	if !strings.Contains(string(stdin), `"tool_response":{"is_error":false,"output":"the file"}`) {
+		t.Errorf("PostToolUse stdin %s", stdin)
+	}
+}
+
+// slowTool ends only when released.
+type slowTool struct {
+	counter
+	release chan struct{}
+}
+
+func (s *slowTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return tools.Result{}, ctx.Err()
+	}
+	return s.counter.Run(ctx, env, args)
+}
+
+// R-SCR: a batch's calls are each a nested_call stored as the call ends:
+// the fast call's line is in the log while the slow one still runs; the
+// result still reports the calls in written order.
+func TestScriptNestedCallStoredAsEachCallEnds(t *testing.T) {
+	slow := &slowTool{counter: counter{name: "slow", out: "late"}, release: make(chan struct{})}
+	fast := &counter{name: "fast", out: "early"}
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		scriptCall("rs = tools.batch([(\"slow\", {}), (\"fast\", {})])\nprint(rs[0][\"output\"], rs[1][\"output\"])"), say("ok"),
+	}}, slow, fast)
+	h.send("go")
+	conv, err := h.convs.Get(t.Context(), h.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- loop.NewTurn(h.agent, h.deps, conv).Run(t.Context()) }()
+	eventstest.Eventually(t, "the fast call's nested_call stored", func() bool {
+		return len(eventsOf[*events.NestedCall](h.events())) == 1
+	})
+	if n := eventsOf[*events.NestedCall](h.events()); n[0].Tool != "fast" || n[0].N != 2 || slow.runs.Load() != 0 {
+		t.Errorf("stored first %+v (slow ran %d)", n[0], slow.runs.Load())
+	}
+	close(slow.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	evs := h.events()
+	res := eventsOf[*events.ToolCompleted](evs)[0]
+	calls, _ := res.Meta["calls"].([]any)
+	if !strings.Contains(res.Output, "late early") || len(calls) != 2 || calls[0].(map[string]any)["tool"] != "slow" {
+		t.Errorf("result %q calls %v", res.Output, calls)
+	}
+	if n := eventsOf[*events.NestedCall](evs); len(n) != 2 || n[1].Tool != "slow" || n[1].N != 1 {
+		t.Errorf("nested %+v", n)
 	}
 }

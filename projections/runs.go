@@ -2,7 +2,9 @@ package projections
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -306,7 +308,10 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		tc.Tool, tc.Args = e.Tool, truncate(string(e.Arguments), toolArgsRunes)
 	case *events.NestedCall:
 		tc := r.toolCall(e.Step, e.CallID)
-		tc.Nested = append(tc.Nested, Nested{N: e.N, Kind: e.Kind, Tool: e.Tool, IsError: e.IsError, Chars: e.Chars, DurationMS: e.DurationMS, CostUSD: e.CostUSD})
+		// Stored as each call ends, listed in the order the script wrote them.
+		n := Nested{N: e.N, Kind: e.Kind, Tool: e.Tool, IsError: e.IsError, Chars: e.Chars, DurationMS: e.DurationMS, CostUSD: e.CostUSD}
+		i, _ := slices.BinarySearchFunc(tc.Nested, n.N, func(x Nested, k int) int { return cmp.Compare(x.N, k) })
+		tc.Nested = slices.Insert(tc.Nested, i, n)
 	case *events.ToolCompleted:
 		tc := r.toolCall(e.Step, e.CallID)
 		tc.Tool, tc.Output, tc.IsError = e.Tool, truncate(e.Output, toolOutRunes), e.IsError

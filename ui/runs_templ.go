@@ -78,7 +78,7 @@ func RunsPage(v RunsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "\" data-testid=\"export-link\" download>Export</a></nav></header><div class=\"runs\" data-testid=\"runs\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "\" data-testid=\"export-link\" download>Export</a></nav></header><div class=\"runs\" id=\"runs\" data-testid=\"runs\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -31,8 +31,10 @@ type Host interface {
 	// error value the script gets for it; stop ends the script with that
 	// line (a call that would need a human, or that the owner forbids).
 	Vet(name string, args json.RawMessage) (refusal, stop string)
-	// Run runs one allowed call; err means the harness failed.
-	Run(ctx context.Context, name string, args json.RawMessage) (output string, isErr bool, err error)
+	// Run runs one allowed call, the script's n-th; err means the harness
+	// failed. The calls of a batch run at once: Run, Spill and Nested must
+	// be safe for concurrent use.
+	Run(ctx context.Context, n int, name string, args json.RawMessage) (output string, isErr bool, err error)
 	// Ask answers llm.classify and llm.summarise (a model call); stop ends
 	// the script (the turn's cost cap).
 	Ask(ctx context.Context, a LLMAsk) (answer string, isErr bool, cost *float64, stop string, err error)
@@ -40,7 +42,8 @@ type Host interface {
 	Names() []string
 	Search(query string) []map[string]any
 	Describe(name string) (map[string]any, bool)
-	// Nested records a finished call at once (nested_call).
+	// Nested records a call as soon as it finished (nested_call), before
+	// the other calls of its batch are done.
 	Nested(ctx context.Context, c Nested) error
 	// Spill keeps the whole of a long answer (call n; 0: the printed
 	// output) and returns how tool_output_read names it.
@@ -287,6 +290,10 @@ func (r *run) calls_(ctx context.Context, q request) (reply, error) {
 		}
 		return reply{ID: q.ID, Results: res}, nil
 	}
+	// Numbered in written order before any runs; each is recorded as it
+	// ends, so a slow call does not hold back the line of a fast one.
+	base := r.calls
+	r.calls += k
 	nested := make([]Nested, k)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, Concurrency)
@@ -298,37 +305,34 @@ func (r *run) calls_(ctx context.Context, q request) (reply, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			n := base + i + 1
 			t0 := time.Now()
-			out, isErr, err := r.h.Run(ctx, c.Name, c.Args)
+			out, isErr, err := r.h.Run(ctx, n, c.Name, c.Args)
+			if err == nil {
+				given := r.cut(n, out)
+				nested[i] = Nested{N: n, Kind: "tool", Tool: c.Name, Args: c.Args, IsError: isErr, Output: given,
+					Chars: utf8.RuneCountInString(given), DurationMS: time.Since(t0).Milliseconds()}
+				err = r.h.Nested(ctx, nested[i])
+			}
 			if err != nil {
 				mu.Lock()
 				herr = cmpErr(herr, err)
 				mu.Unlock()
-				return
 			}
-			nested[i] = Nested{Kind: "tool", Tool: c.Name, Args: c.Args, IsError: isErr, Output: out, DurationMS: time.Since(t0).Milliseconds()}
 		}()
 	}
 	wg.Wait()
 	if herr != nil {
 		return reply{}, herr
 	}
-	for i := range nested {
-		r.calls++
-		n := &nested[i]
-		n.N = r.calls
-		given := r.cut(n.N, n.Output)
-		n.Chars = utf8.RuneCountInString(given)
+	for i, n := range nested {
 		r.out.ReceivedChars += n.Chars
 		if n.IsError {
-			res[i] = fail(given)
+			res[i] = fail(n.Output)
 		} else {
-			res[i] = ok(given)
+			res[i] = ok(n.Output)
 		}
-		if err := r.h.Nested(ctx, *n); err != nil {
-			return reply{}, err
-		}
-		r.out.Calls = append(r.out.Calls, *n)
+		r.out.Calls = append(r.out.Calls, n)
 	}
 	return reply{ID: q.ID, Results: res}, nil
 }

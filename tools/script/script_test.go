@@ -31,6 +31,7 @@ type testHost struct {
 	stopOn   string // a tool whose call needs a human
 	wait     chan struct{}
 	started  chan struct{}
+	fastDone chan struct{} // closed when the call "fast" is recorded
 }
 
 func (h *testHost) Vet(name string, _ json.RawMessage) (string, string) {
@@ -45,7 +46,7 @@ func (h *testHost) Vet(name string, _ json.RawMessage) (string, string) {
 	return "", ""
 }
 
-func (h *testHost) Run(ctx context.Context, name string, args json.RawMessage) (string, bool, error) {
+func (h *testHost) Run(ctx context.Context, _ int, name string, args json.RawMessage) (string, bool, error) {
 	h.mu.Lock()
 	h.running++
 	h.maxAtOnc = max(h.maxAtOnc, h.running)
@@ -62,6 +63,15 @@ func (h *testHost) Run(ctx context.Context, name string, args json.RawMessage) (
 		return "no such file", true, nil
 	case "big":
 		return strings.Repeat("x", AnswerChars+500), false, nil
+	case "waits": // ends once the call "fast" of its batch is recorded
+		select {
+		case <-h.fastDone:
+			return "saw fast recorded", false, nil
+		case <-time.After(20 * time.Second):
+			return "fast was not recorded while this call ran", true, nil
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
 	case "block":
 		close(h.started)
 		<-ctx.Done()
@@ -89,6 +99,9 @@ func (h *testHost) Nested(_ context.Context, c Nested) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.nested = append(h.nested, c)
+	if c.Tool == "fast" && h.fastDone != nil {
+		close(h.fastDone)
+	}
 	return nil
 }
 func (h *testHost) Spill(n int, full string) (string, error) {
@@ -166,10 +179,32 @@ print(",".join([r["output"] for r in rs]))
 	if h.maxAtOnc > Concurrency || h.maxAtOnc < 2 {
 		t.Errorf("at most %d at once, want 2..%d", h.maxAtOnc, Concurrency)
 	}
-	for i, n := range h.nested {
-		if n.N != i+1 {
-			t.Errorf("nested %d numbered %d", i, n.N)
+	for i, n := range out.Calls {
+		if n.N != i+1 || n.Output != strings.Split(out.Printed, ",")[i] {
+			t.Errorf("call %d numbered %d gave %q", i, n.N, n.Output)
 		}
+	}
+	if len(h.nested) != 6 {
+		t.Errorf("%d recorded, want 6", len(h.nested))
+	}
+}
+
+// R-SCR: each call of a batch is recorded (nested_call) as soon as it
+// ends, not when the batch does; the results still come in written order.
+func TestScriptBatchCallRecordedAsItEnds(t *testing.T) {
+	h := &testHost{fastDone: make(chan struct{})}
+	out := runScript(t, h, `
+rs = tools.batch([("waits", {}), ("fast", {})])
+print(rs[0]["output"], "|", rs[1]["output"])
+`, nil)
+	if out.Error != "" || out.Printed != `saw fast recorded | read {}` {
+		t.Fatalf("printed %q error %q", out.Printed, out.Error)
+	}
+	if len(h.nested) != 2 || h.nested[0].Tool != "fast" || h.nested[0].N != 2 || h.nested[1].Tool != "waits" || h.nested[1].N != 1 {
+		t.Errorf("recorded %+v, want fast (call 2) before waits (call 1)", h.nested)
+	}
+	if len(out.Calls) != 2 || out.Calls[0].Tool != "waits" || out.Calls[1].Tool != "fast" {
+		t.Errorf("result calls %+v, want written order", out.Calls)
 	}
 }
 

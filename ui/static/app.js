@@ -100,6 +100,12 @@
 
   const refreshSidebar = debounce(() => swap('sidebar', '/fragments/sidebar'), 50);
 
+  // A conversation's runs page follows its runs as they go: a script's
+  // calls appear on the run card as each ends (nested_call).
+  const refreshRuns = debounce(() => {
+    if (conv && document.getElementById('runs')) swap('runs', '/c/' + encodeURIComponent(conv) + '/runs');
+  }, 100);
+
   function onDelta(ev) {
     let msg;
     try { msg = JSON.parse(ev.data); } catch { return; }
@@ -144,6 +150,8 @@
       // its approval or answer shows here.
       const child = c && document.querySelector('[data-child-conversation="' + CSS.escape(c) + '"]');
       if (conv && (c === conv || child)) refreshChat();
+      // Its delegated children (ChildID: <conversation>-d-…) nest in its runs.
+      if (conv && (c === conv || c.startsWith(conv + '-d-'))) refreshRuns();
     };
     STORED.forEach((type) => es.addEventListener(type, onActivity));
     // Canvas events reach every tab (canvas.js).
