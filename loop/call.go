@@ -133,7 +133,9 @@ func (t *Turn) defs(ctx context.Context) []tools.Def {
 		defs = append(defs, d)
 	}
 	for _, mt := range t.loadedTools(ctx) {
-		defs = append(defs, mt.Def())
+		d := mt.Def() // its server's words are fenced; no frame of ours either
+		d.Description = Unframe(events.Secrets().String(d.Description))
+		defs = append(defs, d)
 	}
 	return defs
 }

@@ -243,8 +243,7 @@ func (h *scriptHost) Names() []string {
 func (h *scriptHost) Search(q string) []map[string]any {
 	var out []map[string]any
 	for _, x := range searchTools(h.callable, q) {
-		d := x.Def()
-		out = append(out, map[string]any{"name": d.Name, "description": oneLineText(d.Description, 300)})
+		out = append(out, map[string]any{"name": x.Def().Name, "description": aboutTool(x)})
 	}
 	if out == nil {
 		out = []map[string]any{}
@@ -260,7 +259,7 @@ func (h *scriptHost) Describe(name string) (map[string]any, bool) {
 	d := tool.Def()
 	var params any
 	json.Unmarshal(d.Params, &params)
-	return map[string]any{"name": d.Name, "description": d.Description, "parameters": params, "read_only": !tools.NeedsApproval(tool)}, true
+	return map[string]any{"name": d.Name, "description": Unframe(events.Secrets().String(d.Description)), "parameters": params, "read_only": !tools.NeedsApproval(tool)}, true
 }
 
 func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {

@@ -38,6 +38,8 @@ type remoteTool interface {
 	Remote() string
 	ReadOnly() bool
 	ReadOnlyHint() bool
+	// About is what the server says of the tool, fenced as data.
+	About() string
 }
 
 type toolSearch struct{}
@@ -109,8 +111,7 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 			}
 			b.WriteString(")")
 		}
-		desc, _, _ := strings.Cut(strings.TrimSpace(d.Description), "\n\n(Tool ")
-		fmt.Fprintf(&b, ": %s\n", oneLineText(desc, 300))
+		fmt.Fprintf(&b, ":\n%s\n", aboutTool(tool))
 	}
 	var out strings.Builder
 	switch {
@@ -132,6 +133,30 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	return res, nil
 }
 
+// aboutTool is what a tool says of itself for a search: an MCP tool's
+// server text stays fenced as data (R-SEC-1) and, as this loop tool's
+// result skips the pipeline's cleaning, is unframed and redacted here.
+func aboutTool(tool tools.Tool) string {
+	if rt, ok := tool.(remoteTool); ok {
+		return Unframe(events.Secrets().String(rt.About()))
+	}
+	return oneLineText(tool.Def().Description, 300)
+}
+
+// searchText is what a search reads of a tool: an MCP tool's server text
+// inside its fence lines, not the harness's words around it.
+func searchText(tool tools.Tool) string {
+	rt, ok := tool.(remoteTool)
+	if !ok {
+		return tool.Def().Description
+	}
+	lines := strings.Split(rt.About(), "\n")
+	if len(lines) < 2 {
+		return rt.About()
+	}
+	return rt.Remote() + " " + strings.Join(lines[1:len(lines)-1], " ")
+}
+
 // searchTools ranks tools by how many of the query's words their name or
 // description holds; the best maxSearchHits with at least one.
 func searchTools(all []tools.Tool, query string) []tools.Tool {
@@ -144,7 +169,7 @@ func searchTools(all []tools.Tool, query string) []tools.Tool {
 	for _, tool := range all {
 		d := tool.Def()
 		name := strings.ToLower(d.Name)
-		hay := name + " " + strings.ToLower(d.Description)
+		hay := name + " " + strings.ToLower(searchText(tool))
 		score := 0
 		for _, w := range words {
 			switch {

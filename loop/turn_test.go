@@ -47,6 +47,7 @@ type fakeModel struct {
 	replies []reply
 	seen    [][]llms.MessageContent
 	offered [][]string // the tool names declared at each call
+	decls   [][]llms.Tool // the tools declared at each call
 	maxTok  []int      // the max_tokens of each call
 }
 
@@ -67,6 +68,7 @@ func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 		}
 	}
 	m.offered = append(m.offered, names)
+	m.decls = append(m.decls, o.Tools)
 	m.maxTok = append(m.maxTok, o.MaxTokens)
 	if len(m.replies) == 0 {
 		return nil, fmt.Errorf("%s: script exhausted", m.route)
