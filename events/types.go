@@ -308,6 +308,11 @@ type NestedCall struct {
 	Chars      int             `json:"chars"` // what the script received
 	DurationMS int64           `json:"duration_ms"`
 	CostUSD    *float64        `json:"cost_usd,omitempty"`
+	// Canvas is the canvas a canvas tool of the script read or wrote,
+	// folded as a direct call's (ToolCompleted.Canvas).
+	Canvas *CanvasRef `json:"canvas,omitempty"`
+	// Delegate is the child a tools.delegate ran; CostUSD is what it spent.
+	Delegate *DelegateResult `json:"delegate,omitempty"`
 }
 
 func (*NestedCall) EventType() string { return TypeNestedCall }

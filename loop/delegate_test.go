@@ -743,3 +743,55 @@ func TestUnloadedAgentRunClosesItsCalls(t *testing.T) {
 		t.Errorf("unanswered calls left: %+v", calls)
 	}
 }
+
+// R-SCR, R-DEL: with script_calls: gated, a script of an agent holding
+// delegate hands a task to another agent with tools.delegate: the child
+// conversation hangs under the delegating run (its parent call is the
+// script's call <id>.<n>), its answer is the script's value, and what it
+// spent goes with the nested call (and into the conversation's cap), not
+// into the run's own model calls. Without gated mode it is an error value.
+func TestScriptDelegatesInGatedMode(t *testing.T) {
+	for _, gated := range []bool{false, true} {
+		reader := &counter{name: "reader"}
+		src := "r = tools.delegate(\"coach\", \"Suggest a breakfast.\")\nprint(\"COACH:\", r.get(\"output\"), r.get(\"error\"))"
+		b, _ := json.Marshal(map[string]string{"script": src})
+		c := newCrew(t, map[string][]reply{
+			"master": {use("tool_script", string(b)), say("done")},
+			"coach":  {costs(say("Oats."), 0.003)},
+		}, reader)
+		if gated {
+			a := c.agents["master"]
+			a.ScriptCalls = loop.ScriptGated
+			c.agents["master"] = a
+		}
+		c.start()
+		c.send("ask the coach by script")
+		st := c.answered()
+		evs := c.events("c1")
+		res := eventsOf[*events.ToolCompleted](evs)
+		if len(res) != 1 {
+			t.Fatalf("results %+v", res)
+		}
+		if !gated {
+			if !strings.Contains(res[0].Output, "script_calls: gated") || len(c.model("coach").seen) != 0 {
+				t.Errorf("read-only mode: result %q, coach called %d times", res[0].Output, len(c.model("coach").seen))
+			}
+			continue
+		}
+		if !strings.Contains(res[0].Output, "COACH: Oats.") {
+			t.Fatalf("result %q", res[0].Output)
+		}
+		n := eventsOf[*events.NestedCall](evs)
+		if len(n) != 1 || n[0].Tool != loop.DelegateTool || n[0].Delegate == nil || n[0].Delegate.Agent != "coach" ||
+			n[0].CostUSD == nil || *n[0].CostUSD != 0.003 {
+			t.Fatalf("nested %+v", n)
+		}
+		child := c.state(n[0].Delegate.Conversation)
+		if child.ParentConversation != "c1" || child.ParentCallID != res[0].CallID+".1" || child.ParentRunID != res[0].RunID {
+			t.Errorf("child hangs under %s/%s/%s", child.ParentConversation, child.ParentRunID, child.ParentCallID)
+		}
+		if st.Delegations != 1 || st.CostUSD < 0.003 {
+			t.Errorf("delegations %d, cost %v", st.Delegations, st.CostUSD)
+		}
+	}
+}

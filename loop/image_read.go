@@ -24,6 +24,9 @@ const ImageReadTool = "image_read"
 
 type imageRead struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (imageRead) ReadOnly() bool { return true }
+
 func (imageRead) Def() tools.Def {
 	return tools.Def{Name: ImageReadTool, Description: strings.TrimSpace(imageReadDescription), Default: true,
 		Params: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The image, relative to the workspace."},"question":{"type":"string","description":"What to look for; default: describe it."}},"required":["path"],"additionalProperties":false}`)}

@@ -422,6 +422,7 @@ func (r *recordedTool) Run(ctx context.Context, env tools.Env, args json.RawMess
 }
 
 func (r *recordedTool) NeedsApproval() bool { return tools.NeedsApproval(r.Tool) }
+func (r *recordedTool) ReadOnly() bool      { return tools.ReadOnly(r.Tool) }
 func (r *recordedTool) AskWhen(env tools.Env, args json.RawMessage) string {
 	return tools.AskReason(r.Tool, env, args)
 }

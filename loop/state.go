@@ -493,6 +493,14 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.Messages = append(s.Messages, m)
 	case *events.NestedCall:
+		// A script's canvas call and delegation count as direct ones do.
+		s.canvasRef(e.Canvas, e.IsError, e.RunID)
+		if d := e.Delegate; d != nil {
+			s.Delegations++
+			usd, unknown := d.Spent()
+			s.CostUSD += usd
+			s.UnknownCostCalls += unknown
+		}
 		if e.RunID == s.OpenRun {
 			s.NestedCalls++
 			if s.Nesting == nil {
@@ -614,13 +622,15 @@ func (s *State) tellCanvas(n *events.CanvasNotes) {
 }
 
 // canvasResult records what a canvas tool's result showed and wrote.
-func (s *State) canvasResult(e *events.ToolCompleted) {
-	c := e.Canvas
+func (s *State) canvasResult(e *events.ToolCompleted) { s.canvasRef(e.Canvas, e.IsError, e.RunID) }
+
+// canvasRef records what a canvas call of run runID showed and wrote.
+func (s *State) canvasRef(c *events.CanvasRef, isErr bool, runID string) {
 	if c == nil || c.Artifact == "" {
 		return
 	}
 	s.mark(c.Artifact, c.Version, c.Whole)
-	if c.Op == "" || e.IsError || e.RunID != s.OpenRun {
+	if c.Op == "" || isErr || runID != s.OpenRun {
 		return
 	}
 	if c.Op == events.OpCreate || c.Op == events.OpImport && c.Version == 1 {

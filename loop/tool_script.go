@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -51,30 +52,39 @@ func (toolScript) vet(_ *Turn, c events.ToolCallRequest) (string, string, bool) 
 }
 
 // scriptable is a tool a script may call: not a loop tool (they talk to
-// the owner or the crew), nor tool_script itself.
+// the owner or the crew), nor tool_script itself; delegate only as
+// tools.delegate, in gated mode.
 func scriptable(tool tools.Tool) bool {
 	_, loopTool := tool.(turnTool)
 	return !loopTool
 }
 
-// readOnly: the tool never asks and never needs approval.
+// readOnly: the tool only reads (tools.ReadOnly) and this call would not
+// ask.
 func readOnly(tool tools.Tool, env tools.Env, args json.RawMessage) bool {
-	return !tools.NeedsApproval(tool) && tools.AskReason(tool, env, args) == ""
+	return tools.ReadOnly(tool) && tools.AskReason(tool, env, args) == ""
 }
 
 // scriptTools are the tools a script of this agent may reach, by name:
 // its own registry tools and its MCP servers' offered tools (loaded or
-// not), sorted; with read-only mode only those that never ask.
+// not), sorted; with read-only mode only those that only read. In gated
+// mode an agent holding delegate reaches it too (tools.delegate).
 func (t *Turn) scriptTools(ctx context.Context) []tools.Tool {
+	gated := t.agent.ScriptCalls == ScriptGated
 	var out []tools.Tool
 	for _, name := range t.agent.Tools {
-		if tool, ok := t.tool(name); ok && scriptable(tool) && (t.agent.ScriptCalls == ScriptGated || !tools.NeedsApproval(tool)) {
+		tool, ok := t.tool(name)
+		switch {
+		case !ok:
+		case name == DelegateTool && gated:
+			out = append(out, tool)
+		case scriptable(tool) && (gated || tools.ReadOnly(tool)):
 			out = append(out, tool)
 		}
 	}
 	mcpTools, _ := t.mcpTools(ctx)
 	for _, tool := range mcpTools {
-		if t.agent.ScriptCalls == ScriptGated || !tools.NeedsApproval(tool) {
+		if gated || tools.ReadOnly(tool) {
 			out = append(out, tool)
 		}
 	}
@@ -87,8 +97,7 @@ func (t *Turn) scriptTools(ctx context.Context) []tools.Tool {
 // call, so a change of its MCP tools re-describes it.
 func (t *Turn) scriptDef(ctx context.Context) (tools.Def, bool) {
 	callable := t.scriptTools(ctx)
-	anyRead := slices.ContainsFunc(callable, func(x tools.Tool) bool { return !tools.NeedsApproval(x) })
-	if !anyRead {
+	if !slices.ContainsFunc(callable, tools.ReadOnly) {
 		return tools.Def{}, false
 	}
 	d := toolScript{}.Def()
@@ -97,6 +106,12 @@ func (t *Turn) scriptDef(ctx context.Context) (tools.Def, bool) {
 		names[i] = x.Def().Name
 	}
 	d.Description += "\n\nTools a script can call: " + strings.Join(names, ", ") + "."
+	if t.agent.ScriptCalls == ScriptGated {
+		d.Description += " The owner lets scripts call tools that change things (script_calls: gated): each such call takes the approval gate's verdict first, and one that would need the owner's approval stops the script."
+		if slices.Contains(names, DelegateTool) {
+			d.Description += " `tools.delegate(agent, task)` hands a task to another agent of the crew, as delegate does, and returns its answer."
+		}
+	}
 	return d, true
 }
 
@@ -105,6 +120,10 @@ type scriptHost struct {
 	t        *Turn
 	c        *toolCall
 	callable []tools.Tool
+
+	mu         sync.Mutex
+	delegating int               // delegations vetted, not yet recorded
+	ran        map[int]*toolCall // finished calls, until recorded
 }
 
 func (h *scriptHost) find(name string) (tools.Tool, bool) {
@@ -122,16 +141,25 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 	tool, ok := h.find(name)
 	if !ok {
 		if other, known := h.t.tool(name); known && (!scriptable(other) || slices.Contains(h.t.agent.Tools, name)) {
+			if name == DelegateTool && slices.Contains(h.t.agent.Tools, name) {
+				return "delegate cannot be called from a script unless the owner set script_calls: gated; call delegate directly.", ""
+			}
 			return fmt.Sprintf("%s cannot be called from a script: call it directly.", name), ""
 		}
 		if strings.HasPrefix(name, mcpPrefix) && h.t.deps.MCP != nil {
-			if _, found := h.t.deps.MCP.Lookup(context.Background(), h.t.agent.MCP, name); found {
+			if mt, found := h.t.deps.MCP.Lookup(context.Background(), h.t.agent.MCP, name); found {
+				if err := tools.Check(mt, h.t.toolEnv(), args); err != nil {
+					return err.Error(), "" // its server is not answering
+				}
 				return fmt.Sprintf("%s cannot be called from a script: it changes things; call it directly.", name), ""
 			}
 		}
 		return fmt.Sprintf("unknown tool %q: it is not one of the tools a script can call (see tools.names()).", name), ""
 	}
 	env := h.t.toolEnv()
+	if name == DelegateTool {
+		return h.vetDelegate(args), ""
+	}
 	if h.t.agent.ScriptCalls != ScriptGated {
 		if !readOnly(tool, env, args) {
 			return fmt.Sprintf("%s cannot be called from a script: it changes things; call it directly.", name), ""
@@ -153,11 +181,33 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 	return "", ""
 }
 
+// vetDelegate refuses a tools.delegate as a direct delegate call would be
+// refused, counting the script's delegations not yet recorded.
+func (h *scriptHost) vetDelegate(args json.RawMessage) string {
+	a, ok := delegateArgsOf(args)
+	if !ok {
+		return "tools.delegate needs an agent id and the complete task, both non-empty."
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var why string
+	h.t.conv.View(func(st *State) {
+		cp := *st
+		cp.Delegations += h.delegating
+		why = h.t.refuseDelegation(&cp, a.Agent)
+	})
+	if why == "" {
+		h.delegating++
+	}
+	return why
+}
+
 // Run runs the script's n-th call through the pipeline (Turn.nested):
 // the owner's PreToolUse hooks (one that blocks is the script's error
 // value), the tool, its output redacted and unframed, then PostToolUse,
 // whose feedback is added to what the script receives. The call is named
-// <script call id>.<n>, as its spill is.
+// <script call id>.<n>, as its spill is; what it touched of a canvas and
+// the child a delegation ran go with its nested_call.
 func (h *scriptHost) Run(ctx context.Context, n int, name string, args json.RawMessage) (string, bool, error) {
 	tool, _ := h.find(name)
 	c := &toolCall{ToolCallRequest: events.ToolCallRequest{ID: fmt.Sprintf("%s.%d", h.c.ID, n), Name: name, Arguments: args},
@@ -165,6 +215,12 @@ func (h *scriptHost) Run(ctx context.Context, n int, name string, args json.RawM
 	if err := h.t.nested(ctx, c); err != nil {
 		return "", false, err
 	}
+	h.mu.Lock()
+	if h.ran == nil {
+		h.ran = map[int]*toolCall{}
+	}
+	h.ran[n] = c
+	h.mu.Unlock()
 	return c.res.Output, c.res.IsError, nil
 }
 
@@ -259,12 +315,33 @@ func (h *scriptHost) Describe(name string) (map[string]any, bool) {
 	d := tool.Def()
 	var params any
 	json.Unmarshal(d.Params, &params)
-	return map[string]any{"name": d.Name, "description": Unframe(events.Secrets().String(d.Description)), "parameters": params, "read_only": !tools.NeedsApproval(tool)}, true
+	return map[string]any{"name": d.Name, "description": Unframe(events.Secrets().String(d.Description)), "parameters": params, "read_only": tools.ReadOnly(tool)}, true
 }
 
+// Nested records a call as it ends. A delegation's line carries its
+// child and what the child spent (the call's price, not the run's: the
+// child's run has its own); a canvas tool's the canvas it touched, which
+// the conversation folds as it does a direct call's.
 func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
-	return h.t.emit(ctx, &events.NestedCall{RunID: h.c.runID, Step: h.c.step, CallID: h.c.ID, N: n.N, Kind: n.Kind, Tool: n.Tool,
-		Arguments: n.Args, IsError: n.IsError, Chars: n.Chars, DurationMS: n.DurationMS, CostUSD: n.CostUSD})
+	e := &events.NestedCall{RunID: h.c.runID, Step: h.c.step, CallID: h.c.ID, N: n.N, Kind: n.Kind, Tool: n.Tool,
+		Arguments: n.Args, IsError: n.IsError, Chars: n.Chars, DurationMS: n.DurationMS, CostUSD: n.CostUSD}
+	h.mu.Lock()
+	c := h.ran[n.N]
+	delete(h.ran, n.N)
+	h.mu.Unlock()
+	if c != nil {
+		e.Canvas = c.res.Canvas
+		if d := c.delegate; d != nil {
+			e.Delegate, e.CostUSD = d, d.CostUSD
+		}
+	}
+	err := h.t.emit(ctx, e)
+	if c != nil && n.Tool == DelegateTool {
+		h.mu.Lock()
+		h.delegating--
+		h.mu.Unlock()
+	}
+	return err
 }
 
 func (h *scriptHost) Spill(n int, full string) (string, error) {

@@ -265,3 +265,59 @@ func TestScriptNestedCallStoredAsEachCallEnds(t *testing.T) {
 		t.Errorf("nested %+v", n)
 	}
 }
+
+// canvasWriter changes a canvas without asking, as artifact_edit does.
+type canvasWriter struct{ counter }
+
+func (w *canvasWriter) ReadOnly() bool { return false }
+
+func (w *canvasWriter) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	w.runs.Add(1)
+	return tools.Result{Output: "edited a1 to version 2", Canvas: &events.CanvasRef{Artifact: "a1", Version: 2, Op: events.OpEdit, Whole: true}}, nil
+}
+
+// R-SCR: a script calls only read-only tools by default — a tool that
+// changes things without asking (a canvas write) is an error value, and
+// an agent holding only such tools gets no tool_script; with
+// script_calls: gated the script writes the canvas as a direct call does
+// (its nested_call carries the canvas, which the conversation folds: the
+// version it knows whole, the run's write count).
+func TestScriptCanvasWritesOnlyInGatedMode(t *testing.T) {
+	for _, gated := range []bool{false, true} {
+		reader := &counter{name: "reader"}
+		editor := &canvasWriter{counter{name: "artifact_edit"}}
+		h := newHarness(t, map[string][]reply{"fake:a": {
+			scriptCall("r = tools.call(\"artifact_edit\", {\"id\": \"a1\"})\nprint(r.get(\"output\"), r.get(\"error\"))"), say("ok"),
+		}}, reader, editor)
+		if gated {
+			h.agent.ScriptCalls = loop.ScriptGated
+		}
+		h.send("edit it")
+		h.turn()
+		res := eventsOf[*events.ToolCompleted](h.events())[0]
+		st := h.state()
+		if !gated {
+			if editor.runs.Load() != 0 || !strings.Contains(res.Output, "artifact_edit cannot be called from a script") {
+				t.Errorf("read-only mode: runs %d, result %q", editor.runs.Load(), res.Output)
+			}
+			continue
+		}
+		if editor.runs.Load() != 1 || !strings.Contains(res.Output, "edited a1 to version 2") {
+			t.Fatalf("gated: runs %d, result %q", editor.runs.Load(), res.Output)
+		}
+		n := eventsOf[*events.NestedCall](h.events())
+		if len(n) != 1 || n[0].Canvas == nil || n[0].Canvas.Artifact != "a1" {
+			t.Errorf("nested %+v", n)
+		}
+		if st.CanvasSeen()["a1"] != 2 {
+			t.Errorf("seen %v, want a1 at 2", st.CanvasSeen())
+		}
+	}
+	editor := &canvasWriter{counter{name: "artifact_edit"}}
+	h := newHarness(t, map[string][]reply{"fake:a": {say("ok")}}, editor)
+	h.send("go")
+	h.turn()
+	if slices.Contains(h.models["fake:a"].offered[0], "tool_script") {
+		t.Errorf("an agent with only a canvas writer was offered tool_script: %v", h.models["fake:a"].offered[0])
+	}
+}

@@ -46,9 +46,9 @@ type fakeModel struct {
 	route   string
 	replies []reply
 	seen    [][]llms.MessageContent
-	offered [][]string // the tool names declared at each call
+	offered [][]string    // the tool names declared at each call
 	decls   [][]llms.Tool // the tools declared at each call
-	maxTok  []int      // the max_tokens of each call
+	maxTok  []int         // the max_tokens of each call
 }
 
 var _ llms.Model = (*fakeModel)(nil)
@@ -123,6 +123,9 @@ func (c *counter) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 }
 
 func (c *counter) NeedsApproval() bool { return c.write }
+
+// ReadOnly: a counter that needs no approval only reads.
+func (c *counter) ReadOnly() bool { return !c.write }
 
 func (c *counter) AskWhen(env tools.Env, args json.RawMessage) string { return c.ask }
 

@@ -208,6 +208,21 @@ type Gated interface {
 	NeedsApproval() bool
 }
 
+// Reader is implemented by tools that only read: a built-in that changes
+// nothing, or an MCP tool the owner listed in read_only_tools. A script
+// calls only these unless its agent has script_calls: gated (R-SCR); a
+// tool that does not say so is taken to change things, even one that
+// needs no approval (a canvas write, a memory note).
+type Reader interface {
+	ReadOnly() bool
+}
+
+// ReadOnly reports whether t only reads.
+func ReadOnly(t Tool) bool {
+	r, ok := t.(Reader)
+	return ok && r.ReadOnly()
+}
+
 // Asker is implemented by tools some of whose calls must always ask. A
 // non-empty reason is shown on the approval card.
 type Asker interface {

@@ -24,6 +24,9 @@ const (
 // the same conversation (see Spill).
 type ToolOutputRead struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (ToolOutputRead) ReadOnly() bool { return true }
+
 func (ToolOutputRead) Def() Def {
 	return Def{Name: "tool_output_read", Description: toolOutputReadDescription, Default: true, Uncut: true, Params: params(`{
   "type": "object",

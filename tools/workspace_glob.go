@@ -18,6 +18,9 @@ const maxGlobResults = 1000
 // WorkspaceGlob finds workspace files by a doublestar pattern.
 type WorkspaceGlob struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (WorkspaceGlob) ReadOnly() bool { return true }
+
 func (WorkspaceGlob) Def() Def {
 	return Def{Name: "workspace_glob", Description: workspaceGlobDescription, Default: true, Params: params(`{
   "type": "object",

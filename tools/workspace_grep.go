@@ -22,6 +22,9 @@ const (
 // WorkspaceGrep searches workspace files with a regular expression.
 type WorkspaceGrep struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (WorkspaceGrep) ReadOnly() bool { return true }
+
 func (WorkspaceGrep) Def() Def {
 	return Def{Name: "workspace_grep", Description: workspaceGrepDescription, Default: true, Params: params(`{
   "type": "object",

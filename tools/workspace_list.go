@@ -17,6 +17,9 @@ const maxListEntries = 1000
 // WorkspaceList lists one directory of the workspace.
 type WorkspaceList struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (WorkspaceList) ReadOnly() bool { return true }
+
 func (WorkspaceList) Def() Def {
 	return Def{Name: "workspace_list", Description: workspaceListDescription, Default: true, Params: params(`{
   "type": "object",

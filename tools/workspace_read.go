@@ -19,6 +19,9 @@ const (
 // WorkspaceRead reads a text file of the workspace with line numbers.
 type WorkspaceRead struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (WorkspaceRead) ReadOnly() bool { return true }
+
 func (WorkspaceRead) Def() Def {
 	return Def{Name: "workspace_read", Description: workspaceReadDescription, Default: true, Params: params(`{
   "type": "object",

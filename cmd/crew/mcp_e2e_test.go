@@ -56,9 +56,10 @@ type toolModel struct {
 }
 
 type toolRequest struct {
-	tools []string
-	last  string // the last message's content
-	role  string
+	tools  []string
+	last   string // the last message's content
+	role   string
+	system string // the system prompt
 }
 
 func (m *toolModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -83,6 +84,9 @@ func (m *toolModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := len(req.Messages); n > 0 {
 		tr.role, tr.last = req.Messages[n-1].Role, fmt.Sprint(req.Messages[n-1].Content)
+		if req.Messages[0].Role == "system" {
+			tr.system = fmt.Sprint(req.Messages[0].Content)
+		}
 	}
 	m.mu.Lock()
 	m.seen = append(m.seen, tr)
@@ -157,6 +161,9 @@ func TestMCPEverythingServerEndToEnd(t *testing.T) {
 	id := acc["conversation_id"].(string)
 	c := waitConv(t, s.url, id, "awaiting approval", func(c convView) bool { return c.Status == "awaiting_approval" })
 	reqs := model.requests()
+	if !strings.Contains(reqs[0].system, "; MCP servers: everything") {
+		t.Errorf("the roster line does not name the MCP server:\n%s", reqs[0].system)
+	}
 	if !slices.Contains(reqs[0].tools, "tool_search") || slices.Contains(reqs[0].tools, "mcp__everything__echo") {
 		t.Errorf("first request declares %v: want tool_search and no MCP tool yet", reqs[0].tools)
 	}
@@ -193,6 +200,14 @@ func TestMCPEverythingServerEndToEnd(t *testing.T) {
 	}
 	if r := reqs[len(reqs)-2]; !strings.Contains(r.last, "Refused (not one of your tools, or hidden by the owner): mcp__everything__nope") {
 		t.Errorf("tool_search of an unknown name: %q", r.last)
+	}
+	// A script calls the owner-read-only MCP tool (R-SCR); echo it may not.
+	model.queue(`call:tool_script {"script":"print(tools.call(\"mcp__everything__get-sum\", a=3, b=4)[\"output\"])\nprint(tools.call(\"mcp__everything__echo\", message=\"x\")[\"error\"])"}`, "text:scripted")
+	postJSON(t, s.url+"/api/inbound", map[string]any{"text": "add by script", "conversation_id": id})
+	waitConv(t, s.url, id, "settled after the script", func(c convView) bool { return settled(c) && c.History[len(c.History)-1].Text == "scripted" })
+	reqs = model.requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(last.last, "The sum of 3 and 4 is 7") || !strings.Contains(last.last, "mcp__everything__echo cannot be called from a script") {
+		t.Errorf("the script's result: %q", last.last)
 	}
 	s.stop(t)
 

@@ -17,6 +17,9 @@ var screenshotDescription string
 // Screenshot returns a PNG of the current tab as an image part.
 type Screenshot struct{ base }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Screenshot) ReadOnly() bool { return true }
+
 func (Screenshot) Def() tools.Def {
 	return tools.Def{Name: "browser_screenshot", Description: screenshotDescription, Params: json.RawMessage(`{
   "type": "object",

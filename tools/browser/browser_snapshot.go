@@ -15,6 +15,9 @@ var snapshotDescription string
 // Snapshot returns the current tab's outline with fresh refs.
 type Snapshot struct{ base }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Snapshot) ReadOnly() bool { return true }
+
 func (Snapshot) Def() tools.Def {
 	return tools.Def{Name: "browser_snapshot", Description: snapshotDescription + "\n" + fence.Rule, Params: noParams}
 }

@@ -17,6 +17,9 @@ var textDescription string
 // Text returns the visible text of the current tab.
 type Text struct{ base }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Text) ReadOnly() bool { return true }
+
 func (Text) Def() tools.Def {
 	return tools.Def{Name: "browser_text", Description: textDescription + "\n" + fence.Rule, Params: noParams}
 }

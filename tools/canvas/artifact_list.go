@@ -16,6 +16,9 @@ var listDescription string
 // List is artifact_list: the canvases the agent reaches, newest first.
 type List struct{ base }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (List) ReadOnly() bool { return true }
+
 func (List) Def() tools.Def {
 	return tools.Def{Name: "artifact_list", Description: listDescription, Default: true, Params: json.RawMessage(`{
   "type": "object",

@@ -18,6 +18,9 @@ var readDescription string
 // Read is artifact_read: a canvas version, paged by lines.
 type Read struct{ base }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Read) ReadOnly() bool { return true }
+
 func (Read) Def() tools.Def {
 	return tools.Def{Name: "artifact_read", Description: readDescription, Default: true, Uncut: true, Params: json.RawMessage(`{
   "type": "object",

@@ -18,6 +18,9 @@ var observeDescription string
 // front, a ref per actionable element, with a frame_id.
 type Observe struct{ s *seen }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Observe) ReadOnly() bool { return true }
+
 func (Observe) Def() tools.Def {
 	return tools.Def{Name: ObserveTool, Description: observeDescription + "\n" + fence.Rule,
 		Params: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}

@@ -18,6 +18,9 @@ var screenshotDescription string
 // in front, with a frame_id for computer_act.
 type Screenshot struct{ s *seen }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Screenshot) ReadOnly() bool { return true }
+
 func (Screenshot) Def() tools.Def {
 	return tools.Def{Name: ScreenshotTool, Description: screenshotDescription + "\n" + fence.Rule, Params: json.RawMessage(`{
   "type": "object",

@@ -17,6 +17,9 @@ var stateDescription string
 // front, whether the screen is locked or input secure.
 type State struct{ s *seen }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (State) ReadOnly() bool { return true }
+
 func (State) Def() tools.Def {
 	return tools.Def{Name: StateTool, Description: stateDescription + "\n" + fence.Rule,
 		Params: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}

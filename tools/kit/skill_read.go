@@ -19,6 +19,9 @@ func SkillRead() tools.Tool { return skillRead{} }
 
 type skillRead struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (skillRead) ReadOnly() bool { return true }
+
 func (skillRead) Def() tools.Def {
 	return tools.Def{Name: "skill_read", Description: skillReadDescription, Default: true, Params: json.RawMessage(`{
   "type": "object",

@@ -21,6 +21,9 @@ var memorySearchDescription string
 // memorySearch finds lines in MEMORY.md and the daily notes.
 type memorySearch struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (memorySearch) ReadOnly() bool { return true }
+
 func (memorySearch) Def() tools.Def {
 	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Default: true, Params: schema(`{
   "type": "object",

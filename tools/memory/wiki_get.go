@@ -18,6 +18,9 @@ const wikiDir = "wiki"
 // wikiGet returns a wiki page.
 type wikiGet struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (wikiGet) ReadOnly() bool { return true }
+
 func (wikiGet) Def() tools.Def {
 	return tools.Def{Name: "wiki_get", Description: wikiGetDescription, Default: true, Params: schema(`{
   "type": "object",

@@ -18,6 +18,9 @@ var wikiSearchDescription string
 // wikiSearch finds wiki pages by name, title and lines.
 type wikiSearch struct{}
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (wikiSearch) ReadOnly() bool { return true }
+
 func (wikiSearch) Def() tools.Def {
 	return tools.Def{Name: "wiki_search", Description: wikiSearchDescription, Default: true, Params: schema(`{
   "type": "object",

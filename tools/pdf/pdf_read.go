@@ -21,6 +21,9 @@ var readDescription string
 type Read struct{}
 
 // Def declares pdf_read.
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (Read) ReadOnly() bool { return true }
+
 func (Read) Def() tools.Def {
 	return tools.Def{Name: "pdf_read", Description: readDescription, Default: true, Params: json.RawMessage(`{
   "type": "object",

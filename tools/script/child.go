@@ -117,6 +117,7 @@ func (c *child) predeclared() starlark.StringDict {
 			"names":    b("tools.names", c.names),
 			"search":   b("tools.search", c.search),
 			"describe": b("tools.describe", c.describe),
+			"delegate": b("tools.delegate", c.delegate),
 		}},
 		"llm": &starlarkstruct.Module{Name: "llm", Members: starlark.StringDict{
 			"classify":  b("llm.classify", c.classify),
@@ -143,6 +144,24 @@ func (c *child) call(_ *starlark.Thread, fn *starlark.Builtin, args starlark.Tup
 		return nil, err
 	}
 	rep, err := c.ask(request{Op: "call", Calls: []CallSpec{spec}})
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Results) != 1 {
+		return nil, fmt.Errorf("%s: the server gave %d results", fn.Name(), len(rep.Results))
+	}
+	return fromValue(rep.Results[0]), nil
+}
+
+// delegate is tools.delegate(agent, task): a call of the tool delegate,
+// which the server allows only in gated mode to an agent holding it.
+func (c *child) delegate(_ *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var agent, task string
+	if err := starlark.UnpackArgs(fn.Name(), args, kwargs, "agent", &agent, "task", &task); err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(map[string]string{"agent": agent, "task": task})
+	rep, err := c.ask(request{Op: "call", Calls: []CallSpec{{Name: "delegate", Args: raw}}})
 	if err != nil {
 		return nil, err
 	}

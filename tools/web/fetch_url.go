@@ -44,6 +44,9 @@ type FetchURL struct {
 	Client *http.Client // dials through the wall (wall.Client)
 }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (FetchURL) ReadOnly() bool { return true }
+
 func (FetchURL) Def() tools.Def {
 	return tools.Def{Name: "fetch_url", Description: fetchURLDescription + "\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
   "type": "object",

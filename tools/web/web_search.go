@@ -59,6 +59,9 @@ func keepKeyOnHost(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// ReadOnly: it changes nothing, so a script may call it (R-SCR).
+func (WebSearch) ReadOnly() bool { return true }
+
 func (WebSearch) Def() tools.Def {
 	return tools.Def{Name: "web_search", Description: webSearchDescription + "\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
   "type": "object",

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/mcp"
 )
@@ -108,5 +109,47 @@ func TestMCPDescriptionReachesModelOnlyFenced(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("the found tool was not declared next: %v", m.offered[1])
+	}
+}
+
+// R-SCR: tool_script is handed out for an owner-read-only MCP tool alone,
+// its description listing what a script can call, and re-described when
+// the agent's MCP tools change (tools/list_changed).
+func TestScriptRedescribedWhenMCPToolsChange(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "changing", Version: "1"}, nil)
+	answer := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+	}
+	obj := map[string]any{"type": "object"}
+	srv.AddTool(&sdk.Tool{Name: "one", Description: "first", InputSchema: obj}, answer)
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	writer := &counter{name: "writer", write: true}
+	h := newHarness(t, map[string][]reply{"fake:a": {say("first"), say("second")}}, writer)
+	pool := mcp.NewPool("test", []mcp.Server{{Name: "s", URL: ts.URL, ReadOnly: []string{"one", "two"}}}, nil)
+	t.Cleanup(pool.Close)
+	h.deps.MCP, h.agent.MCP = pool, []string{"s"}
+	scriptDesc := func(call int) string {
+		for _, d := range h.models["fake:a"].decls[call] {
+			if d.Function != nil && d.Function.Name == "tool_script" {
+				return d.Function.Description
+			}
+		}
+		return ""
+	}
+	h.send("go")
+	h.turn()
+	if d := scriptDesc(0); !strings.Contains(d, "Tools a script can call: mcp__s__one.") {
+		t.Fatalf("first description: %q", d)
+	}
+	srv.AddTool(&sdk.Tool{Name: "two", Description: "second", InputSchema: obj}, answer)
+	eventstest.Eventually(t, "the pool lists two", func() bool {
+		list, _ := pool.Tools(t.Context(), []string{"s"})
+		return len(list) == 2
+	})
+	h.send("again")
+	h.turn()
+	if d := scriptDesc(1); !strings.Contains(d, "Tools a script can call: mcp__s__one, mcp__s__two.") {
+		t.Errorf("after list_changed: %q", d)
 	}
 }
