@@ -93,6 +93,8 @@ type ConversationOpened struct {
 	// lead's conversation) and the member's name.
 	Team   string `json:"team,omitempty"`
 	Member string `json:"member,omitempty"`
+	// ForkedFrom is set on a fork (conversation_forked follows).
+	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
 }
 
 func (*ConversationOpened) EventType() string { return TypeConversationOpened }
@@ -162,8 +164,9 @@ type RunStarted struct {
 	// Trigger is what started the run: "message" (a message on an idle
 	// conversation, a job's prompt included), "queue" (messages that arrived
 	// while a run was open), "delegate" (a delegated child's first run),
-	// "team" (a team delivery) or "task_notification" (a background
-	// command's end). A
+	// "team" (a team delivery), "task_notification" (a background
+	// command's end) or "fork" (a fork's run, opened at the step it was
+	// copied from: conversation_forked follows). A
 	// restart that finds a run open resumes it: no new run_started.
 	Trigger     string `json:"trigger"`
 	ParentRunID string `json:"parent_run_id,omitempty"`

@@ -77,6 +77,11 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		return nil, fmt.Errorf("run %s: no run_started in the conversation", runID)
 	}
 	conv := events.ScopeOf(envs[start].Subject).ID()
+	// A fork's run starts open, on the state conversation_forked carries:
+	// the loop takes it up from there as it did live.
+	if start+1 < len(envs) && envs[start+1].Type == events.TypeConversationForked {
+		start += 2
+	}
 	var outputs, inputs []events.Envelope
 	var inputAt []int // index into outputs the input precedes
 	finished := false

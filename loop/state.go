@@ -276,6 +276,9 @@ type State struct {
 	// Nesting are the nested calls of the scripts still running, by
 	// script call id, for the chat card to show at once.
 	Nesting map[string][]events.NestedCall `json:"nesting,omitempty"`
+	// Route, on a fork, is the one route the conversation runs on
+	// (conversation_forked, R-X-2): it replaces the agent's routes.
+	Route string `json:"route,omitempty"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -448,6 +451,10 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 	case *events.ContextCompacted:
 		s.Compaction.apply(e)
+	case *events.ConversationForked:
+		if err := s.applyFork(e); err != nil {
+			return err
+		}
 	case *events.GuardReminded:
 		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
 		if e.RunID == s.OpenRun {

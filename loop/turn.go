@@ -114,6 +114,11 @@ type Turn struct {
 
 // NewTurn prepares a pass over conv for agent.
 func NewTurn(agent Agent, deps Deps, conv *Conv) *Turn {
+	conv.View(func(st *State) {
+		if st.Route != "" { // a fork runs on its route (R-X-2)
+			agent.Routes = []string{st.Route}
+		}
+	})
 	t := &Turn{agent: agent, deps: deps, conv: conv}
 	if deps.Teams != nil {
 		conv.View(func(st *State) { t.seat = seatOf(st) })

@@ -78,6 +78,8 @@ type Conversation struct {
 	// Parked names the first event of the conversation this build cannot
 	// decode: no turn runs on it (status parked) until a build that can.
 	Parked *ParkedEvent `json:"parked,omitempty"`
+	// ForkedFrom is the conversation, run and step a fork was copied from.
+	ForkedFrom *events.ForkOrigin `json:"forked_from,omitempty"`
 }
 
 // RunEnded is a run_finished that was not done.
@@ -200,7 +202,7 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	case *events.ConversationOpened:
 		c.Agent, c.Channel, c.Day = e.Agent, e.Channel, e.Day
 		c.RootID, c.RootSource, c.ParentRunID = e.RootID, e.RootSource, e.ParentRunID
-		c.Opened = env.Time
+		c.Opened, c.ForkedFrom = env.Time, e.ForkedFrom
 		if e.Title != "" {
 			c.Title = e.Title
 		}

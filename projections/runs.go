@@ -54,6 +54,19 @@ type RunSummary struct {
 	// Children are the runs this one delegated to, in start order. Filled
 	// by GetRun and ListRuns, never stored.
 	Children []RunSummary `json:"children,omitempty"`
+	// ForkedFrom is the run and step a fork's run was copied from; Forks
+	// are the forks made of this run, in the order made (R-X-2).
+	ForkedFrom *ForkLink  `json:"forked_from,omitempty"`
+	Forks      []ForkLink `json:"forks,omitempty"`
+}
+
+// ForkLink is one end of a fork: the run on the other side, its
+// conversation, the step forked at and the fork's route.
+type ForkLink struct {
+	RunID        string `json:"run_id"`
+	Conversation string `json:"conversation"`
+	Step         int    `json:"step"`
+	Route        string `json:"route"`
 }
 
 // Totals add up a run's steps.
@@ -364,6 +377,11 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	case *events.RunFinished:
 		t := env.Time
 		r.Finished, r.Status, r.Reason, r.Error = &t, e.Status, e.Reason, e.Error
+	case *events.ConversationForked:
+		r.ForkedFrom = &ForkLink{RunID: e.From.RunID, Conversation: e.From.Conversation, Step: e.From.Step, Route: e.Route}
+		if err := linkFork(runs, scope.ID(), e); err != nil {
+			return err
+		}
 	}
 	r.Totals.Steps = len(r.Steps)
 	return putJSON(runs, []byte(runID), r)
@@ -416,6 +434,18 @@ func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope
 	}
 	tc.Delegate.RunID = e.RunID
 	return putJSON(runs, []byte(d.ParentRunID), parent)
+}
+
+// linkFork lists a fork on the run it was copied from (nothing when that
+// run is unknown here).
+func linkFork(runs *bbolt.Bucket, conv string, e *events.ConversationForked) error {
+	var origin Run
+	found, err := getJSON(runs, []byte(e.From.RunID), &origin)
+	if err != nil || !found {
+		return err
+	}
+	origin.Forks = append(origin.Forks, ForkLink{RunID: e.RunID, Conversation: conv, Step: e.From.Step, Route: e.Route})
+	return putJSON(runs, []byte(e.From.RunID), origin)
 }
 
 // openDelegation links a delegated child conversation to the parent run's

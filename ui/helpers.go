@@ -26,12 +26,18 @@ func titleOf(c ConversationRow) string {
 	return c.ID
 }
 
-func convPath(id string) string   { return "/c/" + url.PathEscape(id) }
-func runsPath(id string) string   { return convPath(id) + "/runs" }
-func teamPath(id string) string   { return convPath(id) + "/team" }
-func exportPath(id string) string { return "/api/conversations/" + url.PathEscape(id) + "/export" }
-func closePath(id string) string  { return convPath(id) + "/close" }
-func decidePath(id string) string { return "/approvals/" + url.PathEscape(id) + "/decide" }
+func convPath(id string) string    { return "/c/" + url.PathEscape(id) }
+func runsPath(id string) string    { return convPath(id) + "/runs" }
+func teamPath(id string) string    { return convPath(id) + "/team" }
+func exportPath(id string) string  { return "/api/conversations/" + url.PathEscape(id) + "/export" }
+func closePath(id string) string   { return convPath(id) + "/close" }
+func decidePath(id string) string  { return "/approvals/" + url.PathEscape(id) + "/decide" }
+func forkPath(runID string) string { return "/runs/" + url.PathEscape(runID) + "/fork" }
+
+// runAnchor is a run's card on its conversation's runs page.
+func runAnchor(l ForkLink) string {
+	return runsPath(l.Conversation) + "#run-" + url.PathEscape(l.RunID)
+}
 
 // statusLabel is a status as people read it: "awaiting approval".
 func statusLabel(status string) string {

@@ -226,6 +226,8 @@ type RunsView struct {
 	Shell
 	Conv ConversationRow
 	Runs []RunCard
+	// ForkRoutes are offered to the steps' fork forms.
+	ForkRoutes []string
 }
 
 // RunCard is one run with its steps and child runs.
@@ -243,6 +245,9 @@ type RunCard struct {
 	Cost     string // "$0.0012", with "+ 2 calls of unknown cost" when so
 	Steps    []StepCard
 	Children []RunCard
+	// ForkedFrom and Forks link a fork's run and its origin (R-X-2).
+	ForkedFrom *ForkLink
+	Forks      []ForkLink
 }
 
 // StepCard is one step of a run.
@@ -250,7 +255,8 @@ type StepCard struct {
 	N          int
 	ModelCalls []ModelCallLine
 	ToolCalls  []ToolCard
-	Lines      []string // fallbacks, escalation, approvals, reminders, steers
+	Lines      []string  // fallbacks, escalation, approvals, reminders, steers
+	Fork       *ForkForm // "Fork from here", when the run can be forked
 }
 
 // ModelCallLine is one model call of a step.
@@ -268,5 +274,19 @@ type ModelCallLine struct {
 // LoginView is the login form (non-loopback servers).
 type LoginView struct {
 	Error string
+	CSRF  string
+}
+
+// ForkLink is one end of a fork on the runs page: the run on the other
+// side, its conversation, the step and the fork's route.
+type ForkLink struct {
+	RunID, Conversation, Route string
+	Step                       int
+}
+
+// ForkForm is a step's "Fork from here" form (R-X-2).
+type ForkForm struct {
+	RunID string
+	Step  int
 	CSRF  string
 }

@@ -32,7 +32,7 @@ func init() {
 		{"agent", "add <template>", "install a built-in agent: fullstack-developer, kongming, researcher", runAgent},
 		{"doctor", "", "print home, versions, event store, projection lag, sandbox, model routes", runDoctor},
 		{"export", "<conversation> [-o FILE]", "write a conversation's events as JSONL, hash-chained under the home's audit key", runExport},
-		{"replay", "<run-id> [--route ROUTE]", "re-drive a recorded run with its recorded replies and results; show the first divergence", runReplay},
+		{"replay", "<run-id> [--route ROUTE] | <run-id> --from-step N --route ROUTE", "re-drive a recorded run with its recorded replies and results; show the first divergence; --from-step forks it at step N onto ROUTE", runReplay},
 		{"verify", "<FILE> [--key-file F | --no-key]", "check an export's keyed hash chain (written by this home?); name the first broken line", runVerify},
 		{"projections", "rebuild [NAME]", "rebuild read models from the event log (server stopped)", runProjections},
 		{"browser", "login <agent> [url]", "open a window on an agent's browser profile to sign in (its browser tools wait)", runBrowser},

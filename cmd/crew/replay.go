@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 
@@ -18,7 +19,8 @@ import (
 
 func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	fs, homeFlag := newFlags(env, "replay")
-	route := fs.String("route", "", "answer model calls with this route (e.g. fake:script:FILE) instead of the recorded replies")
+	route := fs.String("route", "", "answer model calls with this route (e.g. fake:script:FILE) instead of the recorded replies; with --from-step, the route the fork continues on")
+	fromStep := fs.Int("from-step", 0, "fork the run at step N into a new conversation that continues live on --route (the original is untouched)")
 	if err := parse(env, fs, args); err != nil {
 		return err
 	}
@@ -29,6 +31,11 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	runID := fs.Arg(0)
 	if err := events.ValidID(runID); err != nil {
 		return err
+	}
+	forking := false
+	fs.Visit(func(f *flag.Flag) { forking = forking || f.Name == "from-step" })
+	if forking {
+		return runFork(ctx, env, *homeFlag, runID, *fromStep, *route)
 	}
 	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {
@@ -96,4 +103,41 @@ func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, run
 	}
 	envs, err := st.log.ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
 	return run.Agent, envs, err
+}
+
+// runFork is crew replay --from-step N --route X: through the running
+// server when there is one (it holds the log), else on the store here.
+func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int, route string) error {
+	if step < 1 {
+		return fmt.Errorf("--from-step %d: a step is 1 or more (the runs page numbers them)", step)
+	}
+	if route == "" {
+		return errors.New("--from-step needs --route ROUTE: the model that answers the step in place of the recorded reply")
+	}
+	if _, err := llm.ParseRoute(route); err != nil {
+		return fmt.Errorf("--route: %w", err)
+	}
+	dir, h, err := openHome(env, homeFlag)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	if errors.Is(err, home.ErrStoreBusy) {
+		c, err := h.ServerClient(dir, env.getenv)
+		if err != nil {
+			return err
+		}
+		fk, err := c.Fork(ctx, runID, step, route)
+		if err != nil {
+			return err
+		}
+		printFork(env, fk)
+		fmt.Fprintf(env.stdout, "the server runs it: %s/c/%s/runs\n", c.URL, fk.Conversation)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return forkHere(ctx, env, dir, h, st, runID, step, route)
 }

@@ -171,6 +171,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "telegram: polling, serving chats %v\n", master.Telegram.AllowedChatIDs)
 	}
 
+	forks := forker{log: st.log, db: st.db, convs: c.convs, dir: dir, callable: callable(h, env.getenv), kick: c.worker.Kick}
 	// Model clients and the Telegram gateway hold their keys now.
 	home.DropSecretEnv(env.environ, env.unsetenv)
 
@@ -198,6 +199,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			AuditKey:      key,
 			Logger:        logger.With("component", "web"),
 			Teams:         c.teams,
+			Forks:         forks,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

@@ -29,6 +29,7 @@ import (
 	"github.com/my-agent-crew/crew/tools/pdf"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/nats-io/nuid"
+	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
 )
 
@@ -81,55 +82,11 @@ type crewRuntime struct {
 
 // startCrew wires the loop onto an open store.
 func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
-	mdl, override, note, err := h.Models(ctx, getenv)
+	lw, err := wireLoop(ctx, dir, h, st, runner, getenv, logger)
 	if err != nil {
 		return nil, err
 	}
-	create := schedule.NewCreateTool(time.Now)
-	nt := newNetTools(dir, h, getenv, logger.With("component", "browser"))
-	cv := &canvas.Service{Store: projections.CanvasStore{DB: st.db, NotFound: canvas.ErrNotFound}, Log: st.log, WaitFor: runner.WaitFor,
-		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
-	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
-	if n := h.Config.ConversationsInMemory; n > 0 {
-		convs.SetIdleLimit(n)
-	}
-	var cr *liveCrew
-	teams := team.New(team.Config{Log: st.log, Convs: convs, NewID: nuid.Next, Logger: logger.With("component", "team"),
-		Agents: func(id string) (loop.Agent, bool) { return cr.agent(id) }})
-	reg, err := tools.New(allTools(create, nt, cv, teams)...)
-	if err != nil {
-		return nil, err
-	}
-	cr = newCrew(dir, h, override, reg, logger.With("component", "crew"))
-	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
-	// Every model call, whatever it is for, is reserved against the
-	// budgets before it leaves (R-X-5).
-	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"))
-	if err != nil {
-		return nil, err
-	}
-	models := ledger.Models(mdl.Model)
-	nc := st.nc
-	deps := loop.Deps{
-		Models:   models,
-		Tools:    reg,
-		Clock:    time.Now,
-		Location: h.Config.Location(),
-		SpillDir: filepath.Join(dir, "spill"),
-		HomeDir:  dir,
-		Roster:   cr.roster,
-		Spec:     cr.spec,
-		NewID:    nuid.Next,
-		MCP:      pool,
-		Live: func(conv, runID string, d llm.Delta) {
-			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
-			nc.Publish(events.LiveSubject(conv), b)
-		},
-		Teams:      teams,
-		Background: loop.NewBackground(convs, nuid.Next, logger.With("component", "background")),
-	}
-	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
-		cv, logger.With("component", "notes")))
+	create, nt, cv, convs, teams, cr, pool, ledger, models, deps, note, override := lw.create, lw.net, lw.canvas, lw.convs, lw.teams, lw.crew, lw.pool, lw.ledger, lw.models, lw.deps, lw.note, lw.override
 	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: models, List: dayEndList(st.db, teams.Busy),
 		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
@@ -269,4 +226,79 @@ func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
 		return schedule.Refused(err)
 	}
 	return err
+}
+
+// loopWiring is what runs turns on an open store, for crew serve and for a
+// fork run on a stopped home (crew replay --from-step): the models behind
+// the budget ledger, the registry's tools, the crew, the conversations'
+// writer and the turn's edges.
+type loopWiring struct {
+	create   *schedule.CreateTool
+	net      *netTools
+	canvas   *canvas.Service
+	convs    *loop.Convs
+	teams    *team.Runtime
+	crew     *liveCrew
+	pool     *mcp.Pool
+	ledger   *budget.Ledger
+	models   func(route string) (llms.Model, error)
+	deps     loop.Deps
+	note     string   // what serve prints about models
+	override []string // the routes every agent runs on, if forced
+}
+
+// wireLoop wires what turns need onto st; nothing runs yet (the worker,
+// scheduler and reload watch are the caller's).
+func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*loopWiring, error) {
+	mdl, override, note, err := h.Models(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	create := schedule.NewCreateTool(time.Now)
+	nt := newNetTools(dir, h, getenv, logger.With("component", "browser"))
+	cv := &canvas.Service{Store: projections.CanvasStore{DB: st.db, NotFound: canvas.ErrNotFound}, Log: st.log, WaitFor: runner.WaitFor,
+		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
+	convs := loop.NewConvs(conversationLog(st.log), projections.Snapshots{DB: st.db})
+	if n := h.Config.ConversationsInMemory; n > 0 {
+		convs.SetIdleLimit(n)
+	}
+	var cr *liveCrew
+	teams := team.New(team.Config{Log: st.log, Convs: convs, NewID: nuid.Next, Logger: logger.With("component", "team"),
+		Agents: func(id string) (loop.Agent, bool) { return cr.agent(id) }})
+	reg, err := tools.New(allTools(create, nt, cv, teams)...)
+	if err != nil {
+		return nil, err
+	}
+	cr = newCrew(dir, h, override, reg, logger.With("component", "crew"))
+	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
+	// Every model call, whatever it is for, is reserved against the
+	// budgets before it leaves (R-X-5).
+	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"))
+	if err != nil {
+		return nil, err
+	}
+	models := ledger.Models(mdl.Model)
+	nc := st.nc
+	deps := loop.Deps{
+		Models:   models,
+		Tools:    reg,
+		Clock:    time.Now,
+		Location: h.Config.Location(),
+		SpillDir: filepath.Join(dir, "spill"),
+		HomeDir:  dir,
+		Roster:   cr.roster,
+		Spec:     cr.spec,
+		NewID:    nuid.Next,
+		MCP:      pool,
+		Live: func(conv, runID string, d llm.Delta) {
+			b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
+			nc.Publish(events.LiveSubject(conv), b)
+		},
+		Teams:      teams,
+		Background: loop.NewBackground(convs, nuid.Next, logger.With("component", "background")),
+	}
+	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
+		cv, logger.With("component", "notes")))
+	return &loopWiring{create: create, net: nt, canvas: cv, convs: convs, teams: teams, crew: cr, pool: pool, ledger: ledger,
+		models: models, deps: deps, note: note, override: override}, nil
 }

@@ -325,6 +325,10 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{team.ErrWorktreeInUse, http.StatusConflict, "in_use"},
 		{team.ErrWorktreeDirty, http.StatusConflict, "has_changes"},
 		{team.ErrAmbiguous, http.StatusConflict, "ambiguous"},
+		{loop.ErrForkRun, http.StatusNotFound, "not_found"},
+		{loop.ErrForkStep, http.StatusBadRequest, "bad_step"},
+		{loop.ErrForkRoute, http.StatusBadRequest, "bad_route"},
+		{loop.ErrForkRefused, http.StatusConflict, "refused"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
 		{ErrRefused, http.StatusConflict, "refused"},
 	} {

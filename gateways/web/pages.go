@@ -50,6 +50,9 @@ type Pages struct {
 	// Workspace is an agent's workspace folder: the chat shows the images
 	// of its inbox/ that messages name; nil shows none.
 	Workspace func(agent string) string
+	// Forking offers "Fork from here" on the runs page's steps; New sets
+	// it from Config.Forks.
+	Forking bool
 
 	markdown func(text string) string // Markdown; tests slow it down
 }
@@ -441,7 +444,13 @@ func (p *Pages) runs(ctx context.Context, id, csrf string) (ui.RunsView, error) 
 		if err != nil {
 			return v, err
 		}
+		if p.Forking {
+			forkForms(&card, s, csrf)
+		}
 		v.Runs = append(v.Runs, card)
+	}
+	if p.Forking {
+		v.ForkRoutes = p.forkRoutes(v.Runs)
 	}
 	return v, nil
 }
@@ -461,6 +470,7 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 	if r.Totals.UnknownCostCalls > 0 {
 		card.Cost += fmt.Sprintf(" + %d calls of unknown cost", r.Totals.UnknownCostCalls)
 	}
+	card.ForkedFrom, card.Forks = forkLinks(r.RunSummary)
 	if r.Finished != nil && r.Status != events.RunDone {
 		card.Notice = loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
 	}

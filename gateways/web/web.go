@@ -89,6 +89,9 @@ type Config struct {
 	Canvas *CanvasAPI
 	// Teams serves /api/teams/{id} and the team pages; nil leaves them out.
 	Teams Teams
+	// Forks serves POST /api/runs/{id}/fork and the runs page's fork
+	// form; nil leaves them out.
+	Forks Forker
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -138,8 +141,12 @@ func (s *server) routes() *router {
 	if cfg.Teams != nil {
 		s.routesTeams(mux)
 	}
+	if cfg.Forks != nil {
+		s.routesFork(mux)
+	}
 	if cfg.Pages != nil {
 		cfg.Pages.SignOut = cfg.AuthToken != ""
+		cfg.Pages.Forking = cfg.Forks != nil
 		if cfg.Pages.CatchingUp == nil {
 			cfg.Pages.CatchingUp = cfg.CatchingUp
 		}

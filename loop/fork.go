@@ -1,0 +1,155 @@
+package loop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/my-agent-crew/crew/events"
+)
+
+// Forks (R-X-2, R-OBS-3): a recorded run is copied at step N into a new
+// conversation that continues live on another route. The fork holds the
+// conversation's state as step N's model request read it — folded from the
+// original's events up to that request (its compaction included), so the
+// fork's first request is built by the same code (history, compaction view,
+// canvas notes, attachments, tool declarations with the MCP tools loaded)
+// and reads the same messages; the system prompt is the agent's files read
+// anew, as at every step (R-HOME-4). The new model then answers step N in
+// place of the recorded reply and the run goes on normally. Nothing is
+// written to the original.
+
+// Fork errors, for the callers to map (the API's 400/404).
+var (
+	ErrForkRun  = errors.New("no such run")
+	ErrForkStep = errors.New("no such step")
+	// ErrForkRefused: the run cannot be forked (a delegated child's or a
+	// teammate's conversation, whose place in its parent or team a copy
+	// cannot take).
+	ErrForkRefused = errors.New("run cannot be forked")
+	// ErrForkRoute: the route is not one this home can call.
+	ErrForkRoute = errors.New("unknown route")
+)
+
+// ForkSpec is what the caller chooses of a fork: its conversation and run
+// ids, the route it continues on and its title.
+type ForkSpec struct {
+	Conversation, RunID, Route, Title string
+}
+
+// ForkEvents returns the events that open the fork of run runID at step
+// (1-based) of the conversation whose events are envs, as read from the
+// log: conversation_opened (forked_from), run_started (trigger fork),
+// conversation_forked (the state).
+func ForkEvents(envs []events.Envelope, runID string, step int, spec ForkSpec) ([]events.Event, error) {
+	if len(envs) == 0 {
+		return nil, fmt.Errorf("run %s: %w", runID, ErrForkRun)
+	}
+	orig := events.ScopeOf(envs[0].Subject).ID()
+	cut, steps, started := -1, 0, false
+	for i, env := range envs {
+		e, err := env.Decode()
+		if err != nil {
+			return nil, fmt.Errorf("fork: %s seq %d: %w", env.Subject, env.Seq, err)
+		}
+		if r, ok := e.(*events.RunStarted); ok && r.RunID == runID {
+			started = true
+		}
+		if id, ok := events.RunOf(e); !ok || id != runID {
+			continue
+		}
+		n, request := requestStep(e)
+		if !request {
+			continue
+		}
+		steps = max(steps, n)
+		if n == step && cut < 0 {
+			cut = i
+		}
+	}
+	switch {
+	case !started:
+		return nil, fmt.Errorf("run %s of conversation %s: %w", runID, orig, ErrForkRun)
+	case steps == 0:
+		return nil, fmt.Errorf("run %s made no model call: nothing to fork: %w", runID, ErrForkStep)
+	case step < 1 || step > steps || cut < 0:
+		return nil, fmt.Errorf("run %s has steps 1 to %d, not %d: %w", runID, steps, step, ErrForkStep)
+	}
+	st := &State{Conversation: orig}
+	for _, env := range envs[:cut] {
+		if err := st.Apply(env); err != nil {
+			return nil, fmt.Errorf("fork: %w", err)
+		}
+	}
+	switch {
+	case st.OpenRun != runID:
+		return nil, fmt.Errorf("run %s is not open at step %d: %w", runID, step, ErrForkStep)
+	case st.RootID != "" || st.ParentConversation != "":
+		return nil, fmt.Errorf("run %s is a delegated child's, answering its parent's call: fork the parent's run instead: %w", runID, ErrForkRefused)
+	case st.Team != "":
+		return nil, fmt.Errorf("run %s is a teammate's, seated on team %s: %w", runID, st.Team, ErrForkRefused)
+	}
+	state, err := json.Marshal(forkedState(st, spec, step))
+	if err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	from := events.ForkOrigin{Conversation: orig, RunID: runID, Step: step}
+	return []events.Event{
+		&events.ConversationOpened{Agent: st.Agent, Channel: st.Channel, Title: spec.Title, Autonomous: st.Autonomous,
+			ApprovalTTLSeconds: st.ApprovalTTL, ForkedFrom: &from},
+		&events.RunStarted{RunID: spec.RunID, Agent: st.Agent, Trigger: events.TriggerFork},
+		&events.ConversationForked{RunID: spec.RunID, Route: spec.Route, From: from, State: state},
+	}, nil
+}
+
+// requestStep is the step of an event that shows a turn's model request
+// was made (its reply, a retry, a fallback), the first of which marks
+// where the step's request was sent: what came before it (the step's
+// compaction too) is what the request read.
+func requestStep(e events.Event) (int, bool) {
+	switch e := e.(type) {
+	case *events.ModelCalled:
+		return e.Step, e.InTurn() && e.Step > 0
+	case *events.ModelRetried:
+		return e.Step, e.Step > 0
+	case *events.RouteFallback:
+		return e.Step, e.Step > 0
+	}
+	return 0, false
+}
+
+// forkedState is st as the fork starts from it: the history and what the
+// request was built from, with the fork's run open before step. Nothing of
+// what the original had waiting (queued messages, steers not yet applied,
+// approvals) or granted ("always" approvals are asked afresh), and no
+// spending yet: the fork has spent nothing.
+func forkedState(st *State, spec ForkSpec, step int) *State {
+	return &State{
+		Conversation: spec.Conversation,
+		Agent:        st.Agent, Channel: st.Channel, Autonomous: st.Autonomous, ApprovalTTL: st.ApprovalTTL,
+		Messages: st.Messages,
+		OpenRun:  spec.RunID, Step: step - 1,
+		RunPrompt: st.RunPrompt, PromptChecked: true, RunFrom: st.RunFrom,
+		RunUntrusted: st.RunUntrusted,
+		Told:         st.Told, Canvas: st.Canvas, RunCanvas: st.RunCanvas,
+		Guard: st.Guard, Escalated: st.Escalated,
+		Loaded:      st.Loaded,
+		Compaction:  st.Compaction,
+		NestedCalls: st.NestedCalls,
+		Delegations: st.Delegations,
+		Route:       spec.Route,
+	}
+}
+
+// applyFork folds conversation_forked: the state it carries, with the
+// fork's run open and its route.
+func (s *State) applyFork(e *events.ConversationForked) error {
+	var f State
+	if err := json.Unmarshal(e.State, &f); err != nil {
+		return fmt.Errorf("conversation_forked: state: %w", err)
+	}
+	conv, seq := s.Conversation, s.Seq
+	*s = *forkedState(&f, ForkSpec{Conversation: conv, RunID: e.RunID, Route: e.Route}, e.From.Step)
+	s.Seq = seq
+	return nil
+}
