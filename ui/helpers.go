@@ -33,6 +33,7 @@ func exportPath(id string) string  { return "/api/conversations/" + url.PathEsca
 func closePath(id string) string   { return convPath(id) + "/close" }
 func decidePath(id string) string  { return "/approvals/" + url.PathEscape(id) + "/decide" }
 func forkPath(runID string) string { return "/runs/" + url.PathEscape(runID) + "/fork" }
+func answerPath(id string) string  { return "/questions/" + url.PathEscape(id) + "/answer" }
 
 // runAnchor is a run's card on its conversation's runs page.
 func runAnchor(l ForkLink) string {

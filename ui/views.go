@@ -54,6 +54,7 @@ type ConversationView struct {
 	Conv     ConversationRow
 	Items    []Item
 	Approval *ApprovalCard // the pending approval, if any
+	Question *QuestionBar  // the question (ask_user) waiting for an answer, if any
 	// LastSeq is the stream sequence the page reflects; the live feed
 	// resumes after it.
 	LastSeq uint64
@@ -89,6 +90,7 @@ const (
 	ItemTool      = "tool"
 	ItemNote      = "note"     // harness lines: reminders, steers, fallbacks
 	ItemDelegate  = "delegate" // a delegate call, pinned with the child's answer
+	ItemQuestion  = "question" // an ask_user call with its answer
 )
 
 // Item is one entry of the chat.
@@ -100,6 +102,7 @@ type Item struct {
 	HTML     string
 	Tool     *ToolCard
 	Delegate *DelegateCard
+	Question *QuestionItem
 	Queued   bool // a user message waiting for the running turn
 	Time     string
 	// Notes are the turn notes (memory) the model read with a user message;
@@ -219,6 +222,26 @@ type ApprovalCard struct {
 	// approval is a child's shown on its root.
 	From         string
 	Conversation string
+}
+
+// QuestionBar is the answer box of a pending question (ask_user): its
+// choices as buttons, and a text field for an answer in the owner's words.
+type QuestionBar struct {
+	ID        string
+	Question  string
+	Choices   []string
+	ExpiresAt time.Time
+	ExpiresIn string // "9m 12s", computed when rendered on the server
+}
+
+// QuestionItem is an ask_user call in the chat once settled: the question
+// and its answer, or that nobody answered in time.
+type QuestionItem struct {
+	CallID   string
+	Question string
+	Answer   string
+	Expired  bool
+	Refused  string // the call was refused (a question that could not be shown)
 }
 
 // RunsView is the runs page of one conversation.

@@ -141,9 +141,15 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	var approval *loop.Approval
 	var approvalArgs json.RawMessage
 	var question string
+	var pending *loop.Question
 	conv.View(func(st *loop.State) {
 		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, LastHalt: st.LastHalt, OpenRun: st.OpenRun,
-			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued)}
+			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), ParentConversation: st.ParentConversation}
+		if q := st.PendingQuestion(); q != nil {
+			copied := *q
+			pending = &copied
+			chat.Questions = map[string]*loop.Question{q.CallID: &copied}
+		}
 		question = askedQuestion(st)
 		if a := st.PendingApproval(); a != nil {
 			copied := *a
@@ -165,6 +171,9 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	running := chat.OpenRun != ""
 	if running {
 		v.Waiting = len(chat.Queued)
+	}
+	if q := pending; q != nil {
+		v.Question = &ui.QuestionBar{ID: q.ID, Question: q.Text, Choices: q.Choices, ExpiresAt: q.ExpiresAt, ExpiresIn: p.left(q.ExpiresAt)}
 	}
 	if a := approval; a != nil {
 		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: loop.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
@@ -190,6 +199,8 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	switch {
 	case v.Approval != nil:
 		v.Conv.Status = projections.ConversationAwaitingApproval
+	case v.Question != nil:
+		v.Conv.Status = projections.ConversationAwaitingAnswer
 	case running:
 		v.Conv.Status = projections.ConversationRunning
 	}
@@ -353,6 +364,15 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
 					continue
 				}
+				if c.Name == loop.AskUserTool && st.ParentConversation == "" {
+					if r, ok := results[c.ID]; ok && !strings.HasPrefix(r.Text, "Your question was shown to the owner.") {
+						items = append(items, ui.Item{Kind: ui.ItemQuestion, Question: questionItem(c, r)})
+						continue
+					}
+					if q := st.PendingQuestion(); q != nil && q.CallID == c.ID {
+						continue // the question box shows it
+					}
+				}
 				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Todo: todoLines(c.Name, c.Arguments)}
 				card.Args, card.Blocks = readable(c.Arguments)
 				if r, ok := results[c.ID]; ok {
@@ -376,6 +396,24 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 		items = append(items, it)
 	}
 	return items
+}
+
+// questionItem is a settled ask_user call: its question and answer.
+func questionItem(c events.ToolCallRequest, r loop.Message) *ui.QuestionItem {
+	var a struct {
+		Question string `json:"question"`
+	}
+	json.Unmarshal(c.Arguments, &a)
+	q := &ui.QuestionItem{CallID: c.ID, Question: a.Question}
+	switch r.Outcome {
+	case "expired":
+		q.Expired = true
+	case "":
+		q.Answer = r.Text
+	default:
+		q.Refused = r.Text
+	}
+	return q
 }
 
 // delegateCard pins a delegate call: running, or answered by its child. A

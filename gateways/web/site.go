@@ -55,6 +55,9 @@ func (s *server) routesSite(mux *router) {
 	mux.HandleFunc("POST /send", s.sendForm)
 	mux.HandleFunc("GET /c/{id}/inbox/{name}", s.inboxImage)
 	mux.HandleFunc("POST /approvals/{id}/decide", s.form(s.decideForm))
+	if s.cfg.Questions != nil {
+		mux.HandleFunc("POST /questions/{id}/answer", s.form(s.answerForm))
+	}
 	mux.HandleFunc("GET /api/activity", s.activity)
 	mux.HandleFunc("GET /login", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
 		return ui.LoginPage(ui.LoginView{CSRF: csrf}), nil
@@ -279,11 +282,39 @@ func (s *server) decideForm(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
+// answerForm is the question box's form: the same Answerer as the API. A
+// choice button sends choice; the text field sends text.
+func (s *server) answerForm(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := events.ValidID(id); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_id", err.Error())
+		return
+	}
+	answer := r.PostFormValue("choice")
+	if answer == "" {
+		answer = r.PostFormValue("text")
+	}
+	if err := s.cfg.Questions.Answer(r.Context(), id, answer, "web"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]string{"question_id": id, "status": "answered"})
+		return
+	}
+	back := r.PostFormValue("back")
+	if !strings.HasPrefix(back, "/c/") || strings.Contains(back, "//") {
+		back = "/"
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
 // activityTypes are the events every open tab hears about (R-OBS-1).
 var activityTypes = map[string]bool{
 	events.TypeConversationOpened: true, events.TypeConversationClosed: true, events.TypeMessageReceived: true,
 	events.TypeRunStarted: true, events.TypeRunFinished: true,
 	events.TypeApprovalRequested: true, events.TypeApprovalDecided: true,
+	events.TypeQuestionAsked: true, events.TypeQuestionAnswered: true, events.TypeQuestionExpired: true,
 }
 
 // activity is the one live feed for every tab: new conversations, run

@@ -12,7 +12,8 @@
   const STORED = ['message', 'conversation_opened', 'conversation_closed', 'message_received',
     'run_started', 'model_called', 'tool_called', 'tool_completed', 'run_finished',
     'steer_received', 'steers_applied', 'guard_reminded', 'approval_requested',
-    'approval_decided', 'route_fallback', 'model_retried', 'context_compacted', 'escalated', 'hook_ran', 'conversation_summarized', 'run_resumed', 'nested_call'];
+    'approval_decided', 'route_fallback', 'model_retried', 'context_compacted', 'escalated', 'hook_ran', 'conversation_summarized', 'run_resumed', 'nested_call',
+    'question_asked', 'question_answered', 'question_expired'];
 
   const debounce = (fn, ms) => {
     let t;
@@ -162,7 +163,8 @@
     }));
   }
 
-  // 3 and 4. The composer and the approval form post with fetch.
+  // 3 and 4. The composer, the approval form and the question box post
+  // with fetch.
   async function errorText(res) {
     try {
       const body = await res.json();
@@ -175,11 +177,11 @@
   document.addEventListener('submit', async (ev) => {
     const form = ev.target;
     const kind = form.dataset.testid;
-    if (kind !== 'composer' && kind !== 'approval-form') return;
+    if (kind !== 'composer' && kind !== 'approval-form' && kind !== 'question-form') return;
     ev.preventDefault();
     const data = new FormData(form);
     if (ev.submitter && ev.submitter.name) data.set(ev.submitter.name, ev.submitter.value);
-    const errEl = byTestId(kind === 'composer' ? 'composer-error' : 'approval-error', form);
+    const errEl = byTestId({ composer: 'composer-error', 'approval-form': 'approval-error', 'question-form': 'question-error' }[kind], form);
     const buttons = form.querySelectorAll('button');
     buttons.forEach((b) => { b.disabled = true; });
     try {
@@ -191,7 +193,7 @@
       });
       if (!res.ok) {
         showError(errEl, await errorText(res));
-        if (kind === 'approval-form') refreshChat(); // already decided or expired
+        if (kind !== 'composer') refreshChat(); // already decided, answered or expired
         return;
       }
       showError(errEl, '');
