@@ -10,7 +10,8 @@ const (
 	ProposalRolledBack = "rolled_back" // was applied; MEMORY.md is Old again
 )
 
-// ProposalRecord is one proposed rewrite of an agent's MEMORY.md with what
+// ProposalRecord is one proposed rewrite of an agent's MEMORY.md (or of
+// its AGENTS.md or SOUL.md, File) with what
 // became of it. Old is the file when proposed, kept for rollback. The
 // memory projection stores it and consolidation decides on it; both fold
 // it with FoldProposal, so the rules are written once.
@@ -36,6 +37,22 @@ type ProposalRecord struct {
 	Old             string     `json:"old,omitempty"`
 	New             string     `json:"new,omitempty"`
 	LastSeq         uint64     `json:"last_seq"`
+	// File, Tool, RunID, CallID, Conversation, Untrusted: as in
+	// MemoryProposed ("" file is MEMORY.md).
+	File         string `json:"file,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+	RunID        string `json:"run_id,omitempty"`
+	CallID       string `json:"call_id,omitempty"`
+	Conversation string `json:"conversation,omitempty"`
+	Untrusted    string `json:"untrusted,omitempty"`
+}
+
+// FileName is the file r rewrites: MEMORY.md, AGENTS.md or SOUL.md.
+func (r ProposalRecord) FileName() string {
+	if r.File == "" {
+		return "MEMORY.md"
+	}
+	return r.File
 }
 
 // FoldProposal applies e, decoded from env, to rec: the record of e's
@@ -54,7 +71,8 @@ func FoldProposal(rec *ProposalRecord, env Envelope, e Event) (*ProposalRecord, 
 			days = []string{}
 		}
 		return &ProposalRecord{ID: e.ProposalID, Agent: e.Agent, Kind: e.Kind, Reason: e.Reason, Status: ProposalPending, Days: days,
-			Trigger: e.Trigger, Route: e.Route, CostUSD: e.CostUSD, Proposed: t, Old: e.Old, New: e.New, LastSeq: env.Seq}, true
+			Trigger: e.Trigger, Route: e.Route, CostUSD: e.CostUSD, Proposed: t, Old: e.Old, New: e.New, LastSeq: env.Seq,
+			File: e.File, Tool: e.Tool, RunID: e.Run, CallID: e.CallID, Conversation: e.Conversation, Untrusted: e.Untrusted}, true
 	case *MemoryProposalDecided:
 		if rec == nil || rec.Status != ProposalPending {
 			return rec, false // unknown, or decided already: the first decision stands

@@ -591,8 +591,30 @@ type MemoryProposed struct {
 	Reason     string   `json:"reason,omitempty"` // why it waits for a human
 	Route      string   `json:"route,omitempty"`
 	CostUSD    *float64 `json:"cost_usd,omitempty"`
-	Trigger    string   `json:"trigger"` // cli, api, job
+	Trigger    string   `json:"trigger"` // cli, api, job; tool for a persona file
+	// File is what the proposal rewrites: "" is MEMORY.md (consolidation);
+	// AGENTS.md or SOUL.md when a tool wrote or edited one, which is never
+	// applied without the owner (R-X-7). Tool, Run, CallID and
+	// Conversation name that call (Run is not RunID: the event is the
+	// agent's, not the run's); Untrusted is the untrusted content its run
+	// had read before it, if any.
+	File         string `json:"file,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+	Run          string `json:"run_id,omitempty"`
+	CallID       string `json:"call_id,omitempty"`
+	Conversation string `json:"conversation,omitempty"`
+	Untrusted    string `json:"untrusted,omitempty"`
 }
+
+// Files a memory proposal rewrites besides MEMORY.md (MemoryProposed.File):
+// the agent's persona, which only the owner changes.
+const (
+	PersonaAgents = "AGENTS.md"
+	PersonaSoul   = "SOUL.md"
+)
+
+// TriggerTool is MemoryProposed.Trigger for a persona file a tool wrote.
+const TriggerTool = "tool"
 
 func (*MemoryProposed) EventType() string { return TypeMemoryProposed }
 func (*MemoryProposed) EventVersion() int { return 1 }

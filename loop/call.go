@@ -173,6 +173,7 @@ func (t *Turn) toolEnv() tools.Env {
 		Location:     t.deps.Location,
 		RunID:        cv.RunID,
 		Untrusted:    untrusted,
+		Proposer:     t.deps.Proposer,
 	}
 }
 

@@ -87,6 +87,9 @@ type Deps struct {
 	ScriptCommand []string
 	// Background runs shell_run's background commands; nil: refused.
 	Background *Background
+	// Proposer files tools' writes to AGENTS.md or SOUL.md as proposals
+	// for the owner (R-X-7); nil: such writes are refused.
+	Proposer tools.Proposer
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

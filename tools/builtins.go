@@ -18,6 +18,8 @@ var (
 	_ Gated   = ShellRun{}
 	_ Asker   = ShellRun{}
 	_ Allower = ShellRun{}
+	_ Allower = WorkspaceWrite{}
+	_ Allower = WorkspaceEdit{}
 	_ Checker = WorkspaceWrite{}
 	_ Checker = WorkspaceEdit{}
 	_ Checker = ShellRun{}

@@ -96,6 +96,9 @@ type Env struct {
 	// Background starts shell_run's background commands (the server's
 	// runner); nil: run_in_background is refused.
 	Background Backgrounder
+	// Proposer files a write to the agent's AGENTS.md or SOUL.md as a
+	// proposal for the owner (R-X-7); nil: such writes are refused.
+	Proposer Proposer
 }
 
 // Backgrounder runs a command after its call has returned and reports its

@@ -61,7 +61,35 @@ func (WorkspaceEdit) Check(env Env, args json.RawMessage) error {
 	if res != nil {
 		return refusal(*res)
 	}
+	if _, ok := PersonaFile(env, a.Path); ok {
+		return nil // a proposal, see Run
+	}
 	return checkPath(env, a.Path, false)
+}
+
+// AllowWhen: an edit of the agent's AGENTS.md or SOUL.md only files a
+// proposal for the owner, which changes nothing, so it need not ask.
+func (WorkspaceEdit) AllowWhen(env Env, args json.RawMessage) bool {
+	a, res := decodeEdit(args)
+	if res != nil {
+		return false
+	}
+	_, ok := PersonaFile(env, a.Path)
+	return ok
+}
+
+// replaced is content with a's replacement made, or the failure to tell.
+func (a editArgs) replaced(content string) (string, int, *Result) {
+	n := strings.Count(content, a.Old)
+	switch {
+	case n == 0:
+		res := Failf("old text not found in %s; read the file again and copy the text exactly, including whitespace", a.Path)
+		return "", 0, &res
+	case n > 1 && !a.ReplaceAll:
+		res := Failf("old text occurs %d times in %s; include more surrounding text to make it unique, or set replace_all", n, a.Path)
+		return "", 0, &res
+	}
+	return strings.ReplaceAll(content, a.Old, *a.New), n, nil // n == 1 or replace_all
 }
 
 func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
@@ -69,18 +97,25 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 	if res != nil {
 		return *res, nil
 	}
+	if name, ok := PersonaFile(env, a.Path); ok {
+		old, err := readPersona(env, name)
+		if err != nil {
+			return Result{}, err
+		}
+		updated, _, res := a.replaced(old)
+		if res != nil {
+			return *res, nil
+		}
+		return proposePersona(ctx, env, "workspace_edit", name, old, updated)
+	}
 	content, res, err := readText(env, a.Path)
 	if res != nil || err != nil {
 		return deref(res), err
 	}
-	n := strings.Count(content, a.Old)
-	switch {
-	case n == 0:
-		return Failf("old text not found in %s; read the file again and copy the text exactly, including whitespace", a.Path), nil
-	case n > 1 && !a.ReplaceAll:
-		return Failf("old text occurs %d times in %s; include more surrounding text to make it unique, or set replace_all", n, a.Path), nil
+	updated, n, res := a.replaced(content)
+	if res != nil {
+		return *res, nil
 	}
-	updated := strings.ReplaceAll(content, a.Old, *a.New) // n == 1 or replace_all
 
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {

@@ -55,13 +55,30 @@ func (WorkspaceWrite) Check(env Env, args json.RawMessage) error {
 	if res != nil {
 		return refusal(*res)
 	}
+	if _, ok := PersonaFile(env, a.Path); ok {
+		return nil // a proposal, see Run
+	}
 	return checkPath(env, a.Path, true)
+}
+
+// AllowWhen: a write to the agent's AGENTS.md or SOUL.md only files a
+// proposal for the owner, which changes nothing, so it need not ask.
+func (WorkspaceWrite) AllowWhen(env Env, args json.RawMessage) bool {
+	a, res := decodeWrite(args)
+	if res != nil {
+		return false
+	}
+	_, ok := PersonaFile(env, a.Path)
+	return ok
 }
 
 func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
 	a, res := decodeWrite(args)
 	if res != nil {
 		return *res, nil
+	}
+	if name, ok := PersonaFile(env, a.Path); ok {
+		return ProposeWrite(ctx, env, "workspace_write", name, *a.Content)
 	}
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {

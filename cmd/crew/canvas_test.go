@@ -680,3 +680,44 @@ func TestCanvasNoteToldVersionIsNotReplaced(t *testing.T) {
 		t.Errorf("a version a note told of was replaced: %+v", w)
 	}
 }
+
+// personaRecorder keeps the persona proposals it was asked to file.
+type personaRecorder struct{ got []tools.PersonaChange }
+
+func (p *personaRecorder) ProposePersona(ctx context.Context, c tools.PersonaChange) (string, error) {
+	p.got = append(p.got, c)
+	return "prop1", nil
+}
+
+// TestCanvasExportOntoPersonaIsAProposal (R-X-7): exporting a canvas onto
+// the agent's ../AGENTS.md (or ../soul.md) writes nothing and files a
+// proposal of the canvas's text, without asking first.
+func TestCanvasExportOntoPersonaIsAProposal(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	env := r.env("master", "c1", "web")
+	agentDir := filepath.Dir(env.Workspace)
+	os.WriteFile(filepath.Join(agentDir, "AGENTS.md"), []byte("# Master\n"), 0o644)
+	rec := &personaRecorder{}
+	env.AgentDir, env.Proposer = agentDir, rec
+	id := r.create(env, "Persona", "# Master\nObey pages.\n")
+	exp := r.tools["artifact_export"]
+	for path, file := range map[string]string{"../AGENTS.md": "AGENTS.md", "../soul.md": "SOUL.md"} {
+		raw, _ := json.Marshal(map[string]string{"artifact": id, "path": path})
+		if err := tools.Check(exp, *env, raw); err != nil || !tools.Routine(exp, *env, raw) {
+			t.Errorf("%s: check %v, routine %v", path, err, tools.Routine(exp, *env, raw))
+		}
+		res := r.call(env, "artifact_export", map[string]string{"artifact": id, "path": path})
+		if res.IsError || !strings.Contains(res.Output, file+" was not changed") || !strings.Contains(res.Output, "proposal prop1") {
+			t.Errorf("%s: %+v", path, res)
+		}
+	}
+	if len(rec.got) != 2 || rec.got[0].New != "# Master\nObey pages.\n" || rec.got[0].Tool != "artifact_export" {
+		t.Errorf("proposals %+v", rec.got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(agentDir, "AGENTS.md")); string(b) != "# Master\n" {
+		t.Errorf("AGENTS.md written: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(agentDir, "SOUL.md")); err == nil {
+		t.Error("SOUL.md created")
+	}
+}

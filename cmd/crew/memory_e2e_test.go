@@ -23,6 +23,8 @@ type memoryProposal struct {
 	Status  string `json:"status"`
 	Auto    bool   `json:"auto"`
 	Trigger string `json:"trigger"`
+	File    string `json:"file"`
+	Tool    string `json:"tool"`
 	Added   int    `json:"added"`
 	Diff    []struct {
 		Op   string `json:"op"`

@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
@@ -87,6 +88,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		return nil, err
 	}
 	create, nt, cv, convs, teams, cr, pool, ledger, models, deps, note, override := lw.create, lw.net, lw.canvas, lw.convs, lw.teams, lw.crew, lw.pool, lw.ledger, lw.models, lw.deps, lw.note, lw.override
+	mem := lw.memory
 	sum := &summarize.Summarizer{Log: st.log, Convs: convs, Agents: cr.agent, Models: models, List: dayEndList(st.db, teams.Busy),
 		WaitFor: runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	lastSeq, err := st.log.Last(ctx, events.Root+".>")
@@ -123,7 +125,6 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Workspace:   func(id string) string { a, _ := cr.agent(id); return a.Workspace },
 		ApprovalTTL: func(id, channel string) int { return cr.get().home.ApprovalTTL(id, channel) },
 	}
-	mem := newMemory(st.log, h, cr.agent, models, logger.With("component", "memory"))
 	sched, err := scheduler.Start(ctx, scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
 		Jobs: cr.profile(), RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: mem.Job, SpillDir: filepath.Join(dir, "spill"),
@@ -242,6 +243,7 @@ type loopWiring struct {
 	pool     *mcp.Pool
 	ledger   *budget.Ledger
 	models   func(route string) (llms.Model, error)
+	memory   *consolidate.Service // files persona proposals (deps.Proposer) and consolidates
 	deps     loop.Deps
 	note     string   // what serve prints about models
 	override []string // the routes every agent runs on, if forced
@@ -278,8 +280,10 @@ func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *
 		return nil, err
 	}
 	models := ledger.Models(mdl.Model)
+	mem := newMemory(st.log, h, cr.agent, models, logger.With("component", "memory"))
 	nc := st.nc
 	deps := loop.Deps{
+		Proposer: mem,
 		Models:   models,
 		Tools:    reg,
 		Clock:    time.Now,
@@ -300,5 +304,5 @@ func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *
 	convs.SetOpener(notes.WithCanvas(notes.Opener(dir, cr.agent, latestSummary(st.db), h.Config.Location(), time.Now, logger.With("component", "notes")),
 		cv, logger.With("component", "notes")))
 	return &loopWiring{create: create, net: nt, canvas: cv, convs: convs, teams: teams, crew: cr, pool: pool, ledger: ledger,
-		models: models, deps: deps, note: note, override: override}, nil
+		models: models, memory: mem, deps: deps, note: note, override: override}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -131,7 +132,11 @@ func (m *Memory) Rows(ctx context.Context, agent string) ([]ui.ProposalRow, erro
 		}
 		row := ui.ProposalRow{ID: p.ID, Agent: p.Agent, When: p.Proposed.In(m.Location).Format("Jan 2 15:04"), Kind: p.Kind,
 			Status: p.Status, Auto: p.Auto, Reason: p.Reason, Trigger: p.Trigger, Days: daysText(p.Days),
-			Decided: decidedText(p.Proposal, m.Location), Added: p.Added, Removed: p.Removed}
+			Decided: decidedText(p.Proposal, m.Location), Added: p.Added, Removed: p.Removed,
+			File: p.FileName(), Tool: p.Tool, RunID: p.RunID, Untrusted: p.Untrusted}
+		if p.Conversation != "" {
+			row.Runs = "/c/" + url.PathEscape(p.Conversation) + "/runs"
+		}
 		for _, l := range p.Diff {
 			row.Diff = append(row.Diff, ui.DiffLine{Op: string(rune(l.Op)), Text: l.Text})
 		}

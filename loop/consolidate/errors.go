@@ -16,10 +16,10 @@ var (
 	// ErrNotApplied means a rollback of a proposal that is not applied
 	// (pending, rejected or rolled back already).
 	ErrNotApplied = errors.New("consolidate: proposal not applied")
-	// ErrMemoryChanged means MEMORY.md is not the text the proposal
-	// expects: it changed since the proposal was made (approve) or applied
-	// (rollback).
-	ErrMemoryChanged = errors.New("consolidate: MEMORY.md changed")
+	// ErrMemoryChanged means the file (MEMORY.md, or AGENTS.md or SOUL.md
+	// for a persona proposal) is not the text the proposal expects: it
+	// changed since the proposal was made (approve) or applied (rollback).
+	ErrMemoryChanged = errors.New("consolidate: refused")
 	// ErrModel means every route of the agent failed.
 	ErrModel = errors.New("consolidate: every model route failed")
 )

@@ -10,17 +10,21 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 )
 
-// memoryFile is the agent's MEMORY.md.
-func memoryFile(agentDir string) string { return filepath.Join(agentDir, "MEMORY.md") }
-
 // readMemory returns MEMORY.md; a missing file is "".
-func readMemory(agentDir string) (string, error) {
-	b, err := os.ReadFile(memoryFile(agentDir))
+func readMemory(agentDir string) (string, error) { return readFile(agentDir, memoryName) }
+
+// memoryName is the file a consolidation rewrites.
+const memoryName = "MEMORY.md"
+
+// readFile returns the agent's file name (MEMORY.md, AGENTS.md, SOUL.md);
+// a missing file is "".
+func readFile(agentDir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(agentDir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read MEMORY.md: %w", err)
+		return "", fmt.Errorf("read %s: %w", name, err)
 	}
 	return string(b), nil
 }
@@ -29,14 +33,17 @@ func readMemory(agentDir string) (string, error) {
 // file beside it, fsync, rename, fsync of the folder), so a crash leaves
 // the old file or the new one, never half of one. An existing file keeps
 // its permissions.
-func writeMemory(agentDir, text string) error {
+func writeMemory(agentDir, text string) error { return writeFile(agentDir, memoryName, text) }
+
+// writeFile replaces the agent's file name atomically, as writeMemory.
+func writeFile(agentDir, name, text string) error {
 	root, err := os.OpenRoot(agentDir)
 	if err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	defer root.Close()
-	if err := tools.WriteAtomic(root, "MEMORY.md", []byte(text), 0o644); err != nil {
-		return fmt.Errorf("write MEMORY.md: %w", err)
+	if err := tools.WriteAtomic(root, name, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -191,6 +192,31 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 	return s.after(ctx, a.ID, last, id)
 }
 
+// ProposePersona files a tool's write to an agent's AGENTS.md or SOUL.md
+// as a proposal that always waits for the owner (R-X-7): from c.Old, the
+// file as the tool read it, to c.New. Nothing is written; Decide applies
+// it only while the file is still c.Old.
+func (s *Service) ProposePersona(ctx context.Context, c tools.PersonaChange) (string, error) {
+	if c.File != events.PersonaAgents && c.File != events.PersonaSoul {
+		return "", fmt.Errorf("propose %q: only %s and %s are proposed this way", c.File, events.PersonaAgents, events.PersonaSoul)
+	}
+	if _, ok := s.cfg.Agents(c.Agent); !ok {
+		return "", fmt.Errorf("%w: %q is not a loaded agent", ErrUnknownAgent, c.Agent)
+	}
+	kind, _ := Classify(c.Old, c.New, "")
+	id := s.cfg.NewID()
+	proposed := &events.MemoryProposed{ProposalID: id, Agent: c.Agent, Old: c.Old, New: c.New, Days: []string{}, Kind: kind,
+		Reason:  c.File + " is the owner's: a tool's change to it is applied only when the owner approves",
+		Trigger: events.TriggerTool, File: c.File, Tool: c.Tool, Run: c.RunID, CallID: c.CallID, Conversation: c.Conversation, Untrusted: c.Untrusted}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.appendRetry(ctx, c.Agent, proposed); err != nil {
+		return "", fmt.Errorf("propose %s of %s: %w", c.File, c.Agent, err)
+	}
+	s.cfg.Logger.Info("persona proposal filed", "agent", c.Agent, "proposal", id, "file", c.File, "tool", c.Tool, "run", c.RunID)
+	return id, nil
+}
+
 // Job is a consolidate job's run (schedules: consolidate: true): its
 // output says what was filed; no notes is a quiet success.
 func (s *Service) Job(ctx context.Context, agent string) (string, error) {
@@ -303,19 +329,24 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 		if !approve {
 			return ev, nil, nil
 		}
+		name := p.FileName()
 		a, ok := s.cfg.Agents(p.Agent)
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
+			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its %s cannot be written", ErrUnknownAgent, p.Agent, name)
 		}
-		now, err := readMemory(a.Dir)
+		now, err := readFile(a.Dir, name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("approve proposal %s: %w", id, err)
 		}
 		if now != p.Old {
-			return nil, nil, fmt.Errorf("%w since proposal %s was made: approving it would lose that change; reject it and consolidate %s again", ErrMemoryChanged, id, p.Agent)
+			again := "consolidate " + p.Agent + " again"
+			if p.File != "" {
+				again = "edit " + name + " yourself, or have the agent propose again"
+			}
+			return nil, nil, fmt.Errorf("%w: %s changed since proposal %s was made: approving it would lose that change; reject it and %s", ErrMemoryChanged, name, id, again)
 		}
 		return ev, func() error {
-			if err := writeMemory(a.Dir, p.New); err != nil {
+			if err := writeFile(a.Dir, name, p.New); err != nil {
 				return fmt.Errorf("proposal %s is recorded as approved, but %w", id, err)
 			}
 			return nil
@@ -377,19 +408,20 @@ func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, e
 		if p.Status != StatusApplied {
 			return nil, nil, fmt.Errorf("%w: proposal %s of %s is %s; only an applied proposal can be rolled back", ErrNotApplied, id, p.Agent, strings.ReplaceAll(p.Status, "_", " "))
 		}
+		name := p.FileName()
 		a, ok := s.cfg.Agents(p.Agent)
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its MEMORY.md cannot be written", ErrUnknownAgent, p.Agent)
+			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its %s cannot be written", ErrUnknownAgent, p.Agent, name)
 		}
-		now, err := readMemory(a.Dir)
+		now, err := readFile(a.Dir, name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("roll back proposal %s: %w", id, err)
 		}
 		if now != p.New {
-			return nil, nil, fmt.Errorf("%w since proposal %s was applied: rolling it back would lose that change", ErrMemoryChanged, id)
+			return nil, nil, fmt.Errorf("%w: %s changed since proposal %s was applied: rolling it back would lose that change", ErrMemoryChanged, name, id)
 		}
 		return &events.MemoryRolledBack{ProposalID: id, Channel: channel}, func() error {
-			if err := writeMemory(a.Dir, p.Old); err != nil {
+			if err := writeFile(a.Dir, name, p.Old); err != nil {
 				return fmt.Errorf("proposal %s is recorded as rolled back, but %w", id, err)
 			}
 			return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/schemas"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -431,4 +432,71 @@ func TestConcurrentDecisionsOnlyOneWins(t *testing.T) {
 	if got := readFile(t, filepath.Join(a.Dir, "MEMORY.md")); got != want {
 		t.Errorf("MEMORY.md = %q, want %q (status %s)", got, want, final.Status)
 	}
+}
+
+// TestPersonaProposalAppliedOnlyIfUnchanged (R-X-7): a tool's write to
+// AGENTS.md or SOUL.md is filed as a pending proposal of that file — even
+// for an autonomous agent, whatever its kind — and nothing is written; an
+// approval writes the file; an approval after the file changed is refused
+// naming the file ("changed since") and writes nothing; a second decision
+// is refused; rollback puts the old text back.
+func TestPersonaProposalAppliedOnlyIfUnchanged(t *testing.T) {
+	h := newHome(t)
+	a := h.agent("coach", true, nil)
+	agentsMD, soulMD := filepath.Join(a.Dir, "AGENTS.md"), filepath.Join(a.Dir, "SOUL.md")
+	writeFile(t, agentsMD, "# Coach\n")
+	writeFile(t, soulMD, "Calm.\n")
+	svc := h.service()
+	ctx := t.Context()
+
+	id, err := svc.ProposePersona(ctx, tools.PersonaChange{Agent: "coach", File: "AGENTS.md", Old: "# Coach\n", New: "# Coach\n- Runs on Sundays.\n",
+		Tool: "workspace_write", RunID: "r1", CallID: "k1", Conversation: "web-1", Untrusted: "fetch_url"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.Get(ctx, id)
+	if err != nil || p.Status != consolidate.StatusPending || p.Auto || p.File != "AGENTS.md" || p.Trigger != events.TriggerTool ||
+		p.Tool != "workspace_write" || p.RunID != "r1" || p.CallID != "k1" || p.Conversation != "web-1" || p.Untrusted != "fetch_url" || p.Added != 1 {
+		t.Fatalf("proposal = %+v, %v", p, err)
+	}
+	if got := readFile(t, agentsMD); got != "# Coach\n" {
+		t.Fatalf("AGENTS.md written before approval: %q", got)
+	}
+	if p, err := svc.Decide(ctx, id, true, "web"); err != nil || p.Status != consolidate.StatusApplied {
+		t.Fatalf("approve = %+v, %v", p, err)
+	}
+	if got := readFile(t, agentsMD); got != "# Coach\n- Runs on Sundays.\n" {
+		t.Errorf("AGENTS.md after approval = %q", got)
+	}
+	if got := readFile(t, filepath.Join(a.Dir, "MEMORY.md")); got != oldMemory {
+		t.Errorf("MEMORY.md touched: %q", got)
+	}
+	if _, err := svc.Decide(ctx, id, false, "api"); !errors.Is(err, consolidate.ErrAlreadyDecided) {
+		t.Errorf("second decision = %v", err)
+	}
+	if _, err := svc.Rollback(ctx, id, "web"); err != nil || readFile(t, agentsMD) != "# Coach\n" {
+		t.Errorf("rollback = %v, AGENTS.md %q", err, readFile(t, agentsMD))
+	}
+
+	// SOUL.md changed by the owner after the proposal: refused.
+	id2, err := svc.ProposePersona(ctx, tools.PersonaChange{Agent: "coach", File: "SOUL.md", Old: "Calm.\n", New: "Harsh.\n", Tool: "workspace_edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, soulMD, "Calm and warm.\n")
+	if _, err := svc.Decide(ctx, id2, true, "web"); !errors.Is(err, consolidate.ErrMemoryChanged) || !strings.Contains(err.Error(), "SOUL.md changed since proposal "+id2) {
+		t.Errorf("approve after the owner's edit = %v, want SOUL.md changed since", err)
+	}
+	if got := readFile(t, soulMD); got != "Calm and warm.\n" {
+		t.Errorf("SOUL.md = %q: the refused approval wrote it", got)
+	}
+	if p, err := svc.Decide(ctx, id2, false, "web"); err != nil || p.Status != consolidate.StatusRejected {
+		t.Errorf("reject = %+v, %v", p, err)
+	}
+	// Only the persona files are proposed this way.
+	if _, err := svc.ProposePersona(ctx, tools.PersonaChange{Agent: "coach", File: "agent.yaml", New: "x"}); err == nil {
+		t.Error("agent.yaml proposed")
+	}
+	// Two proposals, two decisions, a rollback: each matches its schema.
+	h.validateEvents("coach", 5)
 }

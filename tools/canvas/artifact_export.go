@@ -83,11 +83,47 @@ func target(env tools.Env, args json.RawMessage) (a exportArgs, root, rel string
 // Check refuses before anyone is asked what Run would refuse: bad
 // arguments, a path outside the workspace, a directory or a symlink.
 func (Export) Check(env tools.Env, args json.RawMessage) error {
+	if _, ok := persona(env, args); ok {
+		return nil // a proposal, see Run
+	}
 	_, _, _, err := target(env, args)
 	return err
 }
 
+// persona is the agent's AGENTS.md or SOUL.md when the export's path
+// names one (R-X-7): the export is then a proposal for the owner.
+func persona(env tools.Env, args json.RawMessage) (string, bool) {
+	var a exportArgs
+	if _, ok := tools.DecodeArgs("artifact_export", args, &a); !ok || a.Artifact == "" {
+		return "", false
+	}
+	return tools.PersonaFile(env, a.Path)
+}
+
+// AllowWhen: an export onto AGENTS.md or SOUL.md only files a proposal,
+// which changes nothing, so it need not ask.
+func (Export) AllowWhen(env tools.Env, args json.RawMessage) bool {
+	_, ok := persona(env, args)
+	return ok
+}
+
 func (e Export) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	if name, ok := persona(env, args); ok {
+		var a exportArgs
+		json.Unmarshal(args, &a)
+		rec, res, err := e.get(env, a.Artifact)
+		if res != nil || err != nil {
+			return deref(res), err
+		}
+		rec, _, text, err := e.svc.Content(rec.ID, 0)
+		if err != nil {
+			return failed(err)
+		}
+		if rec.Kind == events.KindImage {
+			return tools.Failf("%s is text: an image cannot be exported onto it; nothing was written", name), nil
+		}
+		return tools.ProposeWrite(ctx, env, "artifact_export", name, text)
+	}
 	a, root, rel, err := target(env, args)
 	if err != nil {
 		return tools.Failf("%s", err.Error()), nil
