@@ -9,6 +9,9 @@ var (
 	// ErrConflict means the scope's last sequence was not the one the writer
 	// expected: someone else appended first. Re-read and decide again.
 	ErrConflict = errors.New("events: conflict: scope changed since last read")
+	// ErrTooLarge means an event, encoded, is over what the log takes in
+	// one message (the NATS connection's max payload): nothing was stored.
+	ErrTooLarge = errors.New("events: event too large for the log")
 	// ErrUnknownType means an event's type is not registered in this build.
 	ErrUnknownType = errors.New("unknown event type")
 	// ErrNewerVersion means an event was written by a newer build.

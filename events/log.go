@@ -147,6 +147,9 @@ func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...En
 		if err != nil {
 			return out, fmt.Errorf("append %s: %w", subject, err)
 		}
+		if max := l.js.Conn().MaxPayload() - appendHeadroom; max > 0 && int64(len(body)) > max {
+			return out, fmt.Errorf("append %s: %w: %d bytes encoded, the log takes at most %d", subject, ErrTooLarge, len(body), max)
+		}
 		opts := []jetstream.PublishOpt{jetstream.WithMsgID(env.ID)}
 		if expect != Any {
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expect, scope.Filter()))
@@ -166,6 +169,10 @@ func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...En
 	}
 	return out, nil
 }
+
+// appendHeadroom is kept of the max payload for the message's headers
+// (its id, the expected sequence).
+const appendHeadroom = 1 << 10
 
 // isWrongLastSequence pins the server's answers to a failed expectation
 // (10071 single replica, 10164 replicated); a test checks them against the

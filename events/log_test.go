@@ -292,3 +292,23 @@ func TestConnectUnreachableNamesTheURL(t *testing.T) {
 		t.Fatalf("connect: %v; want the URL named, its password masked", err)
 	}
 }
+
+// TestAppendRefusesEventOverMaxPayload: an event whose encoding is over
+// the connection's max payload — 3 MB of "<" is 18 MB as JSON — is refused
+// with ErrTooLarge before anything is sent, and nothing is stored; a
+// large event under it is stored.
+func TestAppendRefusesEventOverMaxPayload(t *testing.T) {
+	_, log := eventstest.Start(t)
+	ctx := t.Context()
+	c := events.Conv("big")
+	_, err := log.Append(ctx, c, 0, msg(strings.Repeat("<", 3<<20)))
+	if !errors.Is(err, events.ErrTooLarge) || !strings.Contains(err.Error(), "bytes encoded") {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	if last, err := log.Last(ctx, c.Filter()); err != nil || last != 0 {
+		t.Fatalf("stored anyway: last %d %v", last, err)
+	}
+	if _, err := log.Append(ctx, c, 0, msg(strings.Repeat("a", 3<<20))); err != nil {
+		t.Fatalf("3 MB of plain text: %v", err)
+	}
+}

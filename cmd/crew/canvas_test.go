@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -719,5 +720,59 @@ func TestCanvasExportOntoPersonaIsAProposal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(agentDir, "SOUL.md")); err == nil {
 		t.Error("SOUL.md created")
+	}
+}
+
+// TestCanvasVersionTooLargeEncodedIsRefused: an html version under its
+// 4 MiB cap but full of "<" and "&" (six bytes each once encoded for the
+// log, past its 8 MiB message limit) is refused as too large — a tool
+// result naming the limit, ErrTooLarge for the API's 413 — and nothing is
+// stored.
+func TestCanvasVersionTooLargeEncodedIsRefused(t *testing.T) {
+	r := newCanvasRig(t, 0)
+	env := r.env("master", "c1", "web")
+	html := strings.Repeat("<&", 2<<20-64)
+	res := r.call(env, "artifact_create", map[string]string{"title": "Big", "kind": "html", "content": html})
+	wantRefused(t, res, "too large", "encoded for the event log", "nothing was written")
+	id := r.create(env, "Doc", "small\n")
+	_, err := r.svc.Save(context.Background(), canvas.Write{Artifact: id, Content: html, Op: events.OpSave, Author: events.AuthorOwner}, nil)
+	if !errors.Is(err, canvas.ErrTooLarge) {
+		t.Fatalf("owner's save = %v, want ErrTooLarge", err)
+	}
+	if rec, _ := r.latest(id); rec.Latest().Version != 1 {
+		t.Errorf("a version was stored: %+v", rec.Latest())
+	}
+	if list, _ := r.svc.Store.List(""); len(list) != 1 {
+		t.Errorf("%d canvases, want only the small one", len(list))
+	}
+}
+
+// TestCanvasStoreCapHoldsUnderConcurrentWrites: ten owners' creates of
+// 300 bytes racing into a store of 1000: exactly three are stored, the
+// others refused as store full, never a version past the cap.
+func TestCanvasStoreCapHoldsUnderConcurrentWrites(t *testing.T) {
+	r := newCanvasRig(t, 1000)
+	var wg sync.WaitGroup
+	var stored, full atomic.Int32
+	for i := range 10 {
+		wg.Go(func() {
+			_, err := r.svc.Create(context.Background(), canvas.Write{Title: fmt.Sprintf("c%d", i), Kind: events.KindMarkdown,
+				Content: strings.Repeat("x", 300), Op: events.OpCreate, Author: events.AuthorOwner})
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, canvas.ErrStoreFull):
+				full.Add(1)
+			default:
+				t.Errorf("create: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if stored.Load() != 3 || full.Load() != 7 {
+		t.Errorf("%d stored, %d refused; want 3 and 7", stored.Load(), full.Load())
+	}
+	if n, _ := r.svc.Store.Bytes(); n > 1000 {
+		t.Errorf("the store holds %d bytes, over its cap of 1000", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -74,6 +75,11 @@ type Service struct {
 	Master   string // the master agent reaches every canvas
 	Clock    func() time.Time
 	NewID    func() string
+
+	// grow orders every write that adds bytes, from the store-wide cap's
+	// check to the read model showing the write, so concurrent writes
+	// cannot each pass the cap on a total without the other.
+	grow sync.Mutex
 }
 
 func (s *Service) now() time.Time {
@@ -189,6 +195,8 @@ func (s *Service) Create(ctx context.Context, w Write) (Written, error) {
 	if err := checkKind(w.Kind, w.Language); err != nil {
 		return Written{}, err
 	}
+	s.grow.Lock()
+	defer s.grow.Unlock()
 	if err := s.checkContent(w.Kind, w.Content, w.owner(), 0); err != nil {
 		return Written{}, err
 	}
@@ -203,7 +211,7 @@ func (s *Service) Create(ctx context.Context, w Write) (Written, error) {
 	}
 	stored, err := s.Log.Append(ctx, events.Canvas(id), 0, env)
 	if err != nil {
-		return Written{}, fmt.Errorf("create canvas: %w", err)
+		return Written{}, fmt.Errorf("create canvas: %w", tooLarge(err, len(w.Content)))
 	}
 	if err := s.caughtUp(ctx, stored); err != nil {
 		return Written{}, err
@@ -259,6 +267,8 @@ func (s *Service) Save(ctx context.Context, w Write, prepare Prepare) (Written, 
 }
 
 func (s *Service) save(ctx context.Context, w Write, prepare Prepare) (Written, error) {
+	s.grow.Lock()
+	defer s.grow.Unlock()
 	rec, err := s.Get(w.Artifact)
 	if err != nil {
 		return Written{}, err
@@ -335,9 +345,23 @@ func (s *Service) append(ctx context.Context, rec events.CanvasRecord, evs ...ev
 		return errRetry
 	}
 	if err != nil {
-		return fmt.Errorf("canvas %s: %w", rec.ID, err)
+		size := 0
+		if w, ok := evs[len(evs)-1].(*events.ArtifactWritten); ok {
+			size = len(w.Content)
+		}
+		return fmt.Errorf("canvas %s: %w", rec.ID, tooLarge(err, size))
 	}
 	return s.caughtUp(ctx, stored)
+}
+
+// tooLarge words the log's refusal of a version too large once encoded:
+// a version under its kind's cap can still be, since JSON writes <, >, &
+// and control characters as six bytes each. Nothing was stored.
+func tooLarge(err error, size int) error {
+	if !errors.Is(err, events.ErrTooLarge) {
+		return err
+	}
+	return fmt.Errorf("%w: the version is %d bytes, but encoded for the event log (where <, >, & and control characters take six bytes each, quotes and backslashes two) it is over the log's limit (%v); nothing was written", ErrTooLarge, size, err)
 }
 
 // envelope wraps e at the service's clock, which the 120-second rule
