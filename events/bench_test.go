@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // The benchmarks run on the production sync mode (always) unless the name
@@ -60,6 +64,89 @@ func BenchmarkAppend(b *testing.B) {
 			last = stored[0].Seq
 		}
 	})
+}
+
+// BenchmarkAppendDecision is one decision of three events (a model reply,
+// its tool call, …), ADR 0005. On the embedded server: events.Append (one
+// message at a time) beside a raw atomic batch of the same three on a
+// single-replica file stream that allows batches, which the server stages
+// in a file store of its own per batch. On a three-node cluster:
+// events.Append (one atomic batch) beside three single appends.
+func BenchmarkAppendDecision(b *testing.B) {
+	decision := func() []events.Envelope {
+		return []events.Envelope{events.MustNew(benchPayload()), events.MustNew(benchPayload()), events.MustNew(benchPayload())}
+	}
+	appendAll := func(b *testing.B, log *events.Log, each bool) {
+		ctx := context.Background()
+		scope := events.Conv(nuid.Next())
+		var last uint64
+		for b.Loop() {
+			envs := decision()
+			if !each {
+				stored, err := log.Append(ctx, scope, last, envs...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				last = stored[len(stored)-1].Seq
+				continue
+			}
+			for _, env := range envs {
+				stored, err := log.Append(ctx, scope, last, env)
+				if err != nil {
+					b.Fatal(err)
+				}
+				last = stored[0].Seq
+			}
+		}
+	}
+	for _, sync := range []string{events.SyncAlways, events.SyncInterval} {
+		b.Run("embedded_"+sync+"/append", func(b *testing.B) { appendAll(b, benchLog(b, sync), false) })
+		b.Run("embedded_"+sync+"/raw_atomic_batch", func(b *testing.B) {
+			log := benchLog(b, sync)
+			ctx := context.Background()
+			if _, err := log.JetStream().CreateStream(ctx, jetstream.StreamConfig{Name: "BATCH", Subjects: []string{"batch.>"},
+				Storage: jetstream.FileStorage, AllowAtomicPublish: true}); err != nil {
+				b.Fatal(err)
+			}
+			nc := log.JetStream().Conn()
+			for b.Loop() {
+				id := nuid.Next()
+				for i, env := range decision() {
+					m := nats.NewMsg("batch.conv.bench.message_received")
+					m.Data = mustBody(b, env)
+					m.Header.Set("Nats-Msg-Id", env.ID)
+					m.Header.Set("Nats-Batch-Id", id)
+					m.Header.Set("Nats-Batch-Sequence", fmt.Sprint(i+1))
+					if i < 2 {
+						if err := nc.PublishMsg(m); err != nil {
+							b.Fatal(err)
+						}
+						continue
+					}
+					m.Header.Set("Nats-Batch-Commit", "1")
+					reply, err := nc.RequestMsg(m, 5*time.Second)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if strings.Contains(string(reply.Data), `"error"`) {
+						b.Fatalf("batch: %s", reply.Data)
+					}
+				}
+			}
+		})
+	}
+	c := eventstest.StartCluster(b, 3)
+	nc, err := events.Connect(events.ClientConfig{URL: c.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	log, err := events.Open(context.Background(), nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("cluster/append_batch", func(b *testing.B) { appendAll(b, log, false) })
+	b.Run("cluster/append_one_at_a_time", func(b *testing.B) { appendAll(b, log, true) })
 }
 
 // BenchmarkRawJetStreamPublish is the baseline: the same bytes published

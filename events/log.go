@@ -25,6 +25,10 @@ const Any = ^uint64(0)
 type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	// atomic: the stream takes atomic batches (batch.go); batches holds
+	// this process's batches in flight.
+	atomic  bool
+	batches chan struct{}
 }
 
 // Open connects a Log to the CREW stream over nc, creating or updating the
@@ -38,6 +42,8 @@ func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
 	cfg := StreamConfig()
 	if nc.ConnectedClusterName() != "" {
 		cfg.Replicas = ClusterReplicas
+		// One decision's events are one atomic batch there (batch.go).
+		cfg.AllowAtomicPublish = true
 	}
 	stream, err := createStream(ctx, js, cfg)
 	// A cluster of enough servers that is still forming answers "cannot
@@ -55,7 +61,14 @@ func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log: stream %s: %w", StreamName, err)
 	}
-	return &Log{js: js, stream: stream}, nil
+	// Batches only on a replicated stream, whose server stages a batch in
+	// memory: a single-replica file stream stages each batch in a file
+	// store of its own, created and fsynced per batch, which costs more
+	// than the fsyncs it saves (ADR 0005). A server before 2.12 ignores
+	// AllowAtomicPublish: appends then go one message at a time too.
+	info := stream.CachedInfo().Config
+	atomic := info.AllowAtomicPublish && info.Replicas > 1
+	return &Log{js: js, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots)}, nil
 }
 
 // ClusterReplicas is the CREW stream's replica count on a cluster of at
@@ -129,13 +142,24 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // On success the returned envelopes carry their subject and sequence; the
 // last one's Seq is what the writer expects next time.
 //
-// Each event is its own JetStream message; a failure part-way leaves the
-// events before it stored (and returned with the error).
+// Each event is its own JetStream message. On a replicated stream (a
+// cluster) several events are stored as one atomic batch, all or none
+// (batch.go); on the embedded server's stream, one at a time, so a failure
+// part-way leaves the events before it stored (and returned with the
+// error).
 //
 // Every payload is redacted first (Secrets, R-X-6): a known secret value
 // never reaches the log. The returned envelopes carry the stored,
 // redacted data, so state built from them is what a replay builds.
 func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...Envelope) ([]Envelope, error) {
+	if l.atomic && len(envs) > 1 && len(envs) <= maxAtomicBatch {
+		return l.appendAtomic(ctx, scope, expect, envs)
+	}
+	return l.appendEach(ctx, scope, expect, envs)
+}
+
+// appendEach is Append one message at a time.
+func (l *Log) appendEach(ctx context.Context, scope Scope, expect uint64, envs []Envelope) ([]Envelope, error) {
 	out := make([]Envelope, 0, len(envs))
 	for _, env := range envs {
 		if env.ID == "" || env.Type == "" || env.V == 0 {

@@ -2,7 +2,10 @@ package loop_test
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
@@ -65,8 +68,10 @@ func TestIdleConversationsAreBoundedAndReloaded(t *testing.T) {
 }
 
 // BenchmarkViewManyConversations views 10,000 conversations one after
-// another with the default limit and reports the heap held afterwards
-// beside the heap of the first 100 (what an idle process holds).
+// another with a limit of 100 idle states and reports the heap (after a
+// GC) and RSS held afterwards beside those after the first 100 (what an
+// idle process holds). It fails unless the heap stays under twice the
+// idle figure.
 func BenchmarkViewManyConversations(b *testing.B) {
 	_, log := eventstest.Start(b, eventstest.WithSync(events.SyncInterval))
 	ctx := b.Context()
@@ -88,16 +93,43 @@ func BenchmarkViewManyConversations(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		idle := heap()
+		idle, idleRSS := heap(), rssOf(b)
 		for i := range n {
 			if _, err := convs.Get(ctx, fmt.Sprintf("c%06d", i)); err != nil {
 				b.Fatal(err)
 			}
 		}
 		after := heap()
+		afterRSS := rssOf(b)
 		b.ReportMetric(float64(idle>>10), "idle-heap-KB")
 		b.ReportMetric(float64(after>>10), "after-10k-heap-KB")
+		b.ReportMetric(float64(idleRSS>>20), "idle-RSS-MB")
+		b.ReportMetric(float64(afterRSS>>20), "after-10k-RSS-MB")
 		b.ReportMetric(float64(convs.Loaded()), "states-held")
+		// Item 4 of issue 12: under twice the idle figure, or the limit
+		// does not bound memory.
+		if after >= 2*idle {
+			b.Fatalf("heap after 10,000 conversations %d KB, idle %d KB: not under twice", after>>10, idle>>10)
+		}
 		runtime.KeepAlive(convs)
 	}
+}
+
+// rssOf is this process's resident set in bytes.
+func rssOf(b *testing.B) uint64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -125,11 +126,21 @@ func BenchmarkToolStep(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentConversations: 1,000 conversations at once, each a
-// 3-step turn, through the inbound door and the worker on 2 cores. It fails
-// on any error or any message left unanswered.
+// BenchmarkConcurrentConversations: 1,000 and 10,000 conversations at
+// once, each a 3-step turn, through the inbound door and the worker on 2
+// cores, with the default limit of idle states in memory
+// (loop.DefaultIdleConversations). It fails on any error or any message
+// left unanswered, and reports the states held and the heap (after a GC)
+// once every turn has finished.
 func BenchmarkConcurrentConversations(b *testing.B) {
-	const n = 1000
+	for _, n := range []int{1000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { concurrentConversations(b, n) })
+	}
+}
+
+func concurrentConversations(b *testing.B, n int) {
+	var held int
+	var heap uint64
 	for b.Loop() {
 		b.StopTimer()
 		_, log := eventstest.Start(b, eventstest.WithSync(events.SyncAlways))
@@ -160,9 +171,14 @@ func BenchmarkConcurrentConversations(b *testing.B) {
 		for err := range errs {
 			b.Fatal(err)
 		}
-		eventstest.EventuallyWithin(b, 5*time.Minute, "the turns to finish", w.Idle)
+		eventstest.EventuallyWithin(b, 10*time.Minute, "the turns to finish", w.Idle)
 		b.StopTimer()
 		w.Close()
+		held = convs.Loaded()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heap = ms.HeapInuse
 		answered := 0
 		for i := range n {
 			st, err := loop.LoadState(ctx, log, nil, inbound.DailyID("master", "master", fmt.Sprintf("bench:%d", i), time.Now().UTC()))
@@ -179,4 +195,6 @@ func BenchmarkConcurrentConversations(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "conversations/s")
+	b.ReportMetric(float64(held), "states-held")
+	b.ReportMetric(float64(heap>>20), "heap-MB")
 }
