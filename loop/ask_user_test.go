@@ -228,3 +228,23 @@ func TestDelegatedAskUserGoesBackToParent(t *testing.T) {
 		t.Errorf("the child asked the owner %d questions, want 0", n)
 	}
 }
+
+// R-SCR: a script never waits for a human: with script_calls: gated, even
+// in an autonomous conversation, a script's ask_user is refused (an error
+// value telling the model to ask directly), and no question is asked.
+func TestScriptNeverAsksTheOwner(t *testing.T) {
+	reader := &counter{name: "reader"}
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		scriptCall("print(tools.call(\"ask_user\", {\"question\": \"Which day?\"}))\nprint(\"after\")"), say("ok"),
+	}}, reader)
+	h.agent.ScriptCalls, h.agent.Autonomous = loop.ScriptGated, true
+	h.send("go")
+	h.turn()
+	res := eventsOf[*events.ToolCompleted](h.events())[0]
+	if !strings.Contains(res.Output, "ask_user cannot be called from a script: call it directly.") {
+		t.Errorf("script result %q, want ask_user refused", res.Output)
+	}
+	if n := len(eventsOf[*events.QuestionAsked](h.events())); n != 0 {
+		t.Errorf("%d questions asked from a script", n)
+	}
+}

@@ -1,6 +1,7 @@
 package telegram_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/telegram"
+	"github.com/my-agent-crew/crew/loop"
 )
 
 // Seed 000 §2.4 and R-X-3 through telegram-test-api: a question asked in a
@@ -177,4 +179,66 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	buttonsGone("after a restart, the old approval card loses its buttons", approval.MessageID)
+}
+
+// Seed 000 §5 for questions in Telegram: a question that expires is edited
+// to say so and loses its buttons; a press on it afterwards is told it
+// expired and answers nothing; the turn carries on, told nobody answered.
+func TestTelegramExpiredQuestionCardSettles(t *testing.T) {
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(textUpdate(1, chat, "ask"))
+	conv := ""
+	eventstest.EventuallyWithin(t, 10*time.Second, "the question", func() bool {
+		for _, m := range s.sentTo(chat) {
+			if strings.HasPrefix(m.Text, "Question: Which day?") {
+				return true
+			}
+		}
+		return false
+	})
+	envs, err := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeQuestionAsked, 0)
+	if err != nil || len(envs) != 1 {
+		t.Fatalf("%d questions stored (%v), want 1", len(envs), err)
+	}
+	conv = events.ScopeOf(envs[0].Subject).ID()
+	q := c.question(t, conv)
+	if q == nil {
+		t.Fatalf("no question stored in %s", conv)
+	}
+	// The sweep's record, as the worker would store it at expires_at.
+	cv, err := c.in.Convs.Get(t.Context(), conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cv.Append(t.Context(), func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.QuestionExpired{QuestionID: q.QuestionID}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.worker.Kick(conv)
+	eventstest.EventuallyWithin(t, 10*time.Second, "the card settled and the turn told", func() bool {
+		s.mu.Lock()
+		edited := s.edited
+		s.mu.Unlock()
+		for _, m := range s.sentTo(chat) {
+			if strings.HasPrefix(m.Text, "got: No answer: nobody answered") {
+				return edited > 0
+			}
+		}
+		return false
+	})
+	s.push(map[string]any{"update_id": 2, "callback_query": map[string]any{
+		"id": "cb2", "data": "q:" + q.QuestionID + ":0", "from": map[string]any{"id": chat},
+		"message": map[string]any{"message_id": 1, "chat": map[string]any{"id": chat}}}})
+	eventstest.EventuallyWithin(t, 10*time.Second, "the stale press told it expired", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Contains(s.answered, "This question expired; the agent was told nobody answered in time.")
+	})
+	if envs, _ := c.log.ReadAll(t.Context(), events.Conv(conv).Subject(events.TypeQuestionAnswered), 0); len(envs) != 0 {
+		t.Errorf("%d answers stored for an expired question", len(envs))
+	}
 }
