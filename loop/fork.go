@@ -46,7 +46,7 @@ func ForkEvents(envs []events.Envelope, runID string, step int, spec ForkSpec) (
 		return nil, fmt.Errorf("run %s: %w", runID, ErrForkRun)
 	}
 	orig := events.ScopeOf(envs[0].Subject).ID()
-	cut, steps, started := -1, 0, false
+	cut, first, steps, started := -1, 0, 0, false
 	for i, env := range envs {
 		e, err := env.Decode()
 		if err != nil {
@@ -63,6 +63,9 @@ func ForkEvents(envs []events.Envelope, runID string, step int, spec ForkSpec) (
 			continue
 		}
 		steps = max(steps, n)
+		if first == 0 || n < first { // a fork's run starts at the step it was copied at
+			first = n
+		}
 		if n == step && cut < 0 {
 			cut = i
 		}
@@ -72,8 +75,8 @@ func ForkEvents(envs []events.Envelope, runID string, step int, spec ForkSpec) (
 		return nil, fmt.Errorf("run %s of conversation %s: %w", runID, orig, ErrForkRun)
 	case steps == 0:
 		return nil, fmt.Errorf("run %s made no model call: nothing to fork: %w", runID, ErrForkStep)
-	case step < 1 || step > steps || cut < 0:
-		return nil, fmt.Errorf("run %s has steps 1 to %d, not %d: %w", runID, steps, step, ErrForkStep)
+	case step < first || step > steps || cut < 0:
+		return nil, fmt.Errorf("run %s has steps %d to %d, not %d: %w", runID, first, steps, step, ErrForkStep)
 	}
 	st := &State{Conversation: orig}
 	for _, env := range envs[:cut] {

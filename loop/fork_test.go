@@ -184,6 +184,14 @@ func TestForkedRunReplays(t *testing.T) {
 	if rep.Diverged != nil || len(rep.Lines) == 0 {
 		t.Fatalf("fork replay diverged: %+v (%d lines)", rep.Diverged, len(rep.Lines))
 	}
+	// A fork forks again from the steps it has: its run began at step 2.
+	spec := loop.ForkSpec{Conversation: "fork2", RunID: "frun2", Route: "fake:x"}
+	if _, err := loop.ForkEvents(fenvs, "frun1", 1, spec); !errors.Is(err, loop.ErrForkStep) || !strings.Contains(err.Error(), "steps 2 to 2") {
+		t.Errorf("fork of a fork at step 1: %v, want ErrForkStep naming steps 2 to 2", err)
+	}
+	if _, err := loop.ForkEvents(fenvs, "frun1", 2, spec); err != nil {
+		t.Errorf("fork of a fork at step 2: %v", err)
+	}
 }
 
 // Bad fork points are refused with what is wrong: a step the run does not
@@ -199,5 +207,72 @@ func TestForkRefusesBadStep(t *testing.T) {
 	}
 	if _, err := loop.ForkEvents(envs, "nope", 1, spec); !errors.Is(err, loop.ErrForkRun) {
 		t.Errorf("unknown run: %v, want ErrForkRun", err)
+	}
+}
+
+// The fork carries what step N's request was built from — the loaded MCP
+// tools, what the turn notes and canvases told, the compaction, the run's
+// untrusted mark (memory writes after it stay marked, R-X-7) — and nothing
+// of what waited in the original or was granted there: a message queued
+// meanwhile, a steer not yet applied, an "always" approval, its spending.
+func TestForkCarriesWhatTheRequestReadAndNothingWaiting(t *testing.T) {
+	told := events.NoteTold{Key: "memory/2026-11-30.md", Len: 4, Digest: strings.Repeat("0", 64)}
+	cost := 0.25
+	call := func(id, name string) []events.ToolCallRequest {
+		return []events.ToolCallRequest{{ID: id, Name: name, Arguments: []byte(`{}`)}}
+	}
+	evs := []events.Event{
+		&events.ConversationOpened{Agent: "master", Channel: "web"},
+		&events.MessageReceived{Channel: "web", Text: "find and write", TurnNotes: &events.TurnNotes{Text: "notes", Told: []events.NoteTold{told}}},
+		&events.RunStarted{RunID: "r", Agent: "master", Trigger: "message"},
+		&events.ModelCalled{RunID: "r", Step: 1, Route: "fake:a", Model: "a", CostUSD: &cost, ToolCalls: call("c1", "tool_search")},
+		&events.ToolCompleted{RunID: "r", Step: 1, CallID: "c1", Tool: "tool_search", Output: "<<<UNTRUSTED DATA id=1>>> found",
+			Meta: map[string]any{"loaded": []string{"mcp__s__echo"}}},
+		&events.ModelCalled{RunID: "r", Step: 2, Route: "fake:a", Model: "a", CostUSD: &cost, ToolCalls: call("c2", "workspace_write")},
+		&events.ApprovalRequested{ApprovalID: "a1", RunID: "r", Step: 2, CallID: "c2", Tool: "workspace_write", ExpiresAt: time.Now().Add(time.Hour)},
+		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionApproved, Always: true},
+		&events.ToolCompleted{RunID: "r", Step: 2, CallID: "c2", Tool: "workspace_write", Output: "wrote"},
+		&events.SteerReceived{Channel: "web", Text: "not yet applied"},
+		&events.ContextCompacted{RunID: "r", Step: 3, Stage: events.CompactMicro, Results: []events.CompactedResult{{CallID: "c1", Chars: 30, Text: "[compacted]"}}},
+		&events.ModelCalled{RunID: "r", Step: 3, Route: "fake:a", Model: "a", CostUSD: &cost, Text: "done"},
+		&events.MessageReceived{Channel: "web", Text: "queued after step 3"},
+		&events.RunFinished{RunID: "r", Status: events.RunDone},
+	}
+	envs := make([]events.Envelope, len(evs))
+	for i, e := range evs {
+		envs[i] = events.MustNew(e)
+		envs[i].Subject, envs[i].Seq = events.Conv("orig").Subject(envs[i].Type), uint64(i+1)
+	}
+	out, err := loop.ForkEvents(envs, "r", 3, loop.ForkSpec{Conversation: "f", RunID: "fr", Route: "fake:x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &loop.State{Conversation: "f"}
+	for i, e := range out {
+		env := events.MustNew(e)
+		env.Subject, env.Seq = events.Conv("f").Subject(env.Type), uint64(i+1)
+		if err := st.Apply(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch {
+	case st.OpenRun != "fr" || st.Step != 2 || st.Route != "fake:x":
+		t.Errorf("open run %q step %d route %q, want fr before step 3 on fake:x", st.OpenRun, st.Step, st.Route)
+	case len(st.Messages) != 5 || st.Messages[4].Text != "wrote":
+		t.Errorf("history %+v, want the 5 messages step 3's request read", st.Messages)
+	case !reflect.DeepEqual(st.Loaded, []string{"mcp__s__echo"}):
+		t.Errorf("loaded MCP tools %v", st.Loaded)
+	case st.Told[told.Key] != told:
+		t.Errorf("turn notes told %v", st.Told)
+	case st.Compaction.Results["c1"] != "[compacted]":
+		t.Errorf("compaction %+v, want step 3's micro compaction", st.Compaction)
+	case st.RunUntrusted != "tool_search":
+		t.Errorf("untrusted mark %q, want tool_search", st.RunUntrusted)
+	case len(st.AutoApprove) != 0 || len(st.Queued) != 0 || len(st.Steers) != 0 || st.CostUSD != 0 || st.Approvals != nil:
+		t.Errorf("carried what waited or was granted: auto %v queued %d steers %d cost %v approvals %v",
+			st.AutoApprove, len(st.Queued), len(st.Steers), st.CostUSD, st.Approvals)
+	}
+	if _, err := loop.ForkEvents(envs, "r", 1, loop.ForkSpec{Conversation: "f2", RunID: "fr2", Route: "fake:x"}); err != nil {
+		t.Errorf("step 1: %v", err)
 	}
 }

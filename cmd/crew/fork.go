@@ -85,7 +85,9 @@ func (f forker) Fork(ctx context.Context, runID string, step int, route string) 
 			return nil, fmt.Errorf("fork: conversation %s exists already", spec.Conversation)
 		}
 		return evs, nil
-	}); err != nil {
+	}); errors.Is(err, events.ErrTooLarge) {
+		return web.Forked{}, fmt.Errorf("%w: the history to step %d is too large to copy into one event (%v)", loop.ErrForkRefused, step, err)
+	} else if err != nil {
 		return web.Forked{}, err
 	}
 	f.kick(spec.Conversation)
