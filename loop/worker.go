@@ -417,6 +417,26 @@ func (w *Worker) Answer(ctx context.Context, conversation, questionID, answer, c
 	return nil
 }
 
+// Outcome is how an approval or a question of conversation was settled —
+// approved, denied, expired, answered — or "" while it waits (or is
+// unknown there).
+func (w *Worker) Outcome(ctx context.Context, conversation, id string) (string, error) {
+	conv, err := w.cfg.Convs.Get(ctx, conversation)
+	if err != nil {
+		return "", err
+	}
+	var out string
+	conv.View(func(st *State) {
+		if d, ok := st.Decided[id]; ok {
+			out = d
+		}
+		if a, ok := st.Asked[id]; ok {
+			out = a
+		}
+	})
+	return out, nil
+}
+
 // expireQuestion records a pending question as expired (the sweep).
 func (w *Worker) expireQuestion(ctx context.Context, conv *Conv, questionID string) error {
 	now := w.cfg.Deps.Clock()

@@ -152,7 +152,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		g, err := telegram.Start(ctx, telegram.Config{
 			Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
 			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c.approvals,
-			Questions: c.questions, Logger: logger.With("component", "telegram"), Home: dir, Artifact: c.canvas.File,
+			Questions: c.questions, Outcome: c.questions.Outcome, Logger: logger.With("component", "telegram"), Home: dir, Artifact: c.canvas.File,
 			NewConversation: func(ctx context.Context, channel string) (string, error) {
 				id, err := c.inbound.Current(ctx, home.MasterID, channel)
 				if err != nil {

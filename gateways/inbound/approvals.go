@@ -71,3 +71,28 @@ func (c *Questions) Answer(ctx context.Context, questionID, answer, channel stri
 	}
 	return c.Worker.Answer(ctx, conv, questionID, answer, channel)
 }
+
+// Outcome is how an approval or a question was settled ("" while it waits
+// or when it is unknown): the Telegram gateway settles, after a restart,
+// the cards of those settled while it was down.
+func (c *Questions) Outcome(ctx context.Context, kind, id string) (string, error) {
+	if events.ValidID(id) != nil {
+		return "", nil
+	}
+	last, err := c.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return "", err
+	}
+	if err := c.WaitFor(ctx, last); err != nil {
+		return "", err
+	}
+	find := projections.FindQuestion
+	if kind == events.CardApproval {
+		find = projections.FindApproval
+	}
+	conv, err := find(c.DB, id)
+	if err != nil {
+		return "", nil
+	}
+	return c.Worker.Outcome(ctx, conv, id)
+}

@@ -149,6 +149,44 @@ func (g *Gateway) loadCards(ctx context.Context) error {
 	return nil
 }
 
+// settleMissed edits the tracked copies of cards settled while the gateway
+// was down (the follower only sees what is stored from its start on).
+func (g *Gateway) settleMissed(ctx context.Context) {
+	if g.cfg.Outcome == nil {
+		return
+	}
+	g.cards.mu.Lock()
+	pending := map[string]string{}
+	for id, ks := range g.cards.byID {
+		if len(ks) > 0 {
+			pending[id] = ks[0].kind
+		}
+	}
+	g.cards.mu.Unlock()
+	for id, kind := range pending {
+		outcome, err := g.cfg.Outcome(ctx, kind, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.cfg.Logger.Warn("telegram: card outcome unknown", "card_id", id, "error", err)
+			}
+			continue
+		}
+		switch outcome {
+		case "":
+		case "answered":
+			g.settle(ctx, id, outcome, "Answered.")
+		case "expired":
+			if kind == events.CardQuestion {
+				g.settle(ctx, id, outcome, expiredLine)
+			} else {
+				g.settle(ctx, id, outcome, "Expired.")
+			}
+		default:
+			g.settle(ctx, id, outcome, capitalize(outcome)+".")
+		}
+	}
+}
+
 // track keeps a sent copy, in memory and on the bot's scope.
 func (g *Gateway) track(ctx context.Context, id string, k card) {
 	g.cards.add(id, k)

@@ -228,6 +228,28 @@ func (a *answerer) Answer(ctx context.Context, id, answer, channel string) error
 	return loop.ErrUnknownQuestion
 }
 
+// Outcome is what cmd/crew does: how an approval or a question was settled.
+func (a *answerer) Outcome(ctx context.Context, kind, id string) (string, error) {
+	for _, typ := range []string{events.TypeQuestionAsked, events.TypeApprovalRequested} {
+		envs, err := a.log.ReadAll(ctx, events.Root+".conv.*."+typ, 0)
+		if err != nil {
+			return "", err
+		}
+		for _, env := range envs {
+			e, err := env.Decode()
+			if err != nil {
+				return "", err
+			}
+			q, isQ := e.(*events.QuestionAsked)
+			r, isA := e.(*events.ApprovalRequested)
+			if (isQ && q.QuestionID == id) || (isA && r.ApprovalID == id) {
+				return a.worker.Outcome(ctx, events.ScopeOf(env.Subject).ID(), id)
+			}
+		}
+	}
+	return "", nil
+}
+
 // question is the latest question asked in conv (nil: none yet).
 func (c *crew) question(t *testing.T, conv string) *events.QuestionAsked {
 	t.Helper()

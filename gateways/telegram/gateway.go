@@ -50,8 +50,12 @@ type Config struct {
 	Inbound   Receiver
 	Approvals Approver
 	// Questions answers the questions sent here (buttons, replies); nil:
-	// questions are not sent.
+	// questions are not sent. Outcome, when set, says how an approval or a
+	// question (kind events.CardApproval, CardQuestion) was settled ("" while
+	// it waits): at start the copies of cards settled while the gateway
+	// was down are edited.
 	Questions Answerer
+	Outcome   func(ctx context.Context, kind, id string) (string, error)
 	Logger    *slog.Logger
 	// PollEvery is the pause after a getUpdates that returned nothing sooner
 	// than this (an emulator that does not long-poll) or failed (default 1 s).
@@ -149,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	g.wg.Go(func() { g.poll(ctx) })
 	g.wg.Go(func() { g.follow(ctx, last+1) })
+	g.wg.Go(func() { g.settleMissed(ctx) })
 	g.wg.Go(func() { g.keepTyping(ctx) })
 	return g, nil
 }

@@ -20,7 +20,8 @@ import (
 // question answered on the web loses its Telegram buttons; and after a
 // restart of the gateway the copies it sent before are still edited when
 // the question is answered or the approval decided elsewhere (the card
-// tracking is stored on the bot's scope).
+// tracking is stored on the bot's scope), and one answered while it was
+// down is edited when it starts.
 func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	e := startEmulator(t)
 	c := newCrew(t)
@@ -28,7 +29,8 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	start := func() *telegram.Gateway {
 		g, err := telegram.Start(t.Context(), telegram.Config{
 			Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-			Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Logger: c.logger, PollEvery: 50 * time.Millisecond,
+			Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Outcome: c.answerer.Outcome,
+			Logger: c.logger, PollEvery: 50 * time.Millisecond,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -157,6 +159,26 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	buttonsGone("after a restart, the old card loses its buttons", card.MessageID)
+
+	// Answered while the gateway is down: at its start it edits the copy.
+	ask(conv)
+	card = nextCard("the fifth question")
+	eventstest.Eventually(t, "the fifth card's copy stored", func() bool {
+		envs, _ := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramCardSent, 0)
+		for _, env := range envs {
+			if d, _ := env.Decode(); d.(*events.TelegramCardSent).MessageID == card.MessageID {
+				return true
+			}
+		}
+		return false
+	})
+	g.Close()
+	eventstest.Eventually(t, "the fifth question stored", func() bool { q = c.question(t, conv); return len(answered(conv)) == 4 && q != nil })
+	if err := c.answerer.Answer(t.Context(), q.QuestionID, "Sunday", "web"); err != nil {
+		t.Fatal(err)
+	}
+	g = start()
+	buttonsGone("a card answered while the gateway was down loses its buttons at its start", card.MessageID)
 
 	// The same for an approval's card.
 	if _, err := c.in.Receive(t.Context(), inbound.Message{Text: "gate after restart", Channel: "web", ConversationID: conv}); err != nil {
