@@ -316,6 +316,9 @@ type NestedCall struct {
 	Canvas *CanvasRef `json:"canvas,omitempty"`
 	// Delegate is the child a tools.delegate ran; CostUSD is what it spent.
 	Delegate *DelegateResult `json:"delegate,omitempty"`
+	// Untrusted: what the script received held fenced outside content
+	// (R-SEC-1), so the run has read untrusted content (R-X-7).
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 func (*NestedCall) EventType() string { return TypeNestedCall }

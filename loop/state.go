@@ -508,6 +508,9 @@ func (s *State) Apply(env events.Envelope) error {
 			s.CostUSD += usd
 			s.UnknownCostCalls += unknown
 		}
+		if e.RunID == s.OpenRun && e.Untrusted && s.RunUntrusted == "" {
+			s.RunUntrusted = e.Tool + " (in a script)"
+		}
 		if e.RunID == s.OpenRun {
 			s.NestedCalls++
 			if s.Nesting == nil {

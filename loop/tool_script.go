@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/script"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -324,7 +325,8 @@ func (h *scriptHost) Describe(name string) (map[string]any, bool) {
 // the conversation folds as it does a direct call's.
 func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
 	e := &events.NestedCall{RunID: h.c.runID, Step: h.c.step, CallID: h.c.ID, N: n.N, Kind: n.Kind, Tool: n.Tool,
-		Arguments: n.Args, IsError: n.IsError, Chars: n.Chars, DurationMS: n.DurationMS, CostUSD: n.CostUSD}
+		Arguments: n.Args, IsError: n.IsError, Chars: n.Chars, DurationMS: n.DurationMS, CostUSD: n.CostUSD,
+		Untrusted: strings.Contains(n.Output, fence.Marker)}
 	h.mu.Lock()
 	c := h.ran[n.N]
 	delete(h.ran, n.N)
