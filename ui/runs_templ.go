@@ -106,7 +106,7 @@ func RunsPage(v RunsView) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = page(v.Shell, v.Conv.ID, 0).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = page(v.Shell, v.Conv.ID, v.LastSeq).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -251,6 +251,9 @@ type RunsView struct {
 	Runs []RunCard
 	// ForkRoutes are offered to the steps' fork forms.
 	ForkRoutes []string
+	// LastSeq is the conversation's stream sequence the page reflects; the
+	// page follows the conversation's stream from there.
+	LastSeq uint64
 }
 
 // RunCard is one run with its steps and child runs.

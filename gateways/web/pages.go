@@ -145,6 +145,13 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	conv.View(func(st *loop.State) {
 		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, LastHalt: st.LastHalt, OpenRun: st.OpenRun,
 			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), ParentConversation: st.ParentConversation}
+		// A running script's calls so far, its tool card's lines (R-SCR).
+		for call, ns := range st.Nesting {
+			if chat.Nesting == nil {
+				chat.Nesting = map[string][]events.NestedCall{}
+			}
+			chat.Nesting[call] = slices.Clone(ns)
+		}
 		if q := st.PendingQuestion(); q != nil {
 			copied := *q
 			pending = &copied
@@ -472,7 +479,7 @@ func (p *Pages) runs(ctx context.Context, id, csrf string) (ui.RunsView, error) 
 	if err != nil {
 		return ui.RunsView{}, err
 	}
-	v := ui.RunsView{Shell: sh, Conv: p.row(c)}
+	v := ui.RunsView{Shell: sh, Conv: p.row(c), LastSeq: c.LastSeq}
 	list, err := projections.ListRuns(p.DB, id)
 	if err != nil {
 		return v, err

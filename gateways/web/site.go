@@ -44,6 +44,9 @@ func (s *server) routesSite(mux *router) {
 		return ui.ChatFragment(v), err
 	}))
 	mux.HandleFunc("GET /c/{id}/runs", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
+		// The run cards are a projection: shown as of the log now, so a
+		// refresh after a stored event shows it (a script's calls, live).
+		s.awaitConversation(r.Context(), r.PathValue("id"))
 		v, err := s.cfg.Pages.runs(r.Context(), r.PathValue("id"), csrf)
 		return ui.RunsPage(v), err
 	}))

@@ -138,6 +138,13 @@
     toBottom();
   }
 
+  // 1b. A runs page follows its conversation's stream: a script's calls
+  // reach the run card as each ends (nested_call).
+  if (conv && document.getElementById('runs')) {
+    const es = new EventSource('/api/stream?conversation=' + encodeURIComponent(conv) + '&after=' + encodeURIComponent(lastSeq));
+    STORED.forEach((type) => es.addEventListener(type, refreshRuns));
+  }
+
   // 2. The activity feed of all conversations keeps the sidebar current and
   // catches changes made elsewhere (an approval decided in another tab).
   if (document.getElementById('sidebar')) {
@@ -152,7 +159,7 @@
       const child = c && document.querySelector('[data-child-conversation="' + CSS.escape(c) + '"]');
       if (conv && (c === conv || child)) refreshChat();
       // Its delegated children (ChildID: <conversation>-d-…) nest in its runs.
-      if (conv && (c === conv || c.startsWith(conv + '-d-'))) refreshRuns();
+      if (conv && c.startsWith(conv + '-d-')) refreshRuns();
     };
     STORED.forEach((type) => es.addEventListener(type, onActivity));
     // Canvas events reach every tab (canvas.js).
