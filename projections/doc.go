@@ -11,8 +11,13 @@
 //   - Ordered, in batches: one goroutine per group of projections (those at
 //     the same checkpoint at Open: all of them, normally) reads a consumer
 //     filtered on "crew.>" and applies the events already delivered (up to
-//     1000) in stream sequence order, each decoded once, in one bbolt
-//     transaction. Catching up fills the batches; a live event goes alone.
+//     4000) in stream sequence order, each decoded once (beside the batch
+//     before, by the goroutine reading the consumer), in one bbolt
+//     transaction; a projection that is Selective is given only the events
+//     it wants. Within a batch the records rewritten by most events (a
+//     conversation's, a run's) are decoded once and written once at the
+//     commit (recordCache). Catching up fills the batches; a live event
+//     goes alone.
 //     A projection behind the others (added by an upgrade, rebuilt) is its
 //     own group and catches up beside them without holding them.
 //   - At-least-once delivery, exactly-once apply: a batch is applied and each

@@ -234,7 +234,7 @@ const (
 // fills it, a live event goes alone and at once. maxAckPending lets one
 // batch be fetched while the one before is applied.
 const (
-	batchMax      = 1000
+	batchMax      = 4000
 	maxAckPending = 2 * batchMax
 )
 

@@ -68,12 +68,14 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 
 	for b.Loop() {
 		cold := timeServe(b, home, 0)
-		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s), peak RSS %d MB",
-			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.peakRSS>>20)
+		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s, CPU %s), peak RSS %d MB",
+			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.cpu.Round(time.Millisecond), cold.peakRSS>>20)
 		warm := timeServe(b, home, 10*time.Second)
-		b.Logf("projections caught up: /healthz 200 after %s from process start, RSS 10 s after ready %d MB (peak %d MB)",
-			warm.ready.Round(time.Millisecond), warm.settledRSS>>20, warm.peakRSS>>20)
+		b.Logf("projections caught up: /healthz 200 after %s from process start (CPU %s), RSS 10 s after ready %d MB (peak %d MB)",
+			warm.ready.Round(time.Millisecond), warm.cpu.Round(time.Millisecond), warm.settledRSS>>20, warm.peakRSS>>20)
+		b.Logf("load average at the end: %s", loadAverage())
 		b.ReportMetric(cold.ready.Seconds(), "catchup-s")
+		b.ReportMetric(cold.cpu.Seconds(), "catchup-cpu-s")
 		b.ReportMetric(float64(last)/cold.ready.Seconds(), "catchup-events/s")
 		b.ReportMetric(float64(warm.ready.Milliseconds()), "warm-ready-ms")
 		b.ReportMetric(float64(warm.settledRSS>>20), "idle-RSS-MB")
@@ -101,6 +103,9 @@ func storedEvents(b *testing.B, home string) uint64 {
 type serveRun struct {
 	firstAnswer, ready  time.Duration
 	peakRSS, settledRSS int64
+	// cpu is the process's CPU time (user + system) when it was ready:
+	// what the run cost whatever else the machine was doing.
+	cpu time.Duration
 }
 
 // timeServe starts crew serve on home, waits for /healthz 200 (sampling its
@@ -152,6 +157,7 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 			}
 			if resp.StatusCode == http.StatusOK {
 				run.ready = time.Since(began)
+				run.cpu = cpuTime(cmd.Process.Pid)
 				break
 			}
 		}
@@ -183,4 +189,38 @@ func rss(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuTime is process pid's CPU time so far (user + system; 0 if
+// unreadable).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (in parentheses, which may hold spaces).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // clock ticks (USER_HZ = 100 on Linux)
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
