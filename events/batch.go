@@ -76,9 +76,19 @@ func (l *Log) appendBatch(ctx context.Context, scope Scope, expect uint64, orig,
 	}
 	defer func() { <-l.batches }()
 	var ack batchAck
+	patience := time.Now().Add(publishPatience)
 	for try := 0; ; try++ {
 		var err error
 		if ack, err = l.publishBatch(ctx, scope, expect, envs, bodies); err != nil {
+			// No stream leader answered (one is being elected, R-ES-8):
+			// ask again; a batch stored meanwhile answers as a duplicate.
+			if noLeader(err) && ctx.Err() == nil && time.Now().Before(patience) {
+				select {
+				case <-time.After(250 * time.Millisecond):
+					continue
+				case <-ctx.Done():
+				}
+			}
 			return nil, fmt.Errorf("append %s: %w", scope, err)
 		}
 		// Another process's batches can fill the server's slots; nothing

@@ -38,6 +38,9 @@ type BudgetReserved struct {
 	// ConversationCapUSD is the conversation's cost cap when the call was
 	// reserved (0: none), so a child's call can be checked against it.
 	ConversationCapUSD float64 `json:"conversation_cap_usd,omitempty"`
+	// Holder is the crew process that reserved it when several share one
+	// cluster (R-ES-8): a peer settles it only once that process is dead.
+	Holder string `json:"holder,omitempty"`
 }
 
 func (*BudgetReserved) EventType() string { return TypeBudgetReserved }

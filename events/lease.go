@@ -43,9 +43,26 @@ func (e *HeldError) Error() string { return fmt.Sprintf("lease %s is held by %s"
 // ttl (whole seconds, at least 1) and keeps renewing it until Release. If
 // another process holds it, the error is a *HeldError naming the holder.
 func AcquireLease(ctx context.Context, nc *nats.Conn, key, owner string, ttl time.Duration) (*Lease, error) {
-	js, err := jetstream.New(nc)
+	ls, err := OpenLeases(ctx, nc)
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", key, err)
+	}
+	return ls.Acquire(ctx, key, owner, ttl)
+}
+
+// Leases is the lease bucket, opened once for many leases (a crew process
+// on a cluster takes one per conversation it runs).
+type Leases struct {
+	js jetstream.JetStream
+	kv jetstream.KeyValue
+}
+
+// OpenLeases creates or opens the lease bucket (3 replicas on a cluster
+// that can place them).
+func OpenLeases(ctx context.Context, nc *nats.Conn) (*Leases, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
 	}
 	cfg := jetstream.KeyValueConfig{Bucket: LeaseBucket, Description: "crew leases", LimitMarkerTTL: time.Second, History: 1}
 	if nc.ConnectedClusterName() != "" {
@@ -57,12 +74,17 @@ func AcquireLease(ctx context.Context, nc *nats.Conn, key, owner string, ttl tim
 		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lease %s: bucket: %w", key, err)
+		return nil, fmt.Errorf("bucket %s: %w", LeaseBucket, err)
 	}
-	rev, err := kv.Create(ctx, key, []byte(owner), jetstream.KeyTTL(ttl))
+	return &Leases{js: js, kv: kv}, nil
+}
+
+// Acquire takes key for owner with ttl, as AcquireLease.
+func (ls *Leases) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (*Lease, error) {
+	rev, err := ls.kv.Create(ctx, key, []byte(owner), jetstream.KeyTTL(ttl))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		holder := "another process"
-		if e, gerr := kv.Get(ctx, key); gerr == nil {
+		if e, gerr := ls.kv.Get(ctx, key); gerr == nil {
 			holder = string(e.Value())
 		}
 		return nil, &HeldError{Key: key, Holder: holder}
@@ -71,9 +93,44 @@ func AcquireLease(ctx context.Context, nc *nats.Conn, key, owner string, ttl tim
 		return nil, fmt.Errorf("lease %s: %w", key, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	l := &Lease{js: js, key: key, owner: []byte(owner), ttl: ttl, rev: rev, lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	l := &Lease{js: ls.js, key: key, owner: []byte(owner), ttl: ttl, rev: rev, lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	go l.renew(runCtx)
 	return l, nil
+}
+
+// Holder is who holds key now; ok is false when nobody does.
+func (ls *Leases) Holder(ctx context.Context, key string) (holder string, ok bool, err error) {
+	e, err := ls.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("lease %s: %w", key, err)
+	}
+	return string(e.Value()), true, nil
+}
+
+// Expired calls f with each key matching pattern (a KV key pattern such
+// as "conv.*") whose lease ran out from now on: its holder stopped
+// renewing it (died, or lost the cluster for a whole TTL). A release is
+// not an expiry. It returns when ctx ends; a broken watch is started
+// again.
+func (ls *Leases) Expired(ctx context.Context, pattern string, f func(key string)) {
+	for ctx.Err() == nil {
+		w, err := ls.kv.Watch(ctx, pattern, jetstream.UpdatesOnly())
+		if err == nil {
+			for e := range w.Updates() {
+				if e != nil && e.Operation() == jetstream.KeyValuePurge {
+					f(e.Key())
+				}
+			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // renew keeps the lease until ctx ends; if it cannot for a whole TTL, the
@@ -140,4 +197,13 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
 	return nil
+}
+
+// Abandon stops renewing without deleting the key: it expires within its
+// TTL and the other processes are told so (Leases.Expired), as if this
+// one had died. For work cut by a stop that another process should take
+// over.
+func (l *Lease) Abandon() {
+	l.cancel()
+	<-l.done
 }

@@ -29,6 +29,28 @@ type Log struct {
 	// this process's batches in flight.
 	atomic  bool
 	batches chan struct{}
+	// node names this crew process's home among several sharing one
+	// cluster (R-ES-8); empty with the embedded server.
+	node string
+}
+
+// SetNode names the home this Log is opened for, when several crew
+// processes share one NATS cluster: every durable consumer the process
+// makes is then its own (Durable). Call it before any consumer is made.
+func (l *Log) SetNode(node string) { l.node = node }
+
+// Node is the name SetNode gave, empty for the embedded server.
+func (l *Log) Node() string { return l.node }
+
+// Durable is the name of this process's durable consumer called base:
+// base itself on the embedded server, base_<node> on a shared cluster, so
+// two crew processes neither split each other's messages nor delete each
+// other's consumers.
+func (l *Log) Durable(base string) string {
+	if l.node == "" {
+		return base
+	}
+	return base + "_" + l.node
 }
 
 // Open connects a Log to the CREW stream over nc, creating or updating the
@@ -178,7 +200,7 @@ func (l *Log) appendEach(ctx context.Context, scope Scope, expect uint64, envs [
 		if expect != Any {
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expect, scope.Filter()))
 		}
-		ack, err := l.js.Publish(ctx, subject, body, opts...)
+		ack, err := l.publish(ctx, subject, env.ID, body, opts...)
 		if err != nil {
 			if isWrongLastSequence(err) {
 				return out, &ConflictError{Subject: subject, Expected: expect, Err: err}

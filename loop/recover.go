@@ -62,7 +62,7 @@ func (w *Worker) Parked(conversation string) (Parked, bool) {
 // pass failing, counted like any other, not the server dying with every
 // conversation: the conversation's state is read again from the log,
 // since the panic may have cut a change to it half-way.
-func (w *Worker) safePass(id string) (err error) {
+func (w *Worker) safePass(ctx context.Context, id string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.cfg.Logger.Error("turn panicked", "conversation", id, "panic", r, "stack", string(debug.Stack()))
@@ -72,7 +72,7 @@ func (w *Worker) safePass(id string) (err error) {
 			}
 		}
 	}()
-	return w.pass(id)
+	return w.pass(ctx, id)
 }
 
 // reload reads a loaded conversation's state again from the log (its

@@ -49,6 +49,10 @@ type WorkerConfig struct {
 	// RetryDelay is the pause before retrying a conversation whose pass
 	// failed n times in a row; nil is RetryDelay (1 s doubling to 30 s).
 	RetryDelay func(n int) time.Duration
+	// Claim, when several crew processes share one cluster, takes a
+	// conversation's lease before its passes run (see Claimer); nil: this
+	// process runs every conversation.
+	Claim Claimer
 }
 
 // Worker runs turns. It is started by events on the log — a durable
@@ -87,7 +91,8 @@ const (
 	passDirty             // running, and kicked again meanwhile
 )
 
-// TurnsConsumer is the durable consumer that starts turns.
+// TurnsConsumer is the durable consumer that starts turns (per crew
+// process on a shared cluster: events.Log.Durable).
 const TurnsConsumer = "turns"
 
 // StartWorker starts the trigger consumer, the recovery scan (in the
@@ -102,8 +107,10 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	w := &Worker{cfg: cfg, state: map[string]passState{}, failures: map[string]int{}, retrying: map[string]bool{},
 		restarted: map[string]bool{}, parked: map[string]Parked{}, recovered: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	cons, err := cfg.Log.JetStream().CreateOrUpdateConsumer(ctx, events.StreamName, jetstream.ConsumerConfig{
-		Durable: TurnsConsumer,
+	turns := jetstream.ConsumerConfig{
+		// Each crew process sharing a cluster has its own: every process
+		// sees every trigger, and the conversation's lease holder runs it.
+		Durable: cfg.Log.Durable(TurnsConsumer),
 		FilterSubjects: []string{
 			events.Root + ".conv.*." + events.TypeMessageReceived,
 			events.Root + ".conv.*." + events.TypeApprovalDecided,
@@ -115,7 +122,12 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		MaxAckPending: 10_000,
-	})
+	}
+	if cfg.Log.Node() != "" {
+		// A home that stops sharing the cluster leaves nothing behind.
+		turns.InactiveThreshold = time.Hour
+	}
+	cons, err := cfg.Log.JetStream().CreateOrUpdateConsumer(ctx, events.StreamName, turns)
 	if err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -217,28 +229,25 @@ func (w *Worker) Idle() bool {
 }
 
 func (w *Worker) passes(id string) {
+	select {
+	case <-w.recovered:
+	case <-w.ctx.Done():
+	}
 	for {
-		err := w.safePass(id)
-		if err != nil && w.ctx.Err() == nil {
-			// The run stays open in the log: retry after a pause (the
-			// store may be back by then), or close it when it keeps
-			// failing. A kick meanwhile waits for the retry; with none
-			// (closed, parked) it is honoured now.
-			retry := w.failed(id, err)
+		ctx, done, ok := w.claim(id)
+		if !ok {
 			w.mu.Lock()
-			kicked := w.state[id] == passDirty
 			delete(w.state, id)
 			w.mu.Unlock()
-			if kicked && !retry {
-				w.Kick(id)
-			}
 			return
 		}
+		again := w.runPasses(ctx, id)
+		// Given back before the state is cleared, so a kick meanwhile
+		// claims afresh; a pass cut by Close leaves the lease to expire
+		// (another process takes the run over).
+		done(w.ctx.Err() != nil)
 		w.mu.Lock()
-		if err == nil {
-			delete(w.failures, id)
-		}
-		if w.state[id] == passDirty && w.ctx.Err() == nil {
+		if again && w.state[id] == passDirty && w.ctx.Err() == nil {
 			w.state[id] = passRunning
 			w.mu.Unlock()
 			continue
@@ -249,8 +258,35 @@ func (w *Worker) passes(id string) {
 	}
 }
 
-func (w *Worker) pass(id string) error {
-	ctx := w.ctx
+// runPasses runs passes over id while it is kicked again meanwhile; again
+// is false when a retry is scheduled (a kick then waits for it), else a
+// kick that comes before the caller clears the state runs another pass.
+func (w *Worker) runPasses(ctx context.Context, id string) (again bool) {
+	for {
+		err := w.safePass(ctx, id)
+		if ctx.Err() != nil {
+			return true // closing, or the lease was lost: its new holder runs the rest
+		}
+		if err != nil {
+			// The run stays open in the log: retry after a pause (the
+			// store may be back by then), or close it when it keeps
+			// failing. A kick meanwhile waits for the retry; with none
+			// (closed, parked) it is honoured now.
+			return !w.failed(id, err)
+		}
+		w.mu.Lock()
+		delete(w.failures, id)
+		if w.state[id] == passDirty {
+			w.state[id] = passRunning
+			w.mu.Unlock()
+			continue
+		}
+		w.mu.Unlock()
+		return true // a kick before the state is cleared is honoured
+	}
+}
+
+func (w *Worker) pass(ctx context.Context, id string) error {
 	select {
 	case <-w.recovered:
 	case <-ctx.Done():
@@ -259,6 +295,12 @@ func (w *Worker) pass(id string) error {
 	conv, err := w.cfg.Convs.Get(ctx, id)
 	if err != nil {
 		return err
+	}
+	if w.cfg.Claim != nil {
+		// Another process may have written since this one last looked.
+		if err := conv.Refresh(ctx); err != nil {
+			return err
+		}
 	}
 	if w.takeRestarted(id) {
 		if err := w.resumeAfterRestart(ctx, conv); err != nil {

@@ -142,8 +142,9 @@ const checkpointBucket = "_checkpoints"
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-// consumerName is the durable JetStream consumer feeding projection name.
-func consumerName(name string) string { return "proj_" + name }
+// consumerName is the durable JetStream consumer feeding projection name
+// (this process's own when several share a cluster: events.Log.Durable).
+func consumerName(log *events.Log, name string) string { return log.Durable("proj_" + name) }
 
 // validate checks names and that no two projections share a bucket (a
 // rebuild of one would wipe the other).

@@ -29,7 +29,7 @@ func rebuild(ctx context.Context, log *events.Log, db *bbolt.DB, p Projection, b
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	name := p.Name()
-	err := log.Stream().DeleteConsumer(ctx, consumerName(name))
+	err := log.Stream().DeleteConsumer(ctx, consumerName(log, name))
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("rebuild %s: delete consumer: %w", name, err)
 	}

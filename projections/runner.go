@@ -145,7 +145,7 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 		}
 		g := at[w.checkpoint]
 		if g == nil {
-			g = &group{consumer: consumerName(p.Name())}
+			g = &group{consumer: consumerName(log, p.Name())}
 			at[w.checkpoint] = g
 			r.groups = append(r.groups, g)
 		}
@@ -158,9 +158,9 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 		// A member's own consumer from an earlier start (it led a group
 		// then) would hold its messages on the server for nothing.
 		for _, w := range g.members[1:] {
-			err := log.Stream().DeleteConsumer(ctx, consumerName(w.p.Name()))
+			err := log.Stream().DeleteConsumer(ctx, consumerName(log, w.p.Name()))
 			if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return nil, fmt.Errorf("open projections: delete consumer %s: %w", consumerName(w.p.Name()), err)
+				return nil, fmt.Errorf("open projections: delete consumer %s: %w", consumerName(log, w.p.Name()), err)
 			}
 		}
 	}

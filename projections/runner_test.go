@@ -20,7 +20,7 @@ var errSimulatedCrash = errors.New("simulated crash between commit and ack")
 
 func consumerInfo(t *testing.T, log *events.Log, name string) *jetstream.ConsumerInfo {
 	t.Helper()
-	cons, err := log.Stream().Consumer(t.Context(), consumerName(name))
+	cons, err := log.Stream().Consumer(t.Context(), consumerName(log, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 		return err
 	}
 	defer runner.Close(context.WithoutCancel(ctx))
-	lw, err := wireLoop(ctx, dir, h, st, runner, env.getenv, logger)
+	lw, err := wireLoop(ctx, dir, h, st, runner, "", env.getenv, logger)
 	if err != nil {
 		return err
 	}

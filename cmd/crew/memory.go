@@ -76,7 +76,7 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	agents := h.LoopAgents(override, reg.Defaults())
-	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return h }, quiet)
+	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return h }, quiet, "", st.alive())
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}

@@ -77,12 +77,25 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// On a cluster, other crew processes may share the log: this one
+	// joins them (R-ES-8).
+	var m *member
 	if st.srv == nil {
-		var stop context.CancelFunc
-		if ctx, stop, err = holdCluster(ctx, st, dir, h, logger); err != nil {
+		if m, err = joinCluster(ctx, st, dir, logger.With("component", "cluster")); err != nil {
 			return err
 		}
+		defer m.Close()
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
 		defer stop()
+		go func() {
+			select {
+			case <-m.lost():
+				logger.Error("lost this process's lease (the cluster was unreachable for its whole TTL; peers take its work over): stopping")
+				stop()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	// Commands a crashed server left running die before recovery closes
 	// their calls; from now on every command is recorded there.
@@ -139,36 +152,54 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "shell: commands with network are refused: %v\n", err)
 	}
 
-	c, err := startCrew(ctx, dir, h, st, runner, env.getenv, logger)
+	c, err := startCrew(ctx, dir, h, st, runner, m, env.getenv, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if token := h.Getenv("TELEGRAM_BOT_TOKEN", env.getenv); token != "" {
-		master := h.Agents[home.MasterID]
-		if master == nil {
-			return errors.New("telegram: TELEGRAM_BOT_TOKEN is set but the master agent is not loaded")
-		}
-		g, err := telegram.Start(ctx, telegram.Config{
-			Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
-			Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c.approvals,
-			Questions: c.questions, Outcome: c.questions.Outcome, Logger: logger.With("component", "telegram"), Home: dir, Artifact: c.canvas.File,
-			NewConversation: func(ctx context.Context, channel string) (string, error) {
-				id, err := c.inbound.Current(ctx, home.MasterID, channel)
-				if err != nil {
-					return "", err
-				}
-				return c.summaries.Close(ctx, id)
-			},
-			Status: func(context.Context) (running, queued, waiting []string, err error) {
-				return projections.Overview(st.db)
-			},
-		})
+	// The singletons run on one process: here without a cluster, on the
+	// leader with one.
+	telegramToken := h.Getenv("TELEGRAM_BOT_TOKEN", env.getenv)
+	if telegramToken != "" && h.Agents[home.MasterID] == nil {
+		return errors.New("telegram: TELEGRAM_BOT_TOKEN is set but the master agent is not loaded")
+	}
+	startSingletons := func(ctx context.Context) (func(), error) {
+		var s singletons
+		stop, err := c.startScheduler(ctx)
 		if err != nil {
-			return fmt.Errorf("telegram: %w", err)
+			return nil, err
 		}
-		defer g.Close()
-		fmt.Fprintf(env.stdout, "telegram: polling, serving chats %v\n", master.Telegram.AllowedChatIDs)
+		s.add(stop)
+		if telegramToken != "" {
+			g, err := startTelegram(ctx, telegramToken, dir, h, st, c, logger)
+			if err != nil {
+				s.stop()
+				return nil, err
+			}
+			s.add(g.Close)
+			fmt.Fprintf(env.stdout, "telegram: polling, serving chats %v\n", h.Agents[home.MasterID].Telegram.AllowedChatIDs)
+		}
+		return s.stop, nil
+	}
+	if m == nil {
+		stop, err := startSingletons(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else {
+		leadCtx, stopLead := context.WithCancel(ctx)
+		leadDone := make(chan struct{})
+		go func() {
+			defer close(leadDone)
+			m.lead(leadCtx, startSingletons)
+		}()
+		takeDone := make(chan struct{})
+		go func() {
+			defer close(takeDone)
+			m.takeOver(leadCtx, c.worker)
+		}()
+		defer func() { stopLead(); <-leadDone; <-takeDone }()
 	}
 
 	forks := forker{log: st.log, db: st.db, convs: c.convs, dir: dir, callable: callable(h, env.getenv), kick: c.worker.Kick}
@@ -232,4 +263,28 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// startTelegram starts the Telegram gateway for the master agent.
+func startTelegram(ctx context.Context, token, dir string, h *home.Home, st *store, c *crewRuntime, logger *slog.Logger) (*telegram.Gateway, error) {
+	master := h.Agents[home.MasterID]
+	g, err := telegram.Start(ctx, telegram.Config{
+		Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
+		Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c.approvals,
+		Questions: c.questions, Outcome: c.questions.Outcome, Logger: logger.With("component", "telegram"), Home: dir, Artifact: c.canvas.File,
+		NewConversation: func(ctx context.Context, channel string) (string, error) {
+			id, err := c.inbound.Current(ctx, home.MasterID, channel)
+			if err != nil {
+				return "", err
+			}
+			return c.summaries.Close(ctx, id)
+		},
+		Status: func(context.Context) (running, queued, waiting []string, err error) {
+			return projections.Overview(st.db)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return g, nil
 }

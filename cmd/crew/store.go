@@ -26,6 +26,9 @@ type store struct {
 	nc   *nats.Conn
 	log  *events.Log
 	db   *bbolt.DB
+	// leases is the cluster's lease bucket with nats.url (several crew
+	// processes may share the cluster), nil on the embedded server.
+	leases *events.Leases
 }
 
 func dataDir(homeDir string) string { return filepath.Join(homeDir, "data") }
@@ -62,6 +65,19 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, logger *sl
 		s.Close()
 		return nil, err
 	}
+	if s.srv == nil {
+		// Other homes may share the cluster: this one's consumers are its
+		// own, named after its node id.
+		node, err := home.NodeID(homeDir)
+		if err == nil {
+			s.log.SetNode(node)
+			s.leases, err = events.OpenLeases(ctx, s.nc)
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("nats.url %s: %w", events.RedactURL(cfg.NATS.URL), err)
+		}
+	}
 	s.db, err = bbolt.Open(filepath.Join(dir, "projections.db"), 0o600, &bbolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		s.Close()
@@ -86,6 +102,18 @@ func (s *store) Close() error {
 		errs = append(errs, s.lock.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// alive says whether the crew process holder still runs (its process
+// lease is held); nil on the embedded server, where this is the only one.
+func (s *store) alive() func(ctx context.Context, holder string) (bool, error) {
+	if s.leases == nil {
+		return nil
+	}
+	return func(ctx context.Context, holder string) (bool, error) {
+		_, ok, err := s.leases.Holder(ctx, processKey(holder))
+		return ok, err
+	}
 }
 
 // replication says how the log is kept on an external cluster: servers
@@ -134,39 +162,4 @@ func replication(ctx context.Context, nc *nats.Conn) string {
 		line += ")"
 	}
 	return line
-}
-
-// clusterLeaseTTL is how long a dead crew process keeps the cluster.
-const clusterLeaseTTL = 10 * time.Second
-
-// holdCluster takes the cluster's "serve" lease: this build runs one crew
-// process per cluster (its projections' and turns' consumers are the
-// stream's, not the process's), so a second one is refused, naming the
-// first. The returned context ends if the lease is lost (the process
-// must stop); stop releases it.
-func holdCluster(ctx context.Context, st *store, dir string, h *home.Home, logger *slog.Logger) (context.Context, context.CancelFunc, error) {
-	host, _ := os.Hostname()
-	owner := fmt.Sprintf("crew serve pid %d on %s (home %s)", os.Getpid(), host, dir)
-	lease, err := events.AcquireLease(ctx, st.nc, "serve", owner, clusterLeaseTTL)
-	if held := (*events.HeldError)(nil); errors.As(err, &held) {
-		return nil, nil, fmt.Errorf("nats.url %s: the cluster is in use by %s; this build runs one crew process per cluster", events.RedactURL(h.Config.NATS.URL), held.Holder)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("nats.url %s: %w", events.RedactURL(h.Config.NATS.URL), err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-lease.Lost():
-			logger.Error("lost the cluster's serve lease (the cluster was unreachable for its whole TTL): stopping")
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		cancel()
-		if err := lease.Release(context.Background()); err != nil {
-			logger.Warn("cluster lease not released; it expires by itself", "err", err)
-		}
-	}, nil
 }

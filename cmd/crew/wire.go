@@ -53,12 +53,15 @@ func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, tea
 // crewRuntime is the running crew: turn worker, scheduler, inbound door,
 // approvals and what the web gateway serves.
 type crewRuntime struct {
-	ledger  *budget.Ledger
-	worker  *loop.Worker
-	sched   *scheduler.Scheduler
-	jobs    *web.SchedulerJobs
-	memory  *web.Memory
-	inbound *inbound.Inbound
+	ledger *budget.Ledger
+	worker *loop.Worker
+	// sched is the running scheduler on the process that runs the
+	// singletons, else a door to it; schedCfg starts it.
+	sched    *schedSlot
+	schedCfg scheduler.Config
+	jobs     *web.SchedulerJobs
+	memory   *web.Memory
+	inbound  *inbound.Inbound
 	// approvals decides approvals by id (web forms and API, Telegram).
 	approvals *inbound.Approvals
 	questions *inbound.Questions
@@ -82,8 +85,13 @@ type crewRuntime struct {
 }
 
 // startCrew wires the loop onto an open store.
-func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
-	lw, err := wireLoop(ctx, dir, h, st, runner, getenv, logger)
+// m is this process on a shared cluster (nil on the embedded server).
+func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, m *member, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
+	holder := ""
+	if m != nil {
+		holder = m.id
+	}
+	lw, err := wireLoop(ctx, dir, h, st, runner, holder, getenv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -99,9 +107,16 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if err != nil {
 		return nil, err
 	}
+	var claim loop.Claimer
+	if m != nil {
+		// A run open now may have been cut by any peer's crash, not this
+		// home's stop: it counts as interrupted (R-X-4).
+		clean, claim = false, m.claim
+	}
 	w, err := loop.StartWorker(ctx, loop.WorkerConfig{
 		Log: st.log, Convs: convs, Deps: deps, Logger: logger.With("component", "loop"),
 		CleanStart: clean,
+		Claim:      claim,
 		SweepEvery: -1, // the scheduler runs the expiry sweep
 		Agents:     cr.agent,
 		Recover: func(ctx context.Context) ([]string, error) {
@@ -125,11 +140,35 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 		Workspace:   func(id string) string { a, _ := cr.agent(id); return a.Workspace },
 		ApprovalTTL: func(id, channel string) int { return cr.get().home.ApprovalTTL(id, channel) },
 	}
-	sched, err := scheduler.Start(ctx, scheduler.Config{
+	sweep := w.SweepOnce
+	periodic := []scheduler.Periodic{}
+	if m != nil {
+		sweep = func(ctx context.Context) {
+			// A peer may have asked for an approval this process never
+			// loaded, or decided one it holds stale.
+			if ids, err := projections.Recoverable(st.db); err == nil {
+				for _, id := range ids {
+					if pc, err := projections.GetConversation(st.db, id); err != nil || len(pc.PendingApprovals) == 0 {
+						continue
+					}
+					if conv, err := convs.Get(ctx, id); err == nil {
+						conv.Refresh(ctx)
+					}
+				}
+			}
+			w.SweepOnce(ctx)
+		}
+		periodic = append(periodic, scheduler.Periodic{Name: "budget-sweep", Every: 30 * time.Second, Run: func(ctx context.Context) {
+			if err := ledger.SettleDead(ctx); err != nil {
+				logger.Error("budget: settling what stopped processes left open", "err", err)
+			}
+		}})
+	}
+	schedCfg := scheduler.Config{
 		Log: st.log, Convs: convs, Kick: w.Kick, Location: h.Config.Location(), Logger: logger.With("component", "scheduler"),
-		Jobs: cr.profile(), RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: mem.Job, SpillDir: filepath.Join(dir, "spill"),
-		Periodic: []scheduler.Periodic{
-			{Name: "approval-expiry", Every: 5 * time.Second, Run: w.SweepOnce},
+		RunScript: scheduler.ShellScripts(dir, cr.agent), RunConsolidate: mem.Job, SpillDir: filepath.Join(dir, "spill"),
+		Periodic: append([]scheduler.Periodic{
+			{Name: "approval-expiry", Every: 5 * time.Second, Run: sweep},
 			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
 				select {
 				case <-w.Recovered():
@@ -140,14 +179,11 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 					logger.Error("day end: some conversations were not closed", "err", err)
 				}
 			}},
-		},
-	})
-	if err != nil {
-		teams.Close()
-		w.Close()
-		deps.Background.Close()
-		home.ClearRunning(dir)
-		return nil, err
+		}, periodic...),
+	}
+	sched := &schedSlot{}
+	if m != nil {
+		sched.nc = st.nc
 	}
 	create.Bind(jobAdder{sched})
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -172,19 +208,37 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{ledger: ledger, worker: w, sched: sched, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, questions: &inbound.Questions{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
+	return &crewRuntime{ledger: ledger, worker: w, sched: sched, schedCfg: schedCfg, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, questions: &inbound.Questions{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
-// Close stops the scheduler, then the worker; the next start then knows
-// this one stopped cleanly.
+// Close stops the worker (serve stops the singletons first); the next
+// start then knows this one stopped cleanly.
 func (c *crewRuntime) Close() {
 	c.stopWatch()
-	c.sched.Close()
 	c.teams.Close()
 	c.worker.Close()
 	c.background.Close() // kills the background commands; their ends are stored for the next start
 	c.net.Close()
 	home.ClearRunning(c.dir)
+}
+
+// startScheduler starts the scheduler (with its sweeps) on the process
+// that runs the singletons; stop stops it.
+func (c *crewRuntime) startScheduler(ctx context.Context) (stop func(), err error) {
+	cfg := c.schedCfg
+	cfg.Jobs = c.crew.profile()
+	s, err := scheduler.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.sched.set(s); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return func() {
+		c.sched.set(nil)
+		s.Close()
+	}, nil
 }
 
 // pages wires the HTML site.
@@ -219,7 +273,7 @@ func dayEndList(db *bbolt.DB, teamBusy func(ctx context.Context, id string) bool
 }
 
 // jobAdder adapts the scheduler to schedule_create.
-type jobAdder struct{ s *scheduler.Scheduler }
+type jobAdder struct{ s *schedSlot }
 
 func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
 	err := a.s.Add(ctx, scheduler.Job{ID: j.ID, Agent: j.Agent, Name: j.Name, Cron: j.Cron, Prompt: j.Prompt, At: j.At, SourceConversation: j.SourceConversation})
@@ -251,7 +305,9 @@ type loopWiring struct {
 
 // wireLoop wires what turns need onto st; nothing runs yet (the worker,
 // scheduler and reload watch are the caller's).
-func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, getenv func(string) string, logger *slog.Logger) (*loopWiring, error) {
+// holder names this process's budget reservations on a shared cluster
+// ("" for a command that is no crew serve, or the embedded server).
+func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, holder string, getenv func(string) string, logger *slog.Logger) (*loopWiring, error) {
 	mdl, override, note, err := h.Models(ctx, getenv)
 	if err != nil {
 		return nil, err
@@ -275,7 +331,7 @@ func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *
 	pool := mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
 	// Every model call, whatever it is for, is reserved against the
 	// budgets before it leaves (R-X-5).
-	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"))
+	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), holder, st.alive())
 	if err != nil {
 		return nil, err
 	}

@@ -19,11 +19,18 @@ import (
 type SchedulerJobs struct {
 	DB        *bbolt.DB
 	Location  *time.Location
-	Scheduler *scheduler.Scheduler
+	Scheduler JobControl
 	Profile   func() []scheduler.Job // the enabled schedules of the loaded agents
 }
 
 var _ Jobs = (*SchedulerJobs)(nil)
+
+// JobControl runs and cancels jobs: the scheduler, or on a crew process
+// that does not lead its cluster, a door to the leader's.
+type JobControl interface {
+	Cancel(ctx context.Context, id, reason string) error
+	RunNow(ctx context.Context, id string) error
+}
 
 func (j *SchedulerJobs) List(ctx context.Context) (any, error) {
 	list, err := projections.ListJobs(j.DB)

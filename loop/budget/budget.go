@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -57,6 +58,13 @@ type Config struct {
 	// crew's budget.daily_usd and budget.unknown_call_usd, and an agent's
 	// daily_cap_usd. Nil or 0: no cap, DefaultUnknownCallUSD.
 	Caps func() Caps
+	// Holder names this crew process on a shared cluster; each reservation
+	// carries it. Alive says whether a holder is still running: Open and
+	// SettleDead settle only the reservations of dead holders (or of none),
+	// never those a live peer still has in flight. Empty and nil: one
+	// process, so every open reservation at Open is a dead one's.
+	Holder string
+	Alive  func(ctx context.Context, holder string) (bool, error)
 }
 
 // Caps are the budgets in force.
@@ -221,6 +229,7 @@ func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llm
 		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
 		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,
 		Purpose: cmp.Or(c.Purpose, events.PurposeTurn), Route: route, USD: usd, Ceiling: ceiling, ConversationCapUSD: c.CapUSD,
+		Holder: l.cfg.Holder,
 	}
 	if c.Conversation == "" {
 		r.Ancestors = nil
@@ -340,15 +349,29 @@ func (l *Ledger) settle(ctx context.Context, s *events.BudgetSettled) error {
 
 // recover settles the reservations a dead process left open: at the cost
 // of the model call its conversation recorded for the same run and step,
-// or at the worst case when there is none (it may have gone out).
+// or at the worst case when there is none (it may have gone out). A
+// reservation of a live peer is its own to settle.
 func (l *Ledger) recover(ctx context.Context) error {
-	var ids []string
-	for id := range l.open {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	l.mu.Lock()
+	open := maps.Clone(l.open)
+	l.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(open))
+	alive := map[string]bool{l.cfg.Holder: true}
 	for _, id := range ids {
-		r := l.open[id]
+		r := open[id]
+		if r.Holder != "" && l.cfg.Alive != nil {
+			live, known := alive[r.Holder]
+			if !known {
+				var err error
+				if live, err = l.cfg.Alive(ctx, r.Holder); err != nil {
+					return fmt.Errorf("budget: is %s alive: %w", r.Holder, err)
+				}
+				alive[r.Holder] = live
+			}
+			if live {
+				continue
+			}
+		}
 		s := &events.BudgetSettled{ReservationID: id, USD: r.USD, Interrupted: true}
 		if mc, err := l.recorded(ctx, r); err != nil {
 			return err
@@ -363,9 +386,22 @@ func (l *Ledger) recover(ctx context.Context) error {
 		if err := l.settle(ctx, s); err != nil {
 			return err
 		}
-		l.cfg.Logger.Info("budget: settled a reservation left open by a stop", "reservation", id, "usd", s.USD, "conversation", r.Conversation)
+		l.cfg.Logger.Info("budget: settled a reservation left open by a stop", "reservation", id, "usd", s.USD, "conversation", r.Conversation, "holder", r.Holder)
 	}
 	return nil
+}
+
+// SettleDead settles what crew processes that died since left open: the
+// ledger is read again first (peers append to it too). The leader of
+// several processes on one cluster runs it now and then.
+func (l *Ledger) SettleDead(ctx context.Context) error {
+	l.mu.Lock()
+	err := l.refold(ctx)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.recover(ctx)
 }
 
 // recorded is the model call stored for r's run and step, if any.

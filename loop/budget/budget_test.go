@@ -238,3 +238,66 @@ func TestBudgetReportedCostNeverLowersSpend(t *testing.T) {
 		}
 	}
 }
+
+// R-ES-8, R-X-5: crew processes sharing one cluster share one ledger. A
+// process starting (or the leader's sweep) settles only the reservations
+// of dead processes: a live peer's call in flight keeps its reservation
+// until that peer settles it, and is never settled twice.
+func TestBudgetSettlesOnlyDeadPeersReservations(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	var mu sync.Mutex
+	live := map[string]bool{"peer": true}
+	alive := func(_ context.Context, holder string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return live[holder], nil
+	}
+	for i, e := range []*events.BudgetReserved{
+		{ReservationID: "live1", Day: "2026-12-01", Agent: "coach", Purpose: "turn", Route: priced, USD: 0.01, Holder: "peer"},
+		{ReservationID: "dead1", Day: "2026-12-01", Agent: "coach", Purpose: "turn", Route: priced, USD: 0.01, Holder: "gone"},
+	} {
+		if _, err := log.Append(ctx, events.BudgetScope, uint64(i), events.MustNew(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := budget.Open(ctx, budget.Config{Log: log, Location: time.UTC, NewID: newID, Catalog: catalog(),
+		Clock: func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) },
+		Caps:  func() budget.Caps { return budget.Caps{} }, Holder: "me", Alive: alive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open := l.Today().OpenReservations; len(open) != 1 || open[0].ReservationID != "live1" {
+		t.Fatalf("after start: open %+v; want only the live peer's live1", open)
+	}
+	// This process's own reservations carry its name, and a later sweep
+	// leaves them alone while it lives.
+	mine, err := l.Reserve(ctx, budget.Charge{Agent: "coach"}, priced, hello)
+	if err != nil || mine.Holder != "me" {
+		t.Fatalf("reserve: %+v, %v; want holder me", mine, err)
+	}
+	// The peer dies: the sweep settles its reservation, once.
+	mu.Lock()
+	live["peer"] = false
+	mu.Unlock()
+	for range 2 {
+		if err := l.SettleDead(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if open := l.Today().OpenReservations; len(open) != 1 || open[0].ReservationID != mine.ReservationID {
+		t.Errorf("after the peer died: open %+v, want only this process's own", open)
+	}
+	envs, _ := log.ReadAll(ctx, events.BudgetScope.Filter(), 0)
+	settled := map[string]int{}
+	for _, env := range envs {
+		if e, _ := env.Decode(); e != nil {
+			if s, ok := e.(*events.BudgetSettled); ok {
+				settled[s.ReservationID]++
+			}
+		}
+	}
+	if settled["live1"] != 1 || settled["dead1"] != 1 {
+		t.Errorf("settlements %v; want live1 and dead1 once each", settled)
+	}
+}

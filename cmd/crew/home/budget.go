@@ -22,9 +22,11 @@ func (h *Home) Caps() budget.Caps {
 }
 
 // OpenLedger opens the budget ledger over log; current is the home in
-// force (a reload changes the caps).
-func OpenLedger(ctx context.Context, log *events.Log, current func() *Home, logger *slog.Logger) (*budget.Ledger, error) {
+// force (a reload changes the caps). On a cluster shared by several crew
+// processes, holder names this one and alive tells whether another still
+// runs (budget.Config); "" and nil otherwise.
+func OpenLedger(ctx context.Context, log *events.Log, current func() *Home, logger *slog.Logger, holder string, alive func(context.Context, string) (bool, error)) (*budget.Ledger, error) {
 	h := current()
 	return budget.Open(ctx, budget.Config{Log: log, Location: h.Config.Location(), Clock: time.Now, NewID: nuid.Next, Logger: logger,
-		Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return current().Caps() }})
+		Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return current().Caps() }, Holder: holder, Alive: alive})
 }
