@@ -195,6 +195,9 @@ func TestForkRunThroughServerAndStoppedHome(t *testing.T) {
 	if fp := page("/c/" + fork1 + "/runs"); !strings.Contains(fp, `href="/c/`+id+`/runs#run-`+run+`"`) {
 		t.Errorf("fork's runs page does not link its origin")
 	}
+	if chat := page("/c/" + fork1); !strings.Contains(chat, "list my workspace twice") || !strings.Contains(chat, "answered by vendor/fork") {
+		t.Errorf("fork's chat does not show the copied history and its answer")
+	}
 	u, _ := url.Parse(s.url)
 	csrf := ""
 	for _, ck := range jar.Cookies(u) {
@@ -224,6 +227,10 @@ func TestForkRunThroughServerAndStoppedHome(t *testing.T) {
 	}
 	if got := api.requests("vendor/fork"); len(got) != 4 || !reflect.DeepEqual(got[3], step2) {
 		t.Errorf("stopped-home fork: %d requests; last equals step 2: %v", len(got), len(got) == 4 && reflect.DeepEqual(got[3], step2))
+	}
+	// The fork's run replays like any other.
+	if out, errOut, code := crew(t, home, "replay", m[4]); code != 0 || !strings.Contains(out, "events identical") {
+		t.Errorf("replay of the fork's run: code %d\n%s%s", code, out, errOut)
 	}
 	fout, _, _ := crew(t, home, "export", m[3])
 	if !strings.Contains(fout, `"type":"conversation_forked"`) || !strings.Contains(fout, `"route":"openrouter:vendor/fork"`) {
