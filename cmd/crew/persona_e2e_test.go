@@ -13,7 +13,8 @@ import (
 // a supervised conversation the master's workspace_write to
 // ../AGENTS.md and workspace_edit of ../soul.md ask nothing and change
 // nothing — each files a proposal the model is told awaits the owner —
-// and its shell_run cannot write them either (read-only); the proposals
+// and its shell_run cannot write them either (read-only, no hard link
+// into the workspace, not through a symlink); the proposals
 // are listed by the API and on /memory with their file; approving the
 // SOUL.md one after the owner edited SOUL.md is refused (409
 // memory_changed, "SOUL.md changed since"), approving the AGENTS.md one
@@ -33,7 +34,7 @@ func TestPersonaWriteIsAProposalOverHTTP(t *testing.T) {
       arguments: {path: "../soul.md", old: `+jsonText(firstSoul)+`, new: "Reckless."}
 - tool_calls:
     - name: shell_run
-      arguments: {command: "echo HACK >> ../AGENTS.md; echo rc=$?; echo HACK > ../SOUL.md; echo rc=$?"}
+      arguments: {command: "echo HACK >> ../AGENTS.md; echo rc=$?; echo HACK > ../SOUL.md; echo rc=$?; ln ../AGENTS.md hard.md && echo LINKED; ln -s ../AGENTS.md soft.md; echo HACK >> soft.md; echo rc=$?"}
 - text: "done"
 `)
 	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
@@ -59,7 +60,7 @@ func TestPersonaWriteIsAProposalOverHTTP(t *testing.T) {
 			t.Errorf("result %d: %s", i, results[i])
 		}
 	}
-	if strings.Count(results[2], "rc=0") != 0 || !strings.Contains(results[2], "Read-only file system") {
+	if strings.Count(results[2], "rc=0") != 0 || strings.Contains(results[2], "LINKED") || !strings.Contains(results[2], "Read-only file system") {
 		t.Errorf("the shell wrote a persona file:\n%s", results[2])
 	}
 	if b, _ := os.ReadFile(agentsMD); string(b) != string(oldAgents) {
