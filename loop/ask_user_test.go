@@ -248,3 +248,36 @@ func TestScriptNeverAsksTheOwner(t *testing.T) {
 		t.Errorf("%d questions asked from a script", n)
 	}
 }
+
+// R-OBS-3: a run that paused on a question replays as recorded: the
+// question is a loop output, the answer an input fed when it pauses.
+func TestReplayOfRunWithQuestion(t *testing.T) {
+	ask, _ := askReply(`{"question":"Which day?","choices":["Monday","Tuesday"]}`)
+	h := newHarness(t, map[string][]reply{"fake:a": {ask, say("Tuesday then.")}})
+	h.send("book")
+	h.turn()
+	w := h.startWorker(nil)
+	if err := w.Answer(t.Context(), h.conv, h.state().PendingQuestion().ID, "Tuesday", "web"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run done", func() bool { return len(eventsOf[*events.RunFinished](h.events())) == 1 })
+	envs, err := h.log.ReadAll(t.Context(), events.Conv(h.conv).Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := eventsOf[*events.RunStarted](h.events())[0].RunID
+	rep, err := loop.Replay(t.Context(), envs, run, h.agent, h.deps.Tools, time.UTC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diverged != nil {
+		t.Fatalf("diverged at %+v", *rep.Diverged)
+	}
+	asked := false
+	for _, l := range rep.Lines {
+		asked = asked || l.Type == events.TypeQuestionAsked
+	}
+	if !asked {
+		t.Errorf("the question was not compared: %+v", rep.Lines)
+	}
+}

@@ -48,6 +48,7 @@ var loopOutputs = map[string]bool{
 	events.TypeEscalated: true, events.TypeToolCalled: true, events.TypeToolCompleted: true,
 	events.TypeApprovalRequested: true, events.TypeSteersApplied: true, events.TypeGuardReminded: true,
 	events.TypeRunFinished: true, events.TypeModelRetried: true, events.TypeContextCompacted: true,
+	events.TypeQuestionAsked: true,
 }
 
 var errDiverged = errors.New("replay diverged")
@@ -119,6 +120,8 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 			ids = append(ids, e.RunID)
 		case *events.ApprovalRequested:
 			ids = append(ids, e.ApprovalID)
+		case *events.QuestionAsked:
+			ids = append(ids, e.QuestionID)
 		case *events.RouteFallback:
 			attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
 		case *events.ModelCalled:
@@ -231,8 +234,8 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		if err != nil {
 			return rep, err
 		}
-		// Paused (an approval) or done: give the loop what the owner did
-		// next, and go on.
+		// Paused (an approval, a question) or done: give the loop what the
+		// owner did next, and go on.
 		fedBefore := fed
 		feed(next)
 		if next == before && fed == fedBefore {
