@@ -126,7 +126,7 @@ var samples = map[string][]events.Event{
 	events.TypeNestedCall: {
 		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 1, Kind: "tool", Tool: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`), Chars: 120, DurationMS: 3},
 		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 2, Kind: "llm", Tool: "llm.classify", IsError: true, Chars: 3, CostUSD: cost(0.0001)},
-		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 3, Kind: "tool", Tool: "artifact_edit", Chars: 9, Untrusted: true, Canvas: &events.CanvasRef{Artifact: "a1", Version: 2, Op: events.OpEdit, Whole: true}},
+		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 3, Kind: "tool", Tool: "artifact_edit", Chars: 9, Untrusted: true, Provenance: map[string]any{"path": "MEMORY.md", "run_id": "r1", "call_id": "c7.3"}, Canvas: &events.CanvasRef{Artifact: "a1", Version: 2, Op: events.OpEdit, Whole: true}},
 		&events.NestedCall{RunID: "r1", Step: 2, CallID: "c7", N: 4, Kind: "tool", Tool: "delegate", Chars: 40, CostUSD: cost(0.01),
 			Delegate: &events.DelegateResult{Agent: "coach", Conversation: "c-d-1", RunID: "r9", Status: events.RunDone, CostUSD: cost(0.01)}},
 	},

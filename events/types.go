@@ -319,6 +319,9 @@ type NestedCall struct {
 	// Untrusted: what the script received held fenced outside content
 	// (R-SEC-1), so the run has read untrusted content (R-X-7).
 	Untrusted bool `json:"untrusted,omitempty"`
+	// Provenance is what a memory, fact or wiki write of the script
+	// recorded (R-X-7), as a direct call's result meta "provenance".
+	Provenance map[string]any `json:"provenance,omitempty"`
 }
 
 func (*NestedCall) EventType() string { return TypeNestedCall }

@@ -333,6 +333,9 @@ func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
 	h.mu.Unlock()
 	if c != nil {
 		e.Canvas = c.res.Canvas
+		if p, ok := c.res.Meta["provenance"].(map[string]any); ok {
+			e.Provenance = p
+		}
 		if d := c.delegate; d != nil {
 			e.Delegate, e.CostUSD = d, d.CostUSD
 		}

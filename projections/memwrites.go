@@ -32,16 +32,17 @@ type MemoryWrite struct {
 }
 
 // MemoryWrites projects the provenance the memory tools record with their
-// results (tool_completed meta "provenance").
+// results (tool_completed meta "provenance", or a script's nested_call
+// "provenance").
 type MemoryWrites struct{}
 
 var _ Projection = MemoryWrites{}
 
 func (MemoryWrites) Name() string { return "memory_writes" }
 
-// Wants: conversation openings and tool results.
+// Wants: conversation openings, tool results and a script's calls.
 func (MemoryWrites) Wants(kind, typ string) bool {
-	return kind == "conv" && (typ == events.TypeConversationOpened || typ == events.TypeToolCompleted)
+	return kind == "conv" && (typ == events.TypeConversationOpened || typ == events.TypeToolCompleted || typ == events.TypeNestedCall)
 }
 
 func (MemoryWrites) Buckets() []string { return []string{bucketMemWrites, bucketMemWriteConvs} }
@@ -52,7 +53,7 @@ func (MemoryWrites) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return nil
 	}
 	switch env.Type {
-	case events.TypeConversationOpened, events.TypeToolCompleted:
+	case events.TypeConversationOpened, events.TypeToolCompleted, events.TypeNestedCall:
 	default:
 		return nil
 	}
@@ -69,21 +70,31 @@ func (MemoryWrites) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if !ok || e.IsError {
 			return nil
 		}
-		b, _ := json.Marshal(raw)
-		var wire struct {
-			Path      string `json:"path"`
-			RunID     string `json:"run_id"`
-			CallID    string `json:"call_id"`
-			Untrusted string `json:"untrusted"`
+		return putWrite(tx, convs, env, scope.ID(), e.Tool, raw)
+	case *events.NestedCall:
+		if e.Provenance == nil || e.IsError {
+			return nil
 		}
-		if err := json.Unmarshal(b, &wire); err != nil {
-			return fmt.Errorf("provenance of %s seq %d: %w", env.Subject, env.Seq, err)
-		}
-		w := MemoryWrite{At: env.Time.UTC(), Agent: string(convs.Get([]byte(scope.ID()))), Conversation: scope.ID(),
-			RunID: wire.RunID, CallID: wire.CallID, Tool: e.Tool, Path: wire.Path, Untrusted: wire.Untrusted}
-		return putJSON(tx.Bucket([]byte(bucketMemWrites)), u64(env.Seq), w)
+		return putWrite(tx, convs, env, scope.ID(), e.Tool, e.Provenance)
 	}
 	return nil
+}
+
+// putWrite records one memory write from the provenance its call kept.
+func putWrite(tx *bbolt.Tx, convs *bbolt.Bucket, env events.Envelope, conv, tool string, raw any) error {
+	b, _ := json.Marshal(raw)
+	var wire struct {
+		Path      string `json:"path"`
+		RunID     string `json:"run_id"`
+		CallID    string `json:"call_id"`
+		Untrusted string `json:"untrusted"`
+	}
+	if err := json.Unmarshal(b, &wire); err != nil {
+		return fmt.Errorf("provenance of %s seq %d: %w", env.Subject, env.Seq, err)
+	}
+	w := MemoryWrite{At: env.Time.UTC(), Agent: string(convs.Get([]byte(conv))), Conversation: conv,
+		RunID: wire.RunID, CallID: wire.CallID, Tool: tool, Path: wire.Path, Untrusted: wire.Untrusted}
+	return putJSON(tx.Bucket([]byte(bucketMemWrites)), u64(env.Seq), w)
 }
 
 // ListMemoryWrites returns up to limit writes, newest first; with

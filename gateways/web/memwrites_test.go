@@ -44,7 +44,10 @@ func TestMemoryPageShowsWritesFromUntrustedContent(t *testing.T) {
 	stored, err := log.Append(ctx, events.Conv("c1"), 0,
 		events.MustNew(&events.ConversationOpened{Agent: "pong", Channel: "web"}),
 		events.MustNew(&events.ToolCompleted{RunID: "r1", Step: 1, CallID: "k1", Tool: "memory_save", Output: "saved", Meta: prov("memory/2026-12-01.md", "k1", "")}),
-		events.MustNew(&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "k2", Tool: "wiki_apply", Output: "appended", Meta: prov("wiki/shop.md", "k2", "fetch_url")}))
+		events.MustNew(&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "k2", Tool: "wiki_apply", Output: "appended", Meta: prov("wiki/shop.md", "k2", "fetch_url")}),
+		// A gated script's memory write (R-SCR): kept with its nested_call.
+		events.MustNew(&events.NestedCall{RunID: "r1", Step: 3, CallID: "k3", N: 2, Kind: "tool", Tool: "memory_save", Chars: 5,
+			Provenance: prov("memory/2026-12-02.md", "k3.2", "fetch_url (in a script)")["provenance"].(map[string]any)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func TestMemoryPageShowsWritesFromUntrustedContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes, err := projections.ListMemoryWrites(db, "", false, 10)
-	if err != nil || len(writes) != 2 || writes[0].Untrusted != "fetch_url" || writes[0].Agent != "pong" || writes[1].CallID != "k1" {
+	if err != nil || len(writes) != 3 || writes[0].CallID != "k3.2" || writes[0].Tool != "memory_save" || writes[1].Untrusted != "fetch_url" || writes[1].Agent != "pong" || writes[2].CallID != "k1" {
 		t.Fatalf("writes = %+v, %v", writes, err)
 	}
 	srv := httptest.NewServer(web.New(web.Config{
@@ -68,7 +71,7 @@ func TestMemoryPageShowsWritesFromUntrustedContent(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	page := string(b)
-	if n := strings.Count(page, `data-testid="memory-untrusted-write"`); n != 1 ||
+	if n := strings.Count(page, `data-testid="memory-untrusted-write"`); n != 2 ||
 		!strings.Contains(page, "wiki/shop.md") || !strings.Contains(page, "after fetch_url") || !strings.Contains(page, `href="/c/c1/runs"`) {
 		t.Errorf("memory page shows %d untrusted writes:\n%s", n, page)
 	}
