@@ -131,3 +131,37 @@ func TestPortGuardFailsClosed(t *testing.T) {
 		t.Errorf("a command without network: %+v %v, want it to run", out, err)
 	}
 }
+
+// BenchmarkRunNetworked is a networked command without the port guard,
+// the baseline of BenchmarkRunNetworkedGuarded.
+func BenchmarkRunNetworked(b *testing.B) {
+	for b.Loop() {
+		if _, err := Run(b.Context(), Command{Script: "exit 0", Dir: "/"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunNetworkedGuarded is the same command under the guard: the
+// cost is stage 2 restricting itself with the prebuilt ruleset.
+func BenchmarkRunNetworkedGuarded(b *testing.B) {
+	if err := GuardPorts(7420); err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(unguard)
+	for b.Loop() {
+		if _, err := Run(b.Context(), Command{Script: "exit 0", Dir: "/"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGuardPorts is building the ruleset, once per server start.
+func BenchmarkGuardPorts(b *testing.B) {
+	b.Cleanup(unguard)
+	for b.Loop() {
+		if err := GuardPorts(7420); err != nil {
+			b.Skip(err)
+		}
+	}
+}
