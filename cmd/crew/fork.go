@@ -33,6 +33,9 @@ type forker struct {
 	// script file that loads).
 	callable func(route llm.Route) error
 	kick     func(conversation string)
+	// waitFor waits until the projections have applied a sequence, so a
+	// run stored a moment ago is found.
+	waitFor func(ctx context.Context, seq uint64) error
 }
 
 var _ web.Forker = forker{}
@@ -49,6 +52,13 @@ func (f forker) Fork(ctx context.Context, runID string, step int, route string) 
 	}
 	if err := f.callable(r); err != nil {
 		return web.Forked{}, fmt.Errorf("%w %q: %v", loop.ErrForkRoute, route, err)
+	}
+	last, err := f.log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return web.Forked{}, err
+	}
+	if err := f.waitFor(ctx, last); err != nil {
+		return web.Forked{}, err
 	}
 	run, err := projections.GetRun(f.db, runID)
 	if errors.Is(err, projections.ErrNotFound) {
@@ -152,7 +162,7 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 		return err
 	}
 	defer w.Close()
-	f := forker{log: st.log, db: st.db, convs: lw.convs, dir: dir, callable: callable(h, env.getenv), kick: w.Kick}
+	f := forker{log: st.log, db: st.db, convs: lw.convs, dir: dir, callable: callable(h, env.getenv), kick: w.Kick, waitFor: runner.WaitFor}
 	fk, err := f.Fork(ctx, runID, step, route)
 	if err != nil {
 		return err

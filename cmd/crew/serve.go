@@ -202,7 +202,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		defer func() { stopLead(); <-leadDone; <-takeDone }()
 	}
 
-	forks := forker{log: st.log, db: st.db, convs: c.convs, dir: dir, callable: callable(h, env.getenv), kick: c.worker.Kick}
+	forks := forker{log: st.log, db: st.db, convs: c.convs, dir: dir, callable: callable(h, env.getenv), kick: c.worker.Kick, waitFor: runner.WaitFor}
 	// Model clients and the Telegram gateway hold their keys now.
 	home.DropSecretEnv(env.environ, env.unsetenv)
 
