@@ -207,3 +207,20 @@ func (l *Lease) Abandon() {
 	l.cancel()
 	<-l.done
 }
+
+// Holders lists who holds the keys matching pattern (a KV key pattern
+// such as "proc.*"), key → holder.
+func (ls *Leases) Holders(ctx context.Context, pattern string) (map[string]string, error) {
+	keys, err := ls.kv.ListKeysFiltered(ctx, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("leases %s: %w", pattern, err)
+	}
+	defer keys.Stop()
+	out := map[string]string{}
+	for k := range keys.Keys() {
+		if e, err := ls.kv.Get(ctx, k); err == nil {
+			out[k] = string(e.Value())
+		}
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,7 +61,9 @@ func TestServeOnThreeNodeCluster(t *testing.T) {
 		t.Fatal("init failed")
 	}
 	setNATSURL(t, home, c.URL())
+	addBrief(t, home)
 	s := startServe(t, home)
+	eventstest.Eventually(t, "the first process to lead", func() bool { return strings.Contains(s.stderr.String(), "leading the cluster") })
 	// serve reports the cluster after its "serving" line, once the stream
 	// info has come back.
 	eventstest.Eventually(t, "serve to report the cluster and its 3 replicas", func() bool {
@@ -75,13 +78,38 @@ func TestServeOnThreeNodeCluster(t *testing.T) {
 		t.Fatal("init failed")
 	}
 	setNATSURL(t, other, c.URL())
+	addBrief(t, other)
 	s2 := startServe(t, other)
 	_, acc2 := postJSON(t, s2.url+"/api/inbound", map[string]any{"text": "hello from the second"})
 	waitConv(t, s2.url, acc2["conversation_id"].(string), "answered", settled)
+	// The standby's job API goes to the leader's scheduler: run now fires
+	// the job once, and cancelling a profile job is refused as there.
+	if code, _ := postJSON(t, s2.url+"/api/jobs/master-brief/run", nil); code != 202 {
+		t.Fatalf("run now on the standby: %d", code)
+	}
+	var jobs []map[string]any
+	eventstest.Eventually(t, "the job run from the standby to complete", func() bool {
+		getJSON(t, s2.url+"/api/jobs", &jobs)
+		return len(jobs) == 1 && jobs[0]["last_status"] == "ok"
+	})
+	if code, body := postJSON(t, s2.url+"/api/jobs/master-brief/cancel", nil); code != 409 {
+		t.Errorf("cancel a profile job on the standby: %d %v, want 409", code, body)
+	}
 	s2.stop(t)
 	out, _, code := crew(t, home, "doctor")
-	if code != 0 || !regexp.MustCompile(`event log: NATS nats://127\.0\.0\.1:\d+,.*: cluster "crew-test" of 3 servers, stream CREW with 3 replicas \(leader n\d, n\d current, n\d current\)`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`event log: NATS nats://127\.0\.0\.1:\d+,.*: cluster "crew-test" of 3 servers, stream CREW with 3 replicas \(leader n\d, n\d current, n\d current\); crew processes: 1 \(leader crew serve pid `+strconv.Itoa(s.cmd.Process.Pid)+` `).MatchString(out) {
 		t.Errorf("doctor: code %d\n%s", code, out)
 	}
 	s.stop(t)
+}
+
+// addBrief gives the master a daily profile job, master-brief.
+func addBrief(t *testing.T, home string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(home, "agent.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("schedules:\n  - name: brief\n    cron: \"0 7 * * *\"\n    prompt: \"Say good morning\"\n")
+	f.Close()
 }

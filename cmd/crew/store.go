@@ -131,7 +131,28 @@ func clusterReport(ctx context.Context, cfg *home.Config) string {
 		return err.Error()
 	}
 	defer nc.Close()
-	return replication(ctx, nc)
+	return replication(ctx, nc) + "; " + members(ctx, nc)
+}
+
+// members says how many crew processes share the cluster and which leads.
+func members(ctx context.Context, nc *nats.Conn) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ls, err := events.OpenLeases(ctx, nc)
+	if err != nil {
+		return "crew processes: " + err.Error()
+	}
+	procs, err := ls.Holders(ctx, processKey("*"))
+	if err != nil {
+		return "crew processes: " + err.Error()
+	}
+	line := fmt.Sprintf("crew processes: %d", len(procs))
+	if leader, ok, err := ls.Holder(ctx, "leader"); err == nil && ok {
+		line += " (leader " + leader + ")"
+	} else if len(procs) > 0 {
+		line += " (no leader at the moment)"
+	}
+	return line
 }
 
 func replication(ctx context.Context, nc *nats.Conn) string {
