@@ -1,6 +1,10 @@
 // Package telegram is the Telegram gateway (R-TG): it long-polls the Bot API
 // for the owner's messages and hands them to the inbound door, and it sends
-// each finished run's answer and each approval card back to the chat.
+// each finished run's answer, each approval card and each question
+// (ask_user: its choices as buttons, answerable by a press or by a reply to
+// it) back to the chat. Which message carries which card is stored on
+// crew.tg.<bot> (telegram_card_sent, telegram_card_settled), so a restarted
+// gateway still edits every copy once it is decided or answered elsewhere.
 //
 // Delivery guarantees:
 //
