@@ -42,7 +42,7 @@ func fullConfig(t *testing.T, token string) (web.Config, *nopApprover, *counting
 	ap, rcv := &nopApprover{}, &countingReceiver{}
 	return web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		AuthToken: token, Inbound: rcv, Approvals: ap, AuditKey: testAuditKey,
+		AuthToken: token, Inbound: rcv, Approvals: ap, Questions: ap, AuditKey: testAuditKey,
 		Live:          func(string, func([]byte)) (func(), error) { return func() {}, nil },
 		Pages:         &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now},
 		Jobs:          struct{ web.Jobs }{},
@@ -70,6 +70,8 @@ func requestFor(t *testing.T, base, pattern string) *http.Request {
 	var body io.Reader
 	ct := ""
 	switch {
+	case method == http.MethodPost && strings.HasPrefix(path, "/api/questions/"):
+		body, ct = strings.NewReader(`{"answer":"hi"}`), "application/json"
 	case method == http.MethodPost && strings.HasPrefix(path, "/api/approvals/"):
 		body, ct = strings.NewReader(`{"decision":"approve","always":true}`), "application/json"
 	case method == http.MethodPost && strings.HasPrefix(path, "/api/"):
@@ -97,7 +99,7 @@ func TestHostHeaderRejectedOnEveryRoute(t *testing.T) {
 		if len(routes) < 30 {
 			t.Fatalf("only %d routes listed: %v", len(routes), routes)
 		}
-		for _, want := range []string{"POST /api/approvals/{id}", "GET /api/stream", "GET /api/conversations/{id}/export", "GET /static/", "POST /login", "GET /healthz"} {
+		for _, want := range []string{"POST /api/approvals/{id}", "POST /api/questions/{id}", "POST /questions/{id}/answer", "GET /api/stream", "GET /api/conversations/{id}/export", "GET /static/", "POST /login", "GET /healthz"} {
 			if !contains(routes, want) {
 				t.Fatalf("route %q missing from %v", want, routes)
 			}
@@ -132,8 +134,8 @@ func TestHostHeaderRejectedOnEveryRoute(t *testing.T) {
 				t.Errorf("%s: Content-Type %q (JSON wanted: %v)", pattern, resp.Header.Get("Content-Type"), api)
 			}
 		}
-		if ap.calls != 0 || rcv.calls != 0 {
-			t.Errorf("under a foreign Host %d approvals were decided and %d messages received", ap.calls, rcv.calls)
+		if ap.calls != 0 || rcv.calls != 0 || ap.answers != 0 {
+			t.Errorf("under a foreign Host %d approvals were decided, %d questions answered and %d messages received", ap.calls, ap.answers, rcv.calls)
 		}
 		// The same approve+always on our own Host, without a browser's
 		// Origin (a script), is decided: the test would see a leak.

@@ -22,7 +22,13 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-type nopApprover struct{ calls int }
+type nopApprover struct{ calls, answers int }
+
+// Answer counts answers: nopApprover answers questions too.
+func (a *nopApprover) Answer(context.Context, string, string, string) error {
+	a.answers++
+	return nil
+}
 
 func (a *nopApprover) Decide(context.Context, string, bool, bool, string) (string, error) {
 	a.calls++
@@ -48,7 +54,7 @@ func newSite(t *testing.T, token string) (*httptest.Server, *nopApprover) {
 	ap := &nopApprover{}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, AuthToken: token,
-		Inbound: in, Approvals: ap,
+		Inbound: in, Approvals: ap, Questions: ap,
 		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now},
 	}))
 	t.Cleanup(srv.Close)
@@ -115,6 +121,15 @@ func TestFormsNeedCSRFTokenAndSameOrigin(t *testing.T) {
 	}
 	if code := post("/approvals/a1/decide", url.Values{"decision": {"approve"}, "csrf": {tok}, "back": {"/c/x"}}, ""); code != http.StatusSeeOther || ap.calls != 1 {
 		t.Errorf("decide with token = %d (%d calls)", code, ap.calls)
+	}
+	if code := post("/questions/q1/answer", url.Values{"choice": {"Tuesday"}}, ""); code != 403 || ap.answers != 0 {
+		t.Errorf("answer without token = %d (%d answers)", code, ap.answers)
+	}
+	if code := post("/questions/q1/answer", url.Values{"choice": {"Tuesday"}, "csrf": {tok}}, "http://evil.example"); code != 403 || ap.answers != 0 {
+		t.Errorf("answer from another origin = %d (%d answers)", code, ap.answers)
+	}
+	if code := post("/questions/q1/answer", url.Values{"text": {"Tuesday"}, "csrf": {tok}, "back": {"/c/x"}}, ""); code != http.StatusSeeOther || ap.answers != 1 {
+		t.Errorf("answer with token = %d (%d answers)", code, ap.answers)
 	}
 	// The JSON API refuses form posts (a cross-site form cannot send JSON).
 	resp, _ := c.Post(srv.URL+"/api/inbound", "application/x-www-form-urlencoded", strings.NewReader("text=hi"))
