@@ -159,7 +159,7 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 	}
 	env := h.t.toolEnv()
 	if name == DelegateTool {
-		return h.vetDelegate(args), ""
+		return h.vetDelegate(args, false), ""
 	}
 	if h.t.agent.ScriptCalls != ScriptGated {
 		if !readOnly(tool, env, args) {
@@ -183,8 +183,10 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 }
 
 // vetDelegate refuses a tools.delegate as a direct delegate call would be
-// refused, counting the script's delegations not yet recorded.
-func (h *scriptHost) vetDelegate(args json.RawMessage) string {
+// refused, counting the script's delegations running and not yet
+// recorded; reserve counts this one as running when it may run (Run
+// asks again, so the calls of one batch cannot all pass on one count).
+func (h *scriptHost) vetDelegate(args json.RawMessage, reserve bool) string {
 	a, ok := delegateArgsOf(args)
 	if !ok {
 		return "tools.delegate needs an agent id and the complete task, both non-empty."
@@ -197,7 +199,7 @@ func (h *scriptHost) vetDelegate(args json.RawMessage) string {
 		cp.Delegations += h.delegating
 		why = h.t.refuseDelegation(&cp, a.Agent)
 	})
-	if why == "" {
+	if why == "" && reserve {
 		h.delegating++
 	}
 	return why
@@ -211,6 +213,11 @@ func (h *scriptHost) vetDelegate(args json.RawMessage) string {
 // the child a delegation ran go with its nested_call.
 func (h *scriptHost) Run(ctx context.Context, n int, name string, args json.RawMessage) (string, bool, error) {
 	tool, _ := h.find(name)
+	if name == DelegateTool {
+		if why := h.vetDelegate(args, true); why != "" {
+			return why, true, nil
+		}
+	}
 	c := &toolCall{ToolCallRequest: events.ToolCallRequest{ID: fmt.Sprintf("%s.%d", h.c.ID, n), Name: name, Arguments: args},
 		runID: h.c.runID, step: h.c.step, tool: tool}
 	if err := h.t.nested(ctx, c); err != nil {
@@ -341,7 +348,7 @@ func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
 		}
 	}
 	err := h.t.emit(ctx, e)
-	if c != nil && n.Tool == DelegateTool {
+	if c != nil && n.Tool == DelegateTool { // folded now: st.Delegations counts it
 		h.mu.Lock()
 		h.delegating--
 		h.mu.Unlock()
