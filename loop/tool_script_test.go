@@ -373,3 +373,23 @@ func TestScriptMemoryWriteKeepsProvenance(t *testing.T) {
 		t.Errorf("provenance %v", p)
 	}
 }
+
+// R-SCR: an answer over 200,000 characters gives the script its head;
+// the whole is kept as <script call id>.<n>, which tool_output_read reads.
+func TestScriptLongAnswerReadableWithToolOutputRead(t *testing.T) {
+	big := &counter{name: "big", out: strings.Repeat("x", script.AnswerChars) + "THE-TAIL"}
+	first := scriptCall("r = tools.call(\"big\", {})\nprint(len(r[\"output\"]) < 200200, r[\"output\"][-300:])")
+	first.calls[0].ID = "s1"
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		first, use("tool_output_read", `{"call_id":"s1.1","offset":200000}`), say("ok"),
+	}}, big, tools.ToolOutputRead{})
+	h.send("go")
+	h.turn()
+	res := eventsOf[*events.ToolCompleted](h.events())
+	if len(res) != 2 || !strings.Contains(res[0].Output, `True`) || !strings.Contains(res[0].Output, `call_id "s1.1"`) || strings.Contains(res[0].Output, "THE-TAIL") {
+		t.Fatalf("script result %+v", res)
+	}
+	if res[1].IsError || !strings.Contains(res[1].Output, "THE-TAIL") {
+		t.Errorf("tool_output_read: %q", res[1].Output)
+	}
+}
