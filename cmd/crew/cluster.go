@@ -45,16 +45,47 @@ type member struct {
 	logger *slog.Logger
 }
 
-// joinCluster takes this process's life lease.
-func joinCluster(ctx context.Context, st *store, dir string, logger *slog.Logger) (*member, error) {
+// joinCluster takes this process's life lease; what names the command
+// ("serve").
+func joinCluster(ctx context.Context, st *store, dir, what string, logger *slog.Logger) (*member, error) {
 	host, _ := os.Hostname()
 	m := &member{id: st.log.Node() + "-" + strings.ToLower(nuid.Next()[:10]), leases: st.leases, logger: logger}
-	m.desc = fmt.Sprintf("crew serve pid %d on %s (home %s, process %s)", os.Getpid(), host, dir, m.id)
+	m.desc = fmt.Sprintf("crew %s pid %d on %s (home %s, process %s)", what, os.Getpid(), host, dir, m.id)
 	var err error
 	if m.self, err = st.leases.Acquire(ctx, processKey(m.id), m.desc, clusterLeaseTTL); err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	return m, nil
+}
+
+// joinFor joins the cluster for a command that runs turns or model calls
+// on st outside crew serve (consolidation, a fork), so a peer neither
+// settles its reservations nor runs its conversations meanwhile; nil
+// without a cluster. leave gives the lease back.
+func joinFor(ctx context.Context, st *store, dir, what string) (m *member, leave func(), err error) {
+	if st.leases == nil {
+		return nil, func() {}, nil
+	}
+	if m, err = joinCluster(ctx, st, dir, what, slog.New(slog.DiscardHandler)); err != nil {
+		return nil, nil, err
+	}
+	return m, m.Close, nil
+}
+
+// holder is m's budget holder, "" for none.
+func (m *member) holder() string {
+	if m == nil {
+		return ""
+	}
+	return m.id
+}
+
+// claimer is m's loop.Claimer, nil for none.
+func (m *member) claimer() loop.Claimer {
+	if m == nil {
+		return nil
+	}
+	return m.claim
 }
 
 // lost is closed when this process could not renew its life lease for a

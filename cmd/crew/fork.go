@@ -148,7 +148,12 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 		return err
 	}
 	defer runner.Close(context.WithoutCancel(ctx))
-	lw, err := wireLoop(ctx, dir, h, st, runner, "", env.getenv, logger)
+	m, leave, err := joinFor(ctx, st, dir, "replay --from-step")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	lw, err := wireLoop(ctx, dir, h, st, runner, m.holder(), env.getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -157,7 +162,7 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 	defer lw.deps.Background.Close()
 	defer lw.teams.Close()
 	w, err := loop.StartWorker(ctx, loop.WorkerConfig{Log: st.log, Convs: lw.convs, Deps: lw.deps, Agents: lw.crew.agent,
-		Logger: logger.With("component", "loop"), SweepEvery: -1})
+		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: m.claimer()})
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,12 @@ func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home,
 		return consolidate.Proposal{}, err
 	}
 	agents := h.LoopAgents(override, reg.Defaults())
-	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return h }, quiet, "", st.alive())
+	m, leave, err := joinFor(ctx, st, dir, "memory consolidate")
+	if err != nil {
+		return consolidate.Proposal{}, err
+	}
+	defer leave()
+	ledger, err := home.OpenLedger(ctx, st.log, func() *home.Home { return h }, quiet, m.holder(), st.alive())
 	if err != nil {
 		return consolidate.Proposal{}, err
 	}

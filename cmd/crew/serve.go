@@ -81,7 +81,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// joins them (R-ES-8).
 	var m *member
 	if st.srv == nil {
-		if m, err = joinCluster(ctx, st, dir, logger.With("component", "cluster")); err != nil {
+		if m, err = joinCluster(ctx, st, dir, "serve", logger.With("component", "cluster")); err != nil {
 			return err
 		}
 		defer m.Close()

@@ -87,11 +87,7 @@ type crewRuntime struct {
 // startCrew wires the loop onto an open store.
 // m is this process on a shared cluster (nil on the embedded server).
 func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner *projections.Runner, m *member, getenv func(string) string, logger *slog.Logger) (*crewRuntime, error) {
-	holder := ""
-	if m != nil {
-		holder = m.id
-	}
-	lw, err := wireLoop(ctx, dir, h, st, runner, holder, getenv, logger)
+	lw, err := wireLoop(ctx, dir, h, st, runner, m.holder(), getenv, logger)
 	if err != nil {
 		return nil, err
 	}
