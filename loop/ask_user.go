@@ -137,10 +137,12 @@ func (t *Turn) ttl(s snapshotOf) time.Duration {
 const DefaultTTL = 600 * time.Second
 
 // answered gives a settled question's call its result: the owner's answer
-// as they wrote it, or word that nobody answered in time.
+// as they wrote it (frame-like text neutralised, as in the owner's
+// messages: only the harness opens a frame, R-SEC-1), or word that nobody
+// answered in time.
 func (t *Turn) answered(ctx context.Context, s snapshotOf, c events.ToolCallRequest, q Question) error {
 	if q.Outcome == QuestionAnswered {
-		return t.result(ctx, s.openRun, s.step, c, q.Answer, false, "")
+		return t.result(ctx, s.openRun, s.step, c, Unframe(q.Answer), false, "")
 	}
 	return t.result(ctx, s.openRun, s.step, c, askExpiredText(q.ExpiresAt), false, "expired")
 }

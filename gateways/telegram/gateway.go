@@ -492,8 +492,12 @@ func (g *Gateway) handleChoice(ctx context.Context, q *callbackQuery) error {
 	toast := "Unknown button."
 	id, n, ok := parseChoice(q.Data)
 	if ok {
-		_, k, found := g.cards.find(chatID, q.Message.MessageID)
+		cardID, k, found := g.cards.find(chatID, q.Message.MessageID)
 		switch {
+		case found && cardID != id:
+			// Data naming another question than the card pressed is forged
+			// (a button carries its own card's id): it answers nothing.
+			g.cfg.Logger.Warn("telegram press names another question than its card", "chat_id", chatID, "card", cardID, "data", id)
 		case !found || n >= len(k.choices):
 			// Settled (or never ours): say how, if this gateway knows.
 			switch g.cards.outcome(id) {

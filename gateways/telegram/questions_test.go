@@ -264,3 +264,58 @@ func TestTelegramExpiredQuestionCardSettles(t *testing.T) {
 		t.Errorf("%d answers stored for an expired question", len(envs))
 	}
 }
+
+// R-X-3 against a forged press: a callback on this chat's question card
+// whose data names another question (one asked in another allowed chat's
+// conversation, never sent here) answers neither; a button answers only
+// the card it is on.
+func TestTelegramForgedChoiceAnswersNoOtherQuestion(t *testing.T) {
+	const other = int64(7272)
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat, other)
+	defer g.Close()
+	cardIn := func(who int64) int {
+		t.Helper()
+		id := 0
+		eventstest.EventuallyWithin(t, 10*time.Second, "the question card", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for i, m := range s.sent {
+				if m.ChatID == who && strings.HasPrefix(m.Text, "Question: Which day?") {
+					id = i + 1 // the fake's message ids
+					return true
+				}
+			}
+			return false
+		})
+		return id
+	}
+	s.push(textUpdate(1, chat, "ask"))
+	mine := cardIn(chat)
+	s.push(textUpdate(2, other, "ask"))
+	cardIn(other)
+	var asked []*events.QuestionAsked
+	eventstest.EventuallyWithin(t, 10*time.Second, "both questions stored", func() bool {
+		envs, _ := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeQuestionAsked, 0)
+		asked = asked[:0]
+		for _, env := range envs {
+			d, _ := env.Decode()
+			asked = append(asked, d.(*events.QuestionAsked))
+		}
+		return len(asked) == 2
+	})
+	theirs := asked[1].QuestionID
+	s.push(map[string]any{"update_id": 3, "callback_query": map[string]any{
+		"id": "cb3", "data": "q:" + theirs + ":1", "from": map[string]any{"id": chat},
+		"message": map[string]any{"message_id": mine, "chat": map[string]any{"id": chat}}}})
+	eventstest.EventuallyWithin(t, 10*time.Second, "the forged press refused", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Contains(s.answered, "Unknown button.")
+	})
+	if envs, _ := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeQuestionAnswered, 0); len(envs) != 0 {
+		d, _ := envs[0].Decode()
+		t.Fatalf("a forged press answered %+v", d)
+	}
+}
