@@ -182,7 +182,8 @@ func restrictPorts() error {
 // netFilter is the seccomp program of a guarded networked command: no
 // MPTCP socket (it falls back to plain TCP past Landlock's port rules; the
 // error is the one a kernel without MPTCP gives, so programs fall back to
-// TCP), no SMC socket (likewise), no io_uring. Everything else is allowed.
+// TCP), no SMC socket (likewise), no io_uring, no TCP Fast Open send
+// (MSG_FASTOPEN connects without connect(2)). Everything else is allowed.
 func netFilter() ([]unix.SockFilter, error) {
 	if auditArch == 0 {
 		return nil, fmt.Errorf("no seccomp filter for this architecture")
@@ -196,6 +197,8 @@ func netFilter() ([]unix.SockFilter, error) {
 		arch   = 4
 		arg0   = 16
 		arg2   = 32
+		arg3   = 40
+		noTFO  = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
 	)
 	prog := []bpf.Instruction{
 		/* 0 */ bpf.LoadAbsolute{Off: arch, Size: 4},
@@ -206,15 +209,27 @@ func netFilter() ([]unix.SockFilter, error) {
 		/* 5 */ bpf.RetConstant{Val: eperm},
 		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_IO_URING_SETUP, SkipFalse: 1},
 		/* 7 */ bpf.RetConstant{Val: eperm},
-		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET, SkipTrue: 1},
-		/* 9 */ bpf.RetConstant{Val: allow},
-		/* 10 */ bpf.LoadAbsolute{Off: arg0, Size: 4},
-		/* 11 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: afSMC, SkipFalse: 1},
-		/* 12 */ bpf.RetConstant{Val: noFam},
-		/* 13 */ bpf.LoadAbsolute{Off: arg2, Size: 4},
-		/* 14 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: ipprotoMPTCP, SkipFalse: 1},
-		/* 15 */ bpf.RetConstant{Val: noProt},
-		/* 16 */ bpf.RetConstant{Val: allow},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET, SkipFalse: 7},
+		/* 9 */ bpf.LoadAbsolute{Off: arg0, Size: 4},
+		/* 10 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: afSMC, SkipFalse: 1},
+		/* 11 */ bpf.RetConstant{Val: noFam},
+		/* 12 */ bpf.LoadAbsolute{Off: arg2, Size: 4},
+		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: ipprotoMPTCP, SkipFalse: 1},
+		/* 14 */ bpf.RetConstant{Val: noProt},
+		/* 15 */ bpf.RetConstant{Val: allow},
+		// TCP Fast Open connects inside sendto/sendmsg(MSG_FASTOPEN), where
+		// Landlock's connect rule never looks: refused, as a kernel without
+		// client TFO would (programs fall back to connect).
+		/* 16 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SENDMSG, SkipTrue: 3},
+		/* 17 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SENDTO, SkipTrue: 4},
+		/* 18 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SENDMMSG, SkipTrue: 3},
+		/* 19 */ bpf.RetConstant{Val: allow},
+		/* 20 */ bpf.LoadAbsolute{Off: arg2, Size: 4}, // sendmsg's flags
+		/* 21 */ bpf.Jump{Skip: 1},
+		/* 22 */ bpf.LoadAbsolute{Off: arg3, Size: 4}, // sendto's and sendmmsg's flags
+		/* 23 */ bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.MSG_FASTOPEN, SkipFalse: 1},
+		/* 24 */ bpf.RetConstant{Val: noTFO},
+		/* 25 */ bpf.RetConstant{Val: allow},
 	}
 	raw, err := bpf.Assemble(prog)
 	if err != nil {

@@ -47,6 +47,24 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("connected")
 		os.Exit(0)
+	case "fastopen":
+		// TCP Fast Open connects inside sendto(MSG_FASTOPEN), without a
+		// connect(2) for Landlock's port rules to see.
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			fmt.Println("socket:", err)
+			os.Exit(3)
+		}
+		host, port, _ := net.SplitHostPort(os.Getenv("CREW_SHELL_ADDR"))
+		p, _ := strconv.Atoi(port)
+		sa := &syscall.SockaddrInet4{Port: p}
+		copy(sa.Addr[:], net.ParseIP(host).To4())
+		if err := syscall.Sendto(fd, []byte("GET / HTTP/1.0\r\n\r\n"), 0x20000000, sa); err != nil {
+			fmt.Println("connect:", err)
+			os.Exit(3)
+		}
+		fmt.Println("connected")
+		os.Exit(0)
 	case "unix":
 		// Connect to a Unix socket (a leading @ is abstract), then check
 		// that the socket pairs a program may need still work while the
