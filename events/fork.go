@@ -27,12 +27,17 @@ type ForkOrigin struct {
 // conversation's state as step From.Step's model request read it (the
 // loop's folded State, as JSON: messages, compaction, loaded MCP tools,
 // what the turn notes told), with the fork's run open at that step. Route
-// is the route the fork's conversation runs on from here.
+// is the route the fork's conversation runs on from here. System is the
+// system prompt step From.Step's request sent, as recorded on the
+// original's model_called; the fork's first request sends it again. Empty
+// (a recording made before model_called recorded it): the fork's first
+// request reads the agent's files anew.
 type ConversationForked struct {
-	RunID string          `json:"run_id"`
-	Route string          `json:"route"`
-	From  ForkOrigin      `json:"from"`
-	State json.RawMessage `json:"state"`
+	RunID  string          `json:"run_id"`
+	Route  string          `json:"route"`
+	From   ForkOrigin      `json:"from"`
+	State  json.RawMessage `json:"state"`
+	System string          `json:"system,omitempty"`
 }
 
 func (*ConversationForked) EventType() string { return TypeConversationForked }

@@ -213,6 +213,11 @@ type ModelCalled struct {
 	CostUSD      *float64          `json:"cost_usd"`
 	LatencyMS    int64             `json:"latency_ms"`
 	Error        string            `json:"error,omitempty"`
+	// System is the system prompt the step's request sent, recorded on a
+	// turn's step when it differs from the last one this pass recorded
+	// (its first step always): the latest System at or before a step's
+	// model_called is what that step sent. A fork pins it (R-X-2).
+	System string `json:"system,omitempty"`
 }
 
 func (*ModelCalled) EventType() string { return TypeModelCalled }

@@ -14,10 +14,13 @@ import (
 // original's events up to that request (its compaction included), so the
 // fork's first request is built by the same code (history, compaction view,
 // canvas notes, attachments, tool declarations with the MCP tools loaded)
-// and reads the same messages; the system prompt is the agent's files read
-// anew, as at every step (R-HOME-4). The new model then answers step N in
-// place of the recorded reply and the run goes on normally. Nothing is
-// written to the original.
+// and reads the same messages. Its system prompt is the one step N sent,
+// as the original's model_called recorded it (conversation_forked
+// system, State.Pin); the fork's later steps read the agent's files anew,
+// as at every step (R-HOME-4). The tool declarations are the agent's
+// tools as configured now, with the MCP tools the state had loaded. The
+// new model then answers step N in place of the recorded reply and the
+// run goes on normally. Nothing is written to the original.
 
 // Fork errors, for the callers to map (the API's 400/404).
 var (
@@ -92,6 +95,10 @@ func ForkEvents(envs []events.Envelope, runID string, step int, spec ForkSpec) (
 	case st.Team != "":
 		return nil, fmt.Errorf("run %s is a teammate's, seated on team %s: %w", runID, st.Team, ErrForkRefused)
 	}
+	system, err := stepSystem(envs, runID, step)
+	if err != nil {
+		return nil, err
+	}
 	state, err := json.Marshal(forkedState(st, spec, step))
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
@@ -101,8 +108,36 @@ func ForkEvents(envs []events.Envelope, runID string, step int, spec ForkSpec) (
 		&events.ConversationOpened{Agent: st.Agent, Channel: st.Channel, Title: spec.Title, Autonomous: st.Autonomous,
 			ApprovalTTLSeconds: st.ApprovalTTL, ForkedFrom: &from},
 		&events.RunStarted{RunID: spec.RunID, Agent: st.Agent, Trigger: events.TriggerFork},
-		&events.ConversationForked{RunID: spec.RunID, Route: spec.Route, From: from, State: state},
+		&events.ConversationForked{RunID: spec.RunID, Route: spec.Route, From: from, State: state, System: system},
 	}, nil
+}
+
+// stepSystem is the system prompt step's request of run runID sent: the
+// latest one a turn's model_called recorded at or before that step's
+// model_called. Empty when the step has no model_called or nothing before
+// it recorded one (a recording older than ModelCalled.System).
+func stepSystem(envs []events.Envelope, runID string, step int) (string, error) {
+	var system string
+	for _, env := range envs {
+		if env.Type != events.TypeModelCalled {
+			continue
+		}
+		e, err := env.Decode()
+		if err != nil {
+			return "", fmt.Errorf("fork: %s seq %d: %w", env.Subject, env.Seq, err)
+		}
+		mc := e.(*events.ModelCalled)
+		if !mc.InTurn() {
+			continue
+		}
+		if mc.System != "" {
+			system = mc.System
+		}
+		if mc.RunID == runID && mc.Step == step {
+			return system, nil
+		}
+	}
+	return "", nil
 }
 
 // requestStep is the step of an event that shows a turn's model request
@@ -154,5 +189,8 @@ func (s *State) applyFork(e *events.ConversationForked) error {
 	conv, seq := s.Conversation, s.Seq
 	*s = *forkedState(&f, ForkSpec{Conversation: conv, RunID: e.RunID, Route: e.Route}, e.From.Step)
 	s.Seq = seq
+	if e.System != "" {
+		s.Pin = &SystemPin{RunID: e.RunID, Step: e.From.Step, System: e.System}
+	}
 	return nil
 }

@@ -2,7 +2,10 @@ package loop_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/tmc/langchaingo/llms"
 )
 
 // forkRecording records two runs on fake:a: a greeting, then a run of
@@ -207,6 +211,85 @@ func TestForkRefusesBadStep(t *testing.T) {
 	}
 	if _, err := loop.ForkEvents(envs, "nope", 1, spec); !errors.Is(err, loop.ErrForkRun) {
 		t.Errorf("unknown run: %v, want ErrForkRun", err)
+	}
+}
+
+// R-X-2: the fork's first request sends the system prompt the original's
+// step sent (recorded on its model_called), not the agent's files as they
+// are when forking: AGENTS.md changed and three days passed, yet the
+// request equals the original's step 2, system message included. The
+// fork's later steps read the files anew (R-HOME-4). A recording older
+// than model_called's system field forks as before: the files read anew.
+func TestForkFirstRequestSendsTheOriginalSystemPrompt(t *testing.T) {
+	h, run, envs := forkRecording(t)
+	orig := h.models["fake:a"]
+	want := orig.seen[2]
+	evs, err := loop.ForkEvents(envs, run, 2, loop.ForkSpec{Conversation: "f", RunID: "fr", Route: "fake:x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forked := evs[2].(*events.ConversationForked)
+	if sys := want[0].Parts[0].(llms.TextContent).Text; forked.System != sys || !strings.Contains(sys, "Today: 2026-11-30.") {
+		t.Fatalf("conversation_forked system %q, want the original step 2's %q", forked.System, sys)
+	}
+	if err := os.WriteFile(filepath.Join(h.agent.Dir, "AGENTS.md"), []byte("# Rules\n\nAnswer in French."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.now = h.now.Add(72 * time.Hour)
+
+	h.fork(envs, run, 2, loop.ForkSpec{Conversation: "fork1", RunID: "frun1", Route: "fake:x", Title: "fork"})
+	x := h.models["fake:x"]
+	if len(x.seen) != 1 || !reflect.DeepEqual(x.seen[0], want) {
+		t.Fatalf("the fork's first request differs from the original's step 2:\n got %#v\nwant %#v", x.seen, want)
+	}
+	// Its model_called records what it sent, so a fork of the fork pins it too.
+	var sent []string
+	main := h.conv
+	h.conv = "fork1"
+	calls := eventsOf[*events.ModelCalled](h.events())
+	h.conv = main
+	for _, e := range calls {
+		sent = append(sent, e.System)
+	}
+	if len(sent) != 1 || sent[0] != forked.System {
+		t.Errorf("the fork's model_called recorded systems %q, want the pinned one", sent)
+	}
+	// The fork's next turn reads the files as they are now.
+	x.replies = append(x.replies, say("toujours x"))
+	conv, _ := h.convs.Get(t.Context(), "fork1")
+	if _, err := conv.Append(t.Context(), func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.MessageReceived{Channel: "web", Text: "again"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := loop.NewTurn(h.agent, h.deps, conv).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.seen[1][0].Parts[0].(llms.TextContent).Text; !strings.Contains(got, "Answer in French.") || !strings.Contains(got, "Today: 2026-12-03.") {
+		t.Errorf("the fork's next turn's system prompt %q: want today's files and date", got)
+	}
+
+	// An older recording (no system on its model_called) forks with the
+	// files read anew.
+	old := make([]events.Envelope, len(envs))
+	for i, env := range envs {
+		old[i] = env
+		if env.Type == events.TypeModelCalled {
+			var m map[string]any
+			if err := json.Unmarshal(env.Data, &m); err != nil {
+				t.Fatal(err)
+			}
+			delete(m, "system")
+			old[i].Data, _ = json.Marshal(m)
+		}
+	}
+	x.replies = append(x.replies, say("done again"))
+	h.fork(old, run, 2, loop.ForkSpec{Conversation: "fork2", RunID: "frun2", Route: "fake:x", Title: "old"})
+	if len(x.seen) != 3 {
+		t.Fatalf("fake:x saw %d requests, want 3", len(x.seen))
+	}
+	if got := x.seen[2][0].Parts[0].(llms.TextContent).Text; !strings.Contains(got, "Answer in French.") || !reflect.DeepEqual(x.seen[2][1:], want[1:]) {
+		t.Errorf("an unpinned fork's first request: system %q (want the files now), messages equal %v", got, reflect.DeepEqual(x.seen[2][1:], want[1:]))
 	}
 }
 

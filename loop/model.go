@@ -36,6 +36,15 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if err != nil {
 		return nil, err
 	}
+	if p := s.pin; p != nil && p.RunID == s.openRun && p.Step == step {
+		// A fork's first request sends the original step's system prompt
+		// (R-X-2); its later steps read the files anew (R-HOME-4).
+		system = p.System
+	}
+	record := system
+	if system == t.sentSystem {
+		record = ""
+	}
 	routes, purpose := t.agent.Routes, "" // empty: a turn's step
 	if t.escalated {
 		routes, purpose = []string{t.agent.EscalationRoute}, events.PurposeEscalation
@@ -43,7 +52,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if len(routes) == 0 {
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
-	c := &stepCall{t: t, s: s, step: step, system: system, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
+	c := &stepCall{t: t, s: s, step: step, system: system, record: record, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
 	var lastErr error
 	ctx = budget.WithCharge(ctx, t.charge(s, s.openRun, step, cmp.Or(purpose, events.PurposeTurn)))
 	for i, route := range routes {
@@ -68,10 +77,11 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		}
 	}
 	last := routes[len(routes)-1]
-	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Purpose: purpose, Route: last, Model: modelOf(last), Error: oneLine(lastErr), Text: c.cutText}
+	failed := &events.ModelCalled{RunID: s.openRun, Step: step, Purpose: purpose, Route: last, Model: modelOf(last), Error: oneLine(lastErr), Text: c.cutText, System: record}
 	if err := t.emit(ctx, failed); err != nil {
 		return nil, err
 	}
+	t.sentSystem = system
 	if !c.shown && t.canEscalate(s, step) {
 		t.escalated = true
 		return nil, t.emit(ctx, &events.Escalated{RunID: s.openRun, Step: step, Reason: "error", Route: t.agent.EscalationRoute, Error: oneLine(lastErr)})

@@ -62,6 +62,7 @@ type stepCall struct {
 	s       snapshotOf
 	step    int
 	system  string
+	record  string // system, when the step's model_called records it
 	purpose string
 	defs    []llms.Tool
 	// shown: text or a tool-call draft of this step reached the owner.
@@ -145,9 +146,11 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			mc.Purpose = c.purpose
 			mc.Text = strings.Join(parts, "") + mc.Text
 			uniqueCallIDs(mc.ToolCalls, c.s.messages, c.step)
+			mc.System = c.record
 			if err := t.emit(ctx, mc); err != nil {
 				return nil, nil, err
 			}
+			t.sentSystem = c.system
 			return mc, nil, nil
 		}
 		if ctx.Err() != nil {

@@ -464,6 +464,12 @@ func normalized(env events.Envelope) map[string]any {
 	for _, k := range volatile {
 		delete(m, k)
 	}
+	// The system prompt a step recorded is the files as they were then (and
+	// recorded only when it changed): a replay reads today's, and compares
+	// the decisions, as before model_called recorded it.
+	if env.Type == events.TypeModelCalled {
+		delete(m, "system")
+	}
 	// A replay keeps no compacted result: where the run kept it is no
 	// decision.
 	if rs, ok := m["results"].([]any); ok {

@@ -279,6 +279,16 @@ type State struct {
 	// Route, on a fork, is the one route the conversation runs on
 	// (conversation_forked, R-X-2): it replaces the agent's routes.
 	Route string `json:"route,omitempty"`
+	// Pin, on a fork, is the system prompt the original's step sent, for
+	// the fork's run to send again at that step (conversation_forked).
+	Pin *SystemPin `json:"pin,omitempty"`
+}
+
+// SystemPin is a system prompt held for one step of one run.
+type SystemPin struct {
+	RunID  string `json:"run_id"`
+	Step   int    `json:"step"`
+	System string `json:"system"`
 }
 
 // RunEnd is how a delegated child run ended, as its parent is told.
@@ -433,6 +443,9 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		if !e.InTurn() { // the harness's own call: its cost counts, its text is no reply
 			break
+		}
+		if p := s.Pin; p != nil && e.RunID == p.RunID && e.Step == p.Step && e.Error == "" {
+			s.Pin = nil // the pinned step is answered
 		}
 		if e.RunID == s.OpenRun && e.Step > s.Step {
 			s.Step = e.Step
@@ -880,7 +893,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 21
+const snapshotVersion byte = 22
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

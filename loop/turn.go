@@ -113,6 +113,9 @@ type Turn struct {
 	promptHooked bool
 	hk           *kit.Hooks
 	hkErr        error
+	// sentSystem is the system prompt this pass last recorded on a
+	// model_called (events.ModelCalled.System).
+	sentSystem string
 }
 
 // NewTurn prepares a pass over conv for agent.
@@ -158,6 +161,7 @@ type snapshotOf struct {
 	// a delegated conversation).
 	canvasChannel string
 	runFrom       int // index in messages of the open run's first message
+	pin           *SystemPin
 }
 
 func (t *Turn) read() snapshotOf {
@@ -186,6 +190,7 @@ func (t *Turn) read() snapshotOf {
 		s.canvasChannel, s.runFrom = st.CanvasChannel(), st.RunFrom
 		s.auto = append([]string(nil), st.AutoApprove...)
 		s.auton, s.ttl = st.Autonomous, st.ApprovalTTL
+		s.pin = st.Pin
 		if p := st.PendingApproval(); p != nil {
 			cp := *p
 			s.pending = &cp
