@@ -224,3 +224,31 @@ func (ls *Leases) Holders(ctx context.Context, pattern string) (map[string]strin
 	}
 	return out, nil
 }
+
+// Watch calls f with each key matching pattern and its holder: those held
+// now before it first returns to the loop, then each new or renewed one,
+// until ctx ends (a broken watch is started again). ready, when not nil,
+// is called once those held at the start were delivered.
+func (ls *Leases) Watch(ctx context.Context, pattern string, f func(key, holder string), ready func()) {
+	for ctx.Err() == nil {
+		w, err := ls.kv.Watch(ctx, pattern)
+		if err == nil {
+			for e := range w.Updates() {
+				switch {
+				case e == nil:
+					if ready != nil {
+						ready()
+						ready = nil
+					}
+				case e.Operation() == jetstream.KeyValuePut:
+					f(e.Key(), string(e.Value()))
+				}
+			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}

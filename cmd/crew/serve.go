@@ -151,6 +151,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		logger.Warn("shell commands with network are refused", "err", err)
 		fmt.Fprintf(env.stdout, "shell: commands with network are refused: %v\n", err)
 	}
+	if m != nil {
+		hl, err := m.announceHTTP(ctx, ln)
+		if err != nil {
+			return fmt.Errorf("announce the HTTP port to the cluster: %w", err)
+		}
+		defer hl.Release(context.WithoutCancel(ctx))
+		guardPeers(ctx, m.leases, shell.GuardPorts, logger.With("component", "cluster"), 10*time.Second)
+	}
 
 	c, err := startCrew(ctx, dir, h, st, runner, m, env.getenv, logger)
 	if err != nil {
