@@ -105,13 +105,9 @@ func (in *Inbound) saveUploads(agent string, ups []Upload) ([]string, error) {
 	if ws == "" {
 		return nil, fmt.Errorf("%w: this server takes no uploads for agent %s", ErrBadAttachment, agent)
 	}
-	dir := filepath.Join(ws, "inbox")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("the inbox of %s: %w", agent, err)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := OpenInbox(ws, true)
 	if err != nil {
-		return nil, fmt.Errorf("the inbox of %s: %w", agent, err)
+		return nil, fmt.Errorf("%w: the inbox of %s is not a folder inside its workspace, nothing was written: %v", ErrBadAttachment, agent, err)
 	}
 	defer root.Close()
 	stamp := in.Clock().In(in.Location).Format("20060102-150405")
@@ -126,6 +122,24 @@ func (in *Inbound) saveUploads(agent string, ups []Upload) ([]string, error) {
 		rels = append(rels, "inbox/"+name)
 	}
 	return rels, nil
+}
+
+// OpenInbox opens workspace ws's inbox/ (made when create is set) inside
+// the workspace: an inbox/ the agent replaced by a symlink leading out of
+// it (to another agent's folder, to the home) is refused, so the owner's
+// uploads are never written, nor files served, outside the workspace.
+func OpenInbox(ws string, create bool) (*os.Root, error) {
+	wr, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer wr.Close()
+	if create {
+		if err := wr.Mkdir("inbox", 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+	}
+	return wr.OpenRoot("inbox")
 }
 
 // removeUploads deletes files saveUploads wrote for a message that was

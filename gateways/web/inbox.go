@@ -5,9 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -72,7 +70,7 @@ func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	root, err := os.OpenRoot(filepath.Join(ws, "inbox"))
+	root, err := inbound.OpenInbox(ws, false)
 	if err != nil {
 		http.NotFound(w, r)
 		return

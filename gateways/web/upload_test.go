@@ -314,3 +314,31 @@ func postJSONTo(t *testing.T, u string, body []byte) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// An agent that replaced its workspace's inbox/ by a symlink leading out of
+// the workspace (its shell can) does not get the owner's next upload
+// written there, even for a moment: the post is refused naming the inbox
+// before any file is written, and nothing lands outside.
+func TestWebUploadNeverFollowsInboxOutOfWorkspace(t *testing.T) {
+	s := newUploadSite(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(s.ws, "inbox")); err != nil {
+		t.Fatal(err)
+	}
+	c := client(t)
+	csrf := csrfOf(t, c, s.url)
+	code, acc := postComposer(t, c, s.url, map[string]string{"csrf": csrf, "text": "look"}, filePart{"meal.png", pngBytes(t)})
+	if code == http.StatusAccepted {
+		t.Errorf("upload through a symlinked inbox = %d %v, want refused", code, acc)
+	}
+	e, _ := acc["error"].(map[string]any)
+	if msg, _ := e["message"].(string); e["code"] != "bad_attachment" || !strings.Contains(msg, "the inbox of master is not a folder inside its workspace") {
+		t.Errorf("refusal %v does not name the inbox", acc)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("the upload was written outside the workspace: %v", ents)
+	}
+	if msgs := storedMessages(t, s.log); len(msgs) != 0 {
+		t.Errorf("a message was stored: %+v", msgs)
+	}
+}
