@@ -12,7 +12,9 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/nats-io/nuid"
+	"go.etcd.io/bbolt"
 )
 
 // Several crew processes — one per home, each with its own projections
@@ -187,5 +189,41 @@ func (s *singletons) stop() {
 	s.mu.Unlock()
 	for i := len(stops) - 1; i >= 0; i-- {
 		stops[i]()
+	}
+}
+
+// adoptEvery is how often a process looks for conversations with work
+// that nobody holds: the expiry watch may miss a marker (a watch reset
+// under load), and a trigger may be lost with the process it reached.
+const adoptEvery = 10 * time.Second
+
+// adopt takes over, now and then, the conversations the projections show
+// running or with messages waiting that no process holds a lease on.
+// One waiting on the owner (an approval, a question) is left alone.
+func (m *member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
+	t := time.NewTicker(adoptEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids, err := projections.Recoverable(db)
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			c, err := projections.GetConversation(db, id)
+			if err != nil || len(c.PendingApprovals) > 0 || c.PendingQuestion != nil ||
+				c.Status != projections.ConversationRunning && c.Queued == 0 {
+				continue
+			}
+			if _, held, err := m.leases.Holder(ctx, "conv."+id); err != nil || held {
+				continue
+			}
+			m.logger.Info("taking over a conversation with work that no crew process holds", "conversation", id)
+			w.TakeOver(id)
+		}
 	}
 }

@@ -207,7 +207,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			defer close(takeDone)
 			m.takeOver(leadCtx, c.worker)
 		}()
-		defer func() { stopLead(); <-leadDone; <-takeDone }()
+		adoptDone := make(chan struct{})
+		go func() {
+			defer close(adoptDone)
+			m.adopt(leadCtx, st.db, c.worker)
+		}()
+		defer func() { stopLead(); <-leadDone; <-takeDone; <-adoptDone }()
 	}
 
 	forks := forker{log: st.log, db: st.db, convs: c.convs, dir: dir, callable: callable(h, env.getenv), kick: c.worker.Kick, waitFor: runner.WaitFor}
