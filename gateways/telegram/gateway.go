@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -417,26 +415,17 @@ func (g *Gateway) savePhoto(ctx context.Context, updateID int64, sizes []photoSi
 	if err != nil {
 		return "", err
 	}
-	rel := filepath.ToSlash(filepath.Join("inbox", strconv.FormatInt(updateID, 10)+".jpg"))
-	if err := writeAtomic(filepath.Join(g.cfg.Workspace, rel), data); err != nil {
-		return "", err
-	}
-	return rel, nil
-}
-
-// writeAtomic writes data to path through a synced temp file and a rename
-// (tools.WriteAtomic), making its folder if needed.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(dir)
+	name := strconv.FormatInt(updateID, 10) + ".jpg"
+	// Inside the workspace only: an inbox/ symlinked out of it is refused.
+	root, err := inbound.OpenInbox(g.cfg.Workspace, true)
 	if err != nil {
-		return err
+		return "", fmt.Errorf("the inbox is not a folder inside the workspace: %w", err)
 	}
 	defer root.Close()
-	return tools.WriteAtomic(root, filepath.Base(path), data, 0o600)
+	if err := tools.WriteAtomic(root, name, data, 0o600); err != nil {
+		return "", err
+	}
+	return "inbox/" + name, nil
 }
 
 func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {

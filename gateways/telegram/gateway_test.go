@@ -254,6 +254,45 @@ func TestPhoto(t *testing.T) {
 	eventstest.Eventually(t, "an answer", func() bool { return len(s.sentTo(chat)) == 1 })
 }
 
+// A photo never lands outside the workspace: with inbox/ replaced by a
+// symlink out of it (the agent's shell can), holding a 7.jpg of its own,
+// the photo is refused with word to the chat and the file out there is
+// neither overwritten nor joined by another.
+func TestPhotoNeverFollowsInboxOutOfWorkspace(t *testing.T) {
+	c := newCrew(t)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "7.jpg"), []byte("keep"), 0o600)
+	os.MkdirAll(c.workspace, 0o700)
+	if err := os.Symlink(outside, filepath.Join(c.workspace, "inbox")); err != nil {
+		t.Fatal(err)
+	}
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat)
+	defer g.Close()
+	s.push(map[string]any{"update_id": 7, "message": map[string]any{
+		"message_id": 7, "date": 1, "caption": "what is this",
+		"chat": map[string]any{"id": chat}, "from": map[string]any{"id": chat},
+		"photo": []map[string]any{{"file_id": "big", "width": 1280, "height": 960}},
+	}})
+	eventstest.Eventually(t, "word that the photo was refused", func() bool {
+		for _, m := range s.sentTo(chat) {
+			if strings.Contains(m.Text, "inbox is not a folder inside the workspace") {
+				return true
+			}
+		}
+		return false
+	})
+	if b, _ := os.ReadFile(filepath.Join(outside, "7.jpg")); string(b) != "keep" {
+		t.Errorf("the file outside the workspace was overwritten: %q", b)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Errorf("files outside the workspace: %v", ents)
+	}
+	if got := c.received(t); len(got) != 0 {
+		t.Errorf("stored %+v", got)
+	}
+}
+
 // R-DEL: a delegated child's approval surfaces in the chat its root
 // conversation belongs to.
 func TestChildApprovalReachesRootChat(t *testing.T) {
