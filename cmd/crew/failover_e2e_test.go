@@ -255,7 +255,17 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return true
 	}
-	eventstest.EventuallyWithin(t, 3*time.Minute, "every accepted message answered", read)
+	for deadline := time.Now().Add(3 * time.Minute); !read(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var left []string
+			for marker, conv := range accepted {
+				if tl := byConv[conv]; tl == nil || tl.done < 1 {
+					left = append(left, fmt.Sprintf("%s %s %+v asked %d", marker, conv, tl, model.count(marker)))
+				}
+			}
+			t.Fatalf("after 3 minutes %d accepted messages are not answered: %v", len(left), left)
+		}
+	}
 	resumed := 0
 	for marker, conv := range accepted {
 		tl := byConv[conv]
