@@ -438,6 +438,12 @@ func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
 	}
 	id, approve, always, ok := parseCallback(q.Data)
 	answer := "Unknown button."
+	if cardID, _, found := g.cards.find(chatID, q.Message.MessageID); ok && found && cardID != id {
+		// Data naming another approval than the card pressed is forged (a
+		// button carries its own card's id): it decides nothing.
+		g.cfg.Logger.Warn("telegram press names another approval than its card", "chat_id", chatID, "card", cardID, "data", id)
+		ok = false
+	}
 	if ok {
 		g.cards.drop(id, chatID, q.Message.MessageID)
 		decision, err := g.cfg.Approvals.Decide(ctx, id, approve, always, channel(chatID))

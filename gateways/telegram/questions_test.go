@@ -319,3 +319,56 @@ func TestTelegramForgedChoiceAnswersNoOtherQuestion(t *testing.T) {
 		t.Fatalf("a forged press answered %+v", d)
 	}
 }
+
+// R-X-3 against a forged press on an approval card: data naming another
+// approval (one of another allowed chat's conversation, never sent here)
+// decides nothing.
+func TestTelegramForgedApprovalPressDecidesNoOtherApproval(t *testing.T) {
+	const other = int64(7373)
+	c := newCrew(t)
+	s := newBotServer(t)
+	g := startGateway(t, c, s.URL, chat, other)
+	defer g.Close()
+	cardIn := func(who int64) int {
+		t.Helper()
+		id := 0
+		eventstest.EventuallyWithin(t, 10*time.Second, "the approval card", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for i, m := range s.sent {
+				if m.ChatID == who && strings.Contains(string(m.ReplyMarkup), `"a:`) {
+					id = i + 1 // the fake's message ids
+					return true
+				}
+			}
+			return false
+		})
+		return id
+	}
+	s.push(textUpdate(1, chat, "gate mine"))
+	mine := cardIn(chat)
+	s.push(textUpdate(2, other, "gate theirs"))
+	cardIn(other)
+	var asked []*events.ApprovalRequested
+	eventstest.EventuallyWithin(t, 10*time.Second, "both approvals stored", func() bool {
+		envs, _ := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeApprovalRequested, 0)
+		asked = asked[:0]
+		for _, env := range envs {
+			d, _ := env.Decode()
+			asked = append(asked, d.(*events.ApprovalRequested))
+		}
+		return len(asked) == 2
+	})
+	s.push(map[string]any{"update_id": 3, "callback_query": map[string]any{
+		"id": "cb3", "data": "a:" + asked[1].ApprovalID + ":always", "from": map[string]any{"id": chat},
+		"message": map[string]any{"message_id": mine, "chat": map[string]any{"id": chat}}}})
+	eventstest.EventuallyWithin(t, 10*time.Second, "the forged press refused", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Contains(s.answered, "Unknown button.")
+	})
+	if envs, _ := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeApprovalDecided, 0); len(envs) != 0 {
+		d, _ := envs[0].Decode()
+		t.Fatalf("a forged press decided %+v", d)
+	}
+}
