@@ -438,9 +438,10 @@ func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
 	}
 	id, approve, always, ok := parseCallback(q.Data)
 	answer := "Unknown button."
-	if cardID, _, found := g.cards.find(chatID, q.Message.MessageID); ok && found && cardID != id {
-		// Data naming another approval than the card pressed is forged (a
-		// button carries its own card's id): it decides nothing.
+	if cardID, _, found := g.cards.find(chatID, q.Message.MessageID); ok && (found && cardID != id || !found && g.cards.outcome(id) == "") {
+		// A button carries its own card's id: data naming another approval,
+		// or pressed on a message that is no card here (and no card settled
+		// lately), is forged and decides nothing.
 		g.cfg.Logger.Warn("telegram press names another approval than its card", "chat_id", chatID, "card", cardID, "data", id)
 		ok = false
 	}

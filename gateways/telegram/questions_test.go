@@ -320,9 +320,9 @@ func TestTelegramForgedChoiceAnswersNoOtherQuestion(t *testing.T) {
 	}
 }
 
-// R-X-3 against a forged press on an approval card: data naming another
-// approval (one of another allowed chat's conversation, never sent here)
-// decides nothing.
+// R-X-3 against a forged press: data naming another approval (one of
+// another allowed chat's conversation, never sent here), on this chat's
+// approval card or on a message that is no card, decides nothing.
 func TestTelegramForgedApprovalPressDecidesNoOtherApproval(t *testing.T) {
 	const other = int64(7373)
 	c := newCrew(t)
@@ -362,10 +362,20 @@ func TestTelegramForgedApprovalPressDecidesNoOtherApproval(t *testing.T) {
 	s.push(map[string]any{"update_id": 3, "callback_query": map[string]any{
 		"id": "cb3", "data": "a:" + asked[1].ApprovalID + ":always", "from": map[string]any{"id": chat},
 		"message": map[string]any{"message_id": mine, "chat": map[string]any{"id": chat}}}})
-	eventstest.EventuallyWithin(t, 10*time.Second, "the forged press refused", func() bool {
+	// The same data on a message that is no card.
+	s.push(map[string]any{"update_id": 4, "callback_query": map[string]any{
+		"id": "cb4", "data": "a:" + asked[1].ApprovalID + ":always", "from": map[string]any{"id": chat},
+		"message": map[string]any{"message_id": 9999, "chat": map[string]any{"id": chat}}}})
+	eventstest.EventuallyWithin(t, 10*time.Second, "both forged presses refused", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return slices.Contains(s.answered, "Unknown button.")
+		n := 0
+		for _, a := range s.answered {
+			if a == "Unknown button." {
+				n++
+			}
+		}
+		return n == 2
 	})
 	if envs, _ := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeApprovalDecided, 0); len(envs) != 0 {
 		d, _ := envs[0].Decode()
