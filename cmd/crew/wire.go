@@ -201,7 +201,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	}()
 	stop := func() { stopWatch(); <-watchDone; pool.Close() }
 	banner := ""
-	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
+	if len(override) == 1 && override[0] == "fake:echo" && h.Getenv("MY_AGENT_ROUTES", getenv) == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
 	return &crewRuntime{ledger: ledger, worker: w, sched: sched, schedCfg: schedCfg, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, questions: &inbound.Questions{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil

@@ -118,7 +118,7 @@ func ShellProtections() []string {
 // settings are there (never their values).
 func (h *Home) Routes(getenv func(string) string) []string {
 	lines := []string{"model routes:"}
-	if r := getenv("MY_AGENT_ROUTES"); r != "" {
+	if r := h.Getenv("MY_AGENT_ROUTES", getenv); r != "" {
 		lines = append(lines, fmt.Sprintf("  MY_AGENT_ROUTES=%s overrides every agent", r))
 	}
 	ids := slices.Sorted(maps.Keys(h.Agents))

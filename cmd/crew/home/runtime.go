@@ -41,7 +41,7 @@ func (h *Home) Providers(getenv func(string) string) *llm.Providers {
 // no provider reachable) with the note serve prints about it.
 func (h *Home) Models(ctx context.Context, getenv func(string) string) (models *llm.Models, override []string, note string, err error) {
 	providers := h.Providers(getenv)
-	override, note, err = llm.Override(ctx, providers, getenv)
+	override, note, err = llm.Override(ctx, providers, func(k string) string { return h.Getenv(k, getenv) })
 	return llm.NewModels(providers), override, note, err
 }
 
