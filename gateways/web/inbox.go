@@ -1,9 +1,7 @@
 package web
 
 import (
-	"errors"
 	"io"
-	"io/fs"
 	"net/http"
 	"path"
 	"regexp"
@@ -76,20 +74,11 @@ func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer root.Close()
-	f, err := root.Open(name)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.logger().Error("inbox image", "conversation", id, "name", name, "err", err)
-		}
-		http.NotFound(w, r)
+	f, fi, ok := s.openRegular(w, r, root, "inbox image", id, name)
+	if !ok {
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		http.NotFound(w, r)
-		return
-	}
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(f, head)
 	ct, err := inbound.SniffImage(head[:n])
@@ -101,10 +90,6 @@ func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'")
 	w.Header().Set("Content-Disposition", "inline; filename=\""+path.Base(name)+"\"")
-	w.Header().Set("Cache-Control", "private, max-age=3600")
-	http.ServeContent(w, r, "", fi.ModTime(), f)
+	serveInert(w, r, ct, f, fi)
 }

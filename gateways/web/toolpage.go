@@ -61,21 +61,38 @@ func (s *server) part(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer root.Close()
-	f, err := root.Open(name)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.logger().Error("part", "conversation", id, "name", name, "err", err)
-		}
-		http.NotFound(w, r)
+	f, fi, ok := s.openRegular(w, r, root, "part", id, name)
+	if !ok {
 		return
 	}
 	defer f.Close()
+	serveInert(w, r, partTypes[path.Ext(name)], f, fi)
+}
+
+// openRegular opens name under root for a conversation's file route: a
+// regular file, or a 404 (and a log line for an error other than absence).
+func (s *server) openRegular(w http.ResponseWriter, r *http.Request, root *os.Root, what, id, name string) (*os.File, fs.FileInfo, bool) {
+	f, err := root.Open(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.logger().Error(what, "conversation", id, "name", name, "err", err)
+		}
+		http.NotFound(w, r)
+		return nil, nil, false
+	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
 		http.NotFound(w, r)
-		return
+		return nil, nil, false
 	}
-	w.Header().Set("Content-Type", partTypes[path.Ext(name)])
+	return f, fi, true
+}
+
+// serveInert serves f as content type ct that the browser may neither
+// sniff into another type nor run anything in.
+func serveInert(w http.ResponseWriter, r *http.Request, ct string, f *os.File, fi fs.FileInfo) {
+	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")
 	w.Header().Set("Cache-Control", "private, max-age=3600")
