@@ -168,13 +168,12 @@ func restrictPorts() error {
 		return fmt.Errorf("port guard: restrict self: %w", errno)
 	}
 	unix.Close(guardFD)
-	f, err := netFilter()
+	prog, err := netFilter()
 	if err != nil {
 		return err
 	}
-	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
-		return fmt.Errorf("port guard: seccomp: %w", err)
+	if err := installSeccomp(prog); err != nil {
+		return fmt.Errorf("port guard: %w", err)
 	}
 	return nil
 }
@@ -184,7 +183,7 @@ func restrictPorts() error {
 // error is the one a kernel without MPTCP gives, so programs fall back to
 // TCP), no SMC socket (likewise), no io_uring, no TCP Fast Open send
 // (MSG_FASTOPEN connects without connect(2)). Everything else is allowed.
-func netFilter() ([]unix.SockFilter, error) {
+func netFilter() ([]bpf.Instruction, error) {
 	if auditArch == 0 {
 		return nil, fmt.Errorf("no seccomp filter for this architecture")
 	}
@@ -231,13 +230,5 @@ func netFilter() ([]unix.SockFilter, error) {
 		/* 24 */ bpf.RetConstant{Val: noTFO},
 		/* 25 */ bpf.RetConstant{Val: allow},
 	}
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return out, nil
+	return prog, nil
 }

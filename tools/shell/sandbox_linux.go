@@ -134,7 +134,7 @@ var auditArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix
 // stream socket pairs (a datagram pair could send to any socket address),
 // and may not use io_uring (which would create sockets past the filter).
 // Everything else is allowed.
-func unixFilter() ([]unix.SockFilter, error) {
+func unixFilter() ([]bpf.Instruction, error) {
 	if auditArch == 0 {
 		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
@@ -169,26 +169,32 @@ func unixFilter() ([]unix.SockFilter, error) {
 		/* 19 */ bpf.RetConstant{Val: deny},
 		/* 20 */ bpf.RetConstant{Val: allow},
 	}
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return out, nil
+	return prog, nil
 }
 
 // blockUnixSockets installs unixFilter on the calling thread (inherited by
 // what it executes). no_new_privs must already be set.
 func blockUnixSockets() error {
-	f, err := unixFilter()
+	prog, err := unixFilter()
 	if err != nil {
 		return err
 	}
-	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+	return installSeccomp(prog)
+}
+
+// installSeccomp assembles prog and installs it on the calling thread
+// (inherited by what it executes). no_new_privs must already be set.
+func installSeccomp(prog []bpf.Instruction) error {
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	f := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		f[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
