@@ -584,6 +584,17 @@ func (r *Runner) Status(ctx context.Context) []Status {
 	return out
 }
 
+// ReadYourWrites returns once waitFor (a Runner's WaitFor) has seen every
+// projection apply all the log held when it was called: what a caller looks
+// up by id was stored before the request that names it.
+func ReadYourWrites(ctx context.Context, log *events.Log, waitFor func(context.Context, uint64) error) error {
+	last, err := log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, last)
+}
+
 // WaitFor blocks until every projection has applied stream sequence seq,
 // for read-your-writes after an append. It fails at once with ErrStopped if
 // a projection behind seq has stopped, and with ErrClosed after Close.

@@ -53,11 +53,7 @@ func (f forker) Fork(ctx context.Context, runID string, step int, route string) 
 	if err := f.callable(r); err != nil {
 		return web.Forked{}, fmt.Errorf("%w %q: %v", loop.ErrForkRoute, route, err)
 	}
-	last, err := f.log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return web.Forked{}, err
-	}
-	if err := f.waitFor(ctx, last); err != nil {
+	if err := projections.ReadYourWrites(ctx, f.log, f.waitFor); err != nil {
 		return web.Forked{}, err
 	}
 	run, err := projections.GetRun(f.db, runID)
@@ -180,11 +176,7 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	last, err := st.log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return err
-	}
-	if err := runner.WaitFor(ctx, last); err != nil {
+	if err := projections.ReadYourWrites(ctx, st.log, runner.WaitFor); err != nil {
 		return err
 	}
 	c, err := lw.convs.Get(ctx, fk.Conversation)

@@ -28,11 +28,7 @@ func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, alwa
 		return "", err
 	}
 	// Read your writes: the approval was requested before this call.
-	last, err := c.Log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return "", err
-	}
-	if err := c.WaitFor(ctx, last); err != nil {
+	if err := projections.ReadYourWrites(ctx, c.Log, c.WaitFor); err != nil {
 		return "", err
 	}
 	conv, err := projections.FindApproval(c.DB, approvalID)
@@ -58,11 +54,7 @@ func (c *Questions) Answer(ctx context.Context, questionID, answer, channel stri
 		return fmt.Errorf("%w: %s", loop.ErrUnknownQuestion, err)
 	}
 	// Read your writes: the question was asked before this call.
-	last, err := c.Log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return err
-	}
-	if err := c.WaitFor(ctx, last); err != nil {
+	if err := projections.ReadYourWrites(ctx, c.Log, c.WaitFor); err != nil {
 		return err
 	}
 	conv, err := projections.FindQuestion(c.DB, questionID)
@@ -79,11 +71,7 @@ func (c *Questions) Outcome(ctx context.Context, kind, id string) (string, error
 	if events.ValidID(id) != nil {
 		return "", nil
 	}
-	last, err := c.Log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return "", err
-	}
-	if err := c.WaitFor(ctx, last); err != nil {
+	if err := projections.ReadYourWrites(ctx, c.Log, c.WaitFor); err != nil {
 		return "", err
 	}
 	find := projections.FindQuestion
