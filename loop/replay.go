@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/events/memlog"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
@@ -140,7 +140,7 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 			}
 		}
 	}
-	mem := eventstest.NewMemLog(envs[:start])
+	mem := memlog.New(envs[:start])
 	next, fed := 0, 0
 	feed := func(upTo int) {
 		for fed < len(inputs) && inputAt[fed] <= upTo {

@@ -302,3 +302,59 @@ func TestDesktopHelperImportsNothingOfTheServer(t *testing.T) {
 		}
 	}
 }
+
+// testCode returns the packages of deps (import paths of a program's
+// build) that are test code: the standard library's testing packages and
+// our own test helpers (a package whose name ends in "test", such as
+// events/eventstest).
+func testCode(deps []string) []string {
+	var out []string
+	for _, p := range deps {
+		rel, mine := ours(p)
+		if p == "testing" || strings.HasPrefix(p, "testing/") || mine && strings.HasSuffix(rel, "test") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestBinariesLinkNoTestCode: crew links neither package testing nor a
+// test helper of ours (go list -deps of its normal build, without the
+// crewtest tag of the end-to-end tests); crew-desktop links no test
+// helper of ours (its X library, jezek/xgb, imports testing itself).
+func TestBinariesLinkNoTestCode(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prog := range []string{"./cmd/crew", "./desktop-helper"} {
+		cmd := exec.Command("go", "list", "-deps", prog)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", prog, err)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, module+"/events") && prog == "./cmd/crew" {
+			t.Fatalf("go list -deps %s lists no events package: %v", prog, deps)
+		}
+		for _, p := range testCode(deps) {
+			if prog == "./desktop-helper" && !strings.HasPrefix(p, module) {
+				continue
+			}
+			t.Errorf("%s links %s: test code in the binary", prog, p)
+		}
+	}
+}
+
+// TestTestCodeCheckCatchesTestPackages: the check above fails on what it
+// must refuse, so it can fail.
+func TestTestCodeCheckCatchesTestPackages(t *testing.T) {
+	got := testCode([]string{"fmt", "testing", "testing/fstest", "internal/synctest", "sync",
+		module + "/events", module + "/events/eventstest", module + "/events/memlog",
+		module + "/desktop-helper/desktoptest", "github.com/nats-io/nats.go", "golang.org/x/net/nettest"})
+	want := []string{"testing", "testing/fstest", module + "/events/eventstest", module + "/desktop-helper/desktoptest"}
+	if !slices.Equal(got, want) {
+		t.Errorf("testCode found %v, want %v", got, want)
+	}
+}
