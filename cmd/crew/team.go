@@ -44,7 +44,7 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 	case err == nil:
 		defer s.Close()
 		// The server is stopped: no teammate holds a folder.
-		msg, err = team.New(team.Config{Log: s.log}).Remove(ctx, name, *teamID, *discard)
+		msg, err = team.New(team.Config{Log: s.log, Home: dir}).Remove(ctx, name, *teamID, *discard)
 	}
 	if err != nil {
 		return err

@@ -317,7 +317,7 @@ func wireLoop(ctx context.Context, dir string, h *home.Home, st *store, runner *
 		convs.SetIdleLimit(n)
 	}
 	var cr *liveCrew
-	teams := team.New(team.Config{Log: st.log, Convs: convs, NewID: nuid.Next, Logger: logger.With("component", "team"),
+	teams := team.New(team.Config{Log: st.log, Convs: convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: dir,
 		Agents: func(id string) (loop.Agent, bool) { return cr.agent(id) }})
 	reg, err := tools.New(allTools(create, nt, cv, teams)...)
 	if err != nil {

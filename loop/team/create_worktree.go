@@ -70,8 +70,7 @@ func (c createWorktree) Run(ctx context.Context, env tools.Env, args json.RawMes
 	if ref != nil {
 		return outcome("", ref)
 	}
-	g := git{bin: c.r.cfg.Git}
-	wt, err := g.add(ctx, env.Workspace, a.Name)
+	wt, err := addWorktree(ctx, c.r.cfg.Git, env.HomeDir, env.Workspace, a.Name)
 	if err != nil {
 		return outcome("", err)
 	}

@@ -137,6 +137,7 @@ type harness struct {
 	w      *loop.Worker
 	rt     *team.Runtime
 	ws     string // the lead's workspace
+	home   string // the crew home the tools are told of; "" none
 }
 
 const leadConv = "web-1"
@@ -181,6 +182,7 @@ func (h *harness) start() {
 		NewID:    nuid.Next,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Teams:    h.rt,
+		HomeDir:  h.home,
 	}
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: deps, SweepEvery: -1, Agents: h.agent,
 		Recover: func(context.Context) ([]string, error) { return nil, nil }})

@@ -85,8 +85,8 @@ func (r *Runtime) RemoveWorktree(ctx context.Context, team, name string, discard
 		}
 	}
 	r.mu.Unlock()
-	g := git{bin: r.cfg.Git}
 	repo := filepath.Dir(filepath.Dir(wt.Path))
+	g := newGit(r.cfg.Git, r.cfg.Home, repo)
 	if _, err := os.Stat(wt.Path); errors.Is(err, os.ErrNotExist) {
 		// Gone already: forget it in git and on the board.
 		g.run(ctx, repo, "worktree", "prune")

@@ -28,6 +28,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Git is the git binary create_worktree runs ("git" when empty).
 	Git string
+	// Home is the crew home, hidden from git but for the repository (the
+	// host's worktree removal; create_worktree uses its call's).
+	Home string
 }
 
 // Runtime runs the teams (seed 001): it folds each team's board and

@@ -37,10 +37,11 @@ const (
 // stageConfig is what the server tells stage 1 (and stage 1 tells stage 2),
 // as JSON in argv[1]. It holds no secret: the script is visible to ps anyway.
 type stageConfig struct {
-	Script string `json:"script"`
-	Dir    string `json:"dir"`
-	View   *View  `json:"view,omitempty"`
-	NewNet bool   `json:"new_net,omitempty"` // bring loopback up in the fresh network namespace
+	Script string   `json:"script"`
+	Exec   []string `json:"exec,omitempty"` // a program instead of /bin/sh -c Script
+	Dir    string   `json:"dir"`
+	View   *View    `json:"view,omitempty"`
+	NewNet bool     `json:"new_net,omitempty"` // bring loopback up in the fresh network namespace
 	// MapAll: stage 1 is real root, so every id maps into the command's user
 	// namespace unchanged (root stays root, setuid works); otherwise only the
 	// caller's own uid and gid are mapped.
@@ -371,8 +372,17 @@ func stage2(arg string) {
 			fail(fmt.Errorf("%w: unix-socket block: %v", ErrNoSandbox, err))
 		}
 	}
-	err := unix.Exec("/bin/sh", []string{"/bin/sh", "-c", c.Script}, os.Environ())
-	fail(fmt.Errorf("exec /bin/sh: %w", err))
+	path, argv := "/bin/sh", []string{"/bin/sh", "-c", c.Script}
+	if len(c.Exec) > 0 {
+		argv = c.Exec
+		p, err := exec.LookPath(argv[0])
+		if err != nil {
+			fail(fmt.Errorf("exec %s: %w", argv[0], err))
+		}
+		path = p
+	}
+	err := unix.Exec(path, argv, os.Environ())
+	fail(fmt.Errorf("exec %s: %w", path, err))
 }
 
 // parseStatus reads stage 1's report: "exit N", "signal N" or "error MSG".

@@ -142,7 +142,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		return Output{}, fmt.Errorf("shell: start /bin/sh: working directory %s is not a directory", dir)
 	}
 
-	cfg := stageConfig{Script: c.Script, Dir: dir, View: c.View, MapAll: f.ns == nsRoot, UID: os.Getuid(), GID: os.Getgid()}
+	cfg := stageConfig{Script: c.Script, Exec: c.Exec, Dir: dir, View: c.View, MapAll: f.ns == nsRoot, UID: os.Getuid(), GID: os.Getgid()}
 	env := append(make([]string, 0, len(c.Env)+1), c.Env...) // never nil: nil would inherit ours
 	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
 	if p := c.Sandbox; p != nil {
@@ -226,6 +226,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		return Output{}, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, outW
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
 	if c.Stderr != nil {
 		errW, err := newPipe()
 		if err != nil {

@@ -255,3 +255,36 @@ func TestNilEnvInheritsNothing(t *testing.T) {
 		t.Errorf("got %+v, %v", out, err)
 	}
 }
+
+// TestExecRunsAProgramWithTheSameProtections: a program started with Exec
+// (no shell in between) is confined like a command line — its writes end
+// at the policy's paths, it has no network — and Stdout takes its output
+// while Output.Text keeps its standard error.
+func TestExecRunsAProgramWithTheSameProtections(t *testing.T) {
+	for name, f := range facilities(t) {
+		t.Run(name, func(t *testing.T) {
+			ws, outside := t.TempDir(), t.TempDir()
+			var stdout strings.Builder
+			out, err := run(t.Context(), Command{
+				Exec: []string{"sh", "-c", `echo in > in.txt; echo out > "$1/out.txt"; echo to-stdout; echo to-stderr >&2`, "sh", outside},
+				Dir:  ws, Env: Environ(os.Environ()), Stdout: &stdout, Sandbox: &Policy{WritePaths: []string{ws}},
+			}, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stdout.String() != "to-stdout\n" || !strings.Contains(out.Text, "to-stderr") || strings.Contains(out.Text, "to-stdout") {
+				t.Errorf("stdout %q, text %q", stdout.String(), out.Text)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "in.txt")); err != nil {
+				t.Errorf("write inside refused: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(outside, "out.txt")); err == nil {
+				t.Error("a program started with Exec wrote outside its write paths")
+			}
+			out, err = run(t.Context(), Command{Exec: []string{"no-such-program-here"}, Dir: ws, Env: Environ(os.Environ())}, f)
+			if err == nil {
+				t.Errorf("a missing program ran: %+v", out)
+			}
+		})
+	}
+}

@@ -16,14 +16,24 @@ const (
 	MaxTimeout     = 600 * time.Second
 )
 
-// Command is one command line to run with /bin/sh -c.
+// Command is one command line to run with /bin/sh -c, or one program
+// (Exec). Every child process an agent's action causes starts here, with
+// the same isolation (see the package comment).
 type Command struct {
-	Script  string        // the command line
+	Script string // the command line
+	// Exec, when set, is the program to run instead of /bin/sh -c Script:
+	// Exec[0] is an absolute path or a name looked up in the command's own
+	// PATH (Env), the rest its arguments.
+	Exec    []string
 	Dir     string        // working directory, absolute
 	Timeout time.Duration // 0 means DefaultTimeout; capped at MaxTimeout
 	Env     []string      // the child's whole environment ("K=V"); see Environ
 	// Stdin is what the command reads on its standard input; nil is empty.
 	Stdin io.Reader
+	// Stdout, when set, receives the command's standard output (an *os.File
+	// is handed to it directly); Output.Text then holds its standard error
+	// only.
+	Stdout io.Writer
 	// Stderr, when set, also receives what the command writes to its
 	// standard error. Stdout and stderr then come through two pipes, so
 	// their interleaving in Output.Text is only approximate; when Stderr is
