@@ -65,6 +65,16 @@ var samples = map[string][]events.Event{
 		&events.TelegramCardSent{CardID: "a1", Kind: events.CardApproval, ChatID: 42, MessageID: 7, Text: "Approval needed: shell_run"},
 		&events.TelegramCardSent{CardID: "q1", Kind: events.CardQuestion, ChatID: -100, MessageID: 8, Text: "Which day?", Choices: []string{"Monday", "Tuesday"}},
 	},
+	events.TypeTelegramSendWanted: {
+		&events.TelegramSendWanted{Chat: 42, Kind: events.SendReply, Ref: "conv:17#1", SourceSeq: 17, Text: "Done."},
+		&events.TelegramSendWanted{Chat: 42, Kind: events.SendNotice, Ref: "update:900", Text: "queued: 1 waiting"},
+		&events.TelegramSendWanted{Chat: -100, Kind: events.SendCard, Ref: "conv:18", SourceSeq: 18, Card: &events.TelegramCardWant{CardID: "q1", Kind: events.CardQuestion, Text: "Question: which day?", Choices: []string{"Monday"}}},
+		&events.TelegramSendWanted{Chat: 42, Kind: events.SendEdit, Ref: "conv:19#7", SourceSeq: 19, MessageID: 7, Text: "Approval needed: shell_run\n\nApproved."},
+		&events.TelegramSendWanted{Chat: 42, Kind: events.SendFile, Ref: "conv:20#f1", SourceSeq: 20, Artifact: "report"},
+	},
+	events.TypeTelegramSent:           {&events.TelegramSent{WantedSeq: 12, MessageID: 7}},
+	events.TypeTelegramSendFailed:     {&events.TelegramSendFailed{WantedSeq: 12, Chat: 42, Status: 403, Error: "Forbidden: bot was blocked by the user", ChatGone: true}},
+	events.TypeTelegramOutboxPosition: {&events.TelegramOutboxPosition{Seq: 0}, &events.TelegramOutboxPosition{Seq: 99}},
 	events.TypeTelegramCardSettled: {
 		&events.TelegramCardSettled{CardID: "q1", Outcome: "answered"},
 	},

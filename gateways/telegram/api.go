@@ -87,30 +87,30 @@ func (b *botAPI) call(ctx context.Context, method string, params, out any) error
 // upload posts fields and one file as multipart/form-data (sendDocument,
 // sendPhoto). The fields are redacted like every JSON call's; the file is
 // a canvas, redacted when it was stored.
-func (b *botAPI) upload(ctx context.Context, method string, fields map[string]string, field, filename string, data []byte) error {
+func (b *botAPI) upload(ctx context.Context, method string, fields map[string]string, field, filename string, data []byte) (int64, error) {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for k, v := range fields {
 		if err := mw.WriteField(k, events.Secrets().String(v)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	fw, err := mw.CreateFormFile(field, filename)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	fw.Write(data)
 	if err := mw.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/"+method, &body)
 	if err != nil {
-		return fmt.Errorf("telegram %s: %w", method, b.scrub(err))
+		return 0, fmt.Errorf("telegram %s: %w", method, b.scrub(err))
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("telegram %s: %w", method, b.scrub(err))
+		return 0, fmt.Errorf("telegram %s: %w", method, b.scrub(err))
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -118,11 +118,18 @@ func (b *botAPI) upload(ctx context.Context, method string, fields map[string]st
 		OK          bool   `json:"ok"`
 		ErrorCode   int    `json:"error_code"`
 		Description string `json:"description"`
+		Result      struct {
+			MessageID int64 `json:"message_id"`
+		} `json:"result"`
+		Parameters struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil || !env.OK {
-		return &apiError{Method: method, Status: resp.StatusCode, Code: env.ErrorCode, Description: cmp.Or(env.Description, strings.TrimSpace(string(raw[:min(len(raw), 200)])))}
+		return 0, &apiError{Method: method, Status: resp.StatusCode, Code: env.ErrorCode, RetryAfter: env.Parameters.RetryAfter,
+			Description: cmp.Or(env.Description, strings.TrimSpace(string(raw[:min(len(raw), 200)])))}
 	}
-	return nil
+	return env.Result.MessageID, nil
 }
 
 // download fetches a file by the file_path getFile returned.

@@ -33,27 +33,46 @@ type card struct {
 }
 
 // cards are the copies of the pending approvals' and questions' cards, by
-// their id, and the outcome of those settled lately (for a stale press).
+// their id, and the outcome of those settled lately (for a stale press,
+// and for a copy still on its way when its card was settled).
 type cards struct {
 	mu      sync.Mutex
 	byID    map[string][]card
-	settled map[string]string
+	settled map[string]settledCard
 	sent    int
 }
 
-// latest is the approval whose card chatID got last, among the pending.
-func (c *cards) latest(chatID int64) string {
+type settledCard struct{ outcome, line string }
+
+// latest is the card of kind whose copy chatID got last, among the pending.
+func (c *cards) latest(chatID int64, kind string) (string, card) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	best, id := -1, ""
+	best, id, got := -1, "", card{}
 	for a, ks := range c.byID {
 		for _, k := range ks {
-			if k.kind == events.CardApproval && k.chatID == chatID && k.n > best {
-				best, id = k.n, a
+			if k.kind == kind && k.chatID == chatID && k.n > best {
+				best, id, got = k.n, a, k
 			}
 		}
 	}
-	return id
+	return id, got
+}
+
+// pending are the pending cards of kind chatID holds a copy of, oldest first.
+func (c *cards) pending(chatID int64, kind string) []card {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []card
+	for _, ks := range c.byID {
+		for _, k := range ks {
+			if k.kind == kind && k.chatID == chatID {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b card) int { return cmp.Compare(a.n, b.n) })
+	return out
 }
 
 // find is the card and id of the copy chatID got as messageID.
@@ -87,24 +106,36 @@ func (c *cards) add(id string, k card) {
 	c.byID[id] = append(c.byID[id], k)
 }
 
-// take forgets the card's copies and remembers its outcome.
-func (c *cards) take(id, outcome string) []card {
+// take forgets the card's copies and remembers its outcome and the line
+// its copies end with.
+func (c *cards) take(id, outcome, line string) []card {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ks := c.byID[id]
 	delete(c.byID, id)
 	if c.settled == nil || len(c.settled) >= maxTracked {
-		c.settled = map[string]string{}
+		c.settled = map[string]settledCard{}
 	}
-	c.settled[id] = outcome
+	c.settled[id] = settledCard{outcome, line}
 	return ks
 }
 
 // outcome is how a card lately settled was settled ("" when unknown).
 func (c *cards) outcome(id string) string {
+	o, _ := c.settledAs(id)
+	return o
+}
+
+// settledAs is a card's outcome and the line its copies end with ("", ""
+// while it waits or when unknown).
+func (c *cards) settledAs(id string) (outcome, line string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.settled[id]
+	s := c.settled[id]
+	if s.outcome != "" && s.line == "" {
+		s.line = capitalize(s.outcome) + "."
+	}
+	return s.outcome, s.line
 }
 
 // drop forgets the copy the owner pressed: its own answer edits it.
@@ -112,41 +143,6 @@ func (c *cards) drop(id string, chatID, messageID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.byID[id] = slices.DeleteFunc(c.byID[id], func(k card) bool { return k.chatID == chatID && k.messageID == messageID })
-}
-
-// loadCards folds the bot's stored cards: the copies sent and not settled.
-func (g *Gateway) loadCards(ctx context.Context) error {
-	scope := events.Telegram(g.bot)
-	type seqd struct {
-		seq uint64
-		e   events.Event
-	}
-	var all []seqd
-	for _, typ := range []string{events.TypeTelegramCardSent, events.TypeTelegramCardSettled} {
-		envs, err := g.cfg.Log.ReadAll(ctx, scope.Subject(typ), 0)
-		if err != nil {
-			return fmt.Errorf("telegram: read cards: %w", err)
-		}
-		for _, env := range envs {
-			e, err := env.Decode()
-			if err != nil {
-				return fmt.Errorf("telegram: read cards (%s, sequence %d): %w", env.Subject, env.Seq, err)
-			}
-			all = append(all, seqd{env.Seq, e})
-		}
-	}
-	slices.SortFunc(all, func(a, b seqd) int { return cmp.Compare(a.seq, b.seq) })
-	for _, x := range all {
-		switch e := x.e.(type) {
-		case *events.TelegramCardSent:
-			if g.cards.outcome(e.CardID) == "" {
-				g.cards.add(e.CardID, card{kind: e.Kind, chatID: e.ChatID, messageID: e.MessageID, text: e.Text, choices: e.Choices})
-			}
-		case *events.TelegramCardSettled:
-			g.cards.take(e.CardID, e.Outcome)
-		}
-	}
-	return nil
 }
 
 // settleMissed edits the tracked copies of cards settled while the gateway
@@ -171,32 +167,26 @@ func (g *Gateway) settleMissed(ctx context.Context) {
 			}
 			continue
 		}
+		ref := "settle:" + id
 		switch outcome {
 		case "":
 		case "answered":
-			g.settle(ctx, id, outcome, "Answered.")
+			g.settle(ctx, id, outcome, "Answered.", ref)
 		case "expired":
 			if kind == events.CardQuestion {
-				g.settle(ctx, id, outcome, expiredLine)
+				g.settle(ctx, id, outcome, expiredLine, ref)
 			} else {
-				g.settle(ctx, id, outcome, "Expired.")
+				g.settle(ctx, id, outcome, "Expired.", ref)
 			}
 		default:
-			g.settle(ctx, id, outcome, capitalize(outcome)+".")
+			g.settle(ctx, id, outcome, capitalize(outcome)+".", ref)
 		}
 	}
 }
 
-// track keeps a sent copy, in memory and on the bot's scope.
-func (g *Gateway) track(ctx context.Context, id string, k card) {
-	g.cards.add(id, k)
-	g.store(ctx, &events.TelegramCardSent{CardID: id, Kind: k.kind, ChatID: k.chatID, MessageID: k.messageID, Text: k.text, Choices: k.choices})
-}
-
-// store appends an event to the bot's scope; a failure is logged (the
-// card still works until a restart).
+// store appends an event to the bot's scope; a failure is logged.
 func (g *Gateway) store(ctx context.Context, e events.Event) {
-	// Recorded even when shutdown began after the card went out.
+	// Recorded even when shutdown began.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	env, err := events.New(e)
@@ -208,28 +198,17 @@ func (g *Gateway) store(ctx context.Context, e events.Event) {
 	}
 }
 
-// sendCard sends an approval card to chatID and keeps the copy.
-func (g *Gateway) sendCard(ctx context.Context, chatID int64, e *events.ApprovalRequested) {
-	text := approvalText(e)
-	if id := g.sendTracked(ctx, chatID, text, approvalKeyboard(e.ApprovalID)); id != 0 {
-		g.track(ctx, e.ApprovalID, card{kind: events.CardApproval, chatID: chatID, messageID: id, text: text})
-	}
+// sendCard wants an approval card sent to chatID.
+func (g *Gateway) sendCard(ctx context.Context, chatID int64, ref string, e *events.ApprovalRequested) error {
+	return g.want(ctx, events.TelegramSendWanted{Chat: chatID, Kind: events.SendCard, Ref: ref, SourceSeq: sourceOf(ref),
+		Card: &events.TelegramCardWant{CardID: e.ApprovalID, Kind: events.CardApproval, Text: approvalText(e)}})
 }
 
-// sendQuestion sends a question card to chatID — its choices as buttons,
-// answerable too by a reply to it — and keeps the copy.
-func (g *Gateway) sendQuestion(ctx context.Context, chatID int64, e *events.QuestionAsked) {
-	text := questionText(e)
-	var kb *inlineKeyboard
-	if len(e.Choices) > 0 {
-		kb = &inlineKeyboard{}
-		for i, ch := range e.Choices {
-			kb.Rows = append(kb.Rows, []inlineButton{{Text: ch, Data: fmt.Sprintf("q:%s:%d", e.QuestionID, i)}})
-		}
-	}
-	if id := g.sendTracked(ctx, chatID, text, kb); id != 0 {
-		g.track(ctx, e.QuestionID, card{kind: events.CardQuestion, chatID: chatID, messageID: id, text: text, choices: e.Choices})
-	}
+// sendQuestion wants a question card sent to chatID — its choices as
+// buttons, answerable too by a reply to it or a plain message.
+func (g *Gateway) sendQuestion(ctx context.Context, chatID int64, ref string, e *events.QuestionAsked) error {
+	return g.want(ctx, events.TelegramSendWanted{Chat: chatID, Kind: events.SendCard, Ref: ref, SourceSeq: sourceOf(ref),
+		Card: &events.TelegramCardWant{CardID: e.QuestionID, Kind: events.CardQuestion, Text: questionText(e), Choices: e.Choices}})
 }
 
 func questionText(e *events.QuestionAsked) string {
@@ -250,52 +229,45 @@ func (g *Gateway) allowedChats() []int64 {
 	return chats
 }
 
-// broadcastCard sends the card to every allowed chat.
-func (g *Gateway) broadcastCard(ctx context.Context, e *events.ApprovalRequested) {
+// broadcastCard wants the card sent to every allowed chat.
+func (g *Gateway) broadcastCard(ctx context.Context, ref string, e *events.ApprovalRequested) error {
 	for _, id := range g.allowedChats() {
-		g.sendCard(ctx, id, e)
+		if err := g.sendCard(ctx, id, ref, e); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-// broadcastQuestion sends the question to every allowed chat.
-func (g *Gateway) broadcastQuestion(ctx context.Context, e *events.QuestionAsked) {
+// broadcastQuestion wants the question sent to every allowed chat.
+func (g *Gateway) broadcastQuestion(ctx context.Context, ref string, e *events.QuestionAsked) error {
 	for _, id := range g.allowedChats() {
-		g.sendQuestion(ctx, id, e)
+		if err := g.sendQuestion(ctx, id, ref, e); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-// settleCards edits every copy of the decided approval's card: the
-// outcome below the text, no buttons.
-func (g *Gateway) settleCards(ctx context.Context, e *events.ApprovalDecided) {
-	g.settle(ctx, e.ApprovalID, e.Decision, decidedLine(e))
-}
-
-// settleQuestion edits every copy of an answered or expired question.
-func (g *Gateway) settleQuestion(ctx context.Context, id, outcome, line string) {
-	g.settle(ctx, id, outcome, line)
-}
-
-// settle edits every tracked copy of card id to end with line, without
-// buttons, and stores that it did.
-func (g *Gateway) settle(ctx context.Context, id, outcome, line string) {
-	ks := g.cards.take(id, outcome)
-	for _, k := range ks {
-		err := g.api.call(ctx, "editMessageText", map[string]any{
-			"chat_id": k.chatID, "message_id": k.messageID, "text": events.Secrets().String(k.text + "\n\n" + line),
-			"reply_markup": inlineKeyboard{Rows: [][]inlineButton{}},
-		}, nil)
-		if err != nil { // at least the buttons go
-			g.cfg.Logger.Debug("telegram editMessageText failed", "chat_id", k.chatID, "error", err)
-			if err := g.api.call(ctx, "editMessageReplyMarkup", map[string]any{
-				"chat_id": k.chatID, "message_id": k.messageID, "reply_markup": inlineKeyboard{Rows: [][]inlineButton{}},
-			}, nil); err != nil {
-				g.cfg.Logger.Debug("telegram editMessageReplyMarkup failed", "chat_id", k.chatID, "error", err)
+// settle wants every tracked copy of card id edited to end with line,
+// without buttons, and stores that it is settled. A copy still on its way
+// is sent settled (or edited once it is sent: Gateway.sent).
+func (g *Gateway) settle(ctx context.Context, id, outcome, line, ref string) error {
+	ks := g.cards.take(id, outcome, line)
+	for i, k := range ks {
+		if err := g.wantEdit(ctx, k, ref, line); err != nil {
+			// Put back the copies not yet wanted edited: the follower
+			// reads the event again.
+			for _, rest := range ks[i:] {
+				g.cards.add(id, rest)
 			}
+			return err
 		}
 	}
 	if len(ks) > 0 {
 		g.store(ctx, &events.TelegramCardSettled{CardID: id, Outcome: outcome})
 	}
+	return nil
 }
 
 func decidedLine(e *events.ApprovalDecided) string {
@@ -333,11 +305,10 @@ func firstLineOf(s string, n int) string {
 
 // decideLatest answers /approve and /deny: the latest pending approval
 // whose card this chat got.
-func (g *Gateway) decideLatest(ctx context.Context, chatID int64, approve bool) {
-	id := g.cards.latest(chatID)
+func (g *Gateway) decideLatest(ctx context.Context, chatID int64, ref string, approve bool) error {
+	id, _ := g.cards.latest(chatID, events.CardApproval)
 	if id == "" {
-		g.send(ctx, chatID, "No approval is waiting here.", nil)
-		return
+		return g.notice(ctx, chatID, ref, "No approval is waiting here.")
 	}
 	decision, err := g.cfg.Approvals.Decide(ctx, id, approve, false, channel(chatID))
 	if err != nil {
@@ -346,14 +317,14 @@ func (g *Gateway) decideLatest(ctx context.Context, chatID int64, approve bool) 
 			g.cfg.Logger.Error("telegram approval failed", "approval_id", id, "error", err)
 			text = "The decision was not stored: " + err.Error()
 		}
-		g.send(ctx, chatID, text, nil)
-		return
+		return g.notice(ctx, chatID, ref, text)
 	}
-	g.send(ctx, chatID, capitalize(decision)+".", nil)
+	return g.notice(ctx, chatID, ref, capitalize(decision)+".")
 }
 
-// statusText is /status's answer.
-func statusText(running, queued, waiting []string, err error) string {
+// statusText is /status's answer: questions waiting in the chat beside
+// the approvals.
+func statusText(running, queued, waiting, questions []string, err error) string {
 	if err != nil {
 		return "No status: " + err.Error()
 	}
@@ -363,5 +334,12 @@ func statusText(running, queued, waiting []string, err error) string {
 		}
 		return what + ": " + strings.Join(xs, "; ")
 	}
-	return line("Running", running) + "\n" + line("Queued", queued) + "\n" + line("Waiting for you (/approve or /deny the latest)", waiting)
+	text := line("Running", running) + "\n" + line("Queued", queued) + "\n" + line("Waiting for you (/approve or /deny the latest)", waiting)
+	if len(questions) > 0 {
+		text += "\nQuestions waiting for your answer (reply to one, or just write to answer the latest):"
+		for _, q := range questions {
+			text += "\n- " + q
+		}
+	}
+	return text
 }

@@ -288,7 +288,7 @@ func (c *crew) received(t *testing.T) []events.MessageReceived {
 // offset is the bot's last stored offset (0: none).
 func (c *crew) offset(t *testing.T, bot string) int64 {
 	t.Helper()
-	envs, err := c.log.ReadAll(t.Context(), events.Telegram(bot).Filter(), 0)
+	envs, err := c.log.ReadAll(t.Context(), events.Telegram(bot).Subject(events.TypeTelegramOffset), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,6 +300,36 @@ func (c *crew) offset(t *testing.T, bot string) int64 {
 		t.Fatal(err)
 	}
 	return e.(*events.TelegramOffsetAdvanced).Offset
+}
+
+// cardCopies are the cards' copies the outbox sent: each card wanted and
+// its telegram_sent, as a TelegramCardSent.
+func (c *crew) cardCopies(t *testing.T) []events.TelegramCardSent {
+	t.Helper()
+	wanted := map[uint64]*events.TelegramSendWanted{}
+	envs, err := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramSendWanted, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range envs {
+		d, _ := env.Decode()
+		if w := d.(*events.TelegramSendWanted); w.Card != nil {
+			wanted[env.Seq] = w
+		}
+	}
+	sent, err := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramSent, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.TelegramCardSent
+	for _, env := range sent {
+		d, _ := env.Decode()
+		s := d.(*events.TelegramSent)
+		if w := wanted[s.WantedSeq]; w != nil {
+			out = append(out, events.TelegramCardSent{CardID: w.Card.CardID, Kind: w.Card.Kind, ChatID: w.Chat, MessageID: s.MessageID, Text: w.Card.Text, Choices: w.Card.Choices})
+		}
+	}
+	return out
 }
 
 type syncBuffer struct {

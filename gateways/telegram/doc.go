@@ -3,8 +3,10 @@
 // each finished run's answer, each approval card and each question
 // (ask_user: its choices as buttons, answerable by a press or by a reply to
 // it) back to the chat. Which message carries which card is stored on
-// crew.tg.<bot> (telegram_card_sent, telegram_card_settled), so a restarted
-// gateway still edits every copy once it is decided or answered elsewhere.
+// crew.tg.<bot> (the card's telegram_send_wanted and telegram_sent, and
+// telegram_card_settled), so a restarted gateway still edits every copy
+// once it is decided or answered elsewhere. While a question waits in a
+// chat, the owner's plain message answers it (the latest there).
 //
 // Delivery guarantees:
 //
@@ -13,9 +15,15 @@
 //     only after every update before it was stored as a message, so a crash
 //     fetches them again, and Receive recognises a stored update by its
 //     ExternalID "telegram:<update_id>".
-//   - Outbound is at-most-once: the gateway follows the log from its end at
-//     start, so a run that finished while the server was down is not sent
-//     (the answer is still in the web UI); nothing is ever sent twice.
+//   - Outbound is at-least-once through an outbox (outbox.go): every
+//     message is a telegram_send_wanted before it is sent and a
+//     telegram_sent after; the follower resumes where it stopped, so a run
+//     that finished while the gateway was down is sent at its start; one
+//     worker per chat sends in order, riding out 429, 5xx and network
+//     errors, giving up (telegram_send_failed) only on a 4xx that retrying
+//     cannot mend. A crash after Telegram accepted a message and before
+//     its telegram_sent was stored sends it once more: at most one
+//     duplicate, only across a crash in that window.
 //   - Replies are plain text (no parse_mode), so Markdown in an answer can
 //     never make a send fail; long answers are split at 4096 characters, on
 //     line boundaries when possible.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -75,6 +76,12 @@ type Config struct {
 	// queued, and waiting for the owner (projections.Overview). nil:
 	// /status is an ordinary message.
 	Status func(ctx context.Context) (running, queued, waiting []string, err error)
+	// RetryMin and RetryMax bound the backoff of a send that failed with
+	// a 5xx or a network error, and of a failing poll (default 1 s, 30 s).
+	RetryMin, RetryMax time.Duration
+	// Checkpoint is called at each point of a send (PointBeforeSend, …):
+	// the fault-injection build crashes there; nil in every other build.
+	Checkpoint func(point string)
 }
 
 // maxPhoto bounds a downloaded photo (Telegram's own bot limit is 20 MB).
@@ -96,6 +103,10 @@ type Gateway struct {
 	typing map[int64]int // chat → open runs
 
 	cards cards // the pending approvals' cards, to settle everywhere
+
+	out      outbox          // the messages wanted and not yet sent
+	ctx      context.Context // the gateway's, for the chats' workers
+	followed atomic.Uint64   // the last conversation event the follower applied
 }
 
 // Start reads the stored offset, starts polling and the reply follower,
@@ -124,6 +135,13 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = time.Second
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 30 * time.Second
+	}
+	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryMin)
 	g := &Gateway{
 		cfg:     cfg,
 		api:     &botAPI{base: cfg.APIURL + "/bot" + cfg.Token, file: cfg.APIURL + "/file/bot" + cfg.Token, hc: cfg.HTTPClient, token: cfg.Token},
@@ -140,26 +158,64 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.offset = offset
-	if err := g.loadCards(ctx); err != nil {
+	pending, position, found, err := g.loadOutbox(ctx)
+	if err != nil {
 		return nil, err
 	}
-	// Replies follow from the log's end now: runs that finish from here on.
-	last, err := cfg.Log.Last(ctx, events.Root+".>")
-	if err != nil {
-		return nil, fmt.Errorf("telegram: %w", err)
+	for _, w := range pending {
+		g.enqueue(w)
 	}
+	if !found {
+		// The first start: conversations are followed from the log's end
+		// (an answer of before the bot was set up is not sent), and that
+		// position is stored, so from now on nothing is missed.
+		last, err := cfg.Log.Last(ctx, events.Root+".>")
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
+		if err := g.storePosition(ctx, last); err != nil {
+			return nil, err
+		}
+		position = last + 1
+	}
+	// From the last event anything was wanted for, which is read again
+	// (what it wanted is not wanted twice): an event of many messages cut
+	// by a crash still wants them all.
+	from := max(position, 1)
+	g.followed.Store(position)
 	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	g.ctx = ctx
+	g.startWorkers()
 	g.wg.Go(func() { g.poll(ctx) })
-	g.wg.Go(func() { g.follow(ctx, last+1) })
+	g.wg.Go(func() { g.follow(ctx, from) })
 	g.wg.Go(func() { g.settleMissed(ctx) })
 	g.wg.Go(func() { g.keepTyping(ctx) })
 	return g, nil
 }
 
-// Close stops polling and replies and waits for them.
+// Close stops polling and replies and waits for them; it stores where the
+// follower stopped, so the next start reads on from there.
 func (g *Gateway) Close() {
 	g.cancel()
 	g.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.storePosition(ctx, g.followed.Load()); err != nil {
+		g.cfg.Logger.Warn("telegram: follower position not stored", "error", err)
+	}
+}
+
+// storePosition stores the conversation event up to which the follower
+// has wanted everything.
+func (g *Gateway) storePosition(ctx context.Context, seq uint64) error {
+	env, err := events.New(&events.TelegramOutboxPosition{Seq: seq})
+	if err == nil {
+		_, err = g.cfg.Log.Append(ctx, events.Telegram(g.bot), events.Any, env)
+	}
+	if err != nil {
+		return fmt.Errorf("telegram: store the follower's position: %w", err)
+	}
+	return nil
 }
 
 // BotID names a bot in the log: the numeric id before the token's ':', or
@@ -176,12 +232,12 @@ func BotID(token string) string {
 
 // storedOffset is the last TelegramOffsetAdvanced of the bot (0: none).
 func (g *Gateway) storedOffset(ctx context.Context) (int64, error) {
-	scope := events.Telegram(g.bot)
-	last, err := g.cfg.Log.Last(ctx, scope.Filter())
+	subject := events.Telegram(g.bot).Subject(events.TypeTelegramOffset)
+	last, err := g.cfg.Log.Last(ctx, subject)
 	if err != nil || last == 0 {
 		return 0, err
 	}
-	envs, err := g.cfg.Log.ReadAll(ctx, scope.Filter(), last)
+	envs, err := g.cfg.Log.ReadAll(ctx, subject, last)
 	if err != nil {
 		return 0, fmt.Errorf("telegram: read offset: %w", err)
 	}
@@ -197,8 +253,11 @@ func (g *Gateway) storedOffset(ctx context.Context) (int64, error) {
 	return 0, nil
 }
 
-// poll fetches updates until ctx ends.
+// poll fetches updates until ctx ends. A failing poll backs off (from
+// PollEvery, doubling, up to RetryMax) and is logged once per change of
+// its error, and once when it recovers.
 func (g *Gateway) poll(ctx context.Context) {
+	failing, wait := "", g.cfg.PollEvery
 	for ctx.Err() == nil {
 		start := time.Now()
 		var ups []update
@@ -210,9 +269,20 @@ func (g *Gateway) poll(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			g.cfg.Logger.Warn("telegram poll failed", "error", err)
-			sleep(ctx, g.cfg.PollEvery)
+			if msg := err.Error(); msg != failing {
+				failing = msg
+				g.cfg.Logger.Warn("telegram poll failed: backing off", "retry_in", wait.String(), "error", err)
+			}
+			if d, _ := retryable(err); d > wait {
+				wait = d // a 429's retry_after
+			}
+			sleep(ctx, wait)
+			wait = min(2*wait, max(g.cfg.RetryMax, g.cfg.PollEvery))
 			continue
+		}
+		if failing != "" {
+			g.cfg.Logger.Info("telegram poll recovered")
+			failing, wait = "", g.cfg.PollEvery
 		}
 		if err := g.handleAll(ctx, ups); err != nil {
 			if ctx.Err() != nil {
@@ -295,6 +365,7 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	if !g.admit(m.Chat.ID) {
 		return nil
 	}
+	ref := "update:" + strconv.FormatInt(updateID, 10)
 	msg := inbound.Message{
 		Text:       m.Text,
 		Channel:    channel(m.Chat.ID),
@@ -311,8 +382,7 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 		rel, err := g.savePhoto(ctx, updateID, m.Photo)
 		if err != nil {
 			g.cfg.Logger.Warn("telegram photo not saved", "chat_id", m.Chat.ID, "error", err)
-			g.send(ctx, m.Chat.ID, "I could not download that photo: "+err.Error(), nil)
-			return nil
+			return g.notice(ctx, m.Chat.ID, ref, "I could not download that photo: "+err.Error())
 		}
 		msg.Attachments = []string{rel}
 	}
@@ -321,44 +391,57 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	}
 	if m.ReplyTo != nil && len(msg.Attachments) == 0 {
 		if id, k, ok := g.cards.find(m.Chat.ID, m.ReplyTo.MessageID); ok && k.kind == events.CardQuestion {
-			return g.answer(ctx, m.Chat.ID, id, msg.Text)
+			return g.answer(ctx, m.Chat.ID, ref, id, msg.Text)
 		}
 	}
-	switch cmd := strings.TrimSpace(msg.Text); {
-	case cmd == "/status" && g.cfg.Status != nil:
-		g.send(ctx, m.Chat.ID, statusText(g.cfg.Status(ctx)), nil)
-		return nil
-	case cmd == "/approve" || cmd == "/deny":
-		g.decideLatest(ctx, m.Chat.ID, cmd == "/approve")
-		return nil
+	cmd := strings.TrimSpace(msg.Text)
+	if id, _ := g.cards.latest(m.Chat.ID, events.CardQuestion); id != "" && len(msg.Attachments) == 0 && !strings.HasPrefix(cmd, "/") {
+		// A question waits in this chat: the owner's plain message is its
+		// answer, as a reply to its card is.
+		return g.answer(ctx, m.Chat.ID, ref, id, msg.Text)
 	}
-	if strings.TrimSpace(msg.Text) == "/new" && g.cfg.NewConversation != nil {
+	switch {
+	case cmd == "/status" && g.cfg.Status != nil:
+		running, queued, waiting, err := g.cfg.Status(ctx)
+		return g.notice(ctx, m.Chat.ID, ref, statusText(running, queued, waiting, g.questionsWaiting(m.Chat.ID), err))
+	case cmd == "/approve" || cmd == "/deny":
+		return g.decideLatest(ctx, m.Chat.ID, ref, cmd == "/approve")
+	}
+	if cmd == "/new" && g.cfg.NewConversation != nil {
 		_, err := g.cfg.NewConversation(ctx, msg.Channel)
 		if errors.Is(err, summarize.ErrUnknownConversation) {
 			err = errors.New("this chat has no conversation open today; just write")
 		}
 		if err != nil {
-			g.send(ctx, m.Chat.ID, "Not started: "+err.Error(), nil)
-			return nil
+			return g.notice(ctx, m.Chat.ID, ref, "Not started: "+err.Error())
 		}
-		g.send(ctx, m.Chat.ID, "Closed this conversation with a summary; your next message starts a new one, which is told it.", nil)
-		return nil
+		return g.notice(ctx, m.Chat.ID, ref, "Closed this conversation with a summary; your next message starts a new one, which is told it.")
 	}
 	acc, err := g.cfg.Inbound.Receive(ctx, msg)
 	if err == nil {
 		switch {
 		case acc.Steer:
-			g.send(ctx, m.Chat.ID, "Steer noted: the running turn takes it in at its next step.", nil)
+			return g.notice(ctx, m.Chat.ID, ref, "Steer noted: the running turn takes it in at its next step.")
 		case acc.Queued > 0:
-			g.send(ctx, m.Chat.ID, QueuedText(acc.Queued), nil)
+			return g.notice(ctx, m.Chat.ID, ref, QueuedText(acc.Queued))
 		}
 		return nil
 	}
 	if text, ok := userText(err); ok {
-		g.send(ctx, m.Chat.ID, text, nil)
-		return nil
+		return g.notice(ctx, m.Chat.ID, ref, text)
 	}
 	return err
+}
+
+// questionsWaiting are the questions whose card chatID holds, as /status
+// lists them: their text's first line.
+func (g *Gateway) questionsWaiting(chatID int64) []string {
+	var out []string
+	for _, k := range g.cards.pending(chatID, events.CardQuestion) {
+		q := strings.TrimPrefix(firstLineOf(k.text, 200), "Question: ")
+		out = append(out, q)
+	}
+	return out
 }
 
 // userText maps Receive and Decide errors to what the chat is told (the
@@ -466,18 +549,17 @@ func (g *Gateway) handleCallback(ctx context.Context, q *callbackQuery) error {
 			answer = text
 		}
 	}
-	// The buttons go whatever the outcome: a stale card cannot be pressed
-	// twice. Both calls are best effort.
+	// The toast is best effort (a press's answer expires in seconds); the
+	// buttons go whatever the outcome, through the outbox: a stale card
+	// cannot be pressed twice.
 	if err := g.api.call(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": q.ID, "text": answer}, nil); err != nil {
 		g.cfg.Logger.Debug("telegram answerCallbackQuery failed", "error", err)
 	}
-	if err := g.api.call(ctx, "editMessageReplyMarkup", map[string]any{
-		"chat_id": chatID, "message_id": q.Message.MessageID, "reply_markup": inlineKeyboard{Rows: [][]inlineButton{}},
-	}, nil); err != nil {
-		g.cfg.Logger.Debug("telegram editMessageReplyMarkup failed", "error", err)
+	ref := "callback:" + q.ID
+	if err := g.want(ctx, events.TelegramSendWanted{Chat: chatID, Kind: events.SendEdit, Ref: ref, MessageID: q.Message.MessageID}); err != nil {
+		return err
 	}
-	g.send(ctx, chatID, answer, nil)
-	return nil
+	return g.notice(ctx, chatID, ref, answer)
 }
 
 // handleChoice answers a question by the choice pressed. A stale press —
@@ -526,20 +608,15 @@ func (g *Gateway) handleChoice(ctx context.Context, q *callbackQuery) error {
 	}
 	if !ok || !strings.HasPrefix(toast, "Answered") {
 		// A stale or bad press: its buttons go (an answer edits every copy).
-		if err := g.api.call(ctx, "editMessageReplyMarkup", map[string]any{
-			"chat_id": chatID, "message_id": q.Message.MessageID, "reply_markup": inlineKeyboard{Rows: [][]inlineButton{}},
-		}, nil); err != nil {
-			g.cfg.Logger.Debug("telegram editMessageReplyMarkup failed", "error", err)
-		}
+		return g.want(ctx, events.TelegramSendWanted{Chat: chatID, Kind: events.SendEdit, Ref: "callback:" + q.ID, MessageID: q.Message.MessageID})
 	}
 	return nil
 }
 
 // answer answers question id with a reply's text.
-func (g *Gateway) answer(ctx context.Context, chatID int64, id, text string) error {
+func (g *Gateway) answer(ctx context.Context, chatID int64, ref, id, text string) error {
 	if g.cfg.Questions == nil {
-		g.send(ctx, chatID, "Questions are not answered here.", nil)
-		return nil
+		return g.notice(ctx, chatID, ref, "Questions are not answered here.")
 	}
 	err := g.cfg.Questions.Answer(ctx, id, text, channel(chatID))
 	if err == nil {
@@ -549,8 +626,7 @@ func (g *Gateway) answer(ctx context.Context, chatID int64, id, text string) err
 	if !handled {
 		return err // the store is down: the update comes again
 	}
-	g.send(ctx, chatID, msg, nil)
-	return nil
+	return g.notice(ctx, chatID, ref, msg)
 }
 
 // parseChoice reads "q:<question id>:<choice index>".

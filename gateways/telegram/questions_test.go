@@ -143,9 +143,8 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	ask(conv)
 	card = nextCard("the fourth question")
 	eventstest.Eventually(t, "the fourth card's copy stored", func() bool {
-		envs, _ := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramCardSent, 0)
-		for _, env := range envs {
-			if d, _ := env.Decode(); d.(*events.TelegramCardSent).MessageID == card.MessageID {
+		for _, k := range c.cardCopies(t) {
+			if k.MessageID == card.MessageID {
 				return true
 			}
 		}
@@ -164,9 +163,8 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	ask(conv)
 	card = nextCard("the fifth question")
 	eventstest.Eventually(t, "the fifth card's copy stored", func() bool {
-		envs, _ := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramCardSent, 0)
-		for _, env := range envs {
-			if d, _ := env.Decode(); d.(*events.TelegramCardSent).MessageID == card.MessageID {
+		for _, k := range c.cardCopies(t) {
+			if k.MessageID == card.MessageID {
 				return true
 			}
 		}
@@ -186,10 +184,9 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	}
 	var approval events.TelegramCardSent
 	eventstest.Eventually(t, "the approval's copy stored", func() bool {
-		envs, _ := c.log.ReadAll(t.Context(), events.Root+".tg.*."+events.TypeTelegramCardSent, 0)
-		for _, env := range envs {
-			if d, _ := env.Decode(); d.(*events.TelegramCardSent).Kind == events.CardApproval {
-				approval = *d.(*events.TelegramCardSent)
+		for _, k := range c.cardCopies(t) {
+			if k.Kind == events.CardApproval {
+				approval = k
 				return true
 			}
 		}

@@ -29,10 +29,18 @@ func TestTelegramSendIsRedacted(t *testing.T) {
 	defer srv.Close()
 	api := &botAPI{base: srv.URL + "/botT", hc: srv.Client(), token: "T"}
 	g := &Gateway{api: api, cfg: Config{PollEvery: 1}}
-	g.send(t.Context(), 1, "visible-text "+secret, nil)
+	send := func(text string) {
+		// As wantText: redacted whole, then split.
+		for _, part := range Split(events.Secrets().String(text), MaxMessage) {
+			if _, err := g.sendWanted(t.Context(), events.TelegramSendWanted{Chat: 1, Kind: events.SendReply, Text: part}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send("visible-text " + secret)
 	// A long reply is split into messages: a secret across the split is
 	// caught too.
-	g.send(t.Context(), 1, strings.Repeat("a", MaxMessage-10)+secret+" long-end", nil)
+	send(strings.Repeat("a", MaxMessage-10) + secret + " long-end")
 	if err := api.call(t.Context(), "sendPhoto", map[string]any{"chat_id": 1, "caption": "visible-caption " + secret}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -40,8 +39,9 @@ func QueuedText(n int) string {
 	return fmt.Sprintf("queued: %d waiting — answered when the running turn ends.", n)
 }
 
-// follow sends answers and approval cards for conversations of allowed
-// chats, from stream sequence from on, until ctx ends.
+// follow wants answers, notices and cards for conversations of allowed
+// chats, from stream sequence from on, until ctx ends. An event whose
+// messages could not be stored is read again until they are.
 func (g *Gateway) follow(ctx context.Context, from uint64) {
 	runs := map[string]*runView{}
 	children := map[string]int64{} // a delegated conversation → its root's chat
@@ -53,35 +53,43 @@ func (g *Gateway) follow(ctx context.Context, from uint64) {
 				}
 				break
 			}
+			if err := g.apply(ctx, runs, children, env); err != nil {
+				if ctx.Err() == nil {
+					g.cfg.Logger.Error("telegram messages not stored: reading the event again", "subject", env.Subject, "seq", env.Seq, "error", err)
+				}
+				break
+			}
 			from = env.Seq + 1
-			g.apply(ctx, runs, children, env)
+			g.followed.Store(env.Seq)
 		}
 		sleep(ctx, g.cfg.PollEvery)
 	}
 }
 
-// apply reacts to one conversation event.
-func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children map[string]int64, env events.Envelope) {
+// apply reacts to one conversation event. An error means a message it
+// wants was not stored: the event is applied again (what was wanted of it
+// is not wanted twice).
+func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children map[string]int64, env events.Envelope) error {
 	conv := events.ScopeOf(env.Subject).ID()
 	chatID, ok := chatOf(conv)
 	if !ok {
-		g.applyChild(ctx, children, conv, env)
-		return
+		return g.applyChild(ctx, children, conv, env)
 	}
 	if !g.allowed[chatID] {
-		return
+		return nil
 	}
 	switch env.Type {
 	case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted, events.TypeRunFinished, events.TypeApprovalRequested, events.TypeApprovalDecided,
 		events.TypeQuestionAsked, events.TypeQuestionAnswered, events.TypeQuestionExpired:
 	default:
-		return
+		return nil
 	}
 	e, err := env.Decode()
 	if err != nil {
 		g.cfg.Logger.Warn("telegram: undecodable event skipped", "subject", env.Subject, "seq", env.Seq, "error", err)
-		return
+		return nil
 	}
+	ref := "conv:" + strconv.FormatUint(env.Seq, 10)
 	r := runs[conv]
 	if r == nil {
 		r = &runView{}
@@ -93,7 +101,47 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 			g.setTyping(chatID, 1)
 		}
 		*r = runView{open: true}
-		g.chatAction(ctx, chatID)
+		if time.Since(env.Time) < 10*time.Second { // not one read again at a start
+			g.chatAction(ctx, chatID)
+		}
+	case *events.ModelCalled, *events.ToolCompleted:
+		r.fold(e)
+	case *events.ApprovalRequested:
+		return g.sendCard(ctx, chatID, ref, e)
+	case *events.ApprovalDecided:
+		return g.settle(ctx, e.ApprovalID, e.Decision, decidedLine(e), ref)
+	case *events.QuestionAsked:
+		if g.cfg.Questions != nil {
+			return g.sendQuestion(ctx, chatID, ref, e)
+		}
+	case *events.QuestionAnswered:
+		return g.settle(ctx, e.QuestionID, "answered", answeredLine(e), ref)
+	case *events.QuestionExpired:
+		return g.settle(ctx, e.QuestionID, "expired", expiredLine, ref)
+	case *events.RunFinished:
+		if !r.open {
+			// The run began before the follower's start: read it back.
+			rebuilt, err := g.runFromLog(ctx, env)
+			if err != nil {
+				return err
+			}
+			*r = rebuilt
+		} else {
+			g.setTyping(chatID, -1)
+		}
+		if err := g.wantAnswer(ctx, chatID, ref, env.Seq, r, e); err != nil {
+			return err
+		}
+		delete(runs, conv)
+	}
+	return nil
+}
+
+// fold adds a model call or a tool's completion to the run's view.
+func (r *runView) fold(e events.Event) {
+	switch e := e.(type) {
+	case *events.RunStarted:
+		*r = runView{open: true}
 	case *events.ModelCalled:
 		if e.InTurn() && e.Error == "" && e.Text != "" {
 			r.text = e.Text
@@ -114,40 +162,57 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 			}
 			r.unknown += d.UnknownCostCalls
 		}
-	case *events.ApprovalRequested:
-		g.sendCard(ctx, chatID, e)
-	case *events.ApprovalDecided:
-		g.settleCards(ctx, e)
-	case *events.QuestionAsked:
-		if g.cfg.Questions != nil {
-			g.sendQuestion(ctx, chatID, e)
+	}
+}
+
+// runFromLog folds the run that finished at env from its conversation's
+// events: the follower started after it began.
+func (g *Gateway) runFromLog(ctx context.Context, env events.Envelope) (runView, error) {
+	var r runView
+	for e, err := range g.cfg.Log.Read(ctx, events.ScopeOf(env.Subject).Filter(), 0) {
+		if err != nil {
+			return r, fmt.Errorf("telegram: read the run back: %w", err)
 		}
-	case *events.QuestionAnswered:
-		g.settleQuestion(ctx, e.QuestionID, "answered", answeredLine(e))
-	case *events.QuestionExpired:
-		g.settleQuestion(ctx, e.QuestionID, "expired", expiredLine)
-	case *events.RunFinished:
-		if r.open {
-			g.setTyping(chatID, -1)
+		if e.Seq >= env.Seq {
+			break
 		}
-		text := r.text
-		end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, CostUSD: r.cost, UnknownCostCalls: r.unknown,
-			Replied: r.text != "", Question: r.question}
-		if notice := end.Notice(g.cfg.Home); notice != "" {
-			if end.Kind() != loop.EndAsks {
-				notice += " Spend: " + end.Spend() + "."
-			}
-			text = strings.TrimSpace(text + "\n\n" + notice)
+		switch e.Type {
+		case events.TypeRunStarted, events.TypeModelCalled, events.TypeToolCompleted:
+		default:
+			continue
 		}
-		delete(runs, conv)
-		text, files := g.artifactLines(text)
-		if text != "" {
-			g.send(ctx, chatID, text, nil)
+		p, err := e.Decode()
+		if err != nil {
+			continue
 		}
-		for _, id := range files {
-			g.sendArtifact(ctx, chatID, id)
+		r.fold(p)
+	}
+	return r, nil
+}
+
+// wantAnswer wants a finished run's reply, its notice and its files.
+func (g *Gateway) wantAnswer(ctx context.Context, chatID int64, ref string, seq uint64, r *runView, e *events.RunFinished) error {
+	text := r.text
+	end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, CostUSD: r.cost, UnknownCostCalls: r.unknown,
+		Replied: r.text != "", Question: r.question}
+	if notice := end.Notice(g.cfg.Home); notice != "" {
+		if end.Kind() != loop.EndAsks {
+			notice += " Spend: " + end.Spend() + "."
+		}
+		text = strings.TrimSpace(text + "\n\n" + notice)
+	}
+	text, files := g.artifactLines(text)
+	if text != "" {
+		if err := g.wantText(ctx, chatID, events.SendReply, ref, seq, text); err != nil {
+			return err
 		}
 	}
+	for _, id := range files {
+		if err := g.want(ctx, events.TelegramSendWanted{Chat: chatID, Kind: events.SendFile, Ref: ref + "#file:" + id, SourceSeq: seq, Artifact: id}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applyChild sends the approval cards of a conversation delegated from a
@@ -155,21 +220,22 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 // they surface where the owner talks (R-DEL). The cards and questions of
 // every other conversation (web, API, jobs) go to every allowed chat
 // (R-X-3).
-func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, conv string, env events.Envelope) {
+func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, conv string, env events.Envelope) error {
 	switch env.Type {
 	case events.TypeConversationOpened, events.TypeApprovalRequested, events.TypeApprovalDecided,
 		events.TypeQuestionAsked, events.TypeQuestionAnswered, events.TypeQuestionExpired:
 	case events.TypeConversationClosed:
 		delete(children, conv)
-		return
+		return nil
 	default:
-		return
+		return nil
 	}
 	e, err := env.Decode()
 	if err != nil {
 		g.cfg.Logger.Warn("telegram: undecodable event skipped", "subject", env.Subject, "seq", env.Seq, "error", err)
-		return
+		return nil
 	}
+	ref := "conv:" + strconv.FormatUint(env.Seq, 10)
 	switch e := e.(type) {
 	case *events.ConversationOpened:
 		if root, ok := chatOf(e.RootID); ok && g.allowed[root] {
@@ -183,25 +249,25 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 		}
 	case *events.ApprovalRequested:
 		if chatID, ok := children[conv]; ok {
-			g.sendCard(ctx, chatID, e)
-		} else {
-			// Not a Telegram chat's: the owner may be anywhere (R-X-3).
-			g.broadcastCard(ctx, e)
+			return g.sendCard(ctx, chatID, ref, e)
 		}
+		// Not a Telegram chat's: the owner may be anywhere (R-X-3).
+		return g.broadcastCard(ctx, ref, e)
 	case *events.ApprovalDecided:
-		g.settleCards(ctx, e)
+		return g.settle(ctx, e.ApprovalID, e.Decision, decidedLine(e), ref)
 	case *events.QuestionAsked:
 		// Only a root conversation asks the owner (a delegated one's
 		// question goes to its parent): a web, API or job one's goes to
 		// every allowed chat.
 		if g.cfg.Questions != nil {
-			g.broadcastQuestion(ctx, e)
+			return g.broadcastQuestion(ctx, ref, e)
 		}
 	case *events.QuestionAnswered:
-		g.settleQuestion(ctx, e.QuestionID, "answered", answeredLine(e))
+		return g.settle(ctx, e.QuestionID, "answered", answeredLine(e), ref)
 	case *events.QuestionExpired:
-		g.settleQuestion(ctx, e.QuestionID, "expired", expiredLine)
+		return g.settle(ctx, e.QuestionID, "expired", expiredLine, ref)
 	}
+	return nil
 }
 
 // askUser is the question of an ask_user call among calls, if any.
@@ -267,79 +333,6 @@ func approvalKeyboard(id string) *inlineKeyboard {
 		{Text: "Always", Data: callbackData(id, "always")},
 		{Text: "Deny", Data: callbackData(id, "deny")},
 	}}}
-}
-
-// send delivers text as plain-text messages of at most MaxMessage units;
-// the keyboard goes on the last one. Failures are logged: at-most-once.
-func (g *Gateway) send(ctx context.Context, chatID int64, text string, kb *inlineKeyboard) {
-	// Redacted whole, before it is split: a secret across a split is
-	// still caught (each request is redacted again in call).
-	parts := Split(events.Secrets().String(text), MaxMessage)
-	for i, part := range parts {
-		params := map[string]any{"chat_id": chatID, "text": part}
-		if kb != nil && i == len(parts)-1 {
-			params["reply_markup"] = kb
-		}
-		if err := g.sendOne(ctx, params); err != nil {
-			if ctx.Err() == nil {
-				g.cfg.Logger.Error("telegram send failed", "chat_id", chatID, "part", i+1, "parts", len(parts), "error", err)
-			}
-			return
-		}
-	}
-}
-
-// sendTracked is send returning the message id of the last part (0 when
-// the send failed).
-func (g *Gateway) sendTracked(ctx context.Context, chatID int64, text string, kb *inlineKeyboard) int64 {
-	parts := Split(events.Secrets().String(text), MaxMessage)
-	var id int64
-	for i, part := range parts {
-		params := map[string]any{"chat_id": chatID, "text": part}
-		if kb != nil && i == len(parts)-1 {
-			params["reply_markup"] = kb
-		}
-		var sent struct {
-			MessageID int64 `json:"message_id"`
-		}
-		if err := g.sendOneInto(ctx, params, &sent); err != nil {
-			if ctx.Err() == nil {
-				g.cfg.Logger.Error("telegram send failed", "chat_id", chatID, "part", i+1, "parts", len(parts), "error", err)
-			}
-			return 0
-		}
-		id = sent.MessageID
-	}
-	return id
-}
-
-// sendOne retries a rate-limited or failed send a few times.
-func (g *Gateway) sendOne(ctx context.Context, params map[string]any) error {
-	return g.sendOneInto(ctx, params, nil)
-}
-
-func (g *Gateway) sendOneInto(ctx context.Context, params map[string]any, out any) error {
-	var err error
-	for attempt := range 3 {
-		if err = g.api.call(ctx, "sendMessage", params, out); err == nil {
-			return nil
-		}
-		var ae *apiError
-		wait := time.Duration(attempt+1) * g.cfg.PollEvery
-		if errors.As(err, &ae) {
-			if ae.Status == 400 || ae.Status == 403 {
-				return err // the request itself is wrong: retrying cannot help
-			}
-			if ae.RetryAfter > 0 {
-				wait = time.Duration(ae.RetryAfter) * time.Second
-			}
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-		sleep(ctx, wait)
-	}
-	return err
 }
 
 // chatAction shows "typing…"; errors are ignored (emulators answer 500).
@@ -439,23 +432,4 @@ func (g *Gateway) artifactLines(text string) (string, []string) {
 		}
 	}
 	return strings.TrimSpace(fileLine.ReplaceAllString(text, "")), ids
-}
-
-// sendArtifact sends a canvas's latest version: an image as a photo
-// (svg, which Telegram cannot show as one, as a document), anything else
-// as a document. A canvas that cannot be sent gets a line saying so.
-func (g *Gateway) sendArtifact(ctx context.Context, chatID int64, id string) {
-	name, mime, data, err := g.cfg.Artifact(id)
-	if err != nil {
-		g.send(ctx, chatID, fmt.Sprintf("(The canvas %s could not be sent: %v.)", id, err), nil)
-		return
-	}
-	method, field := "sendDocument", "document"
-	if strings.HasPrefix(mime, "image/") && mime != "image/svg+xml" {
-		method, field = "sendPhoto", "photo"
-	}
-	if err := g.api.upload(ctx, method, map[string]string{"chat_id": strconv.FormatInt(chatID, 10)}, field, name, data); err != nil && ctx.Err() == nil {
-		g.cfg.Logger.Error("telegram file send failed", "chat_id", chatID, "artifact", id, "error", err)
-		g.send(ctx, chatID, fmt.Sprintf("(The canvas %s could not be sent: %v.)", id, err), nil)
-	}
 }
