@@ -24,6 +24,9 @@ type TaskNotification struct {
 	Failure  string `json:"failure,omitempty"`
 	Output   string `json:"output"`
 	Dropped  int64  `json:"dropped,omitempty"`
+	// StoppedBy: the owner stopped the task (task_stop, a stop of its
+	// conversation); the notification is told, it opens no round.
+	StoppedBy string `json:"stopped_by,omitempty"`
 }
 
 func (*TaskNotification) EventType() string { return TypeTaskNotification }

@@ -51,6 +51,9 @@ func (*QuestionAnswered) EventVersion() int { return 1 }
 // and decides.
 type QuestionExpired struct {
 	QuestionID string `json:"question_id"`
+	// Withdrawn: the run was stopped while the question waited; nobody is
+	// asked any more (the cards say "withdrawn — run stopped").
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 func (*QuestionExpired) EventType() string { return TypeQuestionExpired }

@@ -213,6 +213,10 @@ type ModelCalled struct {
 	CostUSD      *float64          `json:"cost_usd"`
 	LatencyMS    int64             `json:"latency_ms"`
 	Error        string            `json:"error,omitempty"`
+	// Stopped: the owner stopped the run while this call streamed; the
+	// request was cancelled and Text is what it had written (kept, shown
+	// marked "stopped").
+	Stopped bool `json:"stopped,omitempty"`
 	// System is the system prompt the step's request sent, recorded on a
 	// turn's step when it differs from the last one this pass recorded
 	// (its first step always): the latest System at or before a step's
@@ -342,9 +346,11 @@ const (
 // RunFinished closes a run.
 type RunFinished struct {
 	RunID  string `json:"run_id"`
-	Status string `json:"status"`           // RunDone, RunHalted, RunFailed
-	Reason string `json:"reason,omitempty"` // for halted: max_steps, loop, cost_cap, ...
+	Status string `json:"status"`           // RunDone, RunHalted, RunFailed, RunStopped
+	Reason string `json:"reason,omitempty"` // for halted: max_steps, loop, cost_cap, ...; stopped: stopped_by_owner
 	Error  string `json:"error,omitempty"`
+	// By is who stopped a stopped run (web, api, telegram, cli).
+	By string `json:"by,omitempty"`
 }
 
 func (*RunFinished) EventType() string { return TypeRunFinished }

@@ -280,6 +280,9 @@ func (t *Turn) hooked(next stage) stage {
 		if err := next(ctx, c); err != nil {
 			return err
 		}
+		if c.outcome == "stopped" { // the owner stopped it: no hook runs after
+			return nil
+		}
 		// PostToolUse hooks run under their own timeouts; a shutdown cuts
 		// them, never the result.
 		if feedback, _, err := t.hook(ctx, c.runID, c.step, kit.PostToolUse, &c.ToolCallRequest, map[string]any{
@@ -358,6 +361,10 @@ func (t *Turn) nested(ctx context.Context, c *toolCall) error {
 func (t *Turn) invoke(ctx context.Context, c *toolCall) error {
 	if lt, ok := c.tool.(turnTool); ok {
 		res, err := lt.answer(ctx, t, c)
+		if err != nil && stopped(ctx) {
+			t.stoppedWhileRunning(c, res)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -368,6 +375,10 @@ func (t *Turn) invoke(ctx context.Context, c *toolCall) error {
 	env.CallID = c.ID
 	res, err := c.tool.Run(ctx, env, c.Arguments)
 	if err != nil {
+		if stopped(ctx) {
+			t.stoppedWhileRunning(c, res)
+			return nil
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -375,6 +386,21 @@ func (t *Turn) invoke(ctx context.Context, c *toolCall) error {
 	}
 	c.res = res
 	return nil
+}
+
+// stoppedWhileRunning makes the result of a call the owner's stop cut
+// off: what it printed so far (redacted and unframed like any output),
+// then the harness's word that it was stopped; never run again.
+func (t *Turn) stoppedWhileRunning(c *toolCall, res tools.Result) {
+	out := stoppedRunning
+	if res.Output != "" {
+		out = Unframe(events.Secrets().String(res.Output)) + "\n\n[" + stoppedRunning + "]"
+	}
+	if c.Name == DelegateTool {
+		out += " The delegated agent was stopped too."
+	}
+	c.res = tools.Result{Output: out, IsError: true}
+	c.outcome = "stopped"
 }
 
 // complete records the call's result. The tool ran: its result is recorded

@@ -208,6 +208,9 @@ func (w *Worker) resumeAfterRestart(ctx context.Context, conv *Conv) error {
 		if st.OpenRun == "" || st.Closed || st.PendingApproval() != nil || st.PendingQuestion() != nil {
 			return nil, nil
 		}
+		if st.stopDue() { // stopped before the crash: closed stopped, not resumed
+			return nil, nil
+		}
 		if st.Resumed >= MaxResumes {
 			return closeRun(st, "", ReasonInterrupted,
 				fmt.Sprintf("the server stopped %d times while this run was working (a crash or a kill), so it was closed instead of being resumed again; send a message to try again", st.Resumed+1),

@@ -153,6 +153,20 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			t.sentSystem = c.system
 			return mc, nil, nil
 		}
+		if stopped(ctx) {
+			// The owner's stop cancelled the request: what was shown stays,
+			// marked stopped; the model is not asked again.
+			mc := &events.ModelCalled{RunID: c.s.openRun, Step: c.step, Purpose: c.purpose, Route: route, Model: modelOf(route),
+				Text: strings.Join(parts, "") + streamed.String(), Error: ErrStopped.Error(), Stopped: true, System: c.record,
+				LatencyMS: t.deps.Clock().Sub(start).Milliseconds()}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			err := t.emit(rctx, mc)
+			cancel()
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, nil, ctx.Err()
+		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}

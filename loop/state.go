@@ -62,6 +62,9 @@ type Message struct {
 	// Attachments are the workspace files an owner's message came with (a
 	// Telegram photo, a web upload).
 	Attachments []string `json:"attachments,omitempty"`
+	// Stopped: the owner stopped the run while this reply streamed; Text
+	// is what it had written by then.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Pending is a message or steer stored but not yet in the history.
@@ -154,6 +157,8 @@ type Question struct {
 const (
 	QuestionAnswered = "answered"
 	QuestionExpired  = "expired"
+	// QuestionWithdrawn: the run was stopped while the question waited.
+	QuestionWithdrawn = "withdrawn"
 )
 
 // State is what a turn needs of its conversation, folded from the
@@ -180,6 +185,15 @@ type State struct {
 	BusyQueued bool      `json:"busy_queued,omitempty"`
 	// Steers wait for the running turn's next tool boundary.
 	Steers []Pending `json:"steers,omitempty"`
+	// Dropped are waiting messages a stop dropped (scope queue or all):
+	// never answered, shown "dropped" in the chat.
+	Dropped []Pending `json:"dropped,omitempty"`
+	// Stop is the owner's stop of the open run, stored and not yet taken
+	// effect: the next pass closes the run stopped, after a crash too.
+	Stop *StopRequest `json:"stop,omitempty"`
+	// Notices are stopped tasks' notifications that came while a run was
+	// open: they join Messages when it ends.
+	Notices []Message `json:"notices,omitempty"`
 
 	// OpenRun is the run started and not finished (a crash leaves it set);
 	// Step is its last model-call step.
@@ -284,6 +298,15 @@ type State struct {
 	Pin *SystemPin `json:"pin,omitempty"`
 }
 
+// StopRequest is a run_stop_requested of the open run.
+type StopRequest struct {
+	RunID   string    `json:"run_id"`
+	By      string    `json:"by"`
+	Scope   string    `json:"scope"`
+	EventID string    `json:"event_id"`
+	At      time.Time `json:"at"`
+}
+
 // SystemPin is a system prompt held for one step of one run.
 type SystemPin struct {
 	RunID  string `json:"run_id"`
@@ -346,6 +369,17 @@ func (s *State) Apply(env events.Envelope) error {
 			s.BusyQueued = true
 		}
 	case *events.TaskNotification:
+		if e.StoppedBy != "" {
+			// The owner stopped it: told in the history (after the open
+			// run's calls have their results), no round of its own.
+			m := Message{Role: RoleUser, Text: TaskText(e), Task: true}
+			if s.OpenRun != "" {
+				s.Notices = append(s.Notices, m)
+			} else {
+				s.Messages = append(s.Messages, m)
+			}
+			break
+		}
 		s.Queued = append(s.Queued, Pending{EventID: env.ID, Seq: env.Seq, Text: TaskText(e), Task: true})
 		if s.OpenRun != "" {
 			s.BusyQueued = true
@@ -372,8 +406,11 @@ func (s *State) Apply(env events.Envelope) error {
 			}
 		}
 		s.Steers = kept
+	case *events.RunStopRequested:
+		s.applyStop(env, e)
 	case *events.RunStarted:
 		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
+		s.Stop = nil
 		s.RunPrompt, s.PromptChecked, s.RunFrom = nil, false, len(s.Messages)
 		s.Resumed = 0
 		s.RunUntrusted = ""
@@ -412,6 +449,8 @@ func (s *State) Apply(env events.Envelope) error {
 			}
 			s.OpenRun, s.Step, s.Calling, s.Approvals, s.Questions = "", 0, nil, nil, nil
 			s.Guard, s.Escalated = Guard{}, false
+			s.Stop = nil
+			s.Messages, s.Notices = append(s.Messages, s.Notices...), nil
 			// Steers that never reached a tool boundary (the run ended
 			// first) are not lost: they wait as messages for the next turn,
 			// in the order they were stored among the messages queued
@@ -449,6 +488,9 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		if e.RunID == s.OpenRun && e.Step > s.Step {
 			s.Step = e.Step
+		}
+		if e.Stopped && e.Text != "" { // what the owner saw stream before the stop stays
+			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, Stopped: true})
 		}
 		if e.Error == "" {
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, ToolCalls: e.ToolCalls})
@@ -548,6 +590,10 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.QuestionAnswered:
 		s.settleQuestion(e.QuestionID, QuestionAnswered, e.Answer, e.Channel)
 	case *events.QuestionExpired:
+		if e.Withdrawn {
+			s.settleQuestion(e.QuestionID, QuestionWithdrawn, "", "")
+			break
+		}
 		s.settleQuestion(e.QuestionID, QuestionExpired, "", "")
 	case *events.ApprovalDecided:
 		if s.Decided == nil {
@@ -802,7 +848,7 @@ func (s *State) NeedsTurn() bool {
 		return false
 	}
 	if s.OpenRun != "" {
-		return s.PendingApproval() == nil && s.PendingQuestion() == nil
+		return s.stopDue() || (s.PendingApproval() == nil && s.PendingQuestion() == nil)
 	}
 	return len(s.Queued) > 0
 }

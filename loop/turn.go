@@ -234,6 +234,11 @@ func (t *Turn) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// The owner's stop first: nothing of the run goes on, after a crash
+	// either.
+	if done, err := t.closeStopped(ctx); err != nil || done {
+		return err
+	}
 	if done, err := t.finishDecided(ctx); err != nil || done { // a crash came between the run's last word and its close
 		return err
 	}
@@ -247,6 +252,10 @@ func (t *Turn) Run(ctx context.Context) error {
 		s = t.read()
 		if s.openRun == "" {
 			return nil
+		}
+		// Between steps and after every call: a stop stored meanwhile.
+		if done, err := t.closeStopped(ctx); err != nil || done {
+			return err
 		}
 		// Decide on the last reply's calls, then settle them (a resume
 		// lands here too, and decides as the uninterrupted turn did: the
@@ -286,6 +295,9 @@ func (t *Turn) Run(ctx context.Context) error {
 		}
 		if s.budget > 0 && s.cost >= s.budget {
 			return t.finish(ctx, s.openRun, events.RunHalted, "cost_cap", "")
+		}
+		if done, err := t.closeStopped(ctx); err != nil || done { // never a model call after a stop
+			return err
 		}
 		if err := t.step(ctx, s); err != nil {
 			return err

@@ -21,7 +21,9 @@ var (
 	ErrUnknownQuestion = errors.New("no such question")
 	ErrAlreadyAnswered = errors.New("question already answered")
 	ErrQuestionExpired = errors.New("question expired")
-	ErrBadAnswer       = errors.New("bad answer")
+	// ErrQuestionWithdrawn: the run was stopped while the question waited.
+	ErrQuestionWithdrawn = errors.New("question withdrawn: the run was stopped")
+	ErrBadAnswer         = errors.New("bad answer")
 )
 
 // WorkerConfig wires a Worker.
@@ -82,6 +84,8 @@ type Worker struct {
 	retrying   map[string]bool
 	restarted  map[string]bool
 	parked     map[string]Parked
+	// stops cancel the running turn of a conversation (Stop).
+	stops map[string]context.CancelCauseFunc
 }
 
 type passState int
@@ -105,7 +109,8 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		cfg.SweepEvery = 5 * time.Second
 	}
 	w := &Worker{cfg: cfg, state: map[string]passState{}, failures: map[string]int{}, retrying: map[string]bool{},
-		restarted: map[string]bool{}, parked: map[string]Parked{}, recovered: make(chan struct{})}
+		restarted: map[string]bool{}, parked: map[string]Parked{}, recovered: make(chan struct{}),
+		stops: map[string]context.CancelCauseFunc{}}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	turns := jetstream.ConsumerConfig{
 		// Each crew process sharing a cluster has its own: every process
@@ -117,6 +122,9 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			events.Root + ".conv.*." + events.TypeQuestionAnswered,
 			events.Root + ".conv.*." + events.TypeQuestionExpired,
 			events.Root + ".conv.*." + events.TypeTaskNotification,
+			// A stop stored by another process sharing the cluster
+			// cancels the turn running here.
+			events.Root + ".conv.*." + events.TypeRunStopRequested,
 		},
 		// Only what arrives from now on: older work is found by Recover.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
@@ -132,6 +140,9 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	w.cc, err = cons.Consume(func(msg jetstream.Msg) {
+		if strings.HasSuffix(msg.Subject(), "."+events.TypeRunStopRequested) {
+			w.interrupt(events.ScopeOf(msg.Subject()).ID())
+		}
 		w.Kick(events.ScopeOf(msg.Subject()).ID())
 		msg.Ack()
 	})
@@ -322,7 +333,14 @@ func (w *Worker) pass(ctx context.Context, id string) error {
 			return w.failUnknownAgent(ctx, conv, agentID)
 		}
 		before := conv.seq()
-		if err := NewTurn(agent, w.deps(), conv).Run(ctx); err != nil {
+		tctx, done := w.stoppable(ctx, id)
+		err := NewTurn(agent, w.deps(), conv).Run(tctx)
+		cut := stopped(tctx)
+		done()
+		if err != nil && cut && ctx.Err() == nil {
+			continue // the owner's stop: the next turn closes the run stopped
+		}
+		if err != nil {
 			return err
 		}
 		if conv.seq() == before {
@@ -434,6 +452,9 @@ func (w *Worker) Answer(ctx context.Context, conversation, questionID, answer, c
 	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		expired = false
 		if outcome, done := st.Asked[questionID]; done {
+			if outcome == QuestionWithdrawn {
+				return nil, fmt.Errorf("%w: %s was withdrawn; nobody is asked any more", ErrQuestionWithdrawn, questionID)
+			}
 			if outcome == QuestionExpired {
 				return nil, fmt.Errorf("%w: %s expired before this answer; the agent was told nobody answered in time", ErrQuestionExpired, questionID)
 			}

@@ -19,6 +19,7 @@ const (
 	ConversationAwaitingAnswer   = "awaiting_answer"   // a run paused on a question to the owner (ask_user)
 	ConversationHalted           = "halted"            // the last run halted (max_steps, loop, cost_cap), until the next message
 	ConversationFailed           = "failed"            // the last run failed (model_error, …), until the next message
+	ConversationStopped          = "stopped"           // the owner stopped the last run, until the next message
 	ConversationClosed           = "closed"
 	// ConversationParked: an event of the conversation's log cannot be
 	// decoded by this build, so no turn runs on it (R-X-4).
@@ -85,9 +86,10 @@ type Conversation struct {
 // RunEnded is a run_finished that was not done.
 type RunEnded struct {
 	RunID  string `json:"run_id"`
-	Status string `json:"status"` // events.RunHalted, events.RunFailed
+	Status string `json:"status"` // events.RunHalted, events.RunFailed, events.RunStopped
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
+	By     string `json:"by,omitempty"` // who stopped a stopped run
 }
 
 // Conversations projects conversation events into Conversation views,
@@ -216,6 +218,8 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	case *events.TaskNotification:
 		c.Queued++ // a background command ended: it opens the next round
 		c.Halted, c.Ended = "", nil
+	case *events.RunStopRequested:
+		c.Queued = max(0, c.Queued-len(e.Dropped)) // dropped: never answered
 	case *events.RunStarted:
 		c.LastRunID = e.RunID
 		c.Queued, c.Halted, c.Ended = 0, "", nil
@@ -235,7 +239,7 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			c.Halted = e.Reason
 		}
 		if e.Status != events.RunDone {
-			c.Ended = &RunEnded{RunID: e.RunID, Status: e.Status, Reason: e.Reason, Error: e.Error}
+			c.Ended = &RunEnded{RunID: e.RunID, Status: e.Status, Reason: e.Reason, Error: e.Error, By: e.By}
 		}
 		c.PendingApprovals = slices.DeleteFunc(c.PendingApprovals, func(a PendingApproval) bool { return a.RunID == e.RunID })
 		if len(c.PendingApprovals) == 0 {
@@ -301,6 +305,8 @@ func statusOf(c Conversation) string {
 		return ConversationRunning
 	case c.Ended != nil && c.Ended.Status == events.RunFailed:
 		return ConversationFailed
+	case c.Ended != nil && c.Ended.Status == events.RunStopped:
+		return ConversationStopped
 	case c.Ended != nil, c.Halted != "":
 		return ConversationHalted
 	default:

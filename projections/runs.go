@@ -51,6 +51,11 @@ type RunSummary struct {
 	// after which it was taken up again (run_resumed).
 	Resumed int    `json:"resumed,omitempty"`
 	Totals  Totals `json:"totals"`
+	// StopRequested is when the owner's stop of the run was stored, and
+	// StoppedBy who asked (web, api, telegram, cli); a stopped run's
+	// Finished is when it took effect.
+	StopRequested *time.Time `json:"stop_requested,omitempty"`
+	StoppedBy     string     `json:"stopped_by,omitempty"`
 	// Children are the runs this one delegated to, in start order. Filled
 	// by GetRun and ListRuns, never stored.
 	Children []RunSummary `json:"children,omitempty"`
@@ -374,9 +379,17 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 				}
 			}
 		}
+	case *events.RunStopRequested:
+		if r.StopRequested == nil {
+			t := env.Time
+			r.StopRequested, r.StoppedBy = &t, e.By
+		}
 	case *events.RunFinished:
 		t := env.Time
 		r.Finished, r.Status, r.Reason, r.Error = &t, e.Status, e.Reason, e.Error
+		if e.By != "" {
+			r.StoppedBy = e.By
+		}
 	case *events.ConversationForked:
 		r.ForkedFrom = &ForkLink{RunID: e.From.RunID, Conversation: e.From.Conversation, Step: e.From.Step, Route: e.Route}
 		if err := linkFork(runs, scope.ID(), e); err != nil {

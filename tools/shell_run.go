@@ -141,7 +141,9 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 		return Failf("refused: shell commands run only isolated from the home, but %v; the command was not run (crew doctor lists what this machine lacks)", err), nil
 	}
 	if err != nil && ctx.Err() != nil {
-		return Result{}, err
+		// Cut off (a stop, a shutdown): what it printed so far goes with
+		// the error, for the harness to keep.
+		return shellResult(out, cmd), err
 	}
 	if err != nil {
 		return Failf("could not run the command: %v", err), nil

@@ -234,6 +234,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Inbound:       c.inbound,
 			Approvals:     c.approvals,
 			Questions:     c.questions,
+			Stops:         c.stops,
 			Live:          events.LiveFeed(st.nc),
 			Health:        health,
 			CatchingUp:    catchingUp,

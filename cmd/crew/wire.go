@@ -65,10 +65,12 @@ type crewRuntime struct {
 	// approvals decides approvals by id (web forms and API, Telegram).
 	approvals *inbound.Approvals
 	questions *inbound.Questions
-	db        *bbolt.DB
-	runner    *projections.Runner
-	convs     *loop.Convs
-	teams     *team.Runtime
+	// stops is the owner's stop (web, API, Telegram, crew stop).
+	stops  *inbound.Stops
+	db     *bbolt.DB
+	runner *projections.Runner
+	convs  *loop.Convs
+	teams  *team.Runtime
 	// background runs shell_run's background commands.
 	background *loop.Background
 	crew       *liveCrew
@@ -204,7 +206,7 @@ func startCrew(ctx context.Context, dir string, h *home.Home, st *store, runner 
 	if len(override) == 1 && override[0] == "fake:echo" && h.Getenv("MY_AGENT_ROUTES", getenv) == "" {
 		banner = "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
 	}
-	return &crewRuntime{ledger: ledger, worker: w, sched: sched, schedCfg: schedCfg, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, questions: &inbound.Questions{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
+	return &crewRuntime{ledger: ledger, worker: w, sched: sched, schedCfg: schedCfg, jobs: &web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: sched, Profile: cr.profile}, approvals: &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, questions: &inbound.Questions{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, stops: &inbound.Stops{Log: st.log, DB: st.db, WaitFor: runner.WaitFor, Worker: w}, memory: &web.Memory{Service: mem, DB: st.db, WaitFor: runner.WaitFor, Location: h.Config.Location()}, inbound: in, db: st.db, runner: runner, convs: convs, teams: teams, background: deps.Background, crew: cr, canvas: cv, summaries: sum, routes: note, banner: banner, stopWatch: stop, dir: dir, net: nt}, nil
 }
 
 // Close stops the worker (serve stops the singletons first); the next

@@ -92,6 +92,9 @@ type Config struct {
 	// Forks serves POST /api/runs/{id}/fork and the runs page's fork
 	// form; nil leaves them out.
 	Forks Forker
+	// Stops serves the owner's stop: POST /api/conversations/{id}/stop,
+	// POST /api/stop and the chat page's Stop forms; nil leaves them out.
+	Stops Stopper
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -207,6 +210,7 @@ func (s *server) routes() *router {
 		}
 	}
 	s.routeConversationOps(mux)
+	s.routeStops(mux)
 	if cfg.Memory != nil {
 		s.routesMemory(mux)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -95,6 +96,10 @@ func stage1(arg string) {
 		fail(err)
 	}
 
+	// The owner's stop sends SIGTERM to the whole group: the init lives
+	// on to reap the shell and report how it ended (a caught signal is
+	// back to its default in the shell).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM)
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		fail(err)

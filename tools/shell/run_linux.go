@@ -317,6 +317,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		out.TimedOut = true
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
+		terminate(ctx, cmd.Process.Pid, exited)
 	}
 	// Killing the namespace's init kills everything in the namespace.
 	cmd.Process.Kill()
@@ -359,4 +360,21 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		return out, fmt.Errorf("shell: %w", ctxErr)
 	}
 	return out, nil
+}
+
+// terminate gives a command cut by a cause with a TermGrace (the owner's
+// stop) that long after SIGTERM to its process group before the caller's
+// SIGKILL; any other cut (shutdown) is killed at once.
+func terminate(ctx context.Context, pid int, exited <-chan struct{}) {
+	var g interface{ TermGrace() time.Duration }
+	if !errors.As(context.Cause(ctx), &g) || g.TermGrace() <= 0 {
+		return
+	}
+	syscall.Kill(-pid, syscall.SIGTERM)
+	t := time.NewTimer(g.TermGrace())
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+	}
 }

@@ -1,0 +1,108 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// Stopper stops conversations (inbound.Stops): the owner's stop (issue 27).
+type Stopper interface {
+	Stop(ctx context.Context, conversation, scope, by string) (loop.Stopped, error)
+	StopAll(ctx context.Context, by string) ([]inbound.StoppedConversation, error)
+}
+
+type stopRequest struct {
+	Scope string `json:"scope"`
+}
+
+// routeStops serves POST /api/conversations/{id}/stop and POST /api/stop
+// (by "api"), and the chat page's Stop and the sidebar's Stop all forms
+// (by "web", CSRF-checked like every form).
+func (s *server) routeStops(mux *router) {
+	st := s.cfg.Stops
+	if st == nil {
+		return
+	}
+	mux.HandleFunc("POST /api/conversations/{id}/stop", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		var req stopRequest
+		if !decodeOptionalBody(w, r, &req) {
+			return
+		}
+		got, err := st.Stop(r.Context(), id, req.Scope, events.StopByAPI)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, got)
+	})
+	mux.HandleFunc("POST /api/stop", func(w http.ResponseWriter, r *http.Request) {
+		got, err := st.StopAll(r.Context(), events.StopByAPI)
+		if err != nil && !(errors.Is(err, loop.ErrNothingRunning) && len(got) > 0) {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"stopped": got})
+	})
+	if s.cfg.Pages == nil {
+		return
+	}
+	mux.HandleFunc("POST /c/{id}/stop", s.form(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		got, err := st.Stop(r.Context(), id, r.PostFormValue("scope"), events.StopByWeb)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if wantsJSON(r) {
+			writeJSON(w, http.StatusAccepted, got)
+			return
+		}
+		http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
+	}))
+	mux.HandleFunc("POST /stop", s.form(func(w http.ResponseWriter, r *http.Request) {
+		got, err := st.StopAll(r.Context(), events.StopByWeb)
+		if err != nil && !errors.Is(err, loop.ErrNothingRunning) {
+			s.fail(w, r, err)
+			return
+		}
+		if wantsJSON(r) {
+			writeJSON(w, http.StatusAccepted, map[string]any{"stopped": got})
+			return
+		}
+		back := r.PostFormValue("back")
+		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+			back = "/"
+		}
+		http.Redirect(w, r, back, http.StatusSeeOther)
+	}))
+}
+
+// decodeOptionalBody decodes a JSON body into v when there is one; an
+// empty body leaves v as it is.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "body too large or cut: "+err.Error())
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return decodeBody(w, r, v)
+}
