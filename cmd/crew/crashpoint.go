@@ -8,4 +8,7 @@ import "github.com/my-agent-crew/crew/loop"
 var conversationLog = func(a loop.Appender) loop.Appender { return a }
 
 // crashAfterAppendEnv names the fault-injection setting of the test build.
-const crashAfterAppendEnv = "CREW_TEST_CRASH_AFTER_APPEND"
+const (
+	crashAfterAppendEnv = "CREW_TEST_CRASH_AFTER_APPEND"
+	crashAfterTypeEnv   = "CREW_TEST_CRASH_AFTER_TYPE"
+)

@@ -18,4 +18,9 @@ func init() {
 	if n, err := strconv.Atoi(os.Getenv(crashAfterAppendEnv)); err == nil && n > 0 {
 		conversationLog = func(a loop.Appender) loop.Appender { return eventstest.CrashAfter(a, n) }
 	}
+	// CREW_TEST_CRASH_AFTER_TYPE=<event type>: killed once an event of
+	// that type is stored (a stop, before it takes effect).
+	if typ := os.Getenv(crashAfterTypeEnv); typ != "" {
+		conversationLog = func(a loop.Appender) loop.Appender { return eventstest.CrashAfterType(a, typ) }
+	}
 }

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events/eventstest"
+)
+
+// hangingModel is an OpenAI-compatible endpoint that streams a few words
+// and then holds the reply open until the request is cancelled: a run to
+// stop while it streams.
+type hangingModel struct {
+	requests  atomic.Int32
+	cancelled atomic.Int32
+}
+
+func (m *hangingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.requests.Add(1)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Write([]byte(`data: {"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Half a sentence "}}]}` + "\n\n"))
+	w.Write([]byte(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"and then"}}]}` + "\n\n"))
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+		m.cancelled.Add(1)
+	case <-time.After(60 * time.Second):
+	}
+}
+
+func (m *hangingModel) env(t *testing.T) []string {
+	api := httptest.NewServer(m)
+	t.Cleanup(api.Close)
+	return []string{"MY_AGENT_ROUTES=openrouter:vendor/model", "OPENROUTER_API_KEY=test-key", "OPENROUTER_BASE_URL=" + api.URL + "/v1"}
+}
+
+// postStop posts a stop with a JSON body (nil: none).
+func postStop(t *testing.T, url string, body any) (int, map[string]any) {
+	t.Helper()
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+type stoppedRun struct {
+	Status        string     `json:"status"`
+	Reason        string     `json:"reason"`
+	StoppedBy     string     `json:"stopped_by"`
+	StopRequested *time.Time `json:"stop_requested"`
+	Finished      *time.Time `json:"finished"`
+	Resumed       int        `json:"resumed"`
+	Totals        struct {
+		ModelCalls int `json:"model_calls"`
+	} `json:"totals"`
+}
+
+// Issue 27 items 1, 2, 4 and 6 through crew serve: POST
+// /api/conversations/{id}/stop stops a run while the model streams (the
+// request is cancelled), 202 {run_id, dropped}; the run ends stopped by
+// api, the streamed words stay in the history marked stopped, the runs
+// view says who and when; a second stop is 409 nothing_running; an unknown
+// conversation 404, a bad scope 400.
+func TestStopOverHTTP(t *testing.T) {
+	home := initHome(t)
+	model := &hangingModel{}
+	s := startServe(t, home, model.env(t)...)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "write me a long story"})
+	id := acc["conversation_id"].(string)
+	c := waitConv(t, s.url, id, "running", func(c convView) bool { return c.Status == "running" && model.requests.Load() == 1 })
+	time.Sleep(300 * time.Millisecond) // the words reach the server's stream; bounded
+
+	code, got := postStop(t, s.url+"/api/conversations/"+id+"/stop", nil)
+	if code != http.StatusAccepted || got["run_id"] != c.LastRunID || got["dropped"] != 0.0 {
+		t.Fatalf("stop = %d %v, want 202 with run %s", code, got, c.LastRunID)
+	}
+	c = waitConv(t, s.url, id, "stopped", func(c convView) bool { return c.Status == "stopped" })
+	last := c.History[len(c.History)-1]
+	if last.Role != "assistant" || !strings.HasPrefix(last.Text, "Half a sentence") {
+		t.Fatalf("last history entry = %+v, want the streamed words", last)
+	}
+	var raw struct {
+		History []map[string]any `json:"history"`
+	}
+	getJSON(t, s.url+"/api/conversations/"+id, &raw)
+	if raw.History[len(raw.History)-1]["stopped"] != true {
+		t.Fatalf("the partial reply is not marked stopped: %v", raw.History[len(raw.History)-1])
+	}
+	var run stoppedRun
+	getJSON(t, s.url+"/api/runs/"+c.LastRunID, &run)
+	if run.Status != "stopped" || run.Reason != "stopped_by_owner" || run.StoppedBy != "api" || run.StopRequested == nil || run.Finished == nil || run.Totals.ModelCalls != 1 {
+		t.Fatalf("run = %+v", run)
+	}
+	t.Logf("stop took effect %s after it was stored", run.Finished.Sub(*run.StopRequested))
+	eventstest.Eventually(t, "the model's request cancelled", func() bool { return model.cancelled.Load() == 1 })
+
+	if code, body := postStop(t, s.url+"/api/conversations/"+id+"/stop", map[string]any{"scope": "all"}); code != http.StatusConflict || errCode(body) != "nothing_running" {
+		t.Fatalf("second stop = %d %v, want 409 nothing_running", code, body)
+	}
+	if code, body := postStop(t, s.url+"/api/conversations/nope/stop", nil); code != http.StatusNotFound {
+		t.Fatalf("unknown conversation = %d %v", code, body)
+	}
+	if code, body := postStop(t, s.url+"/api/conversations/"+id+"/stop", map[string]any{"scope": "everything"}); code != http.StatusBadRequest || errCode(body) != "bad_scope" {
+		t.Fatalf("bad scope = %d %v", code, body)
+	}
+	if code, body := postStop(t, s.url+"/api/stop", nil); code != http.StatusConflict || errCode(body) != "nothing_running" {
+		t.Fatalf("stop all with nothing running = %d %v", code, body)
+	}
+	if n := model.requests.Load(); n != 1 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	s.stop(t)
+}
+
+// Issue 27 item 3: SIGKILL right after run_stop_requested is stored (the
+// crash-injection build); after restart the run is stopped, not resumed,
+// and the model is not asked again.
+func TestStopKill9AfterStopStored(t *testing.T) {
+	home := initHome(t)
+	model := &hangingModel{}
+	env := model.env(t)
+	s := startServe(t, home, append(env, "CREW_TEST_CRASH_AFTER_TYPE=run_stop_requested")...)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "write me a long story"})
+	id := acc["conversation_id"].(string)
+	c := waitConv(t, s.url, id, "running", func(c convView) bool { return c.Status == "running" && model.requests.Load() == 1 })
+	if resp, err := http.Post(s.url+"/api/conversations/"+id+"/stop", "application/json", nil); err == nil {
+		resp.Body.Close() // the process dies as the stop is stored: no answer, most likely
+	}
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("crew serve did not die after storing the stop")
+	}
+
+	s = startServe(t, home, env...)
+	c = waitConv(t, s.url, id, "stopped", func(c convView) bool { return c.Status == "stopped" })
+	var run stoppedRun
+	getJSON(t, s.url+"/api/runs/"+c.LastRunID, &run)
+	if run.Status != "stopped" || run.StoppedBy != "api" || run.Resumed != 0 {
+		t.Fatalf("run after restart = %+v, want stopped by api, not resumed", run)
+	}
+	time.Sleep(500 * time.Millisecond) // room for a wrong second request; bounded
+	if n := model.requests.Load(); n != 1 {
+		t.Fatalf("the model was asked %d times: the stopped run went on", n)
+	}
+	s.stop(t)
+}
