@@ -38,6 +38,8 @@ type remoteTool interface {
 	Remote() string
 	ReadOnly() bool
 	ReadOnlyHint() bool
+	// Approval is how the gate treats its calls, as a sentence.
+	Approval() string
 	// About is what the server says of the tool, fenced as data.
 	About() string
 }
@@ -101,13 +103,9 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 		fmt.Fprintf(&b, "- %s", d.Name)
 		if rt, ok := tool.(remoteTool); ok {
 			fmt.Fprintf(&b, " (MCP server %s, tool %s", rt.Server(), rt.Remote())
-			switch {
-			case rt.ReadOnly():
-				b.WriteString("; read-only: runs without asking")
-			case rt.ReadOnlyHint():
-				b.WriteString("; asks the owner before it runs (its server calls it read-only)")
-			default:
-				b.WriteString("; asks the owner before it runs")
+			b.WriteString("; " + strings.ToLower(rt.Approval()[:1]) + rt.Approval()[1:])
+			if !rt.ReadOnly() && rt.ReadOnlyHint() {
+				b.WriteString(" (its server calls it read-only; only the owner's read_only_tools counts)")
 			}
 			b.WriteString(")")
 		}

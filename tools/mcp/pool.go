@@ -40,6 +40,10 @@ type Server struct {
 	ReadOnly []string // tool names as the server gives them: run without asking
 	Hidden   []string // never offered
 	Timeout  time.Duration
+	// AutonomousRun (config autonomous: run): its tools that are not
+	// read-only run unasked in autonomous conversations; without it they
+	// carry an ask reason, so they ask in every seat (R-GATE-5).
+	AutonomousRun bool
 }
 
 // Limits and pacing.
@@ -59,7 +63,7 @@ func (s Server) timeout() time.Duration {
 }
 
 func (s Server) same(o Server) bool {
-	return s.Name == o.Name && s.URL == o.URL && s.Timeout == o.Timeout &&
+	return s.Name == o.Name && s.URL == o.URL && s.Timeout == o.Timeout && s.AutonomousRun == o.AutonomousRun &&
 		fmt.Sprint(s.Headers) == fmt.Sprint(o.Headers) &&
 		slices.Equal(s.ReadOnly, o.ReadOnly) && slices.Equal(s.Hidden, o.Hidden)
 }
@@ -499,6 +503,10 @@ func (d downTool) Def() tools.Def {
 }
 
 func (d downTool) NeedsApproval() bool { return true }
+
+// AskWhen: a tool whose server is down is refused by Check before the
+// gate; were it not, it would ask.
+func (d downTool) AskWhen(tools.Env, json.RawMessage) string { return askReason }
 
 func (d downTool) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
 	return tools.Failf("%s", d.Check(tools.Env{}, nil)), nil

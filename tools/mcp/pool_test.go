@@ -367,7 +367,7 @@ func TestMCPToolDescriptionFencedAsUntrusted(t *testing.T) {
 	if n := fencedOnly(t, "description", d.Description); n != 1 {
 		t.Errorf("%d fences in the description, want 1", n)
 	}
-	if !strings.HasPrefix(d.Description, `Tool "notes" of the MCP server "evil". It only reads.`) || !strings.Contains(d.Description, fence.Rule) {
+	if !strings.HasPrefix(d.Description, `Tool "notes" of the MCP server "evil". It only reads: it runs without asking.`) || !strings.Contains(d.Description, fence.Rule) {
 		t.Errorf("the harness's line is missing: %q", d.Description[:200])
 	}
 	if r := []rune(d.Description); len(r) > maxAbout+600 {

@@ -37,7 +37,12 @@ type Tool struct {
 var (
 	_ tools.Tool  = (*Tool)(nil)
 	_ tools.Gated = (*Tool)(nil)
+	_ tools.Asker = (*Tool)(nil)
 )
+
+// askReason is the approval card's line for an MCP tool that asks in
+// every seat.
+const askReason = "an MCP tool that may change things: the owner approves each call, in every conversation (the server is not set to autonomous: run)"
 
 // Caps on what a server may say of one tool (runes).
 const (
@@ -171,11 +176,7 @@ func (t *Tool) Def() tools.Def {
 func (t *Tool) Origin() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tool %q of the MCP server %q.", Clean(t.remote, 100), t.srv.cfg.Name)
-	if t.readOnly {
-		b.WriteString(" It only reads.")
-	} else {
-		b.WriteString(" It may change things; the owner approves each call.")
-	}
+	b.WriteString(" " + t.Approval() + ".")
 	b.WriteString(" What its server says of it follows. " + fence.Rule)
 	return b.String()
 }
@@ -185,6 +186,27 @@ func (t *Tool) About() string { return t.about }
 
 // NeedsApproval: every MCP tool asks unless the owner marked it read-only.
 func (t *Tool) NeedsApproval() bool { return !t.readOnly }
+
+// AskWhen: a tool that is not read-only asks in every seat — autonomous
+// ones too — unless its server is set to autonomous: run (R-GATE-5).
+func (t *Tool) AskWhen(tools.Env, json.RawMessage) string {
+	if t.readOnly || t.srv.cfg.AutonomousRun {
+		return ""
+	}
+	return askReason
+}
+
+// Approval is what the model and tool_search are told of how the tool is
+// gated, in the gate's own terms.
+func (t *Tool) Approval() string {
+	switch {
+	case t.readOnly:
+		return "It only reads: it runs without asking"
+	case t.srv.cfg.AutonomousRun:
+		return "It may change things: it asks the owner in a supervised conversation and runs unasked in an autonomous one"
+	}
+	return "It may change things: the owner approves each call, in every conversation"
+}
 
 // Server, Remote, ReadOnly and ReadOnlyHint describe the tool for the
 // approval card, tool_search and crew doctor.

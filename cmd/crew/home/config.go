@@ -97,6 +97,11 @@ type MCPServer struct {
 	ReadOnlyTools  []string          `yaml:"read_only_tools"`
 	HiddenTools    []string          `yaml:"hidden_tools"`
 	TimeoutSeconds int               `yaml:"timeout_seconds"` // 0: 60
+	// Autonomous "run": the server's tools that are not read-only run
+	// unasked in autonomous conversations (jobs, delegated children,
+	// teammates), as built-in gated tools do; "" or "ask": they ask the
+	// owner in every seat (R-GATE-5).
+	Autonomous string `yaml:"autonomous"`
 }
 
 // Config defaults (R-HOME-6).

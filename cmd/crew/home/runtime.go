@@ -94,7 +94,7 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 	names := slices.Sorted(maps.Keys(h.Config.MCPServers))
 	for _, name := range names {
 		c := h.Config.MCPServers[name]
-		s := mcp.Server{Name: name, URL: c.URL, ReadOnly: c.ReadOnlyTools, Hidden: c.HiddenTools,
+		s := mcp.Server{Name: name, URL: c.URL, ReadOnly: c.ReadOnlyTools, Hidden: c.HiddenTools, AutonomousRun: c.Autonomous == "run",
 			Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Headers: map[string]string{}}
 		var missing []string
 		for k, v := range c.Headers {
