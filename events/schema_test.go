@@ -36,6 +36,7 @@ var samples = map[string][]events.Event{
 	events.TypeSteerReceived: {
 		&events.SteerReceived{Channel: "web", Text: "use metric units"},
 		&events.SteerReceived{Channel: "web", Text: "and grams", TurnNotes: &events.TurnNotes{Text: "x", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 0, Digest: strings.Repeat("0", 64)}}}},
+		&events.SteerReceived{Channel: "team", Text: "alice (message): hi", Team: &events.TeamDelivery{Through: 3, Items: []events.TeamItem{{From: "alice", Type: events.MailMessage, Content: "hi"}}}},
 	},
 	events.TypeSteersApplied: {&events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e1", "e2"}}, &events.SteersApplied{RunID: "r1", Step: 2, SteerIDs: []string{"e3"}, Withheld: true}},
 	events.TypeModelRetried: {

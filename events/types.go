@@ -376,6 +376,10 @@ type SteerReceived struct {
 	// TurnNotes as on MessageReceived: a steer opens the next step.
 	TurnNotes   *TurnNotes   `json:"turn_notes,omitempty"`
 	CanvasNotes *CanvasNotes `json:"canvas_notes,omitempty"`
+	// Team: mail the team runtime delivered into a teammate's running
+	// turn, read at its next step boundary as team events, never as the
+	// owner's words (R-TEAM).
+	Team *TeamDelivery `json:"team,omitempty"`
 }
 
 func (*SteerReceived) EventType() string { return TypeSteerReceived }

@@ -79,6 +79,8 @@ func (e Ending) Notice(home string) string {
 		return "Stopped by a hook" + colon(detail) + " — change the message or the hook, then send it again."
 	case "steer_hook":
 		return "Stopped: a hook refused your /steer" + colon(detail) + " — send a message to carry on without it."
+	case "shutdown":
+		return "Stopped at a step boundary: " + cmp.Or(detail, "the lead asked this teammate to shut down") + "."
 	case "ask_user":
 		if e.Question != "" {
 			return "The agent asks: " + firstLine(e.Question) + " — reply to answer."

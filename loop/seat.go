@@ -24,6 +24,9 @@ type Teams interface {
 	Workdir(seat Seat, tool string) (dir, refusal string)
 	// Prompt is the system prompt's section for the seat.
 	Prompt(seat Seat, a Agent) string
+	// Stop is why a member's running turn ends at this step boundary (a
+	// shutdown request), or "".
+	Stop(seat Seat) string
 }
 
 // seatOf places the conversation: a member's seat is in its state; any

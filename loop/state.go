@@ -387,19 +387,32 @@ func (s *State) Apply(env events.Envelope) error {
 	case *events.SteerReceived:
 		s.tell(e.TurnNotes)
 		s.tellCanvas(e.CanvasNotes)
-		s.Steers = append(s.Steers, withCanvas(pending(env, e.TurnNotes, "", e.Text), e.CanvasNotes))
+		p := pending(env, e.TurnNotes, "", e.Text)
+		if d := e.Team; d != nil {
+			p = teamPending(env, e.TurnNotes, d)
+			s.MailSeen = max(s.MailSeen, d.Through)
+		}
+		s.Steers = append(s.Steers, withCanvas(p, e.CanvasNotes))
 	case *events.SteersApplied:
 		applied := map[string]bool{}
 		for _, id := range e.SteerIDs {
 			applied[id] = true
 		}
-		s.Guard.Reset() // the owner's new words: the count starts again
 		kept := s.Steers[:0]
+		for _, p := range s.Steers {
+			if applied[p.EventID] && !p.Team {
+				s.Guard.Reset() // the owner's new words: the count starts again
+				break
+			}
+		}
 		for _, p := range s.Steers {
 			switch {
 			case applied[p.EventID] && e.Withheld:
 				s.Messages = append(s.Messages, withheld(p.userMessage()))
 			case applied[p.EventID]:
+				if p.Team && s.RunUntrusted == "" { // another agent's words, not the owner's
+					s.RunUntrusted = "a team message"
+				}
 				s.Messages = append(s.Messages, p.userMessage())
 			default:
 				kept = append(kept, p)

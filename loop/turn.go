@@ -274,7 +274,8 @@ func (t *Turn) Run(ctx context.Context) error {
 		if s.step >= t.agent.MaxSteps {
 			return t.finish(ctx, s.openRun, events.RunHalted, "max_steps", "")
 		}
-		// Tool boundary: pending steers enter the history as user words.
+		// Tool boundary: pending steers enter the history as user words
+		// (team mail too, framed as team events).
 		if len(s.steers) > 0 {
 			ids := make([]string, len(s.steers))
 			words := make([]string, len(s.steers))
@@ -292,6 +293,14 @@ func (t *Turn) Run(ctx context.Context) error {
 				return t.finish(ctx, s.openRun, events.RunHalted, "steer_hook", reason)
 			}
 			s = t.read()
+		}
+		// Step boundary: a teammate asked to shut down stops here, before
+		// another model call, its mail read into the history first (seed
+		// 001 §11).
+		if t.seated && t.seat.Member != "" {
+			if why := t.deps.Teams.Stop(t.seat); why != "" {
+				return t.finish(ctx, s.openRun, events.RunHalted, "shutdown", why)
+			}
 		}
 		if s.budget > 0 && s.cost >= s.budget {
 			return t.finish(ctx, s.openRun, events.RunHalted, "cost_cap", "")

@@ -25,7 +25,7 @@ func (l listTeammates) Run(ctx context.Context, env tools.Env, args json.RawMess
 	if err := decode("list_teammates", args, &struct{}{}); err != nil {
 		return outcome("", err)
 	}
-	t, err := l.r.lead(ctx, env)
+	t, _, err := l.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)
 	}

@@ -281,7 +281,17 @@ func (r *Runtime) reconcileMember(ctx context.Context, t *Team, m Member) error 
 	}
 	var v memberView
 	conv.View(func(st *loop.State) { v = viewMember(st) })
-	if !v.idle || v.closed {
+	if v.closed {
+		return nil
+	}
+	if !v.idle {
+		// WORK: its mail reaches the running turn before its next model
+		// call (a shutdown request also ends the turn there: Stop).
+		var unseen []Mail
+		t.View(ctx, func(_ *Board, mb *Mailboxes) { unseen = slices.Clone(mb.Unseen(m.Name, v.mailSeen)) })
+		if len(unseen) > 0 {
+			return r.steer(ctx, conv, mailItems(unseen), unseen[len(unseen)-1].Seq)
+		}
 		return nil
 	}
 	// WORK → IDLE: the run is reported (result, then idle_notification),
@@ -514,6 +524,47 @@ func (r *Runtime) deliver(ctx context.Context, conv *loop.Conv, items []events.T
 		r.kick(conv.ID())
 	}
 	return nil
+}
+
+// steer delivers mail into a member's running turn: a steer the loop
+// applies at the turn's next step boundary, framed as team events.
+// Decided on the conversation's state, so a delivery is stored once; a
+// turn that ended meanwhile gets it as a message on the next pass.
+func (r *Runtime) steer(ctx context.Context, conv *loop.Conv, items []events.TeamItem, through uint64) error {
+	_, err := conv.Append(ctx, func(st *loop.State) ([]events.Event, error) {
+		if st.Closed || st.OpenRun == "" || st.MailSeen >= through {
+			return nil, nil
+		}
+		lines := make([]string, len(items))
+		for i, it := range items {
+			lines[i] = fmt.Sprintf("%s (%s): %s", it.From, it.Type, firstLine(it.Content))
+		}
+		return []events.Event{&events.SteerReceived{Channel: Channel, Text: strings.Join(lines, "\n"),
+			Team: &events.TeamDelivery{Through: through, Items: items}}}, nil
+	})
+	return err
+}
+
+// Stop implements loop.Teams: a member with a pending shutdown request
+// ends its turn at the next step boundary; the pass that finds it idle
+// then answers the request and stops it (seed 001 §11).
+func (r *Runtime) Stop(seat loop.Seat) string {
+	if seat.Member == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, waitTimeout)
+	defer cancel()
+	t, err := r.Team(ctx, seat.Team)
+	if err != nil {
+		return ""
+	}
+	var why string
+	t.View(ctx, func(_ *Board, mb *Mailboxes) {
+		if p := mb.Pending(events.MailShutdownRequest, seat.Member); p != nil {
+			why = "the lead asked this teammate to shut down (request " + p.ID + ")"
+		}
+	})
+	return why
 }
 
 func firstLine(s string) string {

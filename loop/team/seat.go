@@ -17,7 +17,7 @@ import (
 var (
 	LeadTools = []string{"propose_team", "spawn_teammate", "list_teammates", "create_task", "update_task", "list_tasks", "get_task",
 		"send_message", "create_worktree", "request_shutdown", "request_plan", "review_plan"}
-	MemberTools = []string{"list_tasks", "get_task", "claim_task", "complete_task", "send_message", "submit_plan"}
+	MemberTools = []string{"list_tasks", "get_task", "claim_task", "update_task", "complete_task", "send_message", "list_teammates", "submit_plan"}
 )
 
 // Leads reports whether an agent's tools make it a lead.
@@ -177,4 +177,4 @@ Build the task graph in two phases: call create_task for every task first, then 
 
 After spawning, end your turn: do not poll list_tasks or list_teammates. The runtime starts your next turn when team events arrive (a teammate's result, its idle notification, a plan to review); they reach you framed as "[Team events …]", never as the user's words.`
 
-const memberPrompt = `Your work comes from the shared task board: a task you claimed (claim_task, or the one the runtime assigned you) gives your workspace and shell tools their working folder; with no claimed task they do not run. Complete your current task (complete_task with the result) before claiming another; a blocked task cannot be claimed. Mail from the lead and your teammates arrives framed as "[Team events …]"; write to them with send_message (the lead is "lead"). You cannot ask the user: when a call is refused for permission, tell the lead. Your last reply of a turn is sent to the lead as your result.`
+const memberPrompt = `Your work comes from the shared task board: a task you claimed (claim_task, or the one the runtime assigned you) gives your workspace and shell tools their working folder; with no claimed task they do not run. Complete your current task (complete_task with the result) before claiming another; a blocked task cannot be claimed. Mail from the lead and your teammates arrives framed as "[Team events …]" — between your steps too, not only when you are idle; write to them with send_message (the lead is "lead"), see the board with list_tasks and get_task and the team with list_teammates. To give your task back unfinished, update_task with status pending; only the lead changes the graph. A shutdown request ends your turn at your next step. You cannot ask the user: when a call is refused for permission, tell the lead. Your last reply of a turn is sent to the lead as your result.`

@@ -51,7 +51,7 @@ func (s sendMessage) Run(ctx context.Context, env tools.Env, args json.RawMessag
 		}
 		return []events.Event{&events.MailSent{From: from, To: a.To, Type: events.MailMessage, Content: a.Content}}, nil
 	})
-	return outcome(fmt.Sprintf("Sent to %s. It is delivered when %s is next idle; do not wait or poll for an answer.", a.To, a.To), err)
+	return outcome(fmt.Sprintf("Sent to %s. It reaches %s before its next step (at once when idle); do not wait or poll for an answer.", a.To, a.To), err)
 }
 
 // recipient says why from may not write to, or "".

@@ -63,7 +63,9 @@ func (r *Runtime) seat(ctx context.Context, env tools.Env) (loop.Seat, error) {
 	}
 	var st loop.Seat
 	conv.View(func(s *loop.State) {
-		st = loop.Seat{Conversation: s.Conversation, Team: s.Conversation, Member: s.Member, Child: s.ParentConversation != ""}
+		// A member's conversation has its lead's as parent; it is a
+		// teammate's seat, not a delegated child's.
+		st = loop.Seat{Conversation: s.Conversation, Team: s.Conversation, Member: s.Member, Child: s.Member == "" && s.ParentConversation != ""}
 		if s.Member != "" {
 			st.Team = s.Team
 		}

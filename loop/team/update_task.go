@@ -15,7 +15,8 @@ import (
 var updateTaskDoc string
 
 // updateTask is update_task: the lead links tasks and sets a status; only
-// the lead changes the graph.
+// the lead changes the graph (seed 001 §4). A teammate may only give its
+// own in-progress task back to the board (status pending).
 type updateTask struct{ r *Runtime }
 
 func (updateTask) Def() tools.Def {
@@ -40,7 +41,7 @@ func (u updateTask) Run(ctx context.Context, env tools.Env, args json.RawMessage
 	if err := decode("update_task", args, &a); err != nil {
 		return outcome("", err)
 	}
-	t, err := u.r.lead(ctx, env)
+	t, who, err := u.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)
 	}
@@ -49,6 +50,16 @@ func (u updateTask) Run(ctx context.Context, env tools.Env, args json.RawMessage
 		tk := b.Tasks[a.TaskID]
 		if tk == nil {
 			return nil, refuse("Not run: there is no task %q (list_tasks shows them).", a.TaskID)
+		}
+		if who != Lead {
+			switch {
+			case len(a.AddBlockedBy) > 0 || a.Status != events.TaskPending:
+				return nil, refuse("Not run: only the lead changes the task graph; a teammate may only give its own task back (status pending). Ask the lead with send_message.")
+			case tk.Owner != who || tk.Status != events.TaskInProgress:
+				return nil, refuse("Not run: %s is not your task in progress; you may only give back your own.", a.TaskID)
+			}
+			text = fmt.Sprintf("Gave %s back to the board: it is pending and unowned; claim another with claim_task.", a.TaskID)
+			return []events.Event{&events.TaskReleased{TaskID: a.TaskID, Owner: who, Reason: "given back"}}, nil
 		}
 		for _, by := range a.AddBlockedBy {
 			switch {
@@ -78,6 +89,9 @@ func (u updateTask) Run(ctx context.Context, env tools.Env, args json.RawMessage
 		return []events.Event{&events.TaskUpdated{TaskID: a.TaskID, AddBlockedBy: a.AddBlockedBy, Status: a.Status}}, nil
 	})
 	if err == nil {
+		if who != Lead {
+			u.r.release(env.Conversation) // its folder went with the task
+		}
 		u.r.kickAfter(t)
 	}
 	return outcome(text, err)
