@@ -67,6 +67,16 @@ func (WorkspaceEdit) Check(env Env, args json.RawMessage) error {
 	return checkPath(env, a.Path, false)
 }
 
+// AskWhen asks, even when autonomous, for an edit that changes what runs
+// when git or a shell opens the folder (RunsWhenOpened).
+func (WorkspaceEdit) AskWhen(env Env, args json.RawMessage) string {
+	a, res := decodeEdit(args)
+	if res != nil {
+		return ""
+	}
+	return RunsWhenOpenedReason(env, a.Path)
+}
+
 // AllowWhen: an edit of the agent's AGENTS.md or SOUL.md only files a
 // proposal for the owner, which changes nothing, so it need not ask.
 func (WorkspaceEdit) AllowWhen(env Env, args json.RawMessage) bool {

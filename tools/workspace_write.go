@@ -61,6 +61,16 @@ func (WorkspaceWrite) Check(env Env, args json.RawMessage) error {
 	return checkPath(env, a.Path, true)
 }
 
+// AskWhen asks, even when autonomous, for a write that changes what runs
+// when git or a shell opens the folder (RunsWhenOpened).
+func (WorkspaceWrite) AskWhen(env Env, args json.RawMessage) string {
+	a, res := decodeWrite(args)
+	if res != nil {
+		return ""
+	}
+	return RunsWhenOpenedReason(env, a.Path)
+}
+
 // AllowWhen: a write to the agent's AGENTS.md or SOUL.md only files a
 // proposal for the owner, which changes nothing, so it need not ask.
 func (WorkspaceWrite) AllowWhen(env Env, args json.RawMessage) bool {

@@ -180,6 +180,14 @@ func TestTeamSeedRunOverHTTP(t *testing.T) {
 	if code, body := postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"}); code != 200 {
 		t.Fatalf("approve = %d %v", code, body)
 	}
+	// create_worktree runs git in the repository the agent writes: a
+	// supervised conversation asks first.
+	c = waitConv(t, s.url, id, "the worktree's card", func(c convView) bool {
+		return c.Status == "awaiting_approval" && len(c.PendingApprovals) == 1 && c.PendingApprovals[0].Tool == "create_worktree"
+	})
+	if code, body := postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"}); code != 200 {
+		t.Fatalf("approve the worktree = %d %v", code, body)
+	}
 
 	eventstest.Eventually(t, "every task completed", func() bool {
 		tv = teamView{}

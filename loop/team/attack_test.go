@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -16,63 +17,85 @@ import (
 // workspace and copy <home>/env; neither may happen, and it does not even
 // run inside. The same plant makes the host's plain git run it (the
 // control), so the test can fail.
+//
+// In a supervised conversation create_worktree asks first (nothing of the
+// worktree exists while it waits); in an autonomous one it runs unasked.
 func TestCreateWorktreeRunsNothingTheRepositoryPlants(t *testing.T) {
 	for _, kind := range []string{"hook", "filter", "fsmonitor", "sshCommand-gitmodules"} {
-		t.Run(kind, func(t *testing.T) {
-			outside := t.TempDir()
-			payload := writePayload(t, outside)
-
-			if kind != "sshCommand-gitmodules" { // git 2.39's worktree add never recurses into submodules
-				ctl := t.TempDir()
-				gitRepo(t, ctl)
-				plant(t, ctl, kind, payload)
-				gitOut(t, ctl, "worktree", "add", "-q", "-b", "wt/ctl", filepath.Join(ctl, ".worktrees", "ctl"), "HEAD")
-				if _, err := os.Stat(filepath.Join(outside, "ran-"+kind)); err != nil {
-					t.Fatalf("control: the host's git did not run the planted %s, so this test proves nothing: %v", kind, err)
-				}
-				os.Remove(filepath.Join(outside, "ran-"+kind))
-			}
-
-			h := newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
-				if strings.Contains(last, "make a worktree") {
-					return use("create_worktree", args("name", "wt1", "task_id", "task_0000000a"))
-				}
-				return say("done")
-			})
-			h.stop()
-			h.home = filepath.Dir(h.ws) // the master's folder is the home
-			os.WriteFile(filepath.Join(h.home, "env"), []byte("OPENROUTER_API_KEY=sk-or-planted-secret-123456\n"), 0o600)
-			h.start()
-			gitRepo(t, h.ws)
-			plant(t, h.ws, kind, payload)
-			h.boardEvents(&events.TaskCreated{TaskID: "task_0000000a", Subject: "a"})
-			h.send("make a worktree")
-			h.quiet("the call", func() bool {
-				return len(h.results(leadConv, "create_worktree")) == 1 && h.state(leadConv).OpenRun == ""
-			})
-			if out := h.lastResult(leadConv, "create_worktree"); !strings.Contains(out, "Created worktree wt1") {
-				t.Fatalf("create_worktree: %q", out)
-			}
-			if _, err := os.Stat(filepath.Join(h.ws, ".worktrees", "wt1", "auth.go")); err != nil {
-				t.Fatalf("the checkout: %v", err)
-			}
-			entries, _ := os.ReadDir(outside)
-			for _, e := range entries {
-				if e.Name() != "payload.sh" {
-					t.Errorf("the planted %s wrote %s outside the workspace", kind, e.Name())
-				}
-			}
-			filepath.WalkDir(h.ws, func(p string, d os.DirEntry, err error) error {
-				if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "ran-") {
-					t.Errorf("the planted %s ran (inside the sandbox): %s", kind, p)
-				}
-				if b, _ := os.ReadFile(p); strings.Contains(string(b), "planted-secret") {
-					t.Errorf("<home>/env was read into %s", p)
-				}
-				return nil
-			})
-		})
+		for _, seat := range []string{"supervised", "autonomous"} {
+			t.Run(kind+"/"+seat, func(t *testing.T) { plantedThenWorktree(t, kind, seat == "autonomous") })
+		}
 	}
+}
+
+func plantedThenWorktree(t *testing.T, kind string, autonomous bool) {
+	outside := t.TempDir()
+	payload := writePayload(t, outside)
+	if kind != "sshCommand-gitmodules" { // git 2.39's worktree add never recurses into submodules
+		ctl := t.TempDir()
+		gitRepo(t, ctl)
+		plant(t, ctl, kind, payload)
+		gitOut(t, ctl, "worktree", "add", "-q", "-b", "wt/ctl", filepath.Join(ctl, ".worktrees", "ctl"), "HEAD")
+		if _, err := os.Stat(filepath.Join(outside, "ran-"+kind)); err != nil {
+			t.Fatalf("control: the host's git did not run the planted %s, so this test proves nothing: %v", kind, err)
+		}
+		os.Remove(filepath.Join(outside, "ran-"+kind))
+	}
+
+	h := newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
+		if strings.Contains(last, "make a worktree") {
+			return use("create_worktree", args("name", "wt1", "task_id", "task_0000000a"))
+		}
+		return say("done")
+	})
+	h.stop()
+	h.home = filepath.Dir(h.ws) // the master's folder is the home
+	os.WriteFile(filepath.Join(h.home, "env"), []byte("OPENROUTER_API_KEY=sk-or-planted-secret-123456\n"), 0o600)
+	if autonomous {
+		h.autonomous()
+	}
+	h.start()
+	gitRepo(t, h.ws)
+	plant(t, h.ws, kind, payload)
+	h.boardEvents(&events.TaskCreated{TaskID: "task_0000000a", Subject: "a"})
+	h.send("make a worktree")
+	if !autonomous {
+		eventstest.Eventually(t, "create_worktree's approval", func() bool {
+			a := h.state(leadConv).PendingApproval()
+			return a != nil && a.Tool == "create_worktree"
+		})
+		if _, err := os.Lstat(filepath.Join(h.ws, ".worktrees")); err == nil {
+			t.Fatal("git ran before the owner was asked")
+		}
+		h.approve()
+	}
+	h.quiet("the call", func() bool {
+		return len(h.results(leadConv, "create_worktree")) == 1 && h.state(leadConv).OpenRun == ""
+	})
+	if asked := h.asked(leadConv, "create_worktree"); asked != !autonomous {
+		t.Fatalf("asked %v in a conversation autonomous %v", asked, autonomous)
+	}
+	if out := h.lastResult(leadConv, "create_worktree"); !strings.Contains(out, "Created worktree wt1") {
+		t.Fatalf("create_worktree: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, ".worktrees", "wt1", "auth.go")); err != nil {
+		t.Fatalf("the checkout: %v", err)
+	}
+	entries, _ := os.ReadDir(outside)
+	for _, e := range entries {
+		if e.Name() != "payload.sh" {
+			t.Errorf("the planted %s wrote %s outside the workspace", kind, e.Name())
+		}
+	}
+	filepath.WalkDir(h.ws, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "ran-") {
+			t.Errorf("the planted %s ran (inside the sandbox): %s", kind, p)
+		}
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "planted-secret") {
+			t.Errorf("<home>/env was read into %s", p)
+		}
+		return nil
+	})
 }
 
 // writePayload writes outside/payload.sh: it records that it ran, outside

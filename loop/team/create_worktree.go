@@ -19,6 +19,12 @@ var createWorktreeDoc string
 // worktree remove), never the model's.
 type createWorktree struct{ r *Runtime }
 
+// NeedsApproval: git runs in the repository the agent writes, so what
+// its settings make git do is the agent's choice; a supervised
+// conversation asks first, as for shell_run. (git runs sandboxed either
+// way: see git.)
+func (createWorktree) NeedsApproval() bool { return true }
+
 func (createWorktree) Def() tools.Def {
 	return tools.Def{Name: "create_worktree", Description: createWorktreeDoc, Params: params(`{
   "type": "object",

@@ -201,6 +201,14 @@ func (h *harness) stop() {
 
 func (h *harness) agent(id string) (loop.Agent, bool) { a, ok := h.agents[id]; return a, ok }
 
+// autonomous makes the master's conversations autonomous: gated calls run
+// unasked unless they carry an ask reason. Call before the first message.
+func (h *harness) autonomous() {
+	a := h.agents["master"]
+	a.Autonomous = true
+	h.agents["master"] = a
+}
+
 // send is the owner's message to the lead's conversation.
 func (h *harness) send(text string) {
 	h.t.Helper()
@@ -292,6 +300,23 @@ func (h *harness) results(conv, tool string) []*events.ToolCompleted {
 		}
 	}
 	return out
+}
+
+// asked reports whether conv asked the owner for a call of tool.
+func (h *harness) asked(conv, tool string) bool {
+	h.t.Helper()
+	envs, err := h.log.ReadAll(context.Background(), events.Conv(conv).Filter(), 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, env := range envs {
+		if e, err := env.Decode(); err == nil {
+			if a, ok := e.(*events.ApprovalRequested); ok && a.Tool == tool {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lastResult is the output of conv's last call of tool.

@@ -113,8 +113,7 @@ func TestSeedRunParallelRefactor(t *testing.T) {
 		t.Fatal("spawned before the approval")
 	}
 
-	var b *struct{}
-	_ = b
+	h.approve() // create_worktree asks in a supervised conversation
 	h.quiet("the team's work", func() bool {
 		bd := h.board()
 		if len(bd.Order) != 3 {

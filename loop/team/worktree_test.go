@@ -37,6 +37,7 @@ func TestCreateWorktreeValidatesAndReportsPartial(t *testing.T) {
 		}
 		return say("done")
 	})
+	h.autonomous() // supervised, each call asks: TestCreateWorktreeRunsNothingTheRepositoryPlants
 	gitRepo(t, h.ws)
 	h.boardEvents(&events.TaskCreated{TaskID: "task_0000000a", Subject: "a"}, &events.TaskCreated{TaskID: "task_0000000b", Subject: "b"},
 		&events.TaskCreated{TaskID: "task_0000000c", Subject: "c"},
@@ -73,6 +74,7 @@ func TestCreateWorktreePartialFailureKeptAndReported(t *testing.T) {
 		}
 		return say("done")
 	})
+	h.autonomous()
 	gitRepo(t, h.ws)
 	os.WriteFile(filepath.Join(h.ws, ".worktrees"), []byte("a file where the folder goes\n"), 0o600)
 	h.boardEvents(&events.TaskCreated{TaskID: "task_0000000a", Subject: "a"})

@@ -100,6 +100,16 @@ func persona(env tools.Env, args json.RawMessage) (string, bool) {
 	return tools.PersonaFile(env, a.Path)
 }
 
+// AskWhen asks, even when autonomous, for an export onto a path that
+// changes what runs when git or a shell opens the folder.
+func (Export) AskWhen(env tools.Env, args json.RawMessage) string {
+	var a exportArgs
+	if _, ok := tools.DecodeArgs("artifact_export", args, &a); !ok || a.Path == "" {
+		return ""
+	}
+	return tools.RunsWhenOpenedReason(env, a.Path)
+}
+
 // AllowWhen: an export onto AGENTS.md or SOUL.md only files a proposal,
 // which changes nothing, so it need not ask.
 func (Export) AllowWhen(env tools.Env, args json.RawMessage) bool {
