@@ -45,7 +45,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printStore(ctx, w, dir, h)
 	printLines(w, h.NATSAccess())
 	printLines(w, h.WebTrust(env.getenv))
-	printLines(w, home.ShellProtections())
+	printLines(w, h.ShellProtections())
 	printLines(w, h.Routes(env.getenv))
 	printLines(w, h.WebReport(env.getenv))
 	printLines(w, h.BrowserReport())

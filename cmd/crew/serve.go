@@ -140,25 +140,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return left, !ready
 	}
 
-	// Listening before the crew starts: the port guard must know the
-	// port before the first command (a resumed run, a job) can run.
+	// Before the crew starts, so the first command (a resumed run, a job)
+	// already runs under the owner's network policy.
+	if err := shell.SetNetwork(shell.Network{Ports: h.Config.ShellPorts, Hosts: h.Config.ShellHosts}); err != nil {
+		return fmt.Errorf("config.yaml: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	defer ln.Close()
-	if err := shell.GuardPorts(guardedPorts(ln, st, h)...); err != nil {
-		logger.Warn("shell commands with network are refused", "err", err)
-		fmt.Fprintf(env.stdout, "shell: commands with network are refused: %v\n", err)
-	}
-	if m != nil {
-		hl, err := m.announceHTTP(ctx, ln)
-		if err != nil {
-			return fmt.Errorf("announce the HTTP port to the cluster: %w", err)
-		}
-		defer hl.Release(context.WithoutCancel(ctx))
-		guardPeers(ctx, m.leases, shell.GuardPorts, logger.With("component", "cluster"), 10*time.Second)
-	}
 
 	c, err := startCrew(ctx, dir, h, st, runner, m, env.getenv, logger)
 	if err != nil {

@@ -143,17 +143,27 @@ func TestCommandsDieWithServer(t *testing.T) {
 }
 
 // Issue 10 item 4: crew doctor names each shell protection and says whether
-// this kernel gives it (this machine, like CI, gives all of them).
+// this kernel gives it (this machine, like CI, gives all of them); issue 24:
+// it names the network policy of config.yaml.
 func TestDoctorListsShellProtections(t *testing.T) {
 	home := initHome(t)
+	f, err := os.OpenFile(filepath.Join(home, "config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("shell_ports: [443, 8443]\nshell_hosts: [github.com, \"*.npmjs.org\"]\n")
+	f.Close()
 	out, _, code := crew(t, home, "doctor")
 	if code != 0 {
 		t.Fatalf("doctor exited %d\n%s", code, out)
 	}
-	for _, name := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "port guard"} {
+	for _, name := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "shell network"} {
 		if !strings.Contains(out, "\n  "+name+": yes") {
 			t.Errorf("doctor does not report %q as given:\n%s", name, out)
 		}
+	}
+	if !strings.Contains(out, "reach only public addresses on ports 443, 8443 (shell_ports), only github.com, *.npmjs.org (shell_hosts), through crew's proxy") {
+		t.Errorf("doctor does not name the network policy:\n%s", out)
 	}
 	if !strings.Contains(out, "Landlock: yes, ABI ") {
 		t.Errorf("doctor does not give the Landlock ABI:\n%s", out)

@@ -1,15 +1,11 @@
 package browser
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"html"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"strings"
 	"sync"
 	"time"
@@ -20,17 +16,16 @@ import (
 
 // proxy is one browser's forward proxy: every request of its pages
 // (navigation, redirects, subresources, WebSockets tunnelled with CONNECT,
-// service workers) arrives here and is dialled through the wall. It
-// listens on loopback and answers only requests carrying its own random
-// credential, which our Chromium gives when challenged (Fetch.authRequired),
-// so no other local process can use it.
+// service workers) arrives here and is dialled through the wall
+// (wall.Proxy). It listens on loopback and answers only requests carrying
+// its own random credential, which our Chromium gives when challenged
+// (Fetch.authRequired), so no other local process can use it.
 type proxy struct {
-	wall     *wall.Wall
 	user     string
 	pass     string
 	srv      *http.Server
 	ln       net.Listener
-	rp       *httputil.ReverseProxy
+	forward  *wall.Proxy
 	mu       sync.Mutex
 	refusals []refusal // the last few refusals, newest last, for the tool results
 }
@@ -43,22 +38,8 @@ func newProxy(w *wall.Wall) (*proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("browser proxy: %w", err)
 	}
-	p := &proxy{wall: w, user: "crew", pass: fence.Nonce(), ln: ln}
-	tr := w.Transport()
-	p.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL = pr.In.URL
-			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Del("Proxy-Authorization")
-		},
-		Transport: tr,
-		ErrorHandler: func(rw http.ResponseWriter, r *http.Request, err error) {
-			p.refused(r.Host, err)
-			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-			rw.WriteHeader(http.StatusForbidden)
-			fmt.Fprintf(rw, "<!doctype html><title>Blocked by crew</title><h1>Blocked by crew</h1><p>%s</p>", html.EscapeString(err.Error()))
-		},
-	}
+	p := &proxy{user: "crew", pass: fence.Nonce(), ln: ln}
+	p.forward = wall.NewProxy(w, nil, p.refused)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil
@@ -116,55 +97,5 @@ func (p *proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "proxy credential required", http.StatusProxyAuthRequired)
 		return
 	}
-	if r.Method == http.MethodConnect {
-		p.connect(rw, r)
-		return
-	}
-	if r.URL.Scheme != "http" || r.URL.Host == "" {
-		http.Error(rw, "crew proxy: only absolute http:// requests and CONNECT", http.StatusBadRequest)
-		return
-	}
-	p.rp.ServeHTTP(rw, r)
-}
-
-// connect tunnels https and WebSockets: the target is dialled through the
-// wall before anything is answered.
-func (p *proxy) connect(rw http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
-	defer cancel()
-	up, err := p.wall.DialContext(ctx, "tcp", r.Host)
-	if err != nil {
-		p.refused(r.Host, err)
-		http.Error(rw, "Blocked by crew: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	hj, ok := rw.(http.Hijacker)
-	if !ok {
-		up.Close()
-		http.Error(rw, "crew proxy: cannot tunnel", http.StatusInternalServerError)
-		return
-	}
-	down, buf, err := hj.Hijack()
-	if err != nil {
-		up.Close()
-		return
-	}
-	io.WriteString(down, "HTTP/1.1 200 Connection Established\r\n\r\n")
-	if n := buf.Reader.Buffered(); n > 0 {
-		b, _ := buf.Reader.Peek(n)
-		up.Write(b)
-	}
-	done := make(chan struct{}, 2)
-	go func() {
-		io.Copy(up, down)
-		if cw, ok := up.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		}
-		done <- struct{}{}
-	}()
-	go func() { io.Copy(down, up); down.Close(); done <- struct{}{} }()
-	<-done
-	<-done
-	up.Close()
-	down.Close()
+	p.forward.ServeHTTP(rw, r)
 }

@@ -236,15 +236,19 @@ func TestSandboxBlocksUnixSockets(t *testing.T) {
 	}
 	for name, f := range facilities(t) {
 		t.Run(name, func(t *testing.T) {
-			// The sockets work from outside the sandbox, so a refusal
-			// below is the sandbox's doing.
-			for _, addr := range []string{path, abstract} {
-				if out := connect(f, addr, &Policy{Network: true, WritePaths: []string{dir}}); out.ExitCode != 0 {
-					t.Errorf("%s with network: %+v, want connected", addr, out)
-				}
+			// The pathname socket works from a command with network, so a
+			// refusal below is the sandbox's doing; abstract sockets belong
+			// to a network namespace, and every command has its own.
+			if out := connect(f, path, &Policy{Network: true, WritePaths: []string{dir}}); out.ExitCode != 0 {
+				t.Errorf("%s with network: %+v, want connected", path, out)
 			}
 			if out := connect(f, path, nil); out.ExitCode != 0 {
 				t.Errorf("%s unsandboxed: %+v, want connected", path, out)
+			}
+			for _, pol := range []*Policy{nil, {Network: true, WritePaths: []string{dir}}} {
+				if out := connect(f, abstract, pol); out.ExitCode == 0 {
+					t.Errorf("%s with network (sandbox %v): %+v, want refused", abstract, pol != nil, out)
+				}
 			}
 			for _, addr := range []string{path, abstract} {
 				out := connect(f, addr, &Policy{WritePaths: []string{dir}})

@@ -3,7 +3,7 @@
 // timeout, and optionally sandboxed.
 //
 // Isolation (every command, Linux): the server re-executes itself as the
-// init (pid 1) of new mount and PID namespaces — directly as root, else
+// init (pid 1) of new mount, PID and network namespaces — directly as root, else
 // inside a user namespace. That init makes mounts private, covers the home
 // with an empty read-only tmpfs and puts back only what View lists (see
 // HomeView: the agent's own folder and the shared kits), replaces /dev with
@@ -12,6 +12,13 @@
 // user and mount namespace, where every one of those mounts is locked: the
 // command cannot unmount them, even as root. If the namespaces cannot be
 // had, Run refuses with ErrNoIsolation: no command runs unisolated.
+//
+// Network (network.go): every command has its own network namespace with
+// its own loopback. One with network (no Sandbox, or Sandbox.Network)
+// reaches the outside only through the crew's proxy, which the caller of
+// Run serves on a listener the init opens at ProxyAddr inside the
+// namespace and hands back: public addresses only, on the ports and hosts
+// of SetNetwork (config.yaml shell_ports, shell_hosts).
 //
 // Lifetime: when the shell exits, times out or the caller's context ends,
 // the init exits or is killed, and the kernel kills everything left in the
@@ -25,8 +32,8 @@
 // Landlock (every write-like filesystem right is handled; only the Policy's
 // WritePaths, a private temp dir and a few character devices stay
 // writable; reads and exec are unrestricted; from ABI 6 no signal leaves
-// the sandbox). Without network it runs in a fresh network namespace with
-// its own loopback, and a seccomp filter refuses AF_UNIX sockets, Unix
+// the sandbox). Without network (no proxy in its namespace) a seccomp
+// filter refuses AF_UNIX sockets, Unix
 // datagram socket pairs and io_uring, so no Unix socket outside — pathname
 // or abstract — can be reached. If the machine cannot provide what a Policy
 // needs, Run refuses with ErrNoSandbox: a sandboxed command never runs

@@ -18,7 +18,7 @@ import (
 
 // A command runs as a chain of three processes:
 //
-//	server ─clone(NEWNS|NEWPID[|NEWNET][|NEWUSER])→ stage 1 (init, pid 1)
+//	server ─clone(NEWNS|NEWPID|NEWNET[|NEWUSER])→ stage 1 (init, pid 1)
 //	stage 1 ─clone(NEWUSER|NEWNS)→ stage 2 ─execve→ /bin/sh -c script
 //
 // Stage 1 is the binary itself re-executed (argv[0] stage1Name). As pid 1 of
@@ -43,6 +43,8 @@ type stageConfig struct {
 	Dir    string   `json:"dir"`
 	View   *View    `json:"view,omitempty"`
 	NewNet bool     `json:"new_net,omitempty"` // bring loopback up in the fresh network namespace
+	// Proxy: listen on ProxyAddr and hand the listener back on proxyFD.
+	Proxy bool `json:"proxy,omitempty"`
 	// MapAll: stage 1 is real root, so every id maps into the command's user
 	// namespace unchanged (root stays root, setuid works); otherwise only the
 	// caller's own uid and gid are mapped.
@@ -55,8 +57,6 @@ type stageConfig struct {
 	Writable  []string `json:"writable,omitempty"` // where a Landlock-restricted command may write
 	ScopeUnix bool     `json:"scope_unix,omitempty"`
 	BlockUnix bool     `json:"block_unix,omitempty"` // seccomp: no AF_UNIX sockets
-	// Guard: the port guard's ruleset is open on guardFD (GuardPorts).
-	Guard bool `json:"guard,omitempty"`
 }
 
 func init() {
@@ -84,6 +84,7 @@ const setupFailed = 125
 func stage1(arg string) {
 	status := os.NewFile(3, "status")
 	unix.CloseOnExec(3)
+	unix.CloseOnExec(proxyFD) // when there is one: never the command's
 	fail := func(err error) {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		exit(setupFailed)
@@ -110,10 +111,6 @@ func stage1(arg string) {
 	cmd.Env = os.Environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{errW}
-	if c.Guard {
-		unix.CloseOnExec(guardFD)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(guardFD, "port guard")) // stage 2's guardFD
-	}
 	a := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS}
 	if c.MapAll {
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
@@ -160,12 +157,17 @@ func stage1(arg string) {
 	}
 }
 
-// isolate sets up stage 1's namespaces: loopback, the mount view, /dev and
-// a fresh /proc.
+// isolate sets up stage 1's namespaces: loopback and the proxy's
+// listener, the mount view, /dev and a fresh /proc.
 func isolate(c stageConfig) error {
 	if c.NewNet {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("%w: loopback in the new network namespace: %v", ErrNoSandbox, err)
+		}
+	}
+	if c.Proxy {
+		if err := handProxyListener(); err != nil {
+			return fmt.Errorf("%w: the proxy's listener in the new network namespace: %v", ErrNoSandbox, err)
 		}
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -357,7 +359,7 @@ func stage2(arg string) {
 	}
 	// init functions run on the main thread, locked: what follows restricts
 	// this thread, the only one that survives execve.
-	if c.Landlock > 0 || c.BlockUnix || c.Guard {
+	if c.Landlock > 0 || c.BlockUnix {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			fail(fmt.Errorf("%w: no_new_privs: %v", ErrNoSandbox, err))
 		}
@@ -365,11 +367,6 @@ func stage2(arg string) {
 	if c.Landlock > 0 {
 		if err := restrict(c.Landlock, c.Writable, c.ScopeUnix); err != nil {
 			fail(fmt.Errorf("%w: landlock: %v", ErrNoSandbox, err))
-		}
-	}
-	if c.Guard {
-		if err := restrictPorts(); err != nil {
-			fail(fmt.Errorf("%w: %v", ErrNoSandbox, err))
 		}
 	}
 	if c.BlockUnix {

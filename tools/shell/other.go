@@ -10,7 +10,7 @@ import (
 // Protections reports that no protection is given off Linux.
 func Protections() []Protection {
 	var ps []Protection
-	for _, n := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "port guard"} {
+	for _, n := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "shell network"} {
 		ps = append(ps, Protection{Name: n, Detail: "no (only Linux is supported): shell commands are refused"})
 	}
 	return ps
@@ -23,6 +23,3 @@ func Track(dir string) (int, error) { return 0, nil }
 func Run(ctx context.Context, c Command) (Output, error) {
 	return Output{}, errors.New("shell: only Linux is supported")
 }
-
-// GuardPorts has nothing to guard off Linux, where no command runs.
-func GuardPorts(ports ...int) error { return nil }

@@ -13,7 +13,6 @@ func Protections() []Protection { return protections(probed()) }
 func protections(f facility) []Protection {
 	ctx := context.Background()
 	try := func(f facility, p *Policy) error {
-		f.skip |= skipGuard
 		out, err := run(ctx, Command{Script: "exit 0", Dir: "/", Sandbox: p}, f)
 		if err == nil && out.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
@@ -51,10 +50,10 @@ func protections(f facility) []Protection {
 		netns.Detail, unixBlock.Detail = no, no
 	} else {
 		if err := try(facility{ns: f.ns, skip: skipLandlock | skipSeccomp}, &Policy{}); err != nil {
-			netns.Detail = fmt.Sprintf("no (%v): agents with shell_network: false are refused", err)
+			netns.Detail = fmt.Sprintf("no (%v): every shell command and hook is refused", err)
 		} else {
 			netns.OK = true
-			netns.Detail = "yes: shell_network: false gets an empty network with its own loopback (no abstract socket outside)"
+			netns.Detail = "yes: every command has a network of its own with its own loopback (no interface, listener or abstract socket of the host); shell_network: false gets nothing else"
 		}
 		if err := try(facility{ns: f.ns, skip: skipLandlock}, &Policy{}); err != nil {
 			unixBlock.Detail = fmt.Sprintf("no (%v): agents with shell_network: false are refused", err)
@@ -66,25 +65,26 @@ func protections(f facility) []Protection {
 			}
 		}
 	}
-	return append(ps, netns, unixBlock, portGuard(f))
+	return append(ps, netns, unixBlock, shellNetwork(f))
 }
 
-// portGuard says whether networked commands can be kept from the
-// server's ports (GuardPorts), by building the ruleset.
-func portGuard(f facility) Protection {
-	p := Protection{Name: "port guard"}
+// shellNetwork says what a command with network reaches, proven by
+// running one (its proxy's listener handed back from its namespace).
+func shellNetwork(f facility) Protection {
+	p := Protection{Name: "shell network"}
 	if f.ns == nsNone {
 		p.Detail = "no (it needs the namespaces above): every shell command and hook is refused"
 		return p
 	}
-	rules, err := buildGuard(&netGuard{lo: 1, hi: 1})
+	out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, facility{ns: f.ns})
+	if err == nil && out.ExitCode != 0 {
+		err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
+	}
 	if err != nil {
-		p.Detail = fmt.Sprintf("no (%v): while crew serve runs, commands with network (shell_network not false) are refused", err)
+		p.Detail = fmt.Sprintf("no (%v): commands with network (shell_network not false) are refused", err)
 		return p
 	}
-	rules.Close()
 	p.OK = true
-	lo, hi := ephemeralRange()
-	p.Detail = fmt.Sprintf("yes, Landlock TCP port rules: commands with network cannot connect to crew serve's HTTP and NATS ports nor to ports %d-%d (where the browser's proxy and DevTools listen); no MPTCP, SMC or io_uring", lo, hi)
+	p.Detail = fmt.Sprintf("yes: commands with network (shell_network not false) reach only %s, through crew's proxy at %s inside their own network (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY); nothing on the host's loopback or private networks, no cloud metadata", NetworkInForce().Describe(), ProxyAddr)
 	return p
 }

@@ -61,7 +61,6 @@ type skip uint8
 const (
 	skipLandlock skip = 1 << iota
 	skipSeccomp
-	skipGuard // probes: the port guard is proven on its own
 )
 
 var (
@@ -97,13 +96,11 @@ func probe() facility {
 	for _, m := range modes {
 		try := f
 		try.ns = m
-		try.skip |= skipGuard
 		out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try)
 		if err == nil && out.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
 		}
 		if err == nil {
-			try.skip &^= skipGuard
 			return try
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", m, err))
@@ -144,7 +141,11 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 
 	cfg := stageConfig{Script: c.Script, Exec: c.Exec, Dir: dir, View: c.View, MapAll: f.ns == nsRoot, UID: os.Getuid(), GID: os.Getgid()}
 	env := append(make([]string, 0, len(c.Env)+1), c.Env...) // never nil: nil would inherit ours
-	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
+	// Every command has a network namespace of its own: none of the
+	// host's interfaces, listeners or abstract Unix sockets are in it.
+	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET)
+	cfg.NewNet = true
+	networked := c.Sandbox == nil || c.Sandbox.Network
 	if p := c.Sandbox; p != nil {
 		if f.abiErr != nil {
 			return Output{}, fmt.Errorf("%w: landlock: %v", ErrNoSandbox, f.abiErr)
@@ -158,8 +159,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		cfg.Landlock = f.abi
 		cfg.Writable = append([]string{tmp}, p.WritePaths...)
 		if !p.Network {
-			flags |= syscall.CLONE_NEWNET
-			cfg.NewNet, cfg.BlockUnix, cfg.ScopeUnix = true, true, true
+			cfg.BlockUnix, cfg.ScopeUnix = true, true
 		}
 		if f.skip&skipLandlock != 0 {
 			cfg.Landlock = 0
@@ -168,14 +168,18 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 			cfg.BlockUnix = false
 		}
 	}
-	// A command on the host's network may not reach the server's own
-	// ports (see GuardPorts).
-	var guardRules *os.File
-	if g := guarded(); g != nil && f.skip&skipGuard == 0 && (c.Sandbox == nil || c.Sandbox.Network) {
-		if g.err != nil {
-			return Output{}, g.err
+	// With network, the only way out is the proxy the caller serves on a
+	// listener stage 1 opens inside the namespace (see ProxyAddr).
+	var proxyMine, proxyTheirs *os.File
+	if networked {
+		var err error
+		if proxyMine, proxyTheirs, err = proxySocket(); err != nil {
+			return Output{}, err
 		}
-		cfg.Guard, guardRules = true, g.rules
+		defer proxyMine.Close()
+		defer proxyTheirs.Close()
+		cfg.Proxy = true
+		env = proxyEnv(env)
 	}
 	arg, err := json.Marshal(cfg)
 	if err != nil {
@@ -239,8 +243,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		cmd.Stderr = errW
 	}
 	cmd.ExtraFiles = []*os.File{statusW}
-	if guardRules != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, guardRules) // guardFD
+	if proxyTheirs != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, proxyTheirs) // proxyFD
+		writers = append(writers, proxyTheirs)               // closed once started
 	}
 
 	// Pdeathsig fires when the thread that started the child exits: start
@@ -267,6 +272,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	}
 	defer close(release)
 	defer record(cmd.Process.Pid)()
+	if proxyMine != nil {
+		defer serveProxy(proxyMine, network(), nil)()
+	}
 
 	capt := newCapture(captureHead, captureTail)
 	var mu sync.Mutex

@@ -74,6 +74,10 @@ func TestSandboxConfinesWrites(t *testing.T) {
 	}
 }
 
+// TestSandboxBlocksNetwork: no command reaches a listener on the host's
+// loopback directly, with network or without, sandboxed or not; a command
+// with network finds the crew's proxy at ProxyAddr in its own namespace,
+// one without network finds nothing there.
 func TestSandboxBlocksNetwork(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,26 +97,33 @@ func TestSandboxBlocksNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=connect", "GORACE=atexit_sleep_ms=0", "CREW_SHELL_ADDR="+l.Addr().String())
-	script := strconv.Quote(self)
-
-	out, err := Run(t.Context(), Command{Script: script, Dir: t.TempDir(), Env: env})
-	if err != nil || out.ExitCode != 0 {
-		t.Fatalf("unsandboxed connect: %v, %+v", err, out)
+	dial := func(f facility, addr string, pol *Policy) Output {
+		t.Helper()
+		env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=connect", "GORACE=atexit_sleep_ms=0", "CREW_SHELL_ADDR="+addr)
+		ws := t.TempDir()
+		if pol != nil {
+			pol.WritePaths = []string{ws}
+		}
+		out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: ws, Env: env, Sandbox: pol}, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
 	for name, f := range facilities(t) {
 		t.Run(name, func(t *testing.T) {
-			ws := t.TempDir()
-			out, err := run(t.Context(), Command{Script: script, Dir: ws, Env: env, Sandbox: &Policy{WritePaths: []string{ws}, Network: true}}, f)
-			if err != nil || out.ExitCode != 0 {
-				t.Errorf("sandboxed connect with network: %v, %+v", err, out)
-			}
-			out, err = run(t.Context(), Command{Script: script, Dir: ws, Env: env, Sandbox: &Policy{WritePaths: []string{ws}}}, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.ExitCode == 0 || !strings.Contains(out.Text, "connect:") {
-				t.Errorf("sandboxed connect without network: got %+v, want a failed connect", out)
+			for pname, pol := range map[string]func() *Policy{
+				"unsandboxed":            func() *Policy { return nil },
+				"sandboxed with network": func() *Policy { return &Policy{Network: true} },
+				"without network":        func() *Policy { return &Policy{} },
+			} {
+				if out := dial(f, l.Addr().String(), pol()); out.ExitCode == 0 || !strings.Contains(out.Text, "connect:") {
+					t.Errorf("%s: the host's loopback listener %s reached: %+v", pname, l.Addr(), out)
+				}
+				out := dial(f, ProxyAddr, pol())
+				if withNet := pol() == nil || pol().Network; withNet != (out.ExitCode == 0) {
+					t.Errorf("%s: the proxy at %s: %+v, want connected %v", pname, ProxyAddr, out, withNet)
+				}
 			}
 		})
 	}
@@ -210,7 +221,7 @@ func TestSandboxFailsClosed(t *testing.T) {
 }
 
 func TestProtectionsAreListed(t *testing.T) {
-	want := []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "port guard"}
+	want := []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "shell network"}
 	ps := Protections()
 	if len(ps) != len(want) {
 		t.Fatalf("protections %+v", ps)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools/web/wall"
 	"github.com/robfig/cron/v3"
 )
 
@@ -42,6 +43,12 @@ func checkConfig(f *yamlFile, c *Config) error {
 				key := fmt.Sprintf("web.hosts[%d]", i)
 				return f.errAt([]string{"web", "hosts", strconv.Itoa(i)}, key, key+": "+err.Error())
 			}
+		}
+	}
+	for i, h := range c.ShellHosts {
+		if err := wall.CheckHostPattern(h); err != nil {
+			key := fmt.Sprintf("shell_hosts[%d]", i)
+			return f.errAt([]string{"shell_hosts", strconv.Itoa(i)}, key, key+": "+err.Error())
 		}
 	}
 	return checkModels(f, c)

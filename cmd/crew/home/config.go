@@ -30,6 +30,12 @@ type Config struct {
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 	// Budget is the crew's daily budget (R-X-5).
 	Budget BudgetConfig `yaml:"budget"`
+	// ShellPorts are the ports a shell command with network reaches
+	// through the crew's proxy (public addresses only); empty: 80 and 443.
+	ShellPorts []int `yaml:"shell_ports"`
+	// ShellHosts, when set, are the only hosts (patterns such as
+	// github.com or *.github.com) such a command reaches.
+	ShellHosts []string `yaml:"shell_hosts"`
 
 	loc *time.Location // resolved Timezone, set by Load
 }

@@ -105,9 +105,13 @@ func (h *Home) NATSAccess() []string {
 }
 
 // ShellProtections lists each protection of shell commands and hooks, and
-// whether this kernel gives it (each proven by running a command).
-func ShellProtections() []string {
-	lines := []string{"shell protections (shell_run, script jobs and hooks; Landlock, network namespace and Unix-socket block when shell_network: false or shell_write_paths is set):"}
+// whether this kernel gives it (each proven by running a command), under
+// the network policy of config.yaml (shell_ports, shell_hosts).
+func (h *Home) ShellProtections() []string {
+	if err := shell.SetNetwork(shell.Network{Ports: h.Config.ShellPorts, Hosts: h.Config.ShellHosts}); err != nil {
+		return []string{"shell protections: " + err.Error()}
+	}
+	lines := []string{"shell protections (shell_run, script jobs and hooks; Landlock and Unix-socket block when shell_network: false or shell_write_paths is set):"}
 	for _, p := range shell.Protections() {
 		lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Detail))
 	}

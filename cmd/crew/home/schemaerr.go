@@ -19,6 +19,7 @@ var patternHelp = map[string]string{
 	`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`:              "a name of letters, digits, _ and - (at most 63)",
 	`^(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]*):[0-9]{1,5}$`: "host:port",
 	`^https?://[^\s]+$`:                             "an http:// or https:// URL",
+	`^(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$|^[0-9A-Fa-f:.]+$`: "a host such as github.com, *.github.com or an IP address (no scheme, port or path)",
 }
 
 // schemaErrors turns one schema failure into positioned errors (several for
@@ -96,6 +97,8 @@ func requirement(ve *jsonschema.ValidationError) (string, bool) {
 		return fmt.Sprintf("at least %d characters long", k.Want), true
 	case *kind.MaxLength:
 		return fmt.Sprintf("at most %d characters long", k.Want), true
+	case *kind.MinItems:
+		return fmt.Sprintf("a list of at least %d (leave the key out for the default)", k.Want), true
 	case *kind.AnyOf, *kind.OneOf, *kind.Group, *kind.Schema, *kind.Reference, *kind.AllOf:
 		return alternatives(ve)
 	}
@@ -160,6 +163,9 @@ func display(v any) string {
 	case map[string]any:
 		return "a mapping"
 	case []any:
+		if len(v) == 0 {
+			return "an empty list"
+		}
 		return "a list"
 	default:
 		return fmt.Sprint(v)

@@ -1,7 +1,9 @@
 // Package wall is the crew's one guarded dialer (R-SEC-2): every outbound
 // connection a tool makes — fetch_url, a fetched search result, every
-// request of the browser's pages through its proxy — is dialled here, and
-// only a public address on port 80 or 443 is connected.
+// request of the browser's pages through its proxy, every connection of a
+// shell command with network through its proxy (Proxy) — is dialled here,
+// and only a public address on port 80 or 443 (for shell commands, the
+// owner's shell_ports: WithPorts) is connected.
 //
 // The check runs in net.Dialer.Control, on the address actually being
 // connected after the name was resolved, for every address tried and on
@@ -13,7 +15,8 @@
 // IPv4-mapped forms of any of them (code.dny.dev/ssrf keeps the IANA
 // special-purpose lists).
 //
-// There is no setting that turns the wall off or widens it. Only a binary
+// There is no setting that turns the wall off or admits a non-public
+// address. Only a binary
 // built with the crewtest tag (the end-to-end tests') admits the exact
 // host:port pairs listed in CREW_TEST_ALLOW_ADDRS (allow_crewtest.go); a
 // normal build has no such code.
@@ -26,6 +29,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +38,8 @@ import (
 	"code.dny.dev/ssrf"
 )
 
-// Ports are the only ports the wall connects to.
+// Ports are the only ports the wall connects to, unless WithPorts says
+// otherwise.
 var Ports = []uint16{80, 443}
 
 // testAllow is the crewtest build's admission set; nil in every other
@@ -48,13 +54,36 @@ type Refusal struct {
 	Host   string // what was asked for (a name or an IP), when known
 	Addr   string // the address that would have been connected
 	Reason string
+	// Rule is what is reached instead; empty: public addresses on the
+	// wall's ports.
+	Rule  string
+	ports []uint16
 }
 
 func (r *Refusal) Error() string {
-	if r.Host != "" && r.Host != r.Addr && !strings.HasPrefix(r.Addr, r.Host+":") && !strings.HasPrefix(r.Addr, "["+r.Host+"]") {
-		return fmt.Sprintf("%v: %s (%s) %s; only public addresses on ports 80 and 443 are reached", ErrRefused, r.Host, r.Addr, r.Reason)
+	rule := r.Rule
+	if rule == "" {
+		rule = "only public addresses on " + portsText(r.ports) + " are reached"
 	}
-	return fmt.Sprintf("%v: %s %s; only public addresses on ports 80 and 443 are reached", ErrRefused, r.Addr, r.Reason)
+	if r.Host != "" && r.Host != r.Addr && !strings.HasPrefix(r.Addr, r.Host+":") && !strings.HasPrefix(r.Addr, "["+r.Host+"]") {
+		return fmt.Sprintf("%v: %s (%s) %s; %s", ErrRefused, r.Host, r.Addr, r.Reason, rule)
+	}
+	return fmt.Sprintf("%v: %s %s; %s", ErrRefused, r.Addr, r.Reason, rule)
+}
+
+// portsText is "ports 80 and 443" for ports (Ports when nil).
+func portsText(ports []uint16) string {
+	if ports == nil {
+		ports = Ports
+	}
+	if len(ports) == 1 {
+		return fmt.Sprintf("port %d", ports[0])
+	}
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return "ports " + strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 func (r *Refusal) Unwrap() error { return ErrRefused }
@@ -68,24 +97,40 @@ type Resolver interface {
 // Wall dials only public addresses.
 type Wall struct {
 	guard    *ssrf.Guardian
+	ports    []uint16
 	resolver Resolver
 	timeout  time.Duration
 }
 
-// Option changes a Wall. None of them widens what it connects to.
+// Option changes a Wall. None of them admits a non-public address.
 type Option func(*Wall)
 
 // WithResolver replaces the system resolver (tests: a fixed map).
 func WithResolver(r Resolver) Option { return func(w *Wall) { w.resolver = r } }
 
+// WithPorts replaces the ports connected to (Ports): the owner's
+// shell_ports for shell commands. No port at all keeps Ports.
+func WithPorts(ports ...uint16) Option {
+	return func(w *Wall) {
+		if len(ports) > 0 {
+			w.ports = slices.Sorted(slices.Values(slices.Clone(ports)))
+			w.ports = slices.Compact(w.ports)
+		}
+	}
+}
+
 // New returns the wall.
 func New(opts ...Option) *Wall {
-	w := &Wall{guard: ssrf.New(ssrf.WithPorts(Ports...)), resolver: net.DefaultResolver, timeout: 10 * time.Second}
+	w := &Wall{ports: Ports, resolver: net.DefaultResolver, timeout: 10 * time.Second}
 	for _, o := range opts {
 		o(w)
 	}
+	w.guard = ssrf.New(ssrf.WithPorts(w.ports...))
 	return w
 }
+
+// PortList is the ports the wall connects to.
+func (w *Wall) PortList() []uint16 { return slices.Clone(w.ports) }
 
 // CheckAddr reports why the wall refuses to connect to ap, or nil.
 func (w *Wall) CheckAddr(ap netip.AddrPort) error {
@@ -98,7 +143,7 @@ func (w *Wall) CheckAddr(ap netip.AddrPort) error {
 		err = w.guard.SafeAddrPort(ap)
 	}
 	if err != nil {
-		return &Refusal{Addr: ap.String(), Reason: reason(ap, err)}
+		return &Refusal{Addr: ap.String(), Reason: reason(ap, err), ports: w.ports}
 	}
 	return nil
 }
@@ -136,11 +181,11 @@ func reason(ap netip.AddrPort, err error) string {
 // control is the net.Dialer hook: it sees the address being connected.
 func (w *Wall) control(network, address string, _ syscall.RawConn) error {
 	if network != "tcp4" && network != "tcp6" {
-		return &Refusal{Addr: address, Reason: "is not TCP (" + network + ")"}
+		return &Refusal{Addr: address, Reason: "is not TCP (" + network + ")", ports: w.ports}
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &Refusal{Addr: address, Reason: "is not an address"}
+		return &Refusal{Addr: address, Reason: "is not an address", ports: w.ports}
 	}
 	return w.CheckAddr(ap)
 }
@@ -152,11 +197,11 @@ func (w *Wall) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
-		return nil, &Refusal{Addr: addr, Reason: "is not TCP (" + network + ")"}
+		return nil, &Refusal{Addr: addr, Reason: "is not TCP (" + network + ")", ports: w.ports}
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, &Refusal{Addr: addr, Reason: "is not host:port"}
+		return nil, &Refusal{Addr: addr, Reason: "is not host:port", ports: w.ports}
 	}
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {

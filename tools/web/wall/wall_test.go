@@ -188,3 +188,59 @@ func TestWallRefusesDisguisedLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestWallWithPortsStaysPublic: shell_ports changes the ports, never the
+// addresses: loopback and private addresses stay refused on a listed
+// port, the refusal names the ports in force, and a port left out is
+// refused.
+func TestWallWithPortsStaysPublic(t *testing.T) {
+	w := wall.New(wall.WithPorts(8443, 22, 22))
+	if got := w.PortList(); fmt.Sprint(got) != "[22 8443]" {
+		t.Errorf("ports %v", got)
+	}
+	for a, class := range map[string]string{
+		"127.0.0.1:22":       "loopback",
+		"10.0.0.1:8443":      "private",
+		"8.8.8.8:443":        "port 443",
+		"169.254.169.254:22": "cloud metadata",
+	} {
+		err := w.CheckAddr(netip.MustParseAddrPort(a))
+		if !errors.Is(err, wall.ErrRefused) || !strings.Contains(err.Error(), class) || !strings.Contains(err.Error(), "only public addresses on ports 22 and 8443 are reached") {
+			t.Errorf("%s: %v, want a refusal naming %q and the ports", a, err, class)
+		}
+	}
+	for _, a := range []string{"8.8.8.8:22", "[2606:4700:4700::1111]:8443"} {
+		if err := w.CheckAddr(netip.MustParseAddrPort(a)); err != nil {
+			t.Errorf("%s refused: %v", a, err)
+		}
+	}
+	if err := wall.New(wall.WithPorts()).CheckAddr(netip.MustParseAddrPort("8.8.8.8:443")); err != nil {
+		t.Errorf("no ports given: %v, want the default 80 and 443", err)
+	}
+}
+
+// TestMatchHost: shell_hosts patterns match names without case or a
+// trailing dot; "*.x" matches every name below x and not x itself, nor a
+// name that merely ends in x; bad patterns are named.
+func TestMatchHost(t *testing.T) {
+	pats := []string{"github.com", "*.githubusercontent.com", "140.82.112.3"}
+	for host, want := range map[string]bool{
+		"github.com": true, "GitHub.com.": true, "api.github.com": false, "evilgithub.com": false,
+		"raw.githubusercontent.com": true, "a.b.githubusercontent.com": true, "githubusercontent.com": false,
+		"evilgithubusercontent.com": false, "140.82.112.3": true, "[140.82.112.3]": true, "140.82.112.4": false,
+	} {
+		if got := wall.MatchHost(pats, host); got != want {
+			t.Errorf("MatchHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+	for _, p := range []string{"github.com", "*.github.com", "xn--bcher-kva.de", "::1", "10.0.0.1", "a_b.example."} {
+		if err := wall.CheckHostPattern(p); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	for _, p := range []string{"", "*", "*.", "https://github.com", "github.com:443", "github.com/x", "a.*.com", "*github.com", " github.com", "a..b"} {
+		if err := wall.CheckHostPattern(p); err == nil {
+			t.Errorf("%q accepted", p)
+		}
+	}
+}
