@@ -56,6 +56,12 @@ const (
 	CompactSnip    = "snip"    // old middle history archived behind a note
 	CompactMicro   = "micro"   // old, already read results replaced by a pointer
 	CompactSummary = "summary" // the oldest history replaced by a summary the model wrote
+	// CompactRunSummary: the open run's older steps replaced by a summary
+	// the model wrote, read as the assistant's own note.
+	CompactRunSummary = "run_summary"
+	// CompactCut: what is kept whole (the newest results, the newest owner
+	// message) did not fit alone: the largest cut with a marker.
+	CompactCut = "cut"
 )
 
 // ContextCompacted changes what the model reads of the history, never the
@@ -65,7 +71,9 @@ const (
 // budget and micro replace the results of Results' calls by their Text (a
 // preview and/or a pointer: tool_output_read brings the whole back from
 // SpillPath). snip and summary show messages [From, To) as one user
-// message Text (a note, or the summary); a range may swallow earlier ones.
+// message Text (a note, or the summary); run_summary shows them as one
+// assistant message; a range may swallow earlier ones. cut does either: a
+// result's Results, or an owner message [From, From+1) as Text.
 type ContextCompacted struct {
 	RunID   string            `json:"run_id"`
 	Step    int               `json:"step"`
@@ -76,6 +84,9 @@ type ContextCompacted struct {
 	Text    string            `json:"text,omitempty"`
 	// Route wrote the summary.
 	Route string `json:"route,omitempty"`
+	// CallID is the compact tool call that asked for it; empty: the
+	// harness compacted on its own.
+	CallID string `json:"call_id,omitempty"`
 	// Tokens estimated before and after this stage, and the limit aimed at.
 	Before int `json:"before_tokens"`
 	After  int `json:"after_tokens"`

@@ -47,6 +47,8 @@ var samples = map[string][]events.Event{
 	events.TypeContextCompacted: {
 		&events.ContextCompacted{RunID: "r1", Step: 9, Stage: events.CompactMicro, Results: []events.CompactedResult{{CallID: "c1", Chars: 8000, Text: "[compacted]", SpillPath: "spill/c/c1.txt"}}, Before: 9000, After: 6000, Limit: 7000},
 		&events.ContextCompacted{RunID: "r1", Step: 9, Stage: events.CompactSummary, From: 1, To: 40, Text: "Summary: …", Route: "fake:a", Before: 9000, After: 3000, Limit: 7000},
+		&events.ContextCompacted{RunID: "r1", Step: 9, Stage: events.CompactRunSummary, From: 41, To: 60, Text: "My notes: …", Route: "fake:a", CallID: "c9", Before: 9000, After: 3000, Limit: 9000},
+		&events.ContextCompacted{RunID: "r1", Step: 9, Stage: events.CompactCut, Results: []events.CompactedResult{{CallID: "c2", Chars: 8000, Text: "head… [cut]"}}, From: 61, To: 62, Text: "the owner's words… [cut]", Before: 9000, After: 6000, Limit: 7000},
 	},
 	events.TypeRunResumed:    {&events.RunResumed{RunID: "r1", Step: 0}, &events.RunResumed{RunID: "r1", Step: 4}},
 	events.TypeGuardReminded: {&events.GuardReminded{RunID: "r1", Step: 3, Tool: "shell_run", Count: 3, Text: "You have called shell_run with the same arguments 3 times in a row."}},
@@ -117,6 +119,8 @@ var samples = map[string][]events.Event{
 		&events.ModelCalled{RunID: "r1", Step: 2, Route: "openrouter:x/y", Model: "x/y", InputTokens: 10, OutputTokens: 5,
 			CostUSD: cost(0.0012), LatencyMS: 250, ToolCalls: []events.ToolCallRequest{{ID: "c1", Name: "workspace_read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
 		&events.ModelCalled{RunID: "r1", Step: 3, Route: "openrouter:x/y", Model: "x/y", CostUSD: nil, Error: "429 too many requests"},
+		&events.ModelCalled{RunID: "r1", Step: 6, Route: "openrouter:anthropic/claude-sonnet-4", Model: "anthropic/claude-sonnet-4", InputTokens: 1000, OutputTokens: 5,
+			CostUSD: cost(0.0012), EstimatedTokens: 1100, CachedInputTokens: 800, CacheWriteTokens: 100, CacheSavedUSD: cost(0.00208)},
 		&events.ModelCalled{RunID: "r1", Step: 4, Purpose: events.PurposeEscalation, Route: "openrouter:big/model", Model: "big/model", Text: "done", CostUSD: cost(0.01)},
 		&events.ModelCalled{Purpose: events.PurposeSummary, Route: "fake:echo", Model: "echo", InputTokens: 300, OutputTokens: 40},
 		&events.ModelCalled{Purpose: events.PurposeConsolidate, Route: "openrouter:x/y", Model: "x/y", CostUSD: cost(0.002)},

@@ -217,6 +217,17 @@ type ModelCalled struct {
 	// request was cancelled and Text is what it had written (kept, shown
 	// marked "stopped").
 	Stopped bool `json:"stopped,omitempty"`
+	// EstimatedTokens is the harness's estimate of the request
+	// (llm.EstimateTokens), logged beside InputTokens, the provider's
+	// count: their ratio calibrates the next estimates on the route.
+	EstimatedTokens int `json:"estimated_input_tokens,omitempty"`
+	// CachedInputTokens of InputTokens were read from the provider's
+	// prompt cache, CacheWriteTokens written to it; CacheSavedUSD is what
+	// the cache saved against the full input price (negative when the
+	// writes cost more than the reads saved).
+	CachedInputTokens int      `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int      `json:"cache_write_tokens,omitempty"`
+	CacheSavedUSD     *float64 `json:"cache_saved_usd,omitempty"`
 	// System is the system prompt the step's request sent, recorded on a
 	// turn's step when it differs from the last one this pass recorded
 	// (its first step always): the latest System at or before a step's

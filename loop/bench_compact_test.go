@@ -8,6 +8,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // longState is a 400-turn history (1,600 messages, tool results of about
@@ -53,7 +54,7 @@ func BenchmarkCompactionView(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		v := messagesOf(modelView(st.Messages, st.Compaction))
-		_ = estimate(toLLM("system", v), nil)
+		_ = llm.EstimateTokens(toLLM("system", v), nil)
 	}
 }
 

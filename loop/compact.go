@@ -2,42 +2,57 @@ package loop
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	crewimage "github.com/my-agent-crew/crew/tools/image"
 	"github.com/tmc/langchaingo/llms"
 )
 
-// Compaction (R-LOOP-7, seed 004): before a model call the history the
-// model reads is kept under the route's window, in four stages run in this
-// order, each recorded as a context_compacted event that the state folds
-// (so a snapshot plus its tail, a cold replay and an export all see the
-// same history):
+// Compaction (R-LOOP-7, seed 004): before every model call the request is
+// measured (llm.EstimateTokens of the messages, the images and the tool
+// declarations, scaled by what the provider last reported for the route)
+// and kept under the route's prompt limit, context_window −
+// max_output_tokens. The stages run in this order, each recorded as a
+// context_compacted event with the tokens before and after it, which the
+// state folds (so a snapshot plus its tail, a cold replay and an export
+// all see the same history):
 //
-//  1. budget: a single tool result over a quarter of the prompt limit is
-//     shown as a preview and a pointer (every call; the full text is in
-//     the spill folder, and the log keeps it);
+//  1. budget: a single tool result over a quarter of the limit is shown as
+//     a preview and a pointer (every call; the full text is in the spill
+//     folder, and the log keeps it);
 //  2. snip: with more than snipMaxTurns turns before the open run (however
 //     few tokens), the turns between the first one and the newest
 //     snipKeepTurns are archived behind one note (the log keeps them);
-//  3. micro: over the limit, old results the model has already read are
-//     replaced by a pointer (tool_output_read brings them back), oldest
-//     first, keeping the microKeep newest whole, until the estimate is at
-//     80% of the limit;
-//  4. summary: still over the limit, the model summarises the oldest turns
-//     (a model_called with purpose compaction) and the summary stands in
-//     for them, down to half the limit.
+//  3. micro: over the limit, older results the model has read — previews
+//     included — become a one-line stub (tool_output_read brings them
+//     back), oldest first, until the estimate is at 80% of the limit;
+//  4. run_summary: still over, the model summarises the open run's own
+//     older steps (a model_called with purpose compaction); the summary
+//     reads as the assistant's note of what it did;
+//  5. summary: still over, the model summarises the oldest turns before
+//     the open run, down to half the room the history has;
+//  6. cut: still over, the largest of what is kept whole — the newest
+//     microKeep tool results and the newest owner message — is cut with a
+//     marker (a result's rest through tool_output_read), and the run goes
+//     on.
 //
-// The prompt limit is context_window − max_output_tokens of the route.
-// Nothing but the budget happens while the history fits, and each
-// compaction goes well below the limit (snip once per hundred turns), so the prefix the provider caches stays the same from
-// one compaction to the next. Snip and summary cut only at a turn's first
-// message before the open run, so a tool call never loses its result.
+// Stages 3 to 5 never touch the newest microKeep results nor the open
+// run's owner message, and no summary goes past the newest turn because
+// the declarations are large: they count, but the history keeps its
+// newest turn and step. Nothing but the budget happens while the request
+// fits, and each compaction goes well below the limit, so the prefix the
+// provider caches stays the same from one compaction to the next. Cuts
+// fall on a turn's first message or a step's reply, so a tool call never
+// loses its result. A provider's "context too long" compacts again with
+// the limit at three quarters of the request, at most twice a step
+// (recovery.go).
 
 // Compaction is what the model reads instead of parts of State.Messages.
 type Compaction struct {
@@ -70,15 +85,19 @@ const (
 
 // apply folds one context_compacted into c.
 func (c *Compaction) apply(e *events.ContextCompacted) {
-	switch e.Stage {
-	case events.CompactBudget, events.CompactMicro:
+	if len(e.Results) > 0 {
 		if c.Results == nil {
 			c.Results = map[string]string{}
 		}
 		for _, r := range e.Results {
 			c.Results[r.CallID] = r.Text
 		}
-	case events.CompactSnip, events.CompactSummary:
+	}
+	switch e.Stage {
+	case events.CompactSnip, events.CompactSummary, events.CompactRunSummary, events.CompactCut:
+		if e.To <= e.From {
+			return
+		}
 		kept := c.Cuts[:0]
 		for _, cut := range c.Cuts {
 			if cut.To <= e.From || cut.From >= e.To {
@@ -115,7 +134,11 @@ func modelView(msgs []Message, c Compaction) []viewed {
 	for i := 0; i < len(msgs); i++ {
 		if ci < len(c.Cuts) && c.Cuts[ci].From == i {
 			cut := c.Cuts[ci]
-			out = append(out, viewed{Message: Message{Role: RoleUser, Text: cut.Text}, at: i, cut: true})
+			role := RoleUser
+			if cut.Stage == events.CompactRunSummary {
+				role = RoleAssistant // the assistant's note of its own steps
+			}
+			out = append(out, viewed{Message: Message{Role: role, Text: cut.Text}, at: i, cut: true})
 			i = cut.To - 1
 			ci++
 			continue
@@ -139,10 +162,8 @@ func messagesOf(v []viewed) []Message {
 	return out
 }
 
-// Token estimates. Without the provider's tokenizer the harness counts
-// bytes/3: conservative for Vietnamese, where chars/4 undercounts by a
-// quarter (research §8).
-func tokensOf(n int) int { return (n + 2) / 3 }
+// tokensOf is the estimate for n bytes of text (llm.EstimateTokens').
+func tokensOf(n int) int { return llm.TokensOfBytes(n) }
 
 func msgTokens(m Message) int {
 	n := len(m.Text) + 16
@@ -152,40 +173,9 @@ func msgTokens(m Message) int {
 	return tokensOf(n)
 }
 
-// estimate is the request's size: messages and tool declarations.
-func estimate(msgs []llms.MessageContent, defs []llms.Tool) int {
-	n := 0
-	for _, m := range msgs {
-		n += 16
-		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
-				n += len(p.Text)
-			case llms.ToolCall:
-				if p.FunctionCall != nil {
-					n += len(p.FunctionCall.Name) + len(p.FunctionCall.Arguments) + len(p.ID) + 16
-				}
-			case llms.ToolCallResponse:
-				n += len(p.Content) + len(p.ToolCallID)
-			case llms.ImageURLContent:
-				n += imageTokens * 3
-			}
-		}
-	}
-	if len(defs) > 0 {
-		b, _ := json.Marshal(defs)
-		n += len(b)
-	}
-	return tokensOf(n)
-}
-
-// imageTokens is what an image part is counted as (a 1568 px image is
-// about 1,600 tokens at the providers that publish a rule).
-const imageTokens = 1600
-
 // history is the request for the step on route, compacted first.
 func (c *stepCall) history(ctx context.Context, route string) ([]llms.MessageContent, error) {
-	if err := c.compactNow(ctx, route, false); err != nil {
+	if err := c.compactNow(ctx, route, 0); err != nil {
 		return nil, err
 	}
 	vs := c.view()
@@ -213,24 +203,56 @@ func (c *stepCall) limits(route string) (limit, target int) {
 	return limit, limit * 8 / 10
 }
 
-// compactNow runs the stages for route. force: the provider said the
-// prompt is too long, so the estimate was low: aim at three quarters of it.
-func (c *stepCall) compactNow(ctx context.Context, route string, force bool) error {
+// images is how many image parts the request built from vs carries on
+// route (history adds them: the open run's attachments, the newest
+// results' images), each counted as llm.ImageTokens.
+func (c *stepCall) images(vs []viewed, route string) int {
+	if !c.t.sees(route) {
+		return 0
+	}
+	n := 0
+	for _, v := range vs {
+		if v.Role == RoleUser && !v.cut && v.at >= c.s.runFrom {
+			for _, f := range v.Attachments {
+				if crewimage.IsImage(f) {
+					n++
+				}
+			}
+		}
+	}
+	tool := 0
+	for i := len(vs) - 1; i >= 0 && vs[i].Role != RoleAssistant; i-- {
+		if vs[i].Role == RoleTool {
+			tool += len(imagesOf(vs[i].Parts))
+		}
+	}
+	return n + min(tool, maxStepImages)
+}
+
+// size is the request's measure on route: the estimate of the compacted
+// view, its images and the declarations, calibrated by the ratio the
+// provider last reported for the route.
+func (c *stepCall) size(route string) int {
+	vs := c.view()
+	n := llm.EstimateTokens(toLLM(c.system, messagesOf(vs)), c.defs) + c.images(vs, route)*llm.ImageTokens
+	return llm.Calibrate(n, c.s.ratio[route])
+}
+
+// compactNow runs the stages for route. force counts the provider's "too
+// long" answers this step: its estimate was low, so the limit is three
+// quarters of what was sent, and the stages run again below it.
+func (c *stepCall) compactNow(ctx context.Context, route string, force int) error {
 	t := c.t
 	limit, target := c.limits(route)
-	fixed := estimate([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, c.system)}, c.defs)
-	size := func() int {
-		return estimate(toLLM(c.system, messagesOf(c.view())), c.defs)
-	}
-	cur := size()
-	if force {
+	cur := c.size(route)
+	if force > 0 {
 		limit = min(limit, cur*3/4)
 		target = limit * 8 / 10
 	}
 	stage := func(e *events.ContextCompacted) error {
 		e.RunID, e.Step, e.Before, e.Limit = c.s.openRun, c.step, cur, limit
 		c.s.comp.apply(e)
-		e.After = size()
+		e.After = c.size(route)
 		cur = e.After
 		return t.emit(ctx, e)
 	}
@@ -250,16 +272,14 @@ func (c *stepCall) compactNow(ctx context.Context, route string, force bool) err
 		return nil
 	}
 	// 3. micro
-	if cur > limit {
-		if e := c.micro(cur, target); e != nil {
-			if err := stage(e); err != nil {
-				return err
-			}
+	if e := c.micro(cur, target); e != nil {
+		if err := stage(e); err != nil {
+			return err
 		}
 	}
-	// 4. summary
+	// 4. the open run's older steps
 	if cur > limit {
-		e, err := c.summary(ctx, route, cur-fixed, limit/2-fixed)
+		e, err := c.runSummary(ctx, route, -1)
 		if err != nil {
 			return err
 		}
@@ -269,7 +289,34 @@ func (c *stepCall) compactNow(ctx context.Context, route string, force bool) err
 			}
 		}
 	}
+	// 5. the older turns
+	if cur > limit {
+		fixed := c.fixed()
+		e, err := c.summary(ctx, route, cur-fixed, max(limit-fixed, 0)/2, len(c.s.messages), true)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			if err := stage(e); err != nil {
+				return err
+			}
+		}
+	}
+	// 6. what is kept whole does not fit: cut the largest
+	if cur > limit {
+		if e := c.cut(cur, target); e != nil {
+			if err := stage(e); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// fixed is what every request of the step holds besides the history: the
+// system prompt and the declarations.
+func (c *stepCall) fixed() int {
+	return llm.EstimateTokens([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, c.system)}, c.defs)
 }
 
 // pointer is what the model reads for a compacted result.
@@ -358,36 +405,64 @@ func (c *stepCall) snip() *events.ContextCompacted {
 		Text: fmt.Sprintf("[%d earlier messages of this conversation were archived to keep it within the model's context. The log keeps them; nothing was lost.]", n)}
 }
 
-func (c *stepCall) micro(cur, target int) *events.ContextCompacted {
-	view := c.view()
-	var results []int // view indexes of tool results, oldest first
-	for i, v := range view {
-		if v.Role == RoleTool && !v.cut {
-			results = append(results, i)
+// kept are the view indexes of what compaction keeps whole while it
+// fits alone: the newest microKeep tool results and the open run's owner
+// message(s) — the user messages it opened with. keepFrom is the history
+// index of the step (its reply) that holds the oldest of those results.
+func (c *stepCall) kept(view []viewed) (kept []int, keepFrom int) {
+	keepFrom = len(c.s.messages)
+	n := 0
+	for i := len(view) - 1; i >= 0 && n < microKeep; i-- {
+		if view[i].Role == RoleTool && !view[i].cut {
+			kept = append(kept, i)
+			n++
+			for j := i - 1; j >= 0; j-- {
+				if view[j].Role == RoleAssistant {
+					keepFrom = min(keepFrom, view[j].at)
+					break
+				}
+			}
 		}
 	}
-	if len(results) <= microKeep {
-		return nil
+	if c.s.openRun != "" {
+		for i, v := range view {
+			if v.at < c.s.runFrom || v.cut {
+				continue
+			}
+			if v.Role != RoleUser {
+				break
+			}
+			kept = append(kept, i)
+		}
 	}
+	return kept, keepFrom
+}
+
+// stub is the one line a compacted result becomes.
+func (c *stepCall) stub(m Message) string { return pointer(m, len(m.Text), "") }
+
+func (c *stepCall) micro(cur, target int) *events.ContextCompacted {
+	view := c.view()
+	kept, _ := c.kept(view)
 	var out []events.CompactedResult
-	for _, i := range results[:len(results)-microKeep] {
+	for i, v := range view {
 		if cur <= target {
 			break
 		}
-		m := view[i].Message
-		if _, done := c.s.comp.Results[m.ToolCallID]; done || !readAfter(view, i) {
+		if v.Role != RoleTool || v.cut || slices.Contains(kept, i) || !readAfter(view, i) {
 			continue
 		}
-		text := pointer(m, len(m.Text), "")
-		if len(text) >= len(m.Text) {
-			continue
+		orig := c.s.messages[v.at]
+		text := c.stub(orig)
+		if len(text) >= len(v.Text) {
+			continue // already a stub, or shorter than one
 		}
-		spill, ok := c.keep(m)
+		spill, ok := c.keep(orig)
 		if !ok {
 			continue
 		}
-		cur -= msgTokens(m) - tokensOf(len(text)+16)
-		out = append(out, events.CompactedResult{CallID: m.ToolCallID, Chars: len(m.Text), Text: text, SpillPath: spill})
+		cur -= msgTokens(v.Message) - tokensOf(len(text)+16)
+		out = append(out, events.CompactedResult{CallID: orig.ToolCallID, Chars: len(v.Text), Text: text, SpillPath: spill})
 	}
 	if len(out) == 0 {
 		return nil
@@ -405,21 +480,86 @@ func readAfter(view []viewed, i int) bool {
 	return false
 }
 
-// summary has the model summarise the oldest turns so that what is left
-// holds about goal tokens (history only). It returns nil when there is
-// nothing to summarise or the model could not.
-func (c *stepCall) summary(ctx context.Context, route string, history, goal int) (*events.ContextCompacted, error) {
-	t := c.t
+// runSummary has the model summarise the open run's older steps: from the
+// run's first reply to the newest step start before upTo (a history
+// index; -1: the step that holds the oldest result kept whole). It
+// returns nil when there is nothing to summarise or the model could not.
+func (c *stepCall) runSummary(ctx context.Context, route string, upTo int) (*events.ContextCompacted, error) {
+	if c.s.openRun == "" {
+		return nil, nil
+	}
+	view := c.view()
+	_, keepFrom := c.kept(view)
+	if upTo < 0 {
+		upTo = keepFrom
+	}
+	from, to := -1, -1
+	first := -1 // view index of from
+	for i, v := range view {
+		if v.at < c.s.runFrom {
+			continue
+		}
+		step := (v.Role == RoleAssistant && !v.cut) || (v.cut && c.cutAt(v.at).Stage == events.CompactRunSummary)
+		if !step {
+			continue
+		}
+		if from < 0 {
+			from, first = v.at, i
+			continue
+		}
+		if v.at <= upTo && !v.cut {
+			to = v.at
+		}
+	}
+	if from < 0 || to <= from {
+		return nil, nil
+	}
+	// A range that is only the summary made before frees nothing.
+	if view[first].cut && first+1 < len(view) && view[first+1].at >= to {
+		return nil, nil
+	}
+	text := transcriptOf(view, from, to)
+	sum, err := c.summarise(ctx, route, fmt.Sprintf("You condense the earlier steps of a task an assistant is still working on, so it can go on without them. Write as the assistant's own notes: what it was asked, which tools it called with which arguments, what they returned that matters (facts, names, numbers, paths), what it decided and what is left to do. Write at most %d words, in the conversation's language. Answer with the notes only.", summaryWords), text)
+	if err != nil || sum == "" {
+		return nil, err
+	}
+	sum = "[My notes on the earlier steps of this task, written to keep it within the model's context; the log keeps every step, and tool_output_read brings back any result by its call id.]\n" + sum
+	return &events.ContextCompacted{Stage: events.CompactRunSummary, From: from, To: to, Text: sum, Route: route}, nil
+}
+
+// cutAt is the cut starting at history index i.
+func (c *stepCall) cutAt(i int) Cut {
+	for _, cut := range c.s.comp.Cuts {
+		if cut.From == i {
+			return cut
+		}
+	}
+	return Cut{}
+}
+
+// summary has the model summarise the oldest turns before the open run
+// (and before end, a history index) so that what is left holds about goal
+// tokens (history only) — with keepNewest never past the turn that holds
+// the oldest result kept whole. It returns nil when there is nothing to summarise or the
+// model could not.
+func (c *stepCall) summary(ctx context.Context, route string, history, goal, end int, keepNewest bool) (*events.ContextCompacted, error) {
 	starts := c.turnStarts()
 	if len(starts) < 2 {
 		return nil, nil
 	}
+	view := c.view()
+	keepFrom := len(c.s.messages)
+	if keepNewest {
+		_, keepFrom = c.kept(view)
+	}
 	// The oldest turns, up to the first start after which the rest fits.
 	to := -1
-	view := c.view()
 	removed := 0
 	vi := 0
 	for _, s := range starts[1:] {
+		if s > keepFrom || s > end {
+			break
+		}
 		for vi < len(view) && view[vi].at < s {
 			removed += msgTokens(view[vi].Message)
 			vi++
@@ -432,35 +572,59 @@ func (c *stepCall) summary(ctx context.Context, route string, history, goal int)
 	if to <= 0 {
 		return nil, nil
 	}
-	var transcript strings.Builder
+	if len(view) > 1 && view[0].cut && view[1].at >= to {
+		return nil, nil // only the summary made before
+	}
+	text := transcriptOf(view, 0, to)
+	sum, err := c.summarise(ctx, route, fmt.Sprintf("You condense the earlier part of a conversation between an owner and their assistant so the assistant can go on without it. Keep facts, names, numbers, decisions, what was done with which tools and what is still open. Write at most %d words, in the conversation's language. Answer with the summary only.", summaryWords), text)
+	if err != nil || sum == "" {
+		return nil, err
+	}
+	sum = "[Summary of the earlier part of this conversation, written to keep it within the model's context; the log keeps every message.]\n" + sum
+	return &events.ContextCompacted{Stage: events.CompactSummary, From: 0, To: to, Text: sum, Route: route}, nil
+}
+
+// transcriptOf is the view's messages from history index from to to, as
+// the summariser reads them.
+func transcriptOf(view []viewed, from, to int) string {
+	var b strings.Builder
 	for _, v := range view {
+		if v.at < from {
+			continue
+		}
 		if v.at >= to {
 			break
 		}
 		m := v.Message
 		switch {
 		case m.Role == RoleTool:
-			fmt.Fprintf(&transcript, "[tool %s result]\n%s\n\n", m.Tool, cutAtLine(m.Text, 2000))
+			fmt.Fprintf(&b, "[tool %s result, call %s]\n%s\n\n", m.Tool, m.ToolCallID, cutAtLine(m.Text, 2000))
 		default:
-			fmt.Fprintf(&transcript, "[%s]\n%s\n", m.Role, m.Text)
+			fmt.Fprintf(&b, "[%s]\n%s\n", m.Role, m.Text)
 			for _, tc := range m.ToolCalls {
-				fmt.Fprintf(&transcript, "(called %s %s)\n", tc.Name, cutAtLine(string(tc.Arguments), 300))
+				fmt.Fprintf(&b, "(called %s %s)\n", tc.Name, cutAtLine(string(tc.Arguments), 300))
 			}
-			transcript.WriteString("\n")
+			b.WriteString("\n")
 		}
 	}
+	return b.String()
+}
+
+// summarise asks route's model for a summary of text (a model_called with
+// purpose compaction). "" when the model could not.
+func (c *stepCall) summarise(ctx context.Context, route, instruction, text string) (string, error) {
+	t := c.t
 	spec := t.spec(route)
 	room := (spec.ContextWindow - spec.MaxOutputTokens - 500) * 3
-	text := transcript.String()
 	if len(text) > room && room > 0 {
-		text = text[:room/3] + "\n[…]\n" + text[len(text)-room*2/3:]
+		text = cutAtLine(text, room/3) + "\n[…]\n" + text[len(text)-room*2/3:]
 	}
 	model, err := t.deps.Models(route)
 	if err != nil {
-		return nil, nil
+		return "", nil
 	}
 	msgs := []llms.MessageContent{
-		llms.TextParts(llms.ChatMessageTypeSystem, fmt.Sprintf("You condense the earlier part of a conversation between an owner and their assistant so the assistant can go on without it. Keep facts, names, numbers, decisions, what was done with which tools and what is still open. Write at most %d words, in the conversation's language. Answer with the summary only.", summaryWords)),
+		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
 		llms.TextParts(llms.ChatMessageTypeHuman, text),
 	}
 	if ch, ok := budget.ChargeOf(ctx); ok {
@@ -470,7 +634,7 @@ func (c *stepCall) summary(ctx context.Context, route string, history, goal int)
 	start := t.deps.Clock()
 	resp, err := model.GenerateContent(ctx, msgs, llms.WithMaxTokens(min(spec.MaxOutputTokens, 2048)))
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return "", ctx.Err()
 	}
 	mc := modelCalled(c.s.openRun, c.step, route, resp, t.deps.Clock().Sub(start))
 	mc.Purpose, mc.ToolCalls = events.PurposeCompaction, nil
@@ -478,13 +642,60 @@ func (c *stepCall) summary(ctx context.Context, route string, history, goal int)
 		mc.Error = oneLine(err)
 	}
 	if err := t.emit(ctx, mc); err != nil {
-		return nil, err
+		return "", err
 	}
-	if err != nil || resp == nil || len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
-		return nil, nil
+	if err != nil || resp == nil || len(resp.Choices) == 0 {
+		return "", nil
 	}
-	sum := "[Summary of the earlier part of this conversation, written to keep it within the model's context; the log keeps every message.]\n" + strings.TrimSpace(resp.Choices[0].Content)
-	return &events.ContextCompacted{Stage: events.CompactSummary, From: 0, To: to, Text: sum, Route: route}, nil
+	return strings.TrimSpace(resp.Choices[0].Content), nil
+}
+
+// cut is the last stage: what is kept whole did not fit alone, so the
+// largest of it is cut, with a marker, until the request is at target.
+func (c *stepCall) cut(cur, target int) *events.ContextCompacted {
+	view := c.view()
+	kept, _ := c.kept(view)
+	e := &events.ContextCompacted{Stage: events.CompactCut}
+	done := map[int]bool{}
+	for cur > target {
+		best := -1
+		for _, i := range kept {
+			if !done[i] && (best < 0 || msgTokens(view[i].Message) > msgTokens(view[best].Message)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		done[best] = true
+		v := view[best]
+		has := msgTokens(v.Message)
+		keep := max(has-(cur-target), 200) * 3 // bytes
+		if keep >= len(v.Text) {
+			continue
+		}
+		orig := c.s.messages[v.at]
+		if v.Role == RoleTool {
+			spill, ok := c.keep(orig)
+			if !ok {
+				continue
+			}
+			text := pointer(orig, len(orig.Text), cutAtLine(orig.Text, min(keep, len(orig.Text))))
+			cur -= has - tokensOf(len(text)+16)
+			e.Results = append(e.Results, events.CompactedResult{CallID: orig.ToolCallID, Chars: len(v.Text), Text: text, SpillPath: spill})
+			continue
+		}
+		if e.To > e.From {
+			continue // one owner message a compaction
+		}
+		text := cutAtLine(v.Text, keep) + fmt.Sprintf("\n[This message was cut to fit the model's context: %d of its %d characters are shown; the log keeps it whole.]", len(cutAtLine(v.Text, keep)), len(v.Text))
+		cur -= has - tokensOf(len(text)+16)
+		e.From, e.To, e.Text = v.at, v.at+1, text
+	}
+	if len(e.Results) == 0 && e.To <= e.From {
+		return nil
+	}
+	return e
 }
 
 // cutAtLine is s cut to at most n bytes at a line end (or a rune start).

@@ -8,12 +8,12 @@ import (
 )
 
 // Tools are the loop's own tools — ask_user, progress_note, delegate,
-// tool_search, tool_script — for
+// tool_search, tool_script, image_read, compact — for
 // the registry: they are declared and offered like any other tool and go
 // through the same pipeline, but the turn answers them itself (and knows
 // them even when a registry it is given leaves them out).
 func Tools() []tools.Tool {
-	return []tools.Tool{askUser{}, progressNote{}, delegateTool{}, toolSearch{}, toolScript{}, imageRead{}}
+	return []tools.Tool{askUser{}, progressNote{}, delegateTool{}, toolSearch{}, toolScript{}, imageRead{}, compactTool{}}
 }
 
 // turnTool is a tool the turn answers itself: it talks to the owner or to

@@ -27,7 +27,8 @@ import (
 //     when that still fits the window, then "continue exactly where you
 //     stopped" up to maxContinuations times, the parts joined into one
 //     reply;
-//   - prompt too long: compact (forced) and try once more.
+//   - prompt too long: compact further (the limit at three quarters of
+//     what was sent) and try again, at most maxTooLong times.
 //
 // A reply that failed after its text streamed keeps that text on the
 // retry event (or the fallback, or the failed call) marked interrupted:
@@ -38,6 +39,7 @@ const (
 	maxOverloadRetries = 3
 	overloadBase       = 500 * time.Millisecond
 	maxContinuations   = 3
+	maxTooLong         = 2
 	// maxRetryAfter: a provider asking for a longer wait is down for now.
 	maxRetryAfter = time.Minute
 )
@@ -69,8 +71,9 @@ type stepCall struct {
 	shown bool
 	// cutText is what the last failed attempt had streamed.
 	cutText string
-	// compacted: the step compacted for a prompt too long (once).
-	compacted bool
+	// tooLong counts the step's "prompt too long" answers: each compacts
+	// further and retries, at most maxTooLong times.
+	tooLong int
 }
 
 // onRoute tries route until it answers or gives up. mc is the recorded
@@ -126,7 +129,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 				r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Text: ch.Content,
 					InputTokens: cut.InputTokens, OutputTokens: cut.OutputTokens, CostUSD: cut.CostUSD}
 				switch {
-				case !doubled && 2*maxTok+estimate(msgs, c.defs) <= spec.ContextWindow:
+				case !doubled && 2*maxTok+llm.Calibrate(llm.EstimateTokens(msgs, c.defs), c.s.ratio[route]) <= spec.ContextWindow:
 					doubled, maxTok = true, 2*maxTok
 					r.Reason, r.Attempt, r.MaxTokens = events.RetryLength, 1, maxTok
 				case len(parts) < maxContinuations:
@@ -144,6 +147,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			}
 			mc := modelCalled(c.s.openRun, c.step, route, resp, t.deps.Clock().Sub(start))
 			mc.Purpose = c.purpose
+			mc.EstimatedTokens = llm.EstimateTokens(msgs, c.defs)
 			mc.Text = strings.Join(parts, "") + mc.Text
 			uniqueCallIDs(mc.ToolCalls, c.s.messages, c.step)
 			mc.System = c.record
@@ -190,9 +194,9 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			wait = OverloadBackoff(down, nil)
 			down++
 			r.Reason, r.Attempt = events.RetryUnavailable, down
-		case errors.Is(cerr, llm.ErrContextTooLong) && !c.compacted && c.canCompact():
-			c.compacted = true
-			r.Reason, r.Attempt = events.RetryTooLong, 1
+		case errors.Is(cerr, llm.ErrContextTooLong) && c.tooLong < maxTooLong && c.canCompact():
+			c.tooLong++
+			r.Reason, r.Attempt = events.RetryTooLong, c.tooLong
 		default:
 			return nil, cerr, nil
 		}
@@ -204,7 +208,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			return nil, nil, err
 		}
 		if r.Reason == events.RetryTooLong {
-			if err := c.compactNow(ctx, route, true); err != nil {
+			if err := c.compactNow(ctx, route, c.tooLong); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -284,6 +284,10 @@ type State struct {
 	// Compaction is what the model reads instead of parts of Messages
 	// (context_compacted, R-LOOP-7); Messages stay whole for the chat.
 	Compaction Compaction `json:"compaction"`
+	// TokenRatio is, by route, the provider's prompt tokens over the
+	// harness's estimate on the last turn call that reported both: it
+	// calibrates the measure compaction decides on.
+	TokenRatio map[string]float64 `json:"token_ratio,omitempty"`
 	// NestedCalls counts the open run's script calls (nested_call): its
 	// scripts share max_steps × 10 (R-SCR).
 	NestedCalls int `json:"nested_calls,omitempty"`
@@ -495,6 +499,12 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		if !e.InTurn() { // the harness's own call: its cost counts, its text is no reply
 			break
+		}
+		if e.InputTokens > 0 && e.EstimatedTokens > 0 {
+			if s.TokenRatio == nil {
+				s.TokenRatio = map[string]float64{}
+			}
+			s.TokenRatio[e.Route] = float64(e.InputTokens) / float64(e.EstimatedTokens)
 		}
 		if p := s.Pin; p != nil && e.RunID == p.RunID && e.Step == p.Step && e.Error == "" {
 			s.Pin = nil // the pinned step is answered
@@ -952,7 +962,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 22
+const snapshotVersion byte = 23
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

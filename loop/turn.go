@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +158,7 @@ type snapshotOf struct {
 	guard    Guard // the loop guard after the last reply
 	escal    bool  // the run has escalated already
 	comp     Compaction
+	ratio    map[string]float64 // State.TokenRatio
 	// canvasChannel is the channel the canvas rules go by (the root's for
 	// a delegated conversation).
 	canvasChannel string
@@ -170,6 +172,7 @@ func (t *Turn) read() snapshotOf {
 		s.openRun, s.step, s.queued, s.busy = st.OpenRun, st.Step, len(st.Queued), st.BusyQueued
 		s.messages = append([]Message(nil), st.Messages...)
 		s.comp = st.Compaction.clone()
+		s.ratio = maps.Clone(st.TokenRatio)
 		s.steers = append([]Pending(nil), st.Steers...)
 		s.cost, s.budget = st.CostUSD, st.Budget(t.agent.CostCapUSD)
 		s.child, s.parent = st.RootID != "", st.ParentConversation

@@ -147,6 +147,8 @@ type Compaction struct {
 	Before  int    `json:"before_tokens"`
 	After   int    `json:"after_tokens"`
 	Limit   int    `json:"limit_tokens"`
+	// Asked: the model asked for it (the compact tool).
+	Asked bool `json:"asked,omitempty"`
 }
 
 // Escalation is one escalated line.
@@ -358,7 +360,7 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		}
 	case *events.ContextCompacted:
 		st := r.step(e.Step)
-		st.Compactions = append(st.Compactions, Compaction{Stage: e.Stage, Results: len(e.Results), From: e.From, To: e.To, Before: e.Before, After: e.After, Limit: e.Limit})
+		st.Compactions = append(st.Compactions, Compaction{Stage: e.Stage, Results: len(e.Results), From: e.From, To: e.To, Before: e.Before, After: e.After, Limit: e.Limit, Asked: e.CallID != ""})
 	case *events.Escalated:
 		r.step(e.Step).Escalated = &Escalation{Reason: e.Reason, Route: e.Route, Error: truncate(e.Error, modelTextRunes)}
 	case *events.GuardReminded:

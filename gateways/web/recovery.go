@@ -21,7 +21,7 @@ func retryLine(r projections.Retry) string {
 	case events.RetryContinue:
 		what = "reply still cut at max_tokens, asked to continue where it stopped"
 	case events.RetryTooLong:
-		what = "prompt too long, compacted"
+		what = "prompt too long, compacted further"
 	default:
 		what = r.Reason
 	}
@@ -45,11 +45,18 @@ func compactionLine(c projections.Compaction) string {
 	case events.CompactBudget:
 		what = fmt.Sprintf("%d large result(s) shown as a preview", c.Results)
 	case events.CompactMicro:
-		what = fmt.Sprintf("%d old result(s) replaced by a pointer (tool_output_read)", c.Results)
+		what = fmt.Sprintf("%d old result(s) replaced by a one-line pointer (tool_output_read)", c.Results)
+	case events.CompactRunSummary:
+		what = fmt.Sprintf("this run's earlier steps (messages %d–%d) summarised", c.From, c.To-1)
+	case events.CompactCut:
+		what = "what is kept whole did not fit alone: the largest cut with a marker"
 	case events.CompactSnip:
 		what = fmt.Sprintf("messages %d–%d archived", c.From, c.To-1)
 	case events.CompactSummary:
 		what = fmt.Sprintf("messages %d–%d summarised", c.From, c.To-1)
+	}
+	if c.Asked {
+		what += ", asked for by the model (compact)"
 	}
 	return fmt.Sprintf("context_compacted (%s): %s, ~%d → ~%d tokens (limit %d)", c.Stage, what, c.Before, c.After, c.Limit)
 }

@@ -219,12 +219,13 @@ type Reservation struct {
 	events.BudgetReserved
 }
 
-// Reserve reserves the worst case of a call on route with msgs for c, or
+// Reserve reserves the worst case of a call on route with msgs and the
+// tool declarations defs for c, or
 // refuses it with a *Refusal (ErrBudget). The reservation is stored before
 // Reserve returns.
-func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llms.MessageContent) (*Reservation, error) {
+func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llms.MessageContent, defs ...llms.Tool) (*Reservation, error) {
 	caps := l.capsNow()
-	usd, ceiling := l.worstCase(route, msgs, caps.UnknownCallUSD)
+	usd, ceiling := l.worstCase(route, msgs, defs, caps.UnknownCallUSD)
 	r := events.BudgetReserved{
 		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
 		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,
@@ -428,38 +429,15 @@ func (l *Ledger) recorded(ctx context.Context, r events.BudgetReserved) (*events
 	return found, nil
 }
 
-// worstCase is the most a call on route with msgs can cost, and whether
-// that is the unknown-price ceiling.
-func (l *Ledger) worstCase(route string, msgs []llms.MessageContent, unknown float64) (float64, bool) {
+// worstCase is the most a call on route with msgs and defs can cost, and
+// whether that is the unknown-price ceiling. The declarations are sent
+// with every call, so they count as its input.
+func (l *Ledger) worstCase(route string, msgs []llms.MessageContent, defs []llms.Tool, unknown float64) (float64, bool) {
 	spec := l.cfg.Catalog.Lookup(route)
 	if spec.Price == nil {
 		return unknown, true
 	}
-	return spec.Price.Cost(EstimateTokens(msgs), spec.MaxOutputTokens), false
-}
-
-// EstimateTokens over-estimates the prompt's tokens: a token per three
-// bytes of text, plus a little per message, and a flat 1,500 per image.
-func EstimateTokens(msgs []llms.MessageContent) int {
-	n := 0
-	for _, m := range msgs {
-		n += 8
-		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
-				n += len(p.Text)/3 + 1
-			case llms.ToolCall:
-				if p.FunctionCall != nil {
-					n += (len(p.FunctionCall.Name)+len(p.FunctionCall.Arguments))/3 + 8
-				}
-			case llms.ToolCallResponse:
-				n += len(p.Content)/3 + 8
-			case llms.BinaryContent, llms.ImageURLContent:
-				n += 1500
-			}
-		}
-	}
-	return n
+	return spec.Price.Cost(llm.EstimateTokens(msgs, defs), spec.MaxOutputTokens), false
 }
 
 // Spent is what the budgets of the owner's day hold (settled plus

@@ -159,7 +159,7 @@ func TestBudgetUnknownPriceReservesCeiling(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{UnknownCallUSD: 0.07, AgentDailyUSD: map[string]float64{"coach": 0.1}})
 	m := &countingModel{}
-	mdl, _ := l.Models(func(string) (llms.Model, error) { return m, nil })("ollama:mystery")
+	mdl, _ := l.Models(func(string) (llms.Model, error) { return m, nil })("openrouter:acme/mystery")
 	ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: "c1", Purpose: events.PurposeSummary})
 	if _, err := mdl.GenerateContent(ctx, hello); err != nil {
 		t.Fatal(err)
@@ -299,5 +299,30 @@ func TestBudgetSettlesOnlyDeadPeersReservations(t *testing.T) {
 	}
 	if settled["live1"] != 1 || settled["dead1"] != 1 {
 		t.Errorf("settlements %v; want live1 and dead1 once each", settled)
+	}
+}
+
+// R-X-5: the tool declarations go out with every call, so the worst case
+// reserved counts them as input.
+func TestBudgetCountsToolDeclarations(t *testing.T) {
+	_, log := eventstest.Start(t)
+	cat := llm.NewCatalog(map[string]llm.ModelOverride{"openrouter:test/input": {InputUSDPerMTok: ptr(100.0), OutputUSDPerMTok: ptr(0.0), MaxOutputTokens: ptr(100)}})
+	l, err := budget.Open(t.Context(), budget.Config{Log: log, Location: time.UTC, NewID: newID, Catalog: cat,
+		Clock: func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{Name: "big", Description: strings.Repeat("a long description ", 3000)}}}
+	bare, err := l.Reserve(t.Context(), budget.Charge{Agent: "a"}, "openrouter:test/input", hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := l.Reserve(t.Context(), budget.Charge{Agent: "a"}, "openrouter:test/input", hello, defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := llm.EstimateTokens(hello, defs)
+	if got := declared.USD; got <= bare.USD || got != float64(want)*100/1e6 {
+		t.Errorf("reserved $%v with %d-token declarations, $%v without; want $%v", got, want, bare.USD, float64(want)*100/1e6)
 	}
 }

@@ -28,7 +28,11 @@ type metered struct {
 // GenerateContent reserves, calls, settles.
 func (m *metered) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
 	c, _ := ChargeOf(ctx)
-	r, err := m.l.Reserve(ctx, c, m.route, msgs)
+	var o llms.CallOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	r, err := m.l.Reserve(ctx, c, m.route, msgs, o.Tools...)
 	if err != nil {
 		return nil, err
 	}

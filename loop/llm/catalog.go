@@ -1,5 +1,7 @@
 package llm
 
+import "strings"
+
 // ModelSpec is what the harness knows of one route's model: how much it
 // reads and writes, whether it sees images, what it costs.
 type ModelSpec struct {
@@ -12,7 +14,17 @@ type ModelSpec struct {
 	Vision bool
 	// Price is used when the provider reports no cost; nil: unknown.
 	Price *Price
+	// Cache is how the provider caches the prompt: CacheBreakpoints (the
+	// request marks where, cache_control), CacheAutomatic (the provider
+	// finds the prefix itself) or "" (no caching known).
+	Cache string
 }
+
+// Prompt caching modes of ModelSpec.Cache.
+const (
+	CacheBreakpoints = "breakpoints"
+	CacheAutomatic   = "automatic"
+)
 
 // Defaults for a route nothing is known about.
 const (
@@ -46,9 +58,10 @@ func NewCatalog(owner map[string]ModelOverride) *Catalog {
 // OpenRouter the model name alone ("anthropic/claude-sonnet-4").
 func (c *Catalog) Lookup(route string) ModelSpec {
 	spec := ModelSpec{ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens}
+	r, rerr := ParseRoute(route)
 	if k, ok := known[route]; ok {
 		spec = k.spec()
-	} else if r, err := ParseRoute(route); err == nil {
+	} else if rerr == nil {
 		switch r.Provider {
 		case ProviderOpenRouter:
 			if k, ok := known[r.Model]; ok {
@@ -58,13 +71,77 @@ func (c *Catalog) Lookup(route string) ModelSpec {
 			spec.Price = &Price{} // the fakes are free
 		}
 	}
-	if c == nil {
-		return spec
+	if rerr == nil {
+		switch r.Provider {
+		case ProviderOllama:
+			// A local model costs nothing; a remote OLLAMA_HOST that bills
+			// sets its price in models:.
+			spec.Price = &Price{}
+		case ProviderOpenRouter:
+			spec.Cache = cacheOf(r.Model)
+		}
 	}
-	o, ok := c.owner[route]
-	if !ok {
-		return spec
+	if c != nil {
+		if o, ok := c.owner[route]; ok {
+			spec = o.over(spec)
+		}
 	}
+	if spec.Price != nil && rerr == nil && r.Provider == ProviderOpenRouter {
+		spec.Price.withCachePrices(r.Model)
+	}
+	// A reply may not take the window: on a small one (an Ollama num_ctx
+	// of 4,096 and the 4,096 default) it gets a quarter.
+	if spec.ContextWindow > 0 && spec.MaxOutputTokens > spec.ContextWindow/2 {
+		spec.MaxOutputTokens = max(spec.ContextWindow/4, 1)
+	}
+	return spec
+}
+
+// cacheOf is how OpenRouter's upstream for model caches prompts:
+// Anthropic and Gemini models read cache_control breakpoints (OpenRouter
+// passes them through), OpenAI's and DeepSeek's cache on their own.
+func cacheOf(model string) string {
+	switch {
+	case strings.HasPrefix(model, "anthropic/"), strings.HasPrefix(model, "google/gemini"):
+		return CacheBreakpoints
+	case strings.HasPrefix(model, "openai/"), strings.HasPrefix(model, "deepseek/"):
+		return CacheAutomatic
+	}
+	return ""
+}
+
+// withCachePrices sets what a cached input token and a cache write cost
+// for model, from its family's published rule (Anthropic: reads 0.1×,
+// writes 1.25× the input price; Gemini: reads 0.25×; OpenAI: reads 0.5×,
+// 0.25× for GPT-4.1 and 0.1× for GPT-5; DeepSeek: reads 0.1×), unless set.
+func (p *Price) withCachePrices(model string) {
+	read, write := 1.0, 1.0
+	switch {
+	case strings.HasPrefix(model, "anthropic/"):
+		read, write = 0.1, 1.25
+	case strings.HasPrefix(model, "google/gemini"):
+		read = 0.25
+	case strings.HasPrefix(model, "openai/gpt-5"):
+		read = 0.1
+	case strings.HasPrefix(model, "openai/gpt-4.1"):
+		read = 0.25
+	case strings.HasPrefix(model, "openai/"):
+		read = 0.5
+	case strings.HasPrefix(model, "deepseek/"):
+		read = 0.1
+	}
+	if p.CachedInputPerMTok == nil {
+		p.CachedInputPerMTok = ptrTo(p.InputPerMTok * read)
+	}
+	if p.CacheWritePerMTok == nil {
+		p.CacheWritePerMTok = ptrTo(p.InputPerMTok * write)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// over is spec with the owner's fields set.
+func (o ModelOverride) over(spec ModelSpec) ModelSpec {
 	if o.ContextWindow != nil {
 		spec.ContextWindow = *o.ContextWindow
 	}
@@ -81,6 +158,7 @@ func (c *Catalog) Lookup(route string) ModelSpec {
 		}
 		if o.InputUSDPerMTok != nil {
 			p.InputPerMTok = *o.InputUSDPerMTok
+			p.CachedInputPerMTok, p.CacheWritePerMTok = nil, nil // derived again from the owner's price
 		}
 		if o.OutputUSDPerMTok != nil {
 			p.OutputPerMTok = *o.OutputUSDPerMTok
@@ -140,10 +218,11 @@ var known = map[string]knownModel{
 	"meta-llama/llama-3.3-70b-instruct":        {window: 131072, in: 0.13, out: 0.4},
 	"qwen/qwen3-235b-a22b":                     {window: 131072, in: 0.13, out: 0.6},
 	"mistralai/mistral-small-3.2-24b-instruct": {window: 131072, vision: true, in: 0.05, out: 0.1},
-	// Local models: the window is the model's own; Ollama cuts a prompt at
-	// its num_ctx setting without a word, so an owner who keeps a smaller
-	// num_ctx sets context_window. Their cost stays unknown unless the
-	// owner prices them (0 is a price).
+	// Local models: the window is the model's own, and every request
+	// sends it as options.num_ctx (Ollama cuts a prompt at its num_ctx
+	// without a word, 2,048–4,096 by default), so an owner whose machine
+	// holds less sets context_window. They cost nothing unless the owner
+	// prices them (a remote Ollama that bills).
 	"ollama:qwen3:8b":        {window: 40960},
 	"ollama:llama3.2":        {window: 131072},
 	"ollama:llama3.2-vision": {window: 131072, vision: true},

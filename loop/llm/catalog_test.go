@@ -22,8 +22,8 @@ func TestCatalogOwnerOverKnownOverDefault(t *testing.T) {
 	if s.ContextWindow != llm.DefaultContextWindow || !s.Vision || s.Price == nil || s.Price.InputPerMTok != 2 || s.Price.OutputPerMTok != 0 {
 		t.Errorf("unknown model with owner fields: %+v", s)
 	}
-	if s := c.Lookup("ollama:tiny"); s.MaxOutputTokens != 512 || s.Price != nil {
-		t.Errorf("ollama:tiny %+v (an unlisted model's cost stays unknown)", s)
+	if s := c.Lookup("ollama:tiny"); s.MaxOutputTokens != 512 || s.Price == nil || *s.Price != (llm.Price{}) {
+		t.Errorf("ollama:tiny %+v (a local model is free)", s)
 	}
 	if s := c.Lookup("openrouter:acme/other"); s.Price != nil || s.Vision || s.ContextWindow != llm.DefaultContextWindow {
 		t.Errorf("unknown route %+v", s)

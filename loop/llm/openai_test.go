@@ -38,8 +38,8 @@ func TestClientStreamsText(t *testing.T) {
 	if gi["PromptTokens"] != 7 || gi["CompletionTokens"] != 3 {
 		t.Errorf("usage %v, want 7/3 ints", gi)
 	}
-	if _, ok := gi["CostUSD"]; ok {
-		t.Errorf("CostUSD = %v for an unpriced Ollama model, want absent (unknown)", gi["CostUSD"])
+	if c, ok := gi["CostUSD"]; !ok || c != 0.0 {
+		t.Errorf("CostUSD = %v for a local Ollama model, want 0 (free)", gi["CostUSD"])
 	}
 
 	req := s.only(t)

@@ -24,11 +24,33 @@ const (
 type Price struct {
 	InputPerMTok  float64
 	OutputPerMTok float64
+	// CachedInputPerMTok is an input token read from the prompt cache,
+	// CacheWritePerMTok one written to it; nil: the input price.
+	CachedInputPerMTok *float64
+	CacheWritePerMTok  *float64
 }
 
 // Cost of one call.
 func (p Price) Cost(inputTokens, outputTokens int) float64 {
 	return (float64(inputTokens)*p.InputPerMTok + float64(outputTokens)*p.OutputPerMTok) / 1e6
+}
+
+// CachedCost is the cost of a call whose inputTokens hold cached tokens
+// read from the prompt cache and written tokens written to it, and what
+// the cache saved against the full input price (negative when the writes
+// cost more than the reads saved).
+func (p Price) CachedCost(inputTokens, cached, written, outputTokens int) (cost, saved float64) {
+	read, write := p.InputPerMTok, p.InputPerMTok
+	if p.CachedInputPerMTok != nil {
+		read = *p.CachedInputPerMTok
+	}
+	if p.CacheWritePerMTok != nil {
+		write = *p.CacheWritePerMTok
+	}
+	plain := max(inputTokens-cached-written, 0)
+	cost = (float64(plain)*p.InputPerMTok + float64(cached)*read + float64(written)*write + float64(outputTokens)*p.OutputPerMTok) / 1e6
+	saved = (float64(cached)*(p.InputPerMTok-read) - float64(written)*(write-p.InputPerMTok)) / 1e6
+	return cost, saved
 }
 
 // Config is everything the providers need; the caller reads env and files.
