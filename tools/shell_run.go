@@ -188,6 +188,9 @@ func shellResult(out shell.Output, cmd shell.Command) Result {
 	default:
 		fmt.Fprintf(&b, "exit code: %d", out.ExitCode)
 	}
+	for _, r := range out.Refused {
+		fmt.Fprintf(&b, "\n(network: %s)", r)
+	}
 	if p := cmd.Sandbox; p != nil && (out.ExitCode != 0 || out.TimedOut) {
 		b.WriteString("\n(sandboxed: writes only under the workspace")
 		if len(p.WritePaths) > 1 {

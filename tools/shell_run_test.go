@@ -197,3 +197,14 @@ func TestShellRunInBackground(t *testing.T) {
 		t.Errorf("no runner: %+v", res)
 	}
 }
+
+// TestShellResultNamesProxyRefusals: what the crew's proxy refused a
+// command reaches the model in the result, where curl said only "403".
+func TestShellResultNamesProxyRefusals(t *testing.T) {
+	out := shell.Output{Text: "curl: (56) CONNECT tunnel failed, response 403\n", ExitCode: 56,
+		Refused: []string{"refused by the crew's network wall: 10.0.0.1:443 is a private address; only public addresses on ports 80 and 443 are reached"}}
+	r := shellResult(out, shell.Command{})
+	if !strings.Contains(r.Output, "(network: refused by the crew's network wall: 10.0.0.1:443 is a private address") || !r.IsError {
+		t.Errorf("result %+v", r)
+	}
+}

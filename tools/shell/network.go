@@ -144,3 +144,31 @@ func proxyEnv(env []string) []string {
 	}
 	return env
 }
+
+// maxRefusals is how many refusals a command's Output keeps.
+const maxRefusals = 10
+
+// refusals collects what one command's proxy refused, each once.
+type refusals struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *refusals) add(host string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msg := err.Error()
+	if slices.Contains(r.msgs, msg) {
+		return
+	}
+	r.msgs = append(r.msgs, msg)
+	if len(r.msgs) > maxRefusals {
+		r.msgs = r.msgs[len(r.msgs)-maxRefusals:]
+	}
+}
+
+func (r *refusals) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}

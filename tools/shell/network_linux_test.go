@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,8 +176,9 @@ func loopbackSecret(t *testing.T, body string) int {
 }
 
 // attempts runs script (sections "== name" followed by what was printed
-// and "exit=N") in a command with network and returns each section.
-func attempts(t *testing.T, f facility, script string, pol *Policy) map[string]string {
+// and "exit=N") in a command with network and returns each section, and
+// what the proxy refused.
+func attempts(t *testing.T, f facility, script string, pol *Policy) (map[string]string, []string) {
 	t.Helper()
 	ws := t.TempDir()
 	if pol != nil {
@@ -195,7 +197,7 @@ func attempts(t *testing.T, f facility, script string, pol *Policy) map[string]s
 		}
 		got[name] += line
 	}
-	return got
+	return got, out.Refused
 }
 
 // try is the shell function the scripts use: one named attempt.
@@ -277,7 +279,7 @@ try proc-net-tcp cat /proc/net/tcp /proc/net/tcp6
 	for name, f := range facilities(t) {
 		for pname, pol := range map[string]func() *Policy{"unsandboxed": func() *Policy { return nil }, "sandboxed": func() *Policy { return &Policy{Network: true} }} {
 			t.Run(name+"/"+pname, func(t *testing.T) {
-				got := attempts(t, f, script, pol())
+				got, _ := attempts(t, f, script, pol())
 				for attempt, class := range refused {
 					out, ok := got[attempt]
 					if !ok {
@@ -341,7 +343,7 @@ try address-not-listed %[1]s http://%[2]s:8080/
 try name-not-listed %[1]s http://other.test:8080/
 `, c, publicIP)
 	f := probed()
-	got := attempts(t, f, script, nil)
+	got, refused := attempts(t, f, script, nil)
 	if out := got["listed-name-listed-port"]; !strings.Contains(out, "HELLO-PUBLIC public.test:8080 /a") {
 		t.Errorf("listed-name-listed-port: %s", out)
 	}
@@ -354,6 +356,11 @@ try name-not-listed %[1]s http://other.test:8080/
 		if out := got[attempt]; !strings.Contains(out, want) || strings.Contains(out, "HELLO") || strings.Contains(out, "exit=0\n") {
 			t.Errorf("%s: %s, want a refusal with %q", attempt, out, want)
 		}
+	}
+	// What curl reports only as a 403 on CONNECT, the command's output
+	// says: the proxy's refusals, each once.
+	if want := "public.test (11.22.33.44:443) is on port 443; only public addresses on port 8080 are reached"; !slices.ContainsFunc(refused, func(r string) bool { return strings.Contains(r, want) }) || len(refused) != 4 {
+		t.Errorf("Output.Refused = %q, want the 4 refusals, one with %q", refused, want)
 	}
 }
 

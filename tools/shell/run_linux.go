@@ -272,8 +272,12 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	}
 	defer close(release)
 	defer record(cmd.Process.Pid)()
+	var refused refusals
+	stopProxy := func() {}
 	if proxyMine != nil {
-		defer serveProxy(proxyMine, network(), nil)()
+		stop := sync.OnceFunc(serveProxy(proxyMine, network(), refused.add))
+		defer stop()
+		stopProxy = stop
 	}
 
 	capt := newCapture(captureHead, captureTail)
@@ -343,6 +347,8 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	<-copied
 
 	out.Text, out.Dropped = capt.text()
+	stopProxy() // the namespace is gone: nothing uses it any more
+	out.Refused = refused.list()
 	out.ExitCode = -1
 	code, sig, setupErr, ok := parseStatus(string(status))
 	switch {

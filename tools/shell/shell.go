@@ -154,6 +154,10 @@ type Output struct {
 	Signal   string // the signal that killed it, if any
 	TimedOut bool
 	Dropped  int64 // bytes cut from the middle of a very large output
+	// Refused says what the crew's proxy refused the command and why
+	// (the last few, oldest first): a tool that reports only "403" or
+	// "connection failed" does not say.
+	Refused []string
 }
 
 // Environ filters a parent environment down to what a command may see:
