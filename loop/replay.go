@@ -61,6 +61,18 @@ var errDiverged = errors.New("replay diverged")
 // replies (a changed script, another model): the report then shows where
 // the run would have gone differently.
 func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Agent, registry *tools.Registry, loc *time.Location, override llms.Model) (*ReplayReport, error) {
+	return ReplayWith(ctx, envs, runID, agent, Deps{Tools: registry, Location: loc}, override)
+}
+
+// ReplayWith is Replay on the crew's own Deps (crew replay passes those
+// its App built, as serve's): the loop decides with the same registry,
+// catalog (Spec: context windows, prices), roster and home as the run
+// did. What has effects or reaches out is replaced: the models answer as
+// recorded (or override), the tools' results are the recorded ones, the
+// clock and ids are the run's, the log is in memory; nothing is
+// delegated, nothing runs in the background, no delta is published.
+func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent Agent, base Deps, override llms.Model) (*ReplayReport, error) {
+	registry := base.Tools
 	start := -1
 	for i, env := range envs {
 		if env.Type == events.TypeRunStarted {
@@ -194,6 +206,11 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 		clock = outputs[0].Time
 	}
 	deps := Deps{
+		SpillDir:      base.SpillDir,
+		HomeDir:       base.HomeDir,
+		Roster:        base.Roster,
+		Spec:          base.Spec,
+		ScriptCommand: base.ScriptCommand,
 		Models: func(route string) (llms.Model, error) {
 			if override != nil {
 				return override, nil
@@ -210,7 +227,7 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 			ids = ids[1:]
 			return id
 		},
-		Location: loc,
+		Location: base.Location,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	}
 	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut

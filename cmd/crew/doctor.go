@@ -5,17 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/schedule"
 )
 
 func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
@@ -51,12 +49,13 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printLines(w, h.BrowserReport())
 	printLines(w, h.MCPReport(ctx, env.getenv))
 	printLines(w, h.DesktopReport(ctx))
-	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil, nil)...)
+	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv})
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return nil
 	}
-	printLines(w, h.AgentChecks(reg))
+	defer a.Close()
+	printLines(w, h.AgentChecks(a.Registry))
 	return nil
 }
 
@@ -71,12 +70,12 @@ func printLines(w io.Writer, lines []string) {
 // server when there is one, else by opening the store.
 func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 	if h.Config.NATS.URL != "" {
-		fmt.Fprintf(w, "event log: NATS %s: %s\n", events.RedactURL(h.Config.NATS.URL), clusterReport(ctx, h.Config))
+		fmt.Fprintf(w, "event log: NATS %s: %s\n", events.RedactURL(h.Config.NATS.URL), app.ClusterReport(ctx, h.Config))
 		fmt.Fprintf(w, "projections: %s\n", filepath.Join(dir, "data", "projections.db"))
 	} else {
 		fmt.Fprintln(w, home.StoreFiles(dir))
 	}
-	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
 	if errors.Is(err, home.ErrStoreBusy) {
 		info, ierr := home.ReadServeInfo(dir)
 		if ierr != nil {
@@ -91,15 +90,15 @@ func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 		fmt.Fprintf(w, "  cannot open: %v\n", err)
 		return
 	}
-	defer st.Close()
-	si, err := st.log.Stream().Info(ctx)
+	defer a.Close()
+	si, err := a.Log().Stream().Info(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "  stream: %v\n", err)
 		return
 	}
 	fmt.Fprintf(w, "  stream CREW: %d events, %s, sequences %d..%d\n", si.State.Msgs, home.HumanBytes(int64(si.State.Bytes)), si.State.FirstSeq, si.State.LastSeq)
 	for _, p := range projections.All() {
-		cp, err := projections.Checkpoint(st.db, p.Name())
+		cp, err := projections.Checkpoint(a.DB(), p.Name())
 		if err != nil {
 			fmt.Fprintf(w, "  projection %s: %v\n", p.Name(), err)
 			continue

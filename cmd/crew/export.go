@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 )
@@ -36,7 +36,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	write := func(w io.Writer) (int, error) {
-		s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+		a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
 		if errors.Is(err, home.ErrStoreBusy) {
 			c, err := h.ServerClient(dir, env.getenv)
 			if err != nil {
@@ -47,15 +47,15 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return 0, err
 		}
-		defer s.Close()
-		last, err := s.log.Last(ctx, events.Conv(conv).Filter())
+		defer a.Close()
+		last, err := a.Log().Last(ctx, events.Conv(conv).Filter())
 		if err != nil {
 			return 0, err
 		}
 		if last == 0 {
 			return 0, fmt.Errorf("conversation %q has no events in %s", conv, dir)
 		}
-		return events.WriteExport(w, conv, key, s.log.Read(ctx, events.Conv(conv).Filter(), 0))
+		return events.WriteExport(w, conv, key, a.Log().Read(ctx, events.Conv(conv).Filter(), 0))
 	}
 	var buf bytes.Buffer
 	w := io.Writer(env.stdout)

@@ -4,182 +4,78 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/nats-io/nuid"
-	"go.etcd.io/bbolt"
 )
 
-// forker makes forks (R-X-2) on the store of the process that holds it:
-// crew serve for POST /api/runs/{id}/fork and the runs page, crew replay
-// --from-step on a stopped home. It reads the original and writes only the
-// new conversation, through its one writer.
-type forker struct {
-	log   *events.Log
-	db    *bbolt.DB
-	convs *loop.Convs
-	dir   string // the home: spill/ is copied
-	// callable says whether this home can call route (a key for it, a
-	// script file that loads).
-	callable func(route llm.Route) error
-	kick     func(conversation string)
-	// waitFor waits until the projections have applied a sequence, so a
-	// run stored a moment ago is found.
-	waitFor func(ctx context.Context, seq uint64) error
-}
-
-var _ web.Forker = forker{}
-
-// Fork copies run at step into a new conversation on route and has the
-// worker continue it.
-func (f forker) Fork(ctx context.Context, runID string, step int, route string) (web.Forked, error) {
-	if err := events.ValidID(runID); err != nil {
-		return web.Forked{}, fmt.Errorf("run %q: %w: %v", runID, loop.ErrForkRun, err)
+// runFork is crew replay --from-step N --route X: through the running
+// server when there is one (it holds the log), else on the store here.
+func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int, route string) error {
+	if step < 1 {
+		return fmt.Errorf("--from-step %d: a step is 1 or more (the runs page numbers them)", step)
 	}
-	r, err := llm.ParseRoute(route)
+	if route == "" {
+		return errors.New("--from-step needs --route ROUTE: the model that answers the step in place of the recorded reply")
+	}
+	if _, err := llm.ParseRoute(route); err != nil {
+		return fmt.Errorf("--route: %w", err)
+	}
+	dir, h, err := openHome(env, homeFlag)
 	if err != nil {
-		return web.Forked{}, fmt.Errorf("%w %q: %v", loop.ErrForkRoute, route, err)
+		return err
 	}
-	if err := f.callable(r); err != nil {
-		return web.Forked{}, fmt.Errorf("%w %q: %v", loop.ErrForkRoute, route, err)
-	}
-	if err := projections.ReadYourWrites(ctx, f.log, f.waitFor); err != nil {
-		return web.Forked{}, err
-	}
-	run, err := projections.GetRun(f.db, runID)
-	if errors.Is(err, projections.ErrNotFound) {
-		return web.Forked{}, fmt.Errorf("run %s: %w", runID, loop.ErrForkRun)
-	}
-	if err != nil {
-		return web.Forked{}, err
-	}
-	envs, err := f.log.ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
-	if err != nil {
-		return web.Forked{}, err
-	}
-	title := run.Conversation
-	if c, err := projections.GetConversation(f.db, run.Conversation); err == nil && c.Title != "" {
-		title = c.Title
-	}
-	spec := loop.ForkSpec{Conversation: "fork-" + nuid.Next(), RunID: nuid.Next(), Route: r.String(),
-		Title: fmt.Sprintf("Fork of %s at step %d on %s", title, step, r.String())}
-	evs, err := loop.ForkEvents(envs, runID, step, spec)
-	if err != nil {
-		return web.Forked{}, err
-	}
-	// tool_output_read finds a result by call id in the conversation's
-	// spill folder: the fork gets a copy of the original's.
-	if err := copySpill(filepath.Join(f.dir, "spill"), run.Conversation, spec.Conversation); err != nil {
-		return web.Forked{}, fmt.Errorf("fork: copy the spilled results: %w", err)
-	}
-	c, err := f.convs.Get(ctx, spec.Conversation)
-	if err != nil {
-		return web.Forked{}, err
-	}
-	if _, err := c.Append(ctx, func(st *loop.State) ([]events.Event, error) {
-		if st.Seq != 0 {
-			return nil, fmt.Errorf("fork: conversation %s exists already", spec.Conversation)
+	// On a stopped home this process holds the store and runs the
+	// projections and a worker (no recovery scan, no scheduler: nothing
+	// but the fork and what it delegates runs).
+	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := app.Open(ctx, dir, h, options(env, "replay --from-step", app.Options{Logger: logger}))
+	if errors.Is(err, home.ErrStoreBusy) {
+		c, err := h.ServerClient(dir, env.getenv)
+		if err != nil {
+			return err
 		}
-		return evs, nil
-	}); errors.Is(err, events.ErrTooLarge) {
-		return web.Forked{}, fmt.Errorf("%w: the history to step %d is too large to copy into one event (%v)", loop.ErrForkRefused, step, err)
-	} else if err != nil {
-		return web.Forked{}, err
-	}
-	f.kick(spec.Conversation)
-	return web.Forked{Conversation: spec.Conversation, RunID: spec.RunID, Route: spec.Route,
-		From: events.ForkOrigin{Conversation: run.Conversation, RunID: runID, Step: step}}, nil
-}
-
-// copySpill copies spill/<from>/ to spill/<to>/ (nothing when there is none).
-func copySpill(spill, from, to string) error {
-	src, err := os.OpenRoot(filepath.Join(spill, from))
-	if errors.Is(err, fs.ErrNotExist) {
+		fk, err := c.Fork(ctx, runID, step, route)
+		if err != nil {
+			return err
+		}
+		printFork(env, fk)
+		fmt.Fprintf(env.stdout, "the server runs it: %s/c/%s/runs\n", c.URL, fk.Conversation)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	dst := filepath.Join(spill, to)
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return err
-	}
-	return fs.WalkDir(src.FS(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == "." {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, path), 0o700)
-		}
-		if !d.Type().IsRegular() {
-			return nil // only files the harness wrote
-		}
-		data, err := src.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, path), data, 0o600)
-	})
+	defer a.Close()
+	return forkHere(ctx, env, a, runID, step, route)
 }
 
-// forkHere forks on a stopped home: this process holds the store, runs the
-// projections and a worker (no recovery scan, no scheduler: nothing but the
-// fork and what it delegates runs), waits until the fork's run has finished
-// or waits on the owner, and reports it.
-func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *store, runID string, step int, route string) error {
-	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runner, err := projections.Open(ctx, st.log, st.db, logger.With("component", "projections"), servedProjections()...)
-	if err != nil {
-		return err
-	}
-	defer runner.Close(context.WithoutCancel(ctx))
-	m, leave, err := joinFor(ctx, st, dir, "replay --from-step")
-	if err != nil {
-		return err
-	}
-	defer leave()
-	lw, err := wireLoop(ctx, dir, h, st, runner, m.holder(), env.getenv, logger)
-	if err != nil {
-		return err
-	}
-	defer lw.pool.Close()
-	defer lw.net.Close()
-	defer lw.deps.Background.Close()
-	defer lw.teams.Close()
-	w, err := loop.StartWorker(ctx, loop.WorkerConfig{Log: st.log, Convs: lw.convs, Deps: lw.deps, Agents: lw.crew.agent,
-		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: m.claimer()})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	f := forker{log: st.log, db: st.db, convs: lw.convs, dir: dir, callable: callable(h, env.getenv), kick: w.Kick, waitFor: runner.WaitFor}
-	fk, err := f.Fork(ctx, runID, step, route)
+// forkHere forks on a stopped home, waits until the fork's run has
+// finished or waits on the owner, and reports it.
+func forkHere(ctx context.Context, env *cliEnv, a *app.App, runID string, step int, route string) error {
+	fk, err := a.Forker().Fork(ctx, runID, step, route)
 	if err != nil {
 		return err
 	}
 	printFork(env, fk)
-	for !w.Idle() {
+	for !a.Worker.Idle() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stopped while the fork ran: crew serve takes it up (conversation %s)", fk.Conversation)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := projections.ReadYourWrites(ctx, st.log, runner.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, a.Log(), a.Runner.WaitFor); err != nil {
 		return err
 	}
-	c, err := lw.convs.Get(ctx, fk.Conversation)
+	c, err := a.Convs.Get(ctx, fk.Conversation)
 	if err != nil {
 		return err
 	}
@@ -194,7 +90,7 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 			}
 		}
 	})
-	run, err := projections.GetRun(st.db, fk.RunID)
+	run, err := projections.GetRun(a.DB(), fk.RunID)
 	if err != nil {
 		return err
 	}
@@ -214,16 +110,6 @@ func forkHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, st *st
 		fmt.Fprintf(env.stdout, "last reply: %s\n", text)
 	}
 	return nil
-}
-
-// callable checks a route against the home's providers, as the turn's
-// models will make it.
-func callable(h *home.Home, getenv func(string) string) func(llm.Route) error {
-	p := h.Providers(getenv)
-	return func(r llm.Route) error {
-		_, err := p.Model(r)
-		return err
-	}
 }
 
 func printFork(env *cliEnv, fk web.Forked) {

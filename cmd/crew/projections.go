@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/projections"
 )
@@ -28,20 +28,20 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
 	if errors.Is(err, home.ErrStoreBusy) {
 		return fmt.Errorf("%w: stop the server, then rebuild", err)
 	}
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close()
 	for _, p := range chosen {
 		start := time.Now()
-		if err := projections.Rebuild(ctx, st.log, st.db, p); err != nil {
+		if err := projections.Rebuild(ctx, a.Log(), a.DB(), p); err != nil {
 			return fmt.Errorf("rebuild %s: %w", p.Name(), err)
 		}
-		cp, _ := projections.Checkpoint(st.db, p.Name())
+		cp, _ := projections.Checkpoint(a.DB(), p.Name())
 		fmt.Fprintf(env.stdout, "rebuilt %s up to sequence %d in %s\n", p.Name(), cp, time.Since(start).Round(time.Millisecond))
 	}
 	return nil

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -45,12 +43,13 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(nil), nil, nil, nil)...)
+	// The crew as serve builds it, on no store: nothing written, no tool run.
+	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv})
 	if err != nil {
 		return err
 	}
-	agents := h.LoopAgents(nil, reg.Defaults())
-	agent, ok := agents[agentID]
+	defer a.Close()
+	agent, ok := a.Crew.Agent(agentID)
 	if !ok {
 		return fmt.Errorf("run %s was made by agent %q, which is not loaded now", runID, agentID)
 	}
@@ -64,7 +63,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	rep, err := loop.Replay(ctx, envs, runID, agent, reg, h.Config.Location(), override)
+	rep, err := loop.ReplayWith(ctx, envs, runID, agent, a.Deps, override)
 	if err != nil {
 		return err
 	}
@@ -85,7 +84,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 // recordedRun returns the run's agent and its conversation's events, from
 // the store when the server is stopped, else from the running server.
 func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, runID string) (string, []events.Envelope, error) {
-	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
 	if errors.Is(err, home.ErrStoreBusy) {
 		c, err := h.ServerClient(dir, env.getenv)
 		if err != nil {
@@ -96,48 +95,11 @@ func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, run
 	if err != nil {
 		return "", nil, err
 	}
-	defer st.Close()
-	run, err := projections.GetRun(st.db, runID)
+	defer a.Close()
+	run, err := projections.GetRun(a.DB(), runID)
 	if err != nil {
 		return "", nil, fmt.Errorf("run %s: %w (is the projection rebuilt? crew projections rebuild)", runID, err)
 	}
-	envs, err := st.log.ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
+	envs, err := a.Log().ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
 	return run.Agent, envs, err
-}
-
-// runFork is crew replay --from-step N --route X: through the running
-// server when there is one (it holds the log), else on the store here.
-func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int, route string) error {
-	if step < 1 {
-		return fmt.Errorf("--from-step %d: a step is 1 or more (the runs page numbers them)", step)
-	}
-	if route == "" {
-		return errors.New("--from-step needs --route ROUTE: the model that answers the step in place of the recorded reply")
-	}
-	if _, err := llm.ParseRoute(route); err != nil {
-		return fmt.Errorf("--route: %w", err)
-	}
-	dir, h, err := openHome(env, homeFlag)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
-	if errors.Is(err, home.ErrStoreBusy) {
-		c, err := h.ServerClient(dir, env.getenv)
-		if err != nil {
-			return err
-		}
-		fk, err := c.Fork(ctx, runID, step, route)
-		if err != nil {
-			return err
-		}
-		printFork(env, fk)
-		fmt.Fprintf(env.stdout, "the server runs it: %s/c/%s/runs\n", c.URL, fk.Conversation)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return forkHere(ctx, env, dir, h, st, runID, step, route)
 }

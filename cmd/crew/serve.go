@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,15 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -26,243 +24,45 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parse(env, fs, args); err != nil {
 		return err
 	}
-	dir, err := homeDir(env, *homeFlag)
+	dir, h, err := serveHome(env, *homeFlag)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); errors.Is(err, os.ErrNotExist) {
-		if _, err := home.Init(dir); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "created home at %s\n", dir)
-	}
-	h, err := loadHome(env, dir)
-	if err != nil {
-		return err
-	}
-	addr := *listen
-	if addr == "" {
-		addr = h.Config.Listen
-	}
-	// Secrets first: written to <home>/env before anything reads it.
-	key, err := h.AuditKey(env.getenv)
-	if err != nil {
-		return err
-	}
-	token, generated, err := h.ServeAuth(addr, env.getenv)
-	if err != nil {
-		return err
-	}
-	if err := home.CheckListen(addr, token); err != nil {
-		return err
-	}
-	// The token, however it was set or made, is never written down.
-	if token != "" {
-		events.Secrets().Add("CREW_AUTH_TOKEN", token)
-	}
-	sessions, err := web.OpenSessions(filepath.Join(dataDir(dir), "web-sessions.json"))
+	start := time.Now()
+	addr := cmp.Or(*listen, h.Config.Listen)
+	wc, generated, err := serveSecrets(env, dir, h, addr)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	start := time.Now()
-	st, err := openStore(ctx, dir, h.Config, logger.With("component", "nats"))
-	if errors.Is(err, home.ErrStoreBusy) {
-		if info, ierr := home.ReadServeInfo(dir); ierr == nil {
-			return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
-		}
+	a, err := app.Open(ctx, dir, h, options(env, "serve", app.Options{Serve: true, Listen: addr, Logger: logger}))
+	if info, ierr := home.ReadServeInfo(dir); errors.Is(err, home.ErrStoreBusy) && ierr == nil {
+		return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
 	}
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	// On a cluster, other crew processes may share the log: this one
-	// joins them (R-ES-8).
-	var m *member
-	if st.srv == nil {
-		if m, err = joinCluster(ctx, st, dir, "serve", logger.With("component", "cluster")); err != nil {
-			return err
-		}
-		defer m.Close()
-		var stop context.CancelFunc
-		ctx, stop = context.WithCancel(ctx)
-		defer stop()
-		go func() {
-			select {
-			case <-m.lost():
-				logger.Error("lost this process's lease (the cluster was unreachable for its whole TTL; peers take its work over): stopping")
-				stop()
-			case <-ctx.Done():
-			}
-		}()
-	}
-	// Commands a crashed server left running die before recovery closes
-	// their calls; from now on every command is recorded there.
-	if killed, err := shell.Track(filepath.Join(dataDir(dir), "shell")); err != nil || killed > 0 {
-		logger.Warn("commands left by a previous server", "killed", killed, "err", err)
-	}
-
-	runner, err := projections.Open(ctx, st.log, st.db, logger.With("component", "projections"), servedProjections()...)
-	if err != nil {
+	defer a.Close()
+	if err := a.RunSingletons(ctx, h.Getenv("TELEGRAM_BOT_TOKEN", env.getenv), env.stdout); err != nil {
 		return err
 	}
-	defer runner.Close(context.WithoutCancel(ctx))
-	// Ready once projections have caught up with what the log held at start.
-	startSeq, err := st.log.Last(ctx, "crew.>")
-	if err != nil {
-		return err
-	}
-	health := func(ctx context.Context) (bool, any) {
-		ready, statuses := runner.Ready(ctx, startSeq)
-		return ready, map[string]any{"projections": statuses}
-	}
-	// HTTP answers from the start; until the projections have caught up
-	// with what the log held, /healthz and every page say so.
-	var caughtUp atomic.Bool
-	catchingUp := func(ctx context.Context) (uint64, bool) {
-		if caughtUp.Load() {
-			return 0, false
-		}
-		ready, statuses := runner.Ready(ctx, startSeq)
-		var left uint64
-		for _, st := range statuses {
-			if st.Error != "" {
-				return 0, false // stopped, not catching up: /healthz says why
-			}
-			if st.Checkpoint < startSeq {
-				left = max(left, startSeq-st.Checkpoint)
-			}
-		}
-		if ready {
-			caughtUp.Store(true)
-		}
-		return left, !ready
-	}
-
-	// Before the crew starts, so the first command (a resumed run, a job)
-	// already runs under the owner's network policy.
-	if err := shell.SetNetwork(shell.Network{Ports: h.Config.ShellPorts, Hosts: h.Config.ShellHosts}); err != nil {
-		return fmt.Errorf("config.yaml: %w", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	defer ln.Close()
-
-	c, err := startCrew(ctx, dir, h, st, runner, m, env.getenv, logger)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	// The singletons run on one process: here without a cluster, on the
-	// leader with one.
-	telegramToken := h.Getenv("TELEGRAM_BOT_TOKEN", env.getenv)
-	if telegramToken != "" && h.Agents[home.MasterID] == nil {
-		return errors.New("telegram: TELEGRAM_BOT_TOKEN is set but the master agent is not loaded")
-	}
-	startSingletons := func(ctx context.Context) (func(), error) {
-		var s singletons
-		stop, err := c.startScheduler(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s.add(stop)
-		if telegramToken != "" {
-			g, err := startTelegram(ctx, telegramToken, dir, h, st, c, logger)
-			if err != nil {
-				s.stop()
-				return nil, err
-			}
-			s.add(g.Close)
-			fmt.Fprintf(env.stdout, "telegram: polling, serving chats %v\n", h.Agents[home.MasterID].Telegram.AllowedChatIDs)
-		}
-		return s.stop, nil
-	}
-	if m == nil {
-		stop, err := startSingletons(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	} else {
-		leadCtx, stopLead := context.WithCancel(ctx)
-		leadDone := make(chan struct{})
-		go func() {
-			defer close(leadDone)
-			m.lead(leadCtx, startSingletons)
-		}()
-		takeDone := make(chan struct{})
-		go func() {
-			defer close(takeDone)
-			m.takeOver(leadCtx, c.worker)
-		}()
-		adoptDone := make(chan struct{})
-		go func() {
-			defer close(adoptDone)
-			m.adopt(leadCtx, st.db, c.worker)
-		}()
-		defer func() { stopLead(); <-leadDone; <-takeDone; <-adoptDone }()
-	}
-
-	forks := forker{log: st.log, db: st.db, convs: c.convs, dir: dir, callable: callable(h, env.getenv), kick: c.worker.Kick, waitFor: runner.WaitFor}
 	// Model clients and the Telegram gateway hold their keys now.
 	home.DropSecretEnv(env.environ, env.unsetenv)
-
-	url := home.ReachableURL(ln.Addr())
-	srv := &http.Server{
-		Handler: web.New(web.Config{
-			Log:    st.log,
-			Views:  web.ProjectionViews{DB: st.db, Convs: c.convs},
-			Pages:  c.pages(dir, h),
-			Jobs:   c.jobs,
-			Memory: c.memory,
-			Usage: &web.Usage{DB: st.db, Location: h.Config.Location(), Log: st.log, WaitFor: c.runner.WaitFor,
-				Budget: func() any { return c.ledger.Today() }},
-			Canvas:        c.canvasAPI(),
-			Conversations: c.summaries,
-			Inbound:       c.inbound,
-			Approvals:     c.approvals,
-			Questions:     c.questions,
-			Stops:         c.stops,
-			Live:          events.LiveFeed(st.nc),
-			Health:        health,
-			CatchingUp:    catchingUp,
-			AuthToken:     token,
-			Hosts:         h.WebHosts(addr),
-			Sessions:      sessions,
-			AuditKey:      key,
-			Logger:        logger.With("component", "web"),
-			Teams:         c.teams,
-			Forks:         forks,
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	wc.Hosts, wc.Logger = h.WebHosts(addr), logger.With("component", "web")
+	srv := &http.Server{Handler: web.New(a.Web(wc)), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	url := home.ReachableURL(a.Listener.Addr())
 	if err := home.WriteServeInfo(dir, home.ServeInfo{PID: os.Getpid(), URL: url}); err != nil {
 		return fmt.Errorf("write serve info: %w", err)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-
-	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, dir, time.Since(start).Round(time.Millisecond))
-	if left, catching := catchingUp(ctx); catching {
-		fmt.Fprintf(env.stdout, "projections catching up: %d events left; messages are stored now and answered once they are done\n", left)
-	}
-	fmt.Fprintln(env.stdout, c.routes)
-	if generated {
-		fmt.Fprintln(env.stdout, h.LoginHint(addr, ln.Addr()))
-	}
-	if st.srv == nil {
-		fmt.Fprintf(env.stdout, "event log on NATS %s: %s\n", events.RedactURL(h.Config.NATS.URL), st.replication(ctx))
-	} else if url := st.srv.ClientURL(); url != "" {
-		fmt.Fprintf(env.stdout, "embedded NATS is reachable at %s: nats --server %s stream info CREW\n", url, url)
-	}
+	go func() { errc <- srv.Serve(a.Listener) }()
+	announce(ctx, env, a, url, time.Since(start), generated, addr)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
+	case <-a.Lost():
 	}
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -270,26 +70,64 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	return srv.Shutdown(shutdownCtx)
 }
 
-// startTelegram starts the Telegram gateway for the master agent.
-func startTelegram(ctx context.Context, token, dir string, h *home.Home, st *store, c *crewRuntime, logger *slog.Logger) (*telegram.Gateway, error) {
-	master := h.Agents[home.MasterID]
-	g, err := telegram.Start(ctx, telegram.Config{
-		Token: token, APIURL: h.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
-		Workspace: filepath.Join(master.Dir, "workspace"), Log: st.log, Inbound: c.inbound, Approvals: c.approvals,
-		Questions: c.questions, Outcome: c.questions.Outcome, Logger: logger.With("component", "telegram"), Home: dir, Artifact: c.canvas.File,
-		NewConversation: func(ctx context.Context, channel string) (string, error) {
-			id, err := c.inbound.Current(ctx, home.MasterID, channel)
-			if err != nil {
-				return "", err
-			}
-			return c.summaries.Close(ctx, id)
-		},
-		Status: func(context.Context) (running, queued, waiting []string, err error) {
-			return projections.Overview(st.db)
-		},
-	})
+// serveHome is the home serve runs, created with a working master agent
+// when there is none.
+func serveHome(env *cliEnv, flagValue string) (string, *home.Home, error) {
+	dir, err := homeDir(env, flagValue)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: %w", err)
+		return "", nil, err
 	}
-	return g, nil
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); errors.Is(err, os.ErrNotExist) {
+		if _, err := home.Init(dir); err != nil {
+			return "", nil, err
+		}
+		fmt.Fprintf(env.stdout, "created home at %s\n", dir)
+	}
+	h, err := loadHome(env, dir)
+	return dir, h, err
+}
+
+// serveSecrets are written to <home>/env before anything reads it: the
+// audit key, and the auth token a non-loopback address needs (generated
+// says serve made it). The token, however it was set or made, is never
+// written down.
+func serveSecrets(env *cliEnv, dir string, h *home.Home, addr string) (wc web.Config, generated bool, err error) {
+	if wc.AuditKey, err = h.AuditKey(env.getenv); err != nil {
+		return wc, false, err
+	}
+	if wc.AuthToken, generated, err = h.ServeAuth(addr, env.getenv); err != nil {
+		return wc, false, err
+	}
+	if err := home.CheckListen(addr, wc.AuthToken); err != nil {
+		return wc, false, err
+	}
+	if wc.AuthToken != "" {
+		events.Secrets().Add("CREW_AUTH_TOKEN", wc.AuthToken)
+	}
+	wc.Sessions, err = web.OpenSessions(filepath.Join(dir, "data", "web-sessions.json"))
+	return wc, generated, err
+}
+
+// announce prints where the crew serves and what runs it.
+func announce(ctx context.Context, env *cliEnv, a *app.App, url string, took time.Duration, generated bool, addr string) {
+	fmt.Fprintf(env.stdout, "crew is serving on %s (home %s, ready in %s)\n", url, a.Dir, took.Round(time.Millisecond))
+	if left, catching := a.CatchingUp(ctx); catching {
+		fmt.Fprintf(env.stdout, "projections catching up: %d events left; messages are stored now and answered once they are done\n", left)
+	}
+	fmt.Fprintln(env.stdout, a.Routes)
+	if generated {
+		fmt.Fprintln(env.stdout, a.Home.LoginHint(addr, a.Listener.Addr()))
+	}
+	if d := a.Describe(ctx); d != "" {
+		fmt.Fprintln(env.stdout, d)
+	}
+}
+
+// options are the App's options for a command of this process: its
+// environment, and the test build's seams (the crash point, the held
+// projections).
+func options(env *cliEnv, as string, o app.Options) app.Options {
+	o.As, o.Getenv = as, env.getenv
+	o.Projections, o.ConversationLog = servedProjections, conversationLog
+	return o
 }

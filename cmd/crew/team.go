@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/team"
@@ -33,7 +33,7 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	var msg string
-	s, err := openStore(ctx, dir, h.Config, slog.New(slog.DiscardHandler))
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
 	switch {
 	case errors.Is(err, home.ErrStoreBusy):
 		c, cerr := h.ServerClient(dir, env.getenv)
@@ -42,9 +42,9 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		msg, err = c.RemoveWorktree(ctx, name, *teamID, *discard)
 	case err == nil:
-		defer s.Close()
+		defer a.Close()
 		// The server is stopped: no teammate holds a folder.
-		msg, err = team.New(team.Config{Log: s.log, Home: dir}).Remove(ctx, name, *teamID, *discard)
+		msg, err = team.New(team.Config{Log: a.Log(), Home: dir}).Remove(ctx, name, *teamID, *discard)
 	}
 	if err != nil {
 		return err

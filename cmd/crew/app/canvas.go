@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,16 +11,13 @@ import (
 // canvasAPI wires /api/artifacts: the canvas service, agents' workspaces
 // for reimports, and the conversations' open canvas (canvas_focused,
 // appended through the conversation's writer).
-func (c *crewRuntime) canvasAPI() *web.CanvasAPI {
+func (a *App) canvasAPI() *web.CanvasAPI {
 	return &web.CanvasAPI{
-		Service: c.canvas,
-		WaitFor: c.runner.WaitFor,
-		Workspace: func(id string) string {
-			a, _ := c.crew.agent(id)
-			return a.Workspace
-		},
+		Service:   a.Canvas,
+		WaitFor:   a.Runner.WaitFor,
+		Workspace: a.workspace,
 		Focus: func(ctx context.Context, conv string, f events.CanvasFocused) (uint64, error) {
-			cv, err := c.convs.Get(ctx, conv)
+			cv, err := a.Convs.Get(ctx, conv)
 			if err != nil {
 				return 0, err
 			}

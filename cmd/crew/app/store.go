@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -122,9 +122,9 @@ func (s *store) replication(ctx context.Context) string {
 	return replication(ctx, s.nc)
 }
 
-// clusterReport connects to nats.url on its own (the server may hold the
+// ClusterReport connects to nats.url on its own (the server may hold the
 // home) and reports the replication, read only.
-func clusterReport(ctx context.Context, cfg *home.Config) string {
+func ClusterReport(ctx context.Context, cfg *home.Config) string {
 	nc, err := events.Connect(events.ClientConfig{URL: cfg.NATS.URL, Creds: cfg.NATS.Creds,
 		TLSCA: cfg.NATS.TLSCA, TLSCert: cfg.NATS.TLSCert, TLSKey: cfg.NATS.TLSKey})
 	if err != nil {

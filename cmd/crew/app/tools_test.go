@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"os"
@@ -55,7 +55,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 
 // docs/tools.md lists every registered tool, and only those.
 func TestToolsDocListsEveryTool(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/tools.md")
+	doc, err := os.ReadFile("../../../docs/tools.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"log/slog"
@@ -45,7 +45,7 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := buildCrew(h, nil, reg)
+	set := buildCrew(h, nil, reg, os.Getenv)
 	rev, ok := set.agents["reviewer"]
 	if !ok {
 		t.Fatalf("reviewer not in the crew; problems: %v", set.problems)
@@ -94,7 +94,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr := newCrew(dir, h, nil, reg, slog.New(slog.DiscardHandler))
+	cr := newCrew(dir, h, nil, reg, os.Getenv, slog.New(slog.DiscardHandler))
 	p := filepath.Join(dir, "agents", "pong", ".agents", "agents", "drafter.md")
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr.reloadIfChanged()
-	a, ok := cr.agent("pong-drafter")
+	a, ok := cr.Agent("pong-drafter")
 	if !ok || a.Persona != "You draft mail." {
 		t.Fatalf("after adding the file: pong-drafter = %+v (%v)", a, ok)
 	}
@@ -111,7 +111,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr.reloadIfChanged()
-	if a, _ := cr.agent("pong-drafter"); a.Persona != "You draft short mail." {
+	if a, _ := cr.Agent("pong-drafter"); a.Persona != "You draft short mail." {
 		t.Errorf("after editing the file: persona = %q", a.Persona)
 	}
 }

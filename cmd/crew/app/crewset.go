@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -35,13 +34,13 @@ type crewSet struct {
 
 // buildCrew checks every loaded agent against the tools the server has; a
 // broken one is reported and left out, the others run (R-HOME-3).
-func buildCrew(h *home.Home, override []string, reg *tools.Registry) *crewSet {
+func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func(string) string) *crewSet {
 	agents := h.LoopAgents(override, reg.Defaults())
 	var problems []string
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())
 	}
-	servers, mcpProblems := h.MCPServers(os.Getenv)
+	servers, mcpProblems := h.MCPServers(getenv)
 	problems = append(problems, mcpProblems...)
 	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, override != nil)...)
 	for id, a := range agents {
@@ -79,11 +78,12 @@ func checkMCP(a *loop.Agent, h *home.Home, usable []mcp.Server) error {
 	return nil
 }
 
-// liveCrew holds the current crewSet and reloads it when an agent's files
+// Crew holds the current crewSet and reloads it when an agent's files
 // change, without a restart (R-HOME-4). Conversations already running keep
 // going; each step asks for the agent afresh.
-type liveCrew struct {
+type Crew struct {
 	dir      string
+	getenv   func(string) string
 	override []string
 	reg      *tools.Registry
 	logger   *slog.Logger
@@ -97,12 +97,12 @@ type liveCrew struct {
 
 // list is the running crew in the order the UI shows it, and what is not
 // loaded.
-func (c *liveCrew) list() ([]loop.Agent, []string) {
-	return loop.InCrewOrder(c.get().agents, home.MasterID), c.problems()
+func (c *Crew) List() ([]loop.Agent, []string) {
+	return loop.InCrewOrder(c.get().agents, home.MasterID), c.Problems()
 }
 
 // problems are what is not loaded, and why the last reload failed.
-func (c *liveCrew) problems() []string {
+func (c *Crew) Problems() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.loadErr == "" {
@@ -111,9 +111,9 @@ func (c *liveCrew) problems() []string {
 	return append([]string{c.loadErr}, c.cur.problems...)
 }
 
-func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, logger *slog.Logger) *liveCrew {
-	c := &liveCrew{dir: dir, override: override, reg: reg, logger: logger}
-	c.cur = buildCrew(h, override, reg)
+func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, logger *slog.Logger) *Crew {
+	c := &Crew{dir: dir, getenv: getenv, override: override, reg: reg, logger: logger}
+	c.cur = buildCrew(h, override, reg, getenv)
 	c.stamp = home.Stamp(dir)
 	for _, p := range c.cur.problems {
 		logger.Error("agent skipped", "problem", p)
@@ -121,28 +121,28 @@ func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, l
 	return c
 }
 
-func (c *liveCrew) get() *crewSet {
+func (c *Crew) get() *crewSet {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.cur
 }
 
-func (c *liveCrew) agent(id string) (loop.Agent, bool) {
+func (c *Crew) Agent(id string) (loop.Agent, bool) {
 	a, ok := c.get().agents[id]
 	return a, ok
 }
 
-func (c *liveCrew) roster() string { return c.get().roster }
+func (c *Crew) Roster() string { return c.get().roster }
 
 // spec is what a route's model can do, from the current config.yaml.
-func (c *liveCrew) spec(route string) llm.ModelSpec { return c.get().catalog.Lookup(route) }
+func (c *Crew) Spec(route string) llm.ModelSpec { return c.get().catalog.Lookup(route) }
 
-func (c *liveCrew) profile() []scheduler.Job { return c.get().profile }
+func (c *Crew) Profile() []scheduler.Job { return c.get().profile }
 
 // reloadIfChanged reloads the crew when the files it is made of changed
 // since the last load. A home whose config.yaml or env no longer loads
 // keeps the running crew and reports why.
-func (c *liveCrew) reloadIfChanged() {
+func (c *Crew) reloadIfChanged() {
 	stamp := home.Stamp(c.dir)
 	c.mu.RLock()
 	same := stamp == c.stamp
@@ -159,7 +159,7 @@ func (c *liveCrew) reloadIfChanged() {
 		c.mu.Unlock()
 		return
 	}
-	next := buildCrew(h, c.override, c.reg)
+	next := buildCrew(h, c.override, c.reg, c.getenv)
 	// The scheduler and the redactor take the new crew before anyone can
 	// see it: a job listed is a job the scheduler has, and a new secret is
 	// redacted before an agent of the new crew can write it.
@@ -176,7 +176,7 @@ func (c *liveCrew) reloadIfChanged() {
 }
 
 // watch checks for changes every interval until ctx ends.
-func (c *liveCrew) watch(ctx context.Context, every time.Duration) {
+func (c *Crew) watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

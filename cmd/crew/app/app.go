@@ -1,0 +1,292 @@
+// Package app is crew's composition root: Open builds the whole crew of a
+// home once — the event log and the projections, the registry with every
+// tool family, the providers behind the budget ledger, the catalog and the
+// roster, the conversations' writers and the turn worker — and Close takes
+// it down. Every entry point builds it here: crew serve (which adds the
+// HTTP server and the singletons), replay, the fork, memory consolidate,
+// projections rebuild, doctor, export, the end-to-end tests' in-process
+// helpers and the benchmarks. What differs between them is an Option,
+// never a second wiring (docs/adr/0007-one-composition-root.md).
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/shell"
+	"github.com/nats-io/nats.go"
+	"go.etcd.io/bbolt"
+)
+
+// Options say how a command's crew differs from crew serve's. The zero
+// value opens the store, runs the projections and a worker that takes up
+// nothing but what it is kicked for (a fork).
+type Options struct {
+	// Getenv reads the process environment (os.Getenv); nil reads none.
+	Getenv func(string) string
+	// Logger receives the crew's logs; nil discards them.
+	Logger *slog.Logger
+	// As names this process to its peers on a shared cluster ("serve",
+	// "replay --from-step", "memory consolidate"): a command that runs
+	// turns or model calls joins the cluster while it runs, so a peer
+	// neither settles its reservations nor runs its conversations. ""
+	// joins no cluster.
+	As string
+	// StoreOnly opens the log and the projections database and builds
+	// nothing that runs (export, projections rebuild, team, doctor).
+	StoreOnly bool
+	// ReadOnly builds the crew — the same registry, agents, roster and
+	// catalog — without opening the store: nothing is written and no tool
+	// runs (crew replay, doctor's checks).
+	ReadOnly bool
+	// NoWorker builds the crew on the store but starts no worker: only
+	// the harness's own model calls run (memory consolidate).
+	NoWorker bool
+	// Serve is crew serve: shell commands are tracked (those a crashed
+	// predecessor left are killed), the HTTP port is taken on Listen, the
+	// home is marked running, the worker takes up what a stop left, and
+	// the crew follows its files.
+	Serve  bool
+	Listen string
+	// Projections are the read models run (nil: projections.All); the
+	// test build holds them back to show a server catching up.
+	Projections func() []projections.Projection
+	// ConversationLog wraps what the conversations append through (nil:
+	// the log); the test build's crash point.
+	ConversationLog func(loop.Appender) loop.Appender
+}
+
+// App is one home's running crew.
+type App struct {
+	Dir  string
+	Home *home.Home
+	opts Options
+	log  *slog.Logger
+
+	store  *store // nil with ReadOnly
+	member *member
+	// Runner runs the projections (nil with StoreOnly or ReadOnly).
+	Runner *projections.Runner
+	// Listener is the HTTP port (Serve only).
+	Listener net.Listener
+	startSeq uint64
+	caughtUp atomic.Bool
+
+	*wiring  // nil with StoreOnly
+	*running // nil without a worker
+
+	cancel   context.CancelFunc
+	lostDone chan struct{}
+	lost     chan struct{}
+
+	leadMu   sync.Mutex
+	stopLead func()
+}
+
+// Open builds the crew of the home at dir (loaded as h) as opts say.
+// home.ErrStoreBusy means another process holds the store.
+func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, err error) {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Projections == nil {
+		opts.Projections = projections.All
+	}
+	if opts.ConversationLog == nil {
+		opts.ConversationLog = func(a loop.Appender) loop.Appender { return a }
+	}
+	a := &App{Dir: dir, Home: h, opts: opts, log: opts.Logger, lost: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if !opts.ReadOnly {
+		if a.store, err = openStore(ctx, dir, h.Config, a.log.With("component", "nats")); err != nil {
+			return nil, err
+		}
+		if err := a.join(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.StoreOnly {
+		return a, nil
+	}
+	if opts.Serve {
+		// Commands a crashed server left running die before recovery
+		// closes their calls; from now on every command is recorded there.
+		if killed, err := shell.Track(filepath.Join(dir, "data", "shell")); err != nil || killed > 0 {
+			a.log.Warn("commands left by a previous server", "killed", killed, "err", err)
+		}
+	}
+	if a.store != nil {
+		if a.Runner, err = projections.Open(ctx, a.store.log, a.store.db, a.log.With("component", "projections"), opts.Projections()...); err != nil {
+			return nil, err
+		}
+		// Ready once projections have caught up with what the log held at start.
+		if a.startSeq, err = a.store.log.Last(ctx, "crew.>"); err != nil {
+			return nil, err
+		}
+	}
+	if !opts.ReadOnly && !opts.NoWorker {
+		// Before the crew starts, so the first command (a resumed run, a
+		// job) already runs under the owner's network policy.
+		if err := shell.SetNetwork(shell.Network{Ports: h.Config.ShellPorts, Hosts: h.Config.ShellHosts}); err != nil {
+			return nil, fmt.Errorf("config.yaml: %w", err)
+		}
+	}
+	if opts.Serve {
+		if a.Listener, err = net.Listen("tcp", opts.Listen); err != nil {
+			return nil, fmt.Errorf("listen %s: %w", opts.Listen, err)
+		}
+	}
+	if a.wiring, err = wire(ctx, a); err != nil {
+		return nil, err
+	}
+	if opts.ReadOnly || opts.NoWorker {
+		return a, nil
+	}
+	if a.running, err = start(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// join takes this process's life lease on a shared cluster, when the
+// command runs turns or model calls (opts.As); a lost lease ends Lost.
+func (a *App) join(ctx context.Context) error {
+	if a.opts.As == "" || a.store.leases == nil {
+		return nil
+	}
+	m, err := joinCluster(ctx, a.store, a.Dir, a.opts.As, a.log.With("component", "cluster"))
+	if err != nil {
+		return err
+	}
+	a.member = m
+	a.lostDone = make(chan struct{})
+	go func() {
+		defer close(a.lostDone)
+		select {
+		case <-m.lost():
+			a.log.Error("lost this process's lease (the cluster was unreachable for its whole TTL; peers take its work over): stopping")
+			close(a.lost)
+		case <-ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// Log is the event log (nil with ReadOnly).
+func (a *App) Log() *events.Log {
+	if a.store == nil {
+		return nil
+	}
+	return a.store.log
+}
+
+// DB is the projections database (nil with ReadOnly).
+func (a *App) DB() *bbolt.DB {
+	if a.store == nil {
+		return nil
+	}
+	return a.store.db
+}
+
+// Conn is the NATS connection (nil with ReadOnly).
+func (a *App) Conn() *nats.Conn {
+	if a.store == nil {
+		return nil
+	}
+	return a.store.nc
+}
+
+// Lost is closed when this process lost its cluster lease: its peers
+// think it dead and take its work over, so it must stop.
+func (a *App) Lost() <-chan struct{} { return a.lost }
+
+// Close takes the crew down in the reverse order of Open: the singletons,
+// the worker and what runs beside it, the HTTP port, the projections, the
+// cluster lease, the store.
+func (a *App) Close() error {
+	a.leadMu.Lock()
+	stop := a.stopLead
+	a.stopLead = nil
+	a.leadMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if a.running != nil {
+		a.running.close(a)
+	}
+	if a.wiring != nil {
+		a.wiring.close()
+	}
+	if a.running != nil && a.running.marked {
+		home.ClearRunning(a.Dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if a.Listener != nil {
+		a.Listener.Close()
+	}
+	var errs []error
+	if a.Runner != nil {
+		errs = append(errs, a.Runner.Close(ctx))
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.member != nil {
+		<-a.lostDone
+		a.member.Close()
+	}
+	if a.store != nil {
+		errs = append(errs, a.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Health is /healthz: ready once the projections have caught up with
+// what the log held at start.
+func (a *App) Health(ctx context.Context) (bool, any) {
+	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
+	return ready, map[string]any{"projections": statuses}
+}
+
+// CatchingUp says how many events the projections still have to apply
+// of what the log held at start; false once they have (or stopped: then
+// /healthz says why).
+func (a *App) CatchingUp(ctx context.Context) (uint64, bool) {
+	if a.caughtUp.Load() {
+		return 0, false
+	}
+	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
+	var left uint64
+	for _, st := range statuses {
+		if st.Error != "" {
+			return 0, false
+		}
+		if st.Checkpoint < a.startSeq {
+			left = max(left, a.startSeq-st.Checkpoint)
+		}
+	}
+	if ready {
+		a.caughtUp.Store(true)
+	}
+	return left, !ready
+}

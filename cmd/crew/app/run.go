@@ -1,0 +1,226 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/summarize"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/schedule"
+	"go.etcd.io/bbolt"
+)
+
+// running is the crew at work on the store: the turn worker, the inbound
+// door, the approvals and questions, the summarizer, the scheduler's
+// configuration (it runs on the process that runs the singletons) and the
+// reload watch.
+type running struct {
+	Worker  *loop.Worker
+	Inbound *inbound.Inbound
+	// Approvals decides approvals by id (web forms and API, Telegram).
+	Approvals *inbound.Approvals
+	Questions *inbound.Questions
+	// Stops is the owner's stop (web, API, Telegram, crew stop).
+	Stops *inbound.Stops
+	// Summaries summarizes and closes conversations (day end, on demand).
+	Summaries *summarize.Summarizer
+	// Scheduler is the running scheduler on the process that runs the
+	// singletons, else a door to it.
+	Scheduler *schedSlot
+	schedCfg  scheduler.Config
+	stopWatch func()
+	marked    bool // the home is marked running (Serve)
+}
+
+// start starts the worker on a's wiring. With Serve the worker takes up
+// what a stop or a crash left (recovery) and the crew follows its files;
+// otherwise (a fork) it runs only what it is kicked for.
+func start(ctx context.Context, a *App) (*running, error) {
+	st, h, w, logger := a.store, a.Home, a.wiring, a.log
+	r := &running{Scheduler: &schedSlot{}, stopWatch: func() {}}
+	cfg := loop.WorkerConfig{Log: st.log, Convs: w.Convs, Deps: w.Deps, Agents: w.Crew.Agent,
+		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.claimer()}
+	if a.opts.Serve {
+		lastSeq, err := st.log.Last(ctx, events.Root+".>")
+		if err != nil {
+			return nil, err
+		}
+		clean, err := home.MarkRunning(a.Dir)
+		if err != nil {
+			return nil, err
+		}
+		r.marked = true
+		// On a cluster a run open now may have been cut by any peer's
+		// crash, not this home's stop: it counts as interrupted (R-X-4).
+		cfg.CleanStart = clean && a.member == nil
+		cfg.Recover = func(ctx context.Context) ([]string, error) {
+			if err := a.Runner.WaitFor(ctx, lastSeq); err != nil {
+				return nil, err
+			}
+			return projections.Recoverable(st.db)
+		}
+	}
+	var err error
+	if r.Worker, err = loop.StartWorker(ctx, cfg); err != nil {
+		if r.marked {
+			home.ClearRunning(a.Dir) // nothing ran
+		}
+		return nil, err
+	}
+	w.Teams.Start(ctx, r.Worker.Kick)
+	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Agents: w.Crew.Agent, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
+		WaitFor: a.Runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
+	r.Inbound = &inbound.Inbound{
+		Convs: w.Convs, Kick: r.Worker.Kick, Master: home.MasterID,
+		HasAgent:    func(id string) bool { _, ok := w.Crew.Agent(id); return ok },
+		Location:    h.Config.Location(),
+		Clock:       time.Now,
+		Autonomous:  func(id string) bool { a, _ := w.Crew.Agent(id); return a.Autonomous },
+		Workspace:   func(id string) string { a, _ := w.Crew.Agent(id); return a.Workspace },
+		ApprovalTTL: func(id, channel string) int { return w.Crew.get().home.ApprovalTTL(id, channel) },
+	}
+	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
+	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
+	r.Stops = &inbound.Stops{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
+	if a.member != nil {
+		r.Scheduler.nc = st.nc
+	}
+	r.schedCfg = schedulerConfig(a, r)
+	w.create.Bind(jobAdder{r.Scheduler})
+	if a.opts.Serve {
+		r.watch(ctx, a)
+	}
+	return r, nil
+}
+
+// watch reloads the crew when its files change, until the crew closes.
+func (r *running) watch(ctx context.Context, a *App) {
+	w := a.wiring
+	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w.Crew.onReload = func(set *crewSet) {
+		// A value added to <home>/env is redacted from now on; removed
+		// ones stay redacted (they may still be in flight).
+		events.Secrets().Load(set.home.EnvSecrets(), nil)
+		set.home.ConfigSecrets()
+		w.net.reload(set.home, a.opts.Getenv)
+		w.pool.Configure(set.mcp)
+		if err := r.Scheduler.SetProfile(watchCtx, set.profile); err != nil {
+			a.log.Error("schedules not reloaded", "err", err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Crew.watch(watchCtx, 2*time.Second)
+	}()
+	r.stopWatch = func() { stop(); <-done }
+}
+
+// close stops the reload watch, the teams and the worker (App.Close
+// then clears the running mark: the next start knows this one stopped
+// cleanly).
+func (r *running) close(a *App) {
+	r.stopWatch()
+	a.wiring.Teams.Close()
+	r.Worker.Close()
+}
+
+// schedulerConfig is the scheduler with its sweeps: the approval expiry,
+// the day end, and on a cluster the budget sweep.
+func schedulerConfig(a *App, r *running) scheduler.Config {
+	st, w, logger := a.store, a.wiring, a.log
+	sweep := r.Worker.SweepOnce
+	var periodic []scheduler.Periodic
+	if a.member != nil {
+		sweep = func(ctx context.Context) {
+			// A peer may have asked for an approval this process never
+			// loaded, or decided one it holds stale.
+			if ids, err := projections.Recoverable(st.db); err == nil {
+				for _, id := range ids {
+					if pc, err := projections.GetConversation(st.db, id); err != nil || len(pc.PendingApprovals) == 0 {
+						continue
+					}
+					if conv, err := w.Convs.Get(ctx, id); err == nil {
+						conv.Refresh(ctx)
+					}
+				}
+			}
+			r.Worker.SweepOnce(ctx)
+		}
+		periodic = append(periodic, scheduler.Periodic{Name: "budget-sweep", Every: 30 * time.Second, Run: func(ctx context.Context) {
+			if err := w.Ledger.SettleDead(ctx); err != nil {
+				logger.Error("budget: settling what stopped processes left open", "err", err)
+			}
+		}})
+	}
+	return scheduler.Config{
+		Log: st.log, Convs: w.Convs, Kick: r.Worker.Kick, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
+		RunScript: scheduler.ShellScripts(a.Dir, w.Crew.Agent), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
+		Periodic: append([]scheduler.Periodic{
+			{Name: "approval-expiry", Every: 5 * time.Second, Run: sweep},
+			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
+				select {
+				case <-r.Worker.Recovered():
+				default:
+					return // the conversation list is still catching up
+				}
+				if err := r.Summaries.CloseDay(ctx); err != nil {
+					logger.Error("day end: some conversations were not closed", "err", err)
+				}
+			}},
+		}, periodic...),
+	}
+}
+
+// startScheduler starts the scheduler (with its sweeps) on the process
+// that runs the singletons; stop stops it.
+func (a *App) startScheduler(ctx context.Context) (stop func(), err error) {
+	cfg := a.schedCfg
+	cfg.Jobs = a.Crew.Profile()
+	s, err := scheduler.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Scheduler.set(s); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return func() {
+		a.Scheduler.set(nil)
+		s.Close()
+	}, nil
+}
+
+// dayEndList lists the conversations for the day-end sweep from the
+// conversations projection.
+// A lead whose team still has work in hand is not settled (R-TEAM).
+func dayEndList(db *bbolt.DB, teamBusy func(ctx context.Context, id string) bool) func(context.Context) ([]summarize.Conversation, error) {
+	return func(ctx context.Context) ([]summarize.Conversation, error) {
+		list, err := projections.ListConversations(db, 0)
+		out := make([]summarize.Conversation, len(list))
+		for i, c := range list {
+			settled := c.Closed == nil && c.Status == projections.ConversationIdle && c.Queued == 0
+			out[i] = summarize.Conversation{ID: c.ID, Channel: c.Channel, Day: c.Day,
+				Settled: settled && (c.Day == "" || !teamBusy(ctx, c.ID))}
+		}
+		return out, err
+	}
+}
+
+// jobAdder adapts the scheduler to schedule_create.
+type jobAdder struct{ s *schedSlot }
+
+func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
+	err := a.s.Add(ctx, scheduler.Job{ID: j.ID, Agent: j.Agent, Name: j.Name, Cron: j.Cron, Prompt: j.Prompt, At: j.At, SourceConversation: j.SourceConversation})
+	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrJobExists) {
+		return schedule.Refused(err)
+	}
+	return err
+}

@@ -1,0 +1,154 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/telegram"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/projections"
+)
+
+// What crew serve adds to the crew: the singletons and the web gateway's
+// configuration. A new gateway is a package plus a start line in
+// RunSingletons (one process runs it) or a field in Web (every process
+// serves it).
+
+// RunSingletons runs what one crew process runs at a time — the
+// scheduler with its sweeps and, with telegramToken, the Telegram poller
+// — here at once without a cluster, or while this process leads one
+// (with the take-over of conversations whose holder died). Close stops
+// them.
+func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Writer) error {
+	if telegramToken != "" && a.Home.Agents[home.MasterID] == nil {
+		return errors.New("telegram: TELEGRAM_BOT_TOKEN is set but the master agent is not loaded")
+	}
+	start := func(ctx context.Context) (func(), error) {
+		var s singletons
+		stop, err := a.startScheduler(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.add(stop)
+		if telegramToken != "" {
+			g, err := a.startTelegram(ctx, telegramToken)
+			if err != nil {
+				s.stop()
+				return nil, err
+			}
+			s.add(g.Close)
+			fmt.Fprintf(out, "telegram: polling, serving chats %v\n", a.Home.Agents[home.MasterID].Telegram.AllowedChatIDs)
+		}
+		return s.stop, nil
+	}
+	m := a.member
+	if m == nil {
+		stop, err := start(ctx)
+		if err != nil {
+			return err
+		}
+		a.setStopLead(stop)
+		return nil
+	}
+	leadCtx, stopLead := context.WithCancel(ctx)
+	done := make(chan struct{}, 3)
+	go func() { defer func() { done <- struct{}{} }(); m.lead(leadCtx, start) }()
+	go func() { defer func() { done <- struct{}{} }(); m.takeOver(leadCtx, a.Worker) }()
+	go func() { defer func() { done <- struct{}{} }(); m.adopt(leadCtx, a.DB(), a.Worker) }()
+	a.setStopLead(func() { stopLead(); <-done; <-done; <-done })
+	return nil
+}
+
+func (a *App) setStopLead(stop func()) {
+	a.leadMu.Lock()
+	a.stopLead = stop
+	a.leadMu.Unlock()
+}
+
+// startTelegram starts the Telegram gateway for the master agent.
+func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gateway, error) {
+	master := a.Home.Agents[home.MasterID]
+	g, err := telegram.Start(ctx, telegram.Config{
+		Token: token, APIURL: a.Home.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
+		Workspace: filepath.Join(master.Dir, "workspace"), Log: a.Log(), Inbound: a.Inbound, Approvals: a.Approvals,
+		Questions: a.Questions, Outcome: a.Questions.Outcome, Logger: a.log.With("component", "telegram"), Home: a.Dir, Artifact: a.Canvas.File,
+		NewConversation: func(ctx context.Context, channel string) (string, error) {
+			id, err := a.Inbound.Current(ctx, home.MasterID, channel)
+			if err != nil {
+				return "", err
+			}
+			return a.Summaries.Close(ctx, id)
+		},
+		Status: func(context.Context) (running, queued, waiting []string, err error) {
+			return projections.Overview(a.DB())
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return g, nil
+}
+
+// Web is the web gateway's configuration: the crew's parts, on top of
+// what serve decides itself in base (the token, the hosts, the sessions,
+// the audit key).
+func (a *App) Web(base web.Config) web.Config {
+	db, h := a.DB(), a.Home
+	c := base
+	c.Log = a.Log()
+	c.Views = web.ProjectionViews{DB: db, Convs: a.Convs}
+	c.Pages = &web.Pages{DB: db, Convs: a.Convs, Crew: web.CrewRows(a.Crew.List), Banner: a.banner(), Home: a.Dir,
+		Location: h.Config.Location(), Clock: time.Now, WaitFor: a.Runner.WaitFor, Workspace: a.workspace}
+	c.Jobs = &web.SchedulerJobs{DB: db, Location: h.Config.Location(), Scheduler: a.Scheduler, Profile: a.Crew.Profile}
+	c.Memory = &web.Memory{Service: a.Memory, DB: db, WaitFor: a.Runner.WaitFor, Location: h.Config.Location()}
+	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), WaitFor: a.Runner.WaitFor,
+		Budget: func() any { return a.Ledger.Today() }}
+	c.Canvas = a.canvasAPI()
+	c.Conversations = a.Summaries
+	c.Inbound = a.Inbound
+	c.Approvals = a.Approvals
+	c.Questions = a.Questions
+	c.Stops = a.Stops
+	c.Live = events.LiveFeed(a.Conn())
+	c.Health = a.Health
+	c.CatchingUp = a.CatchingUp
+	c.Teams = a.Teams
+	c.Forks = a.Forker()
+	if c.Logger == nil {
+		c.Logger = a.log.With("component", "web")
+	}
+	return c
+}
+
+// workspace is agent id's workspace folder ("" for none).
+func (a *App) workspace(id string) string {
+	ag, _ := a.Crew.Agent(id)
+	return ag.Workspace
+}
+
+// banner is what the UI shows at the top, if anything.
+func (a *App) banner() string {
+	if len(a.Override) == 1 && a.Override[0] == "fake:echo" && a.Home.Getenv("MY_AGENT_ROUTES", a.opts.Getenv) == "" {
+		return "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
+	}
+	return ""
+}
+
+// Describe is what serve prints about the log: the external cluster's
+// replication, or where the embedded server listens.
+func (a *App) Describe(ctx context.Context) string {
+	st := a.store
+	if st.srv == nil {
+		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(a.Home.Config.NATS.URL), st.replication(ctx))
+	}
+	if url := st.srv.ClientURL(); url != "" {
+		return fmt.Sprintf("embedded NATS is reachable at %s: nats --server %s stream info CREW", url, url)
+	}
+	return ""
+}

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/loop/consolidate"
+	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/loop/notes"
+	"github.com/my-agent-crew/crew/loop/team"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/canvas"
+	"github.com/my-agent-crew/crew/tools/desktop"
+	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/mcp"
+	"github.com/my-agent-crew/crew/tools/memory"
+	"github.com/my-agent-crew/crew/tools/pdf"
+	"github.com/my-agent-crew/crew/tools/schedule"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+	"github.com/tmc/langchaingo/llms"
+	"go.etcd.io/bbolt"
+)
+
+// allTools is every registry tool, one registration per tool family: the
+// built-ins (workspace, shell), the loop's own, schedule_create,
+// skill_read, pdf_read, the web and browser tools (nt: their settings),
+// the canvas tools (cv: the canvas service), the team tools, the desktop
+// tools and the memory tools. Which of them an agent gets follows from
+// each tool's declaration (Def.Default) and its agent.yaml. A new tool
+// family is one line here.
+func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, teams *team.Runtime) []tools.Tool {
+	out := append(tools.Builtins(), loop.Tools()...)
+	out = append(out, create, kit.SkillRead(), pdf.Read{})
+	out = append(out, nt.tools()...)
+	out = append(out, canvas.Tools(cv)...)
+	out = append(out, team.Tools(teams)...)
+	out = append(out, desktop.Tools()...)
+	return append(out, memory.Tools()...)
+}
+
+// wiring is what runs turns on the store, built the same for every entry
+// point: the models behind the budget ledger, the registry's tools, the
+// crew, the conversations' writer and the turn's edges. Nothing runs yet.
+type wiring struct {
+	// Registry is every tool of every family.
+	Registry *tools.Registry
+	// Crew is the loaded crew, reloaded when its files change (Serve).
+	Crew *Crew
+	// Deps is what a turn is given.
+	Deps loop.Deps
+	// Convs is the conversations' one writer each.
+	Convs *loop.Convs
+	// Models are the models behind the budget ledger: every call a turn
+	// or the harness makes is reserved before it leaves (R-X-5).
+	Models func(route string) (llms.Model, error)
+	Ledger *budget.Ledger // nil with ReadOnly
+	Canvas *canvas.Service
+	Teams  *team.Runtime
+	// Memory files persona proposals (Deps.Proposer) and consolidates.
+	Memory *consolidate.Service
+	// Routes is what serve prints about the models; Override the routes
+	// every agent runs on, if forced (MY_AGENT_ROUTES, fake:echo).
+	Routes   string
+	Override []string
+
+	create    *schedule.CreateTool
+	providers *llm.Providers // the keys read at Open: serve drops them from the environment after
+	net       *netTools
+	pool      *mcp.Pool
+}
+
+// wire builds a's wiring; with ReadOnly there is no store under it (no
+// ledger, and the services' stores are absent: their tools never run).
+func wire(ctx context.Context, a *App) (*wiring, error) {
+	h, getenv, logger := a.Home, a.opts.Getenv, a.log
+	// A replay calls no model: it does not probe the providers either.
+	mdl, override, note := llm.NewModels(h.Providers(getenv)), []string(nil), ""
+	var err error
+	if !a.opts.ReadOnly {
+		if mdl, override, note, err = h.Models(ctx, getenv); err != nil {
+			return nil, err
+		}
+	}
+	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(time.Now), providers: h.Providers(getenv)}
+	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
+	log, db := a.Log(), a.DB()
+	var waitFor func(context.Context, uint64) error
+	if a.Runner != nil {
+		waitFor = a.Runner.WaitFor
+	}
+	w.Canvas = &canvas.Service{Log: log, WaitFor: waitFor,
+		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
+	appender := memlogOrNil(log)
+	if db != nil {
+		w.Canvas.Store = projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}
+		appender = a.opts.ConversationLog(log)
+	}
+	w.Convs = loop.NewConvs(appender, snapshots(db))
+	if n := h.Config.ConversationsInMemory; n > 0 {
+		w.Convs.SetIdleLimit(n)
+	}
+	var cr *Crew
+	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir,
+		Agents: func(id string) (loop.Agent, bool) { return cr.Agent(id) }})
+	if w.Registry, err = tools.New(allTools(w.create, w.net, w.Canvas, w.Teams)...); err != nil {
+		return nil, err
+	}
+	cr = newCrew(a.Dir, h, override, w.Registry, getenv, logger.With("component", "crew"))
+	w.Crew = cr
+	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
+	w.Models = mdl.Model
+	if log != nil {
+		if w.Ledger, err = home.OpenLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.holder(), a.store.alive()); err != nil {
+			w.close()
+			return nil, err
+		}
+		w.Models = w.Ledger.Models(mdl.Model)
+	}
+	w.Memory = newMemory(log, h, cr.Agent, w.Models, logger.With("component", "memory"))
+	w.Deps = loop.Deps{
+		Proposer:   w.Memory,
+		Models:     w.Models,
+		Tools:      w.Registry,
+		Clock:      time.Now,
+		Location:   h.Config.Location(),
+		SpillDir:   filepath.Join(a.Dir, "spill"),
+		HomeDir:    a.Dir,
+		Roster:     cr.Roster,
+		Spec:       cr.Spec,
+		NewID:      nuid.Next,
+		MCP:        w.pool,
+		Live:       live(a.Conn()),
+		Teams:      w.Teams,
+		Background: loop.NewBackground(w.Convs, nuid.Next, logger.With("component", "background")),
+	}
+	if db != nil {
+		w.Convs.SetOpener(notes.WithCanvas(notes.Opener(a.Dir, cr.Agent, latestSummary(db), h.Config.Location(), time.Now, logger.With("component", "notes")),
+			w.Canvas, logger.With("component", "notes")))
+	}
+	return w, nil
+}
+
+// callable checks a route against the home's providers, as the turn's
+// models will make it.
+func (w *wiring) callable(r llm.Route) error {
+	_, err := w.providers.Model(r)
+	return err
+}
+
+// close stops what the wiring holds: teams, background commands, the
+// browsers and the MCP sessions.
+func (w *wiring) close() {
+	w.Teams.Close()
+	if w.Deps.Background != nil {
+		w.Deps.Background.Close() // kills the background commands; their ends are stored for the next start
+	}
+	w.net.Close()
+	w.pool.Close()
+}
+
+// memlogOrNil is the log as the conversations' appender, nil without one
+// (ReadOnly: replay brings its own in-memory log).
+func memlogOrNil(log *events.Log) loop.Appender {
+	if log == nil {
+		return nil
+	}
+	return log
+}
+
+// snapshots are the conversations' snapshots in the projections database
+// (none without one).
+func snapshots(db *bbolt.DB) loop.Snapshots {
+	if db == nil {
+		return nil
+	}
+	return projections.Snapshots{DB: db}
+}
+
+// live publishes a turn's deltas on live.conv.<id> (not stored) for the
+// SSE feed; nil without a connection.
+func live(nc *nats.Conn) func(conv, runID string, d llm.Delta) {
+	if nc == nil {
+		return nil
+	}
+	return func(conv, runID string, d llm.Delta) {
+		b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
+		nc.Publish(events.LiveSubject(conv), b)
+	}
+}
+
+// latestSummary reads the previous conversation's summary on a channel
+// from the summaries projection, for the turn notes.
+func latestSummary(db *bbolt.DB) notes.LatestSummary {
+	return func(agent, channel, exclude string) (notes.Summary, bool, error) {
+		sum, ok, err := projections.LatestSummary(db, agent, channel, exclude)
+		return notes.Summary{Channel: channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}, ok, err
+	}
+}
+
+// newMemory wires the consolidation service (R-MEM-2) onto the log.
+func newMemory(log *events.Log, h *home.Home, agents func(id string) (loop.Agent, bool), models func(string) (llms.Model, error), logger *slog.Logger) *consolidate.Service {
+	return consolidate.New(consolidate.Config{Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
+		Agents: func(id string) (consolidate.Agent, bool) { a, ok := agents(id); return consolidate.AgentOf(a), ok }})
+}
