@@ -12,6 +12,7 @@ import (
 
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
+	"github.com/my-agent-crew/crew/tools/web/wall"
 )
 
 //go:embed browser_navigate.md
@@ -48,10 +49,27 @@ func decodeNavigate(args json.RawMessage) (navigateArgs, error) {
 	return a, err
 }
 
-// Check refuses what is not an http(s) URL before anyone is asked.
-func (Navigate) Check(_ tools.Env, args json.RawMessage) error {
-	_, err := decodeNavigate(args)
-	return err
+// Check refuses, before anyone is asked, what is not an http(s) URL and
+// a URL the crew's network wall would refuse anyway (a loopback, private
+// or metadata address, a name that resolves only to such, a port other
+// than 80 and 443): asking the owner to approve a call that can only be
+// refused would be a question with no answer.
+func (n Navigate) Check(_ tools.Env, args json.RawMessage) error {
+	a, err := decodeNavigate(args)
+	if err != nil {
+		return err
+	}
+	u, _ := urlArg(a.URL)
+	w := wall.New()
+	if n.m != nil && n.m.cfg.Wall != nil {
+		w = n.m.cfg.Wall
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := w.CheckURL(ctx, u); err != nil {
+		return fmt.Errorf("browser_navigate: not opened, nothing was asked or changed: %v", err)
+	}
+	return nil
 }
 
 // AllowWhen: a host in browser_hosts is routine.

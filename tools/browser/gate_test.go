@@ -202,3 +202,21 @@ func TestBrowserClosedWhenIdle(t *testing.T) {
 	}
 	busy.mu.Unlock()
 }
+
+// Refused before asking (issue 26): a URL the network wall can only refuse
+// — a loopback, private, link-local or metadata address, a name that
+// resolves only to one, a port other than 80 and 443 — fails Check, which
+// the pipeline runs before the gate, so the owner is never asked about it.
+func TestBrowserNavigateToANonPublicAddressIsRefusedBeforeAsking(t *testing.T) {
+	e := env(tools.AgentPolicy{Browser: "read"})
+	n := Navigate{}
+	for _, u := range []string{"http://127.0.0.1/", "https://[::1]/admin", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "http://192.168.0.1:443/", "http://localhost/", "https://93.184.216.34:8443/"} {
+		err := tools.Check(n, e, args(map[string]string{"url": u}))
+		if err == nil || !strings.Contains(err.Error(), "refused by the crew's network wall") || !strings.Contains(err.Error(), "nothing was asked") {
+			t.Errorf("%s: Check = %v, want the wall's refusal", u, err)
+		}
+	}
+	if err := tools.Check(n, e, args(map[string]string{"url": "https://93.184.216.34/"})); err != nil {
+		t.Errorf("a public address: %v", err)
+	}
+}

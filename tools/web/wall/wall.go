@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,6 +236,46 @@ func (w *Wall) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		}
 	}
 	return nil, first
+}
+
+// CheckURL reports why the wall would refuse every connection a request
+// for u makes — its port, a literal address it refuses, or a name whose
+// every address it refuses — or nil. It lets a tool refuse before anyone
+// is asked to approve a call that could only be refused. A name that does
+// not resolve is not refused here: the dial says so.
+func (w *Wall) CheckURL(ctx context.Context, u *url.URL) error {
+	host := u.Hostname()
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return &Refusal{Host: host, Addr: net.JoinHostPort(host, port), Reason: "is not on a valid port"}
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else if ips, err = w.resolver.LookupNetIP(ctx, "ip", host); err != nil || len(ips) == 0 {
+		return nil
+	}
+	var first error
+	for _, ip := range ips {
+		err := w.CheckAddr(netip.AddrPortFrom(ip, uint16(p)))
+		if err == nil {
+			return nil
+		}
+		if r, ok := err.(*Refusal); ok && ip.String() != host {
+			r.Host = host
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // MaxRedirects is how many redirects a Client follows.
