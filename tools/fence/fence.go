@@ -46,6 +46,18 @@ func Wrap(source, content string) string {
 	return b.String()
 }
 
+// Quote is Wrap with every run of three angle brackets in content broken
+// first ("<<<" becomes "<< <"), so that no line inside reads as a fence
+// line, not even a fake one with a wrong id.
+func Quote(source, content string) string {
+	for strings.Contains(content, "<<<") || strings.Contains(content, ">>>") {
+		content = brackets.Replace(content)
+	}
+	return Wrap(source, content)
+}
+
+var brackets = strings.NewReplacer("<<<", "<< <", ">>>", "> >>")
+
 // Nonce returns 16 random bytes in hex.
 func Nonce() string {
 	var b [16]byte
