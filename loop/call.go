@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -411,6 +412,7 @@ func (t *Turn) complete(ctx context.Context, c *toolCall) error {
 	if !c.start.IsZero() {
 		ms = t.deps.Clock().Sub(c.start).Milliseconds()
 	}
+	t.capStored(c)
 	parts, note := t.keepParts(c)
 	meta := c.res.Meta
 	if _, err := json.Marshal(meta); err != nil {
@@ -424,6 +426,36 @@ func (t *Turn) complete(ctx context.Context, c *toolCall) error {
 		Truncated: c.truncated, SpillPath: c.spill, DurationMS: ms, Outcome: c.outcome, Delegate: c.delegate,
 		Parts: parts, Meta: meta, Canvas: c.res.Canvas,
 	})
+}
+
+// MaxStoredOutput caps the text one tool_completed stores, on every path
+// — a tool that cuts its own output, an error, a traceback, the harness's
+// words: the log is append-only and every page reads it.
+const MaxStoredOutput = 256 << 10
+
+// capStored keeps at most MaxStoredOutput bytes of the result's text in
+// the log; the whole goes to the spill file (unless cut already spilled
+// it) and the kept text ends with a pointer to it.
+func (t *Turn) capStored(c *toolCall) {
+	limit := cmp.Or(t.deps.MaxStoredOutput, MaxStoredOutput)
+	full := c.res.Output
+	if len(full) <= limit {
+		return
+	}
+	kept := strings.ToValidUTF8(full[:limit], "")
+	spill := c.spill
+	var where string
+	if spill == "" {
+		var err error
+		if spill, err = tools.Spill(t.toolEnv(), c.ID, full); err != nil {
+			spill, where = "", " The whole could not be kept: "+err.Error()+"."
+		}
+	}
+	if spill != "" {
+		where = " The whole is in " + spill + ": read it with tool_output_read (call_id " + c.ID + ")."
+	}
+	c.res.Output = kept + fmt.Sprintf("\n\n[Cut by the harness: this result was %d bytes; the first %d are kept.%s]", len(full), len(kept), where)
+	c.truncated, c.spill = true, spill
 }
 
 // keepParts turns a result's parts into references for tool_completed: an

@@ -60,7 +60,10 @@ type Deps struct {
 	Clock    func() time.Time
 	Location *time.Location
 	SpillDir string // <home>/spill
-	HomeDir  string // the home: users/owner/ for the system prompt
+	// MaxStoredOutput caps the text one tool_completed stores (0:
+	// MaxStoredOutput, 256 KiB); the rest goes to the spill file.
+	MaxStoredOutput int
+	HomeDir         string // the home: users/owner/ for the system prompt
 	// Roster is the crew, one line per agent, for the system prompt; asked
 	// at every step, so a reloaded crew shows from the next step on.
 	Roster func() string

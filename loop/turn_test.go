@@ -857,3 +857,35 @@ func (m hookModel) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	m.before()
 	return m.fakeModel.GenerateContent(ctx, msgs, opts...)
 }
+
+// uncutFailure is a tool that cuts its own output (as tool_script does)
+// and fails with a huge traceback.
+type uncutFailure struct{ out string }
+
+func (u uncutFailure) Def() tools.Def {
+	return tools.Def{Name: "huge", Description: "test tool", Params: json.RawMessage(`{"type":"object"}`), Uncut: true}
+}
+func (u uncutFailure) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Result{Output: u.out, IsError: true}, nil
+}
+
+// Nothing huge stored (issue 26): a 2.5 MB error result of a tool that
+// cuts its own output is stored capped at MaxStoredOutput, with a pointer
+// to the spill file that holds the whole, which tool_output_read reads.
+func TestStoredResultCappedOnErrorPath(t *testing.T) {
+	full := strings.Repeat("Traceback: recursion too deep\n", 2_500_000/30)
+	h := newHarness(t, map[string][]reply{"fake:a": {use("huge", `{}`), say("ok")}}, uncutFailure{out: full})
+	h.send("go")
+	h.turn()
+	res := eventsOf[*events.ToolCompleted](h.events())
+	if len(res) != 1 || !res[0].IsError || !res[0].Truncated || res[0].SpillPath == "" {
+		t.Fatalf("result = truncated %v spill %q error %v", res[0].Truncated, res[0].SpillPath, res[0].IsError)
+	}
+	if n := len(res[0].Output); n > loop.MaxStoredOutput+400 || !strings.Contains(res[0].Output, "[Cut by the harness: this result was 2499990 bytes") || !strings.Contains(res[0].Output, res[0].SpillPath) {
+		t.Errorf("stored %d bytes, ending %q", n, res[0].Output[max(0, n-300):])
+	}
+	kept, err := os.ReadFile(filepath.Join(h.deps.SpillDir, h.conv, filepath.Base(res[0].SpillPath)))
+	if err != nil || string(kept) != full {
+		t.Errorf("spilled %d bytes, %v; want the whole %d", len(kept), err, len(full))
+	}
+}
