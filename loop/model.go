@@ -141,6 +141,7 @@ func modelCalled(runID string, step int, route string, resp *llms.ContentRespons
 		mc.ToolCalls = append(mc.ToolCalls, events.ToolCallRequest{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: args})
 	}
 	mc.InputTokens, mc.OutputTokens, mc.CostUSD = llm.Usage(ch.GenerationInfo)
+	mc.CachedInputTokens, mc.CacheWriteTokens, mc.CacheSavedUSD = llm.CacheUsage(ch.GenerationInfo)
 	return mc
 }
 

@@ -112,7 +112,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			streamed.WriteString(d.Text)
 			streams.send(d)
 		})
-		opts := []llms.CallOption{live, llms.WithMaxTokens(maxTok)}
+		opts := []llms.CallOption{live, llms.WithMaxTokens(maxTok), llm.WithCacheBreakpoint(cacheBreakpoint(msgs))}
 		if len(c.defs) > 0 {
 			opts = append(opts, llms.WithTools(c.defs))
 		}
@@ -217,6 +217,19 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 		}
 		c.cutText = ""
 	}
+}
+
+// cacheBreakpoint is the index in msgs of the last message of the
+// previous step — the last one before the step's new owner or harness
+// messages at the end — where the provider's prompt cache may end the
+// prefix it keeps (the system prompt is the other breakpoint). 0: none.
+func cacheBreakpoint(msgs []llms.MessageContent) int {
+	for i := len(msgs) - 1; i > 0; i-- {
+		if msgs[i].Role != llms.ChatMessageTypeHuman {
+			return i
+		}
+	}
+	return 0
 }
 
 // sleep waits d unless ctx ends (Deps.Sleep in tests).

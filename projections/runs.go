@@ -88,6 +88,10 @@ type Totals struct {
 	CostUSD          float64 `json:"cost_usd"`
 	DelegatedCostUSD float64 `json:"delegated_cost_usd,omitempty"`
 	UnknownCostCalls int     `json:"unknown_cost_calls"`
+	// CachedInputTokens of InputTokens came from the prompt cache, which
+	// saved CacheSavedUSD.
+	CachedInputTokens int     `json:"cached_input_tokens,omitempty"`
+	CacheSavedUSD     float64 `json:"cache_saved_usd,omitempty"`
 }
 
 // Run is a run with its steps in order.
@@ -178,9 +182,14 @@ type ModelCall struct {
 	OutputTokens int      `json:"output_tokens"`
 	CostUSD      *float64 `json:"cost_usd"` // null: unknown
 	LatencyMS    int64    `json:"latency_ms"`
-	Text         string   `json:"text,omitempty"` // cut to 400 runes
-	ToolCalls    []string `json:"tool_calls,omitempty"`
-	Error        string   `json:"error,omitempty"`
+	// CachedInputTokens and CacheWriteTokens: the prompt cache read and
+	// written; EstimatedTokens the harness's estimate of the request.
+	CachedInputTokens int      `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int      `json:"cache_write_tokens,omitempty"`
+	EstimatedTokens   int      `json:"estimated_input_tokens,omitempty"`
+	Text              string   `json:"text,omitempty"` // cut to 400 runes
+	ToolCalls         []string `json:"tool_calls,omitempty"`
+	Error             string   `json:"error,omitempty"`
 }
 
 // ToolCall is a tool_called event joined with its tool_completed.
@@ -308,6 +317,7 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			Route: e.Route, Model: e.Model, Purpose: e.Purpose,
 			InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
 			CostUSD: e.CostUSD, LatencyMS: e.LatencyMS,
+			CachedInputTokens: e.CachedInputTokens, CacheWriteTokens: e.CacheWriteTokens, EstimatedTokens: e.EstimatedTokens,
 			Text: truncate(e.Text, modelTextRunes), Error: e.Error,
 		}
 		for _, tc := range e.ToolCalls {
@@ -318,6 +328,10 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		r.Totals.ModelCalls++
 		r.Totals.InputTokens += e.InputTokens
 		r.Totals.OutputTokens += e.OutputTokens
+		r.Totals.CachedInputTokens += e.CachedInputTokens
+		if e.CacheSavedUSD != nil {
+			r.Totals.CacheSavedUSD += *e.CacheSavedUSD
+		}
 		if e.CostUSD != nil {
 			r.Totals.CostUSD += *e.CostUSD
 		} else if e.Error == "" { // a failed call cost nothing we know of

@@ -32,6 +32,10 @@ type UsageCall struct {
 	CostUSD      *float64  `json:"cost_usd"`
 	Failed       bool      `json:"failed,omitempty"`
 	At           time.Time `json:"at"`
+	// CachedInputTokens of InputTokens came from the prompt cache;
+	// CacheSavedUSD is what that saved at the catalog's price.
+	CachedInputTokens int     `json:"cached_input_tokens,omitempty"`
+	CacheSavedUSD     float64 `json:"cache_saved_usd,omitempty"`
 }
 
 // Unknown reports whether the call's cost is unknown: it answered, and no
@@ -72,7 +76,10 @@ func (Usage) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return scopes.Put([]byte(scope), []byte(e.Agent))
 	case *events.ModelCalled:
 		c := UsageCall{Route: e.Route, Purpose: e.PurposeOf(), InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
-			CostUSD: e.CostUSD, Failed: e.Error != "", At: env.Time.UTC()}
+			CostUSD: e.CostUSD, Failed: e.Error != "", At: env.Time.UTC(), CachedInputTokens: e.CachedInputTokens}
+		if e.CacheSavedUSD != nil {
+			c.CacheSavedUSD = *e.CacheSavedUSD
+		}
 		switch scope.Kind() {
 		case "conv":
 			c.Conversation = scope.ID()
@@ -108,12 +115,18 @@ type UsageGroup struct {
 	UnknownCostCalls int     `json:"unknown_cost_calls"`
 	InputTokens      int     `json:"input_tokens"`
 	OutputTokens     int     `json:"output_tokens"`
+	// CachedInputTokens of InputTokens were read from the prompt cache,
+	// which saved CacheSavedUSD against the full input price.
+	CachedInputTokens int     `json:"cached_input_tokens"`
+	CacheSavedUSD     float64 `json:"cache_saved_usd"`
 }
 
 func (g *UsageGroup) add(c UsageCall) {
 	g.Calls++
 	g.InputTokens += c.InputTokens
 	g.OutputTokens += c.OutputTokens
+	g.CachedInputTokens += c.CachedInputTokens
+	g.CacheSavedUSD += c.CacheSavedUSD
 	if c.CostUSD != nil {
 		g.USD += *c.CostUSD
 	}
@@ -125,10 +138,14 @@ func (g *UsageGroup) add(c UsageCall) {
 // UsageReport is the ledger over a window: totals and groups, the groups
 // sorted by key (days ascending, so a plot reads left to right).
 type UsageReport struct {
-	TotalUSD         float64      `json:"total_usd"`
-	UnknownCostCalls int          `json:"unknown_cost_calls"`
-	Calls            int          `json:"calls"`
-	Groups           []UsageGroup `json:"groups"`
+	TotalUSD         float64 `json:"total_usd"`
+	UnknownCostCalls int     `json:"unknown_cost_calls"`
+	Calls            int     `json:"calls"`
+	// CachedInputTokens and CacheSavedUSD: the prompt cache over the
+	// window.
+	CachedInputTokens int          `json:"cached_input_tokens"`
+	CacheSavedUSD     float64      `json:"cache_saved_usd"`
+	Groups            []UsageGroup `json:"groups"`
 }
 
 // UsageCalls returns the ledger's calls made in [from, to), oldest first.
@@ -181,6 +198,8 @@ func SumUsage(calls []UsageCall, by string, loc *time.Location) UsageReport {
 		}
 		g.add(c)
 		rep.Calls++
+		rep.CachedInputTokens += c.CachedInputTokens
+		rep.CacheSavedUSD += c.CacheSavedUSD
 		if c.CostUSD != nil {
 			rep.TotalUSD += *c.CostUSD
 		}

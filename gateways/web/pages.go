@@ -509,6 +509,9 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		Started: r.Started.In(p.Location).Format("Jan 2 15:04:05"),
 		Tokens:  fmt.Sprintf("%d in / %d out", r.Totals.InputTokens, r.Totals.OutputTokens),
 		Cost:    fmt.Sprintf("$%.4f", r.Totals.CostUSD)}
+	if r.Totals.CachedInputTokens > 0 {
+		card.Tokens = fmt.Sprintf("%d in (%d from the prompt cache, saved $%.4f) / %d out", r.Totals.InputTokens, r.Totals.CachedInputTokens, r.Totals.CacheSavedUSD, r.Totals.OutputTokens)
+	}
 	if r.Totals.DelegatedCostUSD > 0 {
 		card.Cost += fmt.Sprintf(" ($%.4f by delegates)", r.Totals.DelegatedCostUSD)
 	}
@@ -544,7 +547,7 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 				cost = fmt.Sprintf("$%.4f", *m.CostUSD)
 			}
 			sc.ModelCalls = append(sc.ModelCalls, ui.ModelCallLine{Route: m.Route, Model: m.Model,
-				Tokens: fmt.Sprintf("%d in / %d out", m.InputTokens, m.OutputTokens), Cost: cost,
+				Tokens: modelTokens(m), Cost: cost,
 				Latency: fmt.Sprintf("%d ms", m.LatencyMS), Text: m.Text, Tools: strings.Join(m.ToolCalls, ", "), Error: m.Error})
 		}
 		for _, t := range s.ToolCalls {
@@ -685,4 +688,14 @@ func scriptContext(raw json.RawMessage) (lines []string, sizes string) {
 		sizes = fmt.Sprintf("received_chars %d · printed_chars %d", *c.Received, *c.Printed)
 	}
 	return lines, sizes
+}
+
+// modelTokens is a model call's tokens on the run card: in (cached,
+// written to the cache), out.
+func modelTokens(m projections.ModelCall) string {
+	in := fmt.Sprint(m.InputTokens)
+	if m.CachedInputTokens > 0 || m.CacheWriteTokens > 0 {
+		in += fmt.Sprintf(" (%d cached, %d written to the cache)", m.CachedInputTokens, m.CacheWriteTokens)
+	}
+	return fmt.Sprintf("%s in / %d out", in, m.OutputTokens)
 }

@@ -183,6 +183,9 @@ func fillUsage(v *ui.UsageView, win usageWindow, calls []projections.UsageCall, 
 	v.From, v.To = win.from, win.to
 	total := projections.SumUsage(calls, projections.ByAgent, loc)
 	v.TotalUSD, v.Calls, v.UnknownCostCalls = dollars(total.TotalUSD), total.Calls, total.UnknownCostCalls
+	if total.CachedInputTokens > 0 {
+		v.CacheSaved, v.CachedTokens = dollars(total.CacheSavedUSD), thousands(total.CachedInputTokens)
+	}
 	rows := func(rep projections.UsageReport, label func(key string) (string, string)) []ui.UsageRow {
 		gs := slices.Clone(rep.Groups)
 		slices.SortStableFunc(gs, func(a, b projections.UsageGroup) int {
@@ -192,7 +195,7 @@ func fillUsage(v *ui.UsageView, win usageWindow, calls []projections.UsageCall, 
 		for _, g := range gs {
 			l, link := label(g.Key)
 			out = append(out, ui.UsageRow{Key: g.Key, Label: l, Link: link, USD: dollars(g.USD), Calls: g.Calls, UnknownCostCalls: g.UnknownCostCalls,
-				Tokens: fmt.Sprintf("%s in · %s out", thousands(g.InputTokens), thousands(g.OutputTokens))})
+				Tokens: tokensLine(g)})
 		}
 		return out
 	}
@@ -303,6 +306,9 @@ func niceCeiling(v float64) float64 {
 // dollars shows an amount with cents, and the fractions of a cent small
 // amounts need.
 func dollars(v float64) string {
+	if v < 0 {
+		return "-" + dollars(-v) // a cache whose writes cost more than it saved
+	}
 	switch {
 	case v == 0:
 		return "$0"
@@ -319,4 +325,12 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// tokensLine is a usage row's tokens: in (of which cached), out.
+func tokensLine(g projections.UsageGroup) string {
+	if g.CachedInputTokens > 0 {
+		return fmt.Sprintf("%s in (%s cached) · %s out", thousands(g.InputTokens), thousands(g.CachedInputTokens), thousands(g.OutputTokens))
+	}
+	return fmt.Sprintf("%s in · %s out", thousands(g.InputTokens), thousands(g.OutputTokens))
 }

@@ -91,6 +91,16 @@ func Usage(gi map[string]any) (inputTokens, outputTokens int, cost *float64) {
 	return intOf(gi["PromptTokens"]), intOf(gi["CompletionTokens"]), cost
 }
 
+// CacheUsage is what GenerationInfo says of the prompt cache: tokens read
+// from it and written to it, and what that saved at the catalog's price
+// (nil: nothing cached, or no price known).
+func CacheUsage(gi map[string]any) (cached, written int, saved *float64) {
+	if v, ok := gi["CacheSavedUSD"].(float64); ok {
+		saved = &v
+	}
+	return intOf(gi["CachedInputTokens"]), intOf(gi["CacheWriteTokens"]), saved
+}
+
 // intOf reads a token count from GenerationInfo, whatever number type the
 // provider put there.
 func intOf(v any) int {

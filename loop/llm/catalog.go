@@ -81,17 +81,20 @@ func (c *Catalog) Lookup(route string) ModelSpec {
 			spec.Cache = cacheOf(r.Model)
 		}
 	}
+	ownerOut := false
 	if c != nil {
 		if o, ok := c.owner[route]; ok {
 			spec = o.over(spec)
+			ownerOut = o.MaxOutputTokens != nil
 		}
 	}
 	if spec.Price != nil && rerr == nil && r.Provider == ProviderOpenRouter {
 		spec.Price.withCachePrices(r.Model)
 	}
-	// A reply may not take the window: on a small one (an Ollama num_ctx
-	// of 4,096 and the 4,096 default) it gets a quarter.
-	if spec.ContextWindow > 0 && spec.MaxOutputTokens > spec.ContextWindow/2 {
+	// A default reply may not take the window: on a small one (an Ollama
+	// num_ctx of 4,096 and the 4,096 default) it gets a quarter. The
+	// owner's own max_output_tokens stands (config checks it fits).
+	if !ownerOut && spec.ContextWindow > 0 && spec.MaxOutputTokens > spec.ContextWindow/2 {
 		spec.MaxOutputTokens = max(spec.ContextWindow/4, 1)
 	}
 	return spec

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,13 @@ type ClientConfig struct {
 	MaxOutputTokens int
 	// AskCost asks OpenRouter to report the call's cost in usage.
 	AskCost bool
+	// CacheBreakpoints marks the prompt cache's breakpoints with
+	// cache_control (Anthropic and Gemini models through OpenRouter): the
+	// system message, and the message WithCacheBreakpoint names.
+	CacheBreakpoints bool
+	// NumCtx, when set, is sent as options.num_ctx (Ollama), so the
+	// server's window is the one the harness compacts for.
+	NumCtx int
 	// IdleTimeout fails a call that receives nothing for this long
 	// (headers included). Zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -215,7 +223,34 @@ type chatRequest struct {
 	ResponseFormat   *responseFmt   `json:"response_format,omitempty"`
 	Stream           bool           `json:"stream"`
 	StreamOptions    *streamOptions `json:"stream_options,omitempty"`
-	Usage            *usageRequest  `json:"usage,omitempty"` // OpenRouter
+	Usage            *usageRequest  `json:"usage,omitempty"`   // OpenRouter
+	Options          *ollamaOptions `json:"options,omitempty"` // Ollama
+}
+
+type ollamaOptions struct {
+	NumCtx int `json:"num_ctx,omitempty"`
+}
+
+// cacheControl marks the end of a cached prefix.
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+const cacheBreakpointKey = "crew.cache_breakpoint"
+
+// WithCacheBreakpoint names the message (an index into the request's
+// messages) after which the prompt cache may hold the prefix: the last
+// message of the previous step. A client without CacheBreakpoints ignores
+// it.
+func WithCacheBreakpoint(i int) llms.CallOption {
+	return func(o *llms.CallOptions) {
+		if o.Metadata == nil {
+			o.Metadata = map[string]any{}
+		}
+		o.Metadata[cacheBreakpointKey] = i
+	}
 }
 
 type responseFmt struct {
@@ -238,9 +273,10 @@ type chatMessage struct {
 }
 
 type contentPart struct {
-	Type     string    `json:"type"`
-	Text     string    `json:"text,omitempty"`
-	ImageURL *imageURL `json:"image_url,omitempty"`
+	Type         string        `json:"type"`
+	Text         string        `json:"text,omitempty"`
+	ImageURL     *imageURL     `json:"image_url,omitempty"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type imageURL struct {
@@ -274,6 +310,9 @@ func (c *Client) request(msgs []llms.MessageContent, o llms.CallOptions) (*chatR
 	}
 	if c.cfg.AskCost {
 		req.Usage = &usageRequest{Include: true}
+	}
+	if c.cfg.NumCtx > 0 {
+		req.Options = &ollamaOptions{NumCtx: c.cfg.NumCtx}
 	}
 	if !math.IsNaN(o.Temperature) {
 		req.Temperature = &o.Temperature
@@ -311,14 +350,41 @@ func (c *Client) request(msgs []llms.MessageContent, o llms.CallOptions) (*chatR
 	default:
 		return nil, fmt.Errorf("tool choice of type %T", o.ToolChoice)
 	}
+	mark := -1
+	if i, ok := o.Metadata[cacheBreakpointKey].(int); ok {
+		mark = i
+	}
 	for i, m := range msgs {
 		cms, err := toWire(m)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
+		if c.cfg.CacheBreakpoints && len(cms) > 0 && (m.Role == llms.ChatMessageTypeSystem && i == 0 || i == mark) {
+			markCached(&cms[len(cms)-1])
+		}
 		req.Messages = append(req.Messages, cms...)
 	}
 	return req, nil
+}
+
+// markCached puts cache_control on the last content part of m, turning
+// plain text content into one text part; a message without content (an
+// assistant's tool calls alone) is left as it is.
+func markCached(m *chatMessage) {
+	switch c := m.Content.(type) {
+	case string:
+		if c == "" {
+			return
+		}
+		m.Content = []contentPart{{Type: "text", Text: c, CacheControl: ephemeral}}
+	case []contentPart:
+		if len(c) == 0 {
+			return
+		}
+		c = slices.Clone(c)
+		c[len(c)-1].CacheControl = ephemeral
+		m.Content = c
+	}
 }
 
 // toWire maps one langchaingo message to OpenAI messages: a tool message

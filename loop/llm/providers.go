@@ -131,16 +131,18 @@ func (p *Providers) Model(r Route) (llms.Model, error) {
 		if p.cfg.OpenRouterAPIKey == "" {
 			return nil, &Error{Kind: ErrPermanent, Provider: ProviderOpenRouter, Body: "no OpenRouter API key (OPENROUTER_API_KEY)"}
 		}
+		spec := p.cfg.Catalog.Lookup(r.String())
 		return NewClient(ClientConfig{
 			Provider: ProviderOpenRouter, BaseURL: p.cfg.OpenRouterBaseURL, APIKey: p.cfg.OpenRouterAPIKey,
-			Model: r.Model, HTTPClient: p.http, Price: p.price(r), AskCost: true, IdleTimeout: p.cfg.IdleTimeout,
-			MaxOutputTokens: p.cfg.Catalog.Lookup(r.String()).MaxOutputTokens,
+			Model: r.Model, HTTPClient: p.http, Price: spec.Price, AskCost: true, IdleTimeout: p.cfg.IdleTimeout,
+			MaxOutputTokens: spec.MaxOutputTokens, CacheBreakpoints: spec.Cache == CacheBreakpoints,
 		})
 	case ProviderOllama:
+		spec := p.cfg.Catalog.Lookup(r.String())
 		return NewClient(ClientConfig{
 			Provider: ProviderOllama, BaseURL: p.ollamaBase, Model: r.Model,
-			HTTPClient: p.http, Price: p.price(r), IdleTimeout: p.cfg.IdleTimeout,
-			MaxOutputTokens: p.cfg.Catalog.Lookup(r.String()).MaxOutputTokens,
+			HTTPClient: p.http, Price: spec.Price, IdleTimeout: p.cfg.IdleTimeout,
+			MaxOutputTokens: spec.MaxOutputTokens, NumCtx: spec.ContextWindow,
 		})
 	case ProviderFake:
 		if r.Model == "echo" {
@@ -155,8 +157,6 @@ func (p *Providers) Model(r Route) (llms.Model, error) {
 	}
 	return nil, fmt.Errorf("route %q: %w: no such model", r.String(), ErrPermanent)
 }
-
-func (p *Providers) price(r Route) *Price { return p.cfg.Catalog.Price(r.String()) }
 
 // ollamaProbeTimeout bounds the reachability check at startup.
 const ollamaProbeTimeout = 2 * time.Second

@@ -73,6 +73,22 @@ type wireUsage struct {
 	CompletionTokens int      `json:"completion_tokens"`
 	TotalTokens      int      `json:"total_tokens"`
 	Cost             *float64 `json:"cost"` // OpenRouter, in USD
+	// The prompt cache: OpenAI's and OpenRouter's details, or Anthropic's
+	// own fields as some gateways pass them on.
+	PromptTokensDetails *struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+}
+
+// cache is the usage's cached and written prompt tokens.
+func (u *wireUsage) cache() (cached, written int) {
+	if d := u.PromptTokensDetails; d != nil {
+		cached, written = d.CachedTokens, d.CacheWriteTokens
+	}
+	return max(cached, u.CacheReadInputTokens), max(written, u.CacheCreationInputTokens)
 }
 
 type wireToolDelta struct {
@@ -367,11 +383,23 @@ func (a *accumulator) response(price *Price) *llms.ContentResponse {
 			total = u.PromptTokens + u.CompletionTokens
 		}
 		ch.GenerationInfo["TotalTokens"] = total
+		cached, written := u.cache()
+		if cached > 0 || written > 0 {
+			ch.GenerationInfo["CachedInputTokens"] = cached
+			ch.GenerationInfo["CacheWriteTokens"] = written
+		}
+		var cost, saved float64
+		if price != nil {
+			cost, saved = price.CachedCost(u.PromptTokens, cached, written, u.CompletionTokens)
+			if cached > 0 || written > 0 {
+				ch.GenerationInfo["CacheSavedUSD"] = saved
+			}
+		}
 		switch {
-		case u.Cost != nil:
+		case u.Cost != nil: // what the provider billed is the cost
 			ch.GenerationInfo["CostUSD"] = *u.Cost
 		case price != nil:
-			ch.GenerationInfo["CostUSD"] = price.Cost(u.PromptTokens, u.CompletionTokens)
+			ch.GenerationInfo["CostUSD"] = cost
 		}
 	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}

@@ -3,6 +3,7 @@ package home
 import (
 	"context"
 	"fmt"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"io/fs"
 	"maps"
 	"path/filepath"
@@ -137,7 +138,66 @@ func (h *Home) Routes(getenv func(string) string) []string {
 	if ollama == "" {
 		ollama = "not set"
 	}
-	return append(lines, fmt.Sprintf("  OPENROUTER_API_KEY %s, OLLAMA_HOST %s", key, ollama))
+	lines = append(lines, fmt.Sprintf("  OPENROUTER_API_KEY %s, OLLAMA_HOST %s", key, ollama))
+	return append(lines, h.routeSpecs(getenv)...)
+}
+
+// routeSpecs says, for each route an agent may call, its window, whether
+// the prompt is cached, and where its price comes from (R-LOOP-7, R-X-5).
+func (h *Home) routeSpecs(getenv func(string) string) []string {
+	seen := map[string]bool{}
+	var routes []string
+	add := func(rs ...string) {
+		for _, r := range rs {
+			if r = strings.TrimSpace(r); r != "" && !seen[r] {
+				seen[r] = true
+				routes = append(routes, r)
+			}
+		}
+	}
+	add(strings.Split(h.Getenv("MY_AGENT_ROUTES", getenv), ",")...)
+	for _, id := range slices.Sorted(maps.Keys(h.Agents)) {
+		a := h.Agents[id]
+		add(a.Routes...)
+		add(a.EscalationRoute)
+		add(a.VisionRoutes...)
+	}
+	cat := h.Config.Catalog()
+	var lines []string
+	for _, route := range routes {
+		spec := cat.Lookup(route)
+		r, err := llm.ParseRoute(route)
+		if err != nil {
+			continue
+		}
+		cache := "off (the provider caches nothing we know of)"
+		switch spec.Cache {
+		case llm.CacheBreakpoints:
+			cache = "on (cache_control breakpoints)"
+		case llm.CacheAutomatic:
+			cache = "on (the provider's automatic prefix cache)"
+		}
+		if r.Provider == llm.ProviderFake {
+			cache = "n/a"
+		}
+		var price string
+		switch {
+		case spec.Price != nil && *spec.Price == (llm.Price{}):
+			price = "free"
+		case spec.Price != nil:
+			price = fmt.Sprintf("$%g in / $%g out per Mtok", spec.Price.InputPerMTok, spec.Price.OutputPerMTok)
+		case r.Provider == llm.ProviderOpenRouter:
+			price = "not in the catalog: each call reserves budget.unknown_call_usd and settles to the cost OpenRouter reports"
+		default:
+			price = "unknown: each call holds budget.unknown_call_usd (set a price in models:)"
+		}
+		window := fmt.Sprintf("window %d tokens (max output %d)", spec.ContextWindow, spec.MaxOutputTokens)
+		if r.Provider == llm.ProviderOllama {
+			window += fmt.Sprintf(", sent as num_ctx %d", spec.ContextWindow)
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s; prompt caching %s; price %s", route, window, cache, price))
+	}
+	return lines
 }
 
 // AgentChecks runs the checks serve makes before it runs an agent
