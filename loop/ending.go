@@ -26,6 +26,8 @@ type Ending struct {
 	Replied bool
 	// Question is what ask_user asked, when the run ended on it.
 	Question string
+	// By is who stopped a stopped run (web, api, telegram, cli).
+	By string
 }
 
 // Run end kinds, for styling: how the owner should read the notice.
@@ -34,6 +36,7 @@ const (
 	EndHalted  = "halted"   // a limit or a hook stopped it
 	EndNoReply = "no_reply" // it finished without text
 	EndAsks    = "asks"     // it asks the owner a question
+	EndStopped = "stopped"  // the owner stopped it
 )
 
 // Kind is one of the End kinds, or "" for a run that answered normally.
@@ -43,6 +46,8 @@ func (e Ending) Kind() string {
 		return EndFailed
 	case e.Status == events.RunHalted:
 		return EndHalted
+	case e.Status == events.RunStopped:
+		return EndStopped
 	case e.Reason == "ask_user":
 		return EndAsks
 	case e.Status == events.RunDone && !e.Replied:
@@ -88,6 +93,12 @@ func (e Ending) Notice(home string) string {
 		return "The agent asked you a question — reply to answer."
 	case "poisoned":
 		return "Stopped after failing again and again" + colon(detail) + " — fix the cause, then send a message to try again; it is not retried until then."
+	case events.StoppedByOwner:
+		by := ""
+		if e.By != "" {
+			by = " (" + e.By + ")"
+		}
+		return "Stopped by you" + by + ": nothing more runs in that turn, and what it was doing was cut off — send a message to carry on."
 	case "interrupted":
 		return "Closed: the server stopped in the middle of this run twice, so it is not resumed again — check what its last tool calls did, then send a message to try again."
 	}

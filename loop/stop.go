@@ -53,6 +53,10 @@ func stopped(ctx context.Context) bool {
 const (
 	stoppedNotRun  = "Stopped: the owner stopped this run before this call ran. It was not run and nothing changed."
 	stoppedRunning = "Stopped: the owner stopped this run while this call was running; it was cut off."
+	// A call whose approval or question was pending: the card says
+	// "withdrawn — run stopped".
+	withdrawnApproval = "Withdrawn — run stopped: the owner stopped this run while this call waited for approval. It was not run and nothing changed."
+	withdrawnQuestion = "Withdrawn — run stopped: the owner stopped this run before the question was answered."
 )
 
 // Stopped is what Worker.Stop did: the run it stopped ("" when none) and
@@ -138,6 +142,29 @@ func (w *Worker) Stop(ctx context.Context, conversation, scope, by string) (Stop
 	}
 	w.Kick(conversation)
 	return out, nil
+}
+
+// ErrNoWaiting: no waiting message at that place in the queue (404).
+var ErrNoWaiting = errors.New("no such waiting message")
+
+// RemoveWaiting drops the n-th message waiting in conversation's queue
+// (from 1, in the order the chat shows them): stored as a stop of scope
+// queue that drops that one message, never answered.
+func (w *Worker) RemoveWaiting(ctx context.Context, conversation string, n int, by string) error {
+	if !ValidStopBy(by) {
+		return fmt.Errorf("%w: stopped by %q", ErrBadScope, by)
+	}
+	conv, err := w.cfg.Convs.Get(ctx, conversation)
+	if err != nil {
+		return err
+	}
+	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
+		if n < 1 || n > len(st.Queued) {
+			return nil, fmt.Errorf("%w: %d of %d waiting in %s", ErrNoWaiting, n, len(st.Queued), conversation)
+		}
+		return []events.Event{&events.RunStopRequested{By: by, Scope: events.StopQueue, Dropped: []string{st.Queued[n-1].EventID}}}, nil
+	})
+	return err
 }
 
 // interrupt cancels conversation's running pass, if one runs here, with
@@ -236,11 +263,16 @@ func stopEvents(st *State) []events.Event {
 		}
 	}
 	for _, c := range st.UnansweredCalls() {
-		text := stoppedNotRun
-		if st.Calling[c.ID] {
+		text, outcome := stoppedNotRun, "stopped"
+		switch {
+		case st.Calling[c.ID]:
 			text = stoppedRunning
+		case st.Approvals[c.ID] != nil && st.Approvals[c.ID].Decision == "":
+			text, outcome = withdrawnApproval, "withdrawn"
+		case st.Questions[c.ID] != nil && st.Questions[c.ID].Outcome == "":
+			text, outcome = withdrawnQuestion, "withdrawn"
 		}
-		evs = append(evs, &events.ToolCompleted{RunID: st.OpenRun, Step: st.Step, CallID: c.ID, Tool: c.Name, Output: text, IsError: true, Outcome: "stopped"})
+		evs = append(evs, &events.ToolCompleted{RunID: st.OpenRun, Step: st.Step, CallID: c.ID, Tool: c.Name, Output: text, IsError: true, Outcome: outcome})
 	}
 	return append(evs, &events.RunFinished{RunID: st.OpenRun, Status: events.RunStopped, Reason: events.StoppedByOwner, By: stop.By})
 }

@@ -64,6 +64,8 @@ func toolStatus(t ToolCard) string {
 		return "waiting for your approval"
 	case t.Running:
 		return "running…"
+	case t.Outcome == "withdrawn":
+		return "withdrawn — run stopped"
 	case t.Outcome != "":
 		return statusLabel(t.Outcome)
 	case t.IsError:
@@ -128,3 +130,36 @@ func cut(s string, n int) string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func canvasPath(id string) string { return "/canvases/" + url.PathEscape(id) }
+
+// stopPath is the chat page's Stop form; queueRemovePath a waiting
+// message's remove form (n from 1).
+func stopPath(conv string) string { return "/c/" + url.PathEscape(conv) + "/stop" }
+
+func queueRemovePath(conv string, n int) string {
+	return "/c/" + url.PathEscape(conv) + "/queue/" + strconv.Itoa(n) + "/remove"
+}
+
+// anyActive: some conversation has a run open or messages waiting (the
+// sidebar's Stop all shows).
+func anyActive(rows []ConversationRow) bool {
+	for _, r := range rows {
+		switch r.Status {
+		case "running", "awaiting_approval", "awaiting_answer":
+			return true
+		}
+		if r.Queued > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasQueued: some item is a message waiting behind the running turn.
+func hasQueued(items []Item) bool {
+	for _, it := range items {
+		if it.Queued {
+			return true
+		}
+	}
+	return false
+}

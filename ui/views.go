@@ -65,6 +65,8 @@ type ConversationView struct {
 	Waiting int
 	// Team: the conversation leads a team (its page is /c/{id}/team).
 	Team bool
+	// Active: a run is open or messages wait: the composer's Stop shows.
+	Active bool
 }
 
 // RunEnding is the chat's notice of how the last run ended.
@@ -104,6 +106,12 @@ type Item struct {
 	Delegate *DelegateCard
 	Question *QuestionItem
 	Queued   bool // a user message waiting for the running turn
+	// QueueN is a waiting message's place in the queue, from 1 (its
+	// remove button); Dropped: a stop dropped it, it is never answered;
+	// Stopped: a reply the owner stopped while it streamed.
+	QueueN  int
+	Dropped bool
+	Stopped bool
 	Time     string
 	// Notes are the turn notes (memory) the model read with a user message;
 	// Command the kit command it invoked.

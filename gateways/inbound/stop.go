@@ -33,18 +33,33 @@ type StoppedConversation struct {
 // messages (queue) or both (all, the default). An unknown conversation is
 // ErrUnknownConversation; one with nothing to stop loop.ErrNothingRunning.
 func (s *Stops) Stop(ctx context.Context, conversation, scope, by string) (loop.Stopped, error) {
-	if err := events.ValidID(conversation); err != nil {
-		return loop.Stopped{}, fmt.Errorf("%w: %v", ErrUnknownConversation, err)
-	}
-	if err := projections.ReadYourWrites(ctx, s.Log, s.WaitFor); err != nil {
-		return loop.Stopped{}, err
-	}
-	if _, err := projections.GetConversation(s.DB, conversation); errors.Is(err, projections.ErrNotFound) {
-		return loop.Stopped{}, fmt.Errorf("%w: %s", ErrUnknownConversation, conversation)
-	} else if err != nil {
+	if err := s.known(ctx, conversation); err != nil {
 		return loop.Stopped{}, err
 	}
 	return s.Worker.Stop(ctx, conversation, scope, by)
+}
+
+// RemoveWaiting drops the n-th waiting message (from 1) of conversation.
+func (s *Stops) RemoveWaiting(ctx context.Context, conversation string, n int, by string) error {
+	if err := s.known(ctx, conversation); err != nil {
+		return err
+	}
+	return s.Worker.RemoveWaiting(ctx, conversation, n, by)
+}
+
+func (s *Stops) known(ctx context.Context, conversation string) error {
+	if err := events.ValidID(conversation); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnknownConversation, err)
+	}
+	if err := projections.ReadYourWrites(ctx, s.Log, s.WaitFor); err != nil {
+		return err
+	}
+	if _, err := projections.GetConversation(s.DB, conversation); errors.Is(err, projections.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrUnknownConversation, conversation)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // StopAll stops every conversation of the home with a run open or
@@ -77,4 +92,36 @@ func (s *Stops) StopAll(ctx context.Context, by string) ([]StoppedConversation, 
 		return out, fmt.Errorf("%w: no conversation has a run open or a message waiting", loop.ErrNothingRunning)
 	}
 	return out, nil
+}
+
+// Spend is what run has cost so far, in words ("$0.0123", "cost unknown"),
+// as the runs view sums it; "" when the run is not known yet.
+func (s *Stops) Spend(runID string) string {
+	if runID == "" {
+		return ""
+	}
+	r, err := projections.GetRun(s.DB, runID)
+	if err != nil {
+		return ""
+	}
+	return loop.Ending{CostUSD: r.Totals.CostUSD, UnknownCostCalls: r.Totals.UnknownCostCalls}.Spend()
+}
+
+// StopCurrent stops the conversation a message from agent's channel goes to
+// now (Telegram's /stop: the chat's running turn and its queue), and says
+// the run's spend so far. A channel with no conversation today has nothing
+// running.
+func (s *Stops) StopCurrent(ctx context.Context, in *Inbound, agent, channel, by string) (loop.Stopped, string, error) {
+	id, err := in.Current(ctx, agent, channel)
+	if err != nil {
+		return loop.Stopped{}, "", err
+	}
+	got, err := s.Stop(ctx, id, events.StopAll, by)
+	if errors.Is(err, ErrUnknownConversation) {
+		err = fmt.Errorf("%w: this chat has no conversation open today", loop.ErrNothingRunning)
+	}
+	if err != nil {
+		return loop.Stopped{}, "", err
+	}
+	return got, s.Spend(got.RunID), nil
 }

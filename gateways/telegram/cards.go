@@ -172,6 +172,8 @@ func (g *Gateway) settleMissed(ctx context.Context) {
 		case "":
 		case "answered":
 			g.settle(ctx, id, outcome, "Answered.", ref)
+		case events.DecisionWithdrawn:
+			g.settle(ctx, id, outcome, withdrawnLine, ref)
 		case "expired":
 			if kind == events.CardQuestion {
 				g.settle(ctx, id, outcome, expiredLine, ref)
@@ -271,6 +273,9 @@ func (g *Gateway) settle(ctx context.Context, id, outcome, line, ref string) err
 }
 
 func decidedLine(e *events.ApprovalDecided) string {
+	if e.Decision == events.DecisionWithdrawn {
+		return withdrawnLine
+	}
 	what := map[string]string{events.DecisionApproved: "Approved", events.DecisionDenied: "Denied", events.DecisionExpired: "Expired"}[e.Decision]
 	if what == "" {
 		what = "Decided (" + e.Decision + ")"
@@ -294,6 +299,10 @@ func answeredLine(e *events.QuestionAnswered) string {
 }
 
 const expiredLine = "Expired: nobody answered in time; the agent was told so."
+
+// withdrawnLine ends the copies of an approval or a question whose run the
+// owner stopped.
+const withdrawnLine = "Withdrawn — run stopped."
 
 func firstLineOf(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")

@@ -76,6 +76,10 @@ type Config struct {
 	// queued, and waiting for the owner (projections.Overview). nil:
 	// /status is an ordinary message.
 	Status func(ctx context.Context) (running, queued, waiting []string, err error)
+	// Stop answers /stop: it stops the chat's conversation (its running
+	// turn and its queue) and says what it stopped and the run's spend so
+	// far; nil: /stop is an ordinary message.
+	Stop func(ctx context.Context, channel string) (stopped loop.Stopped, spend string, err error)
 	// RetryMin and RetryMax bound the backoff of a send that failed with
 	// a 5xx or a network error, and of a failing poll (default 1 s, 30 s).
 	RetryMin, RetryMax time.Duration
@@ -406,6 +410,16 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 		return g.notice(ctx, m.Chat.ID, ref, statusText(running, queued, waiting, g.questionsWaiting(m.Chat.ID), err))
 	case cmd == "/approve" || cmd == "/deny":
 		return g.decideLatest(ctx, m.Chat.ID, ref, cmd == "/approve")
+	case cmd == "/stop" && g.cfg.Stop != nil:
+		got, spend, err := g.cfg.Stop(ctx, msg.Channel)
+		if err != nil {
+			text, ok := userText(err)
+			if !ok {
+				return err
+			}
+			return g.notice(ctx, m.Chat.ID, ref, text)
+		}
+		return g.notice(ctx, m.Chat.ID, ref, StopText(got, spend))
 	}
 	if cmd == "/new" && g.cfg.NewConversation != nil {
 		_, err := g.cfg.NewConversation(ctx, msg.Channel)
@@ -452,6 +466,10 @@ func userText(err error) (string, bool) {
 		return "A tool call is waiting for your approval: press Approve, Always or Deny on it first.", true
 	case errors.Is(err, inbound.ErrAwaitingAnswer):
 		return "The agent is waiting for your answer to its question: press a choice on it, or reply to it with your answer.", true
+	case errors.Is(err, loop.ErrNothingRunning):
+		return "Nothing is running here: no turn is open and no message is waiting.", true
+	case errors.Is(err, loop.ErrQuestionWithdrawn):
+		return "This question was withdrawn: its run was stopped.", true
 	case errors.Is(err, loop.ErrAlreadyAnswered):
 		return "Already answered.", true
 	case errors.Is(err, loop.ErrQuestionExpired):
@@ -682,4 +700,27 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// StopText is /stop's reply: what was stopped and the run's spend so far.
+func StopText(got loop.Stopped, spend string) string {
+	var what []string
+	if got.RunID != "" {
+		what = append(what, "the running turn")
+	}
+	switch got.Dropped {
+	case 0:
+	case 1:
+		what = append(what, "dropped 1 waiting message")
+	default:
+		what = append(what, fmt.Sprintf("dropped %d waiting messages", got.Dropped))
+	}
+	text := "Stopped " + strings.Join(what, " and ") + "."
+	if got.RunID == "" {
+		text = "Stopped: " + strings.Join(what, " and ") + "."
+	}
+	if spend != "" {
+		text += " Spend so far: " + spend + "."
+	}
+	return text
 }

@@ -117,6 +117,9 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 	case *events.QuestionAnswered:
 		return g.settle(ctx, e.QuestionID, "answered", answeredLine(e), ref)
 	case *events.QuestionExpired:
+		if e.Withdrawn {
+			return g.settle(ctx, e.QuestionID, events.DecisionWithdrawn, withdrawnLine, ref)
+		}
 		return g.settle(ctx, e.QuestionID, "expired", expiredLine, ref)
 	case *events.RunFinished:
 		if !r.open {
@@ -193,7 +196,7 @@ func (g *Gateway) runFromLog(ctx context.Context, env events.Envelope) (runView,
 // wantAnswer wants a finished run's reply, its notice and its files.
 func (g *Gateway) wantAnswer(ctx context.Context, chatID int64, ref string, seq uint64, r *runView, e *events.RunFinished) error {
 	text := r.text
-	end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, CostUSD: r.cost, UnknownCostCalls: r.unknown,
+	end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, By: e.By, CostUSD: r.cost, UnknownCostCalls: r.unknown,
 		Replied: r.text != "", Question: r.question}
 	if notice := end.Notice(g.cfg.Home); notice != "" {
 		if end.Kind() != loop.EndAsks {
@@ -265,6 +268,9 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 	case *events.QuestionAnswered:
 		return g.settle(ctx, e.QuestionID, "answered", answeredLine(e), ref)
 	case *events.QuestionExpired:
+		if e.Withdrawn {
+			return g.settle(ctx, e.QuestionID, events.DecisionWithdrawn, withdrawnLine, ref)
+		}
 		return g.settle(ctx, e.QuestionID, "expired", expiredLine, ref)
 	}
 	return nil

@@ -289,6 +289,7 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{loop.ErrQuestionWithdrawn, http.StatusConflict, "withdrawn"},
 		{loop.ErrNothingRunning, http.StatusConflict, "nothing_running"},
 		{loop.ErrBadScope, http.StatusBadRequest, "bad_scope"},
+		{loop.ErrNoWaiting, http.StatusNotFound, "not_found"},
 		{loop.ErrBadAnswer, http.StatusBadRequest, "bad_request"},
 		{inbound.ErrClosed, http.StatusConflict, "closed"},
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},

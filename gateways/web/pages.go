@@ -144,7 +144,7 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	var pending *loop.Question
 	conv.View(func(st *loop.State) {
 		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, LastHalt: st.LastHalt, OpenRun: st.OpenRun,
-			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), ParentConversation: st.ParentConversation}
+			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), Dropped: slices.Clone(st.Dropped), ParentConversation: st.ParentConversation}
 		// A running script's calls so far, its tool card's lines (R-SCR).
 		for call, ns := range st.Nesting {
 			if chat.Nesting == nil {
@@ -227,6 +227,7 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	if !running && v.Approval == nil {
 		v.Ending = p.ending(c, question)
 	}
+	v.Active = running || len(chat.Queued) > 0 || v.Approval != nil
 	for _, it := range v.Items {
 		if it.Delegate != nil {
 			it.Delegate.AgentName = p.agentName(it.Delegate.Agent)
@@ -246,7 +247,7 @@ func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEndin
 	if err != nil || r.Finished == nil {
 		return nil
 	}
-	end := loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error,
+	end := loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error, By: r.StoppedBy,
 		CostUSD: r.Totals.CostUSD, UnknownCostCalls: r.Totals.UnknownCostCalls}
 	for _, s := range r.Steps {
 		for _, m := range s.ModelCalls {
@@ -364,7 +365,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 			items = append(items, it)
 		case loop.RoleAssistant:
 			if m.Text != "" {
-				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text)})
+				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text), Stopped: m.Stopped})
 			}
 			for _, c := range m.ToolCalls {
 				if d := delegateCard(st, c, results, md); d != nil {
@@ -397,8 +398,16 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 			}
 		}
 	}
-	for _, q := range st.Queued {
+	for _, d := range st.Dropped { // a stop dropped them: never answered
+		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(d.Said, d.Text), Dropped: true, Team: d.Team, Task: d.Task}
+		it.Images, it.Files = attachmentViews(st.Conversation, d.Attachments)
+		items = append(items, it)
+	}
+	for i, q := range st.Queued {
 		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team, Task: q.Task}
+		if it.Queued {
+			it.QueueN = i + 1 // DELETE /api/conversations/{id}/queue/{n}
+		}
 		it.Images, it.Files = attachmentViews(st.Conversation, q.Attachments)
 		items = append(items, it)
 	}
@@ -520,7 +529,7 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 	}
 	card.ForkedFrom, card.Forks = forkLinks(r.RunSummary)
 	if r.Finished != nil && r.Status != events.RunDone {
-		card.Notice = loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
+		card.Notice = loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error, By: r.StoppedBy}.Notice(p.Home)
 	}
 	nested := map[string]bool{} // child runs shown under their delegate call
 	if r.Finished != nil {

@@ -315,7 +315,7 @@ func (s *server) answerForm(w http.ResponseWriter, r *http.Request) {
 // activityTypes are the events every open tab hears about (R-OBS-1).
 var activityTypes = map[string]bool{
 	events.TypeConversationOpened: true, events.TypeConversationClosed: true, events.TypeMessageReceived: true,
-	events.TypeRunStarted: true, events.TypeRunFinished: true,
+	events.TypeRunStarted: true, events.TypeRunFinished: true, events.TypeRunStopRequested: true,
 	events.TypeApprovalRequested: true, events.TypeApprovalDecided: true,
 	events.TypeQuestionAsked: true, events.TypeQuestionAnswered: true, events.TypeQuestionExpired: true,
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
@@ -17,6 +18,7 @@ import (
 type Stopper interface {
 	Stop(ctx context.Context, conversation, scope, by string) (loop.Stopped, error)
 	StopAll(ctx context.Context, by string) ([]inbound.StoppedConversation, error)
+	RemoveWaiting(ctx context.Context, conversation string, n int, by string) error
 }
 
 type stopRequest struct {
@@ -55,9 +57,43 @@ func (s *server) routeStops(mux *router) {
 		}
 		writeJSON(w, http.StatusAccepted, map[string]any{"stopped": got})
 	})
+	mux.HandleFunc("DELETE /api/conversations/{id}/queue/{n}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		n, ok := queueN(w, r)
+		if !ok {
+			return
+		}
+		if err := st.RemoveWaiting(r.Context(), id, n, events.StopByAPI); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"conversation_id": id, "removed": n})
+	})
 	if s.cfg.Pages == nil {
 		return
 	}
+	mux.HandleFunc("POST /c/{id}/queue/{n}/remove", s.form(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		n, ok := queueN(w, r)
+		if !ok {
+			return
+		}
+		if err := st.RemoveWaiting(r.Context(), id, n, events.StopByWeb); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if wantsJSON(r) {
+			writeJSON(w, http.StatusOK, map[string]any{"conversation_id": id, "removed": n})
+			return
+		}
+		http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
+	}))
 	mux.HandleFunc("POST /c/{id}/stop", s.form(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := pathID(w, r)
 		if !ok {
@@ -85,7 +121,7 @@ func (s *server) routeStops(mux *router) {
 			return
 		}
 		back := r.PostFormValue("back")
-		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+		if !strings.HasPrefix(back, "/c/") || back == "/c/" || strings.Contains(back, "//") || strings.Contains(back, "\\") {
 			back = "/"
 		}
 		http.Redirect(w, r, back, http.StatusSeeOther)
@@ -105,4 +141,14 @@ func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return decodeBody(w, r, v)
+}
+
+// queueN reads {n}, a waiting message's place from 1.
+func queueN(w http.ResponseWriter, r *http.Request) (int, bool) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 1 {
+		writeError(w, http.StatusBadRequest, "bad_request", "n is a waiting message's place in the queue, counting from 1")
+		return 0, false
+	}
+	return n, true
 }

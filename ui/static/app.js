@@ -13,7 +13,7 @@
     'run_started', 'model_called', 'tool_called', 'tool_completed', 'run_finished',
     'steer_received', 'steers_applied', 'guard_reminded', 'approval_requested',
     'approval_decided', 'route_fallback', 'model_retried', 'context_compacted', 'escalated', 'hook_ran', 'conversation_summarized', 'run_resumed', 'nested_call',
-    'question_asked', 'question_answered', 'question_expired'];
+    'question_asked', 'question_answered', 'question_expired', 'run_stop_requested', 'task_notification'];
 
   const debounce = (fn, ms) => {
     let t;
@@ -90,6 +90,7 @@
     if (!chat) return;
     renderLive();
     tick();
+    showStop(chat.dataset.active === 'true');
     const status = byTestId('conv-status');
     if (status && chat.dataset.status) {
       status.dataset.status = chat.dataset.status;
@@ -98,6 +99,12 @@
     }
     toBottom();
   }, 50);
+
+  // The composer's Stop shows while a run is open or messages wait.
+  function showStop(active) {
+    const stop = byTestId('stop-button');
+    if (stop) stop.hidden = !active;
+  }
 
   const refreshSidebar = debounce(() => swap('sidebar', '/fragments/sidebar'), 50);
 
@@ -184,12 +191,17 @@
   document.addEventListener('submit', async (ev) => {
     const form = ev.target;
     const kind = form.dataset.testid;
-    if (kind !== 'composer' && kind !== 'approval-form' && kind !== 'question-form') return;
+    if (kind === 'stop-all-form' && !window.confirm('Stop every running conversation and drop the messages waiting?')) {
+      ev.preventDefault();
+      return;
+    }
+    if (kind !== 'composer' && kind !== 'approval-form' && kind !== 'question-form' && kind !== 'stop-form' && kind !== 'queue-remove-form') return;
     ev.preventDefault();
     const data = new FormData(form);
     if (ev.submitter && ev.submitter.name) data.set(ev.submitter.name, ev.submitter.value);
-    const errEl = byTestId({ composer: 'composer-error', 'approval-form': 'approval-error', 'question-form': 'question-error' }[kind], form);
-    const buttons = form.querySelectorAll('button');
+    const errEl = kind === 'stop-form' ? byTestId('composer-error')
+      : byTestId({ composer: 'composer-error', 'approval-form': 'approval-error', 'question-form': 'question-error' }[kind], form);
+    const buttons = kind === 'stop-form' ? document.querySelectorAll('[form="stop-form"]') : form.querySelectorAll('button');
     buttons.forEach((b) => { b.disabled = true; });
     try {
       // The composer posts multipart (its images with it); other forms as
@@ -223,9 +235,18 @@
     }
   });
 
-  // Enter sends, Shift+Enter starts a new line.
+  // Enter sends, Shift+Enter starts a new line, Esc stops the running turn.
   document.addEventListener('keydown', (ev) => {
     const t = ev.target;
+    if (ev.key === 'Escape' && t.matches && t.matches('[data-testid="composer-text"]')) {
+      const stop = byTestId('stop-button');
+      const form = document.getElementById('stop-form');
+      if (stop && !stop.hidden && form) {
+        ev.preventDefault();
+        form.requestSubmit(stop);
+      }
+      return;
+    }
     if (ev.key !== 'Enter' || ev.shiftKey || ev.isComposing || !t.matches || !t.matches('[data-testid="composer-text"]')) return;
     ev.preventDefault();
     const img = t.form.elements.image;

@@ -12,6 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 )
 
@@ -87,6 +88,9 @@ func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gatewa
 		},
 		Status: func(context.Context) (running, queued, waiting []string, err error) {
 			return projections.Overview(a.DB())
+		},
+		Stop: func(ctx context.Context, channel string) (loop.Stopped, string, error) {
+			return a.Stops.StopCurrent(ctx, a.Inbound, home.MasterID, channel, events.StopByTelegram)
 		},
 	})
 	if err != nil {
