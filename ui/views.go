@@ -112,7 +112,7 @@ type Item struct {
 	QueueN  int
 	Dropped bool
 	Stopped bool
-	Time     string
+	Time    string
 	// Notes are the turn notes (memory) the model read with a user message;
 	// Command the kit command it invoked.
 	Notes   string
