@@ -12,3 +12,11 @@ const (
 	crashAfterAppendEnv = "CREW_TEST_CRASH_AFTER_APPEND"
 	crashAfterTypeEnv   = "CREW_TEST_CRASH_AFTER_TYPE"
 )
+
+// telegramCheckpoint is the Telegram gateway's fault-injection hook
+// (telegram.Config.Checkpoint): nil in every build but the crewtest one.
+var telegramCheckpoint func(point string)
+
+// crashAtTelegramEnv names the point of a Telegram send the test build
+// kills itself at (telegram.PointBeforeSend, …).
+const crashAtTelegramEnv = "CREW_TEST_TELEGRAM_CRASH"

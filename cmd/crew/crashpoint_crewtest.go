@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
@@ -22,5 +23,19 @@ func init() {
 	// that type is stored (a stop, before it takes effect).
 	if typ := os.Getenv(crashAfterTypeEnv); typ != "" {
 		conversationLog = func(a loop.Appender) loop.Appender { return eventstest.CrashAfterType(a, typ) }
+	}
+}
+
+// With CREW_TEST_TELEGRAM_CRASH=<point> the process kills itself the
+// first time a Telegram send reaches that point (before_send, after_send:
+// Telegram accepted it, telegram_sent not stored; after_sent).
+func init() {
+	if point := os.Getenv(crashAtTelegramEnv); point != "" {
+		telegramCheckpoint = func(p string) {
+			if p == point {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
 	}
 }

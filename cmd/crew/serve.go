@@ -128,6 +128,6 @@ func announce(ctx context.Context, env *cliEnv, a *app.App, url string, took tim
 // projections).
 func options(env *cliEnv, as string, o app.Options) app.Options {
 	o.As, o.Getenv = as, env.getenv
-	o.Projections, o.ConversationLog = servedProjections, conversationLog
+	o.Projections, o.ConversationLog, o.TelegramCheckpoint = servedProjections, conversationLog, telegramCheckpoint
 	return o
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// ConversationLog wraps what the conversations append through (nil:
 	// the log); the test build's crash point.
 	ConversationLog func(loop.Appender) loop.Appender
+	// TelegramCheckpoint is the Telegram gateway's fault-injection hook
+	// (telegram.Config.Checkpoint; nil: none); the test build's crash point.
+	TelegramCheckpoint func(point string)
 }
 
 // App is one home's running crew.

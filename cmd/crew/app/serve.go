@@ -79,6 +79,7 @@ func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gatewa
 		Token: token, APIURL: a.Home.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
 		Workspace: filepath.Join(master.Dir, "workspace"), Log: a.Log(), Inbound: a.Inbound, Approvals: a.Approvals,
 		Questions: a.Questions, Outcome: a.Questions.Outcome, Logger: a.log.With("component", "telegram"), Home: a.Dir, Artifact: a.Canvas.File,
+		Checkpoint: a.opts.TelegramCheckpoint,
 		NewConversation: func(ctx context.Context, channel string) (string, error) {
 			id, err := a.Inbound.Current(ctx, home.MasterID, channel)
 			if err != nil {
