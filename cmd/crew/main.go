@@ -37,6 +37,7 @@ func init() {
 		{"projections", "rebuild [NAME]", "rebuild read models from the event log (server stopped)", runProjections},
 		{"browser", "login <agent> [url]", "open a window on an agent's browser profile to sign in (its browser tools wait)", runBrowser},
 		{"team", "worktree remove <name> [--discard] [--team ID]", "remove a team task's git worktree (refused while its task runs or it has changes; the wt/<name> branch is kept)", runTeam},
+		{"stop", "<conversation> [--scope run|queue|all] | --all", "stop a conversation's running turn and drop its waiting messages (or only one of them), or every running conversation, on the running server", runStop},
 		{"memory", "consolidate <agent>", "rewrite an agent's MEMORY.md from the last 7 days of notes, as a proposal", runMemory},
 	}
 }

@@ -159,3 +159,28 @@ func TestStopKill9AfterStopStored(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// Issue 27 item 4: crew stop <conversation> and crew stop --all against a
+// running server; the run is stopped by cli.
+func TestCrewStopCLI(t *testing.T) {
+	home := initHome(t)
+	model := &hangingModel{}
+	s := startServe(t, home, model.env(t)...)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "write me a long story"})
+	id := acc["conversation_id"].(string)
+	waitConv(t, s.url, id, "running", func(c convView) bool { return c.Status == "running" && model.requests.Load() == 1 })
+	out, errOut, code := crew(t, home, "stop", id)
+	if code != 0 || !strings.Contains(out, "stopped "+id) {
+		t.Fatalf("crew stop = %d %q %q", code, out, errOut)
+	}
+	c := waitConv(t, s.url, id, "stopped", func(c convView) bool { return c.Status == "stopped" })
+	var run stoppedRun
+	getJSON(t, s.url+"/api/runs/"+c.LastRunID, &run)
+	if run.Status != "stopped" || run.StoppedBy != "cli" {
+		t.Fatalf("run = %+v, want stopped by cli", run)
+	}
+	if _, errOut, code := crew(t, home, "stop", "--all"); code == 0 || !strings.Contains(errOut, "no conversation has a run open") {
+		t.Fatalf("crew stop --all with nothing running = %d %q", code, errOut)
+	}
+	s.stop(t)
+}

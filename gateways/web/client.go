@@ -162,3 +162,47 @@ func (c Client) Consolidate(ctx context.Context, agent string) (consolidate.Prop
 	}
 	return p, nil
 }
+
+// Stop asks the server to stop conversation (scope run, queue or all; ""
+// is all), by cli, as crew stop does; conversation "" stops every running
+// conversation of the home (POST /api/stop). It returns the server's
+// answer: {"run_id","dropped"} or {"stopped":[…]}.
+func (c Client) Stop(ctx context.Context, conversation, scope string) (map[string]any, error) {
+	path, body := "/api/stop", map[string]string{"by": events.StopByCLI}
+	if conversation != "" {
+		path = "/api/conversations/" + conversation + "/stop"
+		body["scope"] = scope
+	}
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ask the running server: %w", err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("ask the running server: %w", err)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		var apiErr struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal(out, &apiErr) == nil && apiErr.Error.Message != "" {
+			return nil, fmt.Errorf("the running server answered %s: %s", resp.Status, apiErr.Error.Message)
+		}
+		return nil, fmt.Errorf("the running server answered %s: %s", resp.Status, bytes.TrimSpace(out))
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, fmt.Errorf("read the server's answer: %w", err)
+	}
+	return v, nil
+}

@@ -23,6 +23,20 @@ type Stopper interface {
 
 type stopRequest struct {
 	Scope string `json:"scope"`
+	// By: "cli" when crew stop sends it; otherwise the API's "api".
+	By string `json:"by"`
+}
+
+// apiBy is who a stop through the API is by: api, or cli for crew stop.
+func apiBy(w http.ResponseWriter, req stopRequest) (string, bool) {
+	switch req.By {
+	case "", events.StopByAPI:
+		return events.StopByAPI, true
+	case events.StopByCLI:
+		return events.StopByCLI, true
+	}
+	writeError(w, http.StatusBadRequest, "bad_request", `"by" is "api" (the default) or "cli"`)
+	return "", false
 }
 
 // routeStops serves POST /api/conversations/{id}/stop and POST /api/stop
@@ -42,7 +56,11 @@ func (s *server) routeStops(mux *router) {
 		if !decodeOptionalBody(w, r, &req) {
 			return
 		}
-		got, err := st.Stop(r.Context(), id, req.Scope, events.StopByAPI)
+		by, ok := apiBy(w, req)
+		if !ok {
+			return
+		}
+		got, err := st.Stop(r.Context(), id, req.Scope, by)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -50,7 +68,15 @@ func (s *server) routeStops(mux *router) {
 		writeJSON(w, http.StatusAccepted, got)
 	})
 	mux.HandleFunc("POST /api/stop", func(w http.ResponseWriter, r *http.Request) {
-		got, err := st.StopAll(r.Context(), events.StopByAPI)
+		var req stopRequest
+		if !decodeOptionalBody(w, r, &req) {
+			return
+		}
+		by, ok := apiBy(w, req)
+		if !ok {
+			return
+		}
+		got, err := st.StopAll(r.Context(), by)
 		if err != nil && !(errors.Is(err, loop.ErrNothingRunning) && len(got) > 0) {
 			s.fail(w, r, err)
 			return

@@ -1,0 +1,103 @@
+package telegram_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/telegram"
+	"github.com/my-agent-crew/crew/loop"
+)
+
+// Issue 27 against the real telegram-test-api: /stop stops the chat's
+// running turn while its approval waits; the reply says what was stopped
+// and the spend so far; the approval card is settled withdrawn and loses
+// its buttons; the run ends stopped by telegram; a second /stop says
+// nothing runs.
+func TestTelegramStopWithdrawsTheCard(t *testing.T) {
+	e := startEmulator(t)
+	c := newCrew(t)
+	const chat = int64(6161)
+	g, err := telegram.Start(t.Context(), telegram.Config{
+		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
+		Log: c.log, Inbound: c.in, Approvals: c.approver, Outcome: c.answerer.Outcome, Logger: c.logger, PollEvery: 50 * time.Millisecond,
+		Stop: func(ctx context.Context, channel string) (loop.Stopped, string, error) {
+			id, err := c.in.Current(ctx, "master", channel)
+			if err != nil {
+				return loop.Stopped{}, "", err
+			}
+			got, err := c.worker.Stop(ctx, id, events.StopAll, events.StopByTelegram)
+			return got, "$0.0000", err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	history := func() []botMessage {
+		var hist struct {
+			Result []botMessage `json:"result"`
+		}
+		e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
+		return hist.Result
+	}
+	text := func(s string) {
+		m := e.userFields(chat)
+		m["text"] = s
+		e.post(t, "/sendMessage", m, nil)
+	}
+	sees := func(what, want string) {
+		t.Helper()
+		eventstest.Eventually(t, what, func() bool {
+			for _, m := range history() {
+				if strings.Contains(m.Message.Text, want) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	text("gate the deploy")
+	var card botMessage
+	eventstest.Eventually(t, "the approval card", func() bool {
+		for _, m := range history() {
+			if m.Message.ReplyMarkup != nil && len(m.Message.ReplyMarkup.Rows) == 1 {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	text("/stop")
+	sees("the stop's reply", "Stopped the running turn. Spend so far: $0.0000.")
+	eventstest.Eventually(t, "the card loses its buttons", func() bool {
+		for _, m := range history() {
+			if m.MessageID == card.MessageID {
+				return m.Message.ReplyMarkup == nil || len(m.Message.ReplyMarkup.Rows) == 0
+			}
+		}
+		return false
+	})
+	eventstest.Eventually(t, "the card settled withdrawn and the run stopped by telegram", func() bool {
+		envs, _ := c.log.ReadAll(t.Context(), events.Root+".>", 0)
+		settled, stopped := false, false
+		for _, env := range envs {
+			d, err := env.Decode()
+			if err != nil {
+				continue
+			}
+			switch d := d.(type) {
+			case *events.TelegramCardSettled:
+				settled = settled || d.Outcome == events.DecisionWithdrawn
+			case *events.RunFinished:
+				stopped = stopped || (d.Status == events.RunStopped && d.By == events.StopByTelegram)
+			}
+		}
+		return settled && stopped
+	})
+	text("/stop")
+	sees("nothing running", "Nothing is running here")
+}
