@@ -193,6 +193,7 @@ const (
 	PurposeSummary     = "summary"     // a conversation's summary
 	PurposeCompaction  = "compaction"  // summarising history to fit the context
 	PurposeVision      = "vision"      // image_read describing an image
+	PurposeEmbed       = "embed"       // recall embedding documents and queries
 )
 
 // ModelCalled records one model call: which route answered, what it said,

@@ -127,6 +127,9 @@ type Item struct {
 	// Telegram photo), shown as thumbnails; Files its other attachments.
 	Images []Attached
 	Files  []string
+	// Hit: the search hit the page was opened at (/c/<id>?hit=…),
+	// shown highlighted and scrolled to.
+	Hit bool
 }
 
 // Attached is one image of a message: where the page loads it, and its

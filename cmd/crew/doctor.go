@@ -46,6 +46,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printLines(w, h.ShellProtections())
 	printLines(w, h.Routes(env.getenv))
 	printLines(w, h.WebReport(env.getenv))
+	printLines(w, h.RecallReport(env.getenv))
 	printLines(w, h.BrowserReport())
 	printLines(w, h.MCPReport(ctx, env.getenv))
 	printLines(w, h.DesktopReport(ctx))

@@ -8,8 +8,13 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/search"
 )
+
+// searchProjection names the search index for `crew projections rebuild`.
+const searchProjection = "search"
 
 func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 	fs, homeFlag := newFlags(env, "projections")
@@ -20,9 +25,15 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 		fs.Usage()
 		return exitError{2}
 	}
-	chosen, err := projections.Named(fs.Arg(1))
-	if err != nil {
-		return err
+	// The search index is a projection too, kept in bleve rather than
+	// bbolt (projections/search).
+	withSearch := fs.Arg(1) == "" || fs.Arg(1) == searchProjection
+	var chosen []projections.Projection
+	if fs.Arg(1) != searchProjection {
+		var err error
+		if chosen, err = projections.Named(fs.Arg(1)); err != nil {
+			return fmt.Errorf("%w, %s", err, searchProjection)
+		}
 	}
 	dir, h, err := openHome(env, *homeFlag)
 	if err != nil {
@@ -43,6 +54,14 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		cp, _ := projections.Checkpoint(a.DB(), p.Name())
 		fmt.Fprintf(env.stdout, "rebuilt %s up to sequence %d in %s\n", p.Name(), cp, time.Since(start).Round(time.Millisecond))
+	}
+	if withSearch {
+		start := time.Now()
+		last, err := search.Rebuild(ctx, search.IndexDir(dir), a.Log(), events.Secrets())
+		if err != nil {
+			return fmt.Errorf("rebuild %s: %w", searchProjection, err)
+		}
+		fmt.Fprintf(env.stdout, "rebuilt %s up to sequence %d in %s\n", searchProjection, last, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -95,6 +96,9 @@ type Config struct {
 	// Stops serves the owner's stop: POST /api/conversations/{id}/stop,
 	// POST /api/stop and the chat page's Stop forms; nil leaves them out.
 	Stops Stopper
+	// Search serves GET /api/search and /search (the recall index); nil
+	// leaves them out.
+	Search *search.Index
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -219,6 +223,9 @@ func (s *server) routes() *router {
 	}
 	if cfg.Canvas != nil {
 		s.routesCanvas(mux)
+	}
+	if cfg.Search != nil {
+		s.routesSearch(mux)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))

@@ -230,3 +230,7 @@ func unwrapURLError(err error) error {
 	}
 	return err
 }
+
+// OllamaBase is the base URL an OLLAMA_HOST value names, with the
+// defaults applied (for the embedding route, which is not a chat model).
+func OllamaBase(host string) string { return ollamaBase(host) }

@@ -24,6 +24,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/nats-io/nats.go"
 	"go.etcd.io/bbolt"
@@ -85,6 +86,11 @@ type App struct {
 	Listener net.Listener
 	startSeq uint64
 	caughtUp atomic.Bool
+
+	// Search is the recall index (Serve only; nil when it could not be
+	// opened).
+	Search      *search.Index
+	closeSearch func()
 
 	*wiring  // nil with StoreOnly
 	*running // nil without a worker
@@ -160,6 +166,10 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	}
 	if a.wiring, err = wire(ctx, a); err != nil {
 		return nil, err
+	}
+	if opts.Serve && a.store != nil {
+		// The search index catches up in the background: nothing waits.
+		a.openSearch()
 	}
 	if opts.ReadOnly || opts.NoWorker {
 		return a, nil
@@ -238,6 +248,9 @@ func (a *App) Close() error {
 	}
 	if a.wiring != nil {
 		a.wiring.close()
+	}
+	if a.closeSearch != nil {
+		a.closeSearch()
 	}
 	if a.running != nil && a.running.marked {
 		home.ClearRunning(a.Dir)

@@ -125,6 +125,7 @@ func (a *App) Web(base web.Config) web.Config {
 	c.CatchingUp = a.CatchingUp
 	c.Teams = a.Teams
 	c.Forks = a.Forker()
+	c.Search = a.Search
 	if c.Logger == nil {
 		c.Logger = a.log.With("component", "web")
 	}

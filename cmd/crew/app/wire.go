@@ -23,6 +23,7 @@ import (
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/pdf"
+	"github.com/my-agent-crew/crew/tools/recall"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -37,8 +38,9 @@ import (
 // tools and the memory tools. Which of them an agent gets follows from
 // each tool's declaration (Def.Default) and its agent.yaml. A new tool
 // family is one line here.
-func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, teams *team.Runtime) []tools.Tool {
+func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
+	out = append(out, recall.Tools(rc)...)
 	out = append(out, create, kit.SkillRead(), pdf.Read{})
 	out = append(out, nt.tools()...)
 	out = append(out, canvas.Tools(cv)...)
@@ -76,6 +78,8 @@ type wiring struct {
 	providers *llm.Providers // the keys read at Open: serve drops them from the environment after
 	net       *netTools
 	pool      *mcp.Pool
+	// recall is what the recall tools search: serve's index, once open.
+	recall *recallIndex
 }
 
 // wire builds a's wiring; with ReadOnly there is no store under it (no
@@ -111,7 +115,8 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	var cr *Crew
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir,
 		Agents: func(id string) (loop.Agent, bool) { return cr.Agent(id) }})
-	if w.Registry, err = tools.New(allTools(w.create, w.net, w.Canvas, w.Teams)...); err != nil {
+	w.recall = &recallIndex{master: home.MasterID}
+	if w.Registry, err = tools.New(allTools(w.create, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
 	cr = newCrew(a.Dir, h, override, w.Registry, getenv, logger.With("component", "crew"))

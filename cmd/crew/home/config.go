@@ -26,6 +26,8 @@ type Config struct {
 	BrowserEnabled bool `yaml:"browser_enabled"`
 	// WebSearch is the provider web_search asks.
 	WebSearch WebSearch `yaml:"web_search"`
+	// Embeddings is the route recall embeds with; unset: BM25 alone.
+	Embeddings Embeddings `yaml:"embeddings"`
 	// MCPServers are the MCP servers agents may use (agent.yaml mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 	// Budget is the crew's daily budget (R-X-5).
@@ -92,6 +94,13 @@ type BudgetConfig struct {
 type WebSearch struct {
 	Provider string `yaml:"provider"` // searxng, brave or tavily; empty: none
 	URL      string `yaml:"url"`      // searxng: the instance; others: replaces their API endpoint
+}
+
+// Embeddings is the embeddings: block of config.yaml: the route recall
+// embeds documents and queries with, "ollama:<model>" or
+// "openrouter:<model>".
+type Embeddings struct {
+	Route string `yaml:"route"`
 }
 
 // MCPServer is one entry of config.yaml mcp_servers.

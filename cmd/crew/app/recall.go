@@ -1,0 +1,132 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/projections/search"
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/recall"
+)
+
+// recallIndex is the search projection as the recall tools see it: set
+// once serve has opened the index (until then, and in commands that open
+// none, the tools say recall is not available).
+type recallIndex struct {
+	x      atomic.Pointer[search.Index]
+	master string
+}
+
+var _ recall.Index = (*recallIndex)(nil)
+
+func (r *recallIndex) index() *search.Index {
+	if r == nil {
+		return nil
+	}
+	return r.x.Load()
+}
+
+func (r *recallIndex) Recall(ctx context.Context, env tools.Env, q recall.Query) ([]recall.Hit, error) {
+	x := r.index()
+	if x == nil {
+		return nil, fmt.Errorf("the search index is not open in this process")
+	}
+	sq := search.Query{Text: q.Text, Since: q.Since, Agent: q.Agent, Limit: q.Limit, Reach: x.ReachOf(r.master, env.AgentID, env.Conversation)}
+	if q.Scope != "" && q.Scope != "all" {
+		sq.Kinds = search.Scopes[q.Scope]
+	}
+	hits, err := x.Search(ctx, sq)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]recall.Hit, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, recall.Hit{Kind: h.Kind, Source: h.Source(), Link: h.Link(), Ref: h.Ref(), Snippet: h.Snippet})
+	}
+	return out, nil
+}
+
+func (r *recallIndex) Open(ctx context.Context, env tools.Env, ref string) (string, bool, error) {
+	x := r.index()
+	if x == nil {
+		return "", false, fmt.Errorf("the search index is not open in this process")
+	}
+	subject, seqText, ok := strings.Cut(ref, "@")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if !ok || err != nil {
+		return "", false, nil
+	}
+	reach := x.ReachOf(r.master, env.AgentID, env.Conversation)
+	h, ok, err := x.BySource(ctx, subject, seq, reach)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return x.Around(ctx, h, reach)
+}
+
+// openRecall opens the search index of the home and starts catching it
+// up in the background (with embeddings when config.yaml names a route);
+// the caller closes what it returns.
+func openRecall(dir string, h *home.Home, log *events.Log, getenv func(string) string, logger *slog.Logger) (*search.Index, func(), error) {
+	x, err := search.Open(search.IndexDir(dir))
+	if err != nil {
+		return nil, nil, err
+	}
+	if e := h.Embedder(getenv); e != nil {
+		usage := embedUsage(log, h, logger)
+		if err := x.EnableEmbeddings(e, usage, logger); err != nil {
+			x.Close()
+			return nil, nil, err
+		}
+	}
+	f, err := search.Start(x, log, events.Secrets(), logger)
+	if err != nil {
+		x.Close()
+		return nil, nil, err
+	}
+	return x, func() { f.Close(); x.Close() }, nil
+}
+
+// embedScope is where embedding calls are recorded: model_called of
+// purpose embed, in the usage ledger with every other call.
+var embedScope = events.Scope(events.Root + ".recall.embed")
+
+func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.EmbedUsage {
+	catalog := h.Config.Catalog()
+	return func(ctx context.Context, route string, texts, tokens int, latency time.Duration, callErr error) {
+		_, model, _ := strings.Cut(route, ":")
+		mc := &events.ModelCalled{Purpose: events.PurposeEmbed, Route: route, Model: model, InputTokens: tokens, LatencyMS: latency.Milliseconds()}
+		if callErr != nil {
+			mc.Error = callErr.Error()
+		} else if p := catalog.Price(route); p != nil {
+			cost := p.Cost(tokens, 0)
+			mc.CostUSD = &cost
+		} else if strings.HasPrefix(route, "ollama:") {
+			zero := 0.0
+			mc.CostUSD = &zero // a local model costs nothing we count
+		}
+		if _, err := log.Append(context.WithoutCancel(ctx), embedScope, 0, events.MustNew(mc)); err != nil {
+			logger.Warn("recall: could not record an embedding call", "err", err)
+		}
+	}
+}
+
+// openSearch opens serve's recall index beside the projections. An index
+// that cannot be opened costs recall, never the server: it says to
+// rebuild.
+func (a *App) openSearch() {
+	x, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.opts.Getenv, a.log.With("component", "search"))
+	if err != nil {
+		a.log.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
+		return
+	}
+	a.Search, a.closeSearch = x, closeX
+	a.wiring.recall.x.Store(x)
+}

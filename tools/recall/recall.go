@@ -1,0 +1,196 @@
+// Package recall holds the recall and recall_open tools: the crew finds
+// what was said, decided and written — past conversations, memory,
+// canvases — in the search projection (projections/search), which the
+// server hands in as an Index. What an agent can recall follows its seat
+// (the Index applies the reach rules); every hit comes back fenced, since
+// a past message or page may hold words from outside (R-SEC-1), with the
+// source it came from.
+package recall
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/fence"
+)
+
+// Scopes a recall may be narrowed to.
+var Scopes = []string{"conversations", "memory", "canvas", "all"}
+
+// Query is one recall.
+type Query struct {
+	Text  string
+	Scope string // one of Scopes; "" is all
+	Since time.Time
+	Agent string
+	Limit int
+}
+
+// Hit is one thing found.
+type Hit struct {
+	Kind    string
+	Source  string // "conversation web-20261014 · 2026-10-14 · step 3"
+	Link    string // the owner's page for it
+	Ref     string // what recall_open takes
+	Snippet string
+}
+
+// Index is the search projection as the tools see it; it applies the reach
+// rules of env's seat.
+type Index interface {
+	Recall(ctx context.Context, env tools.Env, q Query) ([]Hit, error)
+	// Open returns the text around the hit ref names, or ok false when
+	// there is none the seat can reach.
+	Open(ctx context.Context, env tools.Env, ref string) (text string, ok bool, err error)
+}
+
+// Tools returns recall and recall_open over idx (nil: they say recall is
+// not available in this process).
+func Tools(idx Index) []tools.Tool { return []tools.Tool{Recall{idx}, Open{idx}} }
+
+//go:embed recall.md
+var recallDescription string
+
+//go:embed recall_open.md
+var openDescription string
+
+// Recall is the recall tool.
+type Recall struct{ idx Index }
+
+// ReadOnly: it changes nothing.
+func (Recall) ReadOnly() bool { return true }
+
+func (Recall) Def() tools.Def {
+	return tools.Def{Name: "recall", Description: recallDescription + "\n\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "query": {"type": "string", "description": "A few words of what you are looking for."},
+    "scope": {"type": "string", "enum": ["conversations", "memory", "canvas", "all"], "description": "Where to look; default all."},
+    "since": {"type": "string", "description": "Only what is newer: a date YYYY-MM-DD (the owner's timezone) or an RFC 3339 time."},
+    "agent": {"type": "string", "description": "Only what this agent said or wrote."}
+  },
+  "required": ["query"],
+  "additionalProperties": false
+}`)}
+}
+
+// maxHits is how many hits a recall returns.
+const maxHits = 8
+
+func (r Recall) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Query string `json:"query"`
+		Scope string `json:"scope"`
+		Since string `json:"since"`
+		Agent string `json:"agent"`
+	}
+	if msg, ok := tools.DecodeArgs("recall", args, &a); !ok {
+		return tools.Failf("%s", msg), nil
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return tools.Failf("query is required: a few words of what you are looking for"), nil
+	}
+	if a.Scope != "" && !contains(Scopes, a.Scope) {
+		return tools.Failf("scope %q: use one of %s", a.Scope, strings.Join(Scopes, ", ")), nil
+	}
+	q := Query{Text: a.Query, Scope: a.Scope, Agent: a.Agent, Limit: maxHits}
+	if a.Since != "" {
+		t, err := ParseSince(a.Since, env.Loc())
+		if err != nil {
+			return tools.Failf("since %q: %v", a.Since, err), nil
+		}
+		q.Since = t
+	}
+	if r.idx == nil {
+		return tools.Failf("recall is not available in this process"), nil
+	}
+	hits, err := r.idx.Recall(ctx, env, q)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("recall: %w", err)
+	}
+	if len(hits) == 0 {
+		return tools.Result{Output: fmt.Sprintf("Nothing you can reach matches %q. Try other words, or a wider scope.", a.Query)}, nil
+	}
+	return tools.Result{Output: Format(hits, true)}, nil
+}
+
+// Format writes hits as the tools show them: each source on a harness
+// line, its snippet fenced; withRef adds what recall_open takes.
+func Format(hits []Hit, withRef bool) string {
+	var b strings.Builder
+	for i, h := range hits {
+		fmt.Fprintf(&b, "%d. %s (%s)", i+1, oneLine(h.Source), h.Kind)
+		if withRef {
+			fmt.Fprintf(&b, " — recall_open %q", h.Ref)
+		}
+		b.WriteString("\n")
+		b.WriteString(fence.Wrap(h.Kind, h.Snippet))
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ParseSince reads a date (in loc) or an RFC 3339 time.
+func ParseSince(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want YYYY-MM-DD or an RFC 3339 time")
+	}
+	return t, nil
+}
+
+// Open is the recall_open tool.
+type Open struct{ idx Index }
+
+// ReadOnly: it changes nothing.
+func (Open) ReadOnly() bool { return true }
+
+func (Open) Def() tools.Def {
+	return tools.Def{Name: "recall_open", Description: openDescription + "\n\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "source": {"type": "string", "description": "A hit's source as recall gave it (subject@sequence)."}
+  },
+  "required": ["source"],
+  "additionalProperties": false
+}`)}
+}
+
+func (o Open) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	var a struct {
+		Source string `json:"source"`
+	}
+	if msg, ok := tools.DecodeArgs("recall_open", args, &a); !ok {
+		return tools.Failf("%s", msg), nil
+	}
+	if o.idx == nil {
+		return tools.Failf("recall is not available in this process"), nil
+	}
+	text, ok, err := o.idx.Open(ctx, env, strings.TrimSpace(a.Source))
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("recall_open: %w", err)
+	}
+	if !ok {
+		return tools.Failf("No hit %q that you can reach. Pass a source exactly as recall gave it.", a.Source), nil
+	}
+	return tools.Result{Output: fence.Wrap("recall "+oneLine(a.Source), text)}, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
