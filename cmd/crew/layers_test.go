@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -356,5 +359,178 @@ func TestTestCodeCheckCatchesTestPackages(t *testing.T) {
 	want := []string{"testing", "testing/fstest", module + "/events/eventstest", module + "/desktop-helper/desktoptest"}
 	if !slices.Equal(got, want) {
 		t.Errorf("testCode found %v, want %v", got, want)
+	}
+}
+
+// mayStartProcesses are the packages of ours that may start a process,
+// each with the reason docs/security.md gives ("One way to start a
+// process"). Test helpers (a package whose name ends in "test", such as
+// desktop-helper/desktoptest, which starts Xvfb for the tests) may too:
+// TestBinariesLinkNoTestCode keeps them out of every binary.
+var mayStartProcesses = map[string]string{
+	"tools/shell":   "the sandbox: every child process an agent's action causes starts here",
+	"tools/browser": "the Chromium launcher: finds the browser (exec.LookPath); chromedp starts it, behind the wall's proxy, never with a command the agent names",
+}
+
+// startsProcess names what starts a process outside the sandbox: the
+// package os/exec, and these functions of os, syscall and x/sys/unix.
+var startsProcess = map[string][]string{
+	"os":                    {"StartProcess"},
+	"syscall":               {"ForkExec", "StartProcess", "Exec", "SYS_CLONE", "SYS_CLONE3", "SYS_FORK", "SYS_VFORK"},
+	"golang.org/x/sys/unix": {"Exec", "SYS_CLONE", "SYS_CLONE3", "SYS_FORK", "SYS_VFORK"},
+}
+
+// source is what `go list -json` says of one package's files.
+type source struct {
+	ImportPath, Dir string
+	Imports         []string
+	GoFiles         []string
+	CgoFiles        []string
+}
+
+// listSources is `go list -json ./...` of the module at root (with
+// flags): every package's production files (no tests).
+func listSources(t *testing.T, root string, flags ...string) []source {
+	t.Helper()
+	cmd := exec.Command("go", append(append([]string{"list"}, flags...), "-json=ImportPath,Dir,Imports,GoFiles,CgoFiles", "./...")...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []source
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p source
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// processStarts returns, sorted, every package of module mod outside
+// allowed (and the test helpers) that imports os/exec, and every place
+// where one calls a function of startsProcess.
+func processStarts(mod string, allowed map[string]string, pkgs []source) ([]string, error) {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := strings.CutPrefix(p.ImportPath, mod+"/")
+		if p.ImportPath == mod {
+			rel, ok = "", true
+		}
+		if _, allow := allowed[rel]; !ok || allow || strings.HasSuffix(rel, "test") {
+			continue
+		}
+		if slices.Contains(p.Imports, "os/exec") {
+			out = append(out, fmt.Sprintf("%s imports os/exec", rel))
+		}
+		fset := token.NewFileSet()
+		for _, name := range append(append([]string(nil), p.GoFiles...), p.CgoFiles...) {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				return nil, err
+			}
+			local := map[string]string{} // the name a file uses → the import path
+			for _, imp := range f.Imports {
+				path := strings.Trim(imp.Path.Value, `"`)
+				if _, watched := startsProcess[path]; !watched {
+					continue
+				}
+				n := filepath.Base(path)
+				if imp.Name != nil {
+					n = imp.Name.Name
+				}
+				local[n] = path
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && slices.Contains(startsProcess[local[id.Name]], sel.Sel.Name) {
+					pos := fset.Position(sel.Pos())
+					out = append(out, fmt.Sprintf("%s/%s:%d: %s.%s", rel, name, pos.Line, local[id.Name], sel.Sel.Name))
+				}
+				return true
+			})
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// TestOnlyTheSandboxStartsProcesses: no package of ours but tools/shell
+// (and the Chromium launcher) imports os/exec or calls a function that
+// starts a process, so every child process an agent's action causes —
+// shell commands, hooks, script jobs, git, the script and PDF children —
+// starts with the shell's protections.
+func TestOnlyTheSandboxStartsProcesses(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The normal build, and the end-to-end tests' (-tags crewtest).
+	pkgs := listSources(t, root)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
+	}
+	seen := map[string]bool{}
+	for _, list := range [][]source{pkgs, listSources(t, root, "-tags=crewtest")} {
+		found, err := processStarts(module, mayStartProcesses, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range found {
+			if !seen[v] {
+				seen[v] = true
+				t.Errorf("%s: only tools/shell starts processes (docs/security.md, \"One way to start a process\")", v)
+			}
+		}
+	}
+	for rel := range mayStartProcesses {
+		if !slices.ContainsFunc(pkgs, func(p source) bool { return p.ImportPath == module+"/"+rel }) {
+			t.Errorf("%s may start processes but is no package here", rel)
+		}
+	}
+}
+
+// TestProcessCheckCatchesEveryWayToStartAProcess: over a module made for
+// it, the check names an os/exec import, syscall.ForkExec, os.StartProcess
+// and a renamed unix.Exec, and spares the allowed package and a test
+// helper, so the test above can fail.
+func TestProcessCheckCatchesEveryWayToStartAProcess(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":              "module example.com/m\n\ngo 1.24\n",
+		"runs/runs.go":        "package runs\n\nimport \"os/exec\"\n\nfunc Run() error { return exec.Command(\"true\").Run() }\n",
+		"fork/fork.go":        "package fork\n\nimport \"syscall\"\n\nfunc Fork() (int, error) { return syscall.ForkExec(\"/bin/true\", nil, nil) }\n",
+		"start/start.go":      "package start\n\nimport \"os\"\n\nfunc Start() (*os.Process, error) { return os.StartProcess(\"/bin/true\", nil, &os.ProcAttr{}) }\n",
+		"renamed/exec.go":     "package renamed\n\nimport sys \"syscall\"\n\nfunc Replace() error { return sys.Exec(\"/bin/true\", nil, nil) }\n",
+		"sandbox/sb.go":       "package sandbox\n\nimport \"os/exec\"\n\nfunc Run() error { return exec.Command(\"true\").Run() }\n",
+		"helpertest/h.go":     "package helpertest\n\nimport \"os/exec\"\n\nfunc Run() error { return exec.Command(\"true\").Run() }\n",
+		"clean/clean.go":      "package clean\n\nimport \"os\"\n\nfunc Env() []string { return os.Environ() }\n",
+		"clean/clean_test.go": "package clean\n\nimport (\n\t\"os/exec\"\n\t\"testing\"\n)\n\nfunc TestX(t *testing.T) { exec.Command(\"true\").Run() }\n",
+	}
+	for name, text := range files {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := processStarts("example.com/m", map[string]string{"sandbox": "the sandbox"}, listSources(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fork/fork.go:5: syscall.ForkExec",
+		"renamed/exec.go:5: syscall.Exec",
+		"runs imports os/exec",
+		"start/start.go:5: os.StartProcess",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -18,8 +18,8 @@ import (
 )
 
 func init() {
-	if len(os.Args) == 2 && os.Args[0] == childName {
-		child(os.Args[1])
+	if len(os.Args) == 3 && os.Args[1] == childName {
+		child(os.Args[2])
 	}
 }
 

@@ -5,10 +5,13 @@
 // backend on wazero, no cgo), which reads the Vietnamese text of real PDFs
 // correctly where the pure-Go parsers garble it. Its first start compiles
 // the module (about 3 s and 330 MB), so it never runs inside the server:
-// Text starts the binary itself again as a child process (argv[0]
+// Text starts the binary itself again as a child process (argv[1]
 // childName) with the PDF on stdin, an address-space limit and a wall
-// timeout, and reads the pages back as JSON on stdout. A hostile PDF can
-// then at worst kill its own child. With Options.CacheDir the compiled
+// timeout, and reads the pages back as JSON on stdout. The child starts
+// through tools/shell like every process an agent's action causes: its
+// own namespaces with the home hidden (but for the cache), no network,
+// Landlock writes only in the cache, seccomp. A hostile PDF can then at
+// worst kill its own child. With Options.CacheDir the compiled
 // module is kept on disk and later starts take about 100 ms.
 package pdf
 
@@ -19,9 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Limits of one extraction.
@@ -56,6 +60,8 @@ type Options struct {
 	Pages []int
 	// CacheDir keeps the compiled module between runs; "" compiles anew.
 	CacheDir string
+	// Home is the crew home, hidden from the child but for CacheDir.
+	Home string
 	// Timeout of the child; 0 is DefaultTimeout.
 	Timeout time.Duration
 }
@@ -66,7 +72,7 @@ type Doc struct {
 	Total int    `json:"total"`
 }
 
-// childName is argv[0] of the extraction child.
+// childName is argv[1] of the extraction child.
 const childName = "crew-pdf-text"
 
 // request is what the parent tells the child in argv[1].
@@ -104,23 +110,35 @@ func Text(ctx context.Context, data []byte, opts Options) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", string(arg))
-	cmd.Args[0] = childName
-	cmd.Env = []string{"GOMAXPROCS=1"}
+	env := []string{"GOMAXPROCS=1"}
 	if v := os.Getenv("GORACE"); v != "" {
-		cmd.Env = append(cmd.Env, "GORACE="+v)
+		env = append(env, "GORACE="+v)
 	}
-	cmd.Stdin = bytes.NewReader(data)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
+	pol := &shell.Policy{Network: false}
+	var view *shell.View
+	if opts.Home != "" {
+		view = &shell.View{Home: opts.Home}
+	}
+	if opts.CacheDir != "" && os.MkdirAll(opts.CacheDir, 0o700) == nil {
+		pol.WritePaths = []string{opts.CacheDir}
+		if view != nil {
+			view.Grant(opts.CacheDir)
+		}
+	}
+	var stdout bytes.Buffer
+	out, runErr := shell.Run(ctx, shell.Command{
+		Exec: []string{"/proc/self/exe", childName, string(arg)}, Dir: "/", Env: env, Timeout: timeout,
+		Stdin: bytes.NewReader(data), Stdout: &stdout, View: view, Sandbox: pol,
+	})
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("pdf: extraction stopped after %s: %w", timeout, ctx.Err())
 	}
+	if runErr != nil {
+		return nil, fmt.Errorf("pdf: extractor not run: %w", runErr)
+	}
 	var r reply
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		return nil, fmt.Errorf("pdf: extractor failed (%v): %s", runErr, lastLine(stderr.String()))
+		return nil, fmt.Errorf("pdf: extractor failed (exit %d %s): %s", out.ExitCode, out.Signal, lastLine(out.Text))
 	}
 	if r.NotPDF {
 		return nil, fmt.Errorf("%w: %s", ErrNotPDF, r.Error)

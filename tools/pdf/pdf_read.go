@@ -68,7 +68,7 @@ func (Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools
 		}
 		return tools.Result{}, err
 	}
-	doc, err := Text(ctx, data, Options{Pages: pages, CacheDir: CacheDir(env.HomeDir)})
+	doc, err := Text(ctx, data, Options{Pages: pages, CacheDir: CacheDir(env.HomeDir), Home: env.HomeDir})
 	switch {
 	case errors.Is(err, ErrNotPDF):
 		return tools.Failf("%s is not a PDF that can be read (%v)", a.Path, err), nil

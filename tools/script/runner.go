@@ -2,16 +2,16 @@ package script
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
+	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Limits of R-SCR.
@@ -73,7 +73,12 @@ type Config struct {
 	Steps    uint64 // Starlark steps; 0: DefaultSteps
 	// Started, when set, is told the child's pid (its process group).
 	Started func(pid int)
+	// Home is the crew home, hidden from the child; "" hides nothing more.
+	Home string
 }
+
+// Timeout bounds one script's child: the turn's end kills it sooner.
+const Timeout = shell.MaxTimeout
 
 // Outcome is what a run gave.
 type Outcome struct {
@@ -93,44 +98,64 @@ type Outcome struct {
 // Run runs the script in a child process and answers its requests until
 // it is done; ctx ending kills the child's process group.
 func Run(ctx context.Context, cfg Config, h Host) (*Outcome, error) {
-	cmd := exec.CommandContext(ctx, cfg.Exe, cfg.Args...)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	var stderr limited
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
+	// The child starts like every process an agent's action causes:
+	// through tools/shell, in its own namespaces with the home hidden, no
+	// network, Landlock and seccomp, no environment. It speaks over two
+	// pipes; ours close once it is gone, which ends the reading.
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
+		inR.Close()
+		inW.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the script process: %w", err)
+	var view *shell.View
+	if cfg.Home != "" {
+		view = &shell.View{Home: cfg.Home}
 	}
-	if cfg.Started != nil {
-		cfg.Started(cmd.Process.Pid)
+	type ended struct {
+		out shell.Output
+		err error
 	}
-	r := &run{cfg: cfg, h: h, out: &Outcome{Runnable: true}, enc: json.NewEncoder(stdin)}
-	err = r.serve(ctx, bufio.NewReaderSize(stdout, 1<<16))
-	stdin.Close()
-	werr := cmd.Wait()
+	exited := make(chan ended, 1)
+	go func() {
+		out, err := shell.Run(ctx, shell.Command{
+			Exec: append([]string{cfg.Exe}, cfg.Args...), Dir: "/", Env: []string{},
+			Timeout: Timeout, Stdin: inR, Stdout: outW, View: view,
+			Sandbox: &shell.Policy{Network: false}, Started: cfg.Started,
+		})
+		inR.Close()
+		outW.Close()
+		exited <- ended{out, err}
+	}()
+	r := &run{cfg: cfg, h: h, out: &Outcome{Runnable: true}, enc: json.NewEncoder(inW)}
+	err = r.serve(ctx, bufio.NewReaderSize(outR, 1<<16))
+	inW.Close()
+	end := <-exited
+	outR.Close()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if end.err != nil {
+		return nil, fmt.Errorf("start the script process: %w", end.err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !r.done {
 		why := "the script process ended without a result"
-		if werr != nil {
-			why += ": " + werr.Error()
+		switch {
+		case end.out.TimedOut:
+			why += fmt.Sprintf(": it ran past %s", Timeout)
+		case end.out.Signal != "":
+			why += ": " + end.out.Signal
+		case end.out.ExitCode != 0:
+			why += fmt.Sprintf(": exit status %d", end.out.ExitCode)
 		}
-		if e := stderr.String(); strings.Contains(e, "out of memory") || strings.Contains(e, "cannot allocate memory") || strings.Contains(e, "failed to allocate") ||
+		if e := end.out.Text; strings.Contains(e, "out of memory") || strings.Contains(e, "cannot allocate memory") || strings.Contains(e, "failed to allocate") ||
 			strings.Contains(e, "address space collisions") { // the race detector's runtime, out of address space
 			why = fmt.Sprintf("the script used more than %d MiB of memory and was stopped", MemoryLimit>>20)
 		}
@@ -414,15 +439,3 @@ func headRunes(s string, n int) string {
 	}
 	return s
 }
-
-// limited keeps the first 64 KiB written to it.
-type limited struct{ b bytes.Buffer }
-
-func (l *limited) Write(p []byte) (int, error) {
-	if room := 64<<10 - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (l *limited) String() string { return l.b.String() }

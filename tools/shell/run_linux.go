@@ -272,6 +272,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	}
 	defer close(release)
 	defer record(cmd.Process.Pid)()
+	if c.Started != nil {
+		c.Started(cmd.Process.Pid)
+	}
 	var refused refusals
 	stopProxy := func() {}
 	if proxyMine != nil {

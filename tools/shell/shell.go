@@ -43,6 +43,9 @@ type Command struct {
 	// nothing; the command still gets its own mount and PID namespaces.
 	View    *View
 	Sandbox *Policy // nil: not sandboxed
+	// Started, when set, is told the pid of the command's namespace init
+	// (also its process group) once it started.
+	Started func(pid int)
 }
 
 // View is what a command sees of the crew home: the home is covered by an

@@ -174,7 +174,7 @@ func (f FetchURL) pdf(ctx context.Context, env tools.Env, final string, u *url.U
 	meta["saved"] = rel
 	fmt.Fprintf(head, "Saved: %s (%d bytes); pdf_read reads more of it\n\n", rel, len(body))
 	res := tools.Result{Meta: meta, Parts: []tools.Part{tools.FilePart(rel, "application/pdf")}}
-	doc, err := pdf.Text(ctx, body, pdf.Options{CacheDir: pdf.CacheDir(env.HomeDir)})
+	doc, err := pdf.Text(ctx, body, pdf.Options{CacheDir: pdf.CacheDir(env.HomeDir), Home: env.HomeDir})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()
