@@ -51,11 +51,17 @@ type Job struct {
 	LastError        string     `json:"last_error,omitempty"`
 	LastCompleted    *time.Time `json:"last_completed,omitempty"`
 	NextRun          *time.Time `json:"next_run,omitempty"`
-	Runs             int        `json:"runs"`     // firings
-	Failures         int        `json:"failures"` // completions with status failed
-	Cancelled        *time.Time `json:"cancelled,omitempty"`
-	CancelReason     string     `json:"cancel_reason,omitempty"`
-	LastSeq          uint64     `json:"last_seq"`
+	// Enabled: the job runs (a schedule not written enabled: false, a chat
+	// job not cancelled); set by the API's list, not stored.
+	Enabled bool `json:"enabled"`
+	// RetryAt is when a failed one-shot runs again (RetryAttempt of
+	// scheduler.RetryDelays); nil when no retry is pending.
+	RetryAt      *time.Time `json:"retry_at,omitempty"`
+	Runs         int        `json:"runs"`     // firings
+	Failures     int        `json:"failures"` // completions with status failed
+	Cancelled    *time.Time `json:"cancelled,omitempty"`
+	CancelReason string     `json:"cancel_reason,omitempty"`
+	LastSeq      uint64     `json:"last_seq"`
 }
 
 // Jobs projects crew.job.* events into Job views.

@@ -21,7 +21,15 @@ func TestJobRunNowOverHTTP(t *testing.T) {
 	f.Close()
 	s := startServe(t, home)
 	var jobs []map[string]any
-	if getJSON(t, s.url+"/api/jobs", &jobs) != 200 || len(jobs) != 1 || jobs[0]["id"] != "master-brief" || jobs[0]["origin"] != "profile" {
+	brief := func() map[string]any {
+		for _, j := range jobs {
+			if j["id"] == "master-brief" {
+				return j
+			}
+		}
+		return nil
+	}
+	if getJSON(t, s.url+"/api/jobs", &jobs) != 200 || brief() == nil || brief()["origin"] != "profile" || brief()["enabled"] != true {
 		t.Fatalf("jobs = %v", jobs)
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.url+"/api/jobs/master-brief/run", bytes.NewReader(nil))
@@ -32,12 +40,77 @@ func TestJobRunNowOverHTTP(t *testing.T) {
 	}
 	eventstest.Eventually(t, "the job to complete", func() bool {
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		return jobs[0]["last_status"] == "ok"
+		return brief()["last_status"] == "ok"
 	})
-	conv, _ := jobs[0]["last_conversation"].(string)
+	conv, _ := brief()["last_conversation"].(string)
 	c := waitConv(t, s.url, conv, "answered", settled)
 	if last := c.History[len(c.History)-1]; last.Text != "echo: Say good morning" {
 		t.Errorf("job answer = %+v", last)
+	}
+	s.stop(t)
+}
+
+// jobByID is the job of /api/jobs with id (nil: none).
+func jobByID(jobs []map[string]any, id string) map[string]any {
+	for _, j := range jobs {
+		if j["id"] == id {
+			return j
+		}
+	}
+	return nil
+}
+
+// Issue 28: GET /api/jobs on a fresh crew init home lists the seven
+// schedules the example agents ship disabled (not null, not empty), and
+// POST /api/jobs/{id}/enabled writes enabled: back into agent.yaml, its
+// comments kept, the scheduler taking it at once.
+func TestJobsListsEveryScheduleAndTogglesEnabled(t *testing.T) {
+	home := initHome(t)
+	s := startServe(t, home)
+	var jobs []map[string]any
+	if getJSON(t, s.url+"/api/jobs", &jobs) != 200 {
+		t.Fatal("GET /api/jobs failed")
+	}
+	if len(jobs) != 7 {
+		t.Fatalf("a fresh home lists %d jobs, want the 7 disabled schedules: %v", len(jobs), jobs)
+	}
+	for _, j := range jobs {
+		if j["enabled"] != false || j["status"] != "disabled" || j["origin"] != "profile" || j["cron"] == "" {
+			t.Errorf("job %v: want disabled, profile, with its cron", j)
+		}
+	}
+	path := filepath.Join(home, "agents", "pong", "agent.yaml")
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := postJSON(t, s.url+"/api/jobs/pong-morning-brief/enabled", map[string]any{"enabled": true}); code != 200 {
+		t.Fatalf("enable: %d %s", code, body)
+	}
+	after, _ := os.ReadFile(path)
+	if want := strings.Replace(string(before), "prompt: \"Write my morning brief: today's calendar, mail that needs me, due tasks. Short.\"\n    enabled: false", "prompt: \"Write my morning brief: today's calendar, mail that needs me, due tasks. Short.\"\n    enabled: true", 1); string(after) != want || want == string(before) {
+		t.Fatalf("agent.yaml after enabling:\n%s", after)
+	}
+	eventstest.Eventually(t, "the schedule enabled, with a next run", func() bool {
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		for _, j := range jobs {
+			if j["id"] == "pong-morning-brief" {
+				return j["enabled"] == true && j["next_run"] != nil && j["status"] != "disabled"
+			}
+		}
+		return false
+	})
+	if code, _ := postJSON(t, s.url+"/api/jobs/pong-morning-brief/enabled", map[string]any{"enabled": false}); code != 200 {
+		t.Fatal("disable failed")
+	}
+	if back, _ := os.ReadFile(path); string(back) != string(before) {
+		t.Errorf("enabling then disabling did not give the file back:\n%s", back)
+	}
+	if code, _ := postJSON(t, s.url+"/api/jobs/no-such-job/enabled", map[string]any{"enabled": true}); code != 404 {
+		t.Errorf("an unknown job: %d, want 404", code)
+	}
+	if code, _ := postJSON(t, s.url+"/api/jobs/pong-morning-brief/enabled", map[string]any{}); code != 400 {
+		t.Errorf("no enabled: %d, want 400", code)
 	}
 	s.stop(t)
 }
@@ -64,17 +137,17 @@ func TestScheduleCreateAlwaysAsksThenRuns(t *testing.T) {
 		t.Fatalf("pending = %+v", c.PendingApprovals)
 	}
 	var jobs []map[string]any
-	if getJSON(t, s.url+"/api/jobs", &jobs); len(jobs) != 0 {
+	if getJSON(t, s.url+"/api/jobs", &jobs); jobByID(jobs, "master-standup") != nil {
 		t.Fatalf("a job exists before approval: %v", jobs)
 	}
 	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
 	waitConv(t, s.url, id, "answered", settled)
 	eventstest.Eventually(t, "a job after the approval", func() bool {
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		return len(jobs) == 1
+		return jobByID(jobs, "master-standup") != nil
 	})
-	if jobs[0]["id"] != "master-standup" || jobs[0]["origin"] != "chat" || jobs[0]["prompt"] != "Ask me about today's plan" {
-		t.Errorf("job = %v", jobs[0])
+	if j := jobByID(jobs, "master-standup"); j["origin"] != "chat" || j["prompt"] != "Ask me about today's plan" || j["enabled"] != true {
+		t.Errorf("job = %v", j)
 	}
 	resp, err := http.Get(s.url + "/jobs")
 	if err != nil || resp.StatusCode != 200 {
@@ -92,7 +165,7 @@ func TestScheduleCreateAlwaysAsksThenRuns(t *testing.T) {
 	}
 	eventstest.Eventually(t, "the job to be cancelled", func() bool {
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		return jobs[0]["cancelled"] != nil
+		return jobByID(jobs, "master-standup")["cancelled"] != nil
 	})
 	s.stop(t)
 }

@@ -149,9 +149,9 @@ func TestMemoryConsolidationOverHTTP(t *testing.T) {
 	eventstest.Eventually(t, "the consolidate job to complete", func() bool {
 		jobs = nil
 		getJSON(t, s.url+"/api/jobs", &jobs)
-		return len(jobs) == 1 && jobs[0]["last_status"] == "ok"
+		return jobByID(jobs, "master-weekly-memory")["last_status"] == "ok"
 	})
-	if out, _ := jobs[0]["last_output"].(string); !strings.Contains(out, "add_only, waits for a human") {
+	if out, _ := jobByID(jobs, "master-weekly-memory")["last_output"].(string); !strings.Contains(out, "add_only, waits for a human") {
 		t.Errorf("job output = %q", out)
 	}
 

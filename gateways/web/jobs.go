@@ -3,8 +3,11 @@ package web
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"sort"
 	"time"
+
+	"github.com/go-co-op/gocron/v2"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
@@ -21,6 +24,11 @@ type SchedulerJobs struct {
 	Location  *time.Location
 	Scheduler JobControl
 	Profile   func() []scheduler.Job // the enabled schedules of the loaded agents
+	// Disabled are the schedules written down with enabled: false (nil:
+	// none); Toggle writes enabled: back into agent.yaml (nil: the
+	// toggle is refused).
+	Disabled func() []scheduler.Job
+	Toggle   func(ctx context.Context, id string, on bool) error
 }
 
 var _ Jobs = (*SchedulerJobs)(nil)
@@ -32,27 +40,60 @@ type JobControl interface {
 	RunNow(ctx context.Context, id string) error
 }
 
+// List is every job: each schedule of every agent, enabled or not, and
+// the chat jobs, with enabled, the next run (computed from the cron for a
+// schedule that has not fired yet) and the last run's outcome.
 func (j *SchedulerJobs) List(ctx context.Context) (any, error) {
 	list, err := projections.ListJobs(j.DB)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]int{}
-	for i, job := range list {
-		byID[job.ID] = i
+	if list == nil {
+		list = []projections.Job{}
 	}
-	for _, p := range j.Profile() {
+	byID := map[string]int{}
+	for i := range list {
+		byID[list[i].ID] = i
+		list[i].Enabled = list[i].Cancelled == nil && list[i].Origin != events.OriginProfile
+	}
+	var disabled []scheduler.Job
+	if j.Disabled != nil {
+		disabled = j.Disabled()
+	}
+	now := time.Now()
+	for n, p := range append(j.Profile(), disabled...) {
+		on := n < len(j.Profile())
 		i, ok := byID[p.ID]
 		if !ok {
 			list = append(list, projections.Job{ID: p.ID, Status: "idle"})
 			i = len(list) - 1
+			byID[p.ID] = i
 		}
 		v := &list[i]
 		v.Agent, v.Name, v.Origin, v.Cron = p.Agent, p.Name, events.OriginProfile, p.Cron
 		v.Prompt, v.Command, v.Script, v.ThenPrompt, v.ApprovalTTLSeconds = p.Prompt, p.Command, p.Script, p.ThenPrompt, p.ApprovalTTLSeconds
+		v.Enabled = on
+		switch {
+		case !on:
+			v.Status, v.NextRun = "disabled", nil
+		case v.NextRun == nil:
+			if c := gocron.NewDefaultCron(false); c.IsValid(p.Cron, j.Location, now) == nil {
+				if next := c.Next(now); !next.IsZero() {
+					v.NextRun = &next
+				}
+			}
+		}
 	}
 	sort.Slice(list, func(a, b int) bool { return list[a].ID < list[b].ID })
 	return list, nil
+}
+
+// SetEnabled turns a schedule of agent.yaml on or off.
+func (j *SchedulerJobs) SetEnabled(ctx context.Context, id string, on bool) error {
+	if j.Toggle == nil {
+		return fmt.Errorf("%w: schedules are not editable here", ErrRefused)
+	}
+	return j.Toggle(ctx, id, on)
 }
 
 func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
@@ -64,7 +105,7 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 	for _, job := range v.([]projections.Job) {
 		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: cmp.Or(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
 			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
-			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil}
+			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil, Enabled: job.Enabled}
 		if row.When == "" {
 			row.When = "once at " + job.At
 		}
@@ -86,6 +127,9 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 		}
 		if job.NextRun != nil {
 			row.NextRun = job.NextRun.In(j.Location).Format("Jan 2 15:04")
+		}
+		if job.RetryAt != nil {
+			row.RetryAt = job.RetryAt.In(j.Location).Format("Jan 2 15:04:05")
 		}
 		rows = append(rows, row)
 	}

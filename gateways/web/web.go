@@ -107,6 +107,9 @@ type Jobs interface {
 	Rows(ctx context.Context) ([]ui.JobRow, error)
 	RunNow(ctx context.Context, id string) error // scheduler.ErrUnknownJob, ErrCancelled
 	Cancel(ctx context.Context, id string) error // scheduler.ErrUnknownJob, ErrProfileJob, ErrCancelled
+	// SetEnabled writes enabled: into the schedule's agent.yaml
+	// (scheduler.ErrUnknownJob for a chat job or none).
+	SetEnabled(ctx context.Context, id string, on bool) error
 }
 
 // ErrRefused is a request the server understood and will not do (409).
@@ -186,6 +189,27 @@ func (s *server) routes() *router {
 			}
 			writeJSON(w, http.StatusOK, map[string]string{"job_id": id, "status": "cancelled"})
 		})
+		mux.HandleFunc("POST /api/jobs/{id}/enabled", func(w http.ResponseWriter, r *http.Request) {
+			id, ok := pathID(w, r)
+			if !ok {
+				return
+			}
+			var body struct {
+				Enabled *bool `json:"enabled"`
+			}
+			if !decodeBody(w, r, &body) {
+				return
+			}
+			if body.Enabled == nil {
+				writeError(w, http.StatusBadRequest, "bad_request", `want {"enabled": true|false}`)
+				return
+			}
+			if err := cfg.Jobs.SetEnabled(r.Context(), id, *body.Enabled); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"job_id": id, "enabled": *body.Enabled})
+		})
 		if cfg.Pages != nil {
 			mux.HandleFunc("GET /jobs", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
 				sh, err := cfg.Pages.shell(r.Context(), "Scheduled jobs", "", csrf)
@@ -211,6 +235,10 @@ func (s *server) routes() *router {
 			}
 			mux.HandleFunc("POST /jobs/{id}/run", jobForm(cfg.Jobs.RunNow))
 			mux.HandleFunc("POST /jobs/{id}/cancel", jobForm(cfg.Jobs.Cancel))
+			mux.HandleFunc("POST /jobs/{id}/enabled", func(w http.ResponseWriter, r *http.Request) {
+				on := r.FormValue("enabled") == "true"
+				jobForm(func(ctx context.Context, id string) error { return cfg.Jobs.SetEnabled(ctx, id, on) })(w, r)
+			})
 		}
 	}
 	s.routeConversationOps(mux)

@@ -28,6 +28,7 @@ type crewSet struct {
 	roster   string
 	problems []string
 	profile  []scheduler.Job // the enabled schedules of the loaded agents
+	disabled []scheduler.Job // and those written down with enabled: false
 	catalog  *llm.Catalog    // config.yaml models: over the built-in defaults
 	mcp      []mcp.Server    // config.yaml mcp_servers that can be used
 }
@@ -57,7 +58,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func
 		agents[id] = a
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents), catalog: h.Config.Catalog(), mcp: servers}
+	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents), disabled: h.DisabledJobs(agents), catalog: h.Config.Catalog(), mcp: servers}
 }
 
 // checkMCP refuses an agent whose mcp: names a server config.yaml does not
@@ -138,6 +139,31 @@ func (c *Crew) Roster() string { return c.get().roster }
 func (c *Crew) Spec(route string) llm.ModelSpec { return c.get().catalog.Lookup(route) }
 
 func (c *Crew) Profile() []scheduler.Job { return c.get().profile }
+
+// Disabled are the schedules written down with enabled: false.
+func (c *Crew) Disabled() []scheduler.Job { return c.get().disabled }
+
+// SetScheduleEnabled writes enabled: on back into the agent.yaml of the
+// profile job id (comments kept) and reloads the crew, so the scheduler
+// runs or stops it at once. A chat job is not in any agent.yaml.
+func (c *Crew) SetScheduleEnabled(ctx context.Context, id string, on bool) error {
+	cur := c.get()
+	for _, j := range append(slices.Clone(cur.profile), cur.disabled...) {
+		if j.ID != id {
+			continue
+		}
+		a := cur.home.Agents[j.Agent]
+		if a == nil {
+			return scheduler.ErrUnknownJob
+		}
+		if err := home.SetScheduleEnabled(a.Dir, j.Name, on); err != nil {
+			return err
+		}
+		c.reloadIfChanged()
+		return nil
+	}
+	return scheduler.ErrUnknownJob
+}
 
 // reloadIfChanged reloads the crew when the files it is made of changed
 // since the last load. A home whose config.yaml or env no longer loads

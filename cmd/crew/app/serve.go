@@ -110,7 +110,7 @@ func (a *App) Web(base web.Config) web.Config {
 	c.Views = web.ProjectionViews{DB: db, Convs: a.Convs}
 	c.Pages = &web.Pages{DB: db, Convs: a.Convs, Crew: web.CrewRows(a.Crew.List), Banner: a.banner(), Home: a.Dir,
 		Location: h.Config.Location(), Clock: time.Now, WaitFor: a.Runner.WaitFor, Workspace: a.workspace}
-	c.Jobs = &web.SchedulerJobs{DB: db, Location: h.Config.Location(), Scheduler: a.Scheduler, Profile: a.Crew.Profile}
+	c.Jobs = &web.SchedulerJobs{DB: db, Location: h.Config.Location(), Scheduler: a.Scheduler, Profile: a.Crew.Profile, Disabled: a.Crew.Disabled, Toggle: a.Crew.SetScheduleEnabled}
 	c.Memory = &web.Memory{Service: a.Memory, DB: db, WaitFor: a.Runner.WaitFor, Location: h.Config.Location()}
 	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), WaitFor: a.Runner.WaitFor,
 		Budget: func() any { return a.Ledger.Today() }}

@@ -145,6 +145,28 @@ func (h *Home) ProfileJobs(loaded map[string]loop.Agent) []scheduler.Job {
 	return jobs
 }
 
+// DisabledJobs are the schedules of the loaded agents written down with
+// enabled: false, as jobs (listed, not run).
+func (h *Home) DisabledJobs(loaded map[string]loop.Agent) []scheduler.Job {
+	var jobs []scheduler.Job
+	for id, a := range h.Agents {
+		if _, ok := loaded[id]; !ok {
+			continue
+		}
+		for _, sc := range a.Schedules {
+			if sc.On() {
+				continue
+			}
+			jobs = append(jobs, scheduler.Job{
+				ID: scheduler.ProfileJobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
+				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
+			})
+		}
+	}
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
+	return jobs
+}
+
 // EnabledSchedules names the enabled schedules of agent id, for the
 // roster.
 func (h *Home) EnabledSchedules(id string) []string {
