@@ -27,6 +27,7 @@ import (
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/nats-io/nats.go"
+	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
 )
 
@@ -63,6 +64,10 @@ type Options struct {
 	// Projections are the read models run (nil: projections.All); the
 	// test build holds them back to show a server catching up.
 	Projections func() []projections.Projection
+	// Models, when set, answers every model call in place of the home's
+	// providers (a benchmark's scripted model); it is still behind the
+	// budget ledger like the providers' models.
+	Models func(route string) (llms.Model, error)
 	// ConversationLog wraps what the conversations append through (nil:
 	// the log); the test build's crash point.
 	ConversationLog func(loop.Appender) loop.Appender

@@ -123,12 +123,15 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w.Crew = cr
 	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
 	w.Models = mdl.Model
+	if a.opts.Models != nil {
+		w.Models = a.opts.Models
+	}
 	if log != nil {
 		if w.Ledger, err = home.OpenLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.holder(), a.store.alive()); err != nil {
 			w.close()
 			return nil, err
 		}
-		w.Models = w.Ledger.Models(mdl.Model)
+		w.Models = w.Ledger.Models(w.Models)
 	}
 	w.Memory = newMemory(log, h, cr.Agent, w.Models, logger.With("component", "memory"))
 	w.Deps = loop.Deps{
