@@ -69,7 +69,8 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 // catalog (Spec: context windows, prices), roster and home as the run
 // did. What has effects or reaches out is replaced: the models answer as
 // recorded (or override), the tools' results are the recorded ones, the
-// clock and ids are the run's, the log is in memory; nothing is
+// clock and ids are the run's, the log is in memory (a teammate's board
+// is read through base.Teams); nothing is
 // delegated, nothing runs in the background, no delta is published.
 func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent Agent, base Deps, override llms.Model) (*ReplayReport, error) {
 	registry := base.Tools
@@ -211,6 +212,7 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		Roster:        base.Roster,
 		Spec:          base.Spec,
 		ScriptCommand: base.ScriptCommand,
+		Teams:         base.Teams, // the seat: a lead's prompt and tools
 		Models: func(route string) (llms.Model, error) {
 			if override != nil {
 				return override, nil

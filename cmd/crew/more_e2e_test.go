@@ -55,12 +55,14 @@ func TestReplayCommand(t *testing.T) {
 	run := runs[0].RunID
 
 	// While the server runs, replay asks it for the events.
-	out, errOut, code := crew(t, home, "replay", run)
+	// With the settings of the recording: the roster names its routes.
+	routes := []string{"MY_AGENT_ROUTES=fake:script:" + script}
+	out, errOut, code := crewEnv(t, home, routes, "replay", run)
 	if code != 0 || !strings.Contains(out, "events identical") {
 		t.Fatalf("replay on a running server: code %d\n%s%s", code, out, errOut)
 	}
 	s.stop(t)
-	out, errOut, code = crew(t, home, "replay", run)
+	out, errOut, code = crewEnv(t, home, routes, "replay", run)
 	if code != 0 || !strings.Contains(out, "events identical, no tool run") {
 		t.Fatalf("replay: code %d\n%s%s", code, out, errOut)
 	}

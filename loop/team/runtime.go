@@ -180,6 +180,9 @@ func (r *Runtime) Team(ctx context.Context, id string) (*Team, error) {
 	if t != nil {
 		return t, t.View(ctx, func(*Board, *Mailboxes) {})
 	}
+	if r.cfg.Log == nil {
+		return nil, errors.New("team: no log to read the board from (a replay)")
+	}
 	t, err := Open(ctx, r.cfg.Log, id)
 	if err != nil {
 		return nil, err

@@ -86,13 +86,12 @@ type wiring struct {
 // ledger, and the services' stores are absent: their tools never run).
 func wire(ctx context.Context, a *App) (*wiring, error) {
 	h, getenv, logger := a.Home, a.opts.Getenv, a.log
-	// A replay calls no model: it does not probe the providers either.
-	mdl, override, note := llm.NewModels(h.Providers(getenv)), []string(nil), ""
-	var err error
-	if !a.opts.ReadOnly {
-		if mdl, override, note, err = h.Models(ctx, getenv); err != nil {
-			return nil, err
-		}
+	// The routes every agent runs on (MY_AGENT_ROUTES, or fake:echo with
+	// no provider reachable) are decided as serve decides them, replay
+	// included: the roster in every system prompt names them.
+	mdl, override, note, err := h.Models(ctx, getenv)
+	if err != nil {
+		return nil, err
 	}
 	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(time.Now), providers: h.Providers(getenv)}
 	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
