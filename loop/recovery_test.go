@@ -215,6 +215,16 @@ func TestRecoveryShownTextKeptInterrupted(t *testing.T) {
 	if len(rs) == 0 || !rs[0].Interrupted || rs[0].Text != "Tôi đang viết" {
 		t.Fatalf("first retry %+v, want the shown text kept as interrupted", rs)
 	}
+	// The chat keeps it where it stood (before the reply), the model never reads it.
+	st := h.state()
+	if len(st.Shown) != 1 || st.Shown[0].Text != "Tôi đang viết" || st.Shown[0].At != 1 || !strings.HasPrefix(st.Shown[0].Then, "retried on fake:a") {
+		t.Errorf("shown %+v", st.Shown)
+	}
+	for _, m := range st.Messages {
+		if m.Text == "Tôi đang viết" {
+			t.Errorf("the interrupted text is in the model's history")
+		}
+	}
 	h2 := newHarness(t, nil)
 	scripted(t, h2, [][2]string{{"fake:a", "- tool_calls: [{name: workspace_write, arguments: {path: a}}]\n  error: 400\n"}})
 	h2.agent.EscalationRoute = "fake:escalate"

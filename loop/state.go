@@ -284,6 +284,11 @@ type State struct {
 	// Compaction is what the model reads instead of parts of Messages
 	// (context_compacted, R-LOOP-7); Messages stay whole for the chat.
 	Compaction Compaction `json:"compaction"`
+	// Shown are replies that broke after their text reached the chat
+	// (model_retried, route_fallback or a failed model_called marked
+	// interrupted): the chat keeps them where they stood, marked
+	// interrupted, with what came next; the model never reads them.
+	Shown []ShownText `json:"shown,omitempty"`
 	// TokenRatio is, by route, the provider's prompt tokens over the
 	// harness's estimate on the last turn call that reported both: it
 	// calibrates the measure compaction decides on.
@@ -309,6 +314,16 @@ type StopRequest struct {
 	Scope   string    `json:"scope"`
 	EventID string    `json:"event_id"`
 	At      time.Time `json:"at"`
+}
+
+// ShownText is a reply cut after its text was shown: At is how many
+// messages the history held then (the chat shows it before Messages[At]),
+// Then what the harness did next.
+type ShownText struct {
+	At    int    `json:"at"`
+	RunID string `json:"run_id,omitempty"`
+	Text  string `json:"text"`
+	Then  string `json:"then"`
 }
 
 // SystemPin is a system prompt held for one step of one run.
@@ -514,6 +529,8 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		if e.Stopped && e.Text != "" { // what the owner saw stream before the stop stays
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, Stopped: true})
+		} else if e.Error != "" && e.Text != "" {
+			s.Shown = append(s.Shown, ShownText{At: len(s.Messages), RunID: e.RunID, Text: e.Text, Then: "the model call failed: " + e.Error})
 		}
 		if e.Error == "" {
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, ToolCalls: e.ToolCalls})
@@ -526,6 +543,17 @@ func (s *State) Apply(env events.Envelope) error {
 			s.CostUSD += *e.CostUSD
 		} else if e.OutputTokens > 0 {
 			s.UnknownCostCalls++
+		}
+		if e.Interrupted && e.Text != "" {
+			then := fmt.Sprintf("retried on %s (attempt %d)", e.Route, e.Attempt)
+			if e.Error != "" {
+				then += " after: " + e.Error
+			}
+			s.Shown = append(s.Shown, ShownText{At: len(s.Messages), RunID: e.RunID, Text: e.Text, Then: then})
+		}
+	case *events.RouteFallback:
+		if e.Interrupted && e.Text != "" {
+			s.Shown = append(s.Shown, ShownText{At: len(s.Messages), RunID: e.RunID, Text: e.Text, Then: fmt.Sprintf("moved from %s to %s after: %s", e.From, e.To, e.Error)})
 		}
 	case *events.ContextCompacted:
 		s.Compaction.apply(e)
@@ -962,7 +990,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 23
+const snapshotVersion byte = 24
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -130,6 +130,10 @@ type Item struct {
 	// Hit: the search hit the page was opened at (/c/<id>?hit=…),
 	// shown highlighted and scrolled to.
 	Hit bool
+	// Interrupted, on an assistant's text, says the reply broke after the
+	// text was shown and what the harness did next (a retry, another
+	// route, a failure).
+	Interrupted string
 }
 
 // Attached is one image of a message: where the page loads it, and its

@@ -144,7 +144,8 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	var pending *loop.Question
 	conv.View(func(st *loop.State) {
 		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, LastHalt: st.LastHalt, OpenRun: st.OpenRun,
-			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), Dropped: slices.Clone(st.Dropped), ParentConversation: st.ParentConversation}
+			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), Dropped: slices.Clone(st.Dropped), ParentConversation: st.ParentConversation,
+			Shown: slices.Clone(st.Shown)}
 		// A running script's calls so far, its tool card's lines (R-SCR).
 		for call, ns := range st.Nesting {
 			if chat.Nesting == nil {
@@ -353,7 +354,16 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 		waiting = a.CallID
 	}
 	var items []ui.Item
-	for _, m := range st.Messages {
+	shown := st.Shown
+	interrupted := func(before int) {
+		for len(shown) > 0 && shown[0].At <= before {
+			sh := shown[0]
+			shown = shown[1:]
+			items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: sh.Text, HTML: md(sh.Text), Interrupted: sh.Then})
+		}
+	}
+	for i, m := range st.Messages {
+		interrupted(i)
 		switch m.Role {
 		case loop.RoleUser:
 			if strings.HasPrefix(m.Text, "[Harness reminder]") {
@@ -398,6 +408,7 @@ func chatItems(st *loop.State, md func(string) string) []ui.Item {
 			}
 		}
 	}
+	interrupted(len(st.Messages))
 	for _, d := range st.Dropped { // a stop dropped them: never answered
 		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(d.Said, d.Text), Dropped: true, Team: d.Team, Task: d.Task}
 		it.Images, it.Files = attachmentViews(st.Conversation, d.Attachments)

@@ -139,7 +139,9 @@
     const es = new EventSource('/api/stream?conversation=' + encodeURIComponent(conv) + '&after=' + encodeURIComponent(lastSeq));
     es.addEventListener('delta', onDelta);
     STORED.forEach((type) => es.addEventListener(type, () => {
-      if (type === 'model_called' || type === 'run_finished') resetLive();
+      // The fragment now holds that text (a retry or another route keeps
+      // what was shown as an interrupted reply), so the live copy goes.
+      if (type === 'model_called' || type === 'run_finished' || type === 'model_retried' || type === 'route_fallback') resetLive();
       refreshChat();
     }));
     toBottom();
