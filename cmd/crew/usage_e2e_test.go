@@ -117,8 +117,11 @@ func TestBudgetKill9BetweenReserveAndSettle(t *testing.T) {
 		return getJSON(t, s.url+"/api/budget", &b) == 200 && len(b.Open) == 1
 	})
 	reserved := b.Open[0].USD
-	if reserved < 0.01 || reserved > 0.02 { // 1,000 output tokens at $10/Mtok, plus the prompt at $1/Mtok
-		t.Fatalf("reserved $%v, want about a cent", reserved)
+	// 1,000 output tokens at $10/Mtok, plus the prompt at $1/Mtok: the
+	// prompt's estimate counts the tool declarations too (some 16,000
+	// tokens for a fresh home's master), so it is bounded, not pinned.
+	if prompt := (reserved - 0.01) * 1e6; prompt < 1000 || prompt > 40000 {
+		t.Fatalf("reserved $%v: want $0.01 for the output plus 1,000 to 40,000 prompt tokens at $1/Mtok (got %.0f)", reserved, prompt)
 	}
 	s.kill9(t)
 
