@@ -1,0 +1,111 @@
+package search
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
+)
+
+// BenchmarkRecallCatchUp measures the search index catching up from zero
+// with a home of 2,000 conversations × 12 turns (≈ 100k events, 48k
+// documents: each turn's message and reply), beside the raw read of the
+// same log, then queries on that home (p50/p99), the index's size on disk
+// and the RSS it adds.
+func BenchmarkRecallCatchUp(b *testing.B) {
+	_, log := eventstest.Start(b)
+	ctx := context.Background()
+	last, err := eventstest.Populate(ctx, log, "coach", 2000, 12)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("raw_read", func(b *testing.B) {
+		for b.Loop() {
+			n := 0
+			for _, err := range log.Read(ctx, events.Root+".>", 1) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if uint64(n) != last {
+				b.Fatalf("read %d of %d", n, last)
+			}
+		}
+		b.ReportMetric(float64(last)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	})
+	b.Run("index", func(b *testing.B) {
+		var dir string
+		var rssBefore, rssAfter int64
+		for b.Loop() {
+			b.StopTimer()
+			dir = b.TempDir()
+			runtime.GC()
+			rssBefore = rss()
+			b.StartTimer()
+			if _, err := Rebuild(ctx, dir, log, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			rssAfter = rss()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(last)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		b.ReportMetric(float64(dirSize(dir))/(1<<20), "MiB_on_disk")
+		b.ReportMetric(float64(rssAfter-rssBefore)/(1<<20), "MiB_RSS_added")
+		x, err := Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer x.Close()
+		queries := []string{"what should I eat", "oats banana", "race day water", "simple question tomorrow", "nothing new",
+			"Question 7", "two hours before", "keep it simple", "banana", "run"}
+		var lat []time.Duration
+		for i := range 200 {
+			start := time.Now()
+			if _, err := x.Search(ctx, Query{Text: queries[i%len(queries)], Reach: []string{"agent:coach"}}); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "query_p50_ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "query_p99_ms")
+	})
+}
+
+func rss() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n << 10
+		}
+	}
+	return 0
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
