@@ -124,6 +124,10 @@ func (t *Turn) defs(ctx context.Context) []tools.Def {
 		}
 	}
 	slices.SortFunc(defs, func(a, b tools.Def) int { return strings.Compare(a.Name, b.Name) })
+	// What the model is told matches the gate table: a tool the seat does
+	// not offer is not declared.
+	seat := t.seatKind(t.read())
+	defs = slices.DeleteFunc(defs, func(d tools.Def) bool { return !Offered(d.Name, seat) })
 	if t.handedOut(ctx, ToolSearchTool) && !slices.ContainsFunc(defs, func(x tools.Def) bool { return x.Name == ToolSearchTool }) {
 		defs = append(defs, toolSearch{}.Def())
 	}
@@ -201,17 +205,35 @@ func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest)
 	if text, outcome, refused := t.vet(tool, c); refused {
 		return false, t.result(ctx, s.openRun, s.step, c, text, true, outcome)
 	}
-	verdict, reason := Gate(tool, t.toolEnv(), c.Arguments, s.auton || t.agent.Autonomous, s.auto)
-	switch {
-	case verdict == AskOwner && !s.child:
+	decision, reason := SeatGate(tool, t.seatKind(s), t.toolEnv(), c.Arguments, s.auto)
+	switch decision {
+	case NotOffered:
+		return false, t.result(ctx, s.openRun, s.step, c, unknownTool(c.Name), true, "blocked")
+	case Refused:
+		return false, t.result(ctx, s.openRun, s.step, c, reason, true, "blocked")
+	case AsksOwner:
 		return true, t.ask(ctx, s, c)
-	case verdict == Ask:
+	case Asks:
 		return true, t.emit(ctx, &events.ApprovalRequested{
 			ApprovalID: t.deps.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Tool: c.Name,
 			Arguments: c.Arguments, Reason: reason, ExpiresAt: t.deps.Clock().Add(t.ttl(s)).UTC(),
 		})
 	}
 	return false, t.run(ctx, tc)
+}
+
+// seatKind is where this turn sits, as the gate table sees it.
+func (t *Turn) seatKind(s snapshotOf) SeatKind {
+	k := SeatKind{Channel: s.canvasChannel, Autonomous: s.auton || t.agent.Autonomous}
+	switch {
+	case t.seated && t.seat.Member != "":
+		k.Member = true
+	case s.child:
+		k.Child = true
+	case t.seated:
+		k.Lead = true
+	}
+	return k
 }
 
 // vet says why a call would be refused anyway, before the gate.

@@ -176,8 +176,8 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 	var auton bool
 	var auto []string
 	h.t.conv.View(func(st *State) { auton, auto = st.Autonomous, slices.Clone(st.AutoApprove) })
-	if v, _ := Gate(tool, env, args, auton || h.t.agent.Autonomous, auto); v == Ask {
-		return "", fmt.Sprintf("STOP: %s needs the owner's approval and a script never waits for one. Call %s directly.", name, name)
+	if d, why := SeatGate(tool, SeatKind{Script: ScriptGated, Autonomous: auton || h.t.agent.Autonomous}, env, args, auto); d != Runs {
+		return "", why
 	}
 	return "", ""
 }

@@ -281,3 +281,9 @@ func short(s string) string {
 	}
 	return s
 }
+
+// Example is how a tool of a server declared as cfg is gated and declared,
+// for the gate table (loop.GateTable) and tests; it is never called.
+func Example(cfg Server, t *sdk.Tool) *Tool {
+	return (&server{cfg: cfg}).tool(t)
+}
