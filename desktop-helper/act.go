@@ -29,20 +29,21 @@ func (h *helper) act(req wire.Request) wire.Answer {
 	if h.locked() {
 		return refuse(wire.CodeLocked, "the screen is locked")
 	}
-	if len(req.Apps) == 0 {
+	apps := h.allowed()
+	if len(apps) == 0 {
 		return refuse(wire.CodeNotAllowed, "no app is allowed (computer_apps is empty)")
 	}
 	if a.Action == wire.ActFront {
-		return h.front(a.App, req.Apps)
+		return h.front(a.App, apps)
 	}
 	top, client := h.d.frontWindow()
 	front := h.d.app(top, client)
 	if front == nil {
 		return refuse(wire.CodeNotFront, "no application window is in front")
 	}
-	if !front.Matches(req.Apps) {
+	if !front.Matches(apps) {
 		return refuse(wire.CodeNotAllowed, "the app in front is %s (%s), which is not one of the allowed apps (%s)",
-			front.Name(), front.Exe, strings.Join(req.Apps, ", "))
+			front.Name(), front.Exe, strings.Join(apps, ", "))
 	}
 	if top != h.frameWin {
 		return refuse(wire.CodeStaleFrame, "the window in front changed since frame %s: take a new screenshot or observe", a.FrameID)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +18,12 @@ import (
 // helper answers requests, one at a time: what it saw last (the latest
 // frame and outline) is what the next act is checked against.
 type helper struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// allowed are the apps the helper shows and acts on: computer_apps of
+	// the home's agents with computer: "on", or its --apps flag; never a
+	// client's word.
+	allowed func() []string
+
 	d       *display
 	a       *atspi // nil until the accessibility bus answers
 	session string // random per start, so frames of an earlier run are stale
@@ -30,10 +36,10 @@ type helper struct {
 	outWin xproto.Window
 }
 
-func newHelper(d *display) *helper {
+func newHelper(d *display, allowed func() []string) *helper {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return &helper{d: d, session: hex.EncodeToString(b[:])}
+	return &helper{d: d, allowed: allowed, session: hex.EncodeToString(b[:])}
 }
 
 func (h *helper) Close() {
@@ -47,6 +53,9 @@ func (h *helper) Close() {
 func (h *helper) handle(req wire.Request) wire.Answer {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if req.Apps != nil {
+		return refuse(wire.CodeBadRequest, "a request may not name the allowed apps: the helper reads computer_apps from the home (or its --apps flag)")
+	}
 	switch req.Op {
 	case wire.OpState:
 		return wire.Answer{State: h.state()}
@@ -126,15 +135,22 @@ func (h *helper) newFrame(top xproto.Window) string {
 }
 
 func (h *helper) screenshot(window bool) wire.Answer {
-	top, _ := h.d.frontWindow()
+	top, client := h.d.frontWindow()
+	allowed := h.allowed()
 	r := wire.Rect{W: h.d.w, H: h.d.h}
 	if window {
 		if top == 0 {
 			return refuse(wire.CodeFailed, "no application window is showing; take a screenshot of the screen")
 		}
+		if app := h.d.app(top, client); !app.Matches(allowed) {
+			return refuse(wire.CodeNotAllowed, "the app in front is %s, which is not one of the allowed apps (%s): nothing of it is shown", app.Name(), strings.Join(allowed, ", "))
+		}
 		r = clip(h.d.rect(top), h.d.w, h.d.h)
 	}
 	data, err := h.d.screenshot(r)
+	if err == nil {
+		data, err = h.onlyAllowed(data, r, allowed)
+	}
 	if err != nil {
 		return refuse(wire.CodeFailed, "%v", err)
 	}
@@ -149,8 +165,11 @@ func (h *helper) observe() wire.Answer {
 		return refuse(wire.CodeFailed, "no application window is showing")
 	}
 	app := h.d.app(top, client)
-	st := h.state()
 	h.out, h.outWin = nil, 0
+	if allowed := h.allowed(); !app.Matches(allowed) {
+		return refuse(wire.CodeNotAllowed, "the app in front is %s, which is not one of the allowed apps (%s): nothing of it is shown", app.Name(), strings.Join(allowed, ", "))
+	}
+	st := h.state()
 	a := h.bus()
 	if a == nil {
 		return wire.Answer{FrameID: h.newFrame(top), State: st, NoBridge: true,

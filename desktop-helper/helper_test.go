@@ -89,7 +89,7 @@ func startFixture() (*fixture, error) {
 		srv.Close()
 		return f, err
 	}
-	f.h = newHelper(d)
+	f.h = newHelper(d, func() []string { return []string{factoryApp} })
 	f.sock = srv.path
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
@@ -117,12 +117,34 @@ func (f *fixture) observe(t *testing.T) wire.Answer {
 	return ans
 }
 
+// allow makes the helper allow apps (as the home's computer_apps would)
+// until the test ends, then the factory again.
+func (f *fixture) allow(t *testing.T, apps ...string) {
+	f.h.mu.Lock()
+	f.h.allowed = func() []string { return apps }
+	f.h.mu.Unlock()
+	t.Cleanup(func() {
+		f.h.mu.Lock()
+		f.h.allowed = func() []string { return []string{factoryApp} }
+		f.h.mu.Unlock()
+	})
+}
+
+// act acts; with apps, the helper allows those for this act instead of
+// the factory (as if the home's computer_apps said so).
 func (f *fixture) act(t *testing.T, act wire.Act, apps ...string) wire.Answer {
 	t.Helper()
-	if apps == nil {
-		apps = []string{factoryApp}
+	if apps != nil {
+		f.h.mu.Lock()
+		f.h.allowed = func() []string { return apps }
+		f.h.mu.Unlock()
+		defer func() {
+			f.h.mu.Lock()
+			f.h.allowed = func() []string { return []string{factoryApp} }
+			f.h.mu.Unlock()
+		}()
 	}
-	return f.call(t, wire.Request{Op: wire.OpAct, Apps: apps, Act: &act})
+	return f.call(t, wire.Request{Op: wire.OpAct, Act: &act})
 }
 
 // refWhere is the ref of the first outline line matching re, which must
@@ -325,7 +347,7 @@ func TestAnAppOutsideTheAllowedListIsRefused(t *testing.T) {
 	if got := f.act(t, wire.Act{Action: wire.ActFront, FrameID: ans.FrameID, App: factoryApp}, "xterm"); got.Code != wire.CodeNotAllowed {
 		t.Fatalf("front of an app not allowed: %+v", got)
 	}
-	if got := f.call(t, wire.Request{Op: wire.OpAct, Act: &wire.Act{Action: wire.ActClick, FrameID: ans.FrameID, Ref: ref}}); got.Code != wire.CodeNotAllowed {
+	if got := f.act(t, wire.Act{Action: wire.ActClick, FrameID: ans.FrameID, Ref: ref}, []string{}...); got.Code != wire.CodeNotAllowed {
 		t.Fatalf("no apps at all: %+v", got)
 	}
 }

@@ -8,7 +8,11 @@
 // when that folder is the owner's and nobody else can write it, and it
 // answers only peers of its own uid. It imports nothing of the server.
 //
-//	crew-desktop [--home DIR]   (default $CREW_HOME, else ~/.my-agent-crew)
+//	crew-desktop [--home DIR] [--apps A,B]   (default $CREW_HOME, else ~/.my-agent-crew)
+//
+// The apps it shows and acts on are --apps, else computer_apps of the
+// home's agents with computer: "on"; a request naming apps is refused.
+//
 //	crew-desktop --version
 package main
 
@@ -41,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crew-desktop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home := fs.String("home", "", "the crew home (default $CREW_HOME, else ~/.my-agent-crew)")
+	apps := fs.String("apps", "", "the apps it shows and acts on, comma-separated (default: computer_apps of the home's agents with computer: \"on\", read at each request)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -73,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crew-desktop: %v\n", err)
 		return 1
 	}
-	h := newHelper(d)
+	h := newHelper(d, allowedApps(dir, *apps))
 	defer h.Close()
 	log.Info("crew-desktop serving", "socket", srv.path, "display", d.name, "version", version)
 	if err := srv.serve(ctx, h); err != nil && !errors.Is(err, context.Canceled) {

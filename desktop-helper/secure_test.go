@@ -24,6 +24,7 @@ func TestASecureFieldIsNeverActedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	apps := []string{"gtk3-demo", factoryApp}
+	f.allow(t, apps...) // as the home's computer_apps would
 	var ans wire.Answer
 	eventually(t, "gtk3-demo's entries in front", func() bool {
 		ans = f.call(t, wire.Request{Op: wire.OpObserve})

@@ -49,8 +49,9 @@ type Request struct {
 	// Window: a screenshot of the frontmost window only, not the screen.
 	Window bool `json:"window,omitempty"`
 	Act    *Act `json:"act,omitempty"`
-	// Apps are the apps an act may touch (the agent's computer_apps):
-	// X11 WM_CLASS class names or executable base names.
+	// Apps must be absent: the helper takes the apps it shows and acts on
+	// (X11 WM_CLASS class names or executable base names) from the home's
+	// computer_apps or its --apps flag, and refuses a request naming any.
 	Apps []string `json:"apps,omitempty"`
 }
 

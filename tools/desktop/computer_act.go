@@ -91,7 +91,7 @@ func (t Act) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tool
 	if err := refusal(env.Agent.ComputerApps, a, v); err != nil {
 		return tools.Failf("%v", err), nil
 	}
-	ans, fail := call(ctx, env, wire.Request{Op: wire.OpAct, Apps: env.Agent.ComputerApps, Act: &a})
+	ans, fail := call(ctx, env, wire.Request{Op: wire.OpAct, Act: &a})
 	if fail != nil {
 		return *fail, nil
 	}
