@@ -19,12 +19,22 @@ import (
 type hangingModel struct {
 	requests  atomic.Int32
 	cancelled atomic.Int32
+	// delay holds the first words back (a page that is still loading
+	// would miss them live).
+	delay time.Duration
 }
 
 func (m *hangingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.requests.Add(1)
 	w.Header().Set("Content-Type", "text/event-stream")
-	w.Write([]byte(`data: {"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Half a sentence "}}]}` + "\n\n"))
+	w.(http.Flusher).Flush()
+	select {
+	case <-time.After(m.delay):
+	case <-r.Context().Done():
+		m.cancelled.Add(1)
+		return
+	}
+	w.Write([]byte(`data: {"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Half a sentence about a lighthouse keeper who counted the waves every night, one by one, until the sea itself began to count back; "}}]}` + "\n\n"))
 	w.Write([]byte(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"and then"}}]}` + "\n\n"))
 	w.(http.Flusher).Flush()
 	select {
