@@ -267,9 +267,9 @@ func stopEvents(st *State) []events.Event {
 		switch {
 		case st.Calling[c.ID]:
 			text = stoppedRunning
-		case st.Approvals[c.ID] != nil && st.Approvals[c.ID].Decision == "":
+		case st.Approvals[c.ID] != nil && (st.Approvals[c.ID].Decision == "" || st.Approvals[c.ID].Decision == events.DecisionWithdrawn):
 			text, outcome = withdrawnApproval, "withdrawn"
-		case st.Questions[c.ID] != nil && st.Questions[c.ID].Outcome == "":
+		case st.Questions[c.ID] != nil && (st.Questions[c.ID].Outcome == "" || st.Questions[c.ID].Outcome == QuestionWithdrawn):
 			text, outcome = withdrawnQuestion, "withdrawn"
 		}
 		evs = append(evs, &events.ToolCompleted{RunID: st.OpenRun, Step: st.Step, CallID: c.ID, Tool: c.Name, Output: text, IsError: true, Outcome: outcome})

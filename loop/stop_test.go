@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
@@ -332,7 +333,7 @@ func TestStopWhileApprovalWaits(t *testing.T) {
 		t.Fatalf("decisions = %+v, want the approval withdrawn", ds)
 	}
 	if res := eventsOf[*events.ToolCompleted](h.events()); len(res) != 1 || res[0].Outcome != "withdrawn" {
-		t.Fatalf("results = %+v", res)
+		t.Fatalf("results = %+v", *res[0])
 	}
 	if _, err := w.Decide(t.Context(), h.conv, ar.ApprovalID, true, false, "web"); !errors.Is(err, loop.ErrAlreadyDecided) {
 		t.Fatalf("late approval: %v, want already decided", err)
@@ -457,4 +458,87 @@ func TestStopStoredBeforeCrashClosesOnRestart(t *testing.T) {
 	if n := len(eventsOf[*events.RunFinished](h.events())); n != 1 {
 		t.Fatalf("%d run_finished", n)
 	}
+}
+
+// heldModel signals each call and holds it until its context ends.
+type heldModel struct {
+	calls   atomic.Int32
+	entered chan struct{}
+}
+
+func (m *heldModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+	if m.calls.Add(1) == 1 {
+		close(m.entered)
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (m *heldModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+// Issue 27 item 2: a stop while a delegated child runs stops the child too
+// (its run ends stopped by the same owner); the parent's delegate call is
+// closed stopped; neither model is asked again.
+func TestStopDelegatedChild(t *testing.T) {
+	c := newCrew(t, map[string][]reply{"master": {use(loop.DelegateTool, `{"agent":"coach","task":"plan my week"}`), say("never said")}})
+	child := &heldModel{entered: make(chan struct{})}
+	c.mu.Lock()
+	c.models["fake:coach"] = child
+	c.mu.Unlock()
+	c.start()
+	c.send("plan it with the coach")
+	select {
+	case <-child.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the child never called its model")
+	}
+	if _, err := c.w.Stop(t.Context(), "c1", events.StopAll, events.StopByWeb); err != nil {
+		t.Fatal(err)
+	}
+	st := c.answered()
+	if f := lastFinishIn(t, c, "c1"); f.Status != events.RunStopped || f.By != events.StopByWeb {
+		t.Fatalf("parent finish = %+v", f)
+	}
+	var callID string
+	for _, m := range st.Messages {
+		if m.Role == loop.RoleTool && m.Tool == loop.DelegateTool {
+			callID = m.ToolCallID
+			if m.Outcome != "stopped" {
+				t.Fatalf("delegate result = %+v, want stopped", m)
+			}
+		}
+	}
+	if callID == "" {
+		t.Fatal("no delegate result")
+	}
+	eventstest.Eventually(t, "the child stopped", func() bool {
+		f := lastFinishIn(t, c, loop.ChildID("c1", callID))
+		return f != nil && f.Status == events.RunStopped && f.By == events.StopByWeb
+	})
+	eventstest.Eventually(t, "the worker idle", c.w.Idle)
+	if n := child.calls.Load(); n != 1 {
+		t.Fatalf("the child's model was asked %d times", n)
+	}
+	if n := c.model("master").calls(); n != 1 {
+		t.Fatalf("the parent's model was asked %d times", n)
+	}
+}
+
+func lastFinishIn(t *testing.T, c *crew, conv string) *events.RunFinished {
+	t.Helper()
+	envs, err := c.log.ReadAll(t.Context(), events.Conv(conv).Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *events.RunFinished
+	for _, env := range envs {
+		if e, err := env.Decode(); err == nil {
+			if x, ok := e.(*events.RunFinished); ok {
+				f = x
+			}
+		}
+	}
+	return f
 }
