@@ -100,6 +100,23 @@ func TestCompactionLongRunNeverOverflowsTheWindow(t *testing.T) {
 		}
 	}
 	t.Logf("stages %v; tokens sent per step: %v", stages, sizes)
+	// What the same steps would send whole (no compaction): the first
+	// request's fixed part plus the history up to each step.
+	var whole []int
+	var hist []llms.MessageContent
+	fixed := sizes[0] - llm.EstimateTokens([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "đọc hết 60 tệp")}, nil)
+	for _, m := range h.state().Messages {
+		switch m.Role {
+		case loop.RoleAssistant:
+			whole = append(whole, fixed+llm.EstimateTokens(hist, nil))
+			hist = append(hist, llms.TextParts(llms.ChatMessageTypeAI, m.Text+fmt.Sprint(m.ToolCalls)))
+		case loop.RoleTool:
+			hist = append(hist, llms.TextParts(llms.ChatMessageTypeTool, m.Text))
+		default:
+			hist = append(hist, llms.TextParts(llms.ChatMessageTypeHuman, m.Text))
+		}
+	}
+	t.Logf("tokens the same steps would send uncompacted: %v", whole)
 	// The newest result is whole (as far as the budget preview lets it) in the last request.
 	last := s.requests()[len(s.requests())-1]
 	rs := toolResults(last)
