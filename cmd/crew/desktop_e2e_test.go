@@ -136,12 +136,14 @@ func (m *desktopModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The last tool result and the last owner's words.
 	var tool, owner string
 	for _, msg := range req.Messages {
-		text, _ := msg["content"].(string)
+		text := contentText(msg["content"])
 		switch msg["role"] {
 		case "tool":
 			tool = text
 		case "user":
-			if text != "" {
+			// The images a tool returned ride in a user message the
+			// harness writes: the tool's, not the owner's.
+			if text != "" && !strings.HasPrefix(text, "[Images returned by tool calls") {
 				owner, tool = text, ""
 			}
 		}
@@ -163,6 +165,26 @@ func (m *desktopModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	chunk(map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 12, "completion_tokens": 3, "cost": 0.001}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// contentText is a message's text, whether its content is a string or
+// parts (as a cache breakpoint makes it: [{"type":"text","text":…,
+// "cache_control":…}]).
+func contentText(c any) string {
+	switch c := c.(type) {
+	case string:
+		return c
+	case []any:
+		var b strings.Builder
+		for _, p := range c {
+			if p, ok := p.(map[string]any); ok && p["type"] == "text" {
+				t, _ := p["text"].(string)
+				b.WriteString(t)
+			}
+		}
+		return b.String()
+	}
+	return ""
 }
 
 // boxes is which of the factory's "checkbutton" check boxes are checked,
