@@ -53,10 +53,7 @@ type Job struct {
 	NextRun          *time.Time `json:"next_run,omitempty"`
 	// Enabled: the job runs (a schedule not written enabled: false, a chat
 	// job not cancelled); set by the API's list, not stored.
-	Enabled bool `json:"enabled"`
-	// RetryAt is when a failed one-shot runs again (RetryAttempt of
-	// scheduler.RetryDelays); nil when no retry is pending.
-	RetryAt      *time.Time `json:"retry_at,omitempty"`
+	Enabled      bool       `json:"enabled"`
 	Runs         int        `json:"runs"`     // firings
 	Failures     int        `json:"failures"` // completions with status failed
 	Cancelled    *time.Time `json:"cancelled,omitempty"`

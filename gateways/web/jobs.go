@@ -128,9 +128,6 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 		if job.NextRun != nil {
 			row.NextRun = job.NextRun.In(j.Location).Format("Jan 2 15:04")
 		}
-		if job.RetryAt != nil {
-			row.RetryAt = job.RetryAt.In(j.Location).Format("Jan 2 15:04:05")
-		}
 		rows = append(rows, row)
 	}
 	return rows, nil
