@@ -11,6 +11,7 @@
 //	crew.conv.<conversation>.<type>
 //	crew.job.<job>.<type>
 //	crew.tg.<bot>.<type>       a Telegram bot's polling offset
+//	crew.mcp.<server>.<type>   a stdio MCP server's restarts
 //	crew.agent.<agent>.<type>  an agent's memory proposals
 //	crew.canvas.<artifact>.<type>
 //

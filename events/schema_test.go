@@ -31,8 +31,9 @@ var samples = map[string][]events.Event{
 		&events.JobCompleted{Status: events.JobSkipped},
 		&events.JobCompleted{Status: events.JobFailed, Output: "exit 1", Error: "script failed"},
 	},
-	events.TypeJobCancelled:   {&events.JobCancelled{Reason: "owner"}},
-	events.TypeTelegramOffset: {&events.TelegramOffsetAdvanced{Offset: 1234}},
+	events.TypeJobCancelled:       {&events.JobCancelled{Reason: "owner"}},
+	events.TypeTelegramOffset:     {&events.TelegramOffsetAdvanced{Offset: 1234}},
+	events.TypeMCPServerRestarted: {&events.MCPServerRestarted{Server: "files", Restarts: 1, Reason: "ended by signal: killed"}},
 	events.TypeSteerReceived: {
 		&events.SteerReceived{Channel: "web", Text: "use metric units"},
 		&events.SteerReceived{Channel: "web", Text: "and grams", TurnNotes: &events.TurnNotes{Text: "x", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 0, Digest: strings.Repeat("0", 64)}}}},

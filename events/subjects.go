@@ -33,6 +33,9 @@ func Job(id string) Scope { return Scope(Root + ".job." + id) }
 // Telegram is the scope of one bot's polling state.
 func Telegram(bot string) Scope { return Scope(Root + ".tg." + bot) }
 
+// MCP is the scope of one MCP server's process (its restarts).
+func MCP(server string) Scope { return Scope(Root + ".mcp." + server) }
+
 // Agent is the scope of one agent's memory proposals.
 func Agent(id string) Scope { return Scope(Root + ".agent." + id) }
 

@@ -29,6 +29,7 @@ const (
 	TypeJobCompleted           = "job_completed"
 	TypeJobCancelled           = "job_cancelled"
 	TypeTelegramOffset         = "telegram_offset_advanced"
+	TypeMCPServerRestarted     = "mcp_server_restarted"
 	TypeConversationSummarized = "conversation_summarized"
 	TypeHookRan                = "hook_ran"
 	TypeMemoryProposed         = "memory_proposed"
@@ -60,6 +61,7 @@ func init() {
 	register[JobCompleted]()
 	register[JobCancelled]()
 	register[TelegramOffsetAdvanced]()
+	register[MCPServerRestarted]()
 	register[ConversationSummarized]()
 	register[HookRan]()
 	register[MemoryProposed]()
@@ -566,6 +568,17 @@ type TelegramOffsetAdvanced struct {
 
 func (*TelegramOffsetAdvanced) EventType() string { return TypeTelegramOffset }
 func (*TelegramOffsetAdvanced) EventVersion() int { return 1 }
+
+// MCPServerRestarted: a stdio MCP server's process ended and the crew
+// started it again (after a capped backoff). Stored on crew.mcp.<server>.
+type MCPServerRestarted struct {
+	Server   string `json:"server"`
+	Restarts int    `json:"restarts"` // since it last stayed up a minute
+	Reason   string `json:"reason"`   // how the previous process ended, redacted
+}
+
+func (*MCPServerRestarted) EventType() string { return TypeMCPServerRestarted }
+func (*MCPServerRestarted) EventVersion() int { return 1 }
 
 // ConversationSummarized stores a summary of the conversation so far, made
 // when it closes at day end or on demand. The next conversation on the same

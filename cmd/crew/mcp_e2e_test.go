@@ -147,7 +147,7 @@ func TestMCPEverythingServerEndToEnd(t *testing.T) {
 	url, node := everythingServer(t)
 	home := mcpHome(t, url)
 	out, _, code := crew(t, home, "doctor")
-	if code != 0 || !strings.Contains(out, "  everything ("+url+"): answers, ") || !strings.Contains(out, "read-only: get-sum") {
+	if code != 0 || !strings.Contains(out, "  everything (streamable HTTP "+url+"): answers, ") || !strings.Contains(out, "read-only: get-sum") {
 		t.Errorf("doctor does not report the MCP server:\n%s", out)
 	}
 	model := &toolModel{}

@@ -1,5 +1,6 @@
 // Package mcp is the crew's MCP client: the servers config.yaml declares
-// (mcp_servers), reached over streamable HTTP with the official SDK, and
+// (mcp_servers), reached over streamable HTTP or started as a sandboxed
+// command speaking stdio (Stdio), with the official SDK, and
 // their tools as registry-shaped tools named mcp__<server>__<tool> (R-MCP).
 //
 // A Pool holds one session per server, opened on first use and opened
@@ -19,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +30,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -35,7 +38,8 @@ import (
 // already resolved from the env (${VAR}).
 type Server struct {
 	Name     string
-	URL      string
+	URL      string // streamable HTTP; empty for a stdio server
+	Stdio    *Stdio // a command the crew starts; nil for an HTTP server
 	Headers  map[string]string
 	ReadOnly []string // tool names as the server gives them: run without asking
 	Hidden   []string // never offered
@@ -62,8 +66,24 @@ func (s Server) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+// Transport is "stdio" or "streamable HTTP".
+func (s Server) Transport() string {
+	if s.Stdio != nil {
+		return "stdio"
+	}
+	return "streamable HTTP"
+}
+
+// Where names the server for the owner: its URL or its command, redacted.
+func (s Server) Where() string {
+	if s.Stdio != nil {
+		return events.Secrets().String(strings.Join(s.Stdio.Command, " "))
+	}
+	return events.RedactURL(s.URL)
+}
+
 func (s Server) same(o Server) bool {
-	return s.Name == o.Name && s.URL == o.URL && s.Timeout == o.Timeout && s.AutonomousRun == o.AutonomousRun &&
+	return s.Name == o.Name && s.URL == o.URL && s.Stdio.String() == o.Stdio.String() && s.Timeout == o.Timeout && s.AutonomousRun == o.AutonomousRun &&
 		fmt.Sprint(s.Headers) == fmt.Sprint(o.Headers) &&
 		slices.Equal(s.ReadOnly, o.ReadOnly) && slices.Equal(s.Hidden, o.Hidden)
 }
@@ -74,9 +94,14 @@ type Pool struct {
 	logger  *slog.Logger
 	clock   func() time.Time
 
-	mu      sync.Mutex
-	servers map[string]*server
+	mu        sync.Mutex
+	servers   map[string]*server
+	onRestart func(Restart)
 }
+
+// OnRestart sets what is told of each restart of a stdio server (the
+// crew appends an mcp_server_restarted event); call it before first use.
+func (p *Pool) OnRestart(f func(Restart)) { p.onRestart = f }
 
 // NewPool returns a pool over servers; nothing connects until used.
 func NewPool(version string, servers []Server, logger *slog.Logger) *Pool {
@@ -212,13 +237,15 @@ func (p *Pool) Lookup(ctx context.Context, servers []string, name string) (tools
 
 // Status is what crew doctor reports of one server.
 type Status struct {
-	Name     string
-	URL      string
-	Err      error    // nil: it answered
-	Tools    []string // offered, by the server's names
-	ReadOnly []string // of those, the owner's read-only ones
-	Hidden   int
-	Problems []string // collisions within the server, read_only_tools it does not have
+	Name      string
+	URL       string   // or the stdio command
+	Transport string   // "stdio" or "streamable HTTP"
+	Restarts  int      // stdio: restarts since it last stayed up
+	Err       error    // nil: it answered
+	Tools     []string // offered, by the server's names
+	ReadOnly  []string // of those, the owner's read-only ones
+	Hidden    int
+	Problems  []string // collisions within the server, read_only_tools it does not have
 }
 
 // Status connects to every declared server and lists its tools.
@@ -226,8 +253,9 @@ func (p *Pool) Status(ctx context.Context) []Status {
 	var out []Status
 	for _, name := range p.Names() {
 		s := p.server(name)
-		st := Status{Name: name, URL: s.cfg.URL}
+		st := Status{Name: name, URL: s.cfg.Where(), Transport: s.cfg.Transport()}
 		list, probs := p.Tools(ctx, []string{name})
+		st.Restarts = s.restartCount()
 		if err := s.lastErr(); err != nil {
 			st.Err = err
 		}
@@ -271,6 +299,15 @@ type server struct {
 	failedAt time.Time
 	timer    *time.Timer
 	closed   bool
+	// stdio
+	proc     *proc // the last process started
+	restarts int
+}
+
+func (s *server) restartCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
 }
 
 func (s *server) lastErr() error {
@@ -286,6 +323,7 @@ func (s *server) close() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	s.stopProcLocked()
 	s.mu.Unlock()
 	if cs != nil {
 		cs.Close()
@@ -321,7 +359,7 @@ func (s *server) relistLocked(ctx context.Context) {
 }
 
 func (s *server) fail(err error) {
-	s.err = fmt.Errorf("MCP server %q (%s) is not answering: %v", s.cfg.Name, s.cfg.URL, oneLine(err))
+	s.err = fmt.Errorf("MCP server %q (%s) is not answering: %v", s.cfg.Name, s.cfg.Where(), oneLine(err))
 	s.failedAt = s.pool.clock()
 }
 
@@ -346,6 +384,9 @@ func (s *server) sessionLocked(ctx context.Context) (*sdk.ClientSession, error) 
 	if s.closed {
 		return nil, errors.New("the server's declaration changed or the crew is stopping")
 	}
+	if s.cs != nil && s.procEndedLocked() {
+		s.dropLocked(s.cs) // a stdio server whose process ended: start it again
+	}
 	if s.cs != nil {
 		return s.cs, nil
 	}
@@ -353,13 +394,25 @@ func (s *server) sessionLocked(ctx context.Context) (*sdk.ClientSession, error) 
 		Capabilities:           &sdk.ClientCapabilities{}, // no roots: the crew has none to give
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.changed() },
 	})
-	tr := &sdk.StreamableClientTransport{
-		Endpoint:   s.cfg.URL,
-		HTTPClient: &http.Client{Transport: headers{s.cfg.Headers, hostOf(s.cfg.URL), http.DefaultTransport}},
-		MaxRetries: 2,
+	var tr sdk.Transport
+	if s.cfg.Stdio != nil {
+		var err error
+		if tr, err = s.startLocked(); err != nil {
+			return nil, err
+		}
+	} else {
+		tr = &sdk.StreamableClientTransport{
+			Endpoint:   s.cfg.URL,
+			HTTPClient: &http.Client{Transport: headers{s.cfg.Headers, hostOf(s.cfg.URL), http.DefaultTransport}},
+			MaxRetries: 2,
+		}
 	}
 	cs, err := cl.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
+		if s.cfg.Stdio != nil {
+			err = s.whyLocked(err)
+			s.stopProcLocked()
+		}
 		return nil, err
 	}
 	s.cs = cs
@@ -449,7 +502,8 @@ func (s *server) call(ctx context.Context, remote string, args map[string]any) (
 
 // unsent: the server cannot have run the request.
 func unsent(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, sdk.ErrConnectionClosed)
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, sdk.ErrConnectionClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) // a stdio server's pipe: the request was not written
 }
 
 // headers adds the declared headers to every request.

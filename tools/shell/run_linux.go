@@ -324,6 +324,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	if c.Lasting {
+		timer.Stop()
+	}
 	var out Output
 	var ctxErr error
 	select {

@@ -27,7 +27,10 @@ type Command struct {
 	Exec    []string
 	Dir     string        // working directory, absolute
 	Timeout time.Duration // 0 means DefaultTimeout; capped at MaxTimeout
-	Env     []string      // the child's whole environment ("K=V"); see Environ
+	// Lasting runs the command until ctx ends, with no timeout: a server
+	// the crew keeps (an MCP server over stdio), not a one-off command.
+	Lasting bool
+	Env     []string // the child's whole environment ("K=V"); see Environ
 	// Stdin is what the command reads on its standard input; nil is empty.
 	Stdin io.Reader
 	// Stdout, when set, receives the command's standard output (an *os.File

@@ -121,6 +121,20 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	cr = newCrew(a.Dir, h, override, w.Registry, getenv, logger.With("component", "crew"))
 	w.Crew = cr
 	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
+	if log != nil {
+		mlog := logger.With("component", "mcp")
+		w.pool.OnRestart(func(r mcp.Restart) {
+			env, err := events.New(&events.MCPServerRestarted{Server: r.Server, Restarts: r.Restarts, Reason: r.Reason})
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err = log.Append(ctx, events.MCP(r.Server), events.Any, env)
+			}
+			if err != nil {
+				mlog.Warn("MCP server restart not stored", "server", r.Server, "err", err)
+			}
+		})
+	}
 	w.Models = mdl.Model
 	if a.opts.Models != nil {
 		w.Models = a.opts.Models

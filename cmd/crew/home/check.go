@@ -2,10 +2,12 @@ package home
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +53,40 @@ func checkConfig(f *yamlFile, c *Config) error {
 			return f.errAt([]string{"shell_hosts", strconv.Itoa(i)}, key, key+": "+err.Error())
 		}
 	}
+	if err := checkMCPServers(f, c); err != nil {
+		return err
+	}
 	return checkModels(f, c)
+}
+
+// checkMCPServers: each entry is url (HTTP) or command (stdio), and keeps
+// to its own transport's keys.
+func checkMCPServers(f *yamlFile, c *Config) error {
+	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
+		m := c.MCPServers[name]
+		base := []string{"mcp_servers", name}
+		key := "mcp_servers." + name
+		switch {
+		case m.URL == "" && len(m.Command) == 0:
+			return f.errAt(base, key, key+": set url (a streamable HTTP server) or command (a stdio server the crew starts)")
+		case m.URL != "" && len(m.Command) > 0:
+			return f.errAt(append(base, "command"), key+".command", key+": set url or command, not both")
+		}
+		if m.URL != "" {
+			for _, k := range []struct {
+				name string
+				set  bool
+			}{{"env", m.Env != nil}, {"cwd", m.Cwd != ""}, {"paths", m.Paths != nil}, {"read_paths", m.ReadPaths != nil}, {"network", m.Network}} {
+				if k.set {
+					return f.errAt(append(base, k.name), key+"."+k.name, fmt.Sprintf("%s.%s: only for a stdio server (command), not with url", key, k.name))
+				}
+			}
+		}
+		if len(m.Command) > 0 && m.Headers != nil {
+			return f.errAt(append(base, "headers"), key+".headers", key+".headers: only with url; a stdio server gets its secrets through env")
+		}
+	}
+	return nil
 }
 
 // checkModels: every key is a route, and a reply limit fits in the window.

@@ -103,9 +103,20 @@ type Embeddings struct {
 	Route string `yaml:"route"`
 }
 
-// MCPServer is one entry of config.yaml mcp_servers.
+// MCPServer is one entry of config.yaml mcp_servers: url (streamable
+// HTTP) or command (stdio, started in the sandbox).
 type MCPServer struct {
 	URL string `yaml:"url"`
+	// Command is the argv of a stdio server; Env its extra variables
+	// (values may name ${VAR}); Cwd its working directory (default
+	// <home>/mcp/<name>); Paths (read-write) and ReadPaths are what else
+	// it sees of the home; Network gives it the shell's network policy.
+	Command   []string          `yaml:"command"`
+	Env       map[string]string `yaml:"env"`
+	Cwd       string            `yaml:"cwd"`
+	Paths     []string          `yaml:"paths"`
+	ReadPaths []string          `yaml:"read_paths"`
+	Network   bool              `yaml:"network"`
 	// Headers go with every request; a value may name env variables as
 	// ${VAR}.
 	Headers        map[string]string `yaml:"headers"`

@@ -265,14 +265,14 @@ func (h *Home) MCPReport(ctx context.Context, getenv func(string) string) []stri
 	defer pool.Close()
 	for _, st := range pool.Status(ctx) {
 		if st.Err != nil {
-			lines = append(lines, fmt.Sprintf("  %s (%s): does not answer: %v", st.Name, st.URL, st.Err))
+			lines = append(lines, fmt.Sprintf("  %s (%s %s): does not answer: %v", st.Name, st.Transport, st.URL, st.Err))
 			continue
 		}
 		ro := "none"
 		if len(st.ReadOnly) > 0 {
 			ro = strings.Join(st.ReadOnly, ", ")
 		}
-		lines = append(lines, fmt.Sprintf("  %s (%s): answers, %d tools (%d hidden), read-only: %s", st.Name, st.URL, len(st.Tools), st.Hidden, ro))
+		lines = append(lines, fmt.Sprintf("  %s (%s %s): answers, %d tools (%d hidden), read-only: %s", st.Name, st.Transport, st.URL, len(st.Tools), st.Hidden, ro))
 		for _, p := range st.Problems {
 			lines = append(lines, "    "+p)
 		}

@@ -97,8 +97,8 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 		s := mcp.Server{Name: name, URL: c.URL, ReadOnly: c.ReadOnlyTools, Hidden: c.HiddenTools, AutonomousRun: c.Autonomous == "run",
 			Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Headers: map[string]string{}}
 		var missing []string
-		for k, v := range c.Headers {
-			s.Headers[k] = envRef.ReplaceAllStringFunc(v, func(ref string) string {
+		resolve := func(v string) string {
+			return envRef.ReplaceAllStringFunc(v, func(ref string) string {
 				name := envRef.FindStringSubmatch(ref)[1]
 				val := h.Getenv(name, getenv)
 				if val == "" {
@@ -108,19 +108,58 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 				}
 				return val
 			})
+		}
+		for k, v := range c.Headers {
+			s.Headers[k] = resolve(v)
 			if len(s.Headers[k]) >= events.MinEnvFileSecret {
 				events.Secrets().Add("mcp_servers."+name+".headers."+k, s.Headers[k])
 			}
 		}
+		if len(c.Command) > 0 {
+			s.Stdio = h.stdio(name, c)
+			for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+				v := resolve(c.Env[k])
+				if len(v) >= events.MinEnvFileSecret {
+					events.Secrets().Add("mcp_servers."+name+".env."+k, v) // env values never reach the log
+				}
+				s.Stdio.Env = append(s.Stdio.Env, k+"="+v)
+			}
+		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
-			problems = append(problems, fmt.Sprintf("%s: mcp_servers.%s.headers: %s not set in %s or the environment; the server is not used",
-				filepath.Join(h.Dir, "config.yaml"), name, strings.Join(slices.Compact(missing), ", "), filepath.Join(h.Dir, "env")))
+			key := "headers"
+			if len(c.Command) > 0 {
+				key = "env"
+			}
+			problems = append(problems, fmt.Sprintf("%s: mcp_servers.%s.%s: %s not set in %s or the environment; the server is not used",
+				filepath.Join(h.Dir, "config.yaml"), name, key, strings.Join(slices.Compact(missing), ", "), filepath.Join(h.Dir, "env")))
 			continue
 		}
 		servers = append(servers, s)
 	}
 	return servers, problems
+}
+
+// stdio is a stdio entry's start: its paths made absolute against the
+// home, its working directory <home>/mcp/<name> unless set.
+func (h *Home) stdio(name string, c MCPServer) *mcp.Stdio {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(h.Dir, p)
+	}
+	st := &mcp.Stdio{Command: c.Command, Dir: filepath.Join(h.Dir, "mcp", name), Home: h.Dir, Network: c.Network}
+	if c.Cwd != "" {
+		st.Dir = abs(c.Cwd)
+	}
+	for _, p := range c.Paths {
+		st.Paths = append(st.Paths, abs(p))
+	}
+	for _, p := range c.ReadPaths {
+		st.ReadPaths = append(st.ReadPaths, abs(p))
+	}
+	return st
 }
 
 // ProfileJobs are the enabled schedules: of the agents in loaded, as the

@@ -30,7 +30,7 @@ func (h *Home) LoadSecrets(environ func() []string) {
 }
 
 // ConfigSecrets adds what config.yaml may hold that is secret: auth_token
-// and MCP header values written in it.
+// and MCP header and env values written in it.
 func (h *Home) ConfigSecrets() {
 	if h.Config != nil && len(h.Config.AuthToken) >= events.MinEnvFileSecret {
 		events.Secrets().Add("auth_token", h.Config.AuthToken)
@@ -44,6 +44,11 @@ func (h *Home) ConfigSecrets() {
 		for k, v := range srv.Headers {
 			if !strings.Contains(v, "${") && len(v) >= events.MinEnvFileSecret {
 				events.Secrets().Add("mcp_servers."+name+".headers."+k, v)
+			}
+		}
+		for k, v := range srv.Env {
+			if !strings.Contains(v, "${") && len(v) >= events.MinEnvFileSecret {
+				events.Secrets().Add("mcp_servers."+name+".env."+k, v)
 			}
 		}
 	}
