@@ -2,7 +2,9 @@ package events
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,8 +28,10 @@ const (
 // Redactor replaces known secret values with "[redacted:NAME]" (R-X-6): the
 // raw value and the forms a tool or a model turns it into — JSON-escaped
 // (with and without HTML escaping), URL-encoded (query and path escaping,
-// upper- and lower-case hex) and base64 (standard and URL alphabets, padded
-// and raw, also as part of a longer base64 text at any byte alignment).
+// upper- and lower-case hex), base64 (standard and URL alphabets, padded
+// and raw, also as part of a longer base64 text at any byte alignment), hex
+// (either case) and base32 (padded and raw, either case, also inside a
+// longer base32 text).
 // Longer forms are matched first. Secrets are only ever added: a value
 // once known stays redacted for the life of the process.
 //
@@ -214,7 +218,35 @@ func formsOf(v string) []string {
 			forms = append(forms, core)
 		}
 	}
+	// Hex (xxd -p, od, a program's %x) in either case: byte-aligned, so the
+	// secret's piece of a longer hex text is this text itself.
+	h := hex.EncodeToString([]byte(v))
+	forms = append(forms, h, strings.ToUpper(h))
+	// Base32 (base32(1), TOTP seeds, some key formats): padded and raw, in
+	// either case, and the secret's piece of a longer base32 text at any
+	// byte offset.
+	for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.StdEncoding.WithPadding(base32.NoPadding)} {
+		e := enc.EncodeToString([]byte(v))
+		forms = append(forms, e, strings.ToLower(e))
+	}
+	for _, core := range base32Cores(v) {
+		if len(core) >= minBase64Core {
+			forms = append(forms, core, strings.ToLower(core))
+		}
+	}
 	return forms
+}
+
+// base32Cores: as base64Cores, for base32's 5-byte groups.
+func base32Cores(v string) []string {
+	var out []string
+	raw := base32.StdEncoding.WithPadding(base32.NoPadding)
+	for skip := 0; skip < 5 && skip < len(v); skip++ {
+		rest := v[skip:]
+		rest = rest[:len(rest)/5*5]
+		out = append(out, raw.EncodeToString([]byte(rest)))
+	}
+	return out
 }
 
 // base64Cores: inside a longer base64 text the secret starts at any byte

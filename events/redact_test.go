@@ -2,7 +2,9 @@ package events_test
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/url"
@@ -45,6 +47,17 @@ func secretForms(v string) map[string]string {
 	for _, prefix := range []string{"", "u:", "us:", "use:"} {
 		forms["b64-in-"+prefix] = base64.StdEncoding.EncodeToString([]byte(prefix + v + ":tail"))
 	}
+	// Hex and base32, also inside longer texts of theirs.
+	forms["hex"] = hex.EncodeToString([]byte(v))
+	forms["HEX"] = strings.ToUpper(forms["hex"])
+	forms["hex-in"] = hex.EncodeToString([]byte("x" + v + "y"))
+	forms["b32"] = base32.StdEncoding.EncodeToString([]byte(v))
+	forms["b32raw"] = base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(v))
+	forms["b32low"] = strings.ToLower(forms["b32"])
+	for _, prefix := range []string{"", "a", "ab", "abc", "abcd"} {
+		forms["b32-in-"+prefix] = base32.StdEncoding.EncodeToString([]byte(prefix + v + ":tail"))
+		forms["b32low-in-"+prefix] = strings.ToLower(forms["b32-in-"+prefix])
+	}
 	return forms
 }
 
@@ -57,7 +70,7 @@ func TestRedactorCatchesEveryForm(t *testing.T) {
 			t.Errorf("%s form %q: not redacted: %q", name, form, out)
 		}
 		for other, f := range secretForms(tricky) {
-			if len(f) >= 8 && strings.Contains(out, f) && !strings.HasPrefix(other, "b64-in-") {
+			if len(f) >= 8 && strings.Contains(out, f) && !strings.HasPrefix(other, "b64-in-") && !strings.Contains(other, "-in-") && other != "hex-in" {
 				t.Errorf("%s form: %s form left in %q", name, other, out)
 			}
 		}
@@ -200,6 +213,8 @@ func TestAppendRedactsSecrets(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"command": "echo " + secret})
 	stored, err := log.Append(t.Context(), events.Conv("red"), 0,
 		events.MustNew(&events.MessageReceived{Channel: "web", Text: "control-marker-visible " + secret}),
+		// hex and base32 forms (xxd -p, base32(1)) are stored redacted too.
+		events.MustNew(&events.MessageReceived{Channel: "web", Text: "hex " + hex.EncodeToString([]byte(secret)) + " b32 " + base32.StdEncoding.EncodeToString([]byte(secret)) + " b32low " + strings.ToLower(base32.StdEncoding.EncodeToString([]byte("x"+secret)))}),
 		events.MustNew(&events.ModelCalled{RunID: "r1", Step: 1, Route: "fake:echo", ToolCalls: []events.ToolCallRequest{{ID: "c1", Name: "shell_run", Arguments: args}}}),
 	)
 	if err != nil {
@@ -231,6 +246,16 @@ func TestAppendRedactsSecrets(t *testing.T) {
 	}
 	if bytes.Contains(raw, []byte(secret)) || bytes.Contains(raw, []byte("sk-test-append")) {
 		t.Error("the secret is in the raw JetStream files")
+	}
+	h := hex.EncodeToString([]byte(secret))
+	b32 := base32.StdEncoding.EncodeToString([]byte(secret))
+	for _, form := range []string{h[:24], b32[:16], strings.ToLower(base32.StdEncoding.EncodeToString([]byte("x" + secret)))[8:24]} {
+		if bytes.Contains(raw, []byte(form)) {
+			t.Errorf("a hex or base32 form of the secret (%s…) is in the raw JetStream files", form)
+		}
+	}
+	if e, _ := stored[1].Decode(); e.(*events.MessageReceived).Text != "hex [redacted:APPEND_TEST_KEY] b32 [redacted:APPEND_TEST_KEY] b32low pbzwwllu[redacted:APPEND_TEST_KEY]" { // the first group mixes "x" in
+		t.Errorf("stored hex/base32 text = %q", e.(*events.MessageReceived).Text)
 	}
 }
 
