@@ -238,13 +238,21 @@ func writePrivate(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// Login throttling: after MaxLoginFailures failed logins from one client
-// address, each further attempt waits, doubling from 1 s up to 60 s. An
-// attempt counts as failed when admitted and is forgiven when it succeeds,
-// so parallel guesses cannot slip between a check and its count.
+// Login throttling: a token (bearer or login form) is compared first, in
+// constant time, and the right one is always let in, so a correct token or
+// session is never throttled by failures before it. Only failures are
+// slowed: after MaxLoginFailures from one client address the address waits,
+// doubling from 1 s up to 60 s, and during a wait only spareCompares more
+// requests of it are compared at all — the rest get 429 uncompared, the
+// right token included — so a guesser gets at most a few comparisons per
+// wait however many requests it sends in parallel. Success forgives
+// nothing (an attacker sharing the owner's address gains no fresh
+// guesses); failures are forgotten after forgetAfter without one.
 const (
 	MaxLoginFailures = 5
+	spareCompares    = 3
 	maxLoginWait     = 60 * time.Second
+	forgetAfter      = time.Hour
 	maxThrottled     = 4096 // addresses remembered
 )
 
@@ -256,32 +264,50 @@ type throttle struct {
 
 type attempts struct {
 	fails int
-	next  time.Time // no attempt admitted before
-	last  time.Time
+	next  time.Time // the address waits until then
+	spare int       // comparisons left during the wait
+	last  time.Time // the last failure
 }
 
 func newThrottle() *throttle { return &throttle{m: map[string]*attempts{}, now: time.Now} }
 
-// admit counts an attempt from client, or says how long it must wait.
-func (t *throttle) admit(client string) (wait time.Duration, ok bool) {
+// check compares a token from client (right does, in constant time) unless
+// the address has spent its comparisons for the current wait. ok is a right
+// token; wait > 0 means the address was waiting (429 with Retry-After),
+// whether the token was compared or not.
+func (t *throttle) check(client string, right func() bool) (ok bool, wait time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	a := t.m[client]
+	if a != nil && now.Sub(a.last) > forgetAfter && !now.Before(a.next) {
+		delete(t.m, client)
+		a = nil
+	}
+	waiting := a != nil && now.Before(a.next)
+	if waiting {
+		if a.spare == 0 {
+			return false, a.next.Sub(now)
+		}
+		a.spare--
+	}
+	if right() {
+		return true, 0
+	}
 	if a == nil {
 		t.evictLocked(now)
 		a = &attempts{}
 		t.m[client] = a
 	}
-	if now.Before(a.next) {
-		return a.next.Sub(now), false
-	}
 	a.fails++
 	a.last = now
-	if a.fails >= MaxLoginFailures {
-		a.next = now.Add(loginWait(a.fails))
+	if !waiting {
+		if a.fails >= MaxLoginFailures {
+			a.next, a.spare = now.Add(loginWait(a.fails)), spareCompares
+		}
+		return false, 0 // this failure is answered; the wait is for the next
 	}
-	return 0, true
+	return false, a.next.Sub(now)
 }
 
 // loginWait is the pause after the n-th failure (n ≥ MaxLoginFailures).
@@ -291,12 +317,6 @@ func loginWait(n int) time.Duration {
 		return maxLoginWait
 	}
 	return min(time.Second<<shift, maxLoginWait)
-}
-
-func (t *throttle) succeeded(client string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, client)
 }
 
 // evictLocked bounds the table: forget addresses quiet for a day, then the
@@ -347,19 +367,15 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if got := r.Header.Get("Authorization"); got != "" {
-			// A bearer token is a guess like a login: admitted and counted
-			// first (so a throttled client learns nothing, even from the
-			// right token), forgiven when right.
-			client := clientAddress(r)
-			if wait, ok := s.throttle.admit(client); !ok {
+			ok, wait := s.throttle.check(clientAddress(r), func() bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 })
+			if ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if wait > 0 {
 				secs := int(math.Ceil(wait.Seconds()))
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 				writeError(w, http.StatusTooManyRequests, "too_many_attempts", fmt.Sprintf("too many wrong auth tokens from your address: try again in %d s", secs))
-				return
-			}
-			if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
-				s.throttle.succeeded(client)
-				next.ServeHTTP(w, r)
 				return
 			}
 		}
@@ -386,18 +402,18 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		page(http.StatusUnauthorized, "This server has no auth token: no login is needed.")
 		return
 	}
-	client := clientAddress(r)
-	if wait, ok := s.throttle.admit(client); !ok {
+	token := r.PostFormValue("token")
+	ok, wait := s.throttle.check(clientAddress(r), func() bool { return subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) == 1 })
+	if !ok && wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		page(http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins from your address: try again in %d s.", secs))
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.cfg.AuthToken)) != 1 {
+	if !ok {
 		page(http.StatusUnauthorized, "That token is not this server's auth token (CREW_AUTH_TOKEN in the home's env file, or auth_token in config.yaml).")
 		return
 	}
-	s.throttle.succeeded(client)
 	id, err := s.cfg.Sessions.Create()
 	if err != nil {
 		s.logger().Error("save session", "err", err)

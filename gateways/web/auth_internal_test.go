@@ -5,33 +5,49 @@ import (
 	"time"
 )
 
-// The wait doubles from 1 s after the 5th failure and stops at 60 s.
+// The wait doubles from 1 s after the 5th failure and stops at 60 s; during
+// a wait only spareCompares more tokens are compared, then none, the right
+// one included; failures are forgotten an hour after the last.
 func TestLoginWaitDoublesUpToAMinute(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	th := newThrottle()
 	th.now = func() time.Time { return now }
+	compared := 0
+	wrong := func() bool { compared++; return false }
 	var waits []time.Duration
 	for range 14 {
-		if _, ok := th.admit("1.2.3.4"); !ok {
-			t.Fatal("attempt refused after its wait")
+		if ok, _ := th.check("1.2.3.4", wrong); ok {
+			t.Fatal("a wrong token let in")
 		}
 		w := max(th.m["1.2.3.4"].next.Sub(now), 0)
 		if w > 0 {
-			if _, ok := th.admit("1.2.3.4"); ok {
-				t.Fatal("attempt admitted during the wait")
+			before := compared
+			for range spareCompares + 2 {
+				th.check("1.2.3.4", wrong)
+			}
+			if compared-before != spareCompares {
+				t.Fatalf("during a wait %d tokens compared, want %d", compared-before, spareCompares)
+			}
+			if ok, _ := th.check("1.2.3.4", func() bool { return true }); ok {
+				t.Fatal("the right token compared after the wait's spare comparisons were spent")
 			}
 		}
 		waits = append(waits, w)
 		now = now.Add(w)
 	}
-	want := []time.Duration{0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 60, 60, 60, 60}
+	want := []time.Duration{0, 0, 0, 0, 1, 16, 60, 60, 60, 60, 60, 60, 60, 60}
 	for i, w := range want {
 		if waits[i] != w*time.Second {
-			t.Errorf("wait after failure %d = %s, want %ds", i+1, waits[i], w)
+			t.Errorf("wait after failure round %d = %s, want %ds", i+1, waits[i], w)
 		}
 	}
-	if _, ok := th.admit("5.6.7.8"); !ok {
+	if ok, _ := th.check("5.6.7.8", func() bool { return true }); !ok {
 		t.Error("another address is throttled too")
+	}
+	now = now.Add(forgetAfter + time.Minute)
+	th.check("1.2.3.4", wrong)
+	if th.m["1.2.3.4"].fails != 1 {
+		t.Errorf("failures an hour old not forgotten: %d", th.m["1.2.3.4"].fails)
 	}
 }
 
