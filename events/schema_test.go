@@ -36,6 +36,7 @@ var samples = map[string][]events.Event{
 	events.TypeMCPServerRestarted: {&events.MCPServerRestarted{Server: "files", Restarts: 1, Reason: "ended by signal: killed"}},
 	events.TypeSteerReceived: {
 		&events.SteerReceived{Channel: "web", Text: "use metric units"},
+		&events.SteerReceived{Channel: "telegram:42", Text: "/tongket travel", Command: "tongket", Prompt: "Sum up my week. travel"},
 		&events.SteerReceived{Channel: "web", Text: "and grams", TurnNotes: &events.TurnNotes{Text: "x", Told: []events.NoteTold{{Key: "memory/2026-11-30.md", Len: 0, Digest: strings.Repeat("0", 64)}}}},
 		&events.SteerReceived{Channel: "team", Text: "alice (message): hi", Team: &events.TeamDelivery{Through: 3, Items: []events.TeamItem{{From: "alice", Type: events.MailMessage, Content: "hi"}}}},
 	},

@@ -387,6 +387,13 @@ func (*RunResumed) EventVersion() int { return 1 }
 type SteerReceived struct {
 	Channel string `json:"channel"`
 	Text    string `json:"text"`
+	// Command and Prompt as on MessageReceived: a kit command sent while a
+	// turn runs is taken in at its next tool boundary (R-IN-3), the model
+	// reading the command's prompt.
+	Command string `json:"command,omitempty"`
+	Prompt  string `json:"prompt,omitempty"`
+	// ExternalID as on MessageReceived (a redelivery is not stored twice).
+	ExternalID string `json:"external_id,omitempty"`
 	// TurnNotes as on MessageReceived: a steer opens the next step.
 	TurnNotes   *TurnNotes   `json:"turn_notes,omitempty"`
 	CanvasNotes *CanvasNotes `json:"canvas_notes,omitempty"`

@@ -253,10 +253,18 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 			// With messages queued during the run the steer carries no
 			// notes: it reaches the model at the next tool boundary, before
 			// those messages, whose notes its own would build on.
-			if e.TurnNotes != nil || len(c.st.Queued) > 0 {
+			// A kit command taken in as a steer carries its prompt either way.
+			// Team mail is never a kit command: another agent's words.
+			if e.TurnNotes != nil || e.Prompt != "" || (e.Team != nil && len(c.st.Queued) > 0) {
 				continue
 			}
 			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Steer: true, Told: told, Canvas: marks})
+			if e.Team == nil {
+				e.Command, e.Prompt = op.Command, op.Prompt
+			}
+			if len(c.st.Queued) > 0 {
+				continue
+			}
 			e.TurnNotes, e.CanvasNotes = op.Notes, op.CanvasNotes
 		default:
 			continue

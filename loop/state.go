@@ -404,9 +404,15 @@ func (s *State) Apply(env events.Envelope) error {
 			s.BusyQueued = true
 		}
 	case *events.SteerReceived:
+		if e.ExternalID != "" {
+			if s.External == nil {
+				s.External = map[string]string{}
+			}
+			s.External[e.ExternalID] = env.ID
+		}
 		s.tell(e.TurnNotes)
 		s.tellCanvas(e.CanvasNotes)
-		p := pending(env, e.TurnNotes, "", e.Text)
+		p := pending(env, e.TurnNotes, e.Prompt, e.Text)
 		if d := e.Team; d != nil {
 			p = teamPending(env, e.TurnNotes, d)
 			s.MailSeen = max(s.MailSeen, d.Through)

@@ -57,6 +57,10 @@ type Inbound struct {
 	// Workspace is the folder an agent's attachments must be in; nil (or
 	// "") takes no attachments.
 	Workspace func(agent string) string
+	// KitCommand reports whether text invokes one of the agent's kit
+	// commands ("/tongket …"): one sent while a turn runs is taken in at
+	// the next tool boundary, as /steer is (R-IN-3). nil: none is.
+	KitCommand func(agent, text string) bool
 }
 
 // Message is one inbound message.
@@ -222,7 +226,11 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		}
 		if isSteer && st.OpenRun != "" {
 			acc.Steer = true
-			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: steer}), nil
+			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: steer, ExternalID: m.ExternalID}), nil
+		}
+		if !isSteer && st.OpenRun != "" && len(m.Attachments) == 0 && in.KitCommand != nil && in.KitCommand(owner, text) {
+			acc.Steer = true
+			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: text, ExternalID: m.ExternalID}), nil
 		}
 		if isSteer {
 			// Nothing is running to steer: the words are an ordinary message.

@@ -30,7 +30,9 @@ func Opener(homeDir string, agents func(id string) (loop.Agent, bool), latest La
 		if !ok {
 			return out
 		}
-		if !o.Steer {
+		// A steer's words may be a kit command too (R-IN-3: one sent while
+		// a turn runs is taken in at its next tool boundary).
+		if strings.HasPrefix(strings.TrimSpace(o.Text), "/") {
 			cmds, err := kit.Commands(homeDir, a.Dir)
 			if err != nil {
 				logger.Warn("kit commands not read", "agent", o.Agent, "err", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"go.etcd.io/bbolt"
 )
@@ -85,6 +86,15 @@ func start(ctx context.Context, a *App) (*running, error) {
 		Autonomous:  func(id string) bool { a, _ := w.Crew.Agent(id); return a.Autonomous },
 		Workspace:   func(id string) string { a, _ := w.Crew.Agent(id); return a.Workspace },
 		ApprovalTTL: func(id, channel string) int { return w.Crew.get().home.ApprovalTTL(id, channel) },
+		KitCommand: func(id, text string) bool {
+			ag, ok := w.Crew.Agent(id)
+			if !ok {
+				return false
+			}
+			cmds, _ := kit.Commands(a.Dir, ag.Dir) // a file that does not load is named where the opener reads them
+			_, _, ok = kit.Expand(cmds, text)
+			return ok
+		},
 	}
 	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
 	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
