@@ -6,7 +6,8 @@
 // init (pid 1) of new mount, PID and network namespaces — directly as root, else
 // inside a user namespace. That init makes mounts private, covers the home
 // with an empty read-only tmpfs and puts back only what View lists (see
-// HomeView: the agent's own folder and the shared kits), replaces /dev with
+// HomeView: the agent's own folder and the shared kits), covers the host's
+// pathname Unix sockets (sockets_linux.go), replaces /dev with
 // a few harmless devices, mounts a fresh /proc (the server's processes and
 // their environment are out of sight) and starts the shell in a further
 // user and mount namespace, where every one of those mounts is locked: the

@@ -23,11 +23,11 @@ import (
 //
 // Stage 1 is the binary itself re-executed (argv[0] stage1Name). As pid 1 of
 // the new PID namespace it mounts a fresh /proc, a minimal /dev and the view
-// of the home, waits for the shell, reports its status on fd 3 and exits;
-// the kernel then kills whatever is left in the namespace. Stage 2 runs in a
-// further user and mount namespace, so every mount stage 1 made is locked
-// (mount_namespaces(7)): the command cannot unmount the cover over the home
-// or over the host's /proc, even as root. Stage 2 applies the sandbox
+// of the home (the host's sockets covered), waits for the shell, reports its
+// status on fd 3 and exits; the kernel then kills whatever is left in the
+// namespace. Stage 2 runs in a further user and mount namespace, so every
+// mount stage 1 made is locked (mount_namespaces(7)): the command cannot
+// unmount the cover over the home or over the host's /proc, even as root. Stage 2 applies the sandbox
 // (no_new_privs, Landlock, the seccomp filter) to itself and executes the
 // shell.
 const (
@@ -42,6 +42,10 @@ type stageConfig struct {
 	Exec   []string `json:"exec,omitempty"` // a program instead of /bin/sh -c Script
 	Dir    string   `json:"dir"`
 	View   *View    `json:"view,omitempty"`
+	// Cover and Plug are the host's sockets to hide (see hostSockets):
+	// directories to cover whole, single sockets to plug.
+	Cover  []string `json:"cover,omitempty"`
+	Plug   []string `json:"plug,omitempty"`
 	NewNet bool     `json:"new_net,omitempty"` // bring loopback up in the fresh network namespace
 	// Proxy: listen on ProxyAddr and hand the listener back on proxyFD.
 	Proxy bool `json:"proxy,omitempty"`
@@ -158,7 +162,8 @@ func stage1(arg string) {
 }
 
 // isolate sets up stage 1's namespaces: loopback and the proxy's
-// listener, the mount view, /dev and a fresh /proc.
+// listener, the mount view (the host's sockets covered, the home hidden),
+// /dev and a fresh /proc.
 func isolate(c stageConfig) error {
 	if c.NewNet {
 		if err := loopbackUp(); err != nil {
@@ -172,6 +177,9 @@ func isolate(c stageConfig) error {
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := hideSockets(c.Cover, c.Plug); err != nil {
+		return fmt.Errorf("hide the host's sockets: %w", err)
 	}
 	if c.View != nil {
 		if err := mountView(*c.View); err != nil {

@@ -25,7 +25,7 @@ func protections(f facility) []Protection {
 		ps = append(ps, Protection{"mount namespace", false, no}, Protection{"PID namespace", false, no})
 	} else {
 		ps = append(ps,
-			Protection{"mount namespace", true, fmt.Sprintf("yes, %s: the home is hidden except the agent's own folder and the shared skills/ and .agents/; a minimal /dev", f.ns)},
+			Protection{"mount namespace", true, fmt.Sprintf("yes, %s: the home is hidden except the agent's own folder and the shared skills/ and .agents/; the host's Unix sockets (X server, D-Bus, /run/user, each one bound) are covered; a minimal /dev", f.ns)},
 			Protection{"PID namespace", true, "yes: a fresh /proc; the server's processes and their environment are out of sight; the command dies with the server"})
 	}
 	ll := Protection{Name: "Landlock"}

@@ -168,11 +168,21 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 			cfg.BlockUnix = false
 		}
 	}
+	keep := append([]string{dir}, cfg.Writable...)
+	if c.View != nil {
+		keep = append(keep, c.View.Home)
+	}
+	if len(c.Exec) > 0 {
+		keep = append(keep, c.Exec[0])
+	}
+	var err error
+	if cfg.Cover, cfg.Plug, err = hostSockets(keep); err != nil {
+		return Output{}, err
+	}
 	// With network, the only way out is the proxy the caller serves on a
 	// listener stage 1 opens inside the namespace (see ProxyAddr).
 	var proxyMine, proxyTheirs *os.File
 	if networked {
-		var err error
 		if proxyMine, proxyTheirs, err = proxySocket(); err != nil {
 			return Output{}, err
 		}
