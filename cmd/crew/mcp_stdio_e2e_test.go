@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,5 +150,27 @@ func TestMCPStdioServersEndToEnd(t *testing.T) {
 	}
 	if len(processesWith("CREW_TEST_MARKER="+marker)) == 0 {
 		t.Errorf("server-everything was not started again")
+	}
+
+	// The restart as the running server and doctor show it.
+	var states struct {
+		Servers []struct {
+			Name, Transport, State string
+			LastEnded              string `json:"last_ended"`
+			Restarts, Tools        int
+		} `json:"servers"`
+	}
+	getJSON(t, s.url+"/api/mcp", &states)
+	byName := map[string]int{}
+	for i, st := range states.Servers {
+		byName[st.Name] = i
+	}
+	if ev := states.Servers[byName["everything"]]; len(states.Servers) != 2 || ev.State != "running" || ev.Restarts != 1 || !strings.Contains(ev.LastEnded, "signal") || ev.Tools == 0 {
+		t.Errorf("GET /api/mcp = %+v, want everything running, restarted once after a signal", states.Servers)
+	}
+	out, _, _ = crew(t, home, "doctor")
+	if !strings.Contains(out, "MCP servers (as the running crew serve has them):") || !regexp.MustCompile(`  everything \(stdio node [^\n]*\): running, \d+ tools, restarted once \(last process: ended by signal`).MatchString(out) ||
+		!strings.Contains(out, "  files (stdio node ") {
+		t.Errorf("doctor beside the running server:\n%s", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/mcp"
 )
 
 // Client asks a running server for what the CLI would otherwise read from
@@ -104,6 +105,15 @@ func (c Client) RecordedRun(ctx context.Context, runID string) (string, []events
 		return sc.Err()
 	})
 	return run.Agent, envs, err
+}
+
+// MCP is GET /api/mcp: the running server's MCP servers as it has them.
+func (c Client) MCP(ctx context.Context) ([]mcp.State, error) {
+	var body struct {
+		Servers []mcp.State `json:"servers"`
+	}
+	err := c.get(ctx, "/api/mcp", func(r io.Reader) error { return json.NewDecoder(r).Decode(&body) })
+	return body.Servers, err
 }
 
 // Health is /healthz: the server's status and its projections.

@@ -21,6 +21,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/projections/search"
+	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -99,6 +100,9 @@ type Config struct {
 	// Search serves GET /api/search and /search (the recall index); nil
 	// leaves them out.
 	Search *search.Index
+	// MCP lists the MCP servers' states for GET /api/mcp (never reaching
+	// them); nil leaves it out.
+	MCP func() []mcp.State
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -148,6 +152,15 @@ func (s *server) routes() *router {
 		mux.HandleFunc("POST /api/questions/{id}", s.answer)
 	}
 	mux.HandleFunc("GET /api/stream", s.stream)
+	if cfg.MCP != nil {
+		mux.HandleFunc("GET /api/mcp", func(w http.ResponseWriter, r *http.Request) {
+			servers := cfg.MCP()
+			if servers == nil {
+				servers = []mcp.State{}
+			}
+			s.reply(w, r, map[string]any{"servers": servers}, nil)
+		})
+	}
 	if cfg.Teams != nil {
 		s.routesTeams(mux)
 	}

@@ -300,8 +300,60 @@ type server struct {
 	timer    *time.Timer
 	closed   bool
 	// stdio
-	proc     *proc // the last process started
-	restarts int
+	lastEnd  string // how the process before the running one ended
+	proc     *proc  // the last process started
+	restarts int    // since it last stayed up (the backoff's count)
+	total    int    // restarts since the crew started
+}
+
+// State is what the running crew says of one server without reaching it
+// (GET /api/mcp, crew doctor beside a running server).
+type State struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"` // "stdio" or "streamable HTTP"
+	Where     string `json:"where"`     // the URL or the command, redacted
+	// State: "not started" (never used), "running" (a session is open),
+	// "idle" (listed before, no session now), "down" (the last connect,
+	// listing or call failed: Error says why).
+	State    string `json:"state"`
+	Tools    int    `json:"tools"`    // in its last good listing
+	Restarts int    `json:"restarts"` // stdio: restarts since the crew started
+	// LastEnded is how its last process ended (stdio; "" while the first
+	// one runs).
+	LastEnded string `json:"last_ended,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// States is every declared server's state, without connecting to any.
+func (p *Pool) States() []State {
+	var out []State
+	for _, name := range p.Names() {
+		s := p.server(name)
+		st := State{Name: name, Transport: s.cfg.Transport(), Where: s.cfg.Where(), State: "not started"}
+		s.mu.Lock()
+		st.Tools, st.Restarts = len(s.list), s.total
+		if s.proc != nil {
+			select {
+			case <-s.proc.done:
+				st.LastEnded = s.proc.end
+			default:
+			}
+		}
+		switch {
+		case s.err != nil:
+			st.State, st.Error = "down", events.Secrets().String(s.err.Error())
+		case s.cs != nil:
+			st.State = "running"
+		case s.listed:
+			st.State = "idle"
+		}
+		if st.LastEnded == "" && s.proc != nil && s.total > 0 {
+			st.LastEnded = s.lastEnd
+		}
+		s.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
 }
 
 func (s *server) restartCount() int {

@@ -100,6 +100,8 @@ func (s *server) startLocked() (sdk.Transport, error) {
 			return nil, fmt.Errorf("it ended (%s) and is started again in %s", reason, (wait - now.Sub(p.endedAt)).Round(100*time.Millisecond))
 		}
 		s.restarts++
+		s.total++
+		s.lastEnd = reason
 	}
 	if err := os.MkdirAll(st.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)

@@ -126,6 +126,7 @@ func (a *App) Web(base web.Config) web.Config {
 	c.Teams = a.Teams
 	c.Forks = a.Forker()
 	c.Search = a.Search
+	c.MCP = a.pool.States
 	if c.Logger == nil {
 		c.Logger = a.log.With("component", "web")
 	}

@@ -253,12 +253,48 @@ func CrewVersion() string {
 }
 
 // MCPReport is what crew doctor says of each MCP server of config.yaml:
-// whether it answers, how many tools it offers and which the owner made
-// read-only.
+// as the running server has them (state, tools, restarts, how the last
+// process ended) when one runs, else whether each answers, how many tools
+// it offers and which the owner made read-only.
 func (h *Home) MCPReport(ctx context.Context, getenv func(string) string) []string {
 	servers, problems := h.MCPServers(getenv)
 	if len(servers) == 0 && len(problems) == 0 {
 		return []string{"MCP servers: none declared (config.yaml mcp_servers)"}
+	}
+	if c, err := h.ServerClient(h.Dir, getenv); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		states, err := c.MCP(ctx)
+		cancel()
+		if err == nil {
+			lines := []string{"MCP servers (as the running crew serve has them):"}
+			for _, st := range states {
+				l := fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.State)
+				if st.Error != "" {
+					l += ": " + st.Error
+				}
+				if st.State != "not started" {
+					l += fmt.Sprintf(", %d tools", st.Tools)
+				}
+				if st.Transport == "stdio" {
+					switch st.Restarts {
+					case 0:
+						l += ", never restarted"
+					case 1:
+						l += ", restarted once"
+					default:
+						l += fmt.Sprintf(", restarted %d times", st.Restarts)
+					}
+					if st.LastEnded != "" {
+						l += " (last process: " + st.LastEnded + ")"
+					}
+				}
+				lines = append(lines, l)
+			}
+			for _, p := range problems {
+				lines = append(lines, "  "+p)
+			}
+			return lines
+		}
 	}
 	lines := []string{"MCP servers:"}
 	pool := mcp.NewPool(CrewVersion(), servers, nil)
