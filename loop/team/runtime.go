@@ -371,9 +371,13 @@ func (r *Runtime) report(ctx context.Context, t *Team, m Member, v memberView) e
 		}
 		var evs []events.Event
 		result, task := end.Text, ""
-		// The task it completed since its last report, if any.
+		// The tasks it completed since its last report, each with its
+		// result; the run's final reply goes with the last.
 		for _, id := range b.Order {
 			if tk := b.Tasks[id]; tk.Owner == m.Name && tk.Status == events.TaskDone && !reportedTask(mb, m.Name, id) {
+				if task != "" {
+					evs = append(evs, &events.MailSent{From: m.Name, To: Lead, Type: events.MailResult, Content: strings.TrimSpace(b.Tasks[task].Result), TaskID: task, Run: v.lastRun})
+				}
 				task = id
 				result = strings.TrimSpace(cmp.Or(tk.Result, end.Text))
 				if end.Text != "" && end.Text != tk.Result {
