@@ -91,7 +91,10 @@ var samples = map[string][]events.Event{
 		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionDenied},
 		&events.ApprovalDecided{ApprovalID: "a1", Decision: events.DecisionExpired, Channel: "sweep"},
 	},
-	events.TypeRouteFallback: {&events.RouteFallback{RunID: "r1", Step: 1, From: "openrouter:a/b", To: "ollama:qwen3:8b", Error: "503 overloaded"}},
+	events.TypeRouteFallback: {
+		&events.RouteFallback{RunID: "r1", Step: 1, From: "openrouter:a/b", To: "ollama:qwen3:8b", Error: "503 overloaded"},
+		&events.RouteFallback{RunID: "r1", Step: 2, From: "openrouter:a/b", To: "openrouter:v/see", Reason: events.FallbackVision},
+	},
 	events.TypeEscalated: {
 		&events.Escalated{RunID: "r1", Step: 7, Reason: "loop", Route: "openrouter:big/model"},
 		&events.Escalated{RunID: "r1", Step: 2, Reason: "error", Route: "openrouter:big/model", Error: "every route failed"},

@@ -468,19 +468,33 @@ type ApprovalDecided struct {
 func (*ApprovalDecided) EventType() string { return TypeApprovalDecided }
 func (*ApprovalDecided) EventVersion() int { return 1 }
 
-// RouteFallback: a model call failed on one route and moves to the next.
+// RouteFallback: a model call moves from one route to another. Reason
+// "" (or FallbackError): it failed on From; FallbackVision: its request
+// carries an image and From cannot see, so this one call goes to the
+// agent's first vision route (Error empty), and the next call without an
+// image goes back.
 type RouteFallback struct {
-	RunID string `json:"run_id"`
-	Step  int    `json:"step"`
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Error string `json:"error"`
+	RunID  string `json:"run_id"`
+	Step   int    `json:"step"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"`
 	// Text is what the failed reply had written before it broke off (the
 	// owner saw it stream): kept, marked Interrupted, never re-asked
 	// silently (R-LOOP-7).
 	Text        string `json:"text,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 }
+
+// Why a route_fallback moved (RouteFallback.Reason).
+const (
+	FallbackError  = "error"
+	FallbackVision = "vision"
+)
+
+// Vision: the call moved to a route that can see, not away from a failure.
+func (e *RouteFallback) Vision() bool { return e.Reason == FallbackVision }
 
 func (*RouteFallback) EventType() string { return TypeRouteFallback }
 func (*RouteFallback) EventVersion() int { return 1 }

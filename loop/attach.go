@@ -1,12 +1,14 @@
 package loop
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools"
 	crewimage "github.com/my-agent-crew/crew/tools/image"
 	"github.com/tmc/langchaingo/llms"
@@ -62,7 +64,7 @@ func (t *Turn) withAttachments(msgs []llms.MessageContent, view []viewed, runFro
 			case v.at < runFrom:
 				notes = append(notes, fmt.Sprintf("%s was attached earlier (in your workspace)", f))
 			case !vision:
-				notes = append(notes, fmt.Sprintf("%s is attached, but this model cannot see images%s", f, t.imageReadHint()))
+				notes = append(notes, fmt.Sprintf("%s is attached, but %s", f, t.blind()))
 			default:
 				url, err := t.attachmentURL(f)
 				if err != nil {
@@ -83,11 +85,41 @@ func (t *Turn) withAttachments(msgs []llms.MessageContent, view []viewed, runFro
 	return out
 }
 
-func (t *Turn) imageReadHint() string {
-	if slices.Contains(t.agent.Tools, ImageReadTool) && len(t.agent.VisionRoutes) > 0 {
-		return ": call image_read with this path to have it described"
+// blind says why a request carries no image: no model of the agent can
+// see (no vision_routes), or its vision routes failed this call.
+func (t *Turn) blind() string {
+	switch {
+	case len(t.agent.VisionRoutes) == 0:
+		return "this agent cannot see images: its model cannot, and its agent.yaml sets no vision_routes. Tell the owner so plainly; do not guess what the image shows"
+	case slices.Contains(t.agent.Tools, ImageReadTool):
+		return "this model cannot see images: call image_read with this path to have it described"
 	}
-	return ""
+	return "this model cannot see images"
+}
+
+// seeing is the step's routes (R-LLM-3, issue 29 item 5): when its request
+// carries an image (an owner's photo of the open run, a newest tool
+// result's image) and the first route cannot see, this call goes to the
+// agent's vision_routes first — recorded as a route_fallback with reason
+// vision — and then, should they all fail, to the routes it had (the
+// image named instead). Nothing is kept: the next call without an image
+// starts on the agent's routes again.
+func (c *stepCall) seeing(ctx context.Context, routes []string) ([]string, error) {
+	t := c.t
+	if len(t.agent.VisionRoutes) == 0 || t.sees(routes[0]) || c.imageCount(c.view()) == 0 {
+		return routes, nil
+	}
+	to := t.agent.VisionRoutes[0]
+	if err := t.emit(ctx, &events.RouteFallback{RunID: c.s.openRun, Step: c.step, From: routes[0], To: to, Reason: events.FallbackVision}); err != nil {
+		return nil, err
+	}
+	out := slices.Clone(t.agent.VisionRoutes)
+	for _, r := range routes {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // attachmentURL is a workspace image, prepared, as a data URL. Prepared

@@ -182,7 +182,11 @@ func (c *stepCall) history(ctx context.Context, route string) ([]llms.MessageCon
 	view := messagesOf(vs)
 	vision := c.t.sees(route)
 	msgs := c.t.withAttachments(toLLM(c.system, view), vs, c.s.runFrom, vision)
-	return withToolImages(msgs, view, c.t.deps.HomeDir, vision), nil
+	blind := ""
+	if !vision {
+		blind = c.t.blind()
+	}
+	return withToolImages(msgs, view, c.t.deps.HomeDir, blind), nil
 }
 
 // view is the history as the model reads it: canvas notes placed, then
@@ -210,6 +214,12 @@ func (c *stepCall) images(vs []viewed, route string) int {
 	if !c.t.sees(route) {
 		return 0
 	}
+	return c.imageCount(vs)
+}
+
+// imageCount is how many image parts a request built from vs carries on a
+// route that can see.
+func (c *stepCall) imageCount(vs []viewed) int {
 	n := 0
 	for _, v := range vs {
 		if v.Role == RoleUser && !v.cut && v.at >= c.s.runFrom {

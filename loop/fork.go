@@ -151,7 +151,9 @@ func requestStep(e events.Event) (int, bool) {
 	case *events.ModelRetried:
 		return e.Step, e.Step > 0
 	case *events.RouteFallback:
-		return e.Step, e.Step > 0
+		// A vision move comes before the step's compaction: the request
+		// is made after it.
+		return e.Step, e.Step > 0 && !e.Vision()
 	}
 	return 0, false
 }

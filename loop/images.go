@@ -33,8 +33,9 @@ const imageLine = "[Images returned by tool calls — inserted by the harness, n
 
 // withToolImages returns msgs (toLLM of hist) with the images of the
 // newest tool results — those after the last assistant message — in a
-// user message right after them.
-func withToolImages(msgs []llms.MessageContent, hist []Message, home string, vision bool) []llms.MessageContent {
+// user message right after them; blind (why this route is shown none) ""
+// when the route can see.
+func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind string) []llms.MessageContent {
 	last := -1 // the last tool message of the trailing group
 	var group []Message
 	for i := len(hist) - 1; i >= 0 && hist[i].Role != RoleAssistant; i-- {
@@ -51,8 +52,8 @@ func withToolImages(msgs []llms.MessageContent, hist []Message, home string, vis
 		for _, p := range imagesOf(m.Parts) {
 			what := fmt.Sprintf("%s (call %s)", m.Tool, m.ToolCallID)
 			switch {
-			case !vision:
-				notes = append(notes, what+": not shown, this model cannot see images")
+			case blind != "":
+				notes = append(notes, what+": not shown, "+blind)
 			case len(parts) >= maxStepImages:
 				notes = append(notes, what+": left out, too many images in one step")
 			default:

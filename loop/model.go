@@ -53,6 +53,9 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
 	c := &stepCall{t: t, s: s, step: step, system: system, record: record, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
+	if routes, err = c.seeing(ctx, routes); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	ctx = budget.WithCharge(ctx, t.charge(s, s.openRun, step, cmp.Or(purpose, events.PurposeTurn)))
 	for i, route := range routes {

@@ -136,7 +136,9 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		case *events.QuestionAsked:
 			ids = append(ids, e.QuestionID)
 		case *events.RouteFallback:
-			attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
+			if !e.Vision() { // a vision move made no call on From
+				attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
+			}
 		case *events.ModelCalled:
 			if e.InTurn() || e.Purpose == events.PurposeCompaction || e.Purpose == events.PurposeVision {
 				attempts[e.Route] = append(attempts[e.Route], attempt{reply: e})
@@ -289,7 +291,9 @@ func recordedRoutes(outputs []events.Envelope) (routes []string, escalation stri
 			escalation = e.Route
 		case *events.RouteFallback:
 			add(e.From)
-			add(e.To)
+			if !e.Vision() { // a vision route is the agent's vision_routes', not one of its routes
+				add(e.To)
+			}
 		case *events.ModelCalled:
 			if e.InTurn() {
 				add(e.Route)

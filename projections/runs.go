@@ -124,10 +124,11 @@ type Step struct {
 
 // Fallback is one route_fallback line.
 type Fallback struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Error string `json:"error"`
-	Text  string `json:"text,omitempty"` // shown before the failure: interrupted
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"` // vision: the call carried an image From cannot see
+	Text   string `json:"text,omitempty"`   // shown before the failure: interrupted
 }
 
 // Retry is one model_retried line.
@@ -360,7 +361,7 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		}
 	case *events.RouteFallback:
 		st := r.step(e.Step)
-		st.Fallbacks = append(st.Fallbacks, Fallback{From: e.From, To: e.To, Error: truncate(e.Error, modelTextRunes), Text: truncate(e.Text, modelTextRunes)})
+		st.Fallbacks = append(st.Fallbacks, Fallback{From: e.From, To: e.To, Reason: e.Reason, Error: truncate(e.Error, modelTextRunes), Text: truncate(e.Text, modelTextRunes)})
 	case *events.ModelRetried:
 		st := r.step(e.Step)
 		st.Retries = append(st.Retries, Retry{Route: e.Route, Reason: e.Reason, Attempt: e.Attempt, WaitMS: e.WaitMS, MaxTokens: e.MaxTokens,

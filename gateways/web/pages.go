@@ -97,7 +97,9 @@ func (p *Pages) failingRoute(c projections.Conversation) string {
 	}
 	last := r.Steps[len(r.Steps)-1]
 	for _, f := range last.Fallbacks {
-		return fmt.Sprintf("Route %s is failing (%s); answers come from the next route.", f.From, f.Error)
+		if f.Reason != events.FallbackVision {
+			return fmt.Sprintf("Route %s is failing (%s); answers come from the next route.", f.From, f.Error)
+		}
 	}
 	if r.Status == events.RunFailed && r.Reason == "model_error" {
 		return "In the last run (" + c.ID + "): " + loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
@@ -556,6 +558,9 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 		}
 		for _, f := range s.Fallbacks {
 			line := fmt.Sprintf("route_fallback: %s failed (%s), trying %s", f.From, f.Error, f.To)
+			if f.Reason == events.FallbackVision {
+				line = fmt.Sprintf("route_fallback (vision): the request carries an image %s cannot see; this call went to %s", f.From, f.To)
+			}
 			if f.Text != "" {
 				line += fmt.Sprintf("; what it had written was kept, interrupted: %q", f.Text)
 			}
