@@ -25,6 +25,10 @@ var samples = map[string][]events.Event{
 	events.TypeJobFired: {
 		&events.JobFired{Agent: "pong", Due: time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC), Conversation: "job-morning-20261201", Origin: events.OriginProfile},
 		&events.JobFired{Agent: "ledger", Due: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), Manual: true, Origin: events.OriginProfile},
+		&events.JobFired{Agent: "chef", Due: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), Conversation: "job-eggs-202612010200-r2", Origin: events.OriginChat, Attempt: 2},
+	},
+	events.TypeJobRetryScheduled: {
+		&events.JobRetryScheduled{Attempt: 2, RetryAt: time.Date(2026, 12, 1, 2, 0, 10, 0, time.UTC), Error: "failed: model unavailable"},
 	},
 	events.TypeJobCompleted: {
 		&events.JobCompleted{Status: events.JobOK, NextRun: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)},

@@ -28,6 +28,7 @@ const (
 	TypeJobFired               = "job_fired"
 	TypeJobCompleted           = "job_completed"
 	TypeJobCancelled           = "job_cancelled"
+	TypeJobRetryScheduled      = "job_retry_scheduled"
 	TypeTelegramOffset         = "telegram_offset_advanced"
 	TypeMCPServerRestarted     = "mcp_server_restarted"
 	TypeConversationSummarized = "conversation_summarized"
@@ -60,6 +61,7 @@ func init() {
 	register[JobFired]()
 	register[JobCompleted]()
 	register[JobCancelled]()
+	register[JobRetryScheduled]()
 	register[TelegramOffsetAdvanced]()
 	register[MCPServerRestarted]()
 	register[ConversationSummarized]()
@@ -549,6 +551,9 @@ type JobFired struct {
 	Conversation string    `json:"conversation,omitempty"` // empty for a script job that opened no turn
 	Manual       bool      `json:"manual,omitempty"`
 	Origin       string    `json:"origin"`
+	// Attempt numbers a one-shot's retry (2, 3, 4: after a
+	// job_retry_scheduled); 0 is the first firing.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 func (*JobFired) EventType() string { return TypeJobFired }
@@ -571,6 +576,19 @@ type JobCompleted struct {
 
 func (*JobCompleted) EventType() string { return TypeJobCompleted }
 func (*JobCompleted) EventVersion() int { return 1 }
+
+// JobRetryScheduled: a one-shot job's firing failed and the job fires
+// again at RetryAt, as attempt Attempt (R-JOB, at least once). Stored in
+// one batch with the failed firing's JobCompleted, so the retry survives a
+// restart; after the last attempt fails no retry is scheduled.
+type JobRetryScheduled struct {
+	Attempt int       `json:"attempt"` // the attempt that will run: 2, 3, 4
+	RetryAt time.Time `json:"retry_at"`
+	Error   string    `json:"error,omitempty"` // the failure retried
+}
+
+func (*JobRetryScheduled) EventType() string { return TypeJobRetryScheduled }
+func (*JobRetryScheduled) EventVersion() int { return 1 }
 
 // JobCancelled stops a chat-origin job (profile jobs change in agent.yaml).
 type JobCancelled struct {

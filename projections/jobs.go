@@ -14,6 +14,7 @@ const (
 	JobIdle      = "idle"      // scheduled, not firing
 	JobRunning   = "running"   // fired, not completed
 	JobCancelled = "cancelled" // stopped by JobCancelled
+	JobRetrying  = "retrying"  // a one-shot's firing failed; it fires again at RetryAt
 )
 
 // outputRunes bounds the stored output of a job's last firing.
@@ -53,7 +54,13 @@ type Job struct {
 	NextRun          *time.Time `json:"next_run,omitempty"`
 	// Enabled: the job runs (a schedule not written enabled: false, a chat
 	// job not cancelled); set by the API's list, not stored.
-	Enabled      bool       `json:"enabled"`
+	Enabled bool `json:"enabled"`
+	// LastAttempt is the last firing's attempt (1 the first; a one-shot
+	// retried counts up to 4); RetryAt and RetryAttempt the retry pending
+	// after a failure (nil, 0: none).
+	LastAttempt  int        `json:"last_attempt,omitempty"`
+	RetryAt      *time.Time `json:"retry_at,omitempty"`
+	RetryAttempt int        `json:"retry_attempt,omitempty"`
 	Runs         int        `json:"runs"`     // firings
 	Failures     int        `json:"failures"` // completions with status failed
 	Cancelled    *time.Time `json:"cancelled,omitempty"`
@@ -109,6 +116,7 @@ func (Jobs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			j.Origin = e.Origin
 		}
 		j.LastStatus, j.LastOutput, j.LastError, j.LastCompleted = "", "", "", nil
+		j.LastAttempt, j.RetryAt, j.RetryAttempt = max(e.Attempt, 1), nil, 0
 		j.Runs++
 		if j.Cancelled == nil {
 			j.Status = JobRunning
@@ -127,8 +135,15 @@ func (Jobs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if j.Cancelled == nil {
 			j.Status = JobIdle
 		}
+	case *events.JobRetryScheduled:
+		at := e.RetryAt
+		j.RetryAt, j.RetryAttempt = &at, e.Attempt
+		if j.Cancelled == nil {
+			j.Status = JobRetrying
+		}
 	case *events.JobCancelled:
 		j.Cancelled, j.CancelReason, j.Status, j.NextRun = &t, e.Reason, JobCancelled, nil
+		j.RetryAt, j.RetryAttempt = nil, 0
 	default:
 		return nil
 	}

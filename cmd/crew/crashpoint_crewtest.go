@@ -5,7 +5,9 @@ package main
 import (
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
@@ -37,5 +39,21 @@ func init() {
 				select {} // the signal is on its way
 			}
 		}
+	}
+}
+
+// With CREW_TEST_JOB_RETRY_DELAYS=100ms,200ms,300ms a failed one-shot job
+// is retried after those waits instead of 10 s, 30 s and 90 s.
+func init() {
+	v := os.Getenv(jobRetryDelaysEnv)
+	if v == "" {
+		return
+	}
+	for item := range strings.SplitSeq(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(item))
+		if err != nil || d <= 0 {
+			panic(jobRetryDelaysEnv + ": " + item + ": want durations such as 100ms")
+		}
+		jobRetryDelays = append(jobRetryDelays, d)
 	}
 }

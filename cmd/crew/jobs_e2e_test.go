@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events/eventstest"
 )
@@ -167,5 +168,75 @@ func TestScheduleCreateAlwaysAsksThenRuns(t *testing.T) {
 		getJSON(t, s.url+"/api/jobs", &jobs)
 		return jobByID(jobs, "master-standup")["cancelled"] != nil
 	})
+	s.stop(t)
+}
+
+// R-JOB, issue 28, through crew serve: a one-shot job created with
+// schedule_create whose run fails twice is retried (after the test
+// build's CREW_TEST_JOB_RETRY_DELAYS, 10 s, 30 s and 90 s otherwise) and
+// its third run completes it. A restart of crew serve while the first
+// retry waits keeps it (the retry is a job_retry_scheduled event);
+// /api/jobs and the jobs page show the pending retry and its time.
+func TestOneShotJobFailsTwiceThenSucceedsThroughServe(t *testing.T) {
+	home := initHome(t)
+	at := time.Now().Add(6 * time.Second).UTC().Format(time.RFC3339)
+	first := writeScript(t, `
+- tool_calls:
+    - name: schedule_create
+      arguments: {name: eggs, at: "`+at+`", prompt: "Remind me to buy eggs"}
+- text: "I will remind you."
+- error: 400
+`)
+	const delays = "CREW_TEST_JOB_RETRY_DELAYS=3s,3s,3s"
+	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+first, delays)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "remind me to buy eggs in a few seconds"})
+	id := acc["conversation_id"].(string)
+	c := waitConv(t, s.url, id, "awaiting approval", func(c convView) bool { return c.Status == "awaiting_approval" })
+	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
+	var jobs []map[string]any
+	eventstest.EventuallyWithin(t, 60*time.Second, "the first run to fail and a retry to wait", func() bool {
+		jobs = nil // Unmarshal would merge into the maps of the last answer
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		j := jobByID(jobs, "master-eggs")
+		return j != nil && j["status"] == "retrying" && j["retry_attempt"] == 2.0 && j["retry_at"] != nil
+	})
+	if j := jobByID(jobs, "master-eggs"); j["last_status"] != "failed" || j["runs"] != 1.0 || j["failures"] != 1.0 {
+		t.Fatalf("after the first failure: %v", j)
+	}
+	resp, err := http.Get(s.url + "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `data-testid="job-retry"`) || !strings.Contains(string(page), "attempt 2 at") {
+		t.Errorf("the jobs page does not show the pending retry")
+	}
+	s.stop(t)
+
+	// A new process, a new script (its replies start from the first): the
+	// second run fails, the third succeeds.
+	second := writeScript(t, `
+- error: 400
+- text: "Buy eggs!"
+`)
+	s = startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+second, delays)
+	eventstest.EventuallyWithin(t, 60*time.Second, "the job to complete on its third run", func() bool {
+		jobs = nil // Unmarshal would merge into the maps of the last answer
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		j := jobByID(jobs, "master-eggs")
+		return j != nil && j["last_status"] == "ok"
+	})
+	j := jobByID(jobs, "master-eggs")
+	if j["runs"] != 3.0 || j["failures"] != 2.0 || j["last_attempt"] != 3.0 || j["retry_at"] != nil || j["status"] != "idle" {
+		t.Errorf("after the third run: %v; want 3 runs, 2 failed, attempt 3, no retry", j)
+	}
+	conv, _ := j["last_conversation"].(string)
+	if !strings.HasSuffix(conv, "-r3") {
+		t.Errorf("the third run's conversation %q, want its own (-r3)", conv)
+	}
+	if c := waitConv(t, s.url, conv, "answered", settled); c.History[len(c.History)-1].Text != "Buy eggs!" {
+		t.Errorf("the third run answered %+v", c.History[len(c.History)-1])
+	}
 	s.stop(t)
 }

@@ -129,5 +129,6 @@ func announce(ctx context.Context, env *cliEnv, a *app.App, url string, took tim
 func options(env *cliEnv, as string, o app.Options) app.Options {
 	o.As, o.Getenv = as, env.getenv
 	o.Projections, o.ConversationLog, o.TelegramCheckpoint = servedProjections, conversationLog, telegramCheckpoint
+	o.JobRetryDelays = jobRetryDelays
 	return o
 }

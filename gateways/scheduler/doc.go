@@ -26,4 +26,10 @@
 //     once per missed tick. A profile job that never fired is not caught
 //     up (nothing says when it was added); a chat job is caught up from its
 //     JobScheduled. A one-shot whose time passed fires once at start.
+//   - Retries: a one-shot's firing that failed (run failed or cut by
+//     crashes, delivery or script error) stores JobRetryScheduled with its
+//     JobCompleted and fires again after Config.RetryDelays (10, 30, 90 s)
+//     on conversation <first>-r<attempt>; at start a stored retry is armed
+//     again (at once if its time passed). Not retried: a stopped run, a
+//     run halted on a rule, a script or consolidation cut by a restart.
 package scheduler

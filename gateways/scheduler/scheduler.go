@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +70,15 @@ type Config struct {
 	// Periodic are other sweeps on the same scheduler, such as the
 	// approval expiry sweep (R-GATE-3).
 	Periodic []Periodic
+	// RetryDelays are the waits before a failed one-shot job fires again,
+	// one per retry (nil: DefaultRetryDelays). Only tests shorten them
+	// (the crewtest build's CREW_TEST_JOB_RETRY_DELAYS).
+	RetryDelays []time.Duration
 }
+
+// DefaultRetryDelays: a one-shot job whose firing failed fires again after
+// 10 s, 30 s and 90 s; the fourth failure is final (R-JOB, at least once).
+var DefaultRetryDelays = []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second}
 
 // Periodic is a task run every Every, its first run one period after start.
 type Periodic struct {
@@ -111,6 +120,12 @@ type entry struct {
 	openID    string // id of the JobFired event
 	scriptOut string
 	gj        gocron.Job
+	// attempt is the open (or last) firing's attempt, 1 for the first;
+	// retryAttempt the attempt a pending retry will run (0: none), due
+	// at retryAt.
+	attempt      int
+	retryAttempt int
+	retryAt      time.Time
 }
 
 const maxJobID = 100
@@ -138,6 +153,9 @@ func Start(ctx context.Context, cfg Config) (*Scheduler, error) {
 	}
 	if cfg.SweepEvery == 0 {
 		cfg.SweepEvery = 24 * time.Hour
+	}
+	if cfg.RetryDelays == nil {
+		cfg.RetryDelays = DefaultRetryDelays
 	}
 	s := &Scheduler{cfg: cfg, jobs: map[string]*entry{}, byConv: map[string]firing{}}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -187,8 +205,9 @@ func Start(ctx context.Context, cfg Config) (*Scheduler, error) {
 		}
 		due, missed := s.missed(e)
 		if missed {
-			catchUp = append(catchUp, func() { s.fireLogged(e.job.ID, due, false) })
+			catchUp = append(catchUp, func() { s.fireLogged(e.job.ID, due, false, 0) })
 		}
+		s.scheduleRetry(e) // a retry the last process stored, at its time (at once if past)
 		if err := s.schedule(e); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("start scheduler: job %s: %w", e.job.ID, err)
@@ -275,7 +294,7 @@ func (s *Scheduler) Add(ctx context.Context, j Job) error {
 		// A one-shot whose time already passed fires now.
 		s.mu.Lock()
 		if s.ctx.Err() == nil {
-			s.wg.Go(func() { s.fireLogged(j.ID, due, false) })
+			s.wg.Go(func() { s.fireLogged(j.ID, due, false, 0) })
 		}
 		s.mu.Unlock()
 	}
@@ -313,7 +332,7 @@ func (s *Scheduler) RunNow(ctx context.Context, id string) error {
 	if _, err := s.entry(id); err != nil {
 		return err
 	}
-	return s.fire(ctx, id, s.now().Truncate(time.Minute), true)
+	return s.fire(ctx, id, s.now().Truncate(time.Minute), true, 0)
 }
 
 func (s *Scheduler) now() time.Time { return s.cfg.Clock.Now().In(s.cfg.Location) }
@@ -389,11 +408,11 @@ func (s *Scheduler) schedule(e *entry) error {
 	var task gocron.Task
 	if e.cron != nil {
 		def = gocron.CronJob(e.job.Cron, false)
-		task = gocron.NewTask(func() { s.fireLogged(id, s.now().Truncate(time.Minute), false) })
+		task = gocron.NewTask(func() { s.fireLogged(id, s.now().Truncate(time.Minute), false, 0) })
 	} else {
 		at := e.job.At
 		def = gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(at))
-		task = gocron.NewTask(func() { s.fireLogged(id, at, false) })
+		task = gocron.NewTask(func() { s.fireLogged(id, at, false, 0) })
 	}
 	gj, err := s.cron.NewJob(def, task, gocron.WithName(id), gocron.WithSingletonMode(gocron.LimitModeReschedule))
 	if err != nil {
@@ -440,15 +459,46 @@ func (s *Scheduler) nextRun(e *entry) time.Time {
 	return e.cron.Next(s.now()).UTC()
 }
 
-func (s *Scheduler) fireLogged(id string, due time.Time, manual bool) {
-	if err := s.fire(s.ctx, id, due, manual); err != nil && s.ctx.Err() == nil && !errors.Is(err, ErrCancelled) {
+// scheduleRetry arms the pending retry of a one-shot (at once when its
+// time has passed, as after a restart).
+func (s *Scheduler) scheduleRetry(e *entry) {
+	s.mu.Lock()
+	attempt, at, due := e.retryAttempt, e.retryAt, e.lastDue
+	skip := attempt == 0 || e.open || e.cancelled || s.ctx.Err() != nil
+	s.mu.Unlock()
+	if skip {
+		return
+	}
+	id := e.job.ID
+	if !at.After(s.now()) {
+		s.mu.Lock()
+		if s.ctx.Err() == nil {
+			s.wg.Go(func() { s.fireLogged(id, due, false, attempt) })
+		}
+		s.mu.Unlock()
+		return
+	}
+	gj, err := s.cron.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(at)),
+		gocron.NewTask(func() { s.fireLogged(id, due, false, attempt) }), gocron.WithName(id+"-retry"))
+	if err != nil {
+		s.cfg.Logger.Error("job retry not armed: it fires at the next start", "job", id, "attempt", attempt, "err", err)
+		return
+	}
+	s.mu.Lock()
+	e.gj = gj
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) fireLogged(id string, due time.Time, manual bool, attempt int) {
+	if err := s.fire(s.ctx, id, due, manual, attempt); err != nil && s.ctx.Err() == nil && !errors.Is(err, ErrCancelled) {
 		s.cfg.Logger.Error("job firing failed", "job", id, "err", err)
 	}
 }
 
 // fire appends JobFired, then runs the job: a prompt or command opens its
-// conversation; a script runs first.
-func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual bool) error {
+// conversation; a script runs first. attempt > 1 is a one-shot's retry,
+// run only while that retry is the one pending.
+func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual bool, attempt int) error {
 	e, err := s.entry(id)
 	if err != nil {
 		return err
@@ -457,12 +507,18 @@ func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual b
 	defer e.fire.Unlock()
 	s.mu.Lock()
 	stale := !manual && !due.After(e.lastDue)
+	if attempt > 1 {
+		stale = e.open || e.retryAttempt != attempt
+	}
 	s.mu.Unlock()
 	if stale {
-		return nil // a catch-up and a tick for the same time
+		return nil // a catch-up and a tick for the same time, or a retry already run
 	}
-	conv := ConversationID(id, due, s.cfg.Location)
+	conv := AttemptConversationID(id, due, s.cfg.Location, attempt)
 	fired := &events.JobFired{Agent: e.job.Agent, Due: due.UTC(), Manual: manual, Origin: e.job.Origin}
+	if attempt > 1 {
+		fired.Attempt = attempt
+	}
 	if e.job.Script == "" && !e.job.Consolidate {
 		fired.Conversation = conv
 	}
@@ -475,6 +531,7 @@ func (s *Scheduler) fire(ctx context.Context, id string, due time.Time, manual b
 	}
 	s.mu.Lock()
 	e.lastDue, e.open, e.openDue, e.openConv, e.openID, e.scriptOut = due, true, due, fired.Conversation, env.ID, ""
+	e.attempt, e.retryAttempt, e.retryAt = max(attempt, 1), 0, time.Time{}
 	if fired.Conversation != "" {
 		s.byConv[conv] = firing{job: id, fired: env.ID, entry: e}
 	}
@@ -559,21 +616,40 @@ func (s *Scheduler) deliver(ctx context.Context, e *entry, fired, conv, text str
 
 // complete appends JobCompleted for the open firing fired, unless it is
 // completed already (the watcher and the start-up resume may both see its
-// run finish).
+// run finish). A one-shot's failed firing is retried (JobRetryScheduled in
+// the same batch) while Config.RetryDelays lasts.
 func (s *Scheduler) complete(ctx context.Context, e *entry, fired, status, output, errText string) error {
+	return s.completeRetrying(ctx, e, fired, status, output, errText, true)
+}
+
+func (s *Scheduler) completeRetrying(ctx context.Context, e *entry, fired, status, output, errText string, retry bool) error {
 	e.appendMu.Lock()
-	defer e.appendMu.Unlock()
 	s.mu.Lock()
 	current := e.open && e.openID == fired
+	attempt := max(e.attempt, 1)
 	s.mu.Unlock()
 	if !current {
+		e.appendMu.Unlock()
 		return nil
 	}
 	env, err := events.New(&events.JobCompleted{Status: status, Output: output, Error: errText, NextRun: s.nextRun(e)})
 	if err != nil {
+		e.appendMu.Unlock()
 		return err
 	}
-	if err := s.appendLocked(ctx, e, env); err != nil {
+	envs := []events.Envelope{env}
+	var next *events.JobRetryScheduled
+	if retry && status == events.JobFailed && e.cron == nil && attempt <= len(s.cfg.RetryDelays) {
+		next = &events.JobRetryScheduled{Attempt: attempt + 1, RetryAt: s.now().Add(s.cfg.RetryDelays[attempt-1]).UTC(), Error: errText}
+		renv, err := events.New(next)
+		if err != nil {
+			e.appendMu.Unlock()
+			return err
+		}
+		envs = append(envs, renv)
+	}
+	if err := s.appendLocked(ctx, e, envs...); err != nil {
+		e.appendMu.Unlock()
 		return fmt.Errorf("complete job %s: %w", e.job.ID, err)
 	}
 	s.mu.Lock()
@@ -581,7 +657,15 @@ func (s *Scheduler) complete(ctx context.Context, e *entry, fired, status, outpu
 		delete(s.byConv, e.openConv)
 	}
 	e.open, e.openConv, e.openID, e.scriptOut = false, "", "", ""
+	if next != nil {
+		e.retryAttempt, e.retryAt = next.Attempt, next.RetryAt
+		s.cfg.Logger.Warn("one-shot job failed: retrying", "job", e.job.ID, "attempt", next.Attempt, "retry_at", next.RetryAt, "err", errText)
+	}
 	s.mu.Unlock()
+	e.appendMu.Unlock()
+	if next != nil {
+		s.scheduleRetry(e)
+	}
 	return nil
 }
 
@@ -601,8 +685,8 @@ func (s *Scheduler) appendEnv(ctx context.Context, e *entry, env events.Envelope
 
 // appendLocked appends to the job's scope with the expected sequence;
 // e.appendMu is held.
-func (s *Scheduler) appendLocked(ctx context.Context, e *entry, env events.Envelope) error {
-	stored, err := s.cfg.Log.Append(ctx, events.Job(e.job.ID), e.seq, env)
+func (s *Scheduler) appendLocked(ctx context.Context, e *entry, envs ...events.Envelope) error {
+	stored, err := s.cfg.Log.Append(ctx, events.Job(e.job.ID), e.seq, envs...)
 	if err != nil {
 		return err
 	}
@@ -614,4 +698,13 @@ func (s *Scheduler) appendLocked(ctx context.Context, e *entry, env events.Envel
 // job-<id>-<YYYYMMDDHHMM> in the owner's timezone.
 func ConversationID(job string, due time.Time, loc *time.Location) string {
 	return "job-" + job + "-" + due.In(loc).Format("200601021504")
+}
+
+// AttemptConversationID is the conversation of a one-shot's retry: its
+// first firing's, "-r<attempt>" after it (each attempt starts afresh).
+func AttemptConversationID(job string, due time.Time, loc *time.Location, attempt int) string {
+	if attempt <= 1 {
+		return ConversationID(job, due, loc)
+	}
+	return ConversationID(job, due, loc) + "-r" + strconv.Itoa(attempt)
 }

@@ -498,3 +498,117 @@ func TestFailedSweepIsLoggedAndTheLoopGoesOn(t *testing.T) {
 	h.clock.Advance(24 * time.Hour)
 	eventstest.Eventually(t, "the next sweep", func() bool { return logs.count("spill sweep failed") == 2 })
 }
+
+// R-JOB, issue 28: a one-shot whose run fails is retried after 10 s and
+// 30 s (each retry a job_retry_scheduled stored with the failed
+// job_completed, so a restart in between keeps it), and its third run
+// succeeding completes it: three runs, each on its own conversation.
+func TestOneShotRetriedAfterFailuresAcrossRestart(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 0))
+	s := h.start(Config{})
+	at := ny(2026, 11, 30, 10, 30)
+	if err := s.Add(t.Context(), Job{ID: "eggs", Agent: "chef", Name: "eggs", At: at, Prompt: "remind me to buy eggs"}); err != nil {
+		t.Fatal(err)
+	}
+	h.timers(1)
+	h.clock.Advance(30 * time.Minute)
+	first := "job-eggs-202611301030"
+	eventstest.Eventually(t, "the first run's message", func() bool { return count[*events.MessageReceived](h.conv(first)) == 1 })
+	h.finishRun(first, events.RunFailed)
+	eventstest.Eventually(t, "the first retry scheduled", func() bool { return count[*events.JobRetryScheduled](h.job("eggs")) == 1 })
+	retry := find[*events.JobRetryScheduled](h.job("eggs"))
+	if retry.Attempt != 2 || !retry.RetryAt.Equal(h.clock.Now().Add(10*time.Second)) || retry.Error == "" {
+		t.Fatalf("job_retry_scheduled = %+v, want attempt 2 in 10 s with the error", retry)
+	}
+	if done := find[*events.JobCompleted](h.job("eggs")); done.Status != events.JobFailed {
+		t.Fatalf("job_completed = %+v", done)
+	}
+
+	// A restart before the retry is due: the new process arms it.
+	s.Close()
+	h.start(Config{})
+	h.timers(1)
+	h.clock.Advance(10 * time.Second)
+	second := first + "-r2"
+	eventstest.Eventually(t, "the second run's message", func() bool { return count[*events.MessageReceived](h.conv(second)) == 1 })
+	if f := lastOf[*events.JobFired](h.job("eggs")); f.Attempt != 2 || f.Conversation != second {
+		t.Fatalf("retry's job_fired = %+v", f)
+	}
+	h.finishRun(second, events.RunFailed)
+	eventstest.Eventually(t, "the second retry scheduled", func() bool { return count[*events.JobRetryScheduled](h.job("eggs")) == 2 })
+	if r := lastOf[*events.JobRetryScheduled](h.job("eggs")); r.Attempt != 3 || !r.RetryAt.Equal(h.clock.Now().Add(30*time.Second)) {
+		t.Fatalf("second job_retry_scheduled = %+v, want attempt 3 in 30 s", r)
+	}
+	h.timers(1)
+	h.clock.Advance(29 * time.Second)
+	third := first + "-r3"
+	if n := count[*events.MessageReceived](h.conv(third)); n != 0 {
+		t.Fatalf("the third run started before its 30 s")
+	}
+	h.clock.Advance(time.Second)
+	eventstest.Eventually(t, "the third run's message", func() bool { return count[*events.MessageReceived](h.conv(third)) == 1 })
+	h.finishRun(third, events.RunDone)
+	eventstest.Eventually(t, "the job completed ok", func() bool { return lastOf[*events.JobCompleted](h.job("eggs")).Status == events.JobOK })
+	evs := h.job("eggs")
+	if count[*events.JobFired](evs) != 3 || count[*events.JobRetryScheduled](evs) != 2 || count[*events.JobCompleted](evs) != 3 {
+		t.Errorf("events: %d fired, %d retries, %d completed; want 3, 2, 3", count[*events.JobFired](evs), count[*events.JobRetryScheduled](evs), count[*events.JobCompleted](evs))
+	}
+}
+
+// The retries are 10, 30 and 90 s; the fourth failure is final, and a
+// run the owner stopped is not retried.
+func TestOneShotFailsForGoodAfterThreeRetries(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 0))
+	s := h.start(Config{})
+	if err := s.Add(t.Context(), Job{ID: "eggs", Agent: "chef", Name: "eggs", At: ny(2026, 11, 30, 10, 1), Prompt: "eggs"}); err != nil {
+		t.Fatal(err)
+	}
+	h.timers(1)
+	h.clock.Advance(time.Minute)
+	for i, wait := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second, 0} {
+		c := AttemptConversationID("eggs", ny(2026, 11, 30, 10, 1), h.loc, i+1)
+		eventstest.Eventually(t, "run "+c, func() bool { return count[*events.MessageReceived](h.conv(c)) == 1 })
+		h.finishRun(c, events.RunFailed)
+		eventstest.Eventually(t, "its completion", func() bool { return count[*events.JobCompleted](h.job("eggs")) == i+1 })
+		if wait == 0 {
+			break
+		}
+		if r := lastOf[*events.JobRetryScheduled](h.job("eggs")); r == nil || r.Attempt != i+2 || !r.RetryAt.Equal(h.clock.Now().Add(wait)) {
+			t.Fatalf("after failure %d: job_retry_scheduled = %+v, want attempt %d in %s", i+1, r, i+2, wait)
+		}
+		h.timers(1)
+		h.clock.Advance(wait)
+	}
+	if n := count[*events.JobRetryScheduled](h.job("eggs")); n != 3 {
+		t.Errorf("%d retries scheduled, want 3", n)
+	}
+	h.clock.Advance(time.Hour)
+	time.Sleep(100 * time.Millisecond)
+	if n := count[*events.JobFired](h.job("eggs")); n != 4 {
+		t.Errorf("fired %d times, want 4 (the first and three retries)", n)
+	}
+
+	// Stopped by the owner: failed, not retried.
+	if err := s.Add(t.Context(), Job{ID: "tea", Agent: "chef", Name: "tea", At: ny(2026, 11, 30, 13, 0), Prompt: "tea"}); err != nil {
+		t.Fatal(err)
+	}
+	h.timers(1)
+	h.clock.Advance(2 * time.Hour)
+	tea := "job-tea-202611301300"
+	eventstest.Eventually(t, "tea's run", func() bool { return count[*events.MessageReceived](h.conv(tea)) == 1 })
+	h.finishRun(tea, events.RunStopped)
+	eventstest.Eventually(t, "tea completed", func() bool { return count[*events.JobCompleted](h.job("tea")) == 1 })
+	if n := count[*events.JobRetryScheduled](h.job("tea")); n != 0 {
+		t.Errorf("a run the owner stopped was retried")
+	}
+}
+
+func lastOf[T events.Event](evs []events.Event) T {
+	var out T
+	for _, e := range evs {
+		if x, ok := e.(T); ok {
+			out = x
+		}
+	}
+	return out
+}

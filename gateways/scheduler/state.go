@@ -51,6 +51,9 @@ func (s *Scheduler) fold(ctx context.Context) (map[string]*entry, error) {
 		case *events.JobFired:
 			e.lastDue = ev.Due.In(s.cfg.Location)
 			e.open, e.openDue, e.openConv, e.openID = true, e.lastDue, ev.Conversation, env.ID
+			e.attempt, e.retryAttempt, e.retryAt = max(ev.Attempt, 1), 0, time.Time{}
+		case *events.JobRetryScheduled:
+			e.retryAttempt, e.retryAt = ev.Attempt, ev.RetryAt
 		case *events.JobCompleted:
 			e.open, e.openConv, e.openID = false, "", ""
 		case *events.JobCancelled:
@@ -64,7 +67,7 @@ func (s *Scheduler) fold(ctx context.Context) (map[string]*entry, error) {
 func (s *Scheduler) resume(ctx context.Context, e *entry) error {
 	fired, conv := e.openID, e.openConv
 	if conv == "" { // a script job: its conversation exists only if it printed something
-		conv = ConversationID(e.job.ID, e.openDue, s.cfg.Location)
+		conv = AttemptConversationID(e.job.ID, e.openDue, s.cfg.Location, e.attempt)
 	}
 	finished, err := s.cfg.Log.ReadAll(ctx, events.Conv(conv).Subject(events.TypeRunFinished), 0)
 	if err != nil {
@@ -88,10 +91,10 @@ func (s *Scheduler) resume(ctx context.Context, e *entry) error {
 		s.mu.Unlock()
 		s.cfg.Kick(conv)
 		return nil
-	case e.job.Consolidate:
-		return s.complete(ctx, e, fired, events.JobFailed, "", "interrupted by a restart while consolidating memory (a proposal may have been filed)")
-	case e.job.Script != "":
-		return s.complete(ctx, e, fired, events.JobFailed, "", "interrupted by a restart before the script's turn was stored")
+	case e.job.Consolidate: // not retried: it may have done its work
+		return s.completeRetrying(ctx, e, fired, events.JobFailed, "", "interrupted by a restart while consolidating memory (a proposal may have been filed)", false)
+	case e.job.Script != "": // not retried: scripts may have side effects
+		return s.completeRetrying(ctx, e, fired, events.JobFailed, "", "interrupted by a restart before the script's turn was stored", false)
 	default:
 		s.mu.Lock()
 		s.byConv[conv] = firing{job: e.job.ID, fired: fired, entry: e}
@@ -127,7 +130,12 @@ func (s *Scheduler) finished(ctx context.Context, e *entry, fired string, env ev
 	if rf.Error != "" {
 		msg += ": " + rf.Error
 	}
-	return s.complete(ctx, e, fired, events.JobFailed, out, msg)
+	// Retried: a run that failed (the model call carrying the prompt did
+	// not succeed) or was cut by crashes; not one the owner stopped, nor
+	// one the harness halted on a rule (budget, steps, loop, a denial),
+	// which the same prompt would meet again.
+	retry := rf.Status == events.RunFailed || rf.Status == events.RunHalted && rf.Reason == "interrupted"
+	return s.completeRetrying(ctx, e, fired, events.JobFailed, out, msg, retry)
 }
 
 // watch completes prompt firings as their conversations' runs finish.

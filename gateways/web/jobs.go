@@ -105,7 +105,8 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 	for _, job := range v.([]projections.Job) {
 		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: cmp.Or(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
 			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
-			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil, Enabled: job.Enabled}
+			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil, Enabled: job.Enabled,
+			LastAttempt: job.LastAttempt, RetryAttempt: job.RetryAttempt}
 		if row.When == "" {
 			row.When = "once at " + job.At
 		}
@@ -124,6 +125,9 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 		}
 		if job.LastFired != nil {
 			row.LastFired = job.LastFired.In(j.Location).Format("Jan 2 15:04")
+		}
+		if job.RetryAt != nil {
+			row.RetryAt = job.RetryAt.In(j.Location).Format("Jan 2 15:04:05")
 		}
 		if job.NextRun != nil {
 			row.NextRun = job.NextRun.In(j.Location).Format("Jan 2 15:04")

@@ -74,6 +74,10 @@ type Options struct {
 	// TelegramCheckpoint is the Telegram gateway's fault-injection hook
 	// (telegram.Config.Checkpoint; nil: none); the test build's crash point.
 	TelegramCheckpoint func(point string)
+	// JobRetryDelays are the scheduler's waits before a failed one-shot
+	// fires again (nil: scheduler.DefaultRetryDelays); the test build
+	// shortens them.
+	JobRetryDelays []time.Duration
 }
 
 // App is one home's running crew.
