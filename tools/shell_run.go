@@ -134,6 +134,10 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 		return startBackground(env, cmd)
 	}
 	out, err := shell.Run(ctx, cmd)
+	if errors.Is(err, shell.ErrNoNetwork) {
+		why := strings.TrimPrefix(err.Error(), shell.ErrNoNetwork.Error()+": ")
+		return Failf("refused: every shell command runs in a network namespace of its own (its only way out is crew's proxy), but %s; the command was not run (crew doctor lists what this machine lacks)", why), nil
+	}
 	if errors.Is(err, shell.ErrNoSandbox) {
 		return Failf("refused: this agent's shell must run sandboxed, but %v; the command was not run", err), nil
 	}

@@ -34,7 +34,7 @@ func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []strin
 		if errors.Is(err, shell.ErrNoIsolation) {
 			// The owner's guard cannot run as it must: what it could
 			// block does not go on (Run blocks on a Reason with exit -1).
-			o.Reason = fmt.Sprintf("the hook %q could not run isolated from the home: %v", hk.command, err)
+			o.Reason = fmt.Sprintf("the hook %q could not run isolated (in namespaces of its own): %v", hk.command, err)
 		}
 		return o, ""
 	}

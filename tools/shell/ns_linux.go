@@ -167,12 +167,12 @@ func stage1(arg string) {
 func isolate(c stageConfig) error {
 	if c.NewNet {
 		if err := loopbackUp(); err != nil {
-			return fmt.Errorf("%w: loopback in the new network namespace: %v", ErrNoSandbox, err)
+			return fmt.Errorf("%w: its loopback could not be brought up: %v", ErrNoNetwork, err)
 		}
 	}
 	if c.Proxy {
 		if err := handProxyListener(); err != nil {
-			return fmt.Errorf("%w: the proxy's listener in the new network namespace: %v", ErrNoSandbox, err)
+			return fmt.Errorf("%w: the proxy's listener could not be opened in it: %v", ErrNoNetwork, err)
 		}
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {

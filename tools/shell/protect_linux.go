@@ -49,7 +49,9 @@ func protections(f facility) []Protection {
 		no := "no (it needs the namespaces above): every shell command and hook is refused"
 		netns.Detail, unixBlock.Detail = no, no
 	} else {
-		if err := try(facility{ns: f.ns, skip: skipLandlock | skipSeccomp}, &Policy{}); err != nil {
+		if f.netErr != nil {
+			netns.Detail = fmt.Sprintf("no (%v): every shell command, hook, git and MCP server is refused", f.netErr)
+		} else if err := try(facility{ns: f.ns, skip: skipLandlock | skipSeccomp}, &Policy{}); err != nil {
 			netns.Detail = fmt.Sprintf("no (%v): every shell command and hook is refused", err)
 		} else {
 			netns.OK = true

@@ -51,7 +51,8 @@ func (m nsMode) String() string {
 type facility struct {
 	ns     nsMode
 	nsErr  error
-	abi    int // Landlock ABI version; 0 when unavailable
+	netErr error // the namespaces work, but not with a network namespace of their own
+	abi    int   // Landlock ABI version; 0 when unavailable
 	abiErr error
 	skip   skip // parts left out, to probe the others one by one
 }
@@ -61,6 +62,10 @@ type skip uint8
 const (
 	skipLandlock skip = 1 << iota
 	skipSeccomp
+	// skipNetns leaves out the network namespace (and so the proxy): only
+	// for probe's "exit 0" that tells a missing network namespace from
+	// missing mount and PID namespaces. No command runs so.
+	skipNetns
 )
 
 var (
@@ -78,7 +83,7 @@ func probed() facility {
 		return *found
 	}
 	f := probe()
-	if f.ns != nsNone {
+	if f.ns != nsNone && f.netErr == nil {
 		found = &f
 	}
 	return f
@@ -105,8 +110,30 @@ func probe() facility {
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", m, err))
 	}
+	// Nothing works: if the same namespaces work without a network of
+	// their own, that is what is missing (every command is refused all the
+	// same, but saying so).
+	for i, m := range modes {
+		try := f
+		try.ns, try.skip = m, skipNetns
+		if out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try); err == nil && out.ExitCode == 0 {
+			f.ns, f.netErr = m, netnsCause(m, errs[i])
+			return f
+		}
+	}
 	f.nsErr = errors.Join(errs...)
 	return f
+}
+
+// netnsCause says why mode m's namespaces failed with a network
+// namespace: err without the "shell isolation unavailable" it came with,
+// and the likely limit when the kernel's answer is no space left.
+func netnsCause(m nsMode, err error) error {
+	why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), m.String()+": "), ErrNoIsolation.Error()+": ")
+	if errors.Is(err, syscall.ENOSPC) {
+		why += " (the user.max_net_namespaces limit is reached)"
+	}
+	return fmt.Errorf("%s: %s", m, why)
 }
 
 // Run runs c and returns its output. A command that fails or times out is
@@ -120,6 +147,9 @@ func Run(ctx context.Context, c Command) (Output, error) {
 func run(ctx context.Context, c Command, f facility) (Output, error) {
 	if f.ns == nsNone {
 		return Output{}, fmt.Errorf("%w: no mount and PID namespaces: %v", ErrNoIsolation, f.nsErr)
+	}
+	if f.netErr != nil {
+		return Output{}, fmt.Errorf("%w: this machine could not make one: %v", ErrNoNetwork, f.netErr)
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -146,6 +176,10 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET)
 	cfg.NewNet = true
 	networked := c.Sandbox == nil || c.Sandbox.Network
+	if f.skip&skipNetns != 0 {
+		flags &^= syscall.CLONE_NEWNET
+		cfg.NewNet, networked = false, false
+	}
 	if p := c.Sandbox; p != nil {
 		if f.abiErr != nil {
 			return Output{}, fmt.Errorf("%w: landlock: %v", ErrNoSandbox, f.abiErr)
@@ -184,7 +218,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	var proxyMine, proxyTheirs *os.File
 	if networked {
 		if proxyMine, proxyTheirs, err = proxySocket(); err != nil {
-			return Output{}, err
+			return Output{}, fmt.Errorf("%w: %v", ErrNoNetwork, err)
 		}
 		defer proxyMine.Close()
 		defer proxyTheirs.Close()
@@ -278,7 +312,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		if errors.Is(err, syscall.E2BIG) {
 			return Output{}, fmt.Errorf("shell: start /bin/sh: the command line is too long: %w", err)
 		}
-		return Output{}, fmt.Errorf("%w: start the isolated shell: %v", ErrNoIsolation, err)
+		return Output{}, fmt.Errorf("%w: start the isolated shell: %w", ErrNoIsolation, err)
 	}
 	defer close(release)
 	defer record(cmd.Process.Pid)()
@@ -369,6 +403,9 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 	code, sig, setupErr, ok := parseStatus(string(status))
 	switch {
 	case ok && setupErr != "":
+		if rest, ok := strings.CutPrefix(setupErr, ErrNoNetwork.Error()+": "); ok {
+			return Output{}, fmt.Errorf("%w: %s", ErrNoNetwork, rest)
+		}
 		if strings.HasPrefix(setupErr, ErrNoSandbox.Error()+": ") {
 			return Output{}, fmt.Errorf("%w: %s", ErrNoSandbox, strings.TrimPrefix(setupErr, ErrNoSandbox.Error()+": "))
 		}
