@@ -20,6 +20,7 @@ const (
 	StopByAPI      = "api"
 	StopByTelegram = "telegram"
 	StopByCLI      = "cli"
+	StopByMCP      = "mcp"
 )
 
 // Stop scopes: the running turn (and the delegated children under it), the

@@ -68,7 +68,7 @@ type Stopped struct {
 
 // ValidStopBy says whether by names a channel a stop may come from.
 func ValidStopBy(by string) bool {
-	return slices.Contains([]string{events.StopByWeb, events.StopByAPI, events.StopByTelegram, events.StopByCLI}, by)
+	return slices.Contains([]string{events.StopByWeb, events.StopByAPI, events.StopByTelegram, events.StopByCLI, events.StopByMCP}, by)
 }
 
 // Stop stores the owner's stop of conversation and makes it take effect at

@@ -3,13 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/mcpserver"
 )
 
-// runMCP is crew mcp: import an MCP client's server config.
-func runMCP(_ context.Context, env *cliEnv, args []string) error {
+// runMCP is crew mcp: import an MCP client's server config, or serve the
+// crew's MCP tools over stdio.
+func runMCP(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return runMCPServe(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "import" {
 		fs, _ := newFlags(env, "mcp")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
@@ -67,4 +73,26 @@ func runMCP(_ context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stdout, "no agent uses them yet: list them under mcp: in an agent.yaml (or rerun with --agent master); restart crew serve to load them")
 	}
 	return nil
+}
+
+// runMCPServe is crew mcp serve: the crew's MCP tools on stdin/stdout for
+// a desktop or editor client, relayed to the running server's /mcp.
+func runMCPServe(ctx context.Context, env *cliEnv, args []string) error {
+	fs, homeFlag := newFlags(env, "mcp")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	dir, h, err := openHome(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	info, err := home.ReadServeInfo(dir)
+	if err != nil {
+		return fmt.Errorf("crew mcp serve: no crew serve runs for the home %s (%v): start it with crew serve; crew mcp serve relays to it", dir, err)
+	}
+	token, err := h.MCPToken(env.getenv, false)
+	if err != nil || token == "" {
+		return fmt.Errorf("crew mcp serve: the home %s has no token for /mcp yet (%v): start crew serve once, which makes it", dir, err)
+	}
+	return mcpserver.Relay(ctx, info.URL+"/mcp", token, home.CrewVersion(), os.Stdin, os.Stdout)
 }

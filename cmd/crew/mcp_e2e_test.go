@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,15 @@ func (m *toolModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	n := len(m.seen)
 	m.mu.Unlock()
+	if rest, ok := strings.CutPrefix(reply, "slow:"); ok { // "slow:<ms>:<reply>": answered that much later
+		ms, later, _ := strings.Cut(rest, ":")
+		d, _ := strconv.Atoi(ms)
+		select {
+		case <-time.After(time.Duration(d) * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		reply = later
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	if words, ok := strings.CutPrefix(reply, "text:"); ok {
 		b, _ := json.Marshal(words)

@@ -103,6 +103,9 @@ type Config struct {
 	// MCP lists the MCP servers' states for GET /api/mcp (never reaching
 	// them); nil leaves it out.
 	MCP func() []mcp.State
+	// MCPEndpoint serves /mcp, the crew as an MCP server (streamable
+	// HTTP, its own bearer check on every request); nil leaves it out.
+	MCPEndpoint http.Handler
 }
 
 // Jobs lists scheduled jobs, runs one now, cancels a chat job.
@@ -152,6 +155,9 @@ func (s *server) routes() *router {
 		mux.HandleFunc("POST /api/questions/{id}", s.answer)
 	}
 	mux.HandleFunc("GET /api/stream", s.stream)
+	if cfg.MCPEndpoint != nil {
+		mux.Handle("/mcp", cfg.MCPEndpoint)
+	}
 	if cfg.MCP != nil {
 		mux.HandleFunc("GET /api/mcp", func(w http.ResponseWriter, r *http.Request) {
 			servers := cfg.MCP()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/mcpserver"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
@@ -127,6 +128,13 @@ func (a *App) Web(base web.Config) web.Config {
 	c.Forks = a.Forker()
 	c.Search = a.Search
 	c.MCP = a.pool.States
+	if token, err := a.Home.MCPToken(a.opts.Getenv, true); err != nil {
+		a.log.Warn("/mcp left out: no bearer token", "err", err)
+	} else {
+		events.Secrets().Add(home.MCPTokenVar, token)
+		c.MCPEndpoint = mcpserver.Handler(mcpserver.Config{Log: a.Log(), DB: db, Convs: a.Convs, Inbound: a.Inbound, Stops: a.Stops, WaitFor: a.Runner.WaitFor, Home: a.Dir,
+			Version: home.CrewVersion(), Logger: a.log.With("component", "mcpserver")}, token)
+	}
 	if c.Logger == nil {
 		c.Logger = a.log.With("component", "web")
 	}

@@ -160,6 +160,24 @@ func (h *Home) checkConfigMode() error {
 		cfg, strings.Join(holds, ", "), fi.Mode().Perm(), cfg, filepath.Join(h.Dir, "env"))
 }
 
+// MCPTokenVar is /mcp's bearer token on a server without an auth token
+// (a loopback listen): /mcp always needs one, the web UI on loopback not.
+const MCPTokenVar = "CREW_MCP_TOKEN"
+
+// MCPToken is the bearer token /mcp requires: the home's auth token when
+// it has one, else CREW_MCP_TOKEN of <home>/env, generated when missing
+// (create false: only read it, "" when there is none).
+func (h *Home) MCPToken(getenv func(string) string, create bool) (string, error) {
+	if t, _ := h.AuthToken(getenv); t != "" {
+		return t, nil
+	}
+	if t := h.Getenv(MCPTokenVar, getenv); t != "" || !create {
+		return t, nil
+	}
+	t, _, err := EnsureEnvSecret(h.Dir, MCPTokenVar, "the bearer token of /mcp, the crew as an MCP server (crew mcp serve reads it)", NewSecret)
+	return t, err
+}
+
 // ServerClient asks the server that holds the store of the home at dir
 // (as the command named it), with the auth token serve uses.
 func (h *Home) ServerClient(dir string, getenv func(string) string) (web.Client, error) {
