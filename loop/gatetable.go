@@ -152,7 +152,8 @@ func GateTable(list []tools.Tool) string {
 			cell := string(d)
 			if d == Runs || d == Asks {
 				// An MCP tool's ask reason is the server's, not the call's.
-				if _, ok := tool.(tools.Asker); ok && d == Runs && s.Script == "" && !strings.HasPrefix(tool.Def().Name, mcpPrefix) {
+				// In a gated script a call with an ask reason stops the script.
+				if _, ok := tool.(tools.Asker); ok && d == Runs && s.Script != "read" && !strings.HasPrefix(tool.Def().Name, mcpPrefix) {
 					cell += " + ask_when"
 				}
 				if _, ok := tool.(tools.Allower); ok && d == Asks {

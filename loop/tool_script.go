@@ -139,6 +139,15 @@ func (h *scriptHost) find(name string) (tools.Tool, bool) {
 // script sees); gated mode asks the gate and stops the script at a call
 // that would need a human or that the owner forbids.
 func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop string) {
+	mode := "read"
+	if h.t.agent.ScriptCalls == ScriptGated {
+		mode = ScriptGated
+	}
+	if seat := h.t.seatKind(h.t.read()); !Offered(name, SeatKind{Script: mode, Lead: seat.Lead, Member: seat.Member, Child: seat.Child}) {
+		// What the seat does not offer, a script is not offered either
+		// (the gate table's "not offered").
+		return fmt.Sprintf("unknown tool %q: it is not one of the tools a script can call (see tools.names()).", name), ""
+	}
 	tool, ok := h.find(name)
 	if !ok {
 		if other, known := h.t.tool(name); known && (!scriptable(other) || slices.Contains(h.t.agent.Tools, name)) {
@@ -176,7 +185,11 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 	var auton bool
 	var auto []string
 	h.t.conv.View(func(st *State) { auton, auto = st.Autonomous, slices.Clone(st.AutoApprove) })
-	if d, why := SeatGate(tool, SeatKind{Script: ScriptGated, Autonomous: auton || h.t.agent.Autonomous}, env, args, auto); d != Runs {
+	seat := h.t.seatKind(h.t.read())
+	if d, why := SeatGate(tool, SeatKind{Script: ScriptGated, Autonomous: auton || h.t.agent.Autonomous, Lead: seat.Lead, Member: seat.Member, Child: seat.Child}, env, args, auto); d != Runs {
+		if why == "" { // not offered: no STOP, the call is unknown here
+			return fmt.Sprintf("unknown tool %q: it is not one of the tools a script can call (see tools.names()).", name), ""
+		}
 		return "", why
 	}
 	return "", ""

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,42 @@ func TestCheckRefusesWhatRunWouldRefuse(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(env.Workspace, "a.txt")); string(got) != "hello" {
 		t.Errorf("a.txt = %q after refused calls", got)
+	}
+}
+
+// Issue 26: a call whose arguments break its tool's declared schema — a
+// required property missing or null, a property of the wrong JSON type,
+// one the schema does not allow — is refused by Check, before anyone is
+// asked, naming the property; a call that fits passes.
+func TestCheckRefusesArgumentsOutsideTheSchema(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer"},"x":{"type":["number","null"]},"tags":{"type":"array"}},"required":["name"],"additionalProperties":false}`)
+	cases := []struct{ args, want string }{
+		{`{"name":"a","n":3,"x":1.5,"tags":[]}`, ""},
+		{`{"name":"a","n":3.0}`, ""},
+		{`{"name":"a","x":null}`, ""},
+		{``, `"name" is required`},
+		{`{"name":null}`, `"name" is required`},
+		{`{"name":1}`, `"name" must be string, not integer`},
+		{`{"name":"a","n":1.5}`, `"n" must be integer, not number`},
+		{`{"name":"a","tags":"x"}`, `"tags" must be array, not string`},
+		{`{"name":"a","other":1}`, `unknown argument "other"`},
+		{`[1]`, `want a JSON object`},
+	}
+	for _, c := range cases {
+		err := CheckArgs("t", schema, json.RawMessage(c.args))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want it to say %s", c.args, err, c.want)
+		}
+	}
+	// Without additionalProperties: false, other arguments pass.
+	if err := CheckArgs("t", json.RawMessage(`{"type":"object","required":["a"]}`), json.RawMessage(`{"a":1,"b":2}`)); err != nil {
+		t.Errorf("open schema: %v", err)
+	}
+	// Through Check, for a tool without a Checker of its own.
+	if err := Check(WorkspaceGlob{}, Env{}, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), `"pattern" is required`) {
+		t.Errorf("workspace_glob {} = %v", err)
 	}
 }

@@ -247,12 +247,19 @@ type Checker interface {
 	Check(env Env, args json.RawMessage) error
 }
 
-// Check returns why a call of t would be refused, or nil.
+// Check returns why a call of t would be refused, or nil: the tool's own
+// Checker, then the arguments against the tool's declared schema (a
+// required property missing, a property of the wrong JSON type, one the
+// schema does not allow), so that nobody is asked to approve a call its
+// tool or server would only refuse (issue 26).
 func Check(t Tool, env Env, args json.RawMessage) error {
 	if c, ok := t.(Checker); ok {
-		return c.Check(env, args)
+		if err := c.Check(env, args); err != nil {
+			return err
+		}
 	}
-	return nil
+	d := t.Def()
+	return CheckArgs(d.Name, d.Params, args)
 }
 
 // refusal is a Check failure: res's text.

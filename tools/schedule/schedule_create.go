@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-co-op/gocron/v2"
+
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -101,6 +103,37 @@ func (t *CreateTool) AskWhen(env tools.Env, args json.RawMessage) string {
 		when = "at " + a.At
 	}
 	return fmt.Sprintf("schedule_create always asks: approve running this exact prompt (%s): %q", when, a.Prompt)
+}
+
+var _ tools.Checker = (*CreateTool)(nil)
+
+// Check refuses, before the owner is asked, a job the scheduler would
+// refuse: no name or prompt, neither or both of cron and at, a cron that
+// does not parse, an at that is not an RFC 3339 time in the future.
+func (t *CreateTool) Check(env tools.Env, args json.RawMessage) error {
+	var a createArgs
+	if msg, ok := tools.DecodeArgs(t.Def().Name, args, &a); !ok {
+		return errors.New(msg)
+	}
+	switch {
+	case a.Name == "" || a.Prompt == "":
+		return errors.New("Not scheduled: a job needs a name and a prompt.")
+	case (a.Cron == "") == (a.At == ""):
+		return errors.New("Not scheduled: give exactly one of cron (recurring) and at (one-off).")
+	case a.Cron != "":
+		if err := gocron.NewDefaultCron(false).IsValid(a.Cron, env.Loc(), t.clock()); err != nil {
+			return fmt.Errorf("Not scheduled: cron %q is not a 5-field cron expression (%v).", a.Cron, err)
+		}
+	default:
+		at, err := time.Parse(time.RFC3339, a.At)
+		if err != nil {
+			return errors.New("Not scheduled: at must be an RFC 3339 time such as 2026-12-01T07:00:00+07:00.")
+		}
+		if !at.After(t.clock()) {
+			return errors.New("Not scheduled: at is in the past.")
+		}
+	}
+	return nil
 }
 
 func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {

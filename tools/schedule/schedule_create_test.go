@@ -65,3 +65,30 @@ func TestScheduleCreateTellsRefusalsAsData(t *testing.T) {
 		t.Errorf("past at: %+v", res)
 	}
 }
+
+// Issue 26: a job the scheduler would refuse — a cron that does not parse,
+// neither or both of cron and at, an at in the past or not RFC 3339 — is
+// refused by Check, so the owner is never asked to approve it.
+func TestScheduleCreateRefusesBadJobsBeforeAsking(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	tool := schedule.NewCreateTool(func() time.Time { return now })
+	cases := []struct{ args, want string }{
+		{`{"name":"n","prompt":"p","cron":"0 7 * * 1-5"}`, ""},
+		{`{"name":"n","prompt":"p","at":"2026-12-02T07:00:00Z"}`, ""},
+		{`{"name":"n","prompt":"p","cron":"not a cron"}`, "not a 5-field cron"},
+		{`{"name":"n","prompt":"p"}`, "exactly one of cron"},
+		{`{"name":"n","prompt":"p","cron":"0 7 * * *","at":"2026-12-02T07:00:00Z"}`, "exactly one of cron"},
+		{`{"name":"n","prompt":"p","at":"tomorrow"}`, "RFC 3339"},
+		{`{"name":"n","prompt":"p","at":"2026-11-30T07:00:00Z"}`, "in the past"},
+		{`{"name":"n","cron":"0 7 * * *"}`, "name and a prompt"},
+	}
+	for _, c := range cases {
+		err := tools.Check(tool, tools.Env{}, json.RawMessage(c.args))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want it to say %q", c.args, err, c.want)
+		}
+	}
+}
