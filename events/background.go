@@ -31,3 +31,44 @@ type TaskNotification struct {
 
 func (*TaskNotification) EventType() string { return TypeTaskNotification }
 func (*TaskNotification) EventVersion() int { return 1 }
+
+// TypeTaskStarted is a background command started (shell_run with
+// run_in_background): stored before the command runs, so the
+// conversation's task list (GET /api/conversations/{id}/tasks) and a stop
+// of it are decided from the log on any process of a cluster.
+const TypeTaskStarted = "task_started"
+
+// TypeTaskStopRequested is a stop of one background task (POST
+// /api/tasks/{id}/stop, the model's task_stop): stored before it takes
+// effect; the process running the task kills its process group (SIGTERM,
+// SIGKILL after 3 s) and its task_notification says who stopped it.
+const TypeTaskStopRequested = "task_stop_requested"
+
+// StopByModel: the model stopped its own background task (task_stop).
+const StopByModel = "model"
+
+func init() {
+	register[TaskStarted]()
+	register[TaskStopRequested]()
+}
+
+// TaskStarted is one background command started by the call CallID of run
+// FromRun.
+type TaskStarted struct {
+	TaskID  string `json:"task_id"`
+	CallID  string `json:"call_id,omitempty"`
+	FromRun string `json:"from_run,omitempty"` // the run whose call started it
+	Command string `json:"command"`
+}
+
+func (*TaskStarted) EventType() string { return TypeTaskStarted }
+func (*TaskStarted) EventVersion() int { return 1 }
+
+// TaskStopRequested asks for the background task TaskID to be killed.
+type TaskStopRequested struct {
+	TaskID string `json:"task_id"`
+	By     string `json:"by"` // web, api, telegram, cli, model
+}
+
+func (*TaskStopRequested) EventType() string { return TypeTaskStopRequested }
+func (*TaskStopRequested) EventVersion() int { return 1 }

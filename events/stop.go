@@ -37,12 +37,14 @@ const DecisionWithdrawn = "withdrawn"
 // RunStopRequested asks the conversation's open run (RunID, empty when
 // only the queue is stopped) to stop at once; Dropped are the event ids of
 // the waiting messages it drops (scope queue or all), each shown
-// "dropped" in the chat and never answered.
+// "dropped" in the chat and never answered; Tasks are the conversation's
+// background tasks still running that it kills (scope run or all).
 type RunStopRequested struct {
 	RunID   string   `json:"run_id,omitempty"`
 	By      string   `json:"by"`
 	Scope   string   `json:"scope"`
 	Dropped []string `json:"dropped,omitempty"`
+	Tasks   []string `json:"tasks,omitempty"`
 }
 
 func (*RunStopRequested) EventType() string { return TypeRunStopRequested }

@@ -22,3 +22,17 @@ func init() {
 	samples[events.TypeToolCompleted] = append(samples[events.TypeToolCompleted],
 		&events.ToolCompleted{RunID: "r1", Step: 1, CallID: "c1", Tool: "shell_run", Output: "partial\n[Stopped by the owner]", IsError: true, Outcome: "stopped", DurationMS: 1200})
 }
+
+// Samples of a background task's start and stop (task_stop, POST
+// /api/tasks/{id}/stop, a stop of its conversation).
+func init() {
+	samples[events.TypeTaskStarted] = []events.Event{
+		&events.TaskStarted{TaskID: "bg-1a2f", CallID: "call_1", FromRun: "r1", Command: "sleep 600"},
+	}
+	samples[events.TypeTaskStopRequested] = []events.Event{
+		&events.TaskStopRequested{TaskID: "bg-1a2f", By: events.StopByAPI},
+		&events.TaskStopRequested{TaskID: "bg-1a2f", By: events.StopByModel},
+	}
+	samples[events.TypeRunStopRequested] = append(samples[events.TypeRunStopRequested],
+		&events.RunStopRequested{RunID: "r1", By: events.StopByWeb, Scope: events.StopRun, Tasks: []string{"bg-1a2f"}})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,9 +24,12 @@ const (
 
 // Background runs shell_run's background commands for the server: each in
 // its own process group and namespaces through shell.Run (so tracked, and
-// killed at the next start after a crash), its end appended to the
-// conversation as a task_notification, which the worker turns into the
-// next round. Close kills what still runs.
+// killed at the next start after a crash), its start stored as
+// task_started before it runs and its end appended to the conversation as
+// a task_notification, which the worker turns into the next round. A stop
+// (task_stop_requested, or a run_stop_requested naming the task) kills its
+// process group: SIGTERM, SIGKILL after StopGrace; its notification says
+// who stopped it and opens no round. Close kills what still runs.
 type Background struct {
 	convs  *Convs
 	newID  func() string
@@ -35,8 +39,26 @@ type Background struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	closed bool
+	tasks  map[string]*bgTask // running here, by task id
 	wg     sync.WaitGroup
 }
+
+// bgTask is a background command running in this process.
+type bgTask struct {
+	conv   string
+	cancel context.CancelCauseFunc
+	out    *taskOutput
+	stopBy string // who stopped it; "" not stopped
+	done   chan struct{}
+}
+
+// taskStop is the cause a stopped task's context is cancelled with: its
+// process group gets SIGTERM, then SIGKILL after StopGrace (tools/shell).
+type taskStop struct{ by string }
+
+func (s taskStop) Error() string          { return "stopped by " + s.by }
+func (taskStop) TermGrace() time.Duration { return StopGrace }
+func (s taskStop) Is(target error) bool   { return target == ErrStopped }
 
 // NewBackground returns the runner; newID names tasks.
 func NewBackground(convs *Convs, newID func() string, logger *slog.Logger) *Background {
@@ -44,41 +66,298 @@ func NewBackground(convs *Convs, newID func() string, logger *slog.Logger) *Back
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Background{convs: convs, newID: newID, logger: logger, ctx: ctx, cancel: cancel}
+	return &Background{convs: convs, newID: newID, logger: logger, ctx: ctx, cancel: cancel, tasks: map[string]*bgTask{}}
 }
 
-// Start runs c in the background for the call env describes.
+// Start runs c in the background for the call env describes: task_started
+// is stored first, then the command starts.
 func (b *Background) Start(env tools.Env, c shell.Command) (string, error) {
 	if env.Conversation == "" {
 		return "", errors.New("no conversation to report to")
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
 		return "", errors.New("the server is stopping")
 	}
 	id := "bg-" + b.newID()
-	b.wg.Go(func() { b.run(env, id, c) })
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	cv, err := b.convs.Get(ctx, env.Conversation)
+	if err != nil {
+		return "", err
+	}
+	if _, err := cv.Append(ctx, func(st *State) ([]events.Event, error) {
+		if st.Closed {
+			return nil, fmt.Errorf("conversation %s is closed", env.Conversation)
+		}
+		return []events.Event{&events.TaskStarted{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script}}, nil
+	}); err != nil {
+		return "", err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		// Stored as started: its end says it never ran.
+		b.wg.Go(func() { b.reportUnrun(env, id, c) })
+		return "", errors.New("the server is stopping")
+	}
+	tctx, tcancel := context.WithCancelCause(b.ctx)
+	t := &bgTask{conv: env.Conversation, cancel: tcancel, out: newTaskOutput(TaskOutputHead, TaskOutputTail), done: make(chan struct{})}
+	b.tasks[id] = t
+	b.wg.Go(func() { b.run(tctx, env, id, c, t) })
 	return id, nil
 }
 
-func (b *Background) run(env tools.Env, id string, c shell.Command) {
-	out, err := shell.Run(b.ctx, c)
+func (b *Background) run(ctx context.Context, env tools.Env, id string, c shell.Command, t *bgTask) {
+	defer close(t.done)
+	defer t.cancel(nil)
+	// Everything it prints goes to the task's output, whose tail the task
+	// list shows while it runs.
+	c.Stdout, c.Stderr = t.out, t.out
+	out, err := shell.Run(ctx, c)
 	n := &events.TaskNotification{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script,
 		ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut}
-	n.Output, n.Dropped = headTail(out.Text, TaskOutputHead, TaskOutputTail)
-	n.Dropped += out.Dropped
+	n.Output, n.Dropped = t.out.headTail()
+	var stop taskStop
 	switch {
+	case ctx.Err() != nil && errors.As(context.Cause(ctx), &stop):
+		n.StoppedBy, n.Failure = stop.by, "killed: stopped by "+stopWho(stop.by)
+		if n.ExitCode >= 0 && n.Signal == "" {
+			n.Failure += fmt.Sprintf(" (it exited %d on SIGTERM)", n.ExitCode)
+		}
+		n.ExitCode = -1
 	case err != nil && b.ctx.Err() != nil:
 		n.Failure, n.ExitCode = "killed: the server stopped", -1
 	case err != nil:
 		n.Failure, n.ExitCode = err.Error(), -1
 	}
+	b.mu.Lock()
+	delete(b.tasks, id)
+	b.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 10*time.Second)
+	defer cancel()
+	if err := b.report(rctx, env.Conversation, n); err != nil {
+		b.logger.Error("background command's end not recorded", "conversation", env.Conversation, "task", id, "err", err)
+	}
+}
+
+// reportUnrun stores the end of a task stored as started that never ran.
+func (b *Background) reportUnrun(env tools.Env, id string, c shell.Command) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 10*time.Second)
 	defer cancel()
+	n := &events.TaskNotification{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script, ExitCode: -1,
+		Failure: "killed: the server stopped before it ran"}
 	if err := b.report(ctx, env.Conversation, n); err != nil {
 		b.logger.Error("background command's end not recorded", "conversation", env.Conversation, "task", id, "err", err)
 	}
+}
+
+// stopWho names who stopped a task, for its notification.
+func stopWho(by string) string {
+	if by == events.StopByModel {
+		return "the model (task_stop)"
+	}
+	return "the owner (" + by + ")"
+}
+
+// kill stops task id if it runs in this process, with by as who asked.
+// It reports whether the task ran here.
+func (b *Background) kill(id, by string) (*bgTask, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.tasks[id]
+	if t == nil {
+		return nil, false
+	}
+	if t.stopBy == "" {
+		t.stopBy = by
+		t.cancel(taskStop{by})
+	}
+	return t, true
+}
+
+// Sync kills the tasks of conversation that run here and that its log says
+// are to stop (a task_stop_requested or run_stop_requested another process
+// of the cluster stored).
+func (b *Background) Sync(ctx context.Context, conversation string) error {
+	b.mu.Lock()
+	var here []string
+	for id, t := range b.tasks {
+		if t.conv == conversation && t.stopBy == "" {
+			here = append(here, id)
+		}
+	}
+	b.mu.Unlock()
+	if len(here) == 0 {
+		return nil
+	}
+	cv, err := b.convs.Get(ctx, conversation)
+	if err != nil {
+		return err
+	}
+	if err := cv.Refresh(ctx); err != nil {
+		return err
+	}
+	stops := map[string]string{}
+	cv.View(func(st *State) {
+		for _, id := range here {
+			if t := st.Tasks[id]; t != nil && t.StopBy != "" {
+				stops[id] = t.StopBy
+			}
+		}
+	})
+	for id, by := range stops {
+		b.kill(id, by)
+	}
+	return nil
+}
+
+// ErrUnknownTask: no background task of that id (in that conversation).
+var ErrUnknownTask = errors.New("no such background task")
+
+// ErrTaskEnded: the task has ended already; there is nothing to stop.
+var ErrTaskEnded = errors.New("background task already finished")
+
+// TaskView is one background task as the task list shows it.
+type TaskView struct {
+	ID       string    `json:"id"`
+	Command  string    `json:"command"`
+	Started  time.Time `json:"started"`
+	State    string    `json:"state"` // running, stopping, exited, failed, stopped
+	RunID    string    `json:"run_id,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Failure  string    `json:"failure,omitempty"`
+	// StoppedBy: who stopped it (or asked to, while stopping).
+	StoppedBy string     `json:"stopped_by,omitempty"`
+	Ended     *time.Time `json:"ended,omitempty"`
+	// OutputTail is the end of what it printed: live while it runs in this
+	// process, from its notification once it ended (secrets redacted).
+	OutputTail string `json:"output_tail"`
+}
+
+// TaskOutputTailShown is how much of a task's output the list shows.
+const TaskOutputTailShown = 2 << 10
+
+func (b *Background) view(t *Task) TaskView {
+	v := TaskView{ID: t.ID, Command: t.Command, Started: t.Started, State: t.State(), RunID: t.FromRun, StoppedBy: t.StopBy}
+	if e := t.End; e != nil {
+		code := e.ExitCode
+		ended := t.Ended
+		v.ExitCode, v.Failure, v.Ended, v.OutputTail = &code, e.Failure, &ended, tailOf(e.Output, TaskOutputTailShown)
+		if e.StoppedBy != "" {
+			v.StoppedBy = e.StoppedBy
+		}
+		return v
+	}
+	if b != nil {
+		b.mu.Lock()
+		bt := b.tasks[t.ID]
+		b.mu.Unlock()
+		if bt != nil {
+			v.OutputTail = events.Secrets().String(bt.out.tail(TaskOutputTailShown))
+		}
+	}
+	return v
+}
+
+// Tasks lists conversation's background tasks, oldest first.
+func (b *Background) Tasks(ctx context.Context, conversation string) ([]TaskView, error) {
+	cv, err := b.convs.Get(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	if err := cv.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	var list []*Task
+	cv.View(func(st *State) {
+		for _, t := range st.Tasks {
+			c := *t
+			list = append(list, &c)
+		}
+	})
+	slices.SortFunc(list, func(a, c *Task) int {
+		if d := a.Started.Compare(c.Started); d != 0 {
+			return d
+		}
+		return strings.Compare(a.ID, c.ID)
+	})
+	out := make([]TaskView, 0, len(list))
+	for _, t := range list {
+		out = append(out, b.view(t))
+	}
+	return out, nil
+}
+
+// StopTask stores the stop of conversation's background task id by by and
+// kills it at once when it runs here (another process of the cluster
+// kills it when its worker reads the stop). Unknown there: ErrUnknownTask;
+// ended: ErrTaskEnded. A second stop of a task stopping stores nothing.
+func (b *Background) StopTask(ctx context.Context, conversation, id, by string) (TaskView, error) {
+	cv, err := b.convs.Get(ctx, conversation)
+	if err != nil {
+		return TaskView{}, err
+	}
+	var t Task
+	if _, err := cv.Append(ctx, func(st *State) ([]events.Event, error) {
+		cur := st.Tasks[id]
+		switch {
+		case cur == nil:
+			return nil, fmt.Errorf("%w: %s in conversation %s", ErrUnknownTask, id, conversation)
+		case cur.End != nil:
+			return nil, fmt.Errorf("%w: %s ended %s (%s)", ErrTaskEnded, id, cur.Ended.Format(time.RFC3339), cur.State())
+		}
+		t = *cur
+		if cur.StopBy != "" {
+			return nil, nil
+		}
+		t.StopBy = by
+		return []events.Event{&events.TaskStopRequested{TaskID: id, By: by}}, nil
+	}); err != nil {
+		return TaskView{}, err
+	}
+	b.kill(id, t.StopBy)
+	return b.view(&t), nil
+}
+
+// Stop is the model's task_stop: only a task of the calling conversation
+// is stopped; the call waits for it to end (at most StopGrace and a
+// little) and answers with how it ended and its output's tail.
+func (b *Background) Stop(ctx context.Context, env tools.Env, id string) (tools.Result, error) {
+	var own bool
+	if cv, err := b.convs.Get(ctx, env.Conversation); err == nil {
+		cv.View(func(st *State) { own = st.Tasks[id] != nil })
+	}
+	if !own {
+		return tools.Failf("refused: %s is not a background task of this conversation; task_stop stops only the tasks this conversation started", id), nil
+	}
+	v, err := b.StopTask(ctx, env.Conversation, id, events.StopByModel)
+	switch {
+	case errors.Is(err, ErrTaskEnded):
+		return tools.Failf("task %s had already finished; its notification tells how it ended", id), nil
+	case err != nil:
+		return tools.Result{}, err
+	}
+	b.mu.Lock()
+	t := b.tasks[id]
+	b.mu.Unlock()
+	if t == nil {
+		return tools.Result{Output: fmt.Sprintf("Stop of task %s stored; the process running it kills it (SIGTERM, then SIGKILL after %s).", id, StopGrace)}, nil
+	}
+	select {
+	case <-t.done:
+	case <-time.After(StopGrace + 2*time.Second):
+	case <-ctx.Done():
+		return tools.Result{}, ctx.Err()
+	}
+	v.OutputTail = events.Secrets().String(t.out.tail(TaskOutputTailShown))
+	text := fmt.Sprintf("Stopped task %s (%s): its process group got SIGTERM, then SIGKILL after %s if still there.", id, v.Command, StopGrace)
+	if v.OutputTail != "" {
+		text += "\nOutput (tail):\n" + v.OutputTail
+	}
+	return tools.Result{Output: text}, nil
 }
 
 // report appends n to the conversation; the worker's trigger consumer
@@ -117,3 +396,69 @@ func headTail(s string, head, tail int) (string, int64) {
 	text := s[:head] + "\n[… " + strconv.Itoa(cut) + " bytes of output dropped …]\n" + s[len(s)-tail:]
 	return strings.ToValidUTF8(text, "\uFFFD"), int64(cut)
 }
+
+// taskOutput keeps the head and the tail of what a background command
+// prints, safe for the command's copiers and the task list at once.
+type taskOutput struct {
+	mu      sync.Mutex
+	head    []byte
+	ring    []byte // the last bytes, up to tailCap
+	headCap int
+	tailCap int
+	total   int64
+}
+
+func newTaskOutput(head, tail int) *taskOutput {
+	return &taskOutput{headCap: head, tailCap: tail}
+}
+
+func (o *taskOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.total += int64(len(p))
+	rest := p
+	if room := o.headCap - len(o.head); room > 0 {
+		n := min(room, len(rest))
+		o.head = append(o.head, rest[:n]...)
+		rest = rest[n:]
+	}
+	o.ring = append(o.ring, rest...)
+	if over := len(o.ring) - o.tailCap; over > 0 {
+		o.ring = append(o.ring[:0], o.ring[over:]...)
+	}
+	return len(p), nil
+}
+
+// headTail is the head and the tail, with how many bytes were cut between.
+func (o *taskOutput) headTail() (string, int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	cut := o.total - int64(len(o.head)) - int64(len(o.ring))
+	if cut == 0 {
+		return strings.ToValidUTF8(string(o.head)+string(o.ring), "\uFFFD"), 0
+	}
+	text := string(o.head) + "\n[… " + strconv.FormatInt(cut, 10) + " bytes of output dropped …]\n" + string(o.ring)
+	return strings.ToValidUTF8(text, "\uFFFD"), cut
+}
+
+// tail is the last n bytes printed.
+func (o *taskOutput) tail(n int) string {
+	o.mu.Lock()
+	all := append(append([]byte{}, o.head...), o.ring...)
+	o.mu.Unlock()
+	return tailOf(string(all), n)
+}
+
+// tailOf is s's last n bytes, cut at a line start when one is near.
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		s = s[len(s)-n:]
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
+			s = s[i+1:]
+		}
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// Background is the worker's background runner (nil when none).
+func (w *Worker) Background() *Background { return w.cfg.Deps.Background }

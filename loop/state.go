@@ -194,6 +194,9 @@ type State struct {
 	// Notices are stopped tasks' notifications that came while a run was
 	// open: they join Messages when it ends.
 	Notices []Message `json:"notices,omitempty"`
+	// Tasks are the conversation's background commands (shell_run with
+	// run_in_background), by task id: started, stopping, ended.
+	Tasks map[string]*Task `json:"tasks,omitempty"`
 
 	// OpenRun is the run started and not finished (a crash leaves it set);
 	// Step is its last model-call step.
@@ -307,6 +310,65 @@ type State struct {
 	Pin *SystemPin `json:"pin,omitempty"`
 }
 
+// Task is one background command of the conversation, as its events tell
+// it: task_started, a stop asked (task_stop_requested, or a
+// run_stop_requested naming it), and its task_notification.
+type Task struct {
+	ID      string    `json:"id"`
+	CallID  string    `json:"call_id,omitempty"`
+	FromRun string    `json:"from_run,omitempty"`
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+	// StopBy is who asked for it to stop ("" none yet); the first ask
+	// counts.
+	StopBy string `json:"stop_by,omitempty"`
+	// End is its notification, once it ended.
+	End   *events.TaskNotification `json:"end,omitempty"`
+	Ended time.Time                `json:"ended,omitzero"`
+}
+
+// Task states (GET /api/conversations/{id}/tasks).
+const (
+	TaskRunning  = "running"
+	TaskStopping = "stopping" // a stop is stored, the process not yet gone
+	TaskExited   = "exited"   // ended by itself: exit_code says how
+	TaskFailed   = "failed"   // timed out, killed by a signal, or did not run
+	TaskStopped  = "stopped"  // killed by a stop (stopped_by says whose)
+)
+
+// State is the task's state word.
+func (t *Task) State() string {
+	switch {
+	case t.End == nil && t.StopBy != "":
+		return TaskStopping
+	case t.End == nil:
+		return TaskRunning
+	case t.End.StoppedBy != "":
+		return TaskStopped
+	case t.End.Failure != "" || t.End.TimedOut || t.End.Signal != "":
+		return TaskFailed
+	}
+	return TaskExited
+}
+
+// RunningTasks are the ids of the tasks not ended, in id order.
+func (s *State) RunningTasks() []string {
+	var ids []string
+	for _, id := range sortedKeys(s.Tasks) {
+		if s.Tasks[id].End == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// stopTask records who asked task id to stop (the first ask counts).
+func (s *State) stopTask(id, by string) {
+	if t := s.Tasks[id]; t != nil && t.End == nil && t.StopBy == "" {
+		t.StopBy = by
+	}
+}
+
 // StopRequest is a run_stop_requested of the open run.
 type StopRequest struct {
 	RunID   string    `json:"run_id"`
@@ -387,7 +449,17 @@ func (s *State) Apply(env events.Envelope) error {
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
+	case *events.TaskStarted:
+		if s.Tasks == nil {
+			s.Tasks = map[string]*Task{}
+		}
+		s.Tasks[e.TaskID] = &Task{ID: e.TaskID, CallID: e.CallID, FromRun: e.FromRun, Command: e.Command, Started: env.Time}
+	case *events.TaskStopRequested:
+		s.stopTask(e.TaskID, e.By)
 	case *events.TaskNotification:
+		if t := s.Tasks[e.TaskID]; t != nil && t.End == nil {
+			t.End, t.Ended = e, env.Time
+		}
 		if e.StoppedBy != "" {
 			// The owner stopped it: told in the history (after the open
 			// run's calls have their results), no round of its own.
@@ -996,7 +1068,7 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
 // then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 24
+const snapshotVersion byte = 25
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.

@@ -64,6 +64,8 @@ const (
 type Stopped struct {
 	RunID   string `json:"run_id"`
 	Dropped int    `json:"dropped"`
+	// Tasks are the background tasks it stopped (scope run or all).
+	Tasks []string `json:"tasks,omitempty"`
 }
 
 // ValidStopBy says whether by names a channel a stop may come from.
@@ -72,10 +74,10 @@ func ValidStopBy(by string) bool {
 }
 
 // Stop stores the owner's stop of conversation and makes it take effect at
-// once: scope run stops the open run and the delegated children under it,
-// queue drops the messages waiting, all does both ("" is all). A
-// conversation with nothing of the scope to stop is ErrNothingRunning and
-// nothing is stored. A second stop of a run already stopping stores
+// once: scope run stops the open run, the delegated children under it and
+// the conversation's background tasks still running, queue drops the
+// messages waiting, all does both ("" is all). A conversation with nothing
+// of the scope to stop is ErrNothingRunning and nothing is stored. A second stop of a run already stopping stores
 // nothing more for the run.
 func (w *Worker) Stop(ctx context.Context, conversation, scope, by string) (Stopped, error) {
 	if scope == "" {
@@ -108,6 +110,14 @@ func (w *Worker) Stop(ctx context.Context, conversation, scope, by string) (Stop
 				}
 			}
 		}
+		if scope != events.StopQueue {
+			for _, id := range st.RunningTasks() {
+				if st.Tasks[id].StopBy == "" {
+					e.Tasks = append(e.Tasks, id)
+				}
+			}
+			out.Tasks = e.Tasks
+		}
 		if scope != events.StopRun {
 			for _, p := range st.Queued {
 				e.Dropped = append(e.Dropped, p.EventID)
@@ -119,16 +129,21 @@ func (w *Worker) Stop(ctx context.Context, conversation, scope, by string) (Stop
 			}
 		}
 		out.Dropped = len(e.Dropped)
-		if out.RunID == "" && out.Dropped == 0 {
-			return nil, fmt.Errorf("%w: conversation %s has no run open and no message waiting", ErrNothingRunning, conversation)
+		if out.RunID == "" && out.Dropped == 0 && len(out.Tasks) == 0 {
+			return nil, fmt.Errorf("%w: conversation %s has no run open, no background task running and no message waiting", ErrNothingRunning, conversation)
 		}
-		if e.RunID == "" && len(e.Dropped) == 0 {
+		if e.RunID == "" && len(e.Dropped) == 0 && len(e.Tasks) == 0 {
 			return nil, nil // the run is stopping already
 		}
 		return []events.Event{e}, nil
 	})
 	if err != nil {
 		return Stopped{}, err
+	}
+	if bg := w.cfg.Deps.Background; bg != nil {
+		for _, id := range out.Tasks {
+			bg.kill(id, by)
+		}
 	}
 	if out.RunID != "" {
 		w.interrupt(conversation)
@@ -196,6 +211,9 @@ func (w *Worker) stoppable(ctx context.Context, conversation string) (context.Co
 // applyStop folds a stop: the open run is to stop, the dropped messages
 // leave the queue (and steers) for the chat's dropped list.
 func (s *State) applyStop(env events.Envelope, e *events.RunStopRequested) {
+	for _, id := range e.Tasks {
+		s.stopTask(id, e.By)
+	}
 	if e.RunID != "" && e.RunID == s.OpenRun && s.Stop == nil {
 		s.Stop = &StopRequest{RunID: e.RunID, By: e.By, Scope: e.Scope, EventID: env.ID, At: env.Time}
 	}

@@ -125,6 +125,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			// A stop stored by another process sharing the cluster
 			// cancels the turn running here.
 			events.Root + ".conv.*." + events.TypeRunStopRequested,
+			events.Root + ".conv.*." + events.TypeTaskStopRequested,
 		},
 		// Only what arrives from now on: older work is found by Recover.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
@@ -140,8 +141,15 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	w.cc, err = cons.Consume(func(msg jetstream.Msg) {
+		conv := events.ScopeOf(msg.Subject()).ID()
 		if strings.HasSuffix(msg.Subject(), "."+events.TypeRunStopRequested) {
-			w.interrupt(events.ScopeOf(msg.Subject()).ID())
+			w.interrupt(conv)
+		}
+		if bg := cfg.Deps.Background; bg != nil && (strings.HasSuffix(msg.Subject(), "."+events.TypeRunStopRequested) ||
+			strings.HasSuffix(msg.Subject(), "."+events.TypeTaskStopRequested)) {
+			// A background task of it may run here: killed if its log
+			// says to stop it.
+			w.syncTasks(bg, conv)
 		}
 		w.Kick(events.ScopeOf(msg.Subject()).ID())
 		msg.Ack()
@@ -210,6 +218,23 @@ func (w *Worker) Close() {
 	w.cancel() // under mu: no Kick can add to wg once Wait may start
 	w.mu.Unlock()
 	w.wg.Wait()
+}
+
+// syncTasks kills, in the background, conversation's tasks running here
+// that its log says to stop (a stop another process stored).
+func (w *Worker) syncTasks(bg *Background, conversation string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx.Err() != nil {
+		return
+	}
+	w.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+		defer cancel()
+		if err := bg.Sync(ctx, conversation); err != nil {
+			w.cfg.Logger.Error("stop a background task", "conversation", conversation, "err", err)
+		}
+	})
 }
 
 // Kick schedules a pass over a conversation.

@@ -103,9 +103,10 @@ func (Conversations) Name() string { return "conversations" }
 // Wants: every conversation event.
 func (Conversations) Wants(kind, _ string) bool { return kind == "conv" }
 
-// Version 2 added bucketConvOpen: an older database's conversations are
-// projected again (in the background) when this build opens it.
-func (Conversations) Version() int { return 2 }
+// Version 2 added bucketConvOpen, 3 bucketTasks: an older database's
+// conversations are projected again (in the background) when this build
+// opens it.
+func (Conversations) Version() int { return 3 }
 
 // PendingApproval is an approval waiting for the owner.
 type PendingApproval struct {
@@ -133,14 +134,39 @@ type PendingQuestion struct {
 }
 
 // bucketApprovals maps approval id → conversation id; bucketQuestions
-// question id → conversation id.
+// question id → conversation id; bucketTasks background task id →
+// conversation id.
 const (
 	bucketApprovals = "approvals"
 	bucketQuestions = "questions"
+	bucketTasks     = "tasks"
 )
 
 func (Conversations) Buckets() []string {
-	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen, bucketQuestions}
+	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen, bucketQuestions, bucketTasks}
+}
+
+// FindTask returns the conversation a background task belongs to.
+func FindTask(db *bbolt.DB, taskID string) (string, error) {
+	return findIn(db, bucketTasks, taskID)
+}
+
+// findIn returns the conversation id key maps to in bucket.
+func findIn(db *bbolt.DB, bucket, key string) (string, error) {
+	var conv string
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucket))
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		conv = string(v)
+		return nil
+	})
+	return conv, err
 }
 
 // FindQuestion returns the conversation a question belongs to.
@@ -215,9 +241,15 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		if c.Title == "" {
 			c.Title = truncate(oneLine(e.Text), titleRunes)
 		}
+	case *events.TaskStarted:
+		if err := tx.Bucket([]byte(bucketTasks)).Put([]byte(e.TaskID), []byte(id)); err != nil {
+			return err
+		}
 	case *events.TaskNotification:
-		c.Queued++ // a background command ended: it opens the next round
-		c.Halted, c.Ended = "", nil
+		if e.StoppedBy == "" { // a stopped task's end opens no round
+			c.Queued++ // a background command ended: it opens the next round
+			c.Halted, c.Ended = "", nil
+		}
 	case *events.RunStopRequested:
 		c.Queued = max(0, c.Queued-len(e.Dropped)) // dropped: never answered
 	case *events.RunStarted:

@@ -5,7 +5,7 @@ func Builtins() []Tool {
 	return []Tool{
 		WorkspaceList{}, WorkspaceRead{}, WorkspaceGlob{}, WorkspaceGrep{},
 		WorkspaceWrite{}, WorkspaceEdit{},
-		ShellRun{},
+		ShellRun{}, TaskStop{},
 		ToolOutputRead{},
 		TodoWrite{},
 	}

@@ -79,6 +79,7 @@ func TestBuiltinDefs(t *testing.T) {
 	wantApproval := map[string]bool{
 		"workspace_list": false, "workspace_read": false, "workspace_glob": false, "workspace_grep": false,
 		"workspace_write": true, "workspace_edit": true, "shell_run": true, "tool_output_read": false, "todo_write": false,
+		"task_stop": false,
 	}
 	r, err := New(Builtins()...)
 	if err != nil {

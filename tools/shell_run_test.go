@@ -162,6 +162,10 @@ func (s *starts) Start(env Env, c shell.Command) (string, error) {
 	return "bg-1", nil
 }
 
+func (s *starts) Stop(ctx context.Context, env Env, id string) (Result, error) {
+	return Result{Output: "stopped " + id}, nil
+}
+
 // R-TEAM §8: run_in_background hands the command, built as in the
 // foreground (workspace, filtered environment, home view), to the
 // server's runner and returns the placeholder at once; refused without a

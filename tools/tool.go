@@ -103,9 +103,11 @@ type Env struct {
 
 // Backgrounder runs a command after its call has returned and reports its
 // end on the conversation as a task_notification (R-TEAM §8). Start
-// returns the task's id once the command is started.
+// returns the task's id once the command is started; Stop kills a task of
+// env's conversation (task_stop), refusing any other.
 type Backgrounder interface {
 	Start(env Env, c shell.Command) (taskID string, err error)
+	Stop(ctx context.Context, env Env, taskID string) (Result, error)
 }
 
 // UntrustedMark is what a memory write made after untrusted content

@@ -290,6 +290,8 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{loop.ErrNothingRunning, http.StatusConflict, "nothing_running"},
 		{loop.ErrBadScope, http.StatusBadRequest, "bad_scope"},
 		{loop.ErrNoWaiting, http.StatusNotFound, "not_found"},
+		{loop.ErrUnknownTask, http.StatusNotFound, "not_found"},
+		{loop.ErrTaskEnded, http.StatusConflict, "already_finished"},
 		{loop.ErrBadAnswer, http.StatusBadRequest, "bad_request"},
 		{inbound.ErrClosed, http.StatusConflict, "closed"},
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},

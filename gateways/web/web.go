@@ -97,6 +97,9 @@ type Config struct {
 	// Stops serves the owner's stop: POST /api/conversations/{id}/stop,
 	// POST /api/stop and the chat page's Stop forms; nil leaves them out.
 	Stops Stopper
+	// Tasks serves GET /api/conversations/{id}/tasks and POST
+	// /api/tasks/{id}/stop (background tasks); nil leaves them out.
+	Tasks TaskStopper
 	// Search serves GET /api/search and /search (the recall index); nil
 	// leaves them out.
 	Search *search.Index
@@ -262,6 +265,7 @@ func (s *server) routes() *router {
 	}
 	s.routeConversationOps(mux)
 	s.routeStops(mux)
+	s.routeTasks(mux)
 	if cfg.Memory != nil {
 		s.routesMemory(mux)
 	}

@@ -121,6 +121,7 @@ func (a *App) Web(base web.Config) web.Config {
 	c.Approvals = a.Approvals
 	c.Questions = a.Questions
 	c.Stops = a.Stops
+	c.Tasks = a.Stops
 	c.Live = events.LiveFeed(a.Conn())
 	c.Health = a.Health
 	c.CatchingUp = a.CatchingUp
