@@ -35,4 +35,6 @@ func init() {
 	}
 	samples[events.TypeRunStopRequested] = append(samples[events.TypeRunStopRequested],
 		&events.RunStopRequested{RunID: "r1", By: events.StopByWeb, Scope: events.StopRun, Tasks: []string{"bg-1a2f"}})
+	samples[events.TypeNestedCall] = append(samples[events.TypeNestedCall],
+		&events.NestedCall{RunID: "r1", Step: 1, CallID: "c1", N: 2, Kind: "tool", Tool: "shell_run", IsError: true, Outcome: "stopped", Chars: 90})
 }

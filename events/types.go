@@ -325,17 +325,19 @@ func (*ToolCompleted) EventVersion() int { return 1 }
 // call or a model question (llm.*, whose cost the model_called of purpose
 // script carries). N numbers the script's calls in written order.
 type NestedCall struct {
-	RunID      string          `json:"run_id"`
-	Step       int             `json:"step"`
-	CallID     string          `json:"call_id"` // the tool_script call
-	N          int             `json:"n"`
-	Kind       string          `json:"kind"` // tool or llm
-	Tool       string          `json:"tool"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	IsError    bool            `json:"is_error,omitempty"`
-	Chars      int             `json:"chars"` // what the script received
-	DurationMS int64           `json:"duration_ms"`
-	CostUSD    *float64        `json:"cost_usd,omitempty"`
+	RunID     string          `json:"run_id"`
+	Step      int             `json:"step"`
+	CallID    string          `json:"call_id"` // the tool_script call
+	N         int             `json:"n"`
+	Kind      string          `json:"kind"` // tool or llm
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	// Outcome "stopped": the owner's stop cut the call while it ran.
+	Outcome    string   `json:"outcome,omitempty"`
+	Chars      int      `json:"chars"` // what the script received
+	DurationMS int64    `json:"duration_ms"`
+	CostUSD    *float64 `json:"cost_usd,omitempty"`
 	// Canvas is the canvas a canvas tool of the script read or wrote,
 	// folded as a direct call's (ToolCompleted.Canvas).
 	Canvas *CanvasRef `json:"canvas,omitempty"`

@@ -125,6 +125,7 @@ type scriptHost struct {
 	mu         sync.Mutex
 	delegating int               // delegations vetted, not yet recorded
 	ran        map[int]*toolCall // finished calls, until recorded
+	cut        map[int]bool      // calls the owner's stop cut, recorded stopped
 }
 
 func (h *scriptHost) find(name string) (tools.Tool, bool) {
@@ -235,6 +236,25 @@ func (h *scriptHost) Run(ctx context.Context, n int, name string, args json.RawM
 		runID: h.c.runID, step: h.c.step, tool: tool}
 	if err := h.t.nested(ctx, c); err != nil {
 		return "", false, err
+	}
+	if stopped(ctx) {
+		// The owner's stop cut it: recorded here, stopped, as the script
+		// ends with the turn and never reports it.
+		if c.outcome == "" {
+			h.t.stoppedWhileRunning(c, c.res)
+		}
+		h.mu.Lock()
+		if h.cut == nil {
+			h.cut = map[int]bool{}
+		}
+		h.cut[n] = true
+		h.mu.Unlock()
+		e := &events.NestedCall{RunID: h.c.runID, Step: h.c.step, CallID: h.c.ID, N: n, Kind: "tool", Tool: name,
+			Arguments: args, IsError: true, Outcome: "stopped", Chars: len(c.res.Output)}
+		if err := h.t.emit(context.WithoutCancel(ctx), e); err != nil {
+			return "", false, err
+		}
+		return c.res.Output, true, ctx.Err()
 	}
 	h.mu.Lock()
 	if h.ran == nil {
@@ -350,7 +370,11 @@ func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
 	h.mu.Lock()
 	c := h.ran[n.N]
 	delete(h.ran, n.N)
+	cut := h.cut[n.N]
 	h.mu.Unlock()
+	if cut {
+		return nil // recorded stopped when the stop cut it
+	}
 	if c != nil {
 		e.Canvas = c.res.Canvas
 		if p, ok := c.res.Meta["provenance"].(map[string]any); ok {
