@@ -129,7 +129,7 @@ func AddKitAgents(homeDir, master string, agents map[string]Agent, override bool
 			a.Tools = nil
 			if sa.Tools == nil {
 				for _, t := range parent.Tools {
-					if t != DelegateTool && t != "schedule_create" {
+					if t != DelegateTool && t != "schedule_create" && t != "cancel_cron" {
 						a.Tools = append(a.Tools, t)
 					}
 				}

@@ -57,8 +57,8 @@ var (
 	MemberOnlyTools = []string{"claim_task", "complete_task", "submit_plan"}
 	TeamTools       = []string{"list_tasks", "get_task", "send_message", "list_teammates", "update_task"}
 	// MemberRefused are tools a teammate is never given, whatever its
-	// profile lists: it schedules nothing and delegates nothing.
-	MemberRefused = []string{"schedule_create", DelegateTool}
+	// profile lists: it schedules or cancels nothing and delegates nothing.
+	MemberRefused = []string{"schedule_create", "cancel_cron", DelegateTool}
 )
 
 // Offered reports whether a tool of this name is offered in the seat at

@@ -240,3 +240,82 @@ func TestOneShotJobFailsTwiceThenSucceedsThroughServe(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// Issue 28, seed 004's list_crons and cancel_cron through crew serve: the
+// master lists only its own jobs (its agent.yaml schedule and the job it
+// created with schedule_create, not pong's); it cancels the job it
+// created without asking; another agent's job is not found; cancelling
+// its agent.yaml schedule asks and, approved, writes enabled: false back.
+func TestListAndCancelCronsOwnershipThroughServe(t *testing.T) {
+	home := initHome(t)
+	agentYAML := filepath.Join(home, "agent.yaml")
+	f, _ := os.OpenFile(agentYAML, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("schedules:\n  - name: brief\n    cron: \"0 7 * * *\"\n    prompt: \"Say good morning\"\n")
+	f.Close()
+	script := writeScript(t, `
+- tool_calls:
+    - name: schedule_create
+      arguments: {name: standup, cron: "0 9 * * 1-5", prompt: "Ask me about today's plan"}
+- tool_calls:
+    - name: list_crons
+- tool_calls:
+    - name: cancel_cron
+      arguments: {id: master-standup}
+- tool_calls:
+    - name: cancel_cron
+      arguments: {id: pong-morning-brief}
+- tool_calls:
+    - name: cancel_cron
+      arguments: {id: master-brief}
+- text: "Done."
+`)
+	s := startServe(t, home, "MY_AGENT_ROUTES=fake:script:"+script)
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "tidy my schedules"})
+	id := acc["conversation_id"].(string)
+	c := waitConv(t, s.url, id, "asking for schedule_create", func(c convView) bool { return c.Status == "awaiting_approval" })
+	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
+	c = waitConv(t, s.url, id, "asking for cancel_cron of the schedule", func(c convView) bool {
+		return c.Status == "awaiting_approval" && c.PendingApprovals[0].Tool != "schedule_create"
+	})
+	if c.PendingApprovals[0].Tool != "cancel_cron" {
+		t.Fatalf("pending = %+v, want cancel_cron of master-brief", c.PendingApprovals)
+	}
+	var tools []string
+	for _, h := range c.History {
+		if h.Role == "tool" {
+			tools = append(tools, h.Text)
+		}
+	}
+	if len(tools) != 4 {
+		t.Fatalf("tool results before the ask: %q, want schedule_create, list_crons and two cancel_cron", tools)
+	}
+	list := tools[1]
+	if !strings.Contains(list, "master-brief") || !strings.Contains(list, "master-standup") || strings.Contains(list, "pong-") {
+		t.Errorf("list_crons showed:\n%s\nwant the master's two jobs and no other agent's", list)
+	}
+	if !strings.Contains(tools[2], "Cancelled job master-standup") {
+		t.Errorf("cancel_cron of its own chat job: %q", tools[2])
+	}
+	if !strings.Contains(tools[3], `has no job "pong-morning-brief"`) {
+		t.Errorf("cancel_cron of pong's job: %q", tools[3])
+	}
+	var jobs []map[string]any
+	getJSON(t, s.url+"/api/jobs", &jobs)
+	if j := jobByID(jobs, "pong-morning-brief"); j == nil || j["status"] != "disabled" {
+		t.Errorf("pong's job changed: %v", j)
+	}
+	before, _ := os.ReadFile(agentYAML)
+	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
+	waitConv(t, s.url, id, "answered", settled)
+	after, _ := os.ReadFile(agentYAML)
+	if want := strings.Replace(string(before), "  - name: brief\n", "  - name: brief\n    enabled: false\n", 1); string(after) != want {
+		t.Errorf("agent.yaml after cancel_cron of brief:\n%s", after)
+	}
+	eventstest.Eventually(t, "the chat job cancelled and the schedule disabled", func() bool {
+		jobs = nil
+		getJSON(t, s.url+"/api/jobs", &jobs)
+		std, brief := jobByID(jobs, "master-standup"), jobByID(jobs, "master-brief")
+		return std != nil && std["cancelled"] != nil && brief != nil && brief["enabled"] == false
+	})
+	s.stop(t)
+}

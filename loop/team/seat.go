@@ -33,7 +33,7 @@ func (r *Runtime) Seated(a loop.Agent, seat loop.Seat) (loop.Agent, bool) {
 		return a, Leads(a) && seat.Conversation == seat.Team
 	}
 	names := slices.DeleteFunc(slices.Clone(a.Tools), func(n string) bool {
-		return slices.Contains(LeadTools, n) || n == "schedule_create" || n == loop.DelegateTool
+		return slices.Contains(LeadTools, n) || slices.Contains(loop.MemberRefused, n)
 	})
 	for _, n := range MemberTools {
 		if !slices.Contains(names, n) {

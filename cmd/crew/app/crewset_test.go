@@ -41,7 +41,7 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

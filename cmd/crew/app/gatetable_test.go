@@ -23,7 +23,7 @@ const (
 // their kinds: one the owner listed in read_only_tools, one not, and one
 // of a server set to autonomous: run.
 func gateTools(t *testing.T) []tools.Tool {
-	list := allTools(schedule.NewCreateTool(time.Now), nil, nil, nil, nil)
+	list := allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)
 	if _, err := tools.New(list...); err != nil {
 		t.Fatal(err)
 	}

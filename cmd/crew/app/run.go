@@ -10,11 +10,13 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/schedule"
+	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
 )
 
@@ -104,6 +106,8 @@ func start(ctx context.Context, a *App) (*running, error) {
 	}
 	r.schedCfg = schedulerConfig(a, r)
 	w.create.Bind(jobAdder{r.Scheduler})
+	w.crons.Bind(cronJobs{&web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: r.Scheduler,
+		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled}})
 	if a.opts.Serve {
 		r.watch(ctx, a)
 	}
@@ -234,4 +238,39 @@ func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
 		return schedule.Refused(err)
 	}
 	return err
+}
+
+// cronJobs adapts the jobs list (the jobs projection merged with every
+// agent.yaml schedule, as /api/jobs shows it) to list_crons and
+// cancel_cron.
+type cronJobs struct{ j *web.SchedulerJobs }
+
+func (c cronJobs) List(ctx context.Context) ([]schedule.Cron, error) {
+	v, err := c.j.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.j.Rows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]ui.JobRow{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	var out []schedule.Cron
+	for _, j := range v.([]projections.Job) {
+		r := byID[j.ID]
+		out = append(out, schedule.Cron{ID: j.ID, Agent: j.Agent, Name: r.Name, Origin: j.Origin, When: r.When, What: r.What,
+			Enabled: j.Enabled, Status: j.Status, NextRun: r.NextRun, LastRun: r.LastFired, LastStatus: j.LastStatus, RetryAt: r.RetryAt})
+	}
+	return out, nil
+}
+
+func (c cronJobs) Cancel(ctx context.Context, id, reason string) error {
+	return c.j.Scheduler.Cancel(ctx, id, reason)
+}
+
+func (c cronJobs) Disable(ctx context.Context, id string) error {
+	return c.j.SetEnabled(ctx, id, false)
 }

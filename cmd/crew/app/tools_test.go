@@ -27,7 +27,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestToolsDocListsEveryTool(t *testing.T) {
 	if !ok {
 		t.Fatal("docs/tools.md has no \"## The tools\" section")
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,10 +38,11 @@ import (
 // tools and the memory tools. Which of them an agent gets follows from
 // each tool's declaration (Def.Default) and its agent.yaml. A new tool
 // family is one line here.
-func allTools(create *schedule.CreateTool, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
+func allTools(create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
 	out := append(tools.Builtins(), loop.Tools()...)
 	out = append(out, recall.Tools(rc)...)
 	out = append(out, create, kit.SkillRead(), pdf.Read{})
+	out = append(out, crons.Tools()...)
 	out = append(out, nt.tools()...)
 	out = append(out, canvas.Tools(cv)...)
 	out = append(out, team.Tools(teams)...)
@@ -75,6 +76,7 @@ type wiring struct {
 	Override []string
 
 	create    *schedule.CreateTool
+	crons     *schedule.CronTools
 	providers *llm.Providers // the keys read at Open: serve drops them from the environment after
 	net       *netTools
 	pool      *mcp.Pool
@@ -93,7 +95,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(time.Now), providers: h.Providers(getenv)}
+	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(time.Now), crons: &schedule.CronTools{}, providers: h.Providers(getenv)}
 	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
 	log, db := a.Log(), a.DB()
 	var waitFor func(context.Context, uint64) error
@@ -115,7 +117,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir,
 		Agents: func(id string) (loop.Agent, bool) { return cr.Agent(id) }})
 	w.recall = &recallIndex{master: home.MasterID}
-	if w.Registry, err = tools.New(allTools(w.create, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
+	if w.Registry, err = tools.New(allTools(w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
 	cr = newCrew(a.Dir, h, override, w.Registry, getenv, logger.With("component", "crew"))
