@@ -23,6 +23,7 @@ const (
 	TypeTaskWorktreeRemove = "task_worktree_removed"
 	TypeTeammateSpawned    = "teammate_spawned"
 	TypeTeammateStopped    = "teammate_stopped"
+	TypeTeamStopRequested  = "team_stop_requested"
 	TypeMailSent           = "mail_sent"
 )
 
@@ -37,6 +38,7 @@ func init() {
 	register[TaskWorktreeRemoved]()
 	register[TeammateSpawned]()
 	register[TeammateStopped]()
+	register[TeamStopRequested]()
 	register[MailSent]()
 }
 
@@ -174,6 +176,19 @@ type TeammateStopped struct {
 
 func (*TeammateStopped) EventType() string { return TypeTeammateStopped }
 func (*TeammateStopped) EventVersion() int { return 1 }
+
+// TeamStopRequested is the owner's stop of a whole team (issue 27): stored
+// before every member's current turn and the lead's are stopped, it holds
+// the team — no mail delivered, no task given or claimed — until the
+// owner writes to the lead again: LeadMessages is the length of the lead's
+// history at the stop, and an owner's message after it lets the team go.
+type TeamStopRequested struct {
+	By           string `json:"by"`
+	LeadMessages int    `json:"lead_messages"`
+}
+
+func (*TeamStopRequested) EventType() string { return TypeTeamStopRequested }
+func (*TeamStopRequested) EventVersion() int { return 1 }
 
 // Mail types. A plain message, a teammate's report, and the typed control
 // messages of the protocols (seed 001 §11, §12): a request carries a fresh

@@ -19,6 +19,7 @@ func init() {
 	samples[events.TypeTeammateSpawned] = []events.Event{&events.TeammateSpawned{Name: "alice", Agent: "master", Conversation: "web-1-t-alice"},
 		&events.TeammateSpawned{Name: "bob", Agent: "coder", Conversation: "web-1-t-bob", Responsibility: "auth", RequirePlan: true}}
 	samples[events.TypeTeammateStopped] = []events.Event{&events.TeammateStopped{Name: "alice", RequestID: "req_1"}, &events.TeammateStopped{Name: "bob"}}
+	samples[events.TypeTeamStopRequested] = []events.Event{&events.TeamStopRequested{By: events.StopByWeb, LeadMessages: 7}, &events.TeamStopRequested{By: events.StopByAPI}}
 	samples[events.TypeMailSent] = []events.Event{
 		&events.MailSent{From: "lead", To: "alice", Type: events.MailMessage, Content: "start with the loader"},
 		&events.MailSent{From: "bob", To: "lead", Type: events.MailResult, Content: "auth refactored", TaskID: "task_1a2b3c4d", Run: "r1"},

@@ -135,6 +135,8 @@ func canvasPath(id string) string { return "/canvases/" + url.PathEscape(id) }
 // message's remove form (n from 1).
 func stopPath(conv string) string { return "/c/" + url.PathEscape(conv) + "/stop" }
 
+func teamStopPath(conv string) string { return "/c/" + url.PathEscape(conv) + "/team/stop" }
+
 func queueRemovePath(conv string, n int) string {
 	return "/c/" + url.PathEscape(conv) + "/queue/" + strconv.Itoa(n) + "/remove"
 }

@@ -375,6 +375,9 @@ func TestTeamSeedScenarioTeammatesUseBoardAndMailOverServe(t *testing.T) {
 		return settled(c) && strings.Contains(c.History[len(c.History)-2].Text, "from bob (shutdown_response")
 	})
 
+	// The mail's fold may lag the board's a moment: read the team again.
+	tv = teamView{}
+	getJSON(t, s.url+"/api/teams/"+id, &tv)
 	// The board: who did what, and how they got it.
 	owner := map[string]string{}
 	subject := map[string]string{}

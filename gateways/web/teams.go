@@ -2,9 +2,11 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -23,6 +25,9 @@ type Teams interface {
 	// Remove is the host's removal of a worktree (team "": the one team
 	// that binds the name); its refusals are team's sentinels.
 	Remove(ctx context.Context, name, team string, discard bool) (string, error)
+	// StopTeam is the owner's stop of every member's current turn and the
+	// lead's (loop.ErrNothingRunning when none runs or waits).
+	StopTeam(ctx context.Context, team, by string) ([]team.StoppedTurn, error)
 }
 
 // teamOf is the team of the path's conversation, or ErrNotFound.
@@ -39,6 +44,11 @@ func (s *server) teamOf(r *http.Request, id string) (team.View, error) {
 
 // team is the team page of a lead conversation.
 func (p *Pages) team(ctx context.Context, r *http.Request, s *server, id, csrf string) (ui.TeamView, error) {
+	// The live feed starts after what the page shows (read before it).
+	seq, err := s.cfg.Log.Last(ctx, events.Root+".>")
+	if err != nil {
+		return ui.TeamView{}, err
+	}
 	c, err := projections.GetConversation(p.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return ui.TeamView{}, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
@@ -54,10 +64,11 @@ func (p *Pages) team(ctx context.Context, r *http.Request, s *server, id, csrf s
 	if err != nil {
 		return ui.TeamView{}, err
 	}
-	v := ui.TeamView{Shell: sh, Conv: p.row(c), Plan: tv.Plan}
+	v := ui.TeamView{Shell: sh, Conv: p.row(c), Plan: tv.Plan, After: seq, Busy: c.Status == projections.ConversationRunning || c.Queued > 0}
 	for _, m := range tv.Members {
 		v.Members = append(v.Members, ui.TeamMemberRow{Name: m.Name, Agent: m.Agent, Responsibility: m.Responsibility,
 			Conversation: m.Conversation, State: m.State, Task: m.Task, Plan: m.Plan})
+		v.Busy = v.Busy || m.State == team.StateWork
 	}
 	for _, t := range tv.Tasks {
 		v.Tasks = append(v.Tasks, ui.TeamTaskRow{ID: t.ID, Subject: t.Subject, Status: t.Status, Owner: t.Owner,
@@ -89,6 +100,45 @@ func (s *server) routesTeams(mux *router) {
 		v, err := s.teamOf(r, id)
 		s.reply(w, r, v, err)
 	})
+	mux.HandleFunc("GET /api/teams/{id}/stream", s.teamStream)
+	mux.HandleFunc("POST /api/teams/{id}/stop", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		var req stopRequest
+		if !decodeOptionalBody(w, r, &req) {
+			return
+		}
+		by, ok := apiBy(w, req)
+		if !ok {
+			return
+		}
+		got, err := s.stopTeam(r, id, by)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"team": id, "stopped": got})
+	})
+	if s.cfg.Pages != nil {
+		mux.HandleFunc("POST /c/{id}/team/stop", s.form(func(w http.ResponseWriter, r *http.Request) {
+			id, ok := pathID(w, r)
+			if !ok {
+				return
+			}
+			got, err := s.stopTeam(r, id, events.StopByWeb)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if wantsJSON(r) {
+				writeJSON(w, http.StatusAccepted, map[string]any{"team": id, "stopped": got})
+				return
+			}
+			http.Redirect(w, r, "/c/"+id+"/team", http.StatusSeeOther)
+		}))
+	}
 	mux.HandleFunc("POST /api/worktrees/{name}/remove", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Team    string `json:"team"`
@@ -109,4 +159,83 @@ func (s *server) routesTeams(mux *router) {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"result": msg})
 	})
+}
+
+// stopTeam is the owner's stop of team id: 404 for a conversation that
+// leads no team.
+func (s *server) stopTeam(r *http.Request, id, by string) ([]team.StoppedTurn, error) {
+	ok, err := s.cfg.Teams.Exists(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: conversation %s leads no team", ErrNotFound, id)
+	}
+	return s.cfg.Teams.StopTeam(r.Context(), id, by)
+}
+
+// teamStream is the team page's live feed (R-TEAM, R-WEB): an event
+// "team" for every change of the board, the mail, or a run of the lead or
+// a member, with the stream sequence as id; the page then fetches itself
+// again. ?after=N (or Last-Event-ID) resumes after that event; without it
+// the feed starts now.
+func (s *server) teamStream(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if ok, err := s.cfg.Teams.Exists(r.Context(), id); err != nil || !ok {
+		s.fail(w, r, cmpErr(err, fmt.Errorf("%w: conversation %s leads no team", ErrNotFound, id)))
+		return
+	}
+	from, ok := resumeFrom(w, r)
+	if !ok {
+		return
+	}
+	if from == 0 {
+		last, err := s.cfg.Log.Last(r.Context(), events.Root+".>")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		from = last + 1
+	}
+	flusher, ok := sseStart(w)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	frames := make(chan []byte)
+	filters := []string{events.Team(id).Filter(), events.MailOf(id)}
+	for _, typ := range []string{events.TypeRunStarted, events.TypeRunFinished, events.TypeMessageReceived, events.TypeConversationOpened,
+		events.TypeApprovalRequested, events.TypeApprovalDecided} {
+		filters = append(filters, events.Root+".conv.*."+typ)
+	}
+	go func() {
+		defer cancel()
+		for env, err := range s.cfg.Log.FollowAll(ctx, filters, from) {
+			if err != nil {
+				return
+			}
+			scope := events.ScopeOf(env.Subject)
+			if scope.Kind() == "conv" && scope.ID() != id && !strings.HasPrefix(scope.ID(), team.MemberConversation(id, "")) {
+				continue
+			}
+			body, _ := json.Marshal(map[string]any{"type": env.Type, "seq": env.Seq, "scope": scope.Kind(), "id": scope.ID()})
+			select {
+			case frames <- sseFrame("team", strconv.FormatUint(env.Seq, 10), body):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	pump(ctx, w, flusher, frames, nil)
+}
+
+func cmpErr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
 }

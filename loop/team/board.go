@@ -54,6 +54,9 @@ type Board struct {
 	Roster    []string // member names in spawn order
 	// Removed names the worktrees the host removed (a name is not reused).
 	Removed map[string]bool
+	// Halt is the owner's last stop of the whole team, nil for none: the
+	// team is held while the lead has not run since (Runtime.held).
+	Halt *events.TeamStopRequested
 }
 
 func newBoard(team string) *Board {
@@ -135,6 +138,9 @@ func (b *Board) Apply(env events.Envelope) error {
 		if m := b.Members[e.Name]; m != nil {
 			m.Stopped = true
 		}
+	case *events.TeamStopRequested:
+		h := *e
+		b.Halt = &h
 	}
 	if env.Seq != 0 {
 		b.Seq = env.Seq

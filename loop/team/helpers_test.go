@@ -190,7 +190,8 @@ func (h *harness) start() {
 		t.Fatal(err)
 	}
 	h.w = w
-	h.rt.Start(t.Context(), w.Kick)
+	h.rt.Bind(w)
+	h.rt.Run(t.Context())
 	t.Cleanup(h.stop)
 }
 

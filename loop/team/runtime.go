@@ -42,14 +42,16 @@ type Config struct {
 // nothing the log does not, except the working folder a teammate keeps
 // until its turn ends (rebuilt from the task's owner and binding).
 type Runtime struct {
-	cfg  Config
-	kick func(conversation string)
+	cfg   Config
+	turns Turns
 
+	// ctx is the runtime's life (Close ends it); run is the passes' while
+	// this process runs them (Run: the cluster's leader), nil otherwise.
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
 
 	mu     sync.Mutex
+	run    *running
 	teams  map[string]*Team
 	convOf map[string]string // member conversation → team
 	leases map[string]lease  // by member conversation
@@ -75,29 +77,77 @@ func New(cfg Config) *Runtime {
 
 var _ loop.Teams = (*Runtime)(nil)
 
-// Start follows the teams' scopes from the start of the log — so every
-// team is reconciled once after a restart — and the runs of their
-// conversations from the end of the log on (a run that finished before
-// the restart is read by that reconciling pass, not replayed: on a home of
-// a million events that replay was most of start's time and memory),
-// kicking kick for conversations with work.
-func (r *Runtime) Start(ctx context.Context, kick func(conversation string)) {
-	r.kick = kick
-	from, err := r.cfg.Log.Last(ctx, events.Root+".>")
+// Turns is what the runtime has the turn worker do (loop.Worker): run a
+// conversation that has work, stop one for the owner.
+type Turns interface {
+	Kick(conversation string)
+	Stop(ctx context.Context, conversation, scope, by string) (loop.Stopped, error)
+}
+
+// Bind gives the runtime the worker that runs its conversations; every
+// process binds one (the tools and the owner's stop run anywhere), while
+// only one runs the passes (Run).
+func (r *Runtime) Bind(turns Turns) { r.turns = turns }
+
+// running is one span of Run: its passes stop with ctx.
+type running struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Run runs the passes until stop is called or ctx ends: it follows the
+// teams' scopes from the start of the log — so every team is reconciled
+// once when a process starts running them (a restart, a new leader) — and
+// the runs of their conversations from the end of the log on (a run that
+// finished before is read by that reconciling pass, not replayed: on a
+// home of a million events that replay was most of start's time and
+// memory), kicking the worker for conversations with work. One process
+// of a cluster runs it at a time, the leader (R-ES-8); elsewhere Kick does
+// nothing and the leader's follow sees what the tools wrote.
+func (r *Runtime) Run(ctx context.Context) (stop func()) {
+	r.mu.Lock()
+	if r.run != nil || r.ctx.Err() != nil {
+		r.mu.Unlock()
+		return func() {}
+	}
+	ru := &running{}
+	ru.ctx, ru.cancel = context.WithCancel(ctx)
+	r.run = ru
+	r.mu.Unlock()
+	from, err := r.cfg.Log.Last(ru.ctx, events.Root+".>")
 	if err != nil {
 		r.cfg.Logger.Error("team runtime: last sequence; following the runs from the start", "err", err)
 		from = 0
 	}
-	r.follow([]string{events.Root + ".team.>", events.Root + ".mail.>"}, 0)
-	r.follow([]string{events.Root + ".conv.*." + events.TypeRunFinished, events.Root + ".conv.*." + events.TypeApprovalDecided}, from+1)
+	r.follow(ru, []string{events.Root + ".team.>", events.Root + ".mail.>"}, 0)
+	r.follow(ru, []string{events.Root + ".conv.*." + events.TypeRunFinished, events.Root + ".conv.*." + events.TypeApprovalDecided}, from+1)
+	return func() {
+		r.mu.Lock()
+		ru.cancel()
+		r.mu.Unlock()
+		ru.wg.Wait()
+		r.mu.Lock()
+		if r.run == ru {
+			r.run = nil
+		}
+		r.mu.Unlock()
+	}
+}
+
+// Running says whether this process runs the passes now.
+func (r *Runtime) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.run != nil && r.run.ctx.Err() == nil
 }
 
 // follow kicks the teams the events of filters from from on concern.
-func (r *Runtime) follow(filters []string, from uint64) {
-	r.wg.Go(func() {
-		for env, err := range r.cfg.Log.FollowAll(r.ctx, filters, from) {
+func (r *Runtime) follow(ru *running, filters []string, from uint64) {
+	ru.wg.Go(func() {
+		for env, err := range r.cfg.Log.FollowAll(ru.ctx, filters, from) {
 			if err != nil {
-				if r.ctx.Err() == nil {
+				if ru.ctx.Err() == nil {
 					r.cfg.Logger.Error("team runtime: follow", "err", err)
 				}
 				return
@@ -128,18 +178,26 @@ func (r *Runtime) follow(filters []string, from uint64) {
 func (r *Runtime) Close() {
 	r.mu.Lock()
 	r.cancel()
+	ru := r.run
+	if ru != nil {
+		ru.cancel()
+	}
 	r.mu.Unlock()
-	r.wg.Wait()
+	if ru != nil {
+		ru.wg.Wait()
+	}
 }
 
-// Kick schedules a pass over a team; one pass at a time per team.
+// Kick schedules a pass over a team; one pass at a time per team, and
+// none on a process that does not run them (Run).
 func (r *Runtime) Kick(team string) {
 	if events.ValidID(team) != nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ctx.Err() != nil {
+	ru := r.run
+	if ru == nil || ru.ctx.Err() != nil {
 		return
 	}
 	if _, running := r.passes[team]; running {
@@ -147,13 +205,13 @@ func (r *Runtime) Kick(team string) {
 		return
 	}
 	r.passes[team] = false
-	r.wg.Go(func() {
+	ru.wg.Go(func() {
 		for {
-			if err := r.reconcile(r.ctx, team); err != nil && r.ctx.Err() == nil {
+			if err := r.reconcile(ru.ctx, team); err != nil && ru.ctx.Err() == nil {
 				r.cfg.Logger.Error("team pass", "team", team, "err", err)
 			}
 			r.mu.Lock()
-			again := r.passes[team] && r.ctx.Err() == nil
+			again := r.passes[team] && ru.ctx.Err() == nil
 			if !again {
 				delete(r.passes, team)
 				r.mu.Unlock()
@@ -259,11 +317,18 @@ func (r *Runtime) reconcile(ctx context.Context, id string) error {
 			roster = append(roster, *b.Members[name])
 		}
 	})
+	held, err := r.held(ctx, t)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, m := range roster {
-		if err := r.reconcileMember(ctx, t, m); err != nil {
+		if err := r.reconcileMember(ctx, t, m, held); err != nil {
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Name, err))
 		}
+	}
+	if held {
+		return errors.Join(errs...) // the owner stopped the team: nothing reaches the lead until it runs again
 	}
 	if err := r.deliverLead(ctx, t); err != nil {
 		errs = append(errs, err)
@@ -271,7 +336,10 @@ func (r *Runtime) reconcile(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-func (r *Runtime) reconcileMember(ctx context.Context, t *Team, m Member) error {
+// reconcileMember is one member's part of a pass; held (the owner stopped
+// the team) records what happened — reports, shutdowns — but delivers and
+// claims nothing.
+func (r *Runtime) reconcileMember(ctx context.Context, t *Team, m Member, held bool) error {
 	if m.Stopped || m.Conversation == "" {
 		return nil
 	}
@@ -285,6 +353,9 @@ func (r *Runtime) reconcileMember(ctx context.Context, t *Team, m Member) error 
 	var v memberView
 	conv.View(func(st *loop.State) { v = viewMember(st) })
 	if v.closed {
+		return nil
+	}
+	if !v.idle && held {
 		return nil
 	}
 	if !v.idle {
@@ -303,7 +374,7 @@ func (r *Runtime) reconcileMember(ctx context.Context, t *Team, m Member) error 
 		return err
 	}
 	r.release(m.Conversation)
-	if stopped, err := r.shutdown(ctx, t, m); err != nil || stopped {
+	if stopped, err := r.shutdown(ctx, t, m); err != nil || stopped || held {
 		return err
 	}
 	// Mail first: shutdown, plans and the lead's instructions come before
@@ -390,6 +461,8 @@ func (r *Runtime) report(ctx context.Context, t *Team, m Member, v memberView) e
 			result = fmt.Sprintf("My run failed (%s). %s", cmp.Or(end.Error, end.Reason), end.Text)
 		case events.RunHalted:
 			result = fmt.Sprintf("My run was stopped (%s). %s", end.Reason, end.Text)
+		case events.RunStopped:
+			result = "The owner stopped my run. " + end.Text
 		}
 		if strings.TrimSpace(result) != "" {
 			evs = append(evs, &events.MailSent{From: m.Name, To: Lead, Type: events.MailResult, Content: strings.TrimSpace(result), TaskID: task, Run: v.lastRun})
@@ -527,8 +600,8 @@ func (r *Runtime) deliver(ctx context.Context, conv *loop.Conv, items []events.T
 	if err != nil {
 		return err
 	}
-	if len(stored) > 0 && r.kick != nil {
-		r.kick(conv.ID())
+	if len(stored) > 0 && r.turns != nil {
+		r.turns.Kick(conv.ID())
 	}
 	return nil
 }

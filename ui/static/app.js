@@ -154,6 +154,16 @@
     STORED.forEach((type) => es.addEventListener(type, refreshRuns));
   }
 
+  // 1c. A team page follows its team (/api/teams/{id}/stream): the
+  // members, the board and the mail are fetched again on every change.
+  const teamLive = document.getElementById('team-live');
+  if (teamLive && teamLive.dataset.team) {
+    const team = teamLive.dataset.team;
+    const refreshTeam = debounce(() => swap('team-live', '/c/' + encodeURIComponent(team) + '/team'), 100);
+    const es = new EventSource('/api/teams/' + encodeURIComponent(team) + '/stream?after=' + encodeURIComponent(teamLive.dataset.after || '0'));
+    es.addEventListener('team', refreshTeam);
+  }
+
   // 2. The activity feed of all conversations keeps the sidebar current and
   // catches changes made elsewhere (an approval decided in another tab).
   if (document.getElementById('sidebar')) {

@@ -28,7 +28,8 @@ import (
 //     it. A lease that expires (its holder died) is taken over by the
 //     others, who resume the run as after a crash.
 //   - leader: this process runs the singletons (scheduler with the
-//     approval sweep, day end and budget sweep; the Telegram poller). A
+//     approval sweep, day end and budget sweep; the team runtime's
+//     passes; the Telegram poller). A
 //     standby tries to take it every second.
 
 // clusterLeaseTTL is how long a dead crew process keeps its leases: the
@@ -142,7 +143,7 @@ func (m *member) lead(ctx context.Context, start func(ctx context.Context) (stop
 	for ctx.Err() == nil {
 		l, err := m.leases.Acquire(ctx, "leader", m.desc, clusterLeaseTTL)
 		if err == nil {
-			m.logger.Info("leading the cluster's crew processes: scheduler, approval sweep, day end, budget sweep and Telegram run here")
+			m.logger.Info("leading the cluster's crew processes: scheduler, approval sweep, day end, budget sweep, team runtime and Telegram run here")
 			lctx, cancel := context.WithCancel(ctx)
 			stop, serr := start(lctx)
 			if serr != nil {

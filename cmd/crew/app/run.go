@@ -39,7 +39,8 @@ type running struct {
 	Scheduler *schedSlot
 	schedCfg  scheduler.Config
 	stopWatch func()
-	marked    bool // the home is marked running (Serve)
+	stopTeams func() // a fork's team passes (serve's run with the singletons)
+	marked    bool   // the home is marked running (Serve)
 }
 
 // start starts the worker on a's wiring. With Serve the worker takes up
@@ -77,7 +78,12 @@ func start(ctx context.Context, a *App) (*running, error) {
 		}
 		return nil, err
 	}
-	w.Teams.Start(ctx, r.Worker.Kick)
+	w.Teams.Bind(r.Worker)
+	if !a.opts.Serve {
+		// A fork runs its own teams; serve runs them on the leader only
+		// (RunSingletons).
+		r.stopTeams = w.Teams.Run(ctx)
+	}
 	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Agents: w.Crew.Agent, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
 		WaitFor: a.Runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	r.Inbound = &inbound.Inbound{
@@ -142,6 +148,9 @@ func (r *running) watch(ctx context.Context, a *App) {
 // cleanly).
 func (r *running) close(a *App) {
 	r.stopWatch()
+	if r.stopTeams != nil {
+		r.stopTeams()
+	}
 	a.wiring.Teams.Close()
 	r.Worker.Close()
 }

@@ -23,8 +23,8 @@ import (
 // serves it).
 
 // RunSingletons runs what one crew process runs at a time — the
-// scheduler with its sweeps and, with telegramToken, the Telegram poller
-// — here at once without a cluster, or while this process leads one
+// scheduler with its sweeps, the team runtime's passes and, with
+// telegramToken, the Telegram poller — here at once without a cluster, or while this process leads one
 // (with the take-over of conversations whose holder died). Close stops
 // them.
 func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Writer) error {
@@ -38,6 +38,10 @@ func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Wr
 			return nil, err
 		}
 		s.add(stop)
+		// The team runtime's passes (R-TEAM): one process decides
+		// deliveries, reports, claims and shutdowns; the others' tools
+		// write to the log, which the leader's follow reads.
+		s.add(a.wiring.Teams.Run(ctx))
 		if telegramToken != "" {
 			g, err := a.startTelegram(ctx, telegramToken)
 			if err != nil {
