@@ -64,7 +64,8 @@ func (p *Pages) team(ctx context.Context, r *http.Request, s *server, id, csrf s
 	if err != nil {
 		return ui.TeamView{}, err
 	}
-	v := ui.TeamView{Shell: sh, Conv: p.row(c), Plan: tv.Plan, After: seq, Busy: c.Status == projections.ConversationRunning || c.Queued > 0}
+	v := ui.TeamView{Shell: sh, Conv: p.row(c), Plan: tv.Plan, After: seq, Busy: c.Queued > 0 ||
+		c.Status == projections.ConversationRunning || c.Status == projections.ConversationAwaitingApproval || c.Status == projections.ConversationAwaitingAnswer}
 	for _, m := range tv.Members {
 		v.Members = append(v.Members, ui.TeamMemberRow{Name: m.Name, Agent: m.Agent, Responsibility: m.Responsibility,
 			Conversation: m.Conversation, State: m.State, Task: m.Task, Plan: m.Plan})
@@ -222,6 +223,7 @@ func (s *server) teamStream(w http.ResponseWriter, r *http.Request) {
 			if scope.Kind() == "conv" && scope.ID() != id && !strings.HasPrefix(scope.ID(), team.MemberConversation(id, "")) {
 				continue
 			}
+			s.pagesCaughtUp(ctx, env.Seq) // the page fetched on this event shows it
 			body, _ := json.Marshal(map[string]any{"type": env.Type, "seq": env.Seq, "scope": scope.Kind(), "id": scope.ID()})
 			select {
 			case frames <- sseFrame("team", strconv.FormatUint(env.Seq, 10), body):
