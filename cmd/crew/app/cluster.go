@@ -52,7 +52,7 @@ type member struct {
 // ("serve").
 func joinCluster(ctx context.Context, st *store, dir, what string, logger *slog.Logger) (*member, error) {
 	host, _ := os.Hostname()
-	m := &member{id: st.log.Node() + "-" + strings.ToLower(nuid.Next()[:10]), leases: st.leases, logger: logger}
+	m := &member{id: st.log.Node() + "-" + strings.ToLower(nuid.Next()[12:]), leases: st.leases, logger: logger}
 	m.desc = fmt.Sprintf("crew %s pid %d on %s (home %s, process %s)", what, os.Getpid(), host, dir, m.id)
 	var err error
 	if m.self, err = st.leases.Acquire(ctx, processKey(m.id), m.desc, clusterLeaseTTL); err != nil {
