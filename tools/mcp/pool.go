@@ -232,6 +232,9 @@ func (p *Pool) Lookup(ctx context.Context, servers []string, name string) (tools
 	if err := s.lastErr(); err != nil {
 		return downTool{name: name, err: err}, true
 	}
+	if s.wasListed(name) {
+		return goneTool{name: name, server: srv}, true
+	}
 	return nil, false
 }
 
@@ -300,10 +303,11 @@ type server struct {
 	timer    *time.Timer
 	closed   bool
 	// stdio
-	lastEnd  string // how the process before the running one ended
-	proc     *proc  // the last process started
-	restarts int    // since it last stayed up (the backoff's count)
-	total    int    // restarts since the crew started
+	lastEnd  string          // how the process before the running one ended
+	ever     map[string]bool // registered names of every listing so far
+	proc     *proc           // the last process started
+	restarts int             // since it last stayed up (the backoff's count)
+	total    int             // restarts since the crew started
 }
 
 // State is what the running crew says of one server without reaching it
@@ -362,6 +366,14 @@ func (s *server) restartCount() int {
 	return s.restarts
 }
 
+// wasListed: name was in one of the server's listings since the crew
+// started.
+func (s *server) wasListed(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ever[name]
+}
+
 func (s *server) lastErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -403,6 +415,12 @@ func (s *server) relistLocked(ctx context.Context) {
 		list, err = s.fetch(ctx, cs)
 		if err == nil {
 			s.list, s.listed, s.err = list, true, nil
+			if s.ever == nil {
+				s.ever = map[string]bool{}
+			}
+			for _, t := range list {
+				s.ever[t.name] = true
+			}
 			return
 		}
 		s.dropLocked(cs)
@@ -616,6 +634,25 @@ func (d downTool) AskWhen(tools.Env, json.RawMessage) string { return askReason 
 
 func (d downTool) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
 	return tools.Failf("%s", d.Check(tools.Env{}, nil)), nil
+}
+
+// goneTool is a tool the server offered once and no longer lists (it sent
+// tools/list_changed, or a new session listed without it): a call answers
+// so instead of "unknown tool", before anyone is asked.
+type goneTool struct{ name, server string }
+
+func (g goneTool) Def() tools.Def {
+	return tools.Def{Name: g.name, Description: "A tool its MCP server no longer offers.", Params: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (g goneTool) NeedsApproval() bool                       { return true }
+func (g goneTool) AskWhen(tools.Env, json.RawMessage) string { return askReason }
+func (g goneTool) Check(tools.Env, json.RawMessage) error {
+	return fmt.Errorf("%s is no longer offered by %s: it left the server's tool list. The call was not run; tool_search lists what the server offers now", g.name, g.server)
+}
+
+func (g goneTool) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Failf("%s", g.Check(tools.Env{}, nil)), nil
 }
 
 // Check refuses before anyone is asked to approve a call that cannot run.

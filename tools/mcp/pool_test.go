@@ -200,6 +200,20 @@ func TestMCPListChangedRelists(t *testing.T) {
 		list, _ := p.Tools(t.Context(), []string{"s"})
 		return strings.Join(names(list), ",") == "mcp__s__two"
 	})
+	// A call of the tool that went says so, before anyone is asked.
+	gone, ok := p.Lookup(t.Context(), []string{"s"}, "mcp__s__one")
+	if !ok {
+		t.Fatal("the removed tool is unknown, want a tool that says it went")
+	}
+	if err := gone.(tools.Checker).Check(tools.Env{}, nil); err == nil || !strings.Contains(err.Error(), `mcp__s__one is no longer offered by s`) {
+		t.Errorf("Check of the removed tool: %v", err)
+	}
+	if res := run(t, p, []string{"s"}, "mcp__s__one", `{}`); !res.IsError || !strings.Contains(res.Output, "no longer offered by s") {
+		t.Errorf("the removed tool's call: %+v", res)
+	}
+	if _, ok := p.Lookup(t.Context(), []string{"s"}, "mcp__s__never"); ok {
+		t.Errorf("a name the server never offered is found")
+	}
 }
 
 // R-MCP: a call the server does not answer within timeout_seconds ends
