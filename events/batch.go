@@ -54,7 +54,7 @@ func (l *Log) appendAtomic(ctx context.Context, scope Scope, expect uint64, envs
 			return nil, fmt.Errorf("append %s: envelope without id, type or version", scope)
 		}
 		env.Subject = scope.Subject(env.Type)
-		env.Data = Secrets().JSON(env.Data)
+		env.Data = l.redactor.JSON(env.Data)
 		body, err := encodeBody(env)
 		if err != nil {
 			return nil, fmt.Errorf("append %s: %w", env.Subject, err)

@@ -24,7 +24,7 @@ func TestAppendOfOneDecisionIsAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		log, err := events.Open(t.Context(), nc)
+		log, err := events.Open(t.Context(), nc, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestClusterStreamAtOneReplicaGrowsToThree(t *testing.T) {
 	if _, err := js.Publish(t.Context(), events.Root+".conv.c1.message_received", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	log, err := events.Open(t.Context(), nc)
+	log, err := events.Open(t.Context(), nc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

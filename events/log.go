@@ -32,6 +32,20 @@ type Log struct {
 	// node names this crew process's home among several sharing one
 	// cluster (R-ES-8); empty with the embedded server.
 	node string
+	// redactor holds the home's secrets; every append is redacted with it.
+	redactor *Redactor
+}
+
+// Redactor is the log's redactor: the secrets of the home it stores, which
+// everything else that writes down or shows what an agent did (the live
+// feed, Telegram, files written for an agent, the server's own log) uses
+// too (R-X-6).
+// A nil Log has none.
+func (l *Log) Redactor() *Redactor {
+	if l == nil {
+		return nil
+	}
+	return l.redactor
 }
 
 // SetNode names the home this Log is opened for, when several crew
@@ -55,8 +69,12 @@ func (l *Log) Durable(base string) string {
 
 // Open connects a Log to the CREW stream over nc, creating or updating the
 // stream as needed. On a cluster the stream has 3 replicas (R-ES-8) when
-// the cluster can place them, else 1.
-func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
+// the cluster can place them, else 1. Every append is redacted with r, the
+// home's secrets; nil starts a Redactor of its own that knows none yet.
+func Open(ctx context.Context, nc *nats.Conn, r *Redactor) (*Log, error) {
+	if r == nil {
+		r = NewRedactor()
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
@@ -90,7 +108,7 @@ func Open(ctx context.Context, nc *nats.Conn) (*Log, error) {
 	// AllowAtomicPublish: appends then go one message at a time too.
 	info := stream.CachedInfo().Config
 	atomic := info.AllowAtomicPublish && info.Replicas > 1
-	return &Log{js: js, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots)}, nil
+	return &Log{js: js, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots), redactor: r}, nil
 }
 
 // ClusterReplicas is the CREW stream's replica count on a cluster of at
@@ -170,7 +188,7 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // part-way leaves the events before it stored (and returned with the
 // error).
 //
-// Every payload is redacted first (Secrets, R-X-6): a known secret value
+// Every payload is redacted first (the log's Redactor, R-X-6): a known secret value
 // never reaches the log. The returned envelopes carry the stored,
 // redacted data, so state built from them is what a replay builds.
 func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...Envelope) ([]Envelope, error) {
@@ -188,7 +206,7 @@ func (l *Log) appendEach(ctx context.Context, scope Scope, expect uint64, envs [
 			return out, fmt.Errorf("append %s: envelope without id, type or version", scope)
 		}
 		subject := scope.Subject(env.Type)
-		env.Data = Secrets().JSON(env.Data)
+		env.Data = l.redactor.JSON(env.Data)
 		body, err := encodeBody(env)
 		if err != nil {
 			return out, fmt.Errorf("append %s: %w", subject, err)

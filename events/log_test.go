@@ -244,7 +244,7 @@ func TestClusterStreamHasThreeReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	log, err := events.Open(t.Context(), nc)
+	log, err := events.Open(t.Context(), nc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

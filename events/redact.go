@@ -33,11 +33,13 @@ const (
 // (either case) and base32 (padded and raw, either case, also inside a
 // longer base32 text).
 // Longer forms are matched first. Secrets are only ever added: a value
-// once known stays redacted for the life of the process.
+// once known stays redacted for the life of the Redactor.
 //
-// One Redactor serves the process (Secrets): the log applies it to every
-// appended event, the loop to the live deltas, the Telegram gateway to every
-// request it sends and tools.WriteAtomic to every file written for an agent.
+// A Redactor is a value of one home, owned by its log (Open, Log.Redactor):
+// the log applies it to every appended event, the loop to the live deltas
+// and tool results, the Telegram gateway to every request it sends and
+// tools.WriteAtomic to every file written for an agent. Two logs in one
+// process redact independently. A nil *Redactor knows no secret.
 type Redactor struct {
 	mu  sync.Mutex // serialises Add
 	set atomic.Pointer[secretSet]
@@ -55,10 +57,16 @@ type secretSet struct {
 
 type secretForm struct{ text, mark string }
 
-var processSecrets = NewRedactor()
+// noSecrets is what a nil Redactor knows: nothing. It is never written.
+var noSecrets = &secretSet{names: map[string]string{}}
 
-// Secrets is the process's Redactor.
-func Secrets() *Redactor { return processSecrets }
+// secrets is the set r knows now.
+func (r *Redactor) secrets() *secretSet {
+	if r == nil {
+		return noSecrets
+	}
+	return r.set.Load()
+}
 
 // Writer redacts what is written through it to w (R-SEC-3: secrets are
 // never logged). It suits a writer given one whole record per Write, as
@@ -292,14 +300,14 @@ func lower(c byte) byte {
 }
 
 // Empty reports whether no secret is known.
-func (r *Redactor) Empty() bool { return len(r.set.Load().forms) == 0 }
+func (r *Redactor) Empty() bool { return len(r.secrets().forms) == 0 }
 
 // String returns s with every known secret form replaced.
-func (r *Redactor) String(s string) string { return r.set.Load().str(s) }
+func (r *Redactor) String(s string) string { return r.secrets().str(s) }
 
 // Bytes is String for bytes; b itself is returned when nothing matched.
 func (r *Redactor) Bytes(b []byte) []byte {
-	set := r.set.Load()
+	set := r.secrets()
 	if len(set.forms) == 0 {
 		return b
 	}
@@ -316,7 +324,7 @@ func (r *Redactor) Bytes(b []byte) []byte {
 // Valid JSON stays valid; when nothing matched, b itself is returned.
 // Invalid JSON is redacted as text.
 func (r *Redactor) JSON(b []byte) []byte {
-	set := r.set.Load()
+	set := r.secrets()
 	if len(set.forms) == 0 {
 		return b
 	}
@@ -543,7 +551,7 @@ func (r *Redactor) Stream() *StreamRedactor { return &StreamRedactor{r: r} }
 // Write takes the next piece and returns what can be shown of the text so
 // far, redacted; the rest is held.
 func (s *StreamRedactor) Write(piece string) string {
-	set := s.r.set.Load()
+	set := s.r.secrets()
 	text := s.held + piece
 	if len(set.forms) == 0 {
 		s.held = ""

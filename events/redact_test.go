@@ -209,7 +209,7 @@ func TestAppendRedactsSecrets(t *testing.T) {
 	dir := t.TempDir()
 	_, log := eventstest.Start(t, eventstest.WithStoreDir(dir))
 	secret := "sk-test-append-" + t.Name()
-	events.Secrets().Add("APPEND_TEST_KEY", secret)
+	log.Redactor().Add("APPEND_TEST_KEY", secret)
 	args, _ := json.Marshal(map[string]string{"command": "echo " + secret})
 	stored, err := log.Append(t.Context(), events.Conv("red"), 0,
 		events.MustNew(&events.MessageReceived{Channel: "web", Text: "control-marker-visible " + secret}),
@@ -337,14 +337,61 @@ func FuzzRedactJSON(f *testing.F) {
 // with the mark (R-SEC-3).
 func TestServerLogIsRedacted(t *testing.T) {
 	secret := "sk-test-logged-0123456789"
-	events.Secrets().Add("LOGGED_API_KEY", secret)
+	r := events.NewRedactor()
+	r.Add("LOGGED_API_KEY", secret)
 	var out bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(&out), nil))
+	logger := slog.New(slog.NewTextHandler(r.Writer(&out), nil))
 	logger.Error("model failed: key "+secret+" refused", "err", "401 for "+secret, "visible", "marker")
 	if !strings.Contains(out.String(), "marker") || !strings.Contains(out.String(), "[redacted:LOGGED_API_KEY]") {
 		t.Fatalf("log = %q", out.String())
 	}
 	if strings.Contains(out.String(), secret) {
 		t.Errorf("the log holds the secret: %q", out.String())
+	}
+}
+
+// Two homes in one process (two logs, as two Apps or two tests open them):
+// each log redacts with its own home's secrets, and a secret one home
+// knows neither redacts the other's events nor holds back its live text
+// (the stream's hold-back is as long as its own home's longest secret).
+func TestTwoLogsRedactIndependently(t *testing.T) {
+	_, a := eventstest.Start(t)
+	_, b := eventstest.Start(t)
+	if a.Redactor() == b.Redactor() {
+		t.Fatal("two logs share one redactor")
+	}
+	secret := "sk-test-home-a-" + strings.Repeat("Zq8Xw3rT9vLp2KdN", 8)
+	a.Redactor().Add("HOME_A_KEY", secret)
+	for _, c := range []struct {
+		name string
+		log  *events.Log
+		want string
+	}{{"home a", a, "key [redacted:HOME_A_KEY]"}, {"home b", b, "key " + secret}} {
+		stored, err := c.log.Append(t.Context(), events.Conv("two-homes"), 0,
+			events.MustNew(&events.MessageReceived{Channel: "web", Text: "key " + secret}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := stored[0].Decode()
+		if got := e.(*events.MessageReceived).Text; got != c.want {
+			t.Errorf("%s stored %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := b.Redactor().Stream().Write("Half a sentence"); got != "Half a sentence" {
+		t.Errorf("home b's live text held back by home a's secret: shown %q", got)
+	}
+	if got := a.Redactor().Stream().Write("Half a sentence"); got != "" {
+		t.Errorf("home a's live text not held back (a secret may start in it): shown %q", got)
+	}
+	// An own redactor handed to Open is the one the log uses.
+	r := events.NewRedactor()
+	r.Add("GIVEN_KEY", secret)
+	srv, _ := eventstest.Start(t)
+	c, err := events.Open(t.Context(), srv.Conn(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redactor() != r {
+		t.Error("Open did not keep the redactor it was given")
 	}
 }

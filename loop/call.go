@@ -139,7 +139,7 @@ func (t *Turn) defs(ctx context.Context) []tools.Def {
 	}
 	for _, mt := range t.loadedTools(ctx) {
 		d := mt.Def() // its server's words are fenced; no frame of ours either
-		d.Description = Unframe(events.Secrets().String(d.Description))
+		d.Description = Unframe(t.secrets().String(d.Description))
 		defs = append(defs, d)
 	}
 	return defs
@@ -179,8 +179,12 @@ func (t *Turn) toolEnv() tools.Env {
 		RunID:        cv.RunID,
 		Untrusted:    untrusted,
 		Proposer:     t.deps.Proposer,
+		Secrets:      t.secrets(),
 	}
 }
+
+// secrets are the home's secrets, the redactor of the log t appends to.
+func (t *Turn) secrets() *events.Redactor { return t.conv.convs.Secrets() }
 
 func spillDir(root, conv string) string {
 	if root == "" {
@@ -364,7 +368,7 @@ func (t *Turn) cleaned(next stage) stage {
 			return err
 		}
 		if c.outcome == "" {
-			c.res.Output = Unframe(events.Secrets().String(c.res.Output))
+			c.res.Output = Unframe(t.secrets().String(c.res.Output))
 		}
 		return nil
 	}
@@ -417,7 +421,7 @@ func (t *Turn) invoke(ctx context.Context, c *toolCall) error {
 func (t *Turn) stoppedWhileRunning(c *toolCall, res tools.Result) {
 	out := stoppedRunning
 	if res.Output != "" {
-		out = Unframe(events.Secrets().String(res.Output)) + "\n\n[" + stoppedRunning + "]"
+		out = Unframe(t.secrets().String(res.Output)) + "\n\n[" + stoppedRunning + "]"
 	}
 	if c.Name == DelegateTool {
 		out += " The delegated agent was stopped too."

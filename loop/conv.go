@@ -11,10 +11,14 @@ import (
 	"github.com/my-agent-crew/crew/events"
 )
 
-// Appender is the part of events.Log that writing needs.
+// Appender is the part of events.Log that writing needs. Its Redactor
+// holds the home's secrets: what a turn shows or hands on (live deltas,
+// tool results, declarations, the system prompt, files written for the
+// agent) is redacted with it, as every append is.
 type Appender interface {
 	Reader
 	Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error)
+	Redactor() *events.Redactor
 }
 
 var _ Appender = (*events.Log)(nil)
@@ -46,6 +50,9 @@ const DefaultIdleConversations = 1000
 func NewConvs(log Appender, snaps Snapshots) *Convs {
 	return &Convs{log: log, snaps: snaps, convs: map[string]*Conv{}, recent: list.New(), keepIdle: DefaultIdleConversations}
 }
+
+// Secrets are the home's secrets: the redactor of the log cs writes to.
+func (cs *Convs) Secrets() *events.Redactor { return cs.log.Redactor() }
 
 // SetIdleLimit bounds the conversation states kept in memory: past n (at
 // least 1) loaded conversations, the least recently used idle ones (no

@@ -79,8 +79,8 @@ func TestUnframeNeutralisesFrameLookalikes(t *testing.T) {
 // system prompt (R-SEC-3).
 func TestSystemPromptRedacted(t *testing.T) {
 	secret := "sk-test-prompt-" + t.Name()
-	events.Secrets().Add("PROMPT_TEST_KEY", secret)
 	h := newHarness(t, map[string][]reply{"fake:a": {say("done")}})
+	h.log.Redactor().Add("PROMPT_TEST_KEY", secret)
 	os.WriteFile(filepath.Join(h.agent.Dir, "MEMORY.md"), []byte("prompt-marker "+secret), 0o600)
 	h.send("go")
 	h.turn()

@@ -11,6 +11,7 @@ import (
 // next piece or flush, the end of the call.
 type liveStreams struct {
 	publish func(llm.Delta)
+	secrets *events.Redactor // the home's
 	text    *events.StreamRedactor
 	tools   map[int]*liveTool
 	order   []int
@@ -22,8 +23,8 @@ type liveTool struct {
 	shown bool
 }
 
-func newLiveStreams(publish func(llm.Delta)) *liveStreams {
-	return &liveStreams{publish: publish, text: events.Secrets().Stream(), tools: map[int]*liveTool{}}
+func newLiveStreams(r *events.Redactor, publish func(llm.Delta)) *liveStreams {
+	return &liveStreams{publish: publish, secrets: r, text: r.Stream(), tools: map[int]*liveTool{}}
 }
 
 func (l *liveStreams) send(d llm.Delta) {
@@ -37,7 +38,7 @@ func (l *liveStreams) send(d llm.Delta) {
 	}
 	tl := l.tools[d.ToolCallIndex]
 	if tl == nil {
-		tl = &liveTool{args: events.Secrets().Stream()}
+		tl = &liveTool{args: l.secrets.Stream()}
 		l.tools[d.ToolCallIndex] = tl
 		l.order = append(l.order, d.ToolCallIndex)
 	}

@@ -15,9 +15,10 @@ import (
 // and what was held back is published when the call ends (R-X-6).
 func TestLiveDeltasRedactedAcrossPieces(t *testing.T) {
 	secret := "sk-test-live-" + t.Name()
-	events.Secrets().Add("LIVE_TEST_KEY", secret)
+	r := events.NewRedactor()
+	r.Add("LIVE_TEST_KEY", secret)
 	var got []llm.Delta
-	l := newLiveStreams(func(d llm.Delta) { got = append(got, d) })
+	l := newLiveStreams(r, func(d llm.Delta) { got = append(got, d) })
 	text := "visible " + secret + " end " + hex.EncodeToString([]byte(secret)) + " " + base32.StdEncoding.EncodeToString([]byte(secret))
 	args := `{"command":"echo ` + secret + `"}`
 	for i := 0; i < len(text); i += 5 {

@@ -32,7 +32,8 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		team = t.deps.Teams.Prompt(t.seat, t.agent)
 	}
 	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
-		Team: team, Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases()})
+		Team: team, Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases(),
+		Secrets: t.secrets()})
 	if err != nil {
 		return nil, err
 	}

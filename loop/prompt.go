@@ -27,6 +27,8 @@ type Prompt struct {
 	// CanvasReadOnly: the turn came through the API channel, where nobody
 	// has a canvas panel open, and the agent has canvas tools (R-CAN).
 	CanvasReadOnly bool
+	// Secrets redact the prompt (the home's; nil knows none).
+	Secrets *events.Redactor
 }
 
 // CanvasReadOnlyLine tells an agent on the API channel that its canvas
@@ -92,7 +94,7 @@ func SystemPrompt(p Prompt) (string, error) {
 	sections = append(sections, fmt.Sprintf("Today: %s.", p.Now.In(loc).Format("2006-01-02")))
 	// The files are the owner's and the agents': a secret pasted into one
 	// is not sent to the model (R-SEC-3).
-	return events.Secrets().String(strings.Join(sections, "\n\n")), nil
+	return p.Secrets.String(strings.Join(sections, "\n\n")), nil
 }
 
 // kitSections are the kit commands and the skills index (R-CTX-1): what

@@ -100,7 +100,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 				llms.TextParts(llms.ChatMessageTypeHuman, continuePrompt))
 		}
 		var streamed strings.Builder
-		streams := newLiveStreams(func(d llm.Delta) {
+		streams := newLiveStreams(t.secrets(), func(d llm.Delta) {
 			if t.deps.Live != nil {
 				t.deps.Live(t.conv.ID(), c.s.openRun, d)
 			}

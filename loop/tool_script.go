@@ -340,7 +340,7 @@ func (h *scriptHost) Names() []string {
 func (h *scriptHost) Search(q string) []map[string]any {
 	var out []map[string]any
 	for _, x := range searchTools(h.callable, q) {
-		out = append(out, map[string]any{"name": x.Def().Name, "description": aboutTool(x)})
+		out = append(out, map[string]any{"name": x.Def().Name, "description": aboutTool(h.t.secrets(), x)})
 	}
 	if out == nil {
 		out = []map[string]any{}
@@ -356,7 +356,7 @@ func (h *scriptHost) Describe(name string) (map[string]any, bool) {
 	d := tool.Def()
 	var params any
 	json.Unmarshal(d.Params, &params)
-	return map[string]any{"name": d.Name, "description": Unframe(events.Secrets().String(d.Description)), "parameters": params, "read_only": tools.ReadOnly(tool)}, true
+	return map[string]any{"name": d.Name, "description": Unframe(h.t.secrets().String(d.Description)), "parameters": params, "read_only": tools.ReadOnly(tool)}, true
 }
 
 // Nested records a call as it ends. A delegation's line carries its

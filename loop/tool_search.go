@@ -109,7 +109,7 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 			}
 			b.WriteString(")")
 		}
-		fmt.Fprintf(&b, ":\n%s\n", aboutTool(tool))
+		fmt.Fprintf(&b, ":\n%s\n", aboutTool(t.secrets(), tool))
 	}
 	var out strings.Builder
 	switch {
@@ -134,9 +134,9 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 // aboutTool is what a tool says of itself for a search: an MCP tool's
 // server text stays fenced as data (R-SEC-1) and, as this loop tool's
 // result skips the pipeline's cleaning, is unframed and redacted here.
-func aboutTool(tool tools.Tool) string {
+func aboutTool(r *events.Redactor, tool tools.Tool) string {
 	if rt, ok := tool.(remoteTool); ok {
-		return Unframe(events.Secrets().String(rt.About()))
+		return Unframe(r.String(rt.About()))
 	}
 	return oneLineText(tool.Def().Description, 300)
 }

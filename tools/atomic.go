@@ -14,10 +14,10 @@ import (
 // An existing file keeps its permission bits; a new one gets perm.
 //
 // It is the one writer of files the harness writes for an agent (memory,
-// facts, wiki, spills, workspace writes): every known secret is redacted
-// from data first (events.Secrets, R-X-6).
-func WriteAtomic(root *os.Root, name string, data []byte, perm fs.FileMode) error {
-	return atomicfile.Write(root, name, events.Secrets().Bytes(data), perm, false)
+// facts, wiki, spills, workspace writes): every secret r knows (the home's,
+// Env.Secrets) is redacted from data first (R-X-6).
+func WriteAtomic(r *events.Redactor, root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	return atomicfile.Write(root, name, r.Bytes(data), perm, false)
 }
 
 // WriteAtomicExact is WriteAtomic with the file's permission bits set to

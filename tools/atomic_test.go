@@ -14,7 +14,8 @@ import (
 // through WriteAtomic, which redacts known secrets (R-X-6).
 func TestWriteAtomicRedactsSecrets(t *testing.T) {
 	secret := "sk-test-atomic-" + t.Name()
-	events.Secrets().Add("ATOMIC_TEST_KEY", secret)
+	r := events.NewRedactor()
+	r.Add("ATOMIC_TEST_KEY", secret)
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -22,14 +23,14 @@ func TestWriteAtomicRedactsSecrets(t *testing.T) {
 	}
 	defer root.Close()
 	text := "- 09:00 visible " + secret + " and " + base64.StdEncoding.EncodeToString([]byte(secret)) + "\n"
-	if err := WriteAtomic(root, "memory/2026-01-01.md", []byte(text), 0o644); err != nil {
+	if err := WriteAtomic(r, root, "memory/2026-01-01.md", []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "memory", "2026-01-01.md"))
 	if want := "- 09:00 visible [redacted:ATOMIC_TEST_KEY] and [redacted:ATOMIC_TEST_KEY]\n"; string(got) != want {
 		t.Errorf("file = %q, want %q", got, want)
 	}
-	rel, err := Spill(Env{SpillDir: filepath.Join(dir, "spill", "c1")}, "call_1", strings.Repeat("x", 10)+secret)
+	rel, err := Spill(Env{SpillDir: filepath.Join(dir, "spill", "c1"), Secrets: r}, "call_1", strings.Repeat("x", 10)+secret)
 	if err != nil {
 		t.Fatal(err)
 	}

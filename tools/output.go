@@ -67,7 +67,7 @@ func spillFile(env Env, callID, name string, data []byte) (string, error) {
 		return "", fmt.Errorf("tools: spill: %w", err)
 	}
 	defer root.Close()
-	if err := WriteAtomic(root, name, data, 0o600); err != nil {
+	if err := WriteAtomic(env.Secrets, root, name, data, 0o600); err != nil {
 		return "", fmt.Errorf("tools: spill %s: %w", callID, err)
 	}
 	return path.Join("spill", filepath.Base(env.SpillDir), name), nil

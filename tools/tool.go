@@ -87,6 +87,9 @@ type Env struct {
 	AgentDir string
 	HomeDir  string
 	Location *time.Location // the owner's timezone; nil means UTC
+	// Secrets are the home's secrets (its log's redactor): what the call
+	// writes to a file is redacted with them (WriteAtomic); nil knows none.
+	Secrets *events.Redactor
 	// Canvas is what the canvas tools need of the turn (R-CAN).
 	Canvas CanvasTurn
 	// Provenance of the call (R-X-7): the run and tool call making it,

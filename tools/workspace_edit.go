@@ -132,7 +132,7 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 		return deref(res), err
 	}
 	defer pl.root.Close()
-	if err := WriteAtomic(pl.root, pl.rel, []byte(updated), 0o644); err != nil {
+	if err := WriteAtomic(env.Secrets, pl.root, pl.rel, []byte(updated), 0o644); err != nil {
 		return Failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	if n == 1 {

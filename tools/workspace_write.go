@@ -99,7 +99,7 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 		return Failf("%s", workspaceItself(a.Path)), nil
 	}
 	_, statErr := pl.root.Stat(pl.rel)
-	if err := WriteAtomic(pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
+	if err := WriteAtomic(env.Secrets, pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
 		return Failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	verb := "overwrote"

@@ -48,9 +48,9 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printLines(w, h.WebReport(env.getenv))
 	printLines(w, h.RecallReport(env.getenv))
 	printLines(w, h.BrowserReport())
-	printLines(w, h.MCPReport(ctx, env.getenv))
+	printLines(w, h.MCPReport(ctx, env.redactor(), env.getenv))
 	printLines(w, h.DesktopReport(ctx))
-	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv})
+	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv, Secrets: env.redactor()})
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return nil

@@ -267,7 +267,7 @@ func connectLog(t *testing.T, url string) (*events.Log, *nats.Conn) {
 		t.Fatalf("connect %s: %v", url, err)
 	}
 	t.Cleanup(nc.Close)
-	log, err := events.Open(t.Context(), nc)
+	log, err := events.Open(t.Context(), nc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,12 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := h.AuditKey(env.getenv)
+	key, err := h.AuditKey(env.redactor(), env.getenv)
 	if err != nil {
 		return err
 	}
 	write := func(w io.Writer) (int, error) {
-		a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
+		a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 		if errors.Is(err, home.ErrStoreBusy) {
 			c, err := h.ServerClient(dir, env.getenv)
 			if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -35,7 +34,7 @@ func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int,
 	// On a stopped home this process holds the store and runs the
 	// projections and a worker (no recovery scan, no scheduler: nothing
 	// but the fork and what it delegates runs).
-	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(env.redactor().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Open(ctx, dir, h, options(env, "replay --from-step", app.Options{Logger: logger}))
 	if errors.Is(err, home.ErrStoreBusy) {
 		c, err := h.ServerClient(dir, env.getenv)

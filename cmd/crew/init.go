@@ -57,6 +57,6 @@ func loadHome(env *cliEnv, dir string) (*home.Home, error) {
 	for _, p := range h.Problems {
 		fmt.Fprintf(env.stderr, "skipped agent: %v\n", p)
 	}
-	h.LoadSecrets(env.environ)
+	h.LoadSecrets(env.redactor(), env.environ)
 	return h, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools/script"
 )
 
@@ -54,6 +55,17 @@ type cliEnv struct {
 	// the test's own.
 	environ  func() []string
 	unsetenv func(string) error
+	// secrets are the home's secrets, taught by loadHome; the App's log,
+	// and the command's own log, redact with them.
+	secrets *events.Redactor
+}
+
+// redactor is env's redactor, made on first use.
+func (e *cliEnv) redactor() *events.Redactor {
+	if e.secrets == nil {
+		e.secrets = events.NewRedactor()
+	}
+	return e.secrets
 }
 
 // exitError carries a process exit code with an already printed message.

@@ -49,7 +49,7 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		log, err := events.Open(context.Background(), srv.Conn())
+		log, err := events.Open(context.Background(), srv.Conn(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func storedEvents(b *testing.B, home string) uint64 {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	log, err := events.Open(context.Background(), srv.Conn())
+	log, err := events.Open(context.Background(), srv.Conn(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

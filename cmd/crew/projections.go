@@ -8,7 +8,6 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 )
@@ -39,7 +38,7 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 	if errors.Is(err, home.ErrStoreBusy) {
 		return fmt.Errorf("%w: stop the server, then rebuild", err)
 	}
@@ -57,7 +56,7 @@ func runProjections(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if withSearch {
 		start := time.Now()
-		last, err := search.Rebuild(ctx, search.IndexDir(dir), a.Log(), events.Secrets())
+		last, err := search.Rebuild(ctx, search.IndexDir(dir), a.Log(), a.Log().Redactor())
 		if err != nil {
 			return fmt.Errorf("rebuild %s: %w", searchProjection, err)
 		}

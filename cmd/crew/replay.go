@@ -44,7 +44,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	// The crew as serve builds it, on no store: nothing written, no tool run.
-	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv})
+	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv, Secrets: env.redactor()})
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 // recordedRun returns the run's agent and its conversation's events, from
 // the store when the server is stopped, else from the running server.
 func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, runID string) (string, []events.Envelope, error) {
-	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 	if errors.Is(err, home.ErrStoreBusy) {
 		c, err := h.ServerClient(dir, env.getenv)
 		if err != nil {

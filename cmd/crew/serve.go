@@ -14,7 +14,6 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
-	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 )
 
@@ -34,7 +33,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(events.Secrets().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(env.redactor().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := app.Open(ctx, dir, h, options(env, "serve", app.Options{Serve: true, Listen: addr, Logger: logger}))
 	if info, ierr := home.ReadServeInfo(dir); errors.Is(err, home.ErrStoreBusy) && ierr == nil {
 		return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
@@ -92,17 +91,17 @@ func serveHome(env *cliEnv, flagValue string) (string, *home.Home, error) {
 // says serve made it). The token, however it was set or made, is never
 // written down.
 func serveSecrets(env *cliEnv, dir string, h *home.Home, addr string) (wc web.Config, generated bool, err error) {
-	if wc.AuditKey, err = h.AuditKey(env.getenv); err != nil {
+	if wc.AuditKey, err = h.AuditKey(env.redactor(), env.getenv); err != nil {
 		return wc, false, err
 	}
-	if wc.AuthToken, generated, err = h.ServeAuth(addr, env.getenv); err != nil {
+	if wc.AuthToken, generated, err = h.ServeAuth(env.redactor(), addr, env.getenv); err != nil {
 		return wc, false, err
 	}
 	if err := home.CheckListen(addr, wc.AuthToken); err != nil {
 		return wc, false, err
 	}
 	if wc.AuthToken != "" {
-		events.Secrets().Add("CREW_AUTH_TOKEN", wc.AuthToken)
+		env.redactor().Add("CREW_AUTH_TOKEN", wc.AuthToken)
 	}
 	wc.Sessions, err = web.OpenSessions(filepath.Join(dir, "data", "web-sessions.json"))
 	return wc, generated, err
@@ -132,7 +131,7 @@ func announce(ctx context.Context, env *cliEnv, a *app.App, url string, took tim
 // environment, and the test build's seams (the crash point, the held
 // projections).
 func options(env *cliEnv, as string, o app.Options) app.Options {
-	o.As, o.Getenv = as, env.getenv
+	o.As, o.Getenv, o.Secrets = as, env.getenv, env.redactor()
 	o.Projections, o.ConversationLog, o.TelegramCheckpoint = servedProjections, conversationLog, telegramCheckpoint
 	o.JobRetryDelays = jobRetryDelays
 	return o

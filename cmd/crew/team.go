@@ -33,7 +33,7 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	var msg string
-	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true})
+	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 	switch {
 	case errors.Is(err, home.ErrStoreBusy):
 		c, cerr := h.ServerClient(dir, env.getenv)

@@ -16,6 +16,7 @@ type Log interface {
 	Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error)
 	Read(ctx context.Context, filter string, from uint64) iter.Seq2[events.Envelope, error]
 	Last(ctx context.Context, filter string) (uint64, error)
+	Redactor() *events.Redactor
 }
 
 var (

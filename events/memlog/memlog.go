@@ -26,11 +26,13 @@ type MemLog struct {
 	seq    uint64
 	ids    map[string]uint64 // message id → the sequence it was stored at
 	before func(env events.Envelope) error
+	// secrets redact every append, as events.Log's redactor does.
+	secrets *events.Redactor
 }
 
 // New holds envs (with their subjects and sequences) as already stored.
 func New(envs []events.Envelope) *MemLog {
-	m := &MemLog{ids: map[string]uint64{}}
+	m := &MemLog{ids: map[string]uint64{}, secrets: events.NewRedactor()}
 	for _, e := range envs {
 		m.envs = append(m.envs, e)
 		m.seq = max(m.seq, e.Seq)
@@ -38,6 +40,14 @@ func New(envs []events.Envelope) *MemLog {
 	}
 	return m
 }
+
+// Redactor is the log's redactor, as events.Log.Redactor: every append is
+// redacted with it.
+func (m *MemLog) Redactor() *events.Redactor { return m.secrets }
+
+// Redact makes r the log's redactor (a replay's are the home's secrets);
+// call it before the first append.
+func (m *MemLog) Redact(r *events.Redactor) { m.secrets = r }
 
 // OnAppend makes fn see each event about to be appended, with its subject
 // and sequence; an error from fn refuses that event (and those after it in
@@ -69,6 +79,7 @@ func (m *MemLog) Append(ctx context.Context, scope events.Scope, expect uint64, 
 			}
 			continue
 		}
+		env.Data = m.secrets.JSON(env.Data)
 		env.Subject, env.Seq = subject, m.seq+1
 		if m.before != nil {
 			if err := m.before(env); err != nil {

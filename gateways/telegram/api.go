@@ -22,6 +22,8 @@ type botAPI struct {
 	file  string // APIURL + "/file/bot" + token
 	hc    *http.Client
 	token string
+	// secrets redact every text and caption sent (the log's redactor).
+	secrets *events.Redactor
 }
 
 // apiError is an answer with ok=false (or a non-JSON failure).
@@ -44,7 +46,7 @@ func (b *botAPI) call(ctx context.Context, method string, params, out any) error
 		return fmt.Errorf("telegram %s: encode: %w", method, err)
 	}
 	// Every text and caption sent is redacted (R-X-6).
-	body = events.Secrets().JSON(body)
+	body = b.secrets.JSON(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/"+method, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("telegram %s: %w", method, b.scrub(err))
@@ -91,7 +93,7 @@ func (b *botAPI) upload(ctx context.Context, method string, fields map[string]st
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for k, v := range fields {
-		if err := mw.WriteField(k, events.Secrets().String(v)); err != nil {
+		if err := mw.WriteField(k, b.secrets.String(v)); err != nil {
 			return 0, err
 		}
 	}

@@ -148,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryMin)
 	g := &Gateway{
 		cfg:     cfg,
-		api:     &botAPI{base: cfg.APIURL + "/bot" + cfg.Token, file: cfg.APIURL + "/file/bot" + cfg.Token, hc: cfg.HTTPClient, token: cfg.Token},
+		api:     &botAPI{base: cfg.APIURL + "/bot" + cfg.Token, file: cfg.APIURL + "/file/bot" + cfg.Token, hc: cfg.HTTPClient, token: cfg.Token, secrets: cfg.Log.Redactor()},
 		bot:     BotID(cfg.Token),
 		allowed: map[int64]bool{},
 		seen:    map[int64]bool{},
@@ -523,7 +523,7 @@ func (g *Gateway) savePhoto(ctx context.Context, updateID int64, sizes []photoSi
 		return "", fmt.Errorf("the inbox is not a folder inside the workspace: %w", err)
 	}
 	defer root.Close()
-	if err := tools.WriteAtomic(root, name, data, 0o600); err != nil {
+	if err := tools.WriteAtomic(g.api.secrets, root, name, data, 0o600); err != nil {
 		return "", err
 	}
 	return "inbox/" + name, nil

@@ -141,7 +141,7 @@ func (g *Gateway) want(ctx context.Context, w events.TelegramSendWanted) error {
 // wantText wants text (redacted whole, then split at MaxMessage: one
 // wanted message per part, "#<n>" after the ref from the second on).
 func (g *Gateway) wantText(ctx context.Context, chatID int64, kind, ref string, source uint64, text string) error {
-	parts := Split(events.Secrets().String(text), MaxMessage)
+	parts := Split(g.api.secrets.String(text), MaxMessage)
 	for i, part := range parts {
 		r := ref
 		if i > 0 {
@@ -447,7 +447,7 @@ func (g *Gateway) sendFile(ctx context.Context, w events.TelegramSendWanted) (in
 // wantEdit wants copy k edited to end with line, without buttons.
 func (g *Gateway) wantEdit(ctx context.Context, k card, ref, line string) error {
 	return g.want(ctx, events.TelegramSendWanted{Chat: k.chatID, Kind: events.SendEdit, Ref: ref + "#" + strconv.FormatInt(k.messageID, 10),
-		SourceSeq: sourceOf(ref), MessageID: k.messageID, Text: events.Secrets().String(k.text + "\n\n" + line)})
+		SourceSeq: sourceOf(ref), MessageID: k.messageID, Text: g.api.secrets.String(k.text + "\n\n" + line)})
 }
 
 // sourceOf is the conversation sequence of a follower's ref "conv:<seq>".

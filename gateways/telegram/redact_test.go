@@ -16,7 +16,8 @@ import (
 // whatever produced them (R-X-6).
 func TestTelegramSendIsRedacted(t *testing.T) {
 	secret := "sk-test-telegram-" + t.Name()
-	events.Secrets().Add("TG_TEST_KEY", secret)
+	secrets := events.NewRedactor()
+	secrets.Add("TG_TEST_KEY", secret)
 	var mu sync.Mutex
 	var bodies []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,11 +28,11 @@ func TestTelegramSendIsRedacted(t *testing.T) {
 		w.Write([]byte(`{"ok":true,"result":{}}`))
 	}))
 	defer srv.Close()
-	api := &botAPI{base: srv.URL + "/botT", hc: srv.Client(), token: "T"}
+	api := &botAPI{base: srv.URL + "/botT", hc: srv.Client(), token: "T", secrets: secrets}
 	g := &Gateway{api: api, cfg: Config{PollEvery: 1}}
 	send := func(text string) {
 		// As wantText: redacted whole, then split.
-		for _, part := range Split(events.Secrets().String(text), MaxMessage) {
+		for _, part := range Split(secrets.String(text), MaxMessage) {
 			if _, err := g.sendWanted(t.Context(), events.TelegramSendWanted{Chat: 1, Kind: events.SendReply, Text: part}, ""); err != nil {
 				t.Fatal(err)
 			}

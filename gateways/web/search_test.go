@@ -56,7 +56,7 @@ func TestSearchAPIAndPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := search.Start(x, log, events.Secrets(), slog.New(slog.DiscardHandler))
+	f, err := search.Start(x, log, log.Redactor(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

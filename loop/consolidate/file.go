@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -33,16 +34,18 @@ func readFile(agentDir, name string) (string, error) {
 // file beside it, fsync, rename, fsync of the folder), so a crash leaves
 // the old file or the new one, never half of one. An existing file keeps
 // its permissions.
-func writeMemory(agentDir, text string) error { return writeFile(agentDir, memoryName, text) }
+func writeMemory(r *events.Redactor, agentDir, text string) error {
+	return writeFile(r, agentDir, memoryName, text)
+}
 
 // writeFile replaces the agent's file name atomically, as writeMemory.
-func writeFile(agentDir, name, text string) error {
+func writeFile(r *events.Redactor, agentDir, name, text string) error {
 	root, err := os.OpenRoot(agentDir)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	defer root.Close()
-	if err := tools.WriteAtomic(root, name, []byte(text), 0o644); err != nil {
+	if err := tools.WriteAtomic(r, root, name, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil

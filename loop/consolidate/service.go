@@ -184,7 +184,7 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 		return Proposal{}, fmt.Errorf("consolidate %s: file proposal %s: %w", a.ID, id, err)
 	}
 	if auto {
-		if err := writeMemory(a.Dir, text); err != nil {
+		if err := writeMemory(s.cfg.Log.Redactor(), a.Dir, text); err != nil {
 			return Proposal{}, fmt.Errorf("consolidate %s: proposal %s is recorded as auto-applied, but %w", a.ID, id, err)
 		}
 	}
@@ -346,7 +346,7 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 			return nil, nil, fmt.Errorf("%w: %s changed since proposal %s was made: approving it would lose that change; reject it and %s", ErrMemoryChanged, name, id, again)
 		}
 		return ev, func() error {
-			if err := writeFile(a.Dir, name, p.New); err != nil {
+			if err := writeFile(s.cfg.Log.Redactor(), a.Dir, name, p.New); err != nil {
 				return fmt.Errorf("proposal %s is recorded as approved, but %w", id, err)
 			}
 			return nil
@@ -421,7 +421,7 @@ func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, e
 			return nil, nil, fmt.Errorf("%w: %s changed since proposal %s was applied: rolling it back would lose that change", ErrMemoryChanged, name, id)
 		}
 		return &events.MemoryRolledBack{ProposalID: id, Channel: channel}, func() error {
-			if err := writeFile(a.Dir, name, p.Old); err != nil {
+			if err := writeFile(s.cfg.Log.Redactor(), a.Dir, name, p.Old); err != nil {
 				return fmt.Errorf("proposal %s is recorded as rolled back, but %w", id, err)
 			}
 			return nil

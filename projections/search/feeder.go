@@ -43,7 +43,7 @@ type FeederStatus struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// Redactor is what the feeder redacts with (events.Secrets()).
+// Redactor is what the feeder redacts with (the log's, Log.Redactor()).
 type Redactor interface{ String(string) string }
 
 // Start catches x up with log from its checkpoint and follows it until

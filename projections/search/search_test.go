@@ -93,7 +93,7 @@ func feed(t testing.TB, log *events.Log, last uint64, setup func(*Index)) *Index
 	if setup != nil {
 		setup(x)
 	}
-	f, err := Start(x, log, events.Secrets(), slog.New(slog.DiscardHandler))
+	f, err := Start(x, log, log.Redactor(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestRecallSynonymFoundWithEmbeddingRoute(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rebuild(context.Background(), dir, log, events.Secrets()); err != nil {
+	if _, err := Rebuild(context.Background(), dir, log, log.Redactor()); err != nil {
 		t.Fatal(err)
 	}
 	y, err := Open(dir)
@@ -263,8 +263,8 @@ func TestRecallSynonymFoundWithEmbeddingRoute(t *testing.T) {
 // message and in a reply, is not findable; the words around it are.
 func TestRecallNeverIndexesASecret(t *testing.T) {
 	const secret = "sk-recall-Zq8Xw3rT9vLp2KdN5mYc"
-	events.Secrets().Add("RECALL_TEST_KEY", secret)
 	_, log := eventstest.Start(t)
+	log.Redactor().Add("RECALL_TEST_KEY", secret)
 	ctx := context.Background()
 	envs := []events.Envelope{
 		events.MustNew(&events.ConversationOpened{Agent: "main", Channel: "web"}),
@@ -291,7 +291,7 @@ func TestRecallNeverIndexesASecret(t *testing.T) {
 		}
 	}
 	// The feeder redacts too: a batch given raw text stores it redacted.
-	b := x.newBatch(events.Secrets().String)
+	b := x.newBatch(log.Redactor().String)
 	if err := b.index("raw", Doc{Kind: KindNote, Text: "raw " + secret, Reach: []string{"all"}, At: time.Now().Format(time.RFC3339)}); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestRecallRebuildGivesTheSameTopTen(t *testing.T) {
 	last, _ = log.Last(context.Background(), events.Root+".>")
 	x := feed(t, log, last, nil)
 	dir := t.TempDir()
-	if _, err := Rebuild(context.Background(), dir, log, events.Secrets()); err != nil {
+	if _, err := Rebuild(context.Background(), dir, log, log.Redactor()); err != nil {
 		t.Fatal(err)
 	}
 	y, err := Open(dir)

@@ -157,7 +157,7 @@ func (e Export) Run(ctx context.Context, env tools.Env, args json.RawMessage) (t
 		return tools.Result{}, fmt.Errorf("open workspace: %w", err)
 	}
 	defer r.Close()
-	if err := tools.WriteAtomic(r, rel, data, 0o644); err != nil {
+	if err := tools.WriteAtomic(env.Secrets, r, rel, data, 0o644); err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err

@@ -74,10 +74,11 @@ func (s Server) Transport() string {
 	return "streamable HTTP"
 }
 
-// Where names the server for the owner: its URL or its command, redacted.
-func (s Server) Where() string {
+// Where names the server for the owner: its URL or its command, redacted
+// with r.
+func (s Server) Where(r *events.Redactor) string {
 	if s.Stdio != nil {
-		return events.Secrets().String(strings.Join(s.Stdio.Command, " "))
+		return r.String(strings.Join(s.Stdio.Command, " "))
 	}
 	return events.RedactURL(s.URL)
 }
@@ -97,11 +98,17 @@ type Pool struct {
 	mu        sync.Mutex
 	servers   map[string]*server
 	onRestart func(Restart)
+	secrets   *events.Redactor
 }
 
 // OnRestart sets what is told of each restart of a stdio server (the
 // crew appends an mcp_server_restarted event); call it before first use.
 func (p *Pool) OnRestart(f func(Restart)) { p.onRestart = f }
+
+// Redact makes r (the home's secrets) redact what the pool says of its
+// servers: their commands, how they ended, their stderr; call it before
+// first use. Without it nothing is redacted.
+func (p *Pool) Redact(r *events.Redactor) { p.secrets = r }
 
 // NewPool returns a pool over servers; nothing connects until used.
 func NewPool(version string, servers []Server, logger *slog.Logger) *Pool {
@@ -256,7 +263,7 @@ func (p *Pool) Status(ctx context.Context) []Status {
 	var out []Status
 	for _, name := range p.Names() {
 		s := p.server(name)
-		st := Status{Name: name, URL: s.cfg.Where(), Transport: s.cfg.Transport()}
+		st := Status{Name: name, URL: s.cfg.Where(p.secrets), Transport: s.cfg.Transport()}
 		list, probs := p.Tools(ctx, []string{name})
 		st.Restarts = s.restartCount()
 		if err := s.lastErr(); err != nil {
@@ -333,7 +340,7 @@ func (p *Pool) States() []State {
 	var out []State
 	for _, name := range p.Names() {
 		s := p.server(name)
-		st := State{Name: name, Transport: s.cfg.Transport(), Where: s.cfg.Where(), State: "not started"}
+		st := State{Name: name, Transport: s.cfg.Transport(), Where: s.cfg.Where(p.secrets), State: "not started"}
 		s.mu.Lock()
 		st.Tools, st.Restarts = len(s.list), s.total
 		if s.proc != nil {
@@ -345,7 +352,7 @@ func (p *Pool) States() []State {
 		}
 		switch {
 		case s.err != nil:
-			st.State, st.Error = "down", events.Secrets().String(s.err.Error())
+			st.State, st.Error = "down", p.secrets.String(s.err.Error())
 		case s.cs != nil:
 			st.State = "running"
 		case s.listed:
@@ -429,7 +436,7 @@ func (s *server) relistLocked(ctx context.Context) {
 }
 
 func (s *server) fail(err error) {
-	s.err = fmt.Errorf("MCP server %q (%s) is not answering: %v", s.cfg.Name, s.cfg.Where(), oneLine(err))
+	s.err = fmt.Errorf("MCP server %q (%s) is not answering: %v", s.cfg.Name, s.cfg.Where(s.pool.secrets), oneLine(err))
 	s.failedAt = s.pool.clock()
 }
 

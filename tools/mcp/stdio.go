@@ -121,7 +121,7 @@ func (s *server) startLocked() (sdk.Transport, error) {
 	s.proc = p
 	cmd := shell.Command{
 		Exec: st.Command, Dir: st.Dir, Env: append(shell.Environ(os.Environ()), append([]string{"npm_config_cache=" + filepath.Join(st.Dir, ".npm")}, st.Env...)...),
-		Stdin: inR, Stdout: outW, Stderr: &stderrLog{log: s.pool.logger.With("server", s.cfg.Name, "stream", "stderr")},
+		Stdin: inR, Stdout: outW, Stderr: &stderrLog{log: s.pool.logger.With("server", s.cfg.Name, "stream", "stderr"), secrets: s.pool.secrets},
 		Lasting: true, View: st.view(),
 		Sandbox: &shell.Policy{WritePaths: append([]string{st.Dir}, st.Paths...), Network: st.Network},
 	}
@@ -129,7 +129,7 @@ func (s *server) startLocked() (sdk.Transport, error) {
 		out, err := shell.Run(ctx, cmd)
 		outW.Close() // the session reads EOF
 		inR.Close()  // its writes fail
-		p.end, p.endedAt = ended(out, err), s.pool.clock()
+		p.end, p.endedAt = ended(s.pool.secrets, out, err), s.pool.clock()
 		close(p.done)
 		s.pool.logger.Info("MCP server process ended", "server", s.cfg.Name, "how", p.end)
 	}()
@@ -197,8 +197,8 @@ func (st *Stdio) view() *shell.View {
 	return v
 }
 
-// ended says how a process ended, redacted.
-func ended(out shell.Output, err error) string {
+// ended says how a process ended, redacted with r.
+func ended(r *events.Redactor, out shell.Output, err error) string {
 	var s string
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):
@@ -211,7 +211,7 @@ func ended(out shell.Output, err error) string {
 	if last := lastLine(out.Text); last != "" {
 		s += ": " + last
 	}
-	return oneLine(errors.New(events.Secrets().String(s)))
+	return oneLine(errors.New(r.String(s)))
 }
 
 func lastLine(text string) string {
@@ -223,6 +223,7 @@ func lastLine(text string) string {
 // at most stderrCap bytes per process.
 type stderrLog struct {
 	log     *slog.Logger
+	secrets *events.Redactor
 	mu      sync.Mutex
 	buf     []byte
 	written int
@@ -252,7 +253,7 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 			continue
 		}
 		w.written += len(line)
-		w.log.Info(events.Secrets().String(strings.ToValidUTF8(string(line), "\uFFFD")))
+		w.log.Info(w.secrets.String(strings.ToValidUTF8(string(line), "\uFFFD")))
 	}
 	return len(p), nil
 }

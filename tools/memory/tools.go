@@ -81,14 +81,14 @@ func readFile(root *os.Root, name string) (text string, exists bool, err error) 
 
 // appendText adds text at the end of name as whole lines, creating the
 // file and its directory.
-func (f *files) appendText(root *os.Root, name, text string) error {
+func (f *files) appendText(env tools.Env, root *os.Root, name, text string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old, _, err := readFile(root, name)
 	if err != nil {
 		return err
 	}
-	return tools.WriteAtomic(root, name, []byte(joinLines(old, text)), 0o644)
+	return tools.WriteAtomic(env.Secrets, root, name, []byte(joinLines(old, text)), 0o644)
 }
 
 // joinLines is text added to old on a new line, ending with a newline.

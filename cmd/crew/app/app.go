@@ -39,6 +39,11 @@ type Options struct {
 	Getenv func(string) string
 	// Logger receives the crew's logs; nil discards them.
 	Logger *slog.Logger
+	// Secrets are the home's secrets (home.LoadSecrets taught them): the
+	// log is opened with them, so every append, live delta, Telegram
+	// message and file written for an agent is redacted with them. nil: a
+	// Redactor of the App's own that knows none yet.
+	Secrets *events.Redactor
 	// As names this process to its peers on a shared cluster ("serve",
 	// "replay --from-step", "memory consolidate"): a command that runs
 	// turns or model calls joins the cluster while it runs, so a peer
@@ -121,6 +126,9 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Secrets == nil {
+		opts.Secrets = events.NewRedactor()
+	}
 	if opts.Projections == nil {
 		opts.Projections = projections.All
 	}
@@ -135,7 +143,7 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	}()
 	ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if !opts.ReadOnly {
-		if a.store, err = openStore(ctx, dir, h.Config, a.log.With("component", "nats")); err != nil {
+		if a.store, err = openStore(ctx, dir, h.Config, opts.Secrets, a.log.With("component", "nats")); err != nil {
 			return nil, err
 		}
 		if err := a.join(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -35,13 +36,13 @@ type crewSet struct {
 
 // buildCrew checks every loaded agent against the tools the server has; a
 // broken one is reported and left out, the others run (R-HOME-3).
-func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func(string) string) *crewSet {
+func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, secrets *events.Redactor) *crewSet {
 	agents := h.LoopAgents(override, reg.Defaults())
 	var problems []string
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())
 	}
-	servers, mcpProblems := h.MCPServers(getenv)
+	servers, mcpProblems := h.MCPServers(secrets, getenv)
 	problems = append(problems, mcpProblems...)
 	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, override != nil)...)
 	for id, a := range agents {
@@ -85,6 +86,7 @@ func checkMCP(a *loop.Agent, h *home.Home, usable []mcp.Server) error {
 type Crew struct {
 	dir      string
 	getenv   func(string) string
+	secrets  *events.Redactor // the home's: MCP values resolved are added
 	override []string
 	reg      *tools.Registry
 	logger   *slog.Logger
@@ -112,9 +114,9 @@ func (c *Crew) Problems() []string {
 	return append([]string{c.loadErr}, c.cur.problems...)
 }
 
-func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, logger *slog.Logger) *Crew {
-	c := &Crew{dir: dir, getenv: getenv, override: override, reg: reg, logger: logger}
-	c.cur = buildCrew(h, override, reg, getenv)
+func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, secrets *events.Redactor, logger *slog.Logger) *Crew {
+	c := &Crew{dir: dir, getenv: getenv, secrets: secrets, override: override, reg: reg, logger: logger}
+	c.cur = buildCrew(h, override, reg, getenv, secrets)
 	c.stamp = home.Stamp(dir)
 	for _, p := range c.cur.problems {
 		logger.Error("agent skipped", "problem", p)
@@ -185,7 +187,7 @@ func (c *Crew) reloadIfChanged() {
 		c.mu.Unlock()
 		return
 	}
-	next := buildCrew(h, c.override, c.reg, c.getenv)
+	next := buildCrew(h, c.override, c.reg, c.getenv, c.secrets)
 	// The scheduler and the redactor take the new crew before anyone can
 	// see it: a job listed is a job the scheduler has, and a new secret is
 	// redacted before an agent of the new crew can write it.

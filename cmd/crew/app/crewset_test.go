@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/schedule"
@@ -45,7 +46,7 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := buildCrew(h, nil, reg, os.Getenv)
+	set := buildCrew(h, nil, reg, os.Getenv, events.NewRedactor())
 	rev, ok := set.agents["reviewer"]
 	if !ok {
 		t.Fatalf("reviewer not in the crew; problems: %v", set.problems)
@@ -94,7 +95,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr := newCrew(dir, h, nil, reg, os.Getenv, slog.New(slog.DiscardHandler))
+	cr := newCrew(dir, h, nil, reg, os.Getenv, events.NewRedactor(), slog.New(slog.DiscardHandler))
 	p := filepath.Join(dir, "agents", "pong", ".agents", "agents", "drafter.md")
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func openRecall(dir string, h *home.Home, log *events.Log, getenv func(string) s
 			return nil, nil, err
 		}
 	}
-	f, err := search.Start(x, log, events.Secrets(), logger)
+	f, err := search.Start(x, log, log.Redactor(), logger)
 	if err != nil {
 		x.Close()
 		return nil, nil, err

@@ -127,8 +127,8 @@ func (r *running) watch(ctx context.Context, a *App) {
 	w.Crew.onReload = func(set *crewSet) {
 		// A value added to <home>/env is redacted from now on; removed
 		// ones stay redacted (they may still be in flight).
-		events.Secrets().Load(set.home.EnvSecrets(), nil)
-		set.home.ConfigSecrets()
+		a.opts.Secrets.Load(set.home.EnvSecrets(), nil)
+		set.home.ConfigSecrets(a.opts.Secrets)
 		w.net.reload(set.home, a.opts.Getenv)
 		w.pool.Configure(set.mcp)
 		if err := r.Scheduler.SetProfile(watchCtx, set.profile); err != nil {

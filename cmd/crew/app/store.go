@@ -35,7 +35,7 @@ func dataDir(homeDir string) string { return filepath.Join(homeDir, "data") }
 
 // openStore locks the home's data dir, starts the embedded NATS server on
 // data/nats (or connects to nats.url) and opens data/projections.db.
-func openStore(ctx context.Context, homeDir string, cfg *home.Config, logger *slog.Logger) (*store, error) {
+func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *events.Redactor, logger *slog.Logger) (*store, error) {
 	dir := dataDir(homeDir)
 	lock, err := home.LockData(homeDir)
 	if err != nil {
@@ -60,7 +60,7 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, logger *sl
 		s.Close()
 		return nil, err
 	}
-	s.log, err = events.Open(ctx, s.nc)
+	s.log, err = events.Open(ctx, s.nc, secrets)
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/memlog"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/consolidate"
@@ -104,7 +105,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	w.Canvas = &canvas.Service{Log: log, WaitFor: waitFor,
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
-	appender := memlogOrNil(log)
+	appender := memlogOrNil(log, a.opts.Secrets)
 	if db != nil {
 		w.Canvas.Store = projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}
 		appender = a.opts.ConversationLog(log)
@@ -120,9 +121,10 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	if w.Registry, err = tools.New(allTools(w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
-	cr = newCrew(a.Dir, h, override, w.Registry, getenv, logger.With("component", "crew"))
+	cr = newCrew(a.Dir, h, override, w.Registry, getenv, a.opts.Secrets, logger.With("component", "crew"))
 	w.Crew = cr
 	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
+	w.pool.Redact(a.opts.Secrets)
 	if log != nil {
 		mlog := logger.With("component", "mcp")
 		w.pool.OnRestart(func(r mcp.Restart) {
@@ -190,11 +192,14 @@ func (w *wiring) close() {
 	w.pool.Close()
 }
 
-// memlogOrNil is the log as the conversations' appender, nil without one
-// (ReadOnly: replay brings its own in-memory log).
-func memlogOrNil(log *events.Log) loop.Appender {
+// memlogOrNil is the log as the conversations' appender; without one
+// (ReadOnly) an empty in-memory log redacting with the home's secrets,
+// which nothing appends to: replay brings its own in-memory log.
+func memlogOrNil(log *events.Log, secrets *events.Redactor) loop.Appender {
 	if log == nil {
-		return nil
+		mem := memlog.New(nil)
+		mem.Redact(secrets)
+		return mem
 	}
 	return log
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
@@ -255,9 +256,10 @@ func CrewVersion() string {
 // MCPReport is what crew doctor says of each MCP server of config.yaml:
 // as the running server has them (state, tools, restarts, how the last
 // process ended) when one runs, else whether each answers, how many tools
-// it offers and which the owner made read-only.
-func (h *Home) MCPReport(ctx context.Context, getenv func(string) string) []string {
-	servers, problems := h.MCPServers(getenv)
+// it offers and which the owner made read-only. What it says is redacted
+// with r, the home's secrets.
+func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(string) string) []string {
+	servers, problems := h.MCPServers(r, getenv)
 	if len(servers) == 0 && len(problems) == 0 {
 		return []string{"MCP servers: none declared (config.yaml mcp_servers)"}
 	}
@@ -298,6 +300,7 @@ func (h *Home) MCPReport(ctx context.Context, getenv func(string) string) []stri
 	}
 	lines := []string{"MCP servers:"}
 	pool := mcp.NewPool(CrewVersion(), servers, nil)
+	pool.Redact(r)
 	defer pool.Close()
 	for _, st := range pool.Status(ctx) {
 		if st.Err != nil {

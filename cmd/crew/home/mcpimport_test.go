@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // claudeDesktop is a claude_desktop_config.json as users have them: a
@@ -89,7 +91,7 @@ func TestMCPImportClaudeDesktopConfig(t *testing.T) {
 	if m := h.Agents[MasterID].MCP; !slices.Equal(m, []string{"filesystem", "github", "remote", "My-Notes-v2"}) {
 		t.Errorf("master's mcp: %v", m)
 	}
-	servers, problems := h.MCPServers(func(string) string { return "" })
+	servers, problems := h.MCPServers(events.NewRedactor(), func(string) string { return "" })
 	if len(problems) > 0 || len(servers) != 4 {
 		t.Fatalf("servers %d, problems %v", len(servers), problems)
 	}

@@ -89,8 +89,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // MCPServers are config.yaml's mcp_servers for the MCP pool, sorted by
 // name, their header values' ${VAR} taken from the env file or getenv. A
 // server whose header names a variable that is set nowhere is left out,
-// with a problem saying which.
-func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, problems []string) {
+// with a problem saying which. Every value resolved is added to r.
+func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (servers []mcp.Server, problems []string) {
 	names := slices.Sorted(maps.Keys(h.Config.MCPServers))
 	for _, name := range names {
 		c := h.Config.MCPServers[name]
@@ -104,7 +104,7 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 				if val == "" {
 					missing = append(missing, name)
 				} else if len(val) >= events.MinEnvFileSecret {
-					events.Secrets().Add(name, val) // also when it came from a process variable whose name does not look secret
+					r.Add(name, val) // also when it came from a process variable whose name does not look secret
 				}
 				return val
 			})
@@ -112,7 +112,7 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 		for k, v := range c.Headers {
 			s.Headers[k] = resolve(v)
 			if len(s.Headers[k]) >= events.MinEnvFileSecret {
-				events.Secrets().Add("mcp_servers."+name+".headers."+k, s.Headers[k])
+				r.Add("mcp_servers."+name+".headers."+k, s.Headers[k])
 			}
 		}
 		if len(c.Command) > 0 {
@@ -120,7 +120,7 @@ func (h *Home) MCPServers(getenv func(string) string) (servers []mcp.Server, pro
 			for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 				v := resolve(c.Env[k])
 				if len(v) >= events.MinEnvFileSecret {
-					events.Secrets().Add("mcp_servers."+name+".env."+k, v) // env values never reach the log
+					r.Add("mcp_servers."+name+".env."+k, v) // env values never reach the log
 				}
 				s.Stdio.Env = append(s.Stdio.Env, k+"="+v)
 			}
@@ -235,7 +235,7 @@ func (h *Home) ApprovalTTL(id, channel string) int {
 var envSettings = map[string]bool{"OLLAMA_HOST": true, "OPENROUTER_BASE_URL": true, "MY_AGENT_ROUTES": true}
 
 // EnvSecrets is the env file less its plain settings: what the redactor
-// must never let out (events.Secrets).
+// must never let out (the home's redactor, LoadSecrets).
 func (h *Home) EnvSecrets() map[string]string {
 	out := make(map[string]string, len(h.Env))
 	for k, v := range h.Env {

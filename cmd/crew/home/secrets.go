@@ -16,24 +16,24 @@ import (
 // <home>/env first, so everything built from the env file afterwards (the
 // redactor among them) knows them. Neither is ever printed or logged.
 
-// LoadSecrets teaches the process's redactor (events.Secrets, R-X-6) every
-// value of <home>/env and every secret-named variable of the process
-// environment (environ lists it; nil in process tests, whose environment is
-// the test's own), before anything is appended or written.
-func (h *Home) LoadSecrets(environ func() []string) {
+// LoadSecrets teaches r, the redactor the home's log is opened with
+// (R-X-6), every value of <home>/env and every secret-named variable of the
+// process environment (environ lists it; nil in process tests, whose
+// environment is the test's own), before anything is appended or written.
+func (h *Home) LoadSecrets(r *events.Redactor, environ func() []string) {
 	var vars []string
 	if environ != nil {
 		vars = environ()
 	}
-	events.Secrets().Load(h.EnvSecrets(), vars)
-	h.ConfigSecrets()
+	r.Load(h.EnvSecrets(), vars)
+	h.ConfigSecrets(r)
 }
 
-// ConfigSecrets adds what config.yaml may hold that is secret: auth_token
-// and MCP header and env values written in it.
-func (h *Home) ConfigSecrets() {
+// ConfigSecrets adds to r what config.yaml may hold that is secret:
+// auth_token and MCP header and env values written in it.
+func (h *Home) ConfigSecrets(r *events.Redactor) {
 	if h.Config != nil && len(h.Config.AuthToken) >= events.MinEnvFileSecret {
-		events.Secrets().Add("auth_token", h.Config.AuthToken)
+		r.Add("auth_token", h.Config.AuthToken)
 	}
 	// An MCP header written into config.yaml itself (not as ${VAR}) is a
 	// credential too.
@@ -43,12 +43,12 @@ func (h *Home) ConfigSecrets() {
 	for name, srv := range h.Config.MCPServers {
 		for k, v := range srv.Headers {
 			if !strings.Contains(v, "${") && len(v) >= events.MinEnvFileSecret {
-				events.Secrets().Add("mcp_servers."+name+".headers."+k, v)
+				r.Add("mcp_servers."+name+".headers."+k, v)
 			}
 		}
 		for k, v := range srv.Env {
 			if !strings.Contains(v, "${") && len(v) >= events.MinEnvFileSecret {
-				events.Secrets().Add("mcp_servers."+name+".env."+k, v)
+				r.Add("mcp_servers."+name+".env."+k, v)
 			}
 		}
 	}
@@ -78,8 +78,9 @@ func (h *Home) SecretSource(name string, getenv func(string) string) string {
 }
 
 // AuditKey returns the home's audit key, creating it in <home>/env when
-// there is none (a home made before keyed exports).
-func (h *Home) AuditKey(getenv func(string) string) ([]byte, error) {
+// there is none (a home made before keyed exports); a created key is added
+// to r.
+func (h *Home) AuditKey(r *events.Redactor, getenv func(string) string) ([]byte, error) {
 	if v := h.Getenv(AuditKeyVar, getenv); v != "" {
 		if len(v) < events.MinAuditKey {
 			return nil, fmt.Errorf("%s is %d bytes: want at least %d random bytes (delete the line and crew serve writes a new one)", h.SecretSource(AuditKeyVar, getenv), len(v), events.MinAuditKey)
@@ -91,7 +92,7 @@ func (h *Home) AuditKey(getenv func(string) string) ([]byte, error) {
 		return nil, fmt.Errorf("create the audit key: %w", err)
 	}
 	h.Env[AuditKeyVar] = v
-	events.Secrets().Add(AuditKeyVar, v) // LoadSecrets taught the redactor the file before this line was in it
+	r.Add(AuditKeyVar, v) // LoadSecrets taught the redactor the file before this line was in it
 	return []byte(v), nil
 }
 
@@ -109,8 +110,8 @@ func (h *Home) AuthToken(getenv func(string) string) (token, source string) {
 // ServeAuth settles the token for a server listening on addr: a token set
 // anywhere must be strong; a non-loopback address without one gets a
 // generated CREW_AUTH_TOKEN in <home>/env (generated true); web.hosts
-// needs a token.
-func (h *Home) ServeAuth(addr string, getenv func(string) string) (token string, generated bool, err error) {
+// needs a token. A generated token is added to r.
+func (h *Home) ServeAuth(r *events.Redactor, addr string, getenv func(string) string) (token string, generated bool, err error) {
 	loopback, err := IsLoopback(addr)
 	if err != nil {
 		return "", false, err
@@ -130,7 +131,7 @@ func (h *Home) ServeAuth(addr string, getenv func(string) string) (token string,
 			return "", false, fmt.Errorf("generate an auth token: %w", err)
 		}
 		h.Env[AuthTokenVar] = token
-		events.Secrets().Add(AuthTokenVar, token)
+		r.Add(AuthTokenVar, token)
 		generated = true
 	}
 	if token == "" && len(h.Config.Web.Hosts) > 0 {

@@ -42,7 +42,7 @@ func noEnv(string) string { return "" }
 // file) and says where it is and where to log in, never the token.
 func TestNonLoopbackListenGeneratesToken(t *testing.T) {
 	h := authHome(t, "", "OPENROUTER_API_KEY=sk-test")
-	token, generated, err := h.ServeAuth("0.0.0.0:7420", noEnv)
+	token, generated, err := h.ServeAuth(events.NewRedactor(), "0.0.0.0:7420", noEnv)
 	if err != nil || !generated {
 		t.Fatalf("ServeAuth = %v %v", generated, err)
 	}
@@ -63,13 +63,13 @@ func TestNonLoopbackListenGeneratesToken(t *testing.T) {
 	if strings.Contains(hint, token) || !strings.Contains(hint, AuthTokenVar+" in "+filepath.Join(h.Dir, "env")) || !strings.Contains(hint, ":7420/login") {
 		t.Errorf("hint = %q", hint)
 	}
-	again, generated, err := h.ServeAuth("0.0.0.0:7420", noEnv)
+	again, generated, err := h.ServeAuth(events.NewRedactor(), "0.0.0.0:7420", noEnv)
 	if err != nil || generated || again != token {
 		t.Errorf("second serve = %v %v, want the same token, not generated", generated, err)
 	}
 	// Loopback needs none and gets none.
 	h2 := authHome(t, "", "")
-	if tok, gen, err := h2.ServeAuth("127.0.0.1:7420", noEnv); tok != "" || gen || err != nil {
+	if tok, gen, err := h2.ServeAuth(events.NewRedactor(), "127.0.0.1:7420", noEnv); tok != "" || gen || err != nil {
 		t.Errorf("loopback: %q %v %v", tok, gen, err)
 	}
 }
@@ -92,7 +92,7 @@ func TestWeakTokenRefusedNamingItsSource(t *testing.T) {
 			}
 			return ""
 		}
-		_, _, err := h.ServeAuth(c.addr, getenv)
+		_, _, err := h.ServeAuth(events.NewRedactor(), c.addr, getenv)
 		if err == nil || !strings.Contains(err.Error(), c.where) {
 			t.Errorf("%+v: err = %v, want it to name %q", c, err, c.where)
 		}
@@ -103,7 +103,7 @@ func TestWeakTokenRefusedNamingItsSource(t *testing.T) {
 		}
 	}
 	h := authHome(t, "web:\n  hosts: [crew.example.com]", "")
-	if _, _, err := h.ServeAuth("127.0.0.1:7420", noEnv); err == nil || !strings.Contains(err.Error(), "web.hosts") {
+	if _, _, err := h.ServeAuth(events.NewRedactor(), "127.0.0.1:7420", noEnv); err == nil || !strings.Contains(err.Error(), "web.hosts") {
 		t.Errorf("web.hosts without a token: err = %v", err)
 	}
 	if got := h.WebHosts("mybox.lan:7420"); strings.Join(got, ",") != "crew.example.com,mybox.lan" {
@@ -148,8 +148,8 @@ func TestEnvFileValuesAreSecrets(t *testing.T) {
 		"CREW_AUTH_TOKEN": "tok-0123456789", "ANYTHING": "plain-value",
 		"OLLAMA_HOST": "http://127.0.0.1:11434", "OPENROUTER_BASE_URL": "https://user:pw@proxy.example/v1",
 	}}
-	h.LoadSecrets(nil)
-	r := events.Secrets()
+	r := events.NewRedactor()
+	h.LoadSecrets(r, nil)
 	for in, want := range map[string]string{
 		"tok-0123456789":                   "[redacted:CREW_AUTH_TOKEN]",
 		"plain-value":                      "[redacted:ANYTHING]",
@@ -165,8 +165,9 @@ func TestEnvFileValuesAreSecrets(t *testing.T) {
 // config.yaml's auth_token is redacted too.
 func TestConfigSecretsAreRedacted(t *testing.T) {
 	h := &Home{Env: map[string]string{}, Config: &Config{AuthToken: "cfg-token-0123456789"}}
-	h.LoadSecrets(nil)
-	if got := events.Secrets().String("token cfg-token-0123456789"); got != "token [redacted:auth_token]" {
+	r := events.NewRedactor()
+	h.LoadSecrets(r, nil)
+	if got := r.String("token cfg-token-0123456789"); got != "token [redacted:auth_token]" {
 		t.Errorf("got %q", got)
 	}
 }
@@ -179,14 +180,15 @@ func TestMCPHeaderFromProcessEnvIsRedacted(t *testing.T) {
 	h := &Home{Dir: t.TempDir(), Env: map[string]string{}, Config: &Config{MCPServers: map[string]MCPServer{
 		"gh": {URL: "https://mcp.example/mcp", Headers: map[string]string{"Authorization": "Bearer ${GITHUB_PAT}", "X-Org": "lit-${ORG_ID}-x"}},
 	}}}
-	h.LoadSecrets(nil)
+	r := events.NewRedactor()
+	h.LoadSecrets(r, nil)
 	env := map[string]string{"GITHUB_PAT": "ghp_only_in_process_env_42", "ORG_ID": "org77"}
-	servers, problems := h.MCPServers(func(k string) string { return env[k] })
+	servers, problems := h.MCPServers(r, func(k string) string { return env[k] })
 	if len(servers) != 1 || len(problems) != 0 {
 		t.Fatalf("servers %v problems %v", servers, problems)
 	}
 	for _, leak := range []string{"ghp_only_in_process_env_42", "lit-org77-x"} {
-		if got := events.Secrets().String("echo " + leak); strings.Contains(got, leak) {
+		if got := r.String("echo " + leak); strings.Contains(got, leak) {
 			t.Errorf("resolved header value %q is not redacted: %q", leak, got)
 		}
 	}
