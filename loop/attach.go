@@ -123,8 +123,8 @@ func (c *stepCall) seeing(ctx context.Context, routes []string) ([]string, error
 }
 
 // attachmentURL is a workspace image, prepared, as a data URL. Prepared
-// images are kept by path, size and time, so a run's steps scale each
-// photo once.
+// images are kept by path, size and time (in the Convs' attachment cache),
+// so a run's steps scale each photo once.
 func (t *Turn) attachmentURL(rel string) (string, error) {
 	abs, err := tools.Resolve(t.agent.Workspace, rel)
 	if err != nil {
@@ -135,10 +135,8 @@ func (t *Turn) attachmentURL(rel string) (string, error) {
 		return "", err
 	}
 	key := fmt.Sprintf("%s\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano())
-	preparedMu.Lock()
-	url, ok := prepared[key]
-	preparedMu.Unlock()
-	if ok {
+	cache := &t.conv.convs.prepared
+	if url, ok := cache.get(key); ok {
 		return url, nil
 	}
 	if fi.Size() > crewimage.MaxBytes {
@@ -152,19 +150,32 @@ func (t *Turn) attachmentURL(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	url = p.DataURL()
-	preparedMu.Lock()
-	if len(prepared) >= maxPrepared {
-		clear(prepared)
-	}
-	prepared[key] = url
-	preparedMu.Unlock()
+	url := p.DataURL()
+	cache.put(key, url)
 	return url, nil
 }
 
 const maxPrepared = 32
 
-var (
-	preparedMu sync.Mutex
-	prepared   = map[string]string{}
-)
+// preparedImages are prepared attachments as data URLs by path, size and
+// time: at most maxPrepared, all let go when full. One per Convs.
+type preparedImages struct {
+	mu   sync.Mutex
+	urls map[string]string
+}
+
+func (c *preparedImages) get(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	url, ok := c.urls[key]
+	return url, ok
+}
+
+func (c *preparedImages) put(key, url string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.urls == nil || len(c.urls) >= maxPrepared {
+		c.urls = map[string]string{}
+	}
+	c.urls[key] = url
+}

@@ -256,7 +256,7 @@ func (b *Background) view(t *Task) TaskView {
 		bt := b.tasks[t.ID]
 		b.mu.Unlock()
 		if bt != nil {
-			v.OutputTail = events.Secrets().String(bt.out.tail(TaskOutputTailShown))
+			v.OutputTail = b.convs.Secrets().String(bt.out.tail(TaskOutputTailShown))
 		}
 	}
 	return v
@@ -352,7 +352,7 @@ func (b *Background) Stop(ctx context.Context, env tools.Env, id string) (tools.
 	case <-ctx.Done():
 		return tools.Result{}, ctx.Err()
 	}
-	v.OutputTail = events.Secrets().String(t.out.tail(TaskOutputTailShown))
+	v.OutputTail = b.convs.Secrets().String(t.out.tail(TaskOutputTailShown))
 	text := fmt.Sprintf("Stopped task %s (%s): its process group got SIGTERM, then SIGKILL after %s if still there.", id, v.Command, StopGrace)
 	if v.OutputTail != "" {
 		text += "\nOutput (tail):\n" + v.OutputTail

@@ -40,6 +40,9 @@ type Convs struct {
 	// snapshot and tail when next used).
 	recent   *list.List // of *Conv
 	keepIdle int
+
+	// prepared are the attachments the turns prepared (attach.go).
+	prepared preparedImages
 }
 
 // DefaultIdleConversations is how many idle conversation states a process
