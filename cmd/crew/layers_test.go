@@ -160,7 +160,14 @@ func check(a arrows, pkgs []listed) []string {
 // with its production and test imports.
 func goList(t *testing.T, root string) []listed {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-test", "-json=ImportPath,Imports", "./...")
+	return goListJSON[listed](t, root, "-deps", "-test", "-json=ImportPath,Imports", "./...")
+}
+
+// goListJSON runs go list with args in root and decodes its stream of
+// JSON packages into T.
+func goListJSON[T any](t *testing.T, root string, args ...string) []T {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -168,9 +175,9 @@ func goList(t *testing.T, root string) []listed {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	var pkgs []listed
+	var pkgs []T
 	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
-		var p listed
+		var p T
 		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("go list output: %v", err)
 		}
@@ -392,23 +399,7 @@ type source struct {
 // flags): every package's production files (no tests).
 func listSources(t *testing.T, root string, flags ...string) []source {
 	t.Helper()
-	cmd := exec.Command("go", append(append([]string{"list"}, flags...), "-json=ImportPath,Dir,Imports,GoFiles,CgoFiles", "./...")...)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	var pkgs []source
-	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
-		var p source
-		if err := dec.Decode(&p); err != nil {
-			t.Fatalf("go list output: %v", err)
-		}
-		pkgs = append(pkgs, p)
-	}
-	return pkgs
+	return goListJSON[source](t, root, append(flags, "-json=ImportPath,Dir,Imports,GoFiles,CgoFiles", "./...")...)
 }
 
 // processStarts returns, sorted, every package of module mod outside
