@@ -32,18 +32,11 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	history := func() []botMessage {
-		var hist struct {
-			Result []botMessage `json:"result"`
-		}
-		e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
-		return hist.Result
-	}
 	cardOf := func(what string, skip map[int64]bool) botMessage {
 		t.Helper()
 		var found botMessage
 		eventstest.Eventually(t, what, func() bool {
-			for _, m := range history() {
+			for _, m := range e.history(t) {
 				if !skip[m.MessageID] && m.Message.ReplyMarkup != nil && len(m.Message.ReplyMarkup.Rows) == 1 {
 					found = m
 					return true
@@ -104,7 +97,7 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventstest.Eventually(t, "the Telegram copy loses its buttons", func() bool {
-		for _, m := range history() {
+		for _, m := range e.history(t) {
 			if m.MessageID == card2.MessageID {
 				// (The emulator keeps no text across an edit; the real
 				// API shows "…\n\nDenied on web.".)
@@ -119,15 +112,10 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	cardOf("the third card", map[int64]bool{card.MessageID: true, card2.MessageID: true})
-	text := func(s string) {
-		m := e.userFields(chat)
-		m["text"] = s
-		e.post(t, "/sendMessage", m, nil)
-	}
 	sees := func(what, want string) {
 		t.Helper()
 		eventstest.Eventually(t, what, func() bool {
-			for _, m := range history() {
+			for _, m := range e.history(t) {
 				if strings.Contains(m.Message.Text, want) {
 					return true
 				}
@@ -135,13 +123,13 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 			return false
 		})
 	}
-	text("/status")
+	e.say(t, chat, "/status")
 	sees("the status", "Waiting for you (/approve or /deny the latest): master: gate thrice")
-	text("/approve")
+	e.say(t, chat, "/approve")
 	eventstest.Eventually(t, "the third approval decided by /approve", func() bool {
 		d := pending(acc.ConversationID)
 		return len(d) == 3 && d[2].Decision == events.DecisionApproved && d[2].Channel == "telegram:5151"
 	})
-	text("/deny")
+	e.say(t, chat, "/deny")
 	sees("nothing left to decide", "No approval is waiting here.")
 }

@@ -121,6 +121,24 @@ func (e *emulator) userFields(chat int64) map[string]any {
 	}
 }
 
+// history is every message the bot sent to the emulator's chats.
+func (e *emulator) history(t *testing.T) []botMessage {
+	t.Helper()
+	var hist struct {
+		Result []botMessage `json:"result"`
+	}
+	e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
+	return hist.Result
+}
+
+// say sends text to the bot as chat's user.
+func (e *emulator) say(t *testing.T, chat int64, text string) {
+	t.Helper()
+	m := e.userFields(chat)
+	m["text"] = text
+	e.post(t, "/sendMessage", m, nil)
+}
+
 // TestEmulator drives the gateway through telegram-test-api: a message and
 // its answer, an approval card and a button press, and a photo (which the
 // emulator cannot serve: getFile is missing, so the user is told).

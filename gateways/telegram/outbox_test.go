@@ -75,16 +75,6 @@ func answer(status int, body string) func(http.ResponseWriter) {
 	}
 }
 
-// history is every message the bot sent to the emulator's chats.
-func (e *emulator) history(t *testing.T) []botMessage {
-	t.Helper()
-	var hist struct {
-		Result []botMessage `json:"result"`
-	}
-	e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
-	return hist.Result
-}
-
 func (e *emulator) countText(t *testing.T, text string) int {
 	n := 0
 	for _, m := range e.history(t) {

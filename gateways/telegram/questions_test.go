@@ -39,19 +39,12 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	}
 	g := start()
 	defer func() { g.Close() }()
-	history := func() []botMessage {
-		var hist struct {
-			Result []botMessage `json:"result"`
-		}
-		e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
-		return hist.Result
-	}
 	seen := map[int64]bool{}
 	nextCard := func(what string) botMessage {
 		t.Helper()
 		var found botMessage
 		eventstest.Eventually(t, what, func() bool {
-			for _, m := range history() {
+			for _, m := range e.history(t) {
 				if !seen[m.MessageID] && strings.HasPrefix(m.Message.Text, "Question: Which day?") {
 					found = m
 					return true
@@ -65,7 +58,7 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	buttonsGone := func(what string, id int64) {
 		t.Helper()
 		eventstest.Eventually(t, what, func() bool {
-			for _, m := range history() {
+			for _, m := range e.history(t) {
 				if m.MessageID == id {
 					return m.Message.ReplyMarkup == nil || len(m.Message.ReplyMarkup.Rows) == 0
 				}

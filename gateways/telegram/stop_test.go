@@ -37,22 +37,10 @@ func TestTelegramStopWithdrawsTheCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	history := func() []botMessage {
-		var hist struct {
-			Result []botMessage `json:"result"`
-		}
-		e.post(t, "/getUpdatesHistory", map[string]any{"token": e.token}, &hist)
-		return hist.Result
-	}
-	text := func(s string) {
-		m := e.userFields(chat)
-		m["text"] = s
-		e.post(t, "/sendMessage", m, nil)
-	}
 	sees := func(what, want string) {
 		t.Helper()
 		eventstest.Eventually(t, what, func() bool {
-			for _, m := range history() {
+			for _, m := range e.history(t) {
 				if strings.Contains(m.Message.Text, want) {
 					return true
 				}
@@ -60,10 +48,10 @@ func TestTelegramStopWithdrawsTheCard(t *testing.T) {
 			return false
 		})
 	}
-	text("gate the deploy")
+	e.say(t, chat, "gate the deploy")
 	var card botMessage
 	eventstest.Eventually(t, "the approval card", func() bool {
-		for _, m := range history() {
+		for _, m := range e.history(t) {
 			if m.Message.ReplyMarkup != nil && len(m.Message.ReplyMarkup.Rows) == 1 {
 				card = m
 				return true
@@ -71,10 +59,10 @@ func TestTelegramStopWithdrawsTheCard(t *testing.T) {
 		}
 		return false
 	})
-	text("/stop")
+	e.say(t, chat, "/stop")
 	sees("the stop's reply", "Stopped the running turn. Spend so far: $0.0000.")
 	eventstest.Eventually(t, "the card loses its buttons", func() bool {
-		for _, m := range history() {
+		for _, m := range e.history(t) {
 			if m.MessageID == card.MessageID {
 				return m.Message.ReplyMarkup == nil || len(m.Message.ReplyMarkup.Rows) == 0
 			}
@@ -98,6 +86,6 @@ func TestTelegramStopWithdrawsTheCard(t *testing.T) {
 		}
 		return settled && stopped
 	})
-	text("/stop")
+	e.say(t, chat, "/stop")
 	sees("nothing running", "Nothing is running here")
 }
