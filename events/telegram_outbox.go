@@ -86,8 +86,29 @@ func (*TelegramSendFailed) EventVersion() int { return 1 }
 // TelegramOutboxPosition records the conversation event up to which the
 // gateway's follower has wanted everything (Seq), when no wanted message
 // says so: at the first start (the log's end then) and at a clean stop.
+//
+// It is also the outbox's low-water mark, stored at every start and clean
+// stop: Settled is the bot-scope sequence from which a start reads the
+// outbox (every telegram_send_wanted before it is sent or given up), and
+// Cards and Refs are what the events before it still mean: the card
+// copies sent and not settled, and the refs wanted lately (so a poller's
+// update fetched again wants nothing twice). A start thus reads what came
+// after the last mark, not the whole outbox.
 type TelegramOutboxPosition struct {
-	Seq uint64 `json:"seq"`
+	Seq     uint64             `json:"seq"`
+	Settled uint64             `json:"settled,omitempty"`
+	Cards   []TelegramOpenCard `json:"cards,omitempty"`
+	Refs    []string           `json:"refs,omitempty"`
+}
+
+// TelegramOpenCard is one copy of a card sent and not yet settled.
+type TelegramOpenCard struct {
+	CardID    string   `json:"card_id"`
+	Kind      string   `json:"kind"`
+	Chat      int64    `json:"chat"`
+	MessageID int64    `json:"message_id"`
+	Text      string   `json:"text"`
+	Choices   []string `json:"choices,omitempty"`
 }
 
 func (*TelegramOutboxPosition) EventType() string { return TypeTelegramOutboxPosition }

@@ -37,11 +37,16 @@ const (
 	EndNoReply = "no_reply" // it finished without text
 	EndAsks    = "asks"     // it asks the owner a question
 	EndStopped = "stopped"  // the owner stopped it
+	// EndInterrupted: cut by crashes MaxResumes+1 times and closed (the
+	// run's reason, which the chat and Telegram say in these words).
+	EndInterrupted = "interrupted"
 )
 
 // Kind is one of the End kinds, or "" for a run that answered normally.
 func (e Ending) Kind() string {
 	switch {
+	case e.Status == events.RunFailed && e.Reason == ReasonInterrupted:
+		return EndInterrupted
 	case e.Status == events.RunFailed:
 		return EndFailed
 	case e.Status == events.RunHalted:
@@ -100,7 +105,7 @@ func (e Ending) Notice(home string) string {
 		}
 		return "Stopped by you" + by + ": nothing more runs in that turn, and what it was doing was cut off — send a message to carry on."
 	case "interrupted":
-		return "Closed: the server stopped in the middle of this run twice, so it is not resumed again — check what its last tool calls did, then send a message to try again."
+		return "Interrupted: the server stopped in the middle of this run twice, so it was closed and is not resumed again — check what its last tool calls did, then send a message to try again."
 	}
 	switch e.Kind() {
 	case "":

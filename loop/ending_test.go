@@ -46,7 +46,7 @@ func TestRunEndingSentences(t *testing.T) {
 		{"steer_hook", Ending{Status: events.RunHalted, Reason: "steer_hook", Error: "nope"}, EndHalted, []string{"refused your /steer: nope"}},
 		{"ask_user", Ending{Status: events.RunDone, Reason: "ask_user", Replied: true, Question: "Which day?"}, EndAsks, []string{"The agent asks: Which day? — reply to answer."}},
 		{"poisoned", Ending{Status: events.RunFailed, Reason: "poisoned", Error: "pass failed 3 times: boom"}, EndFailed, []string{"again and again: pass failed 3 times: boom", "not retried until then"}},
-		{"interrupted", Ending{Status: events.RunFailed, Reason: "interrupted"}, EndFailed, []string{"twice", "not resumed again"}},
+		{"interrupted", Ending{Status: events.RunFailed, Reason: "interrupted"}, EndInterrupted, []string{"Interrupted: ", "twice", "not resumed again"}},
 		{"no reason", Ending{Status: events.RunFailed, Error: `agent "x" is not loaded: check its agent.yaml`}, EndFailed, []string{`The run failed: agent "x" is not loaded`, "send a message"}},
 		{"unknown reason", Ending{Status: events.RunHalted, Reason: "moon_phase", Error: "full"}, EndHalted, []string{"The run halted (moon_phase): full — send a message to try again."}},
 		{"unknown status", Ending{Status: "vanished"}, EndFailed, []string{"The run vanished — send a message to try again."}},

@@ -20,6 +20,18 @@ type Shell struct {
 	// SignOut shows the sign-out form: the server asks for a token, so the
 	// browser holds a session it can end.
 	SignOut bool
+	// Activity is the strip of the newest job events and Telegram
+	// messages given up, newest first.
+	Activity []ActivityRow
+}
+
+// ActivityRow is one line of the activity strip.
+type ActivityRow struct {
+	Type    string // job_fired, job_completed, job_failed, job_skipped, job_retry_scheduled, job_cancelled, telegram_send_failed
+	Text    string
+	At      string
+	Job     string // "" for a Telegram line
+	Problem bool
 }
 
 // AgentRow is one agent of the roster.

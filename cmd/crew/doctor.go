@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -33,6 +36,9 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		return exitError{1}
 	}
 	fmt.Fprintf(w, "config: ok (timezone %s, nats.sync %s, listen %s)\n", h.Config.Timezone, h.Config.NATS.Sync, h.Config.Listen)
+	if line := runningServer(ctx, dir); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	ids := slices.Sorted(maps.Keys(h.Agents))
 	fmt.Fprintf(w, "agents: %s\n", strings.Join(ids, ", "))
 	for _, p := range h.Problems {
@@ -106,4 +112,27 @@ func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 		}
 		fmt.Fprintf(w, "  projection %s: at %d, lag %d\n", p.Name(), cp, si.State.LastSeq-min(cp, si.State.LastSeq))
 	}
+}
+
+// runningServer names where the running crew serve of the home listens
+// and its real URL (what it wrote to data/serve.json at start, checked by
+// asking it), "" when none answers there.
+func runningServer(ctx context.Context, dir string) string {
+	info, err := home.ReadServeInfo(dir)
+	if err != nil || info.URL == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info.URL+"/healthz", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	resp.Body.Close()
+	listen := cmp.Or(info.Listen, "?")
+	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", info.PID, listen, info.URL)
 }

@@ -319,3 +319,20 @@ func TestListAndCancelCronsOwnershipThroughServe(t *testing.T) {
 	})
 	s.stop(t)
 }
+
+// Issue 28: crew doctor names the address the running server listens on
+// and its real URL (the port chosen for --listen 127.0.0.1:0), not only
+// the configured listen address.
+func TestDoctorShowsTheRunningServersRealURL(t *testing.T) {
+	home := initHome(t)
+	s := startServe(t, home)
+	out, _, _ := crew(t, home, "doctor")
+	port := s.url[strings.LastIndex(s.url, ":")+1:]
+	if !strings.Contains(out, "listens on 127.0.0.1:"+port+": "+s.url) {
+		t.Errorf("doctor does not name the running server's URL %s:\n%s", s.url, out)
+	}
+	s.stop(t)
+	if out, _, _ := crew(t, home, "doctor"); strings.Contains(out, "listens on") {
+		t.Errorf("doctor names a server after it stopped:\n%s", out)
+	}
+}

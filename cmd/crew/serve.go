@@ -51,7 +51,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	srv := &http.Server{Handler: web.New(a.Web(wc)), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	url := home.ReachableURL(a.Listener.Addr())
-	if err := home.WriteServeInfo(dir, home.ServeInfo{PID: os.Getpid(), URL: url}); err != nil {
+	if err := home.WriteServeInfo(dir, home.ServeInfo{PID: os.Getpid(), URL: url, Listen: a.Listener.Addr().String()}); err != nil {
 		return fmt.Errorf("write serve info: %w", err)
 	}
 	errc := make(chan error, 1)

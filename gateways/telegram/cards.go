@@ -95,6 +95,11 @@ func (c *cards) add(id string, k card) {
 	if c.byID == nil {
 		c.byID = map[string][]card{}
 	}
+	for _, have := range c.byID[id] {
+		if have.chatID == k.chatID && have.messageID == k.messageID {
+			return // known already (the mark and the events after it)
+		}
+	}
 	if len(c.byID) >= maxTracked { // a bound: the oldest are most likely decided
 		for old := range c.byID {
 			delete(c.byID, old)
@@ -351,4 +356,27 @@ func statusText(running, queued, waiting, questions []string, err error) string 
 		}
 	}
 	return text
+}
+
+// open is every copy sent and not settled, in the order sent (for the
+// outbox's mark).
+func (c *cards) open() []events.TelegramOpenCard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type copyOf struct {
+		id string
+		k  card
+	}
+	var all []copyOf
+	for id, ks := range c.byID {
+		for _, k := range ks {
+			all = append(all, copyOf{id, k})
+		}
+	}
+	slices.SortFunc(all, func(a, b copyOf) int { return cmp.Compare(a.k.n, b.k.n) })
+	out := make([]events.TelegramOpenCard, 0, len(all))
+	for _, x := range all {
+		out = append(out, events.TelegramOpenCard{CardID: x.id, Kind: x.k.kind, Chat: x.k.chatID, MessageID: x.k.messageID, Text: x.k.text, Choices: x.k.choices})
+	}
+	return out
 }

@@ -177,10 +177,12 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
-		if err := g.storePosition(ctx, last); err != nil {
-			return nil, err
-		}
 		position = last + 1
+	}
+	// The low-water mark of what was just read: the next start reads on
+	// from here.
+	if err := g.storeMark(ctx, position); err != nil {
+		return nil, err
 	}
 	// From the last event anything was wanted for, which is read again
 	// (what it wanted is not wanted twice): an event of many messages cut
@@ -198,28 +200,16 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 }
 
 // Close stops polling and replies and waits for them; it stores where the
-// follower stopped, so the next start reads on from there.
+// follower stopped and the outbox's low-water mark, so the next start
+// reads on from there.
 func (g *Gateway) Close() {
 	g.cancel()
 	g.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := g.storePosition(ctx, g.followed.Load()); err != nil {
+	if err := g.storeMark(ctx, g.followed.Load()); err != nil {
 		g.cfg.Logger.Warn("telegram: follower position not stored", "error", err)
 	}
-}
-
-// storePosition stores the conversation event up to which the follower
-// has wanted everything.
-func (g *Gateway) storePosition(ctx context.Context, seq uint64) error {
-	env, err := events.New(&events.TelegramOutboxPosition{Seq: seq})
-	if err == nil {
-		_, err = g.cfg.Log.Append(ctx, events.Telegram(g.bot), events.Any, env)
-	}
-	if err != nil {
-		return fmt.Errorf("telegram: store the follower's position: %w", err)
-	}
-	return nil
 }
 
 // BotID names a bot in the log: the numeric id before the token's ':', or

@@ -43,6 +43,19 @@ type outbox struct {
 	queues  map[int64][]wanted
 	running map[int64]bool
 	refs    map[string]bool
+	recent  []string // the refs wanted lately, oldest first (kept in the mark)
+	// loaded counts the outbox events the start read (from the mark on).
+	loaded int
+}
+
+// recentRefs bounds the refs a mark keeps.
+const recentRefs = 256
+
+func (o *outbox) remember(key string) {
+	o.recent = append(o.recent, key)
+	if len(o.recent) > 2*recentRefs {
+		o.recent = append([]string(nil), o.recent[len(o.recent)-recentRefs:]...)
+	}
 }
 
 func refKey(chat int64, kind, ref string) string {
@@ -52,20 +65,31 @@ func refKey(chat int64, kind, ref string) string {
 // loadOutbox folds the bot's outbox and cards: the refs wanted, the
 // wanted messages neither sent nor failed (returned in order), the cards'
 // copies sent and not settled, and where the follower stopped.
+// Only what follows the last low-water mark is read (the mark says what
+// the events before it still mean), so a start costs what happened since
+// the last start or clean stop, not the whole outbox.
 func (g *Gateway) loadOutbox(ctx context.Context) (pending []wanted, position uint64, found bool, err error) {
 	scope := events.Telegram(g.bot)
+	g.out.refs = map[string]bool{}
+	from, err := g.loadMark(ctx)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if from.Settled > 0 {
+		position, found = from.Seq, true
+	}
 	var all []events.Envelope
 	for _, typ := range []string{events.TypeTelegramSendWanted, events.TypeTelegramSent, events.TypeTelegramSendFailed,
 		events.TypeTelegramCardSent, events.TypeTelegramCardSettled, events.TypeTelegramOutboxPosition} {
-		envs, err := g.cfg.Log.ReadAll(ctx, scope.Subject(typ), 0)
+		envs, err := g.cfg.Log.ReadAll(ctx, scope.Subject(typ), from.Settled)
 		if err != nil {
 			return nil, 0, false, fmt.Errorf("telegram: read outbox: %w", err)
 		}
 		all = append(all, envs...)
 	}
+	g.out.loaded = len(all)
 	slices.SortFunc(all, func(a, b events.Envelope) int { return cmp.Compare(a.Seq, b.Seq) })
 	open := map[uint64]wanted{}
-	g.out.refs = map[string]bool{}
 	for _, env := range all {
 		e, err := env.Decode()
 		if err != nil {
@@ -74,6 +98,7 @@ func (g *Gateway) loadOutbox(ctx context.Context) (pending []wanted, position ui
 		switch e := e.(type) {
 		case *events.TelegramSendWanted:
 			g.out.refs[refKey(e.Chat, e.Kind, e.Ref)] = true
+			g.out.remember(refKey(e.Chat, e.Kind, e.Ref))
 			open[env.Seq] = wanted{seq: env.Seq, w: *e}
 			if e.SourceSeq > 0 {
 				position, found = max(position, e.SourceSeq), true
@@ -101,6 +126,73 @@ func (g *Gateway) loadOutbox(ctx context.Context) (pending []wanted, position ui
 	slices.SortFunc(pending, func(a, b wanted) int { return cmp.Compare(a.seq, b.seq) })
 	return pending, position, found, nil
 }
+
+// loadMark reads the last low-water mark (zero: none, read everything)
+// and takes in what it keeps: the open cards and the recent refs.
+func (g *Gateway) loadMark(ctx context.Context) (events.TelegramOutboxPosition, error) {
+	var mark events.TelegramOutboxPosition
+	subject := events.Telegram(g.bot).Subject(events.TypeTelegramOutboxPosition)
+	last, err := g.cfg.Log.Last(ctx, subject)
+	if err != nil || last == 0 {
+		return mark, err
+	}
+	envs, err := g.cfg.Log.ReadAll(ctx, subject, last)
+	if err != nil || len(envs) == 0 {
+		return mark, err
+	}
+	e, err := envs[0].Decode()
+	if err != nil {
+		return mark, fmt.Errorf("telegram: read outbox mark (%s, sequence %d): %w", envs[0].Subject, envs[0].Seq, err)
+	}
+	if p, ok := e.(*events.TelegramOutboxPosition); ok && p.Settled > 0 {
+		mark = *p
+		for _, c := range p.Cards {
+			g.cards.add(c.CardID, card{kind: c.Kind, chatID: c.Chat, messageID: c.MessageID, text: c.Text, choices: c.Choices})
+		}
+		for _, r := range p.Refs {
+			g.out.refs[r] = true
+			g.out.remember(r)
+		}
+	}
+	return mark, nil
+}
+
+// storeMark stores the follower's position with the outbox's low-water
+// mark: the lowest wanted message not yet settled (or the bot scope's end),
+// the open cards and the recent refs. Called where no message is being
+// wanted: at start (before the workers) and at a clean stop.
+func (g *Gateway) storeMark(ctx context.Context, position uint64) error {
+	g.out.mu.Lock()
+	low := uint64(0)
+	for _, q := range g.out.queues {
+		for _, w := range q {
+			if low == 0 || w.seq < low {
+				low = w.seq
+			}
+		}
+	}
+	refs := slices.Clone(g.out.recent[max(0, len(g.out.recent)-recentRefs):])
+	g.out.mu.Unlock()
+	if low == 0 {
+		last, err := g.cfg.Log.Last(ctx, events.Telegram(g.bot).Filter())
+		if err != nil {
+			return fmt.Errorf("telegram: store the outbox mark: %w", err)
+		}
+		low = last + 1
+	}
+	env, err := events.New(&events.TelegramOutboxPosition{Seq: position, Settled: low, Cards: g.cards.open(), Refs: refs})
+	if err == nil {
+		_, err = g.cfg.Log.Append(ctx, events.Telegram(g.bot), events.Any, env)
+	}
+	if err != nil {
+		return fmt.Errorf("telegram: store the follower's position: %w", err)
+	}
+	return nil
+}
+
+// OutboxRead is how many outbox events the start read: those after the
+// last low-water mark.
+func (g *Gateway) OutboxRead() int { return g.out.loaded }
 
 func cardOf(w events.TelegramSendWanted, messageID int64) card {
 	return card{kind: w.Card.Kind, chatID: w.Chat, messageID: messageID, text: w.Card.Text, choices: w.Card.Choices}
@@ -133,6 +225,7 @@ func (g *Gateway) want(ctx context.Context, w events.TelegramSendWanted) error {
 		clear(g.out.refs)
 	}
 	g.out.refs[key] = true
+	g.out.remember(key)
 	g.out.mu.Unlock()
 	g.enqueue(wanted{seq: stored[0].Seq, w: w})
 	return nil

@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -293,4 +294,38 @@ func indexOf(xs []string, x string) int {
 		}
 	}
 	return -1
+}
+
+// Issue 28: the outbox keeps a low-water mark (telegram_outbox_position
+// settled), so a start reads only what follows the last start or clean
+// stop: after 12 replies delivered, a restart reads a handful of outbox
+// events, not the 12 wanted and 12 sent ones, sends none of them again and
+// delivers the next reply.
+func TestTelegramOutboxStartReadsOnlyAfterItsLowWaterMark(t *testing.T) {
+	e := startEmulator(t)
+	c := newCrew(t)
+	const chat = int64(7104)
+	g := startOutboxGateway(t, c, e, e.url, chat)
+	const n = 12
+	for i := range n {
+		msg := e.userFields(chat)
+		msg["text"] = fmt.Sprintf("message %d", i)
+		e.post(t, "/sendMessage", msg, nil)
+		e.awaitText(t, fmt.Sprintf("echo: message %d", i))
+	}
+	g.Close()
+	g = startOutboxGateway(t, c, e, e.url, chat)
+	defer g.Close()
+	if read := g.OutboxRead(); read > 4 {
+		t.Errorf("the start read %d outbox events, want only those after the mark (at most 4), not the %d of the delivered replies", read, 2*n)
+	}
+	msg := e.userFields(chat)
+	msg["text"] = "after the restart"
+	e.post(t, "/sendMessage", msg, nil)
+	e.awaitText(t, "echo: after the restart")
+	for i := range n {
+		if k := e.countText(t, fmt.Sprintf("echo: message %d", i)); k != 1 {
+			t.Errorf("reply %d sent %d times, want once", i, k)
+		}
+	}
 }

@@ -82,7 +82,20 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 			banner = strings.TrimSpace(fmt.Sprintf("catching up: %d events left (the lists may be incomplete; messages are kept and answered once done)", left) + " " + banner)
 		}
 	}
-	return ui.Shell{Title: title, Home: p.Home, Agents: agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner, SignOut: p.SignOut}, nil
+	recent, err := projections.RecentActivity(p.DB, 5)
+	if err != nil {
+		return ui.Shell{}, err
+	}
+	loc := p.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	var activity []ui.ActivityRow
+	for _, it := range recent {
+		activity = append(activity, ui.ActivityRow{Type: it.Type, Text: it.Text, At: it.At.In(loc).Format("Jan 2 15:04"), Job: it.Job, Problem: it.Problem})
+	}
+	return ui.Shell{Title: title, Home: p.Home, Agents: agents, Conversations: rows, Active: active, CSRF: csrf, Banner: banner, SignOut: p.SignOut,
+		Activity: activity}, nil
 }
 
 // failingRoute says so when the latest run had to fall back or failed on

@@ -18,6 +18,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -351,10 +352,23 @@ func (s *server) activity(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			var body []byte
+			typ := env.Type
 			switch scope := events.ScopeOf(env.Subject); {
 			case scope.Kind() == "canvas":
 				s.pagesCaughtUp(ctx, env.Seq)
 				body = canvasActivity(env, scope.ID())
+			case scope.Kind() == "job" || scope.Kind() == "tg":
+				// Jobs and Telegram messages given up (issue 28): a
+				// job_completed goes out as job_failed or job_skipped when
+				// it ended so.
+				item, ok, err := projections.ActivityOf(env)
+				if err != nil || !ok {
+					continue
+				}
+				s.pagesCaughtUp(ctx, env.Seq)
+				typ = item.Type
+				body, _ = json.Marshal(map[string]any{"type": item.Type, "seq": env.Seq, "job": item.Job, "bot": map[bool]string{true: scope.ID()}[scope.Kind() == "tg"],
+					"conversation": item.Conversation, "text": item.Text, "data": env.Data})
 			case scope.Kind() != "conv" || !activityTypes[env.Type]:
 				continue
 			default:
@@ -365,7 +379,7 @@ func (s *server) activity(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			select {
-			case frames <- sseFrame(env.Type, strconv.FormatUint(env.Seq, 10), body):
+			case frames <- sseFrame(typ, strconv.FormatUint(env.Seq, 10), body):
 			case <-ctx.Done():
 				return
 			}

@@ -181,6 +181,9 @@
       if (conv && c.startsWith(conv + '-d-')) refreshRuns();
     };
     STORED.forEach((type) => es.addEventListener(type, onActivity));
+    // Jobs and Telegram messages given up: the sidebar's activity strip.
+    ['job_scheduled', 'job_fired', 'job_completed', 'job_failed', 'job_skipped', 'job_retry_scheduled', 'job_cancelled',
+      'telegram_send_failed'].forEach((type) => es.addEventListener(type, refreshSidebar));
     // Canvas events reach every tab (canvas.js).
     ['artifact_created', 'artifact_written', 'artifact_renamed', 'artifact_deleted'].forEach((type) => es.addEventListener(type, (ev) => {
       let detail = {};

@@ -12,6 +12,9 @@ import (
 type ServeInfo struct {
 	PID int    `json:"pid"`
 	URL string `json:"url"`
+	// Listen is the address the server's listener has (the port chosen
+	// for :0, 0.0.0.0 when it listens on every address).
+	Listen string `json:"listen,omitempty"`
 }
 
 // WriteServeInfo writes data/serve.json of the home at homeDir.
