@@ -93,6 +93,7 @@ var confRows = map[string]confRow{
 	"spawn_teammate":           {args: `{"name":"extra","agent":"helper"}`},
 	"submit_plan":              {args: `{"plan":"my plan"}`},
 	"todo_write":               {args: `{"items":[{"text":"a","status":"pending"}]}`},
+	"task_stop":                {args: `{"task_id":"bg-nope"}`},
 	"tool_output_read":         {args: `{"call_id":"nope"}`},
 	"tool_script":              {args: `{"script":"print(1)"}`},
 	"tool_search":              {args: `{"query":"notes"}`},
