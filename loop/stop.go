@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // The owner's stop (issue 27). A stop is an event first
@@ -17,7 +18,7 @@ import (
 // after StopGrace, a delegate's wait), what was in flight is recorded as
 // stopped, and the next pass closes the run (closeStopped): pending
 // approvals withdrawn, pending questions withdrawn, every call of the last
-// reply closed "stopped", run_finished stopped. The model is not called
+// reply closed "stopped", run_finished stopped, then the owner's Stop hook. The model is not called
 // again in that run. A crash after the stop was stored closes the run the
 // same way on restart (State.Stop), never resumes it.
 
@@ -257,12 +258,21 @@ func (t *Turn) closeStopped(ctx context.Context) (done bool, err error) {
 	if !due {
 		return false, nil
 	}
-	_, err = t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
+	var runID, by string
+	stored, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		if !st.stopDue() {
 			return nil, nil
 		}
+		runID, by = st.OpenRun, st.Stop.By
 		return stopEvents(st), nil
 	})
+	if err != nil || len(stored) == 0 {
+		return true, err
+	}
+	// The owner's Stop hook runs at this end as at any other: it is the
+	// owner's own "the run ended" (a notice, a clean-up) and cannot undo
+	// the stop (exit code 2 is only recorded).
+	_, _, err = t.hook(ctx, runID, 0, kit.Stop, nil, map[string]any{"status": events.RunStopped, "reason": events.StoppedByOwner, "stopped_by": by})
 	return true, err
 }
 

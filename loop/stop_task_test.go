@@ -63,13 +63,13 @@ func (h *holder) Run(ctx context.Context, env tools.Env, args json.RawMessage) (
 	return tools.Result{Output: "cut"}, nil
 }
 
-// taskGone waits for the task's process group to leave the process
+// groupGone waits for a command's process group to leave the process
 // table and says how long after the stop was stored it went (logged, not
 // asserted: docs/loop.md, Stop).
-func taskGone(t *testing.T, pgid int, stored time.Time) {
+func groupGone(t *testing.T, pgid int, stored time.Time) {
 	t.Helper()
-	waitFor(t, "the task's process group gone", func() bool { return len(procGroupLeft(t, pgid)) == 0 })
-	t.Logf("the task's processes were gone %s after the stop was stored (at most)", time.Since(stored))
+	waitFor(t, "the command's process group gone", func() bool { return len(procGroupLeft(t, pgid)) == 0 })
+	t.Logf("the command's processes were gone %s after the stop was stored (at most)", time.Since(stored))
 }
 
 // stopStored is the time the conversation's last stop event of type typ
@@ -123,7 +123,7 @@ func TestStopKillsBackgroundTasks(t *testing.T) {
 		!strings.Contains(n.Output, "task-started") || !strings.Contains(n.Output, "task-got-term") || !strings.Contains(n.Failure, "stopped by the owner (web)") {
 		t.Fatalf("notification = %+v", n)
 	}
-	taskGone(t, pgid, stored)
+	groupGone(t, pgid, stored)
 	waitFinished(t, h, 1)
 	wantStopped(t, h, events.StopByWeb)
 	stops := eventsOf[*events.RunStopRequested](h.events())
@@ -168,7 +168,7 @@ func TestStopIdleConversationKillsItsTasks(t *testing.T) {
 	if n.StoppedBy != events.StopByTelegram {
 		t.Fatalf("notification = %+v", n)
 	}
-	taskGone(t, pgid, stored)
+	groupGone(t, pgid, stored)
 	waitFor(t, "the worker idle", w.Idle)
 	if n := len(eventsOf[*events.RunStarted](h.events())); n != 1 {
 		t.Fatalf("%d runs started", n)
@@ -210,7 +210,7 @@ func TestStopOneBackgroundTask(t *testing.T) {
 	}
 	stored := stopStored(t, h, events.TypeTaskStopRequested)
 	n := waitTask(t, h, 1)
-	taskGone(t, pgid, stored)
+	groupGone(t, pgid, stored)
 	if n.StoppedBy != events.StopByAPI || !strings.Contains(n.Output, "task-got-term") {
 		t.Fatalf("notification = %+v", n)
 	}

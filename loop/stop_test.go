@@ -33,7 +33,13 @@ import (
 // the clock (docs/loop.md, Stop).
 func stopAck(t *testing.T, h *harness) time.Duration {
 	t.Helper()
-	envs, err := h.log.ReadAll(t.Context(), events.Conv(h.conv).Filter(), 0)
+	return stopAckIn(t, h.log, h.conv)
+}
+
+// stopAckIn is stopAck for conversation conv of log.
+func stopAckIn(t *testing.T, log *events.Log, conv string) time.Duration {
+	t.Helper()
+	envs, err := log.ReadAll(t.Context(), events.Conv(conv).Filter(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +58,7 @@ func stopAck(t *testing.T, h *harness) time.Duration {
 		t.Fatalf("no stop before the run's end (stop %v, end %v)", asked, closed)
 	}
 	d := closed.Sub(asked)
-	t.Logf("stop took effect %s after it was stored", d)
+	t.Logf("stop of %s took effect %s after it was stored", conv, d)
 	return d
 }
 
@@ -268,6 +274,7 @@ func TestStopWhileShellRuns(t *testing.T) {
 	if _, err := w.Stop(t.Context(), h.conv, events.StopAll, events.StopByTelegram); err != nil {
 		t.Fatal(err)
 	}
+	groupGone(t, pgid, stopStored(t, h, events.TypeRunStopRequested))
 	waitFinished(t, h, 1)
 	wantStopped(t, h, events.StopByTelegram)
 	res := eventsOf[*events.ToolCompleted](h.events())
@@ -301,6 +308,7 @@ func TestStopKillsCommandIgnoringTerm(t *testing.T) {
 	if _, err := w.Stop(t.Context(), h.conv, events.StopRun, events.StopByCLI); err != nil {
 		t.Fatal(err)
 	}
+	groupGone(t, pgid, stopStored(t, h, events.TypeRunStopRequested)) // SIGKILL after the 3 s grace
 	waitFinished(t, h, 1)
 	wantStopped(t, h, events.StopByCLI)
 	res := eventsOf[*events.ToolCompleted](h.events())
@@ -517,6 +525,8 @@ func TestStopDelegatedChild(t *testing.T) {
 		f := lastFinishIn(t, c, loop.ChildID("c1", callID))
 		return f != nil && f.Status == events.RunStopped && f.By == events.StopByWeb
 	})
+	stopAckIn(t, c.log, "c1")
+	stopAckIn(t, c.log, loop.ChildID("c1", callID))
 	eventstest.Eventually(t, "the worker idle", c.w.Idle)
 	if n := child.calls.Load(); n != 1 {
 		t.Fatalf("the child's model was asked %d times", n)

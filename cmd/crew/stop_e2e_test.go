@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,7 +135,48 @@ func TestStopOverHTTP(t *testing.T) {
 	if n := model.requests.Load(); n != 1 {
 		t.Fatalf("the model was asked %d times", n)
 	}
+	// The audit trail of the stopped run (issue 27 item 6): crew export,
+	// from the running server and from the stopped home, carries the stop
+	// (who, which run) and the stopped end, and crew verify passes it.
+	dir := t.TempDir()
+	running, stoppedFile := filepath.Join(dir, "running.jsonl"), filepath.Join(dir, "stopped.jsonl")
+	if _, errOut, code := crew(t, home, "export", id, "-o", running); code != 0 {
+		t.Fatalf("export while running: %s", errOut)
+	}
 	s.stop(t)
+	if _, errOut, code := crew(t, home, "export", id, "-o", stoppedFile); code != 0 {
+		t.Fatalf("export while stopped: %s", errOut)
+	}
+	a, _ := os.ReadFile(running)
+	b, _ := os.ReadFile(stoppedFile)
+	if !bytes.Equal(a, b) {
+		t.Errorf("exports differ between the running server and the stopped home")
+	}
+	var asked, ended bool
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var l struct {
+			Type string `json:"type"`
+			Data struct {
+				RunID  string `json:"run_id"`
+				By     string `json:"by"`
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			} `json:"data"`
+		}
+		json.Unmarshal(line, &l)
+		switch {
+		case l.Type == "run_stop_requested" && l.Data.RunID == c.LastRunID && l.Data.By == "api":
+			asked = true
+		case l.Type == "run_finished" && l.Data.RunID == c.LastRunID && l.Data.Status == "stopped" && l.Data.Reason == "stopped_by_owner" && l.Data.By == "api":
+			ended = asked
+		}
+	}
+	if !asked || !ended {
+		t.Fatalf("the export lacks the stop (%v) or the stopped end after it (%v):\n%s", asked, ended, b)
+	}
+	if out, errOut, code := crew(t, home, "verify", stoppedFile); code != 0 || !strings.Contains(out, "ok: ") {
+		t.Fatalf("verify the stopped run's export: code %d, %q %q", code, out, errOut)
+	}
 }
 
 // Issue 27 item 3: SIGKILL right after run_stop_requested is stored (the
