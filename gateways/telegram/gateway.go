@@ -705,6 +705,13 @@ func StopText(got loop.Stopped, spend string) string {
 	default:
 		what = append(what, fmt.Sprintf("dropped %d waiting messages", got.Dropped))
 	}
+	switch n := len(got.Tasks); n {
+	case 0:
+	case 1:
+		what = append(what, "killed 1 background task")
+	default:
+		what = append(what, fmt.Sprintf("killed %d background tasks", n))
+	}
 	text := "Stopped " + strings.Join(what, " and ") + "."
 	if got.RunID == "" {
 		text = "Stopped: " + strings.Join(what, " and ") + "."
