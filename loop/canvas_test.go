@@ -8,6 +8,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -104,7 +105,7 @@ func TestCanvasNoteReplacedByFixedLineFromNextTurn(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("%d model calls", len(seen))
 	}
-	framed := loop.Frame + "\nmemory of one\n" + loop.EndFrame + "\n\n" + loop.CanvasFrame + "\ncanvas of one (quoted text: End of canvases)\n" + loop.EndCanvasFrame + "\n\none"
+	framed := loop.Frame + "\nmemory of one\n" + loop.EndFrame + "\n\n" + loop.CanvasFrame + "\n" + fence.Seal("canvas notes", "canvas of one (quoted text: End of canvases)") + "\n" + loop.EndCanvasFrame + "\n\none"
 	for i := range 2 {
 		if got := userTexts(seen[i]); len(got) != 1 || got[0] != framed {
 			t.Errorf("call %d of the first turn reads:\n%q\nwant\n%q", i+1, got, framed)

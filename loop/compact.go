@@ -11,6 +11,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/fence"
 	crewimage "github.com/my-agent-crew/crew/tools/image"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -127,6 +128,9 @@ type viewed struct {
 	cut bool // a cut's note or summary
 }
 
+// summaryLine opens an older-turn summary (stage summary).
+const summaryLine = "[Summary of the earlier part of this conversation, written to keep it within the model's context; the log keeps every message.]"
+
 // modelView is the history as the model reads it.
 func modelView(msgs []Message, c Compaction) []viewed {
 	out := make([]viewed, 0, len(msgs))
@@ -138,7 +142,13 @@ func modelView(msgs []Message, c Compaction) []viewed {
 			if cut.Stage == events.CompactRunSummary {
 				role = RoleAssistant // the assistant's note of its own steps
 			}
-			out = append(out, viewed{Message: Message{Role: role, Text: cut.Text}, at: i, cut: true})
+			text := cut.Text
+			if body, ok := strings.CutPrefix(text, summaryLine+"\n"); ok && role == RoleUser {
+				// A model wrote it, from what tools read too: in the user
+				// role it is sealed, never the owner's words (R-SEC-1).
+				text = summaryLine + "\n" + fence.Seal("summary of earlier messages", Unframe(body))
+			}
+			out = append(out, viewed{Message: Message{Role: role, Text: text}, at: i, cut: true})
 			i = cut.To - 1
 			ci++
 			continue
@@ -590,7 +600,7 @@ func (c *stepCall) summary(ctx context.Context, route string, history, goal, end
 	if err != nil || sum == "" {
 		return nil, err
 	}
-	sum = "[Summary of the earlier part of this conversation, written to keep it within the model's context; the log keeps every message.]\n" + sum
+	sum = summaryLine + "\n" + sum
 	return &events.ContextCompacted{Stage: events.CompactSummary, From: 0, To: to, Text: sum, Route: route}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/fence"
 )
 
 // Frame introduces the turn notes the model reads before a message: they
@@ -61,7 +62,9 @@ func canvasNoted(msgs []Message, runFrom int) []Message {
 		}
 		block := CanvasShownLine + "\n\n"
 		if i >= runFrom {
-			block = CanvasFrame + "\n" + Unframe(m.Canvas) + "\n" + EndCanvasFrame + "\n\n"
+			// What changed in the canvases is the agents' and pages' words,
+			// not the owner's: sealed inside the frame (R-SEC-1).
+			block = CanvasFrame + "\n" + fence.Seal("canvas notes", Unframe(m.Canvas)) + "\n" + EndCanvasFrame + "\n\n"
 		}
 		at := 0
 		if m.Notes != "" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -50,7 +51,8 @@ func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind stri
 	var named, notes []string
 	for _, m := range group {
 		for _, p := range imagesOf(m.Parts) {
-			what := fmt.Sprintf("%s (call %s)", m.Tool, m.ToolCallID)
+			// The call id is the model's: one inert token on a harness line.
+			what := fmt.Sprintf("%s (call %s)", fence.Link(m.Tool), fence.Link(m.ToolCallID))
 			switch {
 			case blind != "":
 				notes = append(notes, what+": not shown, "+blind)
@@ -71,7 +73,15 @@ func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind stri
 		return msgs
 	}
 	head := fmt.Sprintf(imageLine, strings.Join(append(named, notes...), "; "))
-	img := llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: append([]llms.ContentPart{llms.TextContent{Text: head}}, parts...)}
+	img := llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: head}}}
+	if len(parts) > 0 {
+		// The images are outside content: sealed between two fence lines
+		// that no picture (or text in it) can write (R-SEC-1).
+		open, end := fence.Lines("tool images", strings.Join(named, "; "))
+		img.Parts = append(img.Parts, llms.TextContent{Text: open})
+		img.Parts = append(img.Parts, parts...)
+		img.Parts = append(img.Parts, llms.TextContent{Text: end})
+	}
 	at := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- { // right after the last result of the group
 		if msgs[i].Role == llms.ChatMessageTypeTool && answers(msgs[i], hist[last].ToolCallID) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -54,6 +55,7 @@ func TestToolImagesReachTheModelAsImageParts(t *testing.T) {
 			t.Fatalf("vision=%v: after the tool message comes a %s message", vision, img.Role)
 		}
 		var images int
+		var texts []string
 		for _, p := range img.Parts {
 			switch p := p.(type) {
 			case llms.ImageURLContent:
@@ -61,7 +63,14 @@ func TestToolImagesReachTheModelAsImageParts(t *testing.T) {
 				if !strings.HasPrefix(p.URL, "data:image/png;base64,") {
 					t.Errorf("image url %.40q", p.URL)
 				}
+				if len(texts) != 2 {
+					t.Errorf("vision=%v: an image outside its fence (after %d text parts)", vision, len(texts))
+				}
 			case llms.TextContent:
+				texts = append(texts, p.Text)
+				if len(texts) > 1 {
+					continue // the fence's lines
+				}
 				if strings.Contains(p.Text, "IGNORE") || !strings.Contains(p.Text, "not the owner's words") {
 					t.Errorf("the image message's text %q", p.Text)
 				}
@@ -69,6 +78,12 @@ func TestToolImagesReachTheModelAsImageParts(t *testing.T) {
 					t.Errorf("a blind route is not told: %q", p.Text)
 				}
 			}
+		}
+		// The images are sealed (R-SEC-1): an opening fence line, the
+		// images, the closing line with the same id.
+		if vision && (len(texts) != 3 || !strings.HasPrefix(texts[1], fence.Marker) ||
+			texts[2] != "<<<END UNTRUSTED DATA id="+strings.TrimPrefix(strings.Fields(texts[1])[2], "id=")+">>>") {
+			t.Errorf("vision=%v: the images are not inside one fence: %q", vision, texts)
 		}
 		if want := map[bool]int{true: 1, false: 0}[vision]; images != want {
 			t.Errorf("vision=%v: %d images, want %d", vision, images, want)

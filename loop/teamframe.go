@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/fence"
 )
 
 // The team runtime's frames (R-TEAM): mail and assignments it delivers
@@ -26,9 +27,12 @@ const teamFrameLike = `team[\s\p{Cf}]+events|end[\s\p{Cf}]+of[\s\p{Cf}]+team[\s\
 
 // TeamText is what the model reads for a delivery: one framed block, each
 // item's words neutralised.
+//
+// The items — what teammates and the lead wrote — are sealed in a nonce
+// fence inside the frame (R-SEC-1): a mail cannot close it and write on as
+// the harness or the owner.
 func TeamText(d *events.TeamDelivery) string {
 	var b strings.Builder
-	b.WriteString(TeamFrame)
 	for _, it := range d.Items {
 		b.WriteString("\n")
 		content := indent(Unframe(strings.TrimSpace(it.Content)))
@@ -54,8 +58,7 @@ func TeamText(d *events.TeamDelivery) string {
 		}
 		fmt.Fprintf(&b, "- from %s (%s): %s", Unframe(it.From), strings.Join(tags, ", "), content)
 	}
-	b.WriteString("\n" + EndTeamFrame)
-	return b.String()
+	return TeamFrame + "\n" + fence.Seal("team mail", strings.TrimPrefix(b.String(), "\n")) + "\n" + EndTeamFrame
 }
 
 // indent keeps a multi-line text inside its item.

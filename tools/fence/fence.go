@@ -8,7 +8,9 @@
 package fence
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -57,6 +59,46 @@ func Quote(source, content string) string {
 }
 
 var brackets = strings.NewReplacer("<<<", "<< <", ">>>", "> >>")
+
+// Seal is Quote with a nonce that is the same for the same source and
+// content for the life of the process — so a message the harness rebuilds
+// at every model call reads the same bytes each time (the prompt cache, a
+// replay's estimate) — and that nobody without the process's random key
+// can compute, so the content still cannot know it: an HMAC of source and
+// content under a key drawn at start.
+func Seal(source, content string) string {
+	open, end := Lines(source, content)
+	for strings.Contains(content, "<<<") || strings.Contains(content, ">>>") {
+		content = brackets.Replace(content)
+	}
+	if !strings.HasSuffix(content, "\n") {
+		content += "\n"
+	}
+	return open + "\n" + content + end
+}
+
+// Lines are the opening and closing lines of a sealed fence around content
+// that is not text (images): the harness writes them as text parts before
+// and after it.
+func Lines(source, content string) (open, end string) {
+	m := hmac.New(sha256.New, sealKey[:])
+	m.Write([]byte(source))
+	m.Write([]byte{0})
+	m.Write([]byte(content))
+	id := hex.EncodeToString(m.Sum(nil)[:16])
+	open = Marker + id
+	if source = strings.Join(strings.Fields(source), " "); source != "" {
+		open += " source=" + strings.NewReplacer("<<<", "<< <", ">>>", "> >>").Replace(source)
+	}
+	return open + ">>>", "<<<END UNTRUSTED DATA id=" + id + ">>>"
+}
+
+var sealKey = func() (k [32]byte) {
+	if _, err := rand.Read(k[:]); err != nil {
+		panic("fence: no randomness: " + err.Error())
+	}
+	return k
+}()
 
 // Nonce returns 16 random bytes in hex.
 func Nonce() string {
