@@ -123,7 +123,9 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 			{calls: []events.ToolCallRequest{{ID: "c1\n" + attack, Name: "shoot", Arguments: json.RawMessage(`{}`)}}}, say("seen"),
 		}}, screenTool{})
 		h.deps.HomeDir = h.agent.Dir
-		h.deps.Spec = func(string) llm.ModelSpec { return llm.ModelSpec{ContextWindow: 100000, MaxOutputTokens: 1000, Vision: true} }
+		h.deps.Spec = func(string) llm.ModelSpec {
+			return llm.ModelSpec{ContextWindow: 100000, MaxOutputTokens: 1000, Vision: true}
+		}
 		h.send("look at the screen")
 		h.turn()
 		seen := h.models["fake:a"].seen

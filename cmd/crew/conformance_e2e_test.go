@@ -92,6 +92,7 @@ var confRows = map[string]confRow{
 	"skill_read":               {args: `{"name":"nope"}`},
 	"spawn_teammate":           {args: `{"name":"extra","agent":"helper"}`},
 	"submit_plan":              {args: `{"plan":"my plan"}`},
+	"task_stop":                {args: `{"task_id":"bg-nope"}`},
 	"todo_write":               {args: `{"items":[{"text":"a","status":"pending"}]}`},
 	"task_stop":                {args: `{"task_id":"bg-nope"}`},
 	"tool_output_read":         {args: `{"call_id":"nope"}`},
