@@ -304,6 +304,7 @@ type server struct {
 	mu       sync.Mutex
 	cs       *sdk.ClientSession
 	list     []*Tool // from the last good listing
+	refused  []error // tools of that listing not offered, and why
 	listed   bool
 	err      error // why the last connect, listing or call failed; nil after a good one
 	failedAt time.Time
@@ -409,6 +410,9 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	if !s.listed && (s.err == nil || s.pool.clock().Sub(s.failedAt) >= retryAfter) {
 		s.relistLocked(ctx)
 	}
+	if s.err == nil && len(s.refused) > 0 {
+		return s.list, errors.Join(s.refused...)
+	}
 	return s.list, s.err
 }
 
@@ -419,9 +423,10 @@ func (s *server) relistLocked(ctx context.Context) {
 	cs, err := s.sessionLocked(ctx)
 	if err == nil {
 		var list []*Tool
-		list, err = s.fetch(ctx, cs)
+		var refused []error
+		list, refused, err = s.fetch(ctx, cs)
 		if err == nil {
-			s.list, s.listed, s.err = list, true, nil
+			s.list, s.refused, s.listed, s.err = list, refused, true, nil
 			if s.ever == nil {
 				s.ever = map[string]bool{}
 			}
@@ -440,20 +445,25 @@ func (s *server) fail(err error) {
 	s.failedAt = s.pool.clock()
 }
 
-// fetch lists every tool of the session.
-func (s *server) fetch(ctx context.Context, cs *sdk.ClientSession) ([]*Tool, error) {
-	var out []*Tool
+// fetch lists every tool of the session; refused are those not offered
+// (an input schema the model could be misled by), with why.
+func (s *server) fetch(ctx context.Context, cs *sdk.ClientSession) (out []*Tool, refused []error, err error) {
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if slices.Contains(s.cfg.Hidden, t.Name) {
 			continue
 		}
-		out = append(out, s.tool(t))
+		tool, err := s.tool(t)
+		if err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		out = append(out, tool)
 	}
 	slices.SortFunc(out, func(a, b *Tool) int { return strings.Compare(a.name, b.name) })
-	return out, nil
+	return out, refused, nil
 }
 
 // sessionLocked returns the open session or opens one; s.mu is held.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -53,7 +54,9 @@ const (
 	maxSchema      = 16 << 10 // bytes of the structure-only schema
 )
 
-func (s *server) tool(t *sdk.Tool) *Tool {
+// tool is how t is declared and gated; an error (a property name that is
+// not an identifier) says why it is not offered at all.
+func (s *server) tool(t *sdk.Tool) (*Tool, error) {
 	raw, err := json.Marshal(t.InputSchema)
 	var schema any
 	if err == nil {
@@ -64,7 +67,14 @@ func (s *server) tool(t *sdk.Tool) *Tool {
 		obj = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
 	var docs []string
-	bare := structure(obj, "", &docs).(map[string]any)
+	var bad string
+	bare := structure(obj, "", &docs, &bad).(map[string]any)
+	if bad != "" {
+		if r := []rune(bad); len(r) > 80 {
+			bad = string(r[:80]) + "…"
+		}
+		return nil, fmt.Errorf("MCP tool %q of server %q is not offered: its input schema names a property %q, which is not an identifier (letters, digits, _ - and ., at most 64, not starting with a digit)", Clean(t.Name, 64), s.cfg.Name, bad)
+	}
 	params, err := json.Marshal(bare)
 	if err != nil || len(params) > maxSchema {
 		params = json.RawMessage(`{"type":"object"}`)
@@ -86,14 +96,17 @@ func (s *server) tool(t *sdk.Tool) *Tool {
 	name := ToolName(s.cfg.Name, t.Name)
 	about := fence.Wrap("mcp:"+s.cfg.Name+"/"+name+" (what its server says of it)", Clean(b.String(), maxAbout))
 	return &Tool{srv: s, name: name, remote: t.Name, about: about, params: params,
-		readOnly: slices.Contains(s.cfg.ReadOnly, t.Name), hint: hint}
+		readOnly: slices.Contains(s.cfg.ReadOnly, t.Name), hint: hint}, nil
 }
 
-// structure is a JSON schema with only its structure: descriptions,
-// titles, examples and comments go (docs collects the descriptions and
-// titles, cleaned and cut, by the property's path); every other string is
-// cleaned and cut too.
-func structure(v any, path string, docs *[]string) any {
+// structure is a JSON schema reduced to what the model needs to call the
+// tool: types, properties, required, items and the combinators and bounds
+// of those. Everything the server wrote in words — descriptions, titles,
+// enum, const, default and example values — leaves the schema for docs,
+// by the property's path, cleaned and cut, values JSON-quoted, and is read
+// fenced; every other key goes. bad gets the first property name that is
+// not an identifier.
+func structure(v any, path string, docs *[]string, bad *string) any {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -103,33 +116,93 @@ func structure(v any, path string, docs *[]string) any {
 				if s, ok := x.(string); ok && path != "" && strings.TrimSpace(s) != "" {
 					*docs = append(*docs, "- "+path+" ("+k+"): "+strings.Join(strings.Fields(Clean(s, maxParamDoc)), " "))
 				}
-			case "examples", "$comment":
-			case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+			case "enum", "const", "default", "examples":
+				if path != "" {
+					*docs = append(*docs, "- "+path+" ("+k+"): "+quoted(x))
+				}
+			case "properties":
 				m, ok := x.(map[string]any)
 				if !ok {
 					continue
 				}
 				props := make(map[string]any, len(m))
 				for name, sub := range m {
-					name = Clean(name, 64)
-					props[name] = structure(sub, strings.TrimPrefix(path+"."+name, "."), docs)
+					if !identifier.MatchString(name) {
+						if *bad == "" {
+							*bad = name
+						}
+						continue
+					}
+					props[name] = structure(sub, strings.TrimPrefix(path+"."+name, "."), docs, bad)
 				}
 				out[k] = props
-			default:
-				out[k] = structure(x, path, docs)
+			case "required":
+				names, _ := x.([]any)
+				var req []any
+				for _, n := range names {
+					if s, ok := n.(string); ok && identifier.MatchString(s) {
+						req = append(req, s)
+					}
+				}
+				if len(req) > 0 {
+					out[k] = req
+				}
+			case "type":
+				switch t := x.(type) {
+				case string:
+					if jsonTypes[t] {
+						out[k] = t
+					}
+				case []any:
+					var ts []any
+					for _, e := range t {
+						if s, ok := e.(string); ok && jsonTypes[s] {
+							ts = append(ts, s)
+						}
+					}
+					out[k] = ts
+				}
+			case "items", "additionalProperties", "anyOf", "oneOf", "allOf", "prefixItems", "not":
+				if b, ok := x.(bool); ok {
+					out[k] = b
+					continue
+				}
+				out[k] = structure(x, path, docs, bad)
+			case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minLength", "maxLength", "multipleOf", "uniqueItems":
+				switch x.(type) {
+				case float64, bool:
+					out[k] = x
+				}
 			}
 		}
 		return out
 	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = structure(x, path, docs)
+		out := make([]any, 0, len(v))
+		for _, x := range v {
+			if m, ok := x.(map[string]any); ok {
+				out = append(out, structure(m, path, docs, bad))
+			}
 		}
 		return out
-	case string:
-		return Clean(v, maxParamDoc)
 	}
-	return v
+	return map[string]any{}
+}
+
+// identifier is what a property name must be to be declared.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
+
+var jsonTypes = map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
+
+// quoted is a schema value as the docs show it: JSON, cleaned and cut like
+// a description.
+func quoted(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return "(not shown)"
+	}
+	return strings.Join(strings.Fields(Clean(b.String(), maxParamDoc)), " ")
 }
 
 // fenceLike are the brackets a fence line is made of.
@@ -285,5 +358,9 @@ func short(s string) string {
 // Example is how a tool of a server declared as cfg is gated and declared,
 // for the gate table (loop.GateTable) and tests; it is never called.
 func Example(cfg Server, t *sdk.Tool) *Tool {
-	return (&server{cfg: cfg}).tool(t)
+	tool, err := (&server{cfg: cfg}).tool(t)
+	if err != nil {
+		panic("mcp.Example: " + err.Error())
+	}
+	return tool
 }
