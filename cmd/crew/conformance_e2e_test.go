@@ -373,9 +373,11 @@ func TestEveryToolInEverySeatThroughServe(t *testing.T) {
 	slices.Sort(names)
 
 	home := initHome(t)
+	// e1 is the button: clicking it goes nowhere, so browser_download
+	// (after browser_act) still finds it in the outline.
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<html><head><title>Conf</title></head><body><a href="/next">Next page</a> <button>Continue</button></body></html>`)
+		fmt.Fprint(w, `<html><head><title>Conf</title></head><body><button>Continue</button> <a href="/next">Next page</a></body></html>`)
 	}))
 	defer page.Close()
 	pageURL := page.URL + "/conf"
