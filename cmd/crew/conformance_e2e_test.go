@@ -96,7 +96,6 @@ var confRows = map[string]confRow{
 	"submit_plan":              {args: `{"plan":"my plan"}`},
 	"task_stop":                {args: `{"task_id":"bg-nope"}`},
 	"todo_write":               {args: `{"items":[{"text":"a","status":"pending"}]}`},
-	"task_stop":                {args: `{"task_id":"bg-nope"}`},
 	"tool_output_read":         {args: `{"call_id":"nope"}`},
 	"tool_script":              {args: `{"script":"print(1)"}`},
 	"tool_search":              {args: `{"query":"notes"}`},
