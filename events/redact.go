@@ -539,7 +539,8 @@ func replaceSpans(text string, spans []span) string {
 // StreamRedactor redacts a text that arrives in pieces (a model's reply as it
 // streams): a secret split across pieces is still caught, because the
 // tail that could be the start of one is held back until the next piece
-// or Flush. Not safe for concurrent use.
+// or Flush — only that tail, so a known long secret does not delay the
+// live text by its length. Not safe for concurrent use.
 type StreamRedactor struct {
 	r    *Redactor
 	held string
@@ -558,9 +559,7 @@ func (s *StreamRedactor) Write(piece string) string {
 		return text
 	}
 	spans := set.spans(text)
-	// Hold the last maxLen-1 bytes (any secret starting there may be
-	// incomplete), plus 3 so the cut can move forward to a rune boundary.
-	cut := max(0, len(text)-(set.maxLen-1)-(utf8.UTFMax-1))
+	cut := set.heldFrom(text)
 	for moved := true; moved && cut < len(text); {
 		moved = false
 		for _, sp := range spans {
@@ -580,6 +579,30 @@ func (s *StreamRedactor) Write(piece string) string {
 	}
 	s.held = text[cut:]
 	return replaceSpans(text[:cut], shown)
+}
+
+// heldFrom is where the tail that could still grow into a secret starts:
+// the first of the last maxLen-1 bytes from which the rest is the start
+// of a secret's form, or, when base64 pieces are caught, the trailing run
+// of base64 characters (the word being written). Only that much waits for
+// the next piece; the rest of the text is shown at once.
+func (set *secretSet) heldFrom(text string) int {
+	from := max(0, len(text)-(set.maxLen-1))
+	hold := len(text)
+	if len(set.windows) > 0 {
+		for hold > from && isBase64Char(text[hold-1]) {
+			hold--
+		}
+	}
+	for p := from; p < hold; p++ {
+		tail := text[p:]
+		for _, f := range set.forms {
+			if len(f.text) > len(tail) && strings.HasPrefix(f.text, tail) {
+				return p
+			}
+		}
+	}
+	return hold
 }
 
 // Flush returns the held tail, redacted, and ends the text.

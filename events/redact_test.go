@@ -200,6 +200,23 @@ func TestStreamRedactorCatchesSplitSecret(t *testing.T) {
 	if got := events.NewRedactor().Stream().Write("abc"); got != "abc" {
 		t.Errorf("unknown secrets: Write = %q", got)
 	}
+	// A long secret known holds back only what could start it: whole
+	// words are shown at once, the word being written waits.
+	long := events.NewRedactor()
+	long.Add("CREW_MCP_TOKEN", "K2ZBc8Ua0GJB4pGvBl7batdcraSMsSUU_u3-TgTF62w")
+	s := long.Stream()
+	if got := s.Write("Here is a fairly long answer, "); got != "Here is a fairly long answer, " {
+		t.Errorf("after whole words: shown %q", got)
+	}
+	if got := s.Write("in sev"); got != "in " {
+		t.Errorf("a word being written: shown %q, want only what came before it", got)
+	}
+	if got := s.Write("eral pieces. K2ZBc8"); got != "several pieces. " {
+		t.Errorf("the start of the secret: shown %q", got)
+	}
+	if got := s.Write("Ua0GJB4pGvBl7batdcraSMsSUU_u3-TgTF62w!") + s.Flush(); strings.Contains(got, "K2ZB") || !strings.HasSuffix(got, "!") {
+		t.Errorf("the secret's end: shown %q", got)
+	}
 }
 
 // The log stores no secret: the raw JetStream block files hold the
