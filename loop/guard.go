@@ -17,11 +17,9 @@ import (
 // halt the turn (or escalate it). Only consecutive replies of one run count:
 // a reply with no tools, a steer, an escalation and a new run reset it.
 
-// Guard thresholds.
-const (
-	guardRemindAt = 3
-	guardHaltAt   = guardRemindAt + 3
-)
+// Guard thresholds: the reminder at guardRemindAt (guard_remind.go),
+// the halt three repeats later.
+const guardHaltAt = guardRemindAt + 3
 
 // guardExempt tools never count: they are how a model reports progress or
 // asks the owner, not work that can loop.

@@ -42,11 +42,17 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		// (R-X-2); its later steps read the files anew (R-HOME-4).
 		system = p.System
 	}
+	if rec, ok := t.replayed.system(s.openRun, step); ok {
+		system = rec // a replay sends what the recorded step sent
+	}
 	record := system
 	if system == t.sentSystem {
 		record = ""
 	}
 	routes, purpose := t.agent.Routes, "" // empty: a turn's step
+	if rec, ok := t.replayed.routes(s.openRun, step); ok {
+		routes = rec
+	}
 	if t.escalated {
 		routes, purpose = []string{t.agent.EscalationRoute}, events.PurposeEscalation
 	}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/memlog"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
@@ -74,6 +76,31 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 // delegated, nothing runs in the background, no delta is published.
 func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent Agent, base Deps, override llms.Model) (*ReplayReport, error) {
 	registry := base.Tools
+	// envs may hold the events of the conversation's team (its board and
+	// mailboxes, in stream order with the conversation's): a seated turn
+	// reads the board as it stood at each step.
+	var side []events.Envelope
+	{
+		conv := ""
+		for _, env := range envs {
+			if env.Type != events.TypeRunStarted {
+				continue
+			}
+			if e, err := env.Decode(); err == nil && e.(*events.RunStarted).RunID == runID {
+				conv = events.ScopeOf(env.Subject).ID()
+				break
+			}
+		}
+		own := envs[:0:0]
+		for _, env := range envs {
+			if conv == "" || events.ScopeOf(env.Subject) == events.Conv(conv) {
+				own = append(own, env)
+			} else {
+				side = append(side, env)
+			}
+		}
+		envs = own
+	}
 	start := -1
 	for i, env := range envs {
 		if env.Type == events.TypeRunStarted {
@@ -123,6 +150,10 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	results := map[string][]*events.ToolCompleted{} // by tool, in run order
 	called := map[string]bool{}
 	delegated := map[string]*events.ToolCompleted{} // by call id
+	answered := map[string]*events.ToolCompleted{}  // every result, by call id
+	pinned := &pins{run: runID, systems: map[int]string{}, tried: map[int][]string{}}
+	var system string // the latest a step recorded
+	halt := &budgetHalt{}
 	for _, env := range outputs {
 		e, err := env.Decode()
 		if err != nil {
@@ -138,16 +169,36 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		case *events.RouteFallback:
 			if !e.Vision() { // a vision move made no call on From
 				attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
+				pinned.route(e.Step, e.From)
+				pinned.route(e.Step, e.To)
+			} else {
+				pinned.seeing(e.Step)
 			}
 		case *events.ModelCalled:
 			if e.InTurn() || e.Purpose == events.PurposeCompaction || e.Purpose == events.PurposeVision {
 				attempts[e.Route] = append(attempts[e.Route], attempt{reply: e})
+			}
+			if e.InTurn() {
+				if e.System != "" {
+					system = e.System
+				}
+				if system != "" {
+					pinned.systems[e.Step] = system
+				}
+				if e.Purpose != events.PurposeEscalation {
+					pinned.route(e.Step, e.Route)
+				}
+			}
+		case *events.RunFinished:
+			if e.Status == events.RunHalted && e.Reason == "budget" {
+				halt.sentence = e.Error // the ledger refused the next call
 			}
 		case *events.ModelRetried:
 			attempts[e.Route] = append(attempts[e.Route], attempt{retry: e})
 		case *events.ToolCalled:
 			called[e.CallID] = true
 		case *events.ToolCompleted:
+			answered[e.CallID] = e
 			if e.Tool == DelegateTool {
 				delegated[e.CallID] = e
 			} else if called[e.CallID] { // the tool ran: its Run produced this
@@ -163,6 +214,38 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 			fed++
 		}
 	}
+	// The team's events up to the run's start; later ones as the replay
+	// reaches their place in the stream.
+	sideAt := 0
+	var sideLog *memlog.MemLog
+	feedSide := func(before uint64) {
+		for sideAt < len(side) && side[sideAt].Seq < before {
+			sideLog.Put(events.ScopeOf(side[sideAt].Subject), side[sideAt])
+			sideAt++
+		}
+	}
+	if len(side) > 0 && len(outputs) > 0 {
+		sideLog = memlog.New(nil)
+		feedSide(outputs[0].Seq)
+	}
+	// An input stored while the run went on (a steer, a stop) arrives
+	// before the loop's next event as it did live: that append meets a
+	// conflict, the conversation catches up and decides again. A restart
+	// of the server (run_resumed) ends the pass there, as the crash did.
+	feeding := &feedingLog{MemLog: mem, due: func() error {
+		if sideLog != nil && next < len(outputs) {
+			feedSide(outputs[next].Seq)
+		}
+		restart := false
+		for i := fed; i < len(inputs) && inputAt[i] <= next; i++ {
+			restart = restart || inputs[i].Type == events.TypeRunResumed
+		}
+		feed(next)
+		if restart {
+			return errRestarted
+		}
+		return nil
+	}}
 	mem.OnAppend(func(env events.Envelope) error {
 		if !loopOutputs[env.Type] {
 			return nil
@@ -193,12 +276,18 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	replayTools := make([]tools.Tool, 0)
 	for _, name := range registry.Names() {
 		t, _ := registry.Lookup(name)
-		replayTools = append(replayTools, replayed(t, results[name], delegated))
+		replayTools = append(replayTools, replayed(t, results[name], delegated, answered))
 	}
 	for _, t := range Tools() { // the loop's own, also when registry leaves them out
 		if _, ok := registry.Lookup(t.Def().Name); !ok {
-			replayTools = append(replayTools, replayed(t, nil, delegated))
+			replayTools = append(replayTools, replayed(t, nil, delegated, answered))
 		}
+	}
+	// The MCP tools are the ones the conversation's searches declared, as
+	// recorded: no server is asked.
+	var mcpSet MCP
+	if base.MCP != nil {
+		mcpSet = recordedMCP(envs, results)
 	}
 	reg, err := tools.New(replayTools...)
 	if err != nil {
@@ -214,12 +303,13 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		Roster:        base.Roster,
 		Spec:          base.Spec,
 		ScriptCommand: base.ScriptCommand,
-		Teams:         base.Teams, // the seat: a lead's prompt and tools
+		Teams:         base.Teams, // the seat: a lead's prompt and tools, a member's board
+		MCP:           mcpSet,
 		Models: func(route string) (llms.Model, error) {
 			if override != nil {
 				return override, nil
 			}
-			return &recordedModel{route: route, attempts: attempts}, nil
+			return &recordedModel{route: route, attempts: attempts, halt: halt}, nil
 		},
 		Tools: reg,
 		Clock: func() time.Time { return clock },
@@ -234,11 +324,14 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		Location: base.Location,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	}
+	if rt, ok := base.Teams.(replayTeams); ok && sideLog != nil {
+		deps.Teams = rt.Replaying(sideLog)
+	}
 	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut
 	// The routes are the run's, not today's config: the question is whether
 	// the loop decides the same given the same answers.
 	agent.Routes, agent.EscalationRoute = recordedRoutes(outputs)
-	convs := NewConvs(mem, nil)
+	convs := NewConvs(feeding, nil)
 	for rounds := 0; rounds < 1000 && rep.Diverged == nil && next < len(outputs); rounds++ {
 		c, err := convs.Get(ctx, conv)
 		if err != nil {
@@ -248,9 +341,14 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 			return nil, err
 		}
 		before := next
-		err = NewTurn(agent, deps, c).Run(ctx)
+		turn := NewTurn(agent, deps, c)
+		turn.replayed = pinned
+		err = turn.Run(ctx)
 		if errors.Is(err, errDiverged) || rep.Diverged != nil {
 			break
+		}
+		if errors.Is(err, errRestarted) {
+			continue // the restarted server's pass takes the run up
 		}
 		if err != nil {
 			return rep, err
@@ -303,6 +401,78 @@ func recordedRoutes(outputs []events.Envelope) (routes []string, escalation stri
 	return routes, escalation
 }
 
+// pins are what a replayed run's steps sent, as recorded: the system
+// prompt (the latest a model_called of the run recorded at or before the
+// step) and the routes the step tried in order. The replay sends them
+// whatever the files and MY_AGENT_ROUTES say now, as a fork's first step
+// does (R-X-2).
+type pins struct {
+	run     string
+	systems map[int]string
+	tried   map[int][]string
+	vision  map[int]bool
+}
+
+func (p *pins) route(step int, r string) {
+	if r != "" && !slices.Contains(p.tried[step], r) {
+		p.tried[step] = append(p.tried[step], r)
+	}
+}
+
+// seeing: step went to the vision routes (an image), which the agent's
+// vision_routes decide: its routes are not pinned.
+func (p *pins) seeing(step int) {
+	if p.vision == nil {
+		p.vision = map[int]bool{}
+	}
+	p.vision[step] = true
+}
+
+// system is what step of run sent; false on a live turn (nil p).
+func (p *pins) system(run string, step int) (string, bool) {
+	if p == nil || run != p.run {
+		return "", false
+	}
+	s, ok := p.systems[step]
+	return s, ok
+}
+
+// routes are the routes step of run tried; false on a live turn.
+func (p *pins) routes(run string, step int) ([]string, bool) {
+	if p == nil || run != p.run || len(p.tried[step]) == 0 || p.vision[step] {
+		return nil, false
+	}
+	return slices.Clone(p.tried[step]), true
+}
+
+// feedingLog is the replay's in-memory log: before each append it stores
+// the recorded inputs due by then (due), so the append meets them; due's
+// error refuses the append.
+type feedingLog struct {
+	*memlog.MemLog
+	due func() error
+}
+
+func (l *feedingLog) Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error) {
+	if err := l.due(); err != nil {
+		return nil, err
+	}
+	return l.MemLog.Append(ctx, scope, expect, envs...)
+}
+
+// errRestarted ends a replayed pass where the recorded server restarted.
+var errRestarted = errors.New("replay: the recorded server restarted here")
+
+// replayTeams is a Teams that seats a replay's turns on the recorded
+// boards (team.Runtime).
+type replayTeams interface {
+	Replaying(log Appender) Teams
+}
+
+// budgetHalt is the ledger's refusal that ended the run (run_finished
+// halted budget): the recorded models answer the call it refused with it.
+type budgetHalt struct{ sentence string }
+
 type attempt struct {
 	reply *events.ModelCalled
 	retry *events.ModelRetried
@@ -317,11 +487,15 @@ type recordedModel struct {
 	route    string
 	attempts map[string][]attempt
 	joined   string
+	halt     *budgetHalt
 }
 
 func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
 	list := m.attempts[m.route]
 	if len(list) == 0 {
+		if m.halt != nil && m.halt.sentence != "" {
+			return nil, &budget.Refusal{Sentence: m.halt.sentence}
+		}
 		return nil, fmt.Errorf("%w: replay: no recorded model call on route %s", llm.ErrPermanent, m.route)
 	}
 	a := list[0]
@@ -389,15 +563,141 @@ func (e recordedRetry) Unwrap() error { return e.kind }
 // replayed is the tool a replay uses in t's place: the loop's tools that
 // only talk to the owner as they are, delegate and every other tool
 // answering as recorded.
-func replayed(t tools.Tool, results []*events.ToolCompleted, delegated map[string]*events.ToolCompleted) tools.Tool {
+func replayed(t tools.Tool, results []*events.ToolCompleted, delegated, answered map[string]*events.ToolCompleted) tools.Tool {
 	switch t.(type) {
 	case delegateTool:
 		return recordedDelegate{recorded: delegated}
+	case toolSearch:
+		return recordedSearch{recorded: answered}
+	case toolScript:
+		return recordedScript{recorded: answered}
 	case turnTool:
 		return t
 	}
 	return &recordedTool{Tool: t, results: results}
 }
+
+// recordedSearch answers tool_search as recorded: what it found and
+// declared (its meta), which the state folds as it did; no server is
+// listed again.
+type recordedSearch struct {
+	toolSearch
+	recorded map[string]*events.ToolCompleted
+}
+
+func (r recordedSearch) answer(_ context.Context, _ *Turn, c *toolCall) (tools.Result, error) {
+	rec, ok := r.recorded[c.ID]
+	if !ok {
+		return tools.Result{Output: "The harness has no recorded result for this tool_search call.", IsError: true}, nil
+	}
+	return tools.Result{Output: rec.Output, IsError: rec.IsError, Meta: rec.Meta}, nil
+}
+
+// recordedScript answers tool_script as recorded: its nested calls are
+// not made again (nested_call records no result text); the recorded
+// nested_call events are fed where they were stored, so the run's
+// nesting count folds as it did.
+type recordedScript struct {
+	toolScript
+	recorded map[string]*events.ToolCompleted
+}
+
+func (r recordedScript) answer(_ context.Context, _ *Turn, c *toolCall) (tools.Result, error) {
+	rec, ok := r.recorded[c.ID]
+	if !ok {
+		return tools.Result{Output: "The harness has no recorded result for this tool_script call.", IsError: true}, nil
+	}
+	return tools.Result{Output: rec.Output, IsError: rec.IsError, Meta: rec.Meta}, nil
+}
+
+// recordedMCP is the MCP set of a replayed conversation: the tools its
+// searches declared (tool_search's meta "declared"), gated as recorded,
+// answering with the recorded results.
+func recordedMCP(envs []events.Envelope, results map[string][]*events.ToolCompleted) MCP {
+	set := mcpRecord{}
+	for _, env := range envs {
+		if env.Type != events.TypeToolCompleted {
+			continue
+		}
+		e, err := env.Decode()
+		if err != nil {
+			continue
+		}
+		tc := e.(*events.ToolCompleted)
+		if tc.Tool != ToolSearchTool || tc.Meta["declared"] == nil {
+			continue
+		}
+		b, _ := json.Marshal(tc.Meta["declared"])
+		var list []DeclaredTool
+		if json.Unmarshal(b, &list) != nil {
+			continue
+		}
+		for _, d := range list {
+			if _, seen := set[d.Name]; !seen {
+				set[d.Name] = recordedRemote{&recordedTool{Tool: declaredMCP{d}, results: results[d.Name]}, declaredMCP{d}}
+			}
+		}
+	}
+	return set
+}
+
+// mcpRecord is recordedMCP's set, by tool name.
+type mcpRecord map[string]recordedRemote
+
+// recordedRemote is a recorded MCP tool: gated and answering as recorded,
+// described to tool_search and the approval card as its server did.
+type recordedRemote struct {
+	*recordedTool
+	declaredMCP
+}
+
+func (r recordedRemote) Def() tools.Def { return r.declaredMCP.Def() }
+func (r recordedRemote) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+	return r.recordedTool.Run(ctx, env, args)
+}
+func (r recordedRemote) NeedsApproval() bool { return r.declaredMCP.NeedsApproval() }
+func (r recordedRemote) ReadOnly() bool      { return r.declaredMCP.ReadOnly() }
+func (r recordedRemote) AskWhen(env tools.Env, args json.RawMessage) string {
+	return r.declaredMCP.AskWhen(env, args)
+}
+
+func (m mcpRecord) Tools(_ context.Context, servers []string) ([]tools.Tool, []error) {
+	var out []tools.Tool
+	for _, t := range m {
+		if slices.Contains(servers, t.d.Server) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Def().Name, b.Def().Name) })
+	return out, nil
+}
+
+func (m mcpRecord) Lookup(ctx context.Context, servers []string, name string) (tools.Tool, bool) {
+	t, ok := m[name]
+	if !ok || !slices.Contains(servers, t.d.Server) {
+		return nil, false
+	}
+	return t, true
+}
+
+// declaredMCP is an MCP tool as tool_search recorded it; it never runs
+// (recordedTool answers for it).
+type declaredMCP struct{ d DeclaredTool }
+
+func (t declaredMCP) Def() tools.Def {
+	return tools.Def{Name: t.d.Name, Description: t.d.Description, Params: t.d.Params}
+}
+func (t declaredMCP) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	return tools.Result{}, errors.New("replay: a recorded MCP tool does not run")
+}
+func (t declaredMCP) NeedsApproval() bool                       { return t.d.NeedsApproval }
+func (t declaredMCP) ReadOnly() bool                            { return t.d.ReadOnly }
+func (t declaredMCP) AskWhen(tools.Env, json.RawMessage) string { return t.d.Ask }
+func (t declaredMCP) Server() string                            { return t.d.Server }
+func (t declaredMCP) Remote() string                            { return t.d.Remote }
+func (t declaredMCP) ReadOnlyHint() bool                        { return t.d.Hint }
+func (t declaredMCP) Approval() string                          { return t.d.Approval }
+func (t declaredMCP) About() string                             { return t.d.About }
 
 // recordedDelegate answers delegate calls as recorded: refused, or called
 // and answered by its child; no child runs again.
@@ -459,6 +759,12 @@ func (r *recordedTool) AskWhen(env tools.Env, args json.RawMessage) string {
 }
 func (r *recordedTool) AllowWhen(env tools.Env, args json.RawMessage) bool {
 	return tools.Routine(r.Tool, env, args)
+}
+
+// Check is the tool's own: a call it refuses before the gate is refused
+// in the replay by the same code.
+func (r *recordedTool) Check(env tools.Env, args json.RawMessage) error {
+	return tools.Check(r.Tool, env, args)
 }
 
 func belongs(env events.Envelope, runID string) bool {

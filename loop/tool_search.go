@@ -97,9 +97,11 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	}
 	var b strings.Builder
 	var loaded []string
+	var declared []DeclaredTool
 	for _, tool := range hits {
 		d := tool.Def()
 		loaded = append(loaded, d.Name)
+		declared = append(declared, declaredOf(tool))
 		fmt.Fprintf(&b, "- %s", d.Name)
 		if rt, ok := tool.(remoteTool); ok {
 			fmt.Fprintf(&b, " (MCP server %s, tool %s", rt.Server(), rt.Remote())
@@ -126,9 +128,40 @@ func (toolSearch) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	}
 	res := tools.Result{Output: strings.TrimSpace(out.String()), IsError: len(hits) == 0}
 	if len(loaded) > 0 {
-		res.Meta = map[string]any{"loaded": loaded}
+		// The declarations as sent from the next step on, with how the
+		// gate treats them: a replay declares and gates the same without
+		// asking the server (R-OBS-3).
+		res.Meta = map[string]any{"loaded": loaded, "declared": declared}
 	}
 	return res, nil
+}
+
+// DeclaredTool is one MCP tool as tool_search declared it (the result's
+// meta "declared"): its declaration and what the gate and the approval
+// card read of it.
+type DeclaredTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	Server      string          `json:"server,omitempty"`
+	Remote      string          `json:"remote,omitempty"`
+	ReadOnly    bool            `json:"read_only,omitempty"`
+	Hint        bool            `json:"read_only_hint,omitempty"`
+	Approval    string          `json:"approval,omitempty"`
+	About       string          `json:"about,omitempty"`
+	// Ask is why its calls ask in every seat ("" when they need not).
+	Ask           string `json:"ask,omitempty"`
+	NeedsApproval bool   `json:"needs_approval,omitempty"`
+}
+
+func declaredOf(tool tools.Tool) DeclaredTool {
+	d := tool.Def()
+	out := DeclaredTool{Name: d.Name, Description: d.Description, Params: d.Params, ReadOnly: tools.ReadOnly(tool),
+		Ask: tools.AskReason(tool, tools.Env{}, nil), NeedsApproval: tools.NeedsApproval(tool)}
+	if rt, ok := tool.(remoteTool); ok {
+		out.Server, out.Remote, out.Hint, out.Approval, out.About = rt.Server(), rt.Remote(), rt.ReadOnlyHint(), rt.Approval(), rt.About()
+	}
+	return out
 }
 
 // aboutTool is what a tool says of itself for a search: an MCP tool's

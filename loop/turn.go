@@ -120,6 +120,8 @@ type Turn struct {
 	// sentSystem is the system prompt this pass last recorded on a
 	// model_called (events.ModelCalled.System).
 	sentSystem string
+	// replayed pins what a replayed run's steps sent (nil: a live turn).
+	replayed *pins
 }
 
 // NewTurn prepares a pass over conv for agent.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -101,5 +103,32 @@ func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, run
 		return "", nil, fmt.Errorf("run %s: %w (is the projection rebuilt? crew projections rebuild)", runID, err)
 	}
 	envs, err := a.Log().ReadAll(ctx, events.Conv(run.Conversation).Filter(), 0)
-	return run.Agent, envs, err
+	if err != nil {
+		return "", nil, err
+	}
+	// A lead's or a teammate's turn reads its team's board: the team's
+	// events (and a teammate's lead's) go with the conversation's, in
+	// stream order.
+	team := run.Conversation
+	for _, env := range envs {
+		if env.Type == events.TypeConversationOpened {
+			if e, err := env.Decode(); err == nil && e.(*events.ConversationOpened).Team != "" {
+				team = e.(*events.ConversationOpened).Team
+			}
+			break
+		}
+	}
+	filters := []string{events.Team(team).Filter(), events.MailOf(team)}
+	if team != run.Conversation {
+		filters = append(filters, events.Conv(team).Filter()) // a teammate works in its lead's workspace
+	}
+	for _, filter := range filters {
+		side, err := a.Log().ReadAll(ctx, filter, 0)
+		if err != nil {
+			return "", nil, err
+		}
+		envs = append(envs, side...)
+	}
+	slices.SortStableFunc(envs, func(x, y events.Envelope) int { return cmp.Compare(x.Seq, y.Seq) })
+	return run.Agent, envs, nil
 }

@@ -56,6 +56,10 @@ type Runtime struct {
 	convOf map[string]string // member conversation → team
 	leases map[string]lease  // by member conversation
 	passes map[string]bool   // team → kicked again while its pass ran
+
+	// replay, when set, is what the boards are read from instead of
+	// cfg.Log (Replaying).
+	replay loop.Appender
 }
 
 // lease is the folder a member's tools use for a task it claimed, kept
@@ -76,6 +80,19 @@ func New(cfg Config) *Runtime {
 }
 
 var _ loop.Teams = (*Runtime)(nil)
+
+// Replaying is the runtime crew replay seats its turns with
+// (loop.ReplayWith): the boards, the mailboxes and the lead's
+// conversation are read from log — the recorded events, fed as the
+// replay goes — and nothing is
+// followed, delivered, claimed or run.
+func (r *Runtime) Replaying(log loop.Appender) loop.Teams {
+	cfg := r.cfg
+	cfg.Log, cfg.Convs = nil, loop.NewConvs(log, nil) // the lead's conversation too, for its workspace
+	rr := New(cfg)
+	rr.replay = log
+	return rr
+}
 
 // Turns is what the runtime has the turn worker do (loop.Worker): run a
 // conversation that has work, stop one for the owner.
@@ -238,10 +255,16 @@ func (r *Runtime) Team(ctx context.Context, id string) (*Team, error) {
 	if t != nil {
 		return t, t.View(ctx, func(*Board, *Mailboxes) {})
 	}
-	if r.cfg.Log == nil {
-		return nil, errors.New("team: no log to read the board from (a replay)")
+	var log loop.Appender
+	switch {
+	case r.replay != nil:
+		log = r.replay
+	case r.cfg.Log != nil:
+		log = r.cfg.Log
+	default:
+		return nil, errors.New("team: no log to read the board from")
 	}
-	t, err := Open(ctx, r.cfg.Log, id)
+	t, err := Open(ctx, log, id)
 	if err != nil {
 		return nil, err
 	}
