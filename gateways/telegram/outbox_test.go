@@ -159,10 +159,17 @@ func TestTelegramOutboxRidesOut429And502s(t *testing.T) {
 
 	front.fail(1, answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`))
 	front.fail(3, answer(502, "<html>502 Bad Gateway</html>"))
-	for _, text := range []string{"first", "second"} {
+	for i, text := range []string{"first", "second"} {
 		msg := e.userFields(chat)
 		msg["text"] = text
 		e.post(t, "/sendMessage", msg, nil)
+		// Each its own turn (messages waiting together are answered
+		// together): "second" goes once "first" is answered, while that
+		// answer is still held up in the outbox by the 429 and the 502s.
+		eventstest.Eventually(t, fmt.Sprintf("run %d finished", i+1), func() bool {
+			envs, _ := c.log.ReadAll(t.Context(), events.Root+".conv.*."+events.TypeRunFinished, 0)
+			return len(envs) > i
+		})
 	}
 	e.awaitText(t, "echo: second")
 	var order []string
