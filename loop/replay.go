@@ -745,7 +745,7 @@ func (r *recordedTool) Run(ctx context.Context, env tools.Env, args json.RawMess
 	}
 	res := r.results[0]
 	r.results = r.results[1:]
-	out := tools.Result{Output: res.Output, IsError: res.IsError, Meta: res.Meta}
+	out := tools.Result{Output: res.Output, IsError: res.IsError, Meta: res.Meta, Canvas: res.Canvas}
 	for _, p := range res.Parts { // kept already: replayed as references
 		out.Parts = append(out.Parts, tools.Part{Kind: p.Kind, Text: p.Text, MIME: p.MIME, Path: p.Path})
 	}

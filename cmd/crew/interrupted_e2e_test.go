@@ -23,6 +23,12 @@ func TestBrowserShownTextKeptInterruptedOnRetry(t *testing.T) {
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free)
+	// The words are sent once the chat page is open: live deltas are for
+	// whoever is watching (the redactor shows whole words at once now).
+	watching := make(chan struct{})
+	var watchOnce sync.Once
+	watch := func() { watchOnce.Do(func() { close(watching) }) }
+	t.Cleanup(watch)
 	var mu sync.Mutex
 	n := 0
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,6 +39,10 @@ func TestBrowserShownTextKeptInterruptedOnRetry(t *testing.T) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		if i == 0 {
+			select {
+			case <-watching:
+			case <-time.After(20 * time.Second):
+			}
 			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Tôi đang viết câu trả lời\"}}]}\n\n")
 			w.(http.Flusher).Flush()
 			select { // until the page shows the words, at most 20 s
@@ -51,6 +61,8 @@ func TestBrowserShownTextKeptInterruptedOnRetry(t *testing.T) {
 	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "viết đi"})
 	id := acc["conversation_id"].(string)
 	do(t, ctx, chromedp.Navigate(s.url+"/c/"+id))
+	time.Sleep(time.Second) // the page's live feed connects after load
+	watch()
 	wait(t, ctx, s, `[data-testid="live-reply"]`)
 	if got := text(t, ctx, `[data-testid="live-reply"]`); !strings.Contains(got, "Tôi đang viết") {
 		t.Fatalf("live reply = %q", got)

@@ -101,7 +101,7 @@ func TestTeamPageAndChatShowTheTeam(t *testing.T) {
 	}
 	for _, want := range []string{
 		`data-testid="team-member" data-name="bob" data-state="IDLE"`, `data-testid="member-plan">plan pending`,
-		`data-testid="team-task" data-status="in_progress"`, `data-testid="task-owner">bob`, `data-testid="task-worktree">auth-refactor`,
+		`data-testid="team-task" data-status="in_progress"`, `data-testid="task-owner" data-label="Owner">bob`, `data-testid="task-worktree" data-label="Worktree">auth-refactor`,
 		"task_0000000a</td>", `data-testid="team-request"`, "req_1", `data-type="plan_approval_request"`, "config and auth",
 	} {
 		if !strings.Contains(page, want) {
