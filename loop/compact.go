@@ -254,7 +254,7 @@ func (c *stepCall) imageCount(vs []viewed) int {
 // provider last reported for the route.
 func (c *stepCall) size(route string) int {
 	vs := c.view()
-	n := llm.EstimateTokens(toLLM(c.system, messagesOf(vs)), c.defs) + c.images(vs, route)*llm.ImageTokens
+	n := llm.EstimateWithDefs(toLLM(c.system, messagesOf(vs)), c.defsBytes) + c.images(vs, route)*llm.ImageTokens
 	return llm.Calibrate(n, c.s.ratio[route])
 }
 
@@ -336,7 +336,7 @@ func (c *stepCall) compactNow(ctx context.Context, route string, force int) erro
 // fixed is what every request of the step holds besides the history: the
 // system prompt and the declarations.
 func (c *stepCall) fixed() int {
-	return llm.EstimateTokens([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, c.system)}, c.defs)
+	return llm.EstimateWithDefs([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, c.system)}, c.defsBytes)
 }
 
 // pointer is what the model reads for a compacted result.

@@ -55,6 +55,7 @@ func (compactTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resu
 	}
 	system := t.sentSystem
 	sc := &stepCall{t: t, s: s, step: c.step, system: system, defs: t.toolDefs(ctx, s.child)}
+	sc.defsBytes = t.defsBytes(sc.defs)
 	before := sc.size(route)
 	cur := before
 	var stages []string

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -31,7 +32,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if t.seated {
 		team = t.deps.Teams.Prompt(t.seat, t.agent)
 	}
-	system, err := SystemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
+	system, err := t.systemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
 		Team: team, Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases(),
 		Secrets: t.secrets()})
 	if err != nil {
@@ -60,6 +61,7 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
 	c := &stepCall{t: t, s: s, step: step, system: system, record: record, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
+	c.defsBytes = t.defsBytes(c.defs)
 	if routes, err = c.seeing(ctx, routes); err != nil {
 		return nil, err
 	}
@@ -113,6 +115,39 @@ var canvasWriteTools = []string{"artifact_create", "artifact_edit", "artifact_re
 // writesCanvases: the agent has a tool that writes canvases.
 func (t *Turn) writesCanvases() bool {
 	return slices.ContainsFunc(canvasWriteTools, func(n string) bool { _, ok := t.lookup(context.Background(), n); return ok })
+}
+
+// defsBytes is llm.DefsBytes of defs, measured again only when they
+// differ from the declarations the pass measured last.
+func (t *Turn) defsBytes(defs []llms.Tool) int {
+	if !sameDefs(t.measured, defs) {
+		t.measured, t.measuredBytes = defs, llm.DefsBytes(defs)
+	}
+	return t.measuredBytes
+}
+
+// sameDefs: a and b declare the same tools in the same words (raw-JSON
+// parameters compared byte for byte; any other form counts as changed).
+func sameDefs(a, b []llms.Tool) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || (x.Function == nil) != (y.Function == nil) {
+			return false
+		}
+		if x.Function == nil {
+			continue
+		}
+		px, okx := x.Function.Parameters.(json.RawMessage)
+		py, oky := y.Function.Parameters.(json.RawMessage)
+		if !okx || !oky || x.Function.Name != y.Function.Name || x.Function.Description != y.Function.Description ||
+			x.Function.Strict != y.Function.Strict || !bytes.Equal(px, py) {
+			return false
+		}
+	}
+	return true
 }
 
 // toolDefs declares the agent's tools to the model; a delegated child is

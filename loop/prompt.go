@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -166,4 +167,74 @@ func readText(path string) (string, error) {
 		return "", fmt.Errorf("system prompt: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
+}
+
+// promptMemo is a pass's last assembled system prompt: what it was made
+// from (the Prompt, Now as its day) and the stamp of the files it read.
+type promptMemo struct {
+	in    Prompt
+	day   string
+	stamp string
+	text  string
+}
+
+// systemPrompt is SystemPrompt(p), assembled again only when p or one of
+// its files changed since the pass last assembled it (R-HOME-4 still
+// holds at every step: the files are looked at — stat'ed — every time,
+// read again when one changed, was added or was removed). The text is
+// redacted again each time: a secret learnt since is not sent either.
+func (t *Turn) systemPrompt(p Prompt) (string, error) {
+	day := p.Now.In(cmp.Or(p.Location, time.UTC)).Format(time.DateOnly)
+	stamp := promptStamp(p)
+	key := p
+	key.Now = time.Time{}
+	if m := t.prompt; m.text != "" && m.in == key && m.day == day && m.stamp == stamp {
+		return p.Secrets.String(m.text), nil
+	}
+	text, err := SystemPrompt(p)
+	if err != nil {
+		return "", err
+	}
+	t.prompt = promptMemo{in: key, day: day, stamp: stamp, text: text}
+	return text, nil
+}
+
+// promptStamp identifies the files SystemPrompt reads for p: each file's
+// and each listed folder's entries' size, times and inode, or absence.
+// Any write, rename, addition or removal changes it.
+func promptStamp(p Prompt) string {
+	var b strings.Builder
+	if p.Persona == "" {
+		for _, name := range []string{"AGENTS.md", "SOUL.md", "MEMORY.md"} {
+			stampFile(&b, filepath.Join(p.AgentDir, name))
+		}
+	}
+	var dirs []string
+	if p.HomeDir != "" {
+		owner := filepath.Join(p.HomeDir, "users", "owner")
+		stampFile(&b, filepath.Join(owner, "USER.md"))
+		dirs = append(dirs, filepath.Join(owner, "facts"))
+	}
+	for _, dir := range append(dirs, kit.Dirs(p.HomeDir, p.AgentDir)...) {
+		stampFile(&b, dir)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			stampFile(&b, filepath.Join(dir, e.Name()))
+		}
+	}
+	return b.String()
+}
+
+func stampFile(b *strings.Builder, path string) {
+	b.WriteString(path)
+	fi, err := os.Stat(path) // through symlinks, as the reads go
+	if err != nil {
+		b.WriteString(" -\n")
+		return
+	}
+	fmt.Fprintf(b, " %d %d", fi.Size(), fi.ModTime().UnixNano())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		fmt.Fprintf(b, " %d %d.%d", st.Ino, st.Ctim.Sec, st.Ctim.Nsec)
+	}
+	b.WriteByte('\n')
 }

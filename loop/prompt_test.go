@@ -1,6 +1,8 @@
 package loop_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -77,4 +80,72 @@ func TestSystemPromptByteIdenticalAcrossSteps(t *testing.T) {
 		t.Errorf("owner section missing")
 	}
 	_ = llms.ChatMessageTypeSystem
+}
+
+// stepsTool runs the next of its edits each time it is called.
+type stepsTool struct {
+	edits []func()
+	n     int
+}
+
+func (s *stepsTool) Def() tools.Def {
+	return tools.Def{Name: "edit", Description: "test edits", Params: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (s *stepsTool) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
+	s.edits[s.n]()
+	s.n++
+	return tools.Result{Output: "edited"}, nil
+}
+
+// Issue 30 item 3 beside R-HOME-4: a pass keeps the system prompt it
+// assembled while the files it read are unchanged (a step stats them),
+// and assembles it again when one is rewritten — even to the same size —,
+// added or removed: a persona file, a fact, a kit command.
+func TestSystemPromptAssembledAgainOnlyWhenItsFilesChange(t *testing.T) {
+	var replies []reply
+	for range 5 {
+		replies = append(replies, use("edit", `{}`))
+	}
+	tool := &stepsTool{}
+	h := newHarness(t, map[string][]reply{"fake:a": append(replies, say("done"))}, tool)
+	h.deps.HomeDir = t.TempDir()
+	facts := filepath.Join(h.deps.HomeDir, "users", "owner", "facts")
+	os.MkdirAll(facts, 0o700)
+	soul := filepath.Join(h.agent.Dir, "SOUL.md")
+	os.WriteFile(soul, []byte("Calm AAAA."), 0o600)
+	tool.edits = []func(){
+		func() { os.WriteFile(soul, []byte("Calm BBBB."), 0o600) }, // same size
+		func() { os.WriteFile(filepath.Join(facts, "food.md"), []byte("Likes phở."), 0o600) },
+		func() {
+			os.MkdirAll(filepath.Join(h.agent.Dir, ".agents", "commands"), 0o700)
+			os.WriteFile(filepath.Join(h.agent.Dir, ".agents", "commands", "plan.md"), []byte("---\ndescription: Plan the week\n---\nPlan it."), 0o600)
+		},
+		func() {}, // nothing changes
+		func() { os.Remove(filepath.Join(facts, "food.md")) },
+	}
+	h.agent.Tools = append(h.agent.Tools, "edit")
+	h.send("go")
+	h.turn()
+	seen := h.models["fake:a"].seen
+	if len(seen) != 6 {
+		t.Fatalf("%d model calls", len(seen))
+	}
+	has := func(i int, s string) bool { return strings.Contains(systemOf(seen[i]), s) }
+	for _, c := range []struct {
+		step int
+		ok   bool
+		what string
+	}{
+		{0, has(0, "Calm AAAA.") && !has(0, "Likes phở."), "the first prompt"},
+		{1, has(1, "Calm BBBB."), "SOUL.md rewritten to the same size"},
+		{2, has(2, "Likes phở."), "a fact added"},
+		{3, has(3, "Plan the week"), "a kit command added"},
+		{4, systemOf(seen[4]) == systemOf(seen[3]), "nothing changed: the same prompt"},
+		{5, !has(5, "Likes phở.") && has(5, "Plan the week"), "the fact removed"},
+	} {
+		if !c.ok {
+			t.Errorf("step %d (%s): %q", c.step+1, c.what, systemOf(seen[c.step]))
+		}
+	}
 }

@@ -67,6 +67,8 @@ type stepCall struct {
 	record  string // system, when the step's model_called records it
 	purpose string
 	defs    []llms.Tool
+	// defsBytes is llm.DefsBytes(defs), measured once.
+	defsBytes int
 	// shown: text or a tool-call draft of this step reached the owner.
 	shown bool
 	// cutText is what the last failed attempt had streamed.
@@ -112,7 +114,8 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			streamed.WriteString(d.Text)
 			streams.send(d)
 		})
-		opts := []llms.CallOption{live, llms.WithMaxTokens(maxTok), llm.WithCacheBreakpoint(cacheBreakpoint(msgs))}
+		est := llm.EstimateWithDefs(msgs, c.defsBytes)
+		opts := []llms.CallOption{live, llms.WithMaxTokens(maxTok), llm.WithCacheBreakpoint(cacheBreakpoint(msgs)), llm.WithEstimate(est)}
 		if len(c.defs) > 0 {
 			opts = append(opts, llms.WithTools(c.defs))
 		}
@@ -129,7 +132,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 				r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Text: ch.Content,
 					InputTokens: cut.InputTokens, OutputTokens: cut.OutputTokens, CostUSD: cut.CostUSD}
 				switch {
-				case !doubled && 2*maxTok+llm.Calibrate(llm.EstimateTokens(msgs, c.defs), c.s.ratio[route]) <= spec.ContextWindow:
+				case !doubled && 2*maxTok+llm.Calibrate(est, c.s.ratio[route]) <= spec.ContextWindow:
 					doubled, maxTok = true, 2*maxTok
 					r.Reason, r.Attempt, r.MaxTokens = events.RetryLength, 1, maxTok
 				case len(parts) < maxContinuations:
@@ -147,7 +150,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			}
 			mc := modelCalled(c.s.openRun, c.step, route, resp, t.deps.Clock().Sub(start))
 			mc.Purpose = c.purpose
-			mc.EstimatedTokens = llm.EstimateTokens(msgs, c.defs)
+			mc.EstimatedTokens = est
 			mc.Text = strings.Join(parts, "") + mc.Text
 			uniqueCallIDs(mc.ToolCalls, c.s.messages, c.step)
 			mc.System = c.record

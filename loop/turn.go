@@ -122,6 +122,14 @@ type Turn struct {
 	sentSystem string
 	// replayed pins what a replayed run's steps sent (nil: a live turn).
 	replayed *pins
+	// measured are the declarations this pass last measured, and their
+	// size (llm.DefsBytes): the same declarations are not measured again.
+	measured      []llms.Tool
+	measuredBytes int
+	// prompt is the system prompt this pass last assembled and what it
+	// was assembled from: while its files stay unchanged, a step stats
+	// them instead of reading them again.
+	prompt promptMemo
 }
 
 // NewTurn prepares a pass over conv for agent.

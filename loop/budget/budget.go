@@ -224,8 +224,13 @@ type Reservation struct {
 // refuses it with a *Refusal (ErrBudget). The reservation is stored before
 // Reserve returns.
 func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llms.MessageContent, defs ...llms.Tool) (*Reservation, error) {
+	return l.reserve(ctx, c, route, llm.EstimateTokens(msgs, defs))
+}
+
+// reserve is Reserve of a request of tokens (llm.EstimateTokens).
+func (l *Ledger) reserve(ctx context.Context, c Charge, route string, tokens int) (*Reservation, error) {
 	caps := l.capsNow()
-	usd, ceiling := l.worstCase(route, msgs, defs, caps.UnknownCallUSD)
+	usd, ceiling := l.worstCase(route, tokens, caps.UnknownCallUSD)
 	r := events.BudgetReserved{
 		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
 		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,
@@ -429,15 +434,15 @@ func (l *Ledger) recorded(ctx context.Context, r events.BudgetReserved) (*events
 	return found, nil
 }
 
-// worstCase is the most a call on route with msgs and defs can cost, and
-// whether that is the unknown-price ceiling. The declarations are sent
-// with every call, so they count as its input.
-func (l *Ledger) worstCase(route string, msgs []llms.MessageContent, defs []llms.Tool, unknown float64) (float64, bool) {
+// worstCase is the most a call on route with a request of tokens (the
+// messages and the declarations, which are sent with every call) can
+// cost, and whether that is the unknown-price ceiling.
+func (l *Ledger) worstCase(route string, tokens int, unknown float64) (float64, bool) {
 	spec := l.cfg.Catalog.Lookup(route)
 	if spec.Price == nil {
 		return unknown, true
 	}
-	return spec.Price.Cost(llm.EstimateTokens(msgs, defs), spec.MaxOutputTokens), false
+	return spec.Price.Cost(tokens, spec.MaxOutputTokens), false
 }
 
 // Spent is what the budgets of the owner's day hold (settled plus

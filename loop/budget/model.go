@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -32,7 +33,13 @@ func (m *metered) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 	for _, f := range opts {
 		f(&o)
 	}
-	r, err := m.l.Reserve(ctx, c, m.route, msgs, o.Tools...)
+	var r *Reservation
+	var err error
+	if n, ok := llm.EstimateOf(o); ok {
+		r, err = m.l.reserve(ctx, c, m.route, n)
+	} else {
+		r, err = m.l.Reserve(ctx, c, m.route, msgs, o.Tools...)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,25 @@ const ImageTokens = 1600
 // image. Compaction decides on it and the budget reserves on it; where a
 // provider reports the prompt's real size, Calibrate scales it.
 func EstimateTokens(msgs []llms.MessageContent, defs []llms.Tool) int {
-	n := 0
+	return EstimateWithDefs(msgs, DefsBytes(defs))
+}
+
+// DefsBytes is the size of the tool declarations as sent: their JSON. A
+// turn measures its declarations once while they stay the same
+// (EstimateWithDefs), since marshalling fifty schemas at every measure
+// was half of a tool step's CPU.
+func DefsBytes(defs []llms.Tool) int {
+	if len(defs) == 0 {
+		return 0
+	}
+	b, _ := json.Marshal(defs)
+	return len(b)
+}
+
+// EstimateWithDefs is EstimateTokens of msgs with declarations of
+// defsBytes (DefsBytes).
+func EstimateWithDefs(msgs []llms.MessageContent, defsBytes int) int {
+	n := defsBytes
 	images := 0
 	for _, m := range msgs {
 		n += 16
@@ -36,11 +54,19 @@ func EstimateTokens(msgs []llms.MessageContent, defs []llms.Tool) int {
 			}
 		}
 	}
-	if len(defs) > 0 {
-		b, _ := json.Marshal(defs)
-		n += len(b)
-	}
 	return TokensOfBytes(n) + images*ImageTokens
+}
+
+const estimateKey = "crew.estimate"
+
+// WithEstimate carries the request's EstimateTokens, made by the caller,
+// to a wrapper that would measure it again (the budget's reservation).
+func WithEstimate(tokens int) llms.CallOption { return withMeta(estimateKey, tokens) }
+
+// EstimateOf is the estimate WithEstimate put in o.
+func EstimateOf(o llms.CallOptions) (int, bool) {
+	n, ok := o.Metadata[estimateKey].(int)
+	return n, ok
 }
 
 // TokensOfBytes is the estimate for n bytes of text.

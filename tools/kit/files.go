@@ -30,6 +30,17 @@ func levels(homeDir, agentDir string) []string {
 	return out
 }
 
+// Dirs are the folders the kit commands and skills of homeDir and
+// agentDir are read from (their *.md files, directly in each): what a
+// cached prompt watches.
+func Dirs(homeDir, agentDir string) []string {
+	var out []string
+	for _, level := range levels(homeDir, agentDir) {
+		out = append(out, filepath.Join(level, ".agents/commands"), filepath.Join(level, "skills"))
+	}
+	return out
+}
+
 // sameDir reports whether a and b name the same folder, by path or, through
 // symlinks, by identity.
 func sameDir(a, b string) bool {

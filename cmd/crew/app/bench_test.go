@@ -96,6 +96,7 @@ func benchApp(b *testing.B, syncMode string, m llms.Model, opts Options) *App {
 // upkeep. One op is one step; turns are 10 steps on fresh conversations,
 // as in use. p50/p99 are per-step latencies.
 func BenchmarkToolStep(b *testing.B) {
+	b.Run("raw_fsync", rawFsync)
 	for _, syncMode := range []string{events.SyncAlways, events.SyncInterval} {
 		b.Run(syncMode, func(b *testing.B) {
 			const steps = 10
@@ -206,4 +207,30 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "conversations/s")
 	b.ReportMetric(float64(held), "states-held")
 	b.ReportMetric(float64(heap>>20), "heap-MB")
+}
+
+// rawFsync is the raw cost of what sync=always pays per stored message on
+// the disk the benchmark's homes are on, measured in the same run: one op
+// is a 512-byte write and an fsync of a file in the temp dir; p50, p99.
+func rawFsync(b *testing.B) {
+	f, err := os.CreateTemp(b.TempDir(), "fsync-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms/fsync")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms/fsync")
 }
