@@ -41,6 +41,12 @@ type BudgetReserved struct {
 	// Holder is the crew process that reserved it when several share one
 	// cluster (R-ES-8): a peer settles it only once that process is dead.
 	Holder string `json:"holder,omitempty"`
+	// Settles are settlements of earlier calls stored with this
+	// reservation: a reply that asked for tools is followed by the next
+	// call of its turn, so its settlement waits for that call's
+	// reservation and both take one stored message (one fsync per
+	// decision, issue 30 item 3). Each counts as a budget_settled.
+	Settles []BudgetSettled `json:"settles,omitempty"`
 }
 
 func (*BudgetReserved) EventType() string { return TypeBudgetReserved }

@@ -142,6 +142,8 @@ var samples = map[string][]events.Event{
 			Purpose: events.PurposeTurn, Route: "openrouter:x/y", USD: 0.0123, ConversationCapUSD: 0.5},
 		&events.BudgetReserved{ReservationID: "b2", Day: "2026-11-30", Purpose: events.PurposeScript, Route: "ollama:q", USD: 0.05, Ceiling: true},
 		&events.BudgetReserved{ReservationID: "b3", Day: "2026-11-30", Agent: "coach", Conversation: "c2", RunID: "r2", Step: 2, Purpose: events.PurposeVision, Route: "openrouter:v/see", USD: 0.01},
+		&events.BudgetReserved{ReservationID: "b4", Day: "2026-11-30", Agent: "coach", Conversation: "c2", RunID: "r2", Step: 3, Purpose: events.PurposeTurn, Route: "openrouter:v/see", USD: 0.01,
+			Settles: []events.BudgetSettled{{ReservationID: "b3", USD: 0.004}, {ReservationID: "b1", USD: 0.01, Unknown: true}}},
 	},
 	events.TypeBudgetSettled: {
 		&events.BudgetSettled{ReservationID: "b1", USD: 0.004},

@@ -143,3 +143,55 @@ func TestBudgetKill9BetweenReserveAndSettle(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// Issue 30 item 3 on a real crew serve: a reply that asks for tools is
+// settled when the turn's next call is reserved (both in one stored
+// message); a SIGKILL while that settlement waits — the turn paused on an
+// approval right after the reply — loses nothing and charges nothing
+// twice: the restart settles it at the cost the reply recorded, and the
+// rest of the turn adds its own call once, across another restart.
+func TestBudgetKill9WhileASettlementWaitsForTheNextCall(t *testing.T) {
+	home := initHome(t)
+	useUTC(t, home)
+	script := writeScript(t, `
+- tool_calls:
+    - name: workspace_write
+      arguments: {path: note.txt, content: "hello"}
+  usage: {input: 100, output: 20, cost_usd: 0.002}
+- text: "written"
+  usage: {input: 120, output: 5, cost_usd: 0.003}
+`)
+	appendFile(t, filepath.Join(home, "config.yaml"), "\nmodels:\n  \"fake:script:"+script+"\":\n    input_usd_per_mtok: 1\n    output_usd_per_mtok: 10\n    max_output_tokens: 1000\n")
+	env := "MY_AGENT_ROUTES=fake:script:" + script
+	s := startServe(t, home, env)
+	type spent struct {
+		USD  float64 `json:"usd"`
+		Open []any   `json:"open_reservations"`
+	}
+	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "write a note"})
+	id := acc["conversation_id"].(string)
+	waitConv(t, s.url, id, "asking to write", func(c convView) bool { return len(c.PendingApprovals) == 1 })
+	s.kill9(t)
+	s = startServe(t, home, env)
+	var b spent
+	if getJSON(t, s.url+"/api/budget", &b); math.Abs(b.USD-0.002) > 1e-9 || len(b.Open) != 0 {
+		t.Fatalf("after the restart: %+v, want the reply's $0.002 and nothing open", b)
+	}
+	c := waitConv(t, s.url, id, "still asking", func(c convView) bool { return len(c.PendingApprovals) == 1 })
+	postJSON(t, s.url+"/api/approvals/"+c.PendingApprovals[0].ID, map[string]any{"decision": "approve"})
+	waitConv(t, s.url, id, "answered", settled)
+	eventstest.Eventually(t, "the second call settled", func() bool {
+		b = spent{}
+		return getJSON(t, s.url+"/api/budget", &b) == 200 && len(b.Open) == 0 && b.USD > 0.004
+	})
+	if math.Abs(b.USD-0.005) > 1e-9 {
+		t.Errorf("after the turn: $%v, want $0.005", b.USD)
+	}
+	s.stop(t)
+	s = startServe(t, home, env)
+	var again spent
+	if getJSON(t, s.url+"/api/budget", &again); math.Abs(again.USD-0.005) > 1e-9 || len(again.Open) != 0 {
+		t.Errorf("after a second restart: %+v, want $0.005 and nothing open", again)
+	}
+	s.stop(t)
+}

@@ -134,7 +134,17 @@ type Ledger struct {
 	caps      map[string]float64    // conversation → its cap, as last reserved
 	agentDay  map[[2]string]float64 // {agent, day} → settled + open
 	globalDay map[string]float64
+	// pending are settlements applied here and not stored yet: the next
+	// reservation carries them (BudgetReserved.Settles), or flush stores
+	// them within flushAfter.
+	pending []events.BudgetSettled
+	flusher *time.Timer
+	closed  bool
 }
+
+// flushAfter bounds how long a settlement waits for the next reservation
+// to carry it (a turn paused on an approval makes no next call soon).
+const flushAfter = 2 * time.Second
 
 // Open folds the budget events and settles what a dead process left open.
 func Open(ctx context.Context, cfg Config) (*Ledger, error) {
@@ -173,12 +183,25 @@ func (l *Ledger) refold(ctx context.Context) error {
 		l.apply(e)
 		l.last = env.Seq
 	}
+	// What this process settled and has not stored yet still holds,
+	// unless the log settled it meanwhile (a restart took it for dead).
+	kept := l.pending[:0]
+	for _, s := range l.pending {
+		if _, ok := l.open[s.ReservationID]; ok {
+			l.apply(&s)
+			kept = append(kept, s)
+		}
+	}
+	l.pending = kept
 	return nil
 }
 
 func (l *Ledger) apply(e events.Event) {
 	switch e := e.(type) {
 	case *events.BudgetReserved:
+		for i := range e.Settles {
+			l.apply(&e.Settles[i])
+		}
 		if _, dup := l.open[e.ReservationID]; dup {
 			return
 		}
@@ -246,8 +269,12 @@ func (l *Ledger) reserve(ctx context.Context, c Charge, route string, tokens int
 		if refusal := l.check(r, caps); refusal != nil {
 			return nil, refusal
 		}
+		r.Settles = l.unstored()
 		if err := l.append(ctx, &r); err == nil {
-			return &Reservation{r}, nil
+			l.pending = nil
+			res := &Reservation{r}
+			res.Settles = nil
+			return res, nil
 		} else if !errors.Is(err, events.ErrConflict) || attempt >= 10 {
 			return nil, fmt.Errorf("budget: reserve: %w", err)
 		}
@@ -256,6 +283,25 @@ func (l *Ledger) reserve(ctx context.Context, c Charge, route string, tokens int
 			return nil, err
 		}
 	}
+}
+
+// storedOpen: the log holds id open — open here, or settled here and not
+// stored yet.
+func (l *Ledger) storedOpen(id string) bool {
+	if _, ok := l.open[id]; ok {
+		return true
+	}
+	return slices.ContainsFunc(l.pending, func(s events.BudgetSettled) bool { return s.ReservationID == id })
+}
+
+// unstored are the pending settlements whose reservation is still open in
+// the log's fold — all of them: each was applied here already, so the
+// stored reservation repeats them for the fold of every other reader.
+func (l *Ledger) unstored() []events.BudgetSettled {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	return slices.Clone(l.pending)
 }
 
 // append stores e after the last event this ledger saw and applies it.
@@ -316,6 +362,64 @@ func (l *Ledger) call(r events.BudgetReserved) string {
 // Settle replaces the reservation by the call's cost (nil: unknown, the
 // worst case stands; a failed call that reported nothing cost nothing).
 func (l *Ledger) Settle(ctx context.Context, r *Reservation, cost *float64, callErr error) error {
+	return l.settle(ctx, settlement(r, cost, callErr))
+}
+
+// SettleLater settles r at once in what this ledger decides on, and
+// stores the settlement with the next reservation (or within flushAfter):
+// for a reply whose turn goes on to another call. A crash before it is
+// stored leaves r open in the log, and the next start settles it at the
+// cost its model_called recorded — the same amount, once.
+func (l *Ledger) SettleLater(r *Reservation, cost *float64, callErr error) {
+	s := settlement(r, cost, callErr)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.open[s.ReservationID]; !ok {
+		return
+	}
+	l.apply(s)
+	l.pending = append(l.pending, *s)
+	if l.flusher == nil && !l.closed {
+		l.flusher = time.AfterFunc(flushAfter, func() {
+			if err := l.Flush(context.Background()); err != nil {
+				l.cfg.Logger.Error("budget: storing settlements failed; the next start settles them from the recorded calls", "err", err)
+			}
+		})
+	}
+}
+
+// Flush stores the settlements no reservation has carried yet. Close
+// flushes too.
+func (l *Ledger) Flush(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.flusher != nil {
+		l.flusher.Stop()
+		l.flusher = nil
+	}
+	for len(l.pending) > 0 {
+		s := l.pending[0]
+		err := l.appendSettled(ctx, &s)
+		if err != nil {
+			return fmt.Errorf("budget: settle %s: %w", s.ReservationID, err)
+		}
+		l.pending = l.pending[1:]
+	}
+	l.pending = nil
+	return nil
+}
+
+// Close stores what is pending; the ledger settles nothing later.
+func (l *Ledger) Close() error {
+	err := l.Flush(context.Background())
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	return err
+}
+
+// settlement is the budget_settled of r for a call that cost cost.
+func settlement(r *Reservation, cost *float64, callErr error) *events.BudgetSettled {
 	s := &events.BudgetSettled{ReservationID: r.ReservationID}
 	switch {
 	case cost != nil && !validCost(*cost):
@@ -327,7 +431,7 @@ func (l *Ledger) Settle(ctx context.Context, r *Reservation, cost *float64, call
 	default:
 		s.USD, s.Unknown = r.USD, true
 	}
-	return l.settle(ctx, s)
+	return s
 }
 
 // validCost is a cost a call can have: not negative, finite.
@@ -336,8 +440,17 @@ func validCost(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 func (l *Ledger) settle(ctx context.Context, s *events.BudgetSettled) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.appendSettled(ctx, s); err != nil {
+		return fmt.Errorf("budget: settle %s: %w", s.ReservationID, err)
+	}
+	return nil
+}
+
+// appendSettled stores s unless its reservation is settled already
+// (l.mu held), deciding again after another writer's append.
+func (l *Ledger) appendSettled(ctx context.Context, s *events.BudgetSettled) error {
 	for attempt := 0; ; attempt++ {
-		if _, ok := l.open[s.ReservationID]; !ok {
+		if !l.storedOpen(s.ReservationID) {
 			return nil // settled already (by a refold after a conflict)
 		}
 		err := l.append(ctx, s)
@@ -345,7 +458,7 @@ func (l *Ledger) settle(ctx context.Context, s *events.BudgetSettled) error {
 			return nil
 		}
 		if !errors.Is(err, events.ErrConflict) || attempt >= 10 {
-			return fmt.Errorf("budget: settle %s: %w", s.ReservationID, err)
+			return err
 		}
 		if err := l.refold(ctx); err != nil {
 			return err

@@ -326,3 +326,90 @@ func TestBudgetCountsToolDeclarations(t *testing.T) {
 		t.Errorf("reserved $%v with %d-token declarations, $%v without; want $%v", got, want, bare.USD, float64(want)*100/1e6)
 	}
 }
+
+// toolsModel answers every call with a tool call costing a cent, as a
+// reply of a turn that goes on.
+type toolsModel struct{}
+
+func (toolsModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{GenerationInfo: map[string]any{"CostUSD": 0.01},
+		ToolCalls: []llms.ToolCall{{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "look", Arguments: "{}"}}}}}}, nil
+}
+
+func (m toolsModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+// Issue 30 item 3: a reply that asks for tools is settled at once in what
+// the ledger decides on, and its settlement is stored with the next
+// call's reservation — one message for both (one fsync per decision);
+// what no next call carries is stored by Flush (or within two seconds).
+// A restart folds the same amounts; a crash before the settlement was
+// stored settles it from the recorded model_called, once.
+func TestBudgetSettlementRidesOnTheNextReservation(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	l := open(t, log, budget.Caps{})
+	models := l.Models(func(string) (llms.Model, error) { return toolsModel{}, nil })
+	mdl, _ := models(priced)
+	cctx := budget.WithCharge(ctx, budget.Charge{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 1})
+	if _, err := mdl.GenerateContent(cctx, hello); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() []events.Event {
+		envs, _ := log.ReadAll(ctx, events.BudgetScope.Filter(), 0)
+		var out []events.Event
+		for _, env := range envs {
+			e, _ := env.Decode()
+			out = append(out, e)
+		}
+		return out
+	}
+	if got := l.Today().GlobalUSD; math.Abs(got-0.01) > 1e-12 || l.OpenReservations() != 0 || len(stored()) != 1 {
+		t.Fatalf("after the first call: $%v, %d open, %d stored; want $0.01 settled here, 1 reservation stored", got, l.OpenReservations(), len(stored()))
+	}
+	if _, err := mdl.GenerateContent(budget.WithCharge(ctx, budget.Charge{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 2}), hello); err != nil {
+		t.Fatal(err)
+	}
+	evs := stored()
+	if len(evs) != 2 {
+		t.Fatalf("%d budget events after two calls, want 2 reservations", len(evs))
+	}
+	first, second := evs[0].(*events.BudgetReserved), evs[1].(*events.BudgetReserved)
+	if len(second.Settles) != 1 || second.Settles[0].ReservationID != first.ReservationID || second.Settles[0].USD != 0.01 {
+		t.Fatalf("the second reservation carries %+v", second.Settles)
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if evs := stored(); len(evs) != 3 || evs[2].(*events.BudgetSettled).ReservationID != second.ReservationID {
+		t.Fatalf("after Flush: %d events, want the second call's settlement last", len(evs))
+	}
+	again := open(t, log, budget.Caps{})
+	if got := again.Today().GlobalUSD; math.Abs(got-0.02) > 1e-12 || again.OpenReservations() != 0 {
+		t.Errorf("after a restart: $%v, %d open; want $0.02 and none", got, again.OpenReservations())
+	}
+
+	// A crash with a settlement pending: the restart settles it at the
+	// recorded call's cost, once.
+	_, log2 := eventstest.Start(t)
+	l2 := open(t, log2, budget.Caps{})
+	mdl2, _ := l2.Models(func(string) (llms.Model, error) { return toolsModel{}, nil })(priced)
+	mdl2.GenerateContent(cctx, hello)
+	if _, err := log2.Append(ctx, events.Conv("c1"), 0,
+		events.MustNew(&events.ConversationOpened{Agent: "coach", Channel: "web"}),
+		events.MustNew(&events.ModelCalled{RunID: "r1", Step: 1, Route: priced, Model: "test/priced", CostUSD: usd(0.01)})); err != nil {
+		t.Fatal(err)
+	}
+	// l2 is dropped unflushed (the process died).
+	for range 2 {
+		l3 := open(t, log2, budget.Caps{})
+		if got := l3.Today().GlobalUSD; math.Abs(got-0.01) > 1e-12 || l3.OpenReservations() != 0 {
+			t.Errorf("after the crash: $%v, %d open; want $0.01 and none", got, l3.OpenReservations())
+		}
+	}
+	envs, _ := log2.ReadAll(ctx, events.BudgetScope.Filter(), 0)
+	if len(envs) != 2 {
+		t.Errorf("%d budget events after the crash and two restarts, want a reservation and one settlement", len(envs))
+	}
+}

@@ -50,7 +50,11 @@ func (m *metered) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 			cost = &v
 		}
 	}
-	if err := m.l.Settle(context.WithoutCancel(ctx), r, cost, callErr); err != nil {
+	if callErr == nil && resp != nil && len(resp.Choices) > 0 && len(resp.Choices[0].ToolCalls) > 0 {
+		// The turn goes on to run the tools and call again: the next
+		// reservation stores this settlement (one fsync per decision).
+		m.l.SettleLater(r, cost, callErr)
+	} else if err := m.l.Settle(context.WithoutCancel(ctx), r, cost, callErr); err != nil {
 		m.l.cfg.Logger.Error("budget: settle failed; the reservation stands at its worst case", "reservation", r.ReservationID, "err", err)
 	}
 	return resp, callErr

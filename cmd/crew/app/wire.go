@@ -184,6 +184,9 @@ func (w *wiring) callable(r llm.Route) error {
 // close stops what the wiring holds: teams, background commands, the
 // browsers and the MCP sessions.
 func (w *wiring) close() {
+	if w.Ledger != nil {
+		w.Ledger.Close() // stores the settlements no next call carried
+	}
 	w.Teams.Close()
 	if w.Deps.Background != nil {
 		w.Deps.Background.Close() // kills the background commands; their ends are stored for the next start
