@@ -185,8 +185,9 @@ func modelCalled(runID string, step int, route string, resp *llms.ContentRespons
 		}
 		mc.ToolCalls = append(mc.ToolCalls, events.ToolCallRequest{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: args})
 	}
-	mc.InputTokens, mc.OutputTokens, mc.CostUSD = llm.Usage(ch.GenerationInfo)
-	mc.CachedInputTokens, mc.CacheWriteTokens, mc.CacheSavedUSD = llm.CacheUsage(ch.GenerationInfo)
+	u := llm.ReplyOf(resp)
+	mc.InputTokens, mc.OutputTokens, mc.CostUSD = u.Usage.Input, u.Usage.Output, u.CostUSD
+	mc.CachedInputTokens, mc.CacheWriteTokens, mc.CacheSavedUSD = u.Usage.CachedInput, u.Usage.CacheWrite, u.Usage.CacheSavedUSD
 	return mc
 }
 

@@ -64,10 +64,9 @@ func AskUsage(ctx context.Context, models func(route string) (llms.Model, error)
 			fail(r, errors.New("empty reply"))
 			continue
 		}
-		ch := resp.Choices[0]
-		a := Answer{Text: ch.Content, Route: r, Latency: time.Since(start)}
-		a.InputTokens, a.OutputTokens, a.CostUSD = Usage(ch.GenerationInfo)
-		return a, nil
+		rep := replyOf(resp)
+		return Answer{Text: rep.Text, Route: r, Latency: time.Since(start),
+			InputTokens: rep.Usage.Input, OutputTokens: rep.Usage.Output, CostUSD: rep.CostUSD}, nil
 	}
 	if len(routes) == 0 {
 		failures = append(failures, "the agent has no routes")
@@ -82,35 +81,3 @@ func firstLine(s string) string {
 	return s
 }
 
-// Usage reads a reply's token counts and reported cost from its
-// GenerationInfo; cost is nil when the provider reported none.
-func Usage(gi map[string]any) (inputTokens, outputTokens int, cost *float64) {
-	if c, ok := gi["CostUSD"].(float64); ok {
-		cost = &c
-	}
-	return intOf(gi["PromptTokens"]), intOf(gi["CompletionTokens"]), cost
-}
-
-// CacheUsage is what GenerationInfo says of the prompt cache: tokens read
-// from it and written to it, and what that saved at the catalog's price
-// (nil: nothing cached, or no price known).
-func CacheUsage(gi map[string]any) (cached, written int, saved *float64) {
-	if v, ok := gi["CacheSavedUSD"].(float64); ok {
-		saved = &v
-	}
-	return intOf(gi["CachedInputTokens"]), intOf(gi["CacheWriteTokens"]), saved
-}
-
-// intOf reads a token count from GenerationInfo, whatever number type the
-// provider put there.
-func intOf(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
-	}
-	return 0
-}

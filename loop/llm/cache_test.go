@@ -36,8 +36,8 @@ func TestCacheBreakpointsAndCachedUsage(t *testing.T) {
 			t.Errorf("message %d: cache_control %v, want %v (%v)", i, marked, want, msg)
 		}
 	}
-	cached, written, saved := llm.CacheUsage(choice(t, resp).GenerationInfo)
-	_, _, cost := llm.Usage(choice(t, resp).GenerationInfo)
+	rep := llm.ReplyOf(resp)
+	cached, written, saved, cost := rep.Usage.CachedInput, rep.Usage.CacheWrite, rep.Usage.CacheSavedUSD, rep.CostUSD
 	// Sonnet: $3 in, $15 out, reads $0.30, writes $3.75.
 	wantCost := (100*3 + 600*0.3 + 300*3.75 + 10*15) / 1e6
 	wantSaved := (600*2.7 - 300*0.75) / 1e6

@@ -81,6 +81,11 @@ type wireUsage struct {
 	} `json:"prompt_tokens_details"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	// Reasoning models (OpenAI's, OpenRouter's) count their thinking here,
+	// inside completion_tokens.
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 // cache is the usage's cached and written prompt tokens.
@@ -110,6 +115,7 @@ type wireError struct {
 }
 
 type wireChunk struct {
+	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Choices []struct {
 		Index int `json:"index"`
@@ -127,6 +133,7 @@ type wireChunk struct {
 
 // wholeReply is a non-streamed completion.
 type wholeReply struct {
+	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
@@ -165,6 +172,7 @@ type accumulator struct {
 	finish    string
 	usage     *wireUsage
 	model     string
+	id        string // the provider's id of the generation
 	done      bool
 }
 
@@ -192,6 +200,9 @@ func (a *accumulator) event(data []byte) (bool, error) {
 	}
 	if c.Model != "" {
 		a.model = c.Model
+	}
+	if c.ID != "" {
+		a.id = c.ID
 	}
 	if c.Usage != nil {
 		a.usage = c.Usage
@@ -238,7 +249,7 @@ func (a *accumulator) whole(b []byte) error {
 		}
 		a.addTool(td)
 	}
-	a.model, a.usage, a.finish, a.done = r.Model, r.Usage, r.Choices[0].FinishReason, true
+	a.model, a.id, a.usage, a.finish, a.done = r.Model, r.ID, r.Usage, r.Choices[0].FinishReason, true
 	return nil
 }
 
@@ -372,34 +383,41 @@ func (a *accumulator) response(price *Price) *llms.ContentResponse {
 	if len(ch.ToolCalls) > 0 {
 		ch.FuncCall = ch.ToolCalls[0].FunctionCall
 	}
+	gi := ch.GenerationInfo
 	if a.model != "" {
-		ch.GenerationInfo["Model"] = a.model
+		gi[infoModel] = a.model
+	}
+	if a.id != "" {
+		gi[infoRequestID] = a.id
 	}
 	if u := a.usage; u != nil {
-		ch.GenerationInfo["PromptTokens"] = u.PromptTokens
-		ch.GenerationInfo["CompletionTokens"] = u.CompletionTokens
+		gi[infoInput] = u.PromptTokens
+		gi[infoOutput] = u.CompletionTokens
 		total := u.TotalTokens
 		if total == 0 {
 			total = u.PromptTokens + u.CompletionTokens
 		}
-		ch.GenerationInfo["TotalTokens"] = total
+		gi[infoTotal] = total
+		if d := u.CompletionTokensDetails; d != nil && d.ReasoningTokens > 0 {
+			gi[infoReasoning] = d.ReasoningTokens
+		}
 		cached, written := u.cache()
 		if cached > 0 || written > 0 {
-			ch.GenerationInfo["CachedInputTokens"] = cached
-			ch.GenerationInfo["CacheWriteTokens"] = written
+			gi[infoCached] = cached
+			gi[infoCacheWrite] = written
 		}
 		var cost, saved float64
 		if price != nil {
 			cost, saved = price.CachedCost(u.PromptTokens, cached, written, u.CompletionTokens)
 			if cached > 0 || written > 0 {
-				ch.GenerationInfo["CacheSavedUSD"] = saved
+				gi[infoCacheSaved] = saved
 			}
 		}
 		switch {
 		case u.Cost != nil: // what the provider billed is the cost
-			ch.GenerationInfo["CostUSD"] = *u.Cost
+			gi[infoCost] = *u.Cost
 		case price != nil:
-			ch.GenerationInfo["CostUSD"] = cost
+			gi[infoCost] = cost
 		}
 	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}
