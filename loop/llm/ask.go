@@ -80,4 +80,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-
