@@ -11,20 +11,21 @@ import (
 
 // publish publishes one event, asking again while the stream has no
 // leader to answer (a cluster electing a new one after a server died
-// takes a few hundred milliseconds, R-ES-8). Every event carries its id
-// as Nats-Msg-Id, so a try that was stored but not acknowledged is
-// answered as a duplicate with its sequence, never stored twice.
+// takes a few hundred milliseconds, R-ES-8). A try that was stored but
+// not acknowledged is answered with its sequence, never stored twice:
 //
-// The expected-sequence check comes before the server's duplicate check,
-// so a try after a stored one is refused as a conflict: publish then
-// looks at the subject's last message, and if it is this event (same id),
-// it was stored and that is the answer.
+//   - an unchecked append carries its id as Nats-Msg-Id, and the server
+//     answers a retry within DuplicateWindow as a duplicate;
+//   - a checked append (an expected last sequence) is refused as a
+//     conflict once its first try was stored: publish then looks at the
+//     subject's last message, and if it is this event (same id in its
+//     header or its body), it was stored and that is the answer.
 func (l *Log) publish(ctx context.Context, subject, id string, body []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(publishPatience)
 	for {
 		ack, err := l.js.Publish(ctx, subject, body, opts...)
 		if err != nil && isWrongLastSequence(err) {
-			if msg, gerr := l.stream.GetLastMsgForSubject(ctx, subject); gerr == nil && msg.Header.Get(jetstream.MsgIDHeader) == id {
+			if msg, gerr := l.stream.GetLastMsgForSubject(ctx, subject); gerr == nil && storedID(msg) == id {
 				return &jetstream.PubAck{Stream: StreamName, Sequence: msg.Sequence, Duplicate: true}, nil
 			}
 		}
@@ -46,4 +47,17 @@ const publishPatience = 15 * time.Second
 func noLeader(err error) bool {
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// storedID is the event id of a stored message: its Nats-Msg-Id, or the
+// id in its body for a checked append (which carries no header).
+func storedID(msg *jetstream.RawStreamMsg) string {
+	if id := msg.Header.Get(jetstream.MsgIDHeader); id != "" {
+		return id
+	}
+	env, err := decode(msg.Subject, msg.Sequence, msg.Data)
+	if err != nil {
+		return ""
+	}
+	return env.ID
 }

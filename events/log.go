@@ -155,6 +155,11 @@ func cannotReplicate(err error) bool {
 	return false
 }
 
+// DuplicateWindow is how long the server remembers the id of an
+// unchecked append, so a retry of a stored one is answered with its
+// sequence and stores nothing.
+const DuplicateWindow = 30 * time.Second
+
 // StreamConfig is the configuration of the CREW stream.
 func StreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
@@ -164,7 +169,10 @@ func StreamConfig() jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
-		Duplicates:  2 * time.Minute,
+		// The window only unchecked appends use (appendEach); it covers
+		// publish's patience with room to spare. The server rebuilds it
+		// at each start by reading every message stored within it.
+		Duplicates: DuplicateWindow,
 		// The log is the audit trail: single events are never deleted.
 		DenyDelete:  true,
 		AllowDirect: true,
@@ -214,9 +222,17 @@ func (l *Log) appendEach(ctx context.Context, scope Scope, expect uint64, envs [
 		if max := l.js.Conn().MaxPayload() - appendHeadroom; max > 0 && int64(len(body)) > max {
 			return out, fmt.Errorf("append %s: %w: %d bytes encoded, the log takes at most %d", subject, ErrTooLarge, len(body), max)
 		}
-		opts := []jetstream.PublishOpt{jetstream.WithMsgID(env.ID)}
+		// A checked append is made safe to retry by its expectation: a
+		// retry of a stored one is refused as a conflict and recognised by
+		// its id (publish). Only an unchecked append asks the server's
+		// duplicate window: every message id the server holds there is
+		// rebuilt into memory at each start (docs/performance.md), so
+		// checked appends, nearly all of them, carry none.
+		var opts []jetstream.PublishOpt
 		if expect != Any {
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expect, scope.Filter()))
+		} else {
+			opts = append(opts, jetstream.WithMsgID(env.ID))
 		}
 		ack, err := l.publish(ctx, subject, env.ID, body, opts...)
 		if err != nil {

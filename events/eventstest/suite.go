@@ -210,36 +210,41 @@ func testAny(t *testing.T, log Log) {
 }
 
 func testDedupe(t *testing.T, log Log) {
-	c := events.Conv("c1")
-	env := note("once")
-	first := mustAppend(t, log, c, 0, env)
-	// A retry of the same message (same id) is answered with the original
-	// sequence and stores nothing.
-	for _, expect := range []uint64{events.Any, first[0].Seq} {
-		again, err := log.Append(t.Context(), c, expect, env)
-		if err != nil {
-			t.Fatalf("retry with expect %d: %v", expect, err)
-		}
-		if len(again) != 1 || again[0].Seq != first[0].Seq {
-			t.Errorf("retry with expect %d = %v, want the original sequence %d", expect, seqs(again), first[0].Seq)
-		}
+	// An unchecked append retried (same id) is answered with the original
+	// sequence and stores nothing: the server's duplicate window.
+	j := events.Job("j1")
+	once := note("once")
+	first := mustAppend(t, log, j, events.Any, once)
+	if again := mustAppend(t, log, j, events.Any, once); len(again) != 1 || again[0].Seq != first[0].Seq {
+		t.Errorf("unchecked retry = %v, want the original sequence %d", seqs(again), first[0].Seq)
 	}
-	// The expectation is checked first: a stale one is a conflict even for
-	// a duplicate.
-	b := mustAppend(t, log, c, first[0].Seq, note("b"))
-	if _, err := log.Append(t.Context(), c, first[0].Seq, env); !errors.Is(err, events.ErrConflict) {
-		t.Errorf("duplicate with a stale expectation: err = %v, want ErrConflict", err)
+	// A checked append retried with its own expectation, as after a try
+	// stored but not acknowledged: recognised, nothing stored.
+	c := events.Conv("c1")
+	env := note("checked")
+	stored := mustAppend(t, log, c, 0, env)
+	if again := mustAppend(t, log, c, 0, env); len(again) != 1 || again[0].Seq != stored[0].Seq {
+		t.Errorf("checked retry = %v, want the original sequence %d", seqs(again), stored[0].Seq)
+	}
+	// The expectation is checked first: once another event followed, the
+	// retry is a conflict.
+	b := mustAppend(t, log, c, stored[0].Seq, note("b"))
+	if _, err := log.Append(t.Context(), c, 0, env); !errors.Is(err, events.ErrConflict) {
+		t.Errorf("retry after another event: err = %v, want ErrConflict", err)
 	}
 	// A retry of a batch whose first part was stored stores the rest once,
-	// the duplicate carrying the expectation on.
+	// the recognised part carrying the expectation on.
 	third := note("c")
-	stored := mustAppend(t, log, c, b[0].Seq, third)
-	rest := mustAppend(t, log, c, stored[0].Seq, third, note("d"))
-	if len(rest) != 2 || rest[0].Seq != stored[0].Seq || rest[1].Seq <= rest[0].Seq {
-		t.Errorf("batch retry = %v, want [%d, a new one]", seqs(rest), stored[0].Seq)
+	part := mustAppend(t, log, c, b[0].Seq, third)
+	rest := mustAppend(t, log, c, b[0].Seq, third, note("d"))
+	if len(rest) != 2 || rest[0].Seq != part[0].Seq || rest[1].Seq <= rest[0].Seq {
+		t.Errorf("batch retry = %v, want [%d, a new one]", seqs(rest), part[0].Seq)
 	}
-	if got := texts(t, readAll(t, log, c.Filter(), 0)); !slices.Equal(got, []string{"once", "b", "c", "d"}) {
-		t.Errorf("log = %v, want [once b c d]", got)
+	if got := texts(t, readAll(t, log, c.Filter(), 0)); !slices.Equal(got, []string{"checked", "b", "c", "d"}) {
+		t.Errorf("conversation = %v, want [checked b c d]", got)
+	}
+	if got := texts(t, readAll(t, log, j.Filter(), 0)); !slices.Equal(got, []string{"once"}) {
+		t.Errorf("job = %v, want [once]", got)
 	}
 }
 
