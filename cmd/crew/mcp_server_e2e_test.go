@@ -44,9 +44,9 @@ func TestCrewAsMCPServerThroughServe(t *testing.T) {
 	defer s.stop(t)
 	env, err := home.ReadEnvFile(filepath.Join(h, "env"))
 	must(t, err)
-	token := env[home.MCPTokenVar]
+	token := env[home.AuthTokenVar]
 	if len(token) < 32 || !strings.Contains(s.stdout.String(), s.url+"/mcp") {
-		t.Fatalf("no %s in the env file (%d chars) or no /mcp line in serve's output:\n%s", home.MCPTokenVar, len(token), s.stdout)
+		t.Fatalf("no %s in the env file (%d chars) or no /mcp line in serve's output:\n%s", home.AuthTokenVar, len(token), s.stdout)
 	}
 	// The web UI on loopback stays open; /mcp never is.
 	if code := getJSON(t, s.url+"/api/conversations", &[]any{}); code != 200 {
@@ -213,7 +213,7 @@ func TestCrewAsMCPServerWithTheInspectorCLI(t *testing.T) {
 		}
 		return string(out)
 	}
-	out := inspect(s.url+"/mcp", "--transport", "http", "--header", "Authorization: Bearer "+env[home.MCPTokenVar], "--method", "tools/list")
+	out := inspect(s.url+"/mcp", "--transport", "http", "--header", "Authorization: Bearer "+env[home.AuthTokenVar], "--method", "tools/list")
 	if !strings.Contains(out, `"crew_send"`) || !strings.Contains(out, `"crew_read"`) {
 		t.Errorf("tools/list over HTTP:\n%s", out)
 	}

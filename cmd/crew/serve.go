@@ -117,11 +117,8 @@ func announce(ctx context.Context, env *cliEnv, a *app.App, url string, took tim
 	if generated {
 		fmt.Fprintln(env.stdout, a.Home.LoginHint(addr, a.Listener.Addr()))
 	}
-	if _, source := a.Home.AuthToken(env.getenv); source == "" {
-		fmt.Fprintf(env.stdout, "MCP: %s/mcp (Authorization: Bearer $%s of %s), or crew mcp serve on stdio\n", url, home.MCPTokenVar, filepath.Join(a.Dir, "env"))
-	} else {
-		fmt.Fprintf(env.stdout, "MCP: %s/mcp (Authorization: Bearer <the auth token>), or crew mcp serve on stdio\n", url)
-	}
+	_, source := a.Home.AuthToken(env.getenv)
+	fmt.Fprintf(env.stdout, "MCP: %s/mcp (Authorization: Bearer <the auth token: %s>), or crew mcp serve on stdio\n", url, source)
 	if d := a.Describe(ctx); d != "" {
 		fmt.Fprintln(env.stdout, d)
 	}

@@ -136,7 +136,7 @@ func (a *App) Web(base web.Config) web.Config {
 	if token, err := a.Home.MCPToken(a.opts.Getenv, true); err != nil {
 		a.log.Warn("/mcp left out: no bearer token", "err", err)
 	} else {
-		a.opts.Secrets.Add(home.MCPTokenVar, token)
+		a.opts.Secrets.Add(home.AuthTokenVar, token)
 		c.MCPEndpoint = mcpserver.Handler(mcpserver.Config{Log: a.Log(), DB: db, Convs: a.Convs, Inbound: a.Inbound, Stops: a.Stops, WaitFor: a.Runner.WaitFor, Home: a.Dir,
 			Version: home.CrewVersion(), Logger: a.log.With("component", "mcpserver")}, token)
 	}

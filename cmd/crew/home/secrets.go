@@ -1,6 +1,9 @@
 package home
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,10 +110,13 @@ func (h *Home) AuthToken(getenv func(string) string) (token, source string) {
 	return "", ""
 }
 
-// ServeAuth settles the token for a server listening on addr: a token set
-// anywhere must be strong; a non-loopback address without one gets a
-// generated CREW_AUTH_TOKEN in <home>/env (generated true); web.hosts
-// needs a token. A generated token is added to r.
+// ServeAuth settles the web UI's and API's token for a server listening
+// on addr: a token set anywhere must be strong; a non-loopback address
+// without one gets a generated CREW_AUTH_TOKEN in <home>/env (generated
+// true); web.hosts needs a token. A generated token is added to r. The
+// CREW_AUTH_TOKEN serve made for /mcp (MCPToken) is no web token on a
+// loopback listen without web.hosts: "" is returned, and the loopback UI
+// asks no login as before.
 func (h *Home) ServeAuth(r *events.Redactor, addr string, getenv func(string) string) (token string, generated bool, err error) {
 	loopback, err := IsLoopback(addr)
 	if err != nil {
@@ -133,6 +139,10 @@ func (h *Home) ServeAuth(r *events.Redactor, addr string, getenv func(string) st
 		h.Env[AuthTokenVar] = token
 		r.Add(AuthTokenVar, token)
 		generated = true
+	}
+	if token != "" && loopback && len(h.Config.Web.Hosts) == 0 && h.madeForMCP(token) {
+		r.Add(AuthTokenVar, token)
+		token = "" // made for /mcp: the loopback web UI stays without login
 	}
 	if token == "" && len(h.Config.Web.Hosts) > 0 {
 		return "", false, fmt.Errorf("web.hosts in %s names %v, but no auth token is set: other names need one (CREW_AUTH_TOKEN in %s; crew serve --listen on a non-loopback address generates it)",
@@ -161,22 +171,53 @@ func (h *Home) checkConfigMode() error {
 		cfg, strings.Join(holds, ", "), fi.Mode().Perm(), cfg, filepath.Join(h.Dir, "env"))
 }
 
-// MCPTokenVar is /mcp's bearer token on a server without an auth token
-// (a loopback listen): /mcp always needs one, the web UI on loopback not.
-const MCPTokenVar = "CREW_MCP_TOKEN"
+// mcpTokenMark is where serve notes which CREW_AUTH_TOKEN it generated
+// for /mcp (a SHA-256 of it, never the token): that one token does not by
+// itself turn on login for a loopback web UI, as a token the owner set
+// does.
+const mcpTokenMark = "data/auth-token-for-mcp"
 
-// MCPToken is the bearer token /mcp requires: the home's auth token when
-// it has one, else CREW_MCP_TOKEN of <home>/env, generated when missing
+// legacyMCPTokenVar is the /mcp token of homes served before /mcp took
+// CREW_AUTH_TOKEN; its value becomes CREW_AUTH_TOKEN, so clients set up
+// with it go on working.
+const legacyMCPTokenVar = "CREW_MCP_TOKEN"
+
+// MCPToken is the bearer token /mcp requires, always, loopback too: the
+// home's auth token (CREW_AUTH_TOKEN, auth_token of config.yaml), else a
+// CREW_AUTH_TOKEN generated into <home>/env and marked as made for /mcp
 // (create false: only read it, "" when there is none).
 func (h *Home) MCPToken(getenv func(string) string, create bool) (string, error) {
-	if t, _ := h.AuthToken(getenv); t != "" {
+	if t, _ := h.AuthToken(getenv); t != "" || !create {
 		return t, nil
 	}
-	if t := h.Getenv(MCPTokenVar, getenv); t != "" || !create {
-		return t, nil
+	v := h.Getenv(legacyMCPTokenVar, getenv)
+	if web.CheckToken(v) != nil {
+		v = web.GenerateToken()
 	}
-	t, _, err := EnsureEnvSecret(h.Dir, MCPTokenVar, "the bearer token of /mcp, the crew as an MCP server (crew mcp serve reads it)", NewSecret)
+	if err := os.MkdirAll(filepath.Join(h.Dir, "data"), 0o700); err != nil {
+		return "", err
+	}
+	if err := WriteFileAtomic(filepath.Join(h.Dir, mcpTokenMark), []byte(tokenMark(v)+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	t, _, err := EnsureEnvSecret(h.Dir, AuthTokenVar, "auth token: the bearer token of /mcp (crew mcp serve reads it), and of the web UI and API off loopback; crew serve made it for /mcp, so on a loopback listen the web UI asks no login (set a value of your own to make it ask)", func() string { return v })
+	if err == nil {
+		h.Env[AuthTokenVar] = t
+	}
 	return t, err
+}
+
+// tokenMark is what mcpTokenMark holds for token t.
+func tokenMark(t string) string {
+	sum := sha256.Sum256([]byte(t))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// madeForMCP: token is the CREW_AUTH_TOKEN serve generated for /mcp, not
+// one the owner set.
+func (h *Home) madeForMCP(token string) bool {
+	b, err := os.ReadFile(filepath.Join(h.Dir, mcpTokenMark))
+	return err == nil && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(string(b))), []byte(tokenMark(token))) == 1
 }
 
 // ServerClient asks the server that holds the store of the home at dir
@@ -199,6 +240,8 @@ func (h *Home) WebTrust(getenv func(string) string) []string {
 		hosts += ", " + strings.Join(h.Config.Web.Hosts, ", ")
 	}
 	switch {
+	case token != "" && loopback && len(h.Config.Web.Hosts) == 0 && h.madeForMCP(token):
+		lines = append(lines, fmt.Sprintf("web: loopback only, no login (%s was made by crew serve for /mcp, which always needs it); answers to %s", source, hosts))
 	case token != "":
 		state := "ok"
 		if err := web.CheckToken(token); err != nil {

@@ -193,3 +193,73 @@ func TestMCPHeaderFromProcessEnvIsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// R-X-15: /mcp always needs the home's CREW_AUTH_TOKEN; a loopback home
+// without one gets it generated into <home>/env. That generated token
+// does not by itself turn on login for the loopback web UI (serve after
+// serve); a token the owner sets does, and off loopback or with web.hosts
+// the generated one guards the web UI too. A home served with the older
+// CREW_MCP_TOKEN keeps its value.
+func TestMCPTokenIsAGeneratedAuthTokenThatLeavesLoopbackWebOpen(t *testing.T) {
+	h := authHome(t, "", "")
+	tok, err := h.MCPToken(noEnv, true)
+	if err != nil || web.CheckToken(tok) != nil {
+		t.Fatalf("MCPToken = %q, %v", tok, err)
+	}
+	vars, _ := ReadEnvFile(filepath.Join(h.Dir, "env"))
+	if vars[AuthTokenVar] != tok {
+		t.Fatalf("env holds %s=%q, want the /mcp token", AuthTokenVar, vars[AuthTokenVar])
+	}
+	mark, _ := os.ReadFile(filepath.Join(h.Dir, mcpTokenMark))
+	if strings.Contains(string(mark), tok) {
+		t.Fatal("the mark holds the token itself")
+	}
+	for i := range 2 { // the next serves read it back from the env file
+		h2, err := Load(h.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := h2.MCPToken(noEnv, true); again != tok {
+			t.Fatalf("serve %d: /mcp token changed", i+2)
+		}
+		r := events.NewRedactor()
+		if wt, gen, err := h2.ServeAuth(r, "127.0.0.1:7420", noEnv); wt != "" || gen || err != nil {
+			t.Fatalf("serve %d on loopback: web token %q %v %v, want none (no login)", i+2, wt, gen, err)
+		}
+		if r.String(tok) == tok {
+			t.Error("the redactor does not know the /mcp token")
+		}
+		if wt, _, _ := h2.ServeAuth(events.NewRedactor(), "0.0.0.0:7420", noEnv); wt != tok {
+			t.Errorf("off loopback: web token %q, want the generated one", wt)
+		}
+		if line := strings.Join(h2.WebTrust(noEnv), "\n"); !strings.Contains(line, "no login") || strings.Contains(line, tok) {
+			t.Errorf("doctor: %s", line)
+		}
+	}
+	hosts := authHome(t, "web:\n  hosts: [crew.example.com]", "")
+	ht, _ := hosts.MCPToken(noEnv, true)
+	if wt, _, err := hosts.ServeAuth(events.NewRedactor(), "127.0.0.1:7420", noEnv); wt != ht || err != nil {
+		t.Errorf("web.hosts: web token %q %v, want the generated one", wt, err)
+	}
+	own := web.GenerateToken()
+	set := authHome(t, "", AuthTokenVar+"="+own)
+	if mt, _ := set.MCPToken(noEnv, true); mt != own {
+		t.Errorf("owner's token: /mcp uses %q", mt)
+	}
+	if wt, _, _ := set.ServeAuth(events.NewRedactor(), "127.0.0.1:7420", noEnv); wt != own {
+		t.Errorf("owner's token on loopback: web token %q, want it (login on)", wt)
+	}
+	// Even after the mark exists for another value.
+	os.WriteFile(filepath.Join(set.Dir, mcpTokenMark), []byte(tokenMark(tok)+"\n"), 0o600)
+	if wt, _, _ := set.ServeAuth(events.NewRedactor(), "127.0.0.1:7420", noEnv); wt != own {
+		t.Errorf("owner's token with a stale mark: web token %q", wt)
+	}
+	legacy := web.GenerateToken()
+	old := authHome(t, "", legacyMCPTokenVar+"="+legacy)
+	if mt, _ := old.MCPToken(noEnv, true); mt != legacy {
+		t.Errorf("a home with %s: /mcp token %q, want its value kept", legacyMCPTokenVar, mt)
+	}
+	if wt, _, _ := old.ServeAuth(events.NewRedactor(), "127.0.0.1:7420", noEnv); wt != "" {
+		t.Errorf("a migrated token turned on login on loopback")
+	}
+}
