@@ -58,8 +58,7 @@ func (h *harness) startClaimingWorker(lt *leaseTable, who string) *loop.Worker {
 	h.t.Helper()
 	w, err := loop.StartWorker(h.t.Context(), loop.WorkerConfig{
 		Log: h.log, Convs: loop.NewConvs(h.log, nil), Deps: h.deps, SweepEvery: -1,
-		Agents: func(id string) (loop.Agent, bool) { return h.agent, id == h.agent.ID },
-		Claim:  lt.claimer(who),
+		Claim: lt.claimer(who),
 	})
 	if err != nil {
 		h.t.Fatal(err)

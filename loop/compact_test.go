@@ -82,7 +82,7 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	h.agent.Tools = append(h.agent.Tools, "look", "tool_output_read")
 	h.deps.Models = func(string) (llms.Model, error) { return m, nil }
 	window, out := 8000, 1000
-	h.deps.Spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
+	h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
 	reg, err := tools.New(append(loop.Tools(), &numbered{}, tools.ToolOutputRead{})...)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestCompactionSnipArchivesOldMiddle(t *testing.T) {
 	reg, _ := tools.New(append(loop.Tools(), &numbered{})...)
 	h.deps.Tools = reg
 	window := 10_000_000
-	h.deps.Spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window}}).Lookup
+	h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window}}).Lookup
 	for i := range 202 {
 		h.send(fmt.Sprintf("tra cứu %d", i))
 		h.turn()

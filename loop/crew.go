@@ -7,12 +7,51 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
+
+// Crew is the running crew as turns, the worker, the tools and the
+// gateways look an agent up: the App's crew, which reloads from its files
+// (a reloaded crew answers from the next call on), or a test's Agents. It
+// is the one seam for "which agents are there, and how is each set up".
+type Crew interface {
+	// Agent is agent id as the crew has it now; false: no such agent.
+	Agent(id string) (Agent, bool)
+	// Roster is the crew, one line per agent, for the system prompt
+	// (Roster); asked at every step.
+	Roster() string
+	// Spec is what a route's model can do (config.yaml models: over the
+	// built-in defaults).
+	Spec(route string) llm.ModelSpec
+}
+
+// Agents is a fixed crew: these agents by id, an empty roster and the
+// built-in model specs.
+type Agents map[string]Agent
+
+// Agent is agent id.
+func (c Agents) Agent(id string) (Agent, bool) { a, ok := c[id]; return a, ok }
+
+// Roster is empty: a fixed crew's prompt names nobody.
+func (Agents) Roster() string { return "" }
+
+// Spec is the built-in spec of route.
+func (Agents) Spec(route string) llm.ModelSpec { return (*llm.Catalog)(nil).Lookup(route) }
+
+// ChannelApprovalTTL is the approval lifetime agent a sets for channel
+// alone (telegram: approval_ttl_seconds, on a Telegram chat), or 0: its
+// ApprovalTTL holds. A new conversation on channel keeps it.
+func (a Agent) ChannelApprovalTTL(channel string) time.Duration {
+	if strings.HasPrefix(channel, "telegram") {
+		return a.TelegramApprovalTTL
+	}
+	return 0
+}
 
 // Roster is the crew as every agent's system prompt shows it: one line per
 // agent with the facts read from the running crew (R-CTX-1), its skills

@@ -137,7 +137,7 @@ type delegateArgs struct {
 
 // refuseDelegation says why a new delegate call may not run, or "".
 func (t *Turn) refuseDelegation(st *State, agentID string) string {
-	if t.deps.Convs == nil || t.deps.Agents == nil || t.deps.Kick == nil {
+	if t.deps.Convs == nil || t.deps.Crew == nil || t.deps.Kick == nil {
 		return "Not run: delegation is not available here. Do the task yourself."
 	}
 	if st.ParentConversation != "" || st.RootID != "" {
@@ -147,7 +147,7 @@ func (t *Turn) refuseDelegation(st *State, agentID string) string {
 	if len(t.agent.Delegates) > 0 {
 		whom = "You may delegate to: " + strings.Join(t.agent.Delegates, ", ") + "."
 	}
-	switch _, known := t.deps.Agents(agentID); {
+	switch _, known := t.deps.Crew.Agent(agentID); {
 	case agentID == t.agent.ID:
 		return fmt.Sprintf("Not run: you cannot delegate to yourself (%s). %s", agentID, whom)
 	case len(t.agent.Delegates) > 0 && !slices.Contains(t.agent.Delegates, agentID):
@@ -184,7 +184,7 @@ func (t *Turn) openChild(ctx context.Context, runID, callID string, args delegat
 		// The child may spend what the parent has left, and no more than
 		// its own cap.
 		own := 0.0
-		if a, ok := t.deps.Agents(args.Agent); ok {
+		if a, ok := t.deps.Crew.Agent(args.Agent); ok {
 			own = a.CostCapUSD
 		}
 		capUSD := own

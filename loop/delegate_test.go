@@ -84,12 +84,17 @@ func (c *crew) model(agent string) *fakeModel {
 
 // start starts a worker (a fresh process: new writers, cold state) whose
 // recovery scan finds recover.
+func (c *crew) withCrew() loop.Deps {
+	d := c.deps
+	d.Crew = loop.Agents(c.agents)
+	return d
+}
+
 func (c *crew) start(recover ...string) {
 	c.t.Helper()
 	c.convs = loop.NewConvs(c.log, nil)
 	w, err := loop.StartWorker(c.t.Context(), loop.WorkerConfig{
-		Log: c.log, Convs: c.convs, Deps: c.deps, SweepEvery: -1,
-		Agents:  func(id string) (loop.Agent, bool) { a, ok := c.agents[id]; return a, ok },
+		Log: c.log, Convs: c.convs, Deps: c.withCrew(), SweepEvery: -1,
 		Recover: func(context.Context) ([]string, error) { return recover, nil },
 	})
 	if err != nil {

@@ -123,7 +123,7 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 			{calls: []events.ToolCallRequest{{ID: "c1\n" + attack, Name: "shoot", Arguments: json.RawMessage(`{}`)}}}, say("seen"),
 		}}, screenTool{})
 		h.deps.HomeDir = h.agent.Dir
-		h.deps.Spec = func(string) llm.ModelSpec {
+		h.spec = func(string) llm.ModelSpec {
 			return llm.ModelSpec{ContextWindow: 100000, MaxOutputTokens: 1000, Vision: true}
 		}
 		h.send("look at the screen")
@@ -168,7 +168,7 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 		h.agent.Tools = append(h.agent.Tools, "look")
 		h.deps.Models = func(string) (llms.Model, error) { return m, nil }
 		window, out := 6000, 1000
-		h.deps.Spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
+		h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
 		reg, err := tools.New(append(loop.Tools(), &numbered{})...)
 		if err != nil {
 			t.Fatal(err)

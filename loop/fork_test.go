@@ -33,7 +33,7 @@ func forkRecording(t *testing.T) (*harness, string, []events.Envelope) {
 	h.agent.Routes = []string{"fake:a"}
 	// fake:x has room for the whole result: only the recorded compaction
 	// can make its first request read the pointer fake:a read.
-	h.deps.Spec = func(route string) llm.ModelSpec {
+	h.spec = func(route string) llm.ModelSpec {
 		if route == "fake:x" {
 			return llm.ModelSpec{ContextWindow: 200000, MaxOutputTokens: 1000}
 		}

@@ -34,7 +34,7 @@ func TestToolImagesReachTheModelAsImageParts(t *testing.T) {
 	for _, vision := range []bool{true, false} {
 		h := newHarness(t, map[string][]reply{"fake:a": {use("shoot", `{}`), use("progress_note", `{"text":"looked"}`), say("seen")}}, screenTool{})
 		h.deps.HomeDir = h.agent.Dir // spill/ is beside it
-		h.deps.Spec = func(string) llm.ModelSpec {
+		h.spec = func(string) llm.ModelSpec {
 			return llm.ModelSpec{ContextWindow: 100000, MaxOutputTokens: 1000, Vision: vision}
 		}
 		h.send("look at the screen")

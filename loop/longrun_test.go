@@ -42,7 +42,7 @@ func windowHarness(t *testing.T, window, maxOut, readSize int, reply func(window
 	h := newHarness(t, nil, read)
 	s := newWindowServer(t, window, reply)
 	cat := llm.NewCatalog(map[string]llm.ModelOverride{"ollama:small": {ContextWindow: &window, MaxOutputTokens: &maxOut}})
-	h.deps.Spec = cat.Lookup
+	h.spec = cat.Lookup
 	h.deps.Models = windowModels(s, cat)
 	h.agent.Routes = []string{"ollama:small"}
 	h.agent.Tools = append(h.agent.Tools, "tool_output_read")

@@ -25,8 +25,8 @@ import (
 // failed).
 func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.ModelCalled, error) {
 	var roster string
-	if t.deps.Roster != nil {
-		roster = t.deps.Roster()
+	if t.deps.Crew != nil {
+		roster = t.deps.Crew.Roster()
 	}
 	var team string
 	if t.seated {
@@ -103,8 +103,8 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 
 // spec is route's model spec.
 func (t *Turn) spec(route string) llm.ModelSpec {
-	if t.deps.Spec != nil {
-		return t.deps.Spec(route)
+	if t.deps.Crew != nil {
+		return t.deps.Crew.Spec(route)
 	}
 	return (*llm.Catalog)(nil).Lookup(route)
 }

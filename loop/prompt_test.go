@@ -64,7 +64,7 @@ func TestSystemPromptByteIdenticalAcrossSteps(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {use("look", `{"a":1}`), use("look", `{"a":2}`), say("done")}}, tool)
 	h.deps.HomeDir = t.TempDir()
 	write(t, filepath.Join(h.deps.HomeDir, "users", "owner", "USER.md"), "The owner runs in the morning.")
-	h.deps.Roster = func() string { return "- Assistant (master): answers first" }
+	h.roster = "- Assistant (master): answers first"
 	h.send("go")
 	h.turn()
 	seen := h.models["fake:a"].seen

@@ -22,7 +22,6 @@ func (h *harness) startWorker(retry func(n int) time.Duration) *loop.Worker {
 	h.convs = loop.NewConvs(h.log, nil)
 	w, err := loop.StartWorker(h.t.Context(), loop.WorkerConfig{
 		Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1, RetryDelay: retry,
-		Agents:  func(id string) (loop.Agent, bool) { return h.agent, id == h.agent.ID },
 		Recover: func(context.Context) ([]string, error) { return []string{h.conv}, nil },
 	})
 	if err != nil {

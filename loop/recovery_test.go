@@ -20,7 +20,7 @@ func TestRecoveryEveryRequestSendsRouteMaxOutputTokens(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {fail(503), fail(503), fail(503), fail(503)}, "fake:b": {say("ok")}})
 	out := 777
 	cat := llm.NewCatalog(map[string]llm.ModelOverride{"fake:b": {MaxOutputTokens: &out}})
-	h.deps.Spec = cat.Lookup
+	h.spec = cat.Lookup
 	h.send("hi")
 	h.turn()
 	if got := h.models["fake:a"].maxTok; len(got) == 0 || got[0] != llm.DefaultMaxOutputTokens {

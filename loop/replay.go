@@ -300,8 +300,7 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	deps := Deps{
 		SpillDir:      base.SpillDir,
 		HomeDir:       base.HomeDir,
-		Roster:        base.Roster,
-		Spec:          base.Spec,
+		Crew:          base.Crew,
 		ScriptCommand: base.ScriptCommand,
 		Teams:         base.Teams, // the seat: a lead's prompt and tools, a member's board
 		MCP:           mcpSet,

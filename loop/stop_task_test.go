@@ -31,7 +31,6 @@ func startTaskWorker(t *testing.T, h *harness) (*loop.Worker, *loop.Background) 
 	h.deps.Background = bg
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{
 		Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1,
-		Agents:  func(id string) (loop.Agent, bool) { return h.agent, id == h.agent.ID },
 		Recover: func(context.Context) ([]string, error) { return nil, nil },
 	})
 	if err != nil {

@@ -41,7 +41,10 @@ type Agent struct {
 	CostCapUSD      float64
 	ToolOutputChars int
 	ApprovalTTL     time.Duration
-	Policy          tools.AgentPolicy
+	// TelegramApprovalTTL, when set, is the approval lifetime on a
+	// Telegram chat (ChannelApprovalTTL).
+	TelegramApprovalTTL time.Duration
+	Policy              tools.AgentPolicy
 	// Delegates are the agents this one may delegate to; empty: any other.
 	Delegates []string
 	// Name and Description are how the crew's roster shows the agent.
@@ -64,24 +67,22 @@ type Deps struct {
 	// MaxStoredOutput, 256 KiB); the rest goes to the spill file.
 	MaxStoredOutput int
 	HomeDir         string // the home: users/owner/ for the system prompt
-	// Roster is the crew, one line per agent, for the system prompt; asked
-	// at every step, so a reloaded crew shows from the next step on.
-	Roster func() string
-	NewID  func() string
+	// Crew is the crew: the delegates, the roster for the system prompt
+	// (asked at every step, so a reloaded crew shows from the next step
+	// on) and what each route's model can do; nil: no delegation, no
+	// roster, the built-in model specs.
+	Crew  Crew
+	NewID func() string
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).
 	Live func(conversation, runID string, d llm.Delta)
-	// Spec is what a route's model can do (config.yaml models: over the
-	// built-in defaults); nil knows only the defaults.
-	Spec func(route string) llm.ModelSpec
 	// Sleep waits between 429 retries (tests make it instant).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Delegation (R-DEL): Convs opens and follows the child conversation,
-	// Agents finds the delegate, Kick has the worker run the child. The
+	// Crew finds the delegate, Kick has the worker run the child. The
 	// worker fills in what is unset; without them delegate is refused.
-	Convs  *Convs
-	Agents func(id string) (Agent, bool)
-	Kick   func(conversation string)
+	Convs *Convs
+	Kick  func(conversation string)
 	// MCP is the crew's MCP servers; nil: none (R-MCP).
 	MCP MCP
 	// Teams seats a conversation on its team (R-TEAM); nil: none.

@@ -129,6 +129,19 @@ func (c *counter) ReadOnly() bool { return !c.write }
 
 func (c *counter) AskWhen(env tools.Env, args json.RawMessage) string { return c.ask }
 
+// harnessCrew is the harness's crew: its one agent as h.agent is when
+// asked, h.roster and h.spec (nil: the built-in specs).
+type harnessCrew struct{ h *harness }
+
+func (c harnessCrew) Agent(id string) (loop.Agent, bool) { return c.h.agent, id == c.h.agent.ID }
+func (c harnessCrew) Roster() string                     { return c.h.roster }
+func (c harnessCrew) Spec(route string) llm.ModelSpec {
+	if c.h.spec != nil {
+		return c.h.spec(route)
+	}
+	return loop.Agents(nil).Spec(route)
+}
+
 // harness is a conversation, its agent and its models on a real log.
 type harness struct {
 	t      *testing.T
@@ -139,6 +152,8 @@ type harness struct {
 	deps   loop.Deps
 	models map[string]*fakeModel
 	now    time.Time
+	roster string
+	spec   func(route string) llm.ModelSpec
 }
 
 func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harness {
@@ -182,6 +197,7 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 		SpillDir: filepath.Join(dir, "spill"),
 		NewID:    nuid.Next,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
+		Crew:     harnessCrew{h},
 	}
 	return h
 }

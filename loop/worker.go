@@ -28,9 +28,10 @@ var (
 
 // WorkerConfig wires a Worker.
 type WorkerConfig struct {
-	Log    *events.Log
-	Convs  *Convs
-	Agents func(id string) (Agent, bool)
+	Log   *events.Log
+	Convs *Convs
+	// Deps are the turns' edges; Deps.Crew is the crew whose agents the
+	// conversations run on.
 	Deps   Deps
 	Logger *slog.Logger
 	// Recover lists conversations that may have work after a restart (open
@@ -353,7 +354,7 @@ func (w *Worker) pass(ctx context.Context, id string) error {
 		if !needs {
 			return nil
 		}
-		agent, ok := w.cfg.Agents(agentID)
+		agent, ok := w.agent(agentID)
 		if !ok {
 			return w.failUnknownAgent(ctx, conv, agentID)
 		}
@@ -376,15 +377,20 @@ func (w *Worker) pass(ctx context.Context, id string) error {
 	return ctx.Err()
 }
 
+// agent is id as the crew has it now; false: no such agent (or no crew).
+func (w *Worker) agent(id string) (Agent, bool) {
+	if w.cfg.Deps.Crew == nil {
+		return Agent{}, false
+	}
+	return w.cfg.Deps.Crew.Agent(id)
+}
+
 // deps are the turn's edges, with what delegation needs filled in from the
 // worker: a delegate's conversation runs on a pass of its own.
 func (w *Worker) deps() Deps {
 	d := w.cfg.Deps
 	if d.Convs == nil {
 		d.Convs = w.cfg.Convs
-	}
-	if d.Agents == nil {
-		d.Agents = w.cfg.Agents
 	}
 	if d.Kick == nil {
 		d.Kick = w.Kick

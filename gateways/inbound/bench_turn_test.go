@@ -155,12 +155,12 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		agent, deps := benchAgent(b, 3), benchDeps(b, m)
 		convs := loop.NewConvs(log, nil)
 		ctx := context.Background()
-		w, err := loop.StartWorker(ctx, loop.WorkerConfig{Log: log, Convs: convs, Deps: deps,
-			Agents: func(string) (loop.Agent, bool) { return agent, true }})
+		deps.Crew = loop.Agents{"master": agent}
+		w, err := loop.StartWorker(ctx, loop.WorkerConfig{Log: log, Convs: convs, Deps: deps})
 		if err != nil {
 			b.Fatal(err)
 		}
-		in := &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", HasAgent: func(string) bool { return true },
+		in := &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", Crew: deps.Crew,
 			Location: time.UTC, Clock: time.Now}
 		b.StartTimer()
 		var wg sync.WaitGroup

@@ -44,19 +44,15 @@ const MaxQueued = 20
 
 // Inbound receives messages.
 type Inbound struct {
-	Convs    *loop.Convs
-	Kick     func(conversation string)
-	Master   string // the master agent's id
-	HasAgent func(id string) bool
+	Convs  *loop.Convs
+	Kick   func(conversation string)
+	Master string // the master agent's id
+	// Crew is the agents messages go to: a new conversation of an agent
+	// keeps its autonomy and its channel's approval lifetime, and its
+	// attachments must be in its workspace (none without one).
+	Crew     loop.Crew
 	Location *time.Location
 	Clock    func() time.Time
-	// Autonomous and ApprovalTTL are copied into a new conversation of
-	// the given agent.
-	Autonomous  func(agent string) bool
-	ApprovalTTL func(agent, channel string) int
-	// Workspace is the folder an agent's attachments must be in; nil (or
-	// "") takes no attachments.
-	Workspace func(agent string) string
 	// KitCommand reports whether text invokes one of the agent's kit
 	// commands ("/tongket …"): one sent while a turn runs is taken in at
 	// the next tool boundary, as /steer is (R-IN-3). nil: none is.
@@ -121,7 +117,7 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 	if agent == "" {
 		agent = in.Master
 	}
-	if !in.HasAgent(agent) {
+	if _, ok := in.Crew.Agent(agent); !ok {
 		return Accepted{}, fmt.Errorf("%w: %q", ErrUnknownAgent, agent)
 	}
 	id := m.ConversationID
@@ -141,7 +137,7 @@ func (in *Inbound) Receive(ctx context.Context, m Message) (Accepted, error) {
 		m.Attachments = append(slices.Clone(m.Attachments), saved...)
 		acc, err := in.receive(ctx, m, agent, id, opening, text, steer, isSteer)
 		if err != nil || acc.MessageID == "" {
-			in.removeUploads(in.Workspace(owner), saved)
+			in.removeUploads(in.workspace(owner), saved)
 		}
 		return acc, err
 	}
@@ -195,9 +191,10 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 			if !opening {
 				return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, id)
 			}
+			a, _ := in.Crew.Agent(agent)
 			evs = append(evs, &events.ConversationOpened{
 				Agent: agent, Channel: m.Channel, Day: in.Clock().In(in.Location).Format(time.DateOnly),
-				Autonomous: in.Autonomous != nil && in.Autonomous(agent), ApprovalTTLSeconds: ttl(in.ApprovalTTL, agent, m.Channel),
+				Autonomous: a.Autonomous, ApprovalTTLSeconds: int(a.ChannelApprovalTTL(m.Channel) / time.Second),
 			})
 		}
 		if st.Closed {
@@ -266,10 +263,7 @@ func (in *Inbound) checkAttachments(agent string, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	ws := ""
-	if in.Workspace != nil {
-		ws = in.Workspace(agent)
-	}
+	ws := in.workspace(agent)
 	if ws == "" {
 		return fmt.Errorf("%w: %q: this server takes no attachments for agent %s", ErrBadAttachment, paths[0], agent)
 	}
@@ -338,11 +332,10 @@ func (in *Inbound) today(ctx context.Context, daily string) (*loop.Conv, error) 
 // last one stays closed and says so.
 const maxPerDay = 100
 
-func ttl(f func(agent, channel string) int, agent, channel string) int {
-	if f == nil {
-		return 0
-	}
-	return f(agent, channel)
+// workspace is the folder agent's attachments must be in; "": none.
+func (in *Inbound) workspace(agent string) string {
+	a, _ := in.Crew.Agent(agent)
+	return a.Workspace
 }
 
 // cutSteer recognises "/steer <text>".

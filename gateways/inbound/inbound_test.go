@@ -20,7 +20,7 @@ func newInbound(t *testing.T) (*inbound.Inbound, *loop.Convs, *[]string) {
 	loc, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
 	in := &inbound.Inbound{
 		Convs: convs, Kick: func(id string) { kicked = append(kicked, id) }, Master: "master",
-		HasAgent: func(id string) bool { return id == "master" || id == "coach" },
+		Crew:     loop.Agents{"master": {ID: "master"}, "coach": {ID: "coach"}},
 		Location: loc,
 		// 23:30 UTC on the 30th is already the 1st of December in Hanoi.
 		Clock: func() time.Time { return time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC) },
@@ -293,7 +293,7 @@ func TestInboundRefusesParkedConversation(t *testing.T) {
 	_, log := eventstest.Start(t)
 	newDoor := func() *inbound.Inbound {
 		return &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master",
-			HasAgent: func(id string) bool { return id == "master" }, Location: time.UTC,
+			Crew: loop.Agents{"master": {ID: "master"}}, Location: time.UTC,
 			Clock: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
 	}
 	a, err := newDoor().Receive(ctx, inbound.Message{Text: "hi", Channel: "web"})
@@ -314,5 +314,29 @@ func TestInboundRefusesParkedConversation(t *testing.T) {
 	}
 	if last, _ := log.Last(ctx, events.Conv(a.ConversationID).Filter()); last != ack.Sequence {
 		t.Errorf("something was stored after the undecodable event")
+	}
+}
+
+// A new conversation keeps what its agent is in the crew: its autonomy,
+// and on Telegram the approval lifetime the agent sets for Telegram (no
+// other channel stores one: the agent's own holds, as reloaded).
+func TestInboundNewConversationKeepsItsAgentsAutonomyAndChannelTTL(t *testing.T) {
+	in, convs, _ := newInbound(t)
+	in.Crew = loop.Agents{"master": {ID: "master", Autonomous: true, ApprovalTTL: time.Minute, TelegramApprovalTTL: time.Hour}}
+	ctx := t.Context()
+	for ch, want := range map[string]int{"telegram:42": 3600, "web": 0} {
+		a, err := in.Receive(ctx, inbound.Message{Text: "hi", Channel: ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv, err := convs.Get(ctx, a.ConversationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv.View(func(st *loop.State) {
+			if !st.Autonomous || st.ApprovalTTL != want {
+				t.Errorf("%s: autonomous %v, approval ttl %d s; want true, %d", ch, st.Autonomous, st.ApprovalTTL, want)
+			}
+		})
 	}
 }

@@ -98,10 +98,7 @@ func (in *Inbound) ownerOf(ctx context.Context, id, agent string) (string, error
 // (never over a file already there) and returns their workspace-relative
 // paths; on an error nothing it wrote stays.
 func (in *Inbound) saveUploads(agent string, ups []Upload) ([]string, error) {
-	ws := ""
-	if in.Workspace != nil {
-		ws = in.Workspace(agent)
-	}
+	ws := in.workspace(agent)
 	if ws == "" {
 		return nil, fmt.Errorf("%w: this server takes no uploads for agent %s", ErrBadAttachment, agent)
 	}

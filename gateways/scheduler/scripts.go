@@ -12,9 +12,9 @@ import (
 // ShellScripts is Config.RunScript for a crew: it runs a script job's
 // command as its agent, in its workspace, sandboxed by its shell settings
 // like shell_run, seeing of the home at homeDir what shell_run sees.
-func ShellScripts(homeDir string, agents func(id string) (loop.Agent, bool)) func(ctx context.Context, agent, command string) (string, error) {
+func ShellScripts(homeDir string, crew loop.Crew) func(ctx context.Context, agent, command string) (string, error) {
 	return func(ctx context.Context, agentID, command string) (string, error) {
-		a, ok := agents(agentID)
+		a, ok := crew.Agent(agentID)
 		if !ok {
 			return "", fmt.Errorf("agent %q is not loaded", agentID)
 		}

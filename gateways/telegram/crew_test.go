@@ -156,10 +156,10 @@ func newCrew(t *testing.T) *crew {
 		Models: func(string) (llms.Model, error) { return scriptModel{}, nil },
 		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: t.TempDir(),
 		Sleep: func(context.Context, time.Duration) error { return nil },
+		Crew:  loop.Agents{"master": agent},
 	}
 	convs := loop.NewConvs(log, nil)
-	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: log, Convs: convs, Deps: deps,
-		Agents: func(string) (loop.Agent, bool) { return agent, true }})
+	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: log, Convs: convs, Deps: deps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +167,8 @@ func newCrew(t *testing.T) *crew {
 	buf := &syncBuffer{}
 	return &crew{
 		log: log,
-		in: &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", HasAgent: func(string) bool { return true },
-			Location: time.UTC, Clock: time.Now, Workspace: func(string) string { return dir }},
+		in: &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", Crew: deps.Crew,
+			Location: time.UTC, Clock: time.Now},
 		approver:  &approver{log: log, worker: w},
 		answerer:  &answerer{log: log, worker: w},
 		worker:    w,

@@ -33,8 +33,7 @@ func TestInboundAttachmentOutsideWorkspaceRefused(t *testing.T) {
 	os.Symlink("/etc/passwd", filepath.Join(ws, "passwd-link"))
 	os.Symlink("inbox/photo.jpg", filepath.Join(ws, "inside-link"))
 	in := &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master",
-		HasAgent: func(string) bool { return true }, Location: time.UTC, Clock: time.Now,
-		Workspace: func(string) string { return ws }}
+		Crew: loop.Agents{"master": {ID: "master", Workspace: ws}}, Location: time.UTC, Clock: time.Now}
 	srv := httptest.NewServer(web.New(web.Config{Log: log, Views: fakeViews{}, Inbound: in,
 		Health: func(context.Context) (bool, any) { return true, nil }}))
 	t.Cleanup(srv.Close)
@@ -71,7 +70,7 @@ func TestInboundAttachmentOutsideWorkspaceRefused(t *testing.T) {
 		t.Errorf("workspace files = %d %s, want 202", code, msg)
 	}
 	// Without a workspace, no attachments at all (fail closed).
-	in.Workspace = nil
+	in.Crew = loop.Agents{"master": {ID: "master"}}
 	if code, _ := post("inbox/photo.jpg"); code != http.StatusUnprocessableEntity {
 		t.Errorf("no workspace configured = %d, want 422", code)
 	}

@@ -49,7 +49,7 @@ func newSite(t *testing.T, token string) (*httptest.Server, *nopApprover) {
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	convs := loop.NewConvs(log, nil)
-	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", HasAgent: func(string) bool { return true },
+	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
 		Location: time.UTC, Clock: time.Now}
 	ap := &nopApprover{}
 	srv := httptest.NewServer(web.New(web.Config{

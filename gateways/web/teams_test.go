@@ -40,7 +40,7 @@ func TestTeamPageAndChatShowTheTeam(t *testing.T) {
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	convs := loop.NewConvs(log, nil)
-	rt := team.New(team.Config{Log: log, Convs: convs, Agents: func(id string) (loop.Agent, bool) { return loop.Agent{ID: id, Workspace: t.TempDir()}, true }})
+	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Teams: rt,
 		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now},
@@ -128,4 +128,15 @@ func TestTeamPageAndChatShowTheTeam(t *testing.T) {
 	if code, body := get("/api/teams/c1"); code != 200 || json.Unmarshal([]byte(body), &api) != nil || len(api.Tasks) != 2 {
 		t.Errorf("GET /api/teams/c1 = %d %s", code, body)
 	}
+}
+
+// anyAgent is a crew with every agent asked for, each in a workspace of
+// its own.
+type anyAgent struct {
+	loop.Agents
+	t *testing.T
+}
+
+func (c anyAgent) Agent(id string) (loop.Agent, bool) {
+	return loop.Agent{ID: id, Workspace: c.t.TempDir()}, true
 }

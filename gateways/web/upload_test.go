@@ -49,8 +49,8 @@ func newUploadSite(t *testing.T) *uploadSite {
 	os.MkdirAll(ws, 0o700)
 	workspace := func(string) string { return ws }
 	convs := loop.NewConvs(log, nil)
-	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", HasAgent: func(string) bool { return true },
-		Location: time.UTC, Clock: time.Now, Workspace: workspace}
+	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master", Workspace: ws}},
+		Location: time.UTC, Clock: time.Now}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Inbound: in, Approvals: &nopApprover{},

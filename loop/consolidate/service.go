@@ -52,10 +52,16 @@ func AgentOf(a loop.Agent) Agent {
 	return Agent{ID: a.ID, Dir: a.Dir, Routes: a.Routes, Autonomous: a.Autonomous}
 }
 
+// agent is what consolidation needs of agent id.
+func (s *Service) agent(id string) (Agent, bool) {
+	a, ok := s.cfg.Crew.Agent(id)
+	return AgentOf(a), ok
+}
+
 // Config wires a Service.
 type Config struct {
 	Log      *events.Log
-	Agents   func(id string) (Agent, bool)
+	Crew     loop.Crew // the agents whose memory is consolidated
 	Models   func(route string) (llms.Model, error)
 	Location *time.Location   // the owner's timezone; nil is UTC
 	Clock    func() time.Time // nil is time.Now
@@ -130,7 +136,7 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 	default:
 		return Proposal{}, fmt.Errorf("consolidate %s: trigger %q: want cli, api or job", agentID, trigger)
 	}
-	a, ok := s.cfg.Agents(agentID)
+	a, ok := s.agent(agentID)
 	if !ok {
 		return Proposal{}, fmt.Errorf("%w: %q is not a loaded agent", ErrUnknownAgent, agentID)
 	}
@@ -200,7 +206,7 @@ func (s *Service) ProposePersona(ctx context.Context, c tools.PersonaChange) (st
 	if c.File != events.PersonaAgents && c.File != events.PersonaSoul {
 		return "", fmt.Errorf("propose %q: only %s and %s are proposed this way", c.File, events.PersonaAgents, events.PersonaSoul)
 	}
-	if _, ok := s.cfg.Agents(c.Agent); !ok {
+	if _, ok := s.agent(c.Agent); !ok {
 		return "", fmt.Errorf("%w: %q is not a loaded agent", ErrUnknownAgent, c.Agent)
 	}
 	kind, _ := Classify(c.Old, c.New, "")
@@ -330,7 +336,7 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 			return ev, nil, nil
 		}
 		name := p.FileName()
-		a, ok := s.cfg.Agents(p.Agent)
+		a, ok := s.agent(p.Agent)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its %s cannot be written", ErrUnknownAgent, p.Agent, name)
 		}
@@ -409,7 +415,7 @@ func (s *Service) Rollback(ctx context.Context, id, channel string) (Proposal, e
 			return nil, nil, fmt.Errorf("%w: proposal %s of %s is %s; only an applied proposal can be rolled back", ErrNotApplied, id, p.Agent, strings.ReplaceAll(p.Status, "_", " "))
 		}
 		name := p.FileName()
-		a, ok := s.cfg.Agents(p.Agent)
+		a, ok := s.agent(p.Agent)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %q is not loaded, so its %s cannot be written", ErrUnknownAgent, p.Agent, name)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/schemas"
@@ -100,10 +101,20 @@ func (h *home) service() *consolidate.Service {
 	}
 	return consolidate.New(consolidate.Config{
 		Log: h.log, Models: h.models, Location: paris,
-		Clock:  func() time.Time { return now },
-		Agents: func(id string) (consolidate.Agent, bool) { a, ok := h.agents[id]; return a, ok },
+		Clock: func() time.Time { return now },
+		Crew:  crewOf(h.agents),
 	})
 }
+
+// crewOf is a crew of these consolidation agents.
+type crewOf map[string]consolidate.Agent
+
+func (c crewOf) Agent(id string) (loop.Agent, bool) {
+	a, ok := c[id]
+	return loop.Agent{ID: a.ID, Dir: a.Dir, Routes: a.Routes, Autonomous: a.Autonomous}, ok
+}
+func (crewOf) Roster() string                  { return "" }
+func (crewOf) Spec(route string) llm.ModelSpec { return loop.Agents(nil).Spec(route) }
 
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()

@@ -23,10 +23,10 @@ type LatestSummary func(agent, channel, exclude string) (s Summary, ok bool, err
 // yesterday and today, told only as far as they changed since this
 // conversation was last told (R-CTX-2). A failure to read them costs the
 // notes, never the message.
-func Opener(homeDir string, agents func(id string) (loop.Agent, bool), latest LatestSummary, loc *time.Location, clock func() time.Time, logger *slog.Logger) loop.Opener {
+func Opener(homeDir string, crew loop.Crew, latest LatestSummary, loc *time.Location, clock func() time.Time, logger *slog.Logger) loop.Opener {
 	return func(ctx context.Context, o loop.Opening) loop.Opened {
 		var out loop.Opened
-		a, ok := agents(o.Agent)
+		a, ok := crew.Agent(o.Agent)
 		if !ok {
 			return out
 		}

@@ -32,7 +32,7 @@ type Conversation struct {
 type Summarizer struct {
 	Log    *events.Log
 	Convs  *loop.Convs
-	Agents func(id string) (loop.Agent, bool)
+	Crew   loop.Crew
 	Models func(route string) (llms.Model, error)
 	// List lists the conversations the day-end sweep looks at (the
 	// conversations projection).
@@ -87,7 +87,7 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	if len(lines) == 0 || through <= summarizedThrough {
 		return "", fmt.Errorf("conversation %s: %w", id, ErrNothingToSummarize)
 	}
-	agent, ok := s.Agents(agentID)
+	agent, ok := s.Crew.Agent(agentID)
 	if !ok {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}

@@ -22,7 +22,7 @@ func TestSummarizerRefusesWithItsOwnSentinels(t *testing.T) {
 	_, log := eventstest.Start(t)
 	convs := loop.NewConvs(log, nil)
 	s := &summarize.Summarizer{Log: log, Convs: convs, Location: time.UTC, Clock: time.Now,
-		Agents: func(string) (loop.Agent, bool) { return loop.Agent{}, false }}
+		Crew: loop.Agents{}}
 
 	for _, id := range []string{"nosuch", "not an id!"} {
 		if _, err := s.Summarize(ctx, id); !errors.Is(err, summarize.ErrUnknownConversation) {
@@ -64,7 +64,7 @@ func TestSummaryRecordsItsModelCallWithPurpose(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &summarize.Summarizer{Log: log, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now,
-		Agents: func(string) (loop.Agent, bool) { return loop.Agent{ID: "master", Routes: []string{"fake:s"}}, true },
+		Crew:   loop.Agents{"master": {ID: "master", Routes: []string{"fake:s"}}},
 		Models: func(string) (llms.Model, error) { return model, nil }}
 	if _, err := log.Append(ctx, events.Conv("c1"), 0,
 		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),

@@ -168,7 +168,7 @@ func newHarness(t *testing.T, b brain) *harness {
 func (h *harness) start() {
 	t := h.t
 	h.convs = loop.NewConvs(h.log, nil)
-	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Agents: h.agent, NewID: nuid.Next})
+	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), NewID: nuid.Next})
 	reg, err := tools.New(append(tools.Builtins(), team.Tools(h.rt)...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +183,9 @@ func (h *harness) start() {
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Teams:    h.rt,
 		HomeDir:  h.home,
+		Crew:     loop.Agents(h.agents),
 	}
-	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: deps, SweepEvery: -1, Agents: h.agent,
+	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: deps, SweepEvery: -1,
 		Recover: func(context.Context) ([]string, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +200,6 @@ func (h *harness) stop() {
 	h.rt.Close()
 	h.w.Close()
 }
-
-func (h *harness) agent(id string) (loop.Agent, bool) { a, ok := h.agents[id]; return a, ok }
 
 // autonomous makes the master's conversations autonomous: gated calls run
 // unasked unless they carry an ask reason. Call before the first message.

@@ -66,7 +66,7 @@ func (p proposeTeam) Check(env tools.Env, args json.RawMessage) error {
 
 func (p proposeTeam) valid(env tools.Env, args json.RawMessage) (proposeArgs, error) {
 	var a proposeArgs
-	if p.r.cfg.Agents == nil {
+	if p.r.cfg.Crew == nil {
 		return a, refuse("Not run: teams do not run here.")
 	}
 	if err := decode("propose_team", args, &a); err != nil {
@@ -86,7 +86,7 @@ func (p proposeTeam) valid(env tools.Env, args json.RawMessage) (proposeArgs, er
 		seen[m.Name] = true
 		if m.Agent == "" {
 			a.Members[i].Agent = env.AgentID
-		} else if _, ok := p.r.cfg.Agents(m.Agent); !ok {
+		} else if _, ok := p.r.cfg.Crew.Agent(m.Agent); !ok {
 			return a, refuse("Not run: there is no agent %q in the crew for %s; use one of the crew or your own id (%s).", m.Agent, m.Name, env.AgentID)
 		}
 		if strings.TrimSpace(m.Responsibility) == "" {

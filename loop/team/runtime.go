@@ -21,9 +21,10 @@ const Channel = "team"
 
 // Config wires a Runtime.
 type Config struct {
-	Log    *events.Log
-	Convs  *loop.Convs
-	Agents func(id string) (loop.Agent, bool)
+	Log   *events.Log
+	Convs *loop.Convs
+	// Crew is the crew the teammates are agents of.
+	Crew   loop.Crew
 	NewID  func() string
 	Logger *slog.Logger
 	// Git is the git binary create_worktree runs ("git" when empty).

@@ -134,7 +134,7 @@ func (r *Runtime) leadWorkspace(team string) string {
 	}
 	var agent string
 	conv.View(func(st *loop.State) { agent = st.Agent })
-	a, ok := r.cfg.Agents(agent)
+	a, ok := r.cfg.Crew.Agent(agent)
 	if !ok {
 		return ""
 	}

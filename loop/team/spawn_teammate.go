@@ -58,7 +58,7 @@ func (s spawnTeammate) Run(ctx context.Context, env tools.Env, args json.RawMess
 		if a.Agent != "" && a.Agent != agent {
 			return nil, refuse("Not spawned: the owner confirmed %s to run agent %s, not %s.", a.Name, agent, a.Agent)
 		}
-		if _, ok := s.r.cfg.Agents(agent); !ok {
+		if _, ok := s.r.cfg.Crew.Agent(agent); !ok {
 			return nil, refuse("Not spawned: agent %s is not loaded.", agent)
 		}
 		if m := b.Members[a.Name]; m != nil && m.Conversation != "" && !m.Stopped {

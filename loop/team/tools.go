@@ -54,7 +54,7 @@ func newID(prefix string) string {
 
 // seat is the caller's place on its team, read from its conversation.
 func (r *Runtime) seat(ctx context.Context, env tools.Env) (loop.Seat, error) {
-	if r.cfg.Convs == nil || r.cfg.Agents == nil {
+	if r.cfg.Convs == nil || r.cfg.Crew == nil {
 		return loop.Seat{}, &Refusal{Text: "Not run: teams do not run here."}
 	}
 	conv, err := r.cfg.Convs.Get(ctx, env.Conversation)

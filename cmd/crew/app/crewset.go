@@ -115,13 +115,20 @@ func (c *Crew) Problems() []string {
 }
 
 func newCrew(dir string, h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, secrets *events.Redactor, logger *slog.Logger) *Crew {
-	c := &Crew{dir: dir, getenv: getenv, secrets: secrets, override: override, reg: reg, logger: logger}
+	c := &Crew{}
+	c.load(dir, h, override, reg, getenv, secrets, logger)
+	return c
+}
+
+// load builds c, given before it is loaded to what the registry's tools
+// need of it (the team runtime looks teammates up in it).
+func (c *Crew) load(dir string, h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, secrets *events.Redactor, logger *slog.Logger) {
+	c.dir, c.getenv, c.secrets, c.override, c.reg, c.logger = dir, getenv, secrets, override, reg, logger
 	c.cur = buildCrew(h, override, reg, getenv, secrets)
 	c.stamp = home.Stamp(dir)
 	for _, p := range c.cur.problems {
 		logger.Error("agent skipped", "problem", p)
 	}
-	return c
 }
 
 func (c *Crew) get() *crewSet {

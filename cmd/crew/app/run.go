@@ -49,7 +49,7 @@ type running struct {
 func start(ctx context.Context, a *App) (*running, error) {
 	st, h, w, logger := a.store, a.Home, a.wiring, a.log
 	r := &running{Scheduler: &schedSlot{}, stopWatch: func() {}}
-	cfg := loop.WorkerConfig{Log: st.log, Convs: w.Convs, Deps: w.Deps, Agents: w.Crew.Agent,
+	cfg := loop.WorkerConfig{Log: st.log, Convs: w.Convs, Deps: w.Deps,
 		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.claimer()}
 	if a.opts.Serve {
 		lastSeq, err := st.log.Last(ctx, events.Root+".>")
@@ -84,16 +84,13 @@ func start(ctx context.Context, a *App) (*running, error) {
 		// (RunSingletons).
 		r.stopTeams = w.Teams.Run(ctx)
 	}
-	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Agents: w.Crew.Agent, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
+	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
 		WaitFor: a.Runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
 	r.Inbound = &inbound.Inbound{
 		Convs: w.Convs, Kick: r.Worker.Kick, Master: home.MasterID,
-		HasAgent:    func(id string) bool { _, ok := w.Crew.Agent(id); return ok },
-		Location:    h.Config.Location(),
-		Clock:       time.Now,
-		Autonomous:  func(id string) bool { a, _ := w.Crew.Agent(id); return a.Autonomous },
-		Workspace:   func(id string) string { a, _ := w.Crew.Agent(id); return a.Workspace },
-		ApprovalTTL: func(id, channel string) int { return w.Crew.get().home.ApprovalTTL(id, channel) },
+		Crew:     w.Crew,
+		Location: h.Config.Location(),
+		Clock:    time.Now,
 		KitCommand: func(id, text string) bool {
 			ag, ok := w.Crew.Agent(id)
 			if !ok {
@@ -185,7 +182,7 @@ func schedulerConfig(a *App, r *running) scheduler.Config {
 	}
 	return scheduler.Config{
 		Log: st.log, Convs: w.Convs, Kick: r.Worker.Kick, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
-		RunScript: scheduler.ShellScripts(a.Dir, w.Crew.Agent), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
+		RunScript: scheduler.ShellScripts(a.Dir, w.Crew), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
 		RetryDelays: a.opts.JobRetryDelays,
 		Periodic: append([]scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: sweep},

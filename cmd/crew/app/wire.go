@@ -114,14 +114,13 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	if n := h.Config.ConversationsInMemory; n > 0 {
 		w.Convs.SetIdleLimit(n)
 	}
-	var cr *Crew
-	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir,
-		Agents: func(id string) (loop.Agent, bool) { return cr.Agent(id) }})
+	cr := &Crew{}
+	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr})
 	w.recall = &recallIndex{master: home.MasterID}
 	if w.Registry, err = tools.New(allTools(w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
-	cr = newCrew(a.Dir, h, override, w.Registry, getenv, a.opts.Secrets, logger.With("component", "crew"))
+	cr.load(a.Dir, h, override, w.Registry, getenv, a.opts.Secrets, logger.With("component", "crew"))
 	w.Crew = cr
 	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
 	w.pool.Redact(a.opts.Secrets)
@@ -150,7 +149,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		}
 		w.Models = w.Ledger.Models(w.Models)
 	}
-	w.Memory = newMemory(log, h, cr.Agent, w.Models, logger.With("component", "memory"))
+	w.Memory = newMemory(log, h, cr, w.Models, logger.With("component", "memory"))
 	w.Deps = loop.Deps{
 		Proposer:   w.Memory,
 		Models:     w.Models,
@@ -159,8 +158,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		Location:   h.Config.Location(),
 		SpillDir:   filepath.Join(a.Dir, "spill"),
 		HomeDir:    a.Dir,
-		Roster:     cr.Roster,
-		Spec:       cr.Spec,
+		Crew:       cr,
 		NewID:      nuid.Next,
 		MCP:        w.pool,
 		Live:       live(a.Conn()),
@@ -168,7 +166,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		Background: loop.NewBackground(w.Convs, nuid.Next, logger.With("component", "background")),
 	}
 	if db != nil {
-		w.Convs.SetOpener(notes.WithCanvas(notes.Opener(a.Dir, cr.Agent, latestSummary(db), h.Config.Location(), time.Now, logger.With("component", "notes")),
+		w.Convs.SetOpener(notes.WithCanvas(notes.Opener(a.Dir, cr, latestSummary(db), h.Config.Location(), time.Now, logger.With("component", "notes")),
 			w.Canvas, logger.With("component", "notes")))
 	}
 	return w, nil
@@ -238,7 +236,7 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 }
 
 // newMemory wires the consolidation service (R-MEM-2) onto the log.
-func newMemory(log *events.Log, h *home.Home, agents func(id string) (loop.Agent, bool), models func(string) (llms.Model, error), logger *slog.Logger) *consolidate.Service {
+func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models func(string) (llms.Model, error), logger *slog.Logger) *consolidate.Service {
 	return consolidate.New(consolidate.Config{Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
-		Agents: func(id string) (consolidate.Agent, bool) { a, ok := agents(id); return consolidate.AgentOf(a), ok }})
+		Crew: crew})
 }

@@ -71,7 +71,8 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 			Routes: routes, EscalationRoute: a.EscalationRoute, VisionRoutes: a.VisionRoutes, Tools: names,
 			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
-			Delegates: a.Delegates, MCP: a.MCP, ScriptCalls: a.ScriptCalls,
+			TelegramApprovalTTL: time.Duration(max(a.Telegram.ApprovalTTLSeconds, 0)) * time.Second,
+			Delegates:           a.Delegates, MCP: a.MCP, ScriptCalls: a.ScriptCalls,
 			Policy: tools.AgentPolicy{
 				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
 				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
@@ -218,15 +219,6 @@ func (h *Home) EnabledSchedules(id string) []string {
 		}
 	}
 	return names
-}
-
-// ApprovalTTL is agent id's approval lifetime in seconds for a message on
-// channel when its config sets one for that channel (Telegram's), else 0.
-func (h *Home) ApprovalTTL(id, channel string) int {
-	if a := h.Agents[id]; a != nil && strings.HasPrefix(channel, "telegram") && a.Telegram.ApprovalTTLSeconds > 0 {
-		return a.Telegram.ApprovalTTLSeconds
-	}
-	return 0
 }
 
 // envSettings are the <home>/env variables that hold addresses and routes,
