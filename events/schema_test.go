@@ -168,6 +168,7 @@ var samples = map[string][]events.Event{
 			Parts: []events.ToolPart{{Kind: "image", MIME: "image/png", Path: "spill/c1/c5-1.png", Bytes: 2048}, {Kind: "file", Path: "shots/a.png"}, {Kind: "text", Text: "caption"}},
 			Meta:  map[string]any{"url": "https://example.org", "width": 1280.0}},
 		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c3", Tool: "shell_run", Output: "DENIED_TOOL", IsError: true, Outcome: "denied"},
+		&events.ToolCompleted{RunID: "r1", Step: 2, CallID: "c7", Tool: "browser_act", Output: "ref e9 is not in this conversation's last outline", IsError: true, Outcome: "blocked", RefusedBy: events.RefusedByCheck},
 		&events.ToolCompleted{RunID: "r1", Step: 3, CallID: "c4", Tool: "delegate", Output: "Eat more greens.", Delegate: &events.DelegateResult{
 			Agent: "health-coach", Conversation: "d-web-20261130-c4", RunID: "r9", Status: events.RunDone, CostUSD: cost(0.002), UnknownCostCalls: 1}},
 	},

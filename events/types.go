@@ -267,6 +267,10 @@ type ToolCalled struct {
 func (*ToolCalled) EventType() string { return TypeToolCalled }
 func (*ToolCalled) EventVersion() int { return 1 }
 
+// RefusedByCheck is ToolCompleted.RefusedBy for a call its tool's Check
+// refused.
+const RefusedByCheck = "check"
+
 // ToolCompleted is the result the model will see for one tool call.
 type ToolCompleted struct {
 	RunID      string `json:"run_id"`
@@ -282,6 +286,12 @@ type ToolCompleted struct {
 	// "denied", "expired", "max_steps", "loop", "escalated", "interrupted",
 	// "blocked" (deny pattern / hook). Empty when the tool ran.
 	Outcome string `json:"outcome,omitempty"`
+	// RefusedBy says which part of the harness refused a blocked call
+	// before the gate: "check" (RefusedByCheck) when the tool's own Check
+	// refused its arguments, read by a replay, which answers each call's
+	// Check as it was recorded (its Check may read live state, such as a
+	// browser page's outline). Empty otherwise.
+	RefusedBy string `json:"refused_by,omitempty"`
 	// Delegate describes the child run a delegate call ran.
 	Delegate *DelegateResult `json:"delegate,omitempty"`
 	// Parts are what the call produced beside its text (an image, a file

@@ -209,6 +209,10 @@ func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest)
 	if text, outcome, refused := t.vet(tool, c); refused {
 		return false, t.result(ctx, s.openRun, s.step, c, text, true, outcome)
 	}
+	if err := t.check(tool, c); err != nil {
+		return false, t.emit(ctx, &events.ToolCompleted{RunID: s.openRun, Step: s.step, CallID: c.ID, Tool: c.Name,
+			Output: err.Error(), IsError: true, Outcome: "blocked", RefusedBy: events.RefusedByCheck})
+	}
 	decision, reason := SeatGate(tool, t.seatKind(s), t.toolEnv(), c.Arguments, s.auto)
 	switch decision {
 	case NotOffered:
@@ -250,10 +254,20 @@ func (t *Turn) vet(tool tools.Tool, c events.ToolCallRequest) (text, outcome str
 			return refusal, "blocked", true
 		}
 	}
-	if err := tools.Check(tool, t.toolEnv(), c.Arguments); err != nil {
-		return err.Error(), "blocked", true
-	}
 	return "", "", false
+}
+
+// check is the tool's own Check of the call's arguments (schema, paths,
+// the wall, a page's refs), before the gate; a loop tool vets its own.
+// A replayed tool answers as the call's Check was recorded.
+func (t *Turn) check(tool tools.Tool, c events.ToolCallRequest) error {
+	switch tool := tool.(type) {
+	case turnTool:
+		return nil
+	case checkedAsRecorded:
+		return tool.checkAsRecorded(t.toolEnv(), c)
+	}
+	return tools.Check(tool, t.toolEnv(), c.Arguments)
 }
 
 // approved runs a call whose approval was given.

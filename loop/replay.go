@@ -149,6 +149,7 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	attempts := map[string][]attempt{}
 	results := map[string][]*events.ToolCompleted{} // by tool, in run order
 	called := map[string]bool{}
+	passed := map[string]bool{}                     // started, or asked about
 	delegated := map[string]*events.ToolCompleted{} // by call id
 	answered := map[string]*events.ToolCompleted{}  // every result, by call id
 	pinned := &pins{run: runID, systems: map[int]string{}, tried: map[int][]string{}}
@@ -164,8 +165,10 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 			ids = append(ids, e.RunID)
 		case *events.ApprovalRequested:
 			ids = append(ids, e.ApprovalID)
+			passed[e.CallID] = true
 		case *events.QuestionAsked:
 			ids = append(ids, e.QuestionID)
+			passed[e.CallID] = true
 		case *events.RouteFallback:
 			if !e.Vision() { // a vision move made no call on From
 				attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
@@ -196,7 +199,7 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		case *events.ModelRetried:
 			attempts[e.Route] = append(attempts[e.Route], attempt{retry: e})
 		case *events.ToolCalled:
-			called[e.CallID] = true
+			called[e.CallID], passed[e.CallID] = true, true
 		case *events.ToolCompleted:
 			answered[e.CallID] = e
 			if e.Tool == DelegateTool {
@@ -273,21 +276,22 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	feed(0)
 	// Tools answer as recorded; a delegate call is answered as recorded
 	// too, and its child is a run of its own, replayed on its own.
+	rec := &record{results: results, delegated: delegated, answered: answered, passed: passed, stop: &replayStop{}}
 	replayTools := make([]tools.Tool, 0)
 	for _, name := range registry.Names() {
 		t, _ := registry.Lookup(name)
-		replayTools = append(replayTools, replayed(t, results[name], delegated, answered))
+		replayTools = append(replayTools, replayed(t, rec))
 	}
 	for _, t := range Tools() { // the loop's own, also when registry leaves them out
 		if _, ok := registry.Lookup(t.Def().Name); !ok {
-			replayTools = append(replayTools, replayed(t, nil, delegated, answered))
+			replayTools = append(replayTools, replayed(t, rec))
 		}
 	}
 	// The MCP tools are the ones the conversation's searches declared, as
 	// recorded: no server is asked.
 	var mcpSet MCP
 	if base.MCP != nil {
-		mcpSet = recordedMCP(envs, results)
+		mcpSet = recordedMCP(envs, rec)
 	}
 	reg, err := tools.New(replayTools...)
 	if err != nil {
@@ -342,12 +346,19 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		before := next
 		turn := NewTurn(agent, deps, c)
 		turn.replayed = pinned
-		err = turn.Run(ctx)
+		pass, cut := context.WithCancelCause(ctx)
+		rec.stop.cancel = cut
+		err = turn.Run(pass)
+		wasStopped := stopped(pass)
+		cut(nil)
 		if errors.Is(err, errDiverged) || rep.Diverged != nil {
 			break
 		}
 		if errors.Is(err, errRestarted) {
 			continue // the restarted server's pass takes the run up
+		}
+		if wasStopped {
+			continue // as live, the next pass closes the stopped run
 		}
 		if err != nil {
 			return rep, err
@@ -562,18 +573,56 @@ func (e recordedRetry) Unwrap() error { return e.kind }
 // replayed is the tool a replay uses in t's place: the loop's tools that
 // only talk to the owner as they are, delegate and every other tool
 // answering as recorded.
-func replayed(t tools.Tool, results []*events.ToolCompleted, delegated, answered map[string]*events.ToolCompleted) tools.Tool {
+func replayed(t tools.Tool, rec *record) tools.Tool {
 	switch t.(type) {
 	case delegateTool:
-		return recordedDelegate{recorded: delegated}
+		return recordedDelegate{recorded: rec.delegated}
 	case toolSearch:
-		return recordedSearch{recorded: answered}
+		return recordedSearch{recorded: rec.answered}
 	case toolScript:
-		return recordedScript{recorded: answered}
+		return recordedScript{recorded: rec.answered, stop: rec.stop}
 	case turnTool:
 		return t
 	}
-	return &recordedTool{Tool: t, results: results}
+	return &recordedTool{Tool: t, results: rec.results[t.Def().Name], rec: rec}
+}
+
+// record is what a replay answers with: the recorded results by tool, the
+// delegate results and every result by call id.
+type record struct {
+	results   map[string][]*events.ToolCompleted
+	delegated map[string]*events.ToolCompleted
+	answered  map[string]*events.ToolCompleted
+	// passed are the calls that went past the gate's check: started, or
+	// asked about.
+	passed map[string]bool
+	stop   *replayStop
+}
+
+// replayStop cuts the replayed pass where the owner's stop cut a call
+// while it ran: the recorded call answers as the stop left it (what it
+// had printed), its pass is cancelled with ErrStopped as Worker.Stop
+// did, and the loop records the call stopped and closes the run in the
+// next pass, as it did live. The recorded run_stop_requested is fed
+// before the call's result, where it was stored.
+type replayStop struct{ cancel context.CancelCauseFunc }
+
+// cut answers a call whose recorded result the stop made; false when
+// the stop made no result of rec.
+func (s *replayStop) cut(rec *events.ToolCompleted) (tools.Result, error, bool) {
+	if rec.Outcome != "stopped" || s.cancel == nil {
+		return tools.Result{}, nil, false
+	}
+	out := strings.TrimSuffix(rec.Output, " The delegated agent was stopped too.")
+	if out == stoppedRunning {
+		out = ""
+	} else if o, ok := strings.CutSuffix(out, "\n\n["+stoppedRunning+"]"); ok {
+		out = o
+	} else {
+		return tools.Result{}, nil, false // stopped before it ran: the loop says so
+	}
+	s.cancel(ErrStopped)
+	return tools.Result{Output: out, IsError: true}, ErrStopped, true
 }
 
 // recordedSearch answers tool_search as recorded: what it found and
@@ -599,6 +648,7 @@ func (r recordedSearch) answer(_ context.Context, _ *Turn, c *toolCall) (tools.R
 type recordedScript struct {
 	toolScript
 	recorded map[string]*events.ToolCompleted
+	stop     *replayStop
 }
 
 func (r recordedScript) answer(_ context.Context, _ *Turn, c *toolCall) (tools.Result, error) {
@@ -606,13 +656,16 @@ func (r recordedScript) answer(_ context.Context, _ *Turn, c *toolCall) (tools.R
 	if !ok {
 		return tools.Result{Output: "The harness has no recorded result for this tool_script call.", IsError: true}, nil
 	}
+	if res, err, cut := r.stop.cut(rec); cut {
+		return res, err
+	}
 	return tools.Result{Output: rec.Output, IsError: rec.IsError, Meta: rec.Meta}, nil
 }
 
 // recordedMCP is the MCP set of a replayed conversation: the tools its
 // searches declared (tool_search's meta "declared"), gated as recorded,
 // answering with the recorded results.
-func recordedMCP(envs []events.Envelope, results map[string][]*events.ToolCompleted) MCP {
+func recordedMCP(envs []events.Envelope, rec *record) MCP {
 	set := mcpRecord{}
 	for _, env := range envs {
 		if env.Type != events.TypeToolCompleted {
@@ -633,7 +686,7 @@ func recordedMCP(envs []events.Envelope, results map[string][]*events.ToolComple
 		}
 		for _, d := range list {
 			if _, seen := set[d.Name]; !seen {
-				set[d.Name] = recordedRemote{&recordedTool{Tool: declaredMCP{d}, results: results[d.Name]}, declaredMCP{d}}
+				set[d.Name] = recordedRemote{&recordedTool{Tool: declaredMCP{d}, results: rec.results[d.Name], rec: rec}, declaredMCP{d}}
 			}
 		}
 	}
@@ -736,6 +789,7 @@ func (r recordedDelegate) answer(_ context.Context, _ *Turn, c *toolCall) (tools
 type recordedTool struct {
 	tools.Tool
 	results []*events.ToolCompleted
+	rec     *record
 }
 
 func (r *recordedTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
@@ -744,6 +798,9 @@ func (r *recordedTool) Run(ctx context.Context, env tools.Env, args json.RawMess
 	}
 	res := r.results[0]
 	r.results = r.results[1:]
+	if out, err, cut := r.rec.stop.cut(res); cut {
+		return out, err
+	}
 	out := tools.Result{Output: res.Output, IsError: res.IsError, Meta: res.Meta, Canvas: res.Canvas}
 	for _, p := range res.Parts { // kept already: replayed as references
 		out.Parts = append(out.Parts, tools.Part{Kind: p.Kind, Text: p.Text, MIME: p.MIME, Path: p.Path})
@@ -760,10 +817,31 @@ func (r *recordedTool) AllowWhen(env tools.Env, args json.RawMessage) bool {
 	return tools.Routine(r.Tool, env, args)
 }
 
-// Check is the tool's own: a call it refuses before the gate is refused
-// in the replay by the same code.
-func (r *recordedTool) Check(env tools.Env, args json.RawMessage) error {
-	return tools.Check(r.Tool, env, args)
+// checkedAsRecorded is a replayed tool: it answers a call's Check as
+// the call's Check answered when it was recorded.
+type checkedAsRecorded interface {
+	checkAsRecorded(env tools.Env, c events.ToolCallRequest) error
+}
+
+// checkAsRecorded refuses the call its Check refused when recorded
+// (refused_by check), with the recorded words, and lets every other call
+// through to the gate: a Check may read live state (a page's outline,
+// the wall's allowed addresses) that a replay does not have. A recording
+// older than refused_by says no more than "blocked" before the gate:
+// there the tool's own Check is asked, and refuses only with the
+// recorded words.
+func (r *recordedTool) checkAsRecorded(env tools.Env, c events.ToolCallRequest) error {
+	rec := r.rec.answered[c.ID]
+	switch {
+	case rec == nil || rec.Outcome != "blocked" || r.rec.passed[c.ID]:
+		return nil
+	case rec.RefusedBy == events.RefusedByCheck:
+		return errors.New(rec.Output)
+	}
+	if err := tools.Check(r.Tool, env, c.Arguments); err != nil && err.Error() == rec.Output {
+		return err
+	}
+	return nil
 }
 
 func belongs(env events.Envelope, runID string) bool {
@@ -825,6 +903,9 @@ func sameEvent(want, got events.Envelope) bool {
 	w, g := normalized(want), normalized(got)
 	if _, ok := w["purpose"]; !ok && want.Type == events.TypeModelCalled {
 		delete(g, "purpose") // recorded before model calls had a purpose
+	}
+	if _, ok := w["refused_by"]; !ok && want.Type == events.TypeToolCompleted {
+		delete(g, "refused_by") // recorded before results said who refused
 	}
 	return reflect.DeepEqual(w, g)
 }

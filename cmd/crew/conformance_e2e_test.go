@@ -673,62 +673,14 @@ func TestEveryToolInEverySeatThroughServe(t *testing.T) {
 	}
 	s.stop(t)
 	for _, run := range runIDs {
-		// The wall replays as it was live: the test page's address allowed
-		// (replay passes each call's Check through).
-		out, errOut, code := crewEnv(t, home, append(slices.Clone(route), "CREW_TEST_ALLOW_ADDRS="+strings.TrimPrefix(page.URL, "http://")), "replay", run)
-		if code == 0 && strings.Contains(out, "events identical") {
-			continue
-		}
-		if confOnlyEstimateDiffers(out) {
-			// The replay rebuilds the system prompt, whose estimate of input
-			// tokens differs by a few dozen; pinning the recorded prompt in
-			// replay is the app engineer's (NOTES-gates.md). Every other
-			// field of every event must still be identical.
-			t.Logf("replay of %s: only estimated_input_tokens differs at its first model call", run)
-			continue
-		}
-		if confBrowserOutlineGap(out) {
-			// browser_act's Check reads the conversation's last browser
-			// outline, which a replay does not have (a known replay gap).
-			t.Logf("replay of %s: diverges at a browser_act whose ref only the live outline held", run)
-			continue
-		}
-		t.Errorf("replay of %s: code %d\n%s%s", run, code, out, errOut)
-	}
-}
-
-// confBrowserOutlineGap: crew replay's report diverges where replay's
-// browser_act Check refused a ref of the live page's outline.
-func confBrowserOutlineGap(out string) bool {
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "got:      tool_completed "); ok {
-			return strings.Contains(rest, `"tool":"browser_act"`) && strings.Contains(rest, "is not in this conversation's last outline")
+		// Replayed as recorded: each call's Check (the wall's allowed test
+		// address, a page's outline) is answered as it was, with no
+		// allowance of the live run's.
+		out, errOut, code := crewEnv(t, home, route, "replay", run)
+		if code != 0 || !strings.Contains(out, "events identical") {
+			t.Errorf("replay of %s: code %d\n%s%s", run, code, out, errOut)
 		}
 	}
-	return false
-}
-
-// confOnlyEstimateDiffers: crew replay's report diverges at a model call
-// whose expected and got events differ in estimated_input_tokens alone.
-func confOnlyEstimateDiffers(out string) bool {
-	var want, got map[string]any
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if rest, ok := strings.CutPrefix(line, "expected: model_called "); ok {
-			json.Unmarshal([]byte(rest), &want)
-		}
-		if rest, ok := strings.CutPrefix(line, "got:      model_called "); ok {
-			json.Unmarshal([]byte(rest), &got)
-		}
-	}
-	if want == nil || got == nil || want["estimated_input_tokens"] == got["estimated_input_tokens"] {
-		return false
-	}
-	delete(want, "estimated_input_tokens")
-	delete(got, "estimated_input_tokens")
-	a, _ := json.Marshal(want)
-	b, _ := json.Marshal(got)
-	return string(a) == string(b)
 }
 
 // confScriptToolOr is the tool a call reaches: its own, or its script's.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,9 @@ type rowModel struct {
 	hold    map[string]int
 	held    chan string
 	release chan struct{}
+	// slowed says a request reached /slow, which answers only when its
+	// client goes (a fetch the owner's stop cuts).
+	slowed chan struct{}
 }
 
 var (
@@ -44,10 +48,15 @@ var (
 
 func newRowModel() *rowModel {
 	return &rowModel{replies: map[string][]string{}, cost: map[string]float64{}, n: map[string]int{}, hold: map[string]int{},
-		held: make(chan string, 1), release: make(chan struct{})}
+		held: make(chan string, 1), release: make(chan struct{}), slowed: make(chan struct{}, 4)}
 }
 
 func (m *rowModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/slow" {
+		m.slowed <- struct{}{}
+		<-r.Context().Done()
+		return
+	}
 	var req struct {
 		Messages []struct {
 			Role    string `json:"role"`
@@ -243,7 +252,22 @@ func TestReplayTableEveryFeature(t *testing.T) {
 			model.mu.Unlock()
 		}
 	})
-	env := []string{"OPENROUTER_API_KEY=test-key", "OPENROUTER_BASE_URL=" + api.URL + "/v1"}
+	// The wall lets fetch_url reach the model's server (its /slow page) in
+	// the recording only: a replay answers each call's Check as recorded.
+	env := []string{"OPENROUTER_API_KEY=test-key", "OPENROUTER_BASE_URL=" + api.URL + "/v1", "CREW_TEST_ALLOW_ADDRS=" + strings.TrimPrefix(api.URL, "http://")}
+	// stopWhileSlow stops the conversation once its fetch of /slow runs.
+	stopWhileSlow := func(t *testing.T, s *server, id string) {
+		select {
+		case <-model.slowed:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the fetch of /slow never came")
+		}
+		if code, body := postStop(t, s.url+"/api/conversations/"+id+"/stop", map[string]any{}); code != 202 && code != 200 {
+			t.Fatalf("stop = %d %v", code, body)
+		}
+		waitConv(t, s.url, id, "quiet after the stop", quiet)
+	}
+	slow := strconv.Quote(api.URL + "/slow")
 
 	var teammateConv string // the teammate's conversation, once the team ran
 	big := strings.Repeat("Here is more of the background you asked me to keep in mind. ", 150)
@@ -309,6 +333,11 @@ func TestReplayTableEveryFeature(t *testing.T) {
 				}
 				waitConv(t, s.url, id, "quiet after the stop", quiet)
 			}},
+		{name: "stopped_tool", text: "fetch the slow page", shows: []string{`"type":"run_stop_requested"`, `"tool":"fetch_url"`, `"status":"stopped"`},
+			replies: []string{`call:fetch_url {"url":` + slow + `}`, "text:never"}, drive: stopWhileSlow},
+		{name: "stopped_script", text: "script the slow page", shows: []string{`"type":"run_stop_requested"`, `"type":"nested_call"`, `"outcome":"stopped"`, `"status":"stopped"`},
+			replies: []string{`call:tool_script {"script":` + strconv.Quote(`print(tools.call("fetch_url", url=`+slow+`)["output"])`+"\nprint(\"after the fetch\")") + `}`, "text:never"},
+			drive: stopWhileSlow},
 		{name: "teammate", text: "run a team", shows: []string{`"tool":"spawn_teammate"`}, replies: []string{
 			`call:propose_team {"plan":"alice lists the workspace","members":[{"name":"alice","agent":"master","responsibility":"list the workspace"}]}`,
 			`call:create_task {"subject":"listing"}`,

@@ -3,13 +3,14 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"iter"
 	"log/slog"
 	"path/filepath"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/memlog"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/consolidate"
@@ -194,16 +195,30 @@ func (w *wiring) close() {
 }
 
 // memlogOrNil is the log as the conversations' appender; without one
-// (ReadOnly) an empty in-memory log redacting with the home's secrets,
-// which nothing appends to: replay brings its own in-memory log.
+// (ReadOnly) a log that refuses every read and write (ErrReadOnly) and
+// redacts with the home's secrets: replay brings its own in-memory log.
 func memlogOrNil(log *events.Log, secrets *events.Redactor) loop.Appender {
 	if log == nil {
-		mem := memlog.New(nil)
-		mem.Redact(secrets)
-		return mem
+		return readOnlyLog{secrets: secrets}
 	}
 	return log
 }
+
+// ErrReadOnly: a read-only crew (crew replay, doctor's checks) was asked
+// for a conversation; it opens no log.
+var ErrReadOnly = errors.New("a read-only crew (replay, doctor) opens no conversation log: its conversations cannot be read or written")
+
+// readOnlyLog is a read-only crew's conversation log: none.
+type readOnlyLog struct{ secrets *events.Redactor }
+
+func (l readOnlyLog) Read(context.Context, string, uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) { yield(events.Envelope{}, ErrReadOnly) }
+}
+func (l readOnlyLog) Last(context.Context, string) (uint64, error) { return 0, ErrReadOnly }
+func (l readOnlyLog) Append(context.Context, events.Scope, uint64, ...events.Envelope) ([]events.Envelope, error) {
+	return nil, ErrReadOnly
+}
+func (l readOnlyLog) Redactor() *events.Redactor { return l.secrets }
 
 // snapshots are the conversations' snapshots in the projections database
 // (none without one).
