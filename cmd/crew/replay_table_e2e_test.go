@@ -337,7 +337,7 @@ func TestReplayTableEveryFeature(t *testing.T) {
 			replies: []string{`call:fetch_url {"url":` + slow + `}`, "text:never"}, drive: stopWhileSlow},
 		{name: "stopped_script", text: "script the slow page", shows: []string{`"type":"run_stop_requested"`, `"type":"nested_call"`, `"outcome":"stopped"`, `"status":"stopped"`},
 			replies: []string{`call:tool_script {"script":` + strconv.Quote(`print(tools.call("fetch_url", url=`+slow+`)["output"])`+"\nprint(\"after the fetch\")") + `}`, "text:never"},
-			drive: stopWhileSlow},
+			drive:   stopWhileSlow},
 		{name: "teammate", text: "run a team", shows: []string{`"tool":"spawn_teammate"`}, replies: []string{
 			`call:propose_team {"plan":"alice lists the workspace","members":[{"name":"alice","agent":"master","responsibility":"list the workspace"}]}`,
 			`call:create_task {"subject":"listing"}`,
