@@ -24,9 +24,10 @@ const (
 	prefixCanvas  = "canv/" // canvas id → canvasMeta
 )
 
-// indexVersion changes when documents change shape: an index written at
-// another version is rebuilt from the start.
-const indexVersion = 1
+// indexVersion changes when documents or the mapping change shape: Open
+// starts an index written at another version (or none) again, and the
+// feeder indexes the log from the start. 2: only queried fields indexed.
+const indexVersion = 2
 
 // wanted is every event type the feed reads; the others only move the
 // checkpoint, undecoded.

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
@@ -83,6 +84,8 @@ type Index struct {
 	idx bleve.Index
 	vec *vectors // nil without an embedding route
 
+	reset bool // Open found an older shape and started again
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -98,15 +101,35 @@ func Open(dir string) (*Index, error) {
 	path := filepath.Join(dir, "index.bleve")
 	// Another process holding the index (a second serve on this home)
 	// is an error after a moment, never a hang.
-	idx, err := bleve.OpenUsing(path, map[string]any{"bolt_timeout": "3s"})
-	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-		idx, err = bleve.NewUsing(path, newMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, map[string]any{"bolt_timeout": "3s"})
+	cfg := map[string]any{"bolt_timeout": "3s"}
+	idx, err := bleve.OpenUsing(path, cfg)
+	fresh := errors.Is(err, bleve.ErrorIndexPathDoesNotExist)
+	reset := false
+	if err == nil {
+		// An index of another shape (an older build's) is indexed again
+		// from the log, in the background like any catch-up.
+		if v, verr := idx.GetInternal([]byte(keyVersion)); verr != nil || string(v) != strconv.Itoa(indexVersion) {
+			idx.Close()
+			if err = os.RemoveAll(path); err == nil {
+				fresh, reset = true, true
+			}
+		}
+	}
+	if fresh {
+		idx, err = bleve.NewUsing(path, newMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
+		if err == nil {
+			err = idx.SetInternal([]byte(keyVersion), []byte(strconv.Itoa(indexVersion)))
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search index %s: %w (rebuild it: crew projections rebuild search)", path, err)
 	}
-	return &Index{dir: dir, idx: idx}, nil
+	return &Index{dir: dir, idx: idx, reset: reset}, nil
 }
+
+// Reset reports whether Open found an index of an older shape and
+// started it again empty (serve says so: it is caught up from the log).
+func (x *Index) Reset() bool { return x.reset }
 
 // Remove deletes the index under dir, for a rebuild. The vectors stay:
 // they are a cache by content hash (see requeue).
@@ -139,40 +162,73 @@ func (x *Index) Close() error {
 func (x *Index) Count() (uint64, error) { return x.idx.DocCount() }
 
 func newMapping() mapping.IndexMapping {
+	// Only what a query reads is indexed: the words of text and title
+	// (with term vectors, for phrases), and the fields the filters and
+	// lookups name; the rest is stored only. No field goes into _all, and
+	// only seq keeps doc values (Around sorts by it).
 	text := bleve.NewTextFieldMapping()
 	text.Analyzer = en.AnalyzerName
 	text.Store = true
 	text.IncludeTermVectors = true
+	text.IncludeInAll = false
+	text.DocValues = false
+	title := bleve.NewTextFieldMapping()
+	title.Analyzer = en.AnalyzerName
+	title.Store = true
+	title.IncludeTermVectors = false
+	title.IncludeInAll = false
+	title.DocValues = false
 	kw := bleve.NewKeywordFieldMapping()
 	kw.Analyzer = keyword.Name
+	kw.Store = false
+	kw.IncludeTermVectors = false
+	kw.IncludeInAll = false
+	kw.DocValues = false
 	kwStored := bleve.NewKeywordFieldMapping()
 	kwStored.Store = true
-	num := bleve.NewNumericFieldMapping()
-	num.Store = true
+	kwStored.IncludeTermVectors = false
+	kwStored.IncludeInAll = false
+	kwStored.DocValues = false
 	stored := bleve.NewTextFieldMapping()
 	stored.Index = false
 	stored.Store = true
 	stored.IncludeInAll = false
+	stored.IncludeTermVectors = false
+	stored.DocValues = false
+	seq := bleve.NewNumericFieldMapping()
+	seq.Store = true
+	seq.IncludeInAll = false
+	num := bleve.NewNumericFieldMapping()
+	num.Store = true
+	num.Index = false
+	num.IncludeInAll = false
+	num.DocValues = false
+	at := bleve.NewDateTimeFieldMapping()
+	at.Store = true
+	at.IncludeInAll = false
+	at.DocValues = false
 
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt("text", text)
-	title := bleve.NewTextFieldMapping()
-	title.Analyzer = en.AnalyzerName
-	title.Store = true
 	doc.AddFieldMappingsAt("title", title)
-	for _, f := range []string{"kind", "conv", "agent", "canvas", "path", "channel", "day", "run", "subject"} {
+	for _, f := range []string{"kind", "conv", "agent", "subject"} {
 		doc.AddFieldMappingsAt(f, kwStored)
 	}
+	for _, f := range []string{"canvas", "path", "channel", "day", "run"} {
+		doc.AddFieldMappingsAt(f, stored)
+	}
 	doc.AddFieldMappingsAt("reach", kw)
-	for _, f := range []string{"seq", "step", "version"} {
+	doc.AddFieldMappingsAt("seq", seq)
+	for _, f := range []string{"step", "version"} {
 		doc.AddFieldMappingsAt(f, num)
 	}
-	at := bleve.NewDateTimeFieldMapping()
-	at.Store = true
 	doc.AddFieldMappingsAt("at", at)
 
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = en.AnalyzerName
+	m.StoreDynamic = false
+	m.IndexDynamic = false
+	m.DocValuesDynamic = false
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
@@ -150,19 +151,22 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, nil
 	}
 	limit := cmp.Or(q.Limit, 10)
+	terms := x.terms(q.Text)
+	if x.vec == nil || !x.vec.ready() {
+		hits, err := x.bm25(ctx, q, limit)
+		return x.marked(hits, terms), err
+	}
 	bm, err := x.bm25(ctx, q, max(limit, fuseDepth))
 	if err != nil {
 		return nil, err
 	}
-	if x.vec == nil || !x.vec.ready() {
-		return cut(bm, limit), nil
-	}
 	near, err := x.vec.nearest(ctx, q.Text, fuseDepth*4)
 	if err != nil {
 		// Meaning is a bonus: words still answer.
-		return cut(bm, limit), nil
+		return x.marked(cut(bm, limit), terms), nil
 	}
-	return x.fuse(ctx, q, bm, near, limit)
+	hits, err := x.fuse(ctx, q, bm, near, limit)
+	return x.marked(hits, terms), err
 }
 
 func cut(hits []Hit, n int) []Hit {
@@ -180,14 +184,54 @@ const rrfK = 60
 
 func (x *Index) bm25(ctx context.Context, q Query, size int) ([]Hit, error) {
 	qs := append([]query.Query{textQuery(q.Text)}, q.filter()...)
-	return x.run(ctx, bleve.NewConjunctionQuery(qs...), size)
+	return x.ranked(ctx, bleve.NewConjunctionQuery(qs...), size)
 }
 
+// ranked returns the top size hits of qq by score, equal scores newest
+// (highest seq) first, then by id: the same order whatever the layout of
+// the index's segments, so a rebuilt index answers as the live one.
+//
+// It asks bleve for one hit more than size sorted by score alone (its
+// fast path: no field is read for the documents that do not make the
+// cut) and orders ties itself. Only when the last hit kept ties with the
+// first left out, which ones make the cut is decided by seq and id over
+// every tied document: then the query runs again sorted by all three.
+func (x *Index) ranked(ctx context.Context, qq query.Query, size int) ([]Hit, error) {
+	req := bleve.NewSearchRequestOptions(qq, size+1, 0, false)
+	req.Fields = hitFields
+	res, err := x.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	if len(res.Hits) > size && res.Hits[size-1].Score == res.Hits[size].Score {
+		return x.run(ctx, qq, size)
+	}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		hits = append(hits, toHit(h))
+	}
+	slices.SortFunc(hits, byRank)
+	return cut(hits, size), nil
+}
+
+// byRank orders hits as the index ranks them: score, then newest, then id.
+func byRank(a, b Hit) int {
+	if c := cmp.Compare(b.Score, a.Score); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Seq, a.Seq); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// run returns the top size hits of qq sorted in full by score and seq.
 func (x *Index) run(ctx context.Context, qq query.Query, size int) ([]Hit, error) {
 	req := bleve.NewSearchRequestOptions(qq, size, 0, false)
 	req.Fields = hitFields
-	req.IncludeLocations = true
-	req.SortBy([]string{"-_score", "-seq", "_id"})
+	// No two documents share a seq (each comes from its own event), so
+	// seq breaks every tie; the id is only read for the few kept.
+	req.SortBy([]string{"-_score", "-seq"})
 	res, err := x.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -196,6 +240,7 @@ func (x *Index) run(ctx context.Context, qq query.Query, size int) ([]Hit, error
 	for _, h := range res.Hits {
 		hits = append(hits, toHit(h))
 	}
+	slices.SortFunc(hits, byRank)
 	return hits, nil
 }
 
@@ -229,7 +274,6 @@ func (x *Index) fuse(ctx context.Context, q Query, bm []Hit, near []string, limi
 	for rank, h := range vecHits {
 		score[h.ID] += 1 / float64(rrfK+rank+1)
 		if _, ok := hit[h.ID]; !ok {
-			h.Snippet, h.Marks = snippet(h.Text, nil)
 			hit[h.ID] = h
 		}
 	}
@@ -238,16 +282,42 @@ func (x *Index) fuse(ctx context.Context, q Query, bm []Hit, near []string, limi
 		h.Score = score[id]
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(a, b Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Seq, a.Seq); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, byRank)
 	return cut(out, limit), nil
+}
+
+// terms are the words of text as the index analyses them (stemmed, stop
+// words out): what a hit's marks are matched against.
+func (x *Index) terms(text string) map[string]bool {
+	a := x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	out := map[string]bool{}
+	if a == nil {
+		return out
+	}
+	for _, t := range a.Analyze([]byte(text)) {
+		out[string(t.Term)] = true
+	}
+	return out
+}
+
+// marked gives each hit its snippet: the text around its first word of
+// the query, the words marked. The index keeps no match locations for a
+// query (reading them for every matching document was the larger part of
+// a query's cost); the few hits shown are analysed again instead.
+func (x *Index) marked(hits []Hit, terms map[string]bool) []Hit {
+	a := x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	for i := range hits {
+		var locs [][2]int
+		if a != nil && len(terms) > 0 {
+			for _, t := range a.Analyze([]byte(hits[i].Text)) {
+				if terms[string(t.Term)] {
+					locs = append(locs, [2]int{t.Start, t.End})
+				}
+			}
+		}
+		hits[i].Snippet, hits[i].Marks = snippet(hits[i].Text, locs)
+	}
+	return hits
 }
 
 func toHit(h *search.DocumentMatch) Hit {
@@ -257,13 +327,6 @@ func toHit(h *search.DocumentMatch) Hit {
 		Conversation: str("conv"), Run: str("run"), Step: int(num("step")), Agent: str("agent"), Channel: str("channel"),
 		Day: str("day"), Title: str("title"), Path: str("path"), Canvas: str("canvas"), Version: int(num("version")), Text: str("text")}
 	out.At, _ = time.Parse(time.RFC3339Nano, str("at"))
-	var locs [][2]int
-	for _, tl := range h.Locations["text"] {
-		for _, l := range tl {
-			locs = append(locs, [2]int{int(l.Start), int(l.End)})
-		}
-	}
-	out.Snippet, out.Marks = snippet(out.Text, locs)
 	return out
 }
 

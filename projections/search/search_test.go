@@ -487,3 +487,40 @@ func sortStrings(s []string) []string {
 	}
 	return s
 }
+
+// TestRecallIndexOfAnOlderShapeStartsAgain: an index written by a build of
+// another index version (or of none) is started again empty, so the feeder
+// indexes the whole log into the current mapping.
+func TestRecallIndexOfAnOlderShapeStartsAgain(t *testing.T) {
+	_, log := eventstest.Start(t)
+	last := genHome(t, log, 20)
+	x := feed(t, log, last, nil)
+	dir := x.Dir()
+	if x.Reset() {
+		t.Error("a fresh index says it was reset")
+	}
+	if err := x.idx.SetInternal([]byte(keyVersion), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	y, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if cp, _ := y.Checkpoint(); !y.Reset() || cp != 0 {
+		t.Fatalf("older index opened: reset %v checkpoint %d", y.Reset(), cp)
+	}
+	if n, _ := y.Count(); n != 0 {
+		t.Errorf("%d documents of the older shape kept", n)
+	}
+	y.Close()
+	z, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if z.Reset() {
+		t.Error("an index of this version is reset again")
+	}
+}

@@ -79,6 +79,9 @@ func openRecall(dir string, h *home.Home, log *events.Log, getenv func(string) s
 	if err != nil {
 		return nil, nil, err
 	}
+	if x.Reset() {
+		logger.Info("the search index was written by an older build: indexing the log again in the background")
+	}
 	if e := h.Embedder(getenv); e != nil {
 		usage := embedUsage(log, h, logger)
 		if err := x.EnableEmbeddings(e, usage, logger); err != nil {
