@@ -116,6 +116,9 @@ type Opening struct {
 	Conversation, Agent, Channel string
 	Text                         string
 	Steer                        bool
+	// First: the conversation's first turn-opening message (nothing was
+	// said on it before), what the "earlier, on this topic" note answers.
+	First bool
 	// Told is what the conversation has been told of each memory item so
 	// far, read back from the messages already stored.
 	Told map[string]events.NoteTold
@@ -247,6 +250,7 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 	if marks == nil {
 		marks = map[string]CanvasMark{}
 	}
+	first := len(c.st.Messages) == 0 && len(c.st.Queued) == 0 && len(c.st.Steers) == 0 && c.st.OpenRun == ""
 	for _, e := range evs {
 		var op Opened
 		switch e := e.(type) {
@@ -254,10 +258,12 @@ func (c *Conv) open(ctx context.Context, evs []events.Event) {
 			agent, channel = e.Agent, e.Channel
 			continue
 		case *events.MessageReceived:
+			isFirst := first
+			first = false
 			if e.TurnNotes != nil || e.Prompt != "" {
 				continue
 			}
-			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, Told: told, Canvas: marks})
+			op = o(ctx, Opening{Conversation: c.id, Agent: agent, Channel: channel, Text: e.Text, First: isFirst, Told: told, Canvas: marks})
 			e.TurnNotes, e.CanvasNotes, e.Command, e.Prompt = op.Notes, op.CanvasNotes, op.Command, op.Prompt
 		case *events.SteerReceived:
 			// With messages queued during the run the steer carries no

@@ -254,6 +254,12 @@ func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llm
 func (l *Ledger) reserve(ctx context.Context, c Charge, route string, tokens int) (*Reservation, error) {
 	caps := l.capsNow()
 	usd, ceiling := l.worstCase(route, tokens, caps.UnknownCallUSD)
+	return l.reserveUSD(ctx, c, route, usd, ceiling, caps)
+}
+
+// reserveUSD stores a reservation of usd for c on route (ceiling: the
+// unknown-price amount), or refuses it.
+func (l *Ledger) reserveUSD(ctx context.Context, c Charge, route string, usd float64, ceiling bool, caps Caps) (*Reservation, error) {
 	r := events.BudgetReserved{
 		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
 		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,

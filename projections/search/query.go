@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -496,4 +497,64 @@ func (x *Index) Around(ctx context.Context, h Hit, reach []string) (string, bool
 		fmt.Fprintf(&b, "[%s · %s · seq %d%s]\n%s\n\n", who, d.At.Format("2006-01-02 15:04"), d.Seq, mark, d.Text)
 	}
 	return strings.TrimSpace(b.String()), true, nil
+}
+
+// What a hit must share with a message to be told as "earlier, on this
+// topic": at least half of the message's words (after stemming and stop
+// words) or relatedEnough of them, and never fewer than relatedMin. A
+// message of one word (a greeting) is told nothing.
+const (
+	relatedMin    = 2
+	relatedEnough = 4
+	relatedShare  = 0.5
+	// relatedDepth is how many BM25 hits Related weighs.
+	relatedDepth = 20
+)
+
+// Related is what the index holds on the topic of text, for the turn
+// notes of a conversation's first message: the best n BM25 hits among
+// those q's filter lets through whose score — the share of text's words
+// they hold — clears the threshold above, one a source (a conversation,
+// a canvas, a file), none of conversation exclude. BM25 alone: it runs
+// while the message is stored, and asks no embedding route.
+func (x *Index) Related(ctx context.Context, q Query, n int, exclude string) ([]Hit, error) {
+	terms := x.terms(q.Text)
+	if len(terms) < relatedMin {
+		return nil, nil
+	}
+	need := max(relatedMin, min(relatedEnough, int(math.Ceil(relatedShare*float64(len(terms))))))
+	hits, err := x.bm25(ctx, q, relatedDepth)
+	if err != nil {
+		return nil, err
+	}
+	a := x.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	seen := map[string]bool{}
+	var out []Hit
+	for _, h := range hits {
+		if len(out) == n {
+			break
+		}
+		src := h.Conversation
+		switch {
+		case h.Canvas != "":
+			src = "canvas:" + h.Canvas
+		case src == "":
+			src = h.Kind + ":" + h.Agent + ":" + h.Path
+		}
+		if (exclude != "" && h.Conversation == exclude) || seen[src] {
+			continue
+		}
+		shared := map[string]bool{}
+		for _, t := range a.Analyze([]byte(h.Title + "\n" + h.Text)) {
+			if terms[string(t.Term)] {
+				shared[string(t.Term)] = true
+			}
+		}
+		if len(shared) < need {
+			continue
+		}
+		seen[src] = true
+		out = append(out, h)
+	}
+	return x.marked(out, terms), nil
 }

@@ -524,3 +524,51 @@ func TestRecallIndexOfAnOlderShapeStartsAgain(t *testing.T) {
 		t.Error("an index of this version is reset again")
 	}
 }
+
+// TestRecallRelatedClearsTheThreshold: what the turn notes tell of a first
+// message — the hits sharing enough of its words, one a conversation,
+// never the conversation itself, only what the seat reaches; a greeting
+// or a message sharing one word is told nothing.
+func TestRecallRelatedClearsTheThreshold(t *testing.T) {
+	_, log := eventstest.Start(t)
+	last := genHome(t, log, 300)
+	x := feed(t, log, last, nil)
+	ctx := context.Background()
+	related := func(text string, reach []string, exclude string) []Hit {
+		t.Helper()
+		hits, err := x.Related(ctx, Query{Text: text, Reach: reach}, 3, exclude)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	const first = "The bedroom radiator is hissing again, what did we do last time?"
+	hits := related(first, nil, "web-new")
+	if len(hits) != 1 || hits[0].Conversation != needleConv || len(hits[0].Marks) == 0 {
+		t.Fatalf("related to %q: %+v", first, hits)
+	}
+	for _, c := range []struct{ text, why string }{
+		{"hello", "a greeting"},
+		{"my radiator", "one word shared"},
+		{"The radiator of the car broke on the motorway near the coast", "one word of many"},
+	} {
+		if hits := related(c.text, nil, ""); len(hits) != 0 {
+			t.Errorf("%s (%q): %+v", c.why, c.text, hits)
+		}
+	}
+	if hits := related(first, nil, needleConv); len(hits) != 0 {
+		t.Errorf("its own conversation: %+v", hits)
+	}
+	if hits := related(first, []string{"agent:nobody"}, ""); len(hits) != 0 {
+		t.Errorf("beyond the seat's reach: %+v", hits)
+	}
+	// Words found in many conversations: at most three, each its own.
+	hits = related("groceries dinner recipe pasta", nil, "")
+	convs := map[string]bool{}
+	for _, h := range hits {
+		convs[h.Conversation] = true
+	}
+	if len(hits) != 3 || len(convs) != 3 {
+		t.Errorf("common words: %d hits from %d conversations", len(hits), len(convs))
+	}
+}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/recall"
@@ -46,11 +48,34 @@ func (r *recallIndex) Recall(ctx context.Context, env tools.Env, q recall.Query)
 	if err != nil {
 		return nil, err
 	}
+	return recallHits(hits), nil
+}
+
+// earlierHits is how many hits the "earlier, on this topic" note tells.
+const earlierHits = 3
+
+// Earlier is what the turn notes tell of a conversation's first message:
+// the top hits that clear search.Related's threshold among what the
+// agent's seat reaches, none of the conversation itself. Without an open
+// index, nothing.
+func (r *recallIndex) Earlier(ctx context.Context, agent, conv, text string) ([]recall.Hit, error) {
+	x := r.index()
+	if x == nil {
+		return nil, nil
+	}
+	hits, err := x.Related(ctx, search.Query{Text: text, Reach: x.ReachOf(r.master, agent, conv)}, earlierHits, conv)
+	if err != nil {
+		return nil, err
+	}
+	return recallHits(hits), nil
+}
+
+func recallHits(hits []search.Hit) []recall.Hit {
 	out := make([]recall.Hit, 0, len(hits))
 	for _, h := range hits {
 		out = append(out, recall.Hit{Kind: h.Kind, Source: h.Source(), Link: h.Link(), Ref: h.Ref(), Snippet: h.Snippet})
 	}
-	return out, nil
+	return out
 }
 
 func (r *recallIndex) Open(ctx context.Context, env tools.Env, ref string) (string, bool, error) {
@@ -74,7 +99,7 @@ func (r *recallIndex) Open(ctx context.Context, env tools.Env, ref string) (stri
 // openRecall opens the search index of the home and starts catching it
 // up in the background (with embeddings when config.yaml names a route);
 // the caller closes what it returns.
-func openRecall(dir string, h *home.Home, log *events.Log, getenv func(string) string, logger *slog.Logger) (*search.Index, func(), error) {
+func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger, getenv func(string) string, logger *slog.Logger) (*search.Index, func(), error) {
 	x, err := search.Open(search.IndexDir(dir))
 	if err != nil {
 		return nil, nil, err
@@ -82,7 +107,11 @@ func openRecall(dir string, h *home.Home, log *events.Log, getenv func(string) s
 	if x.Reset() {
 		logger.Info("the search index was written by an older build: indexing the log again in the background")
 	}
-	if e := h.Embedder(getenv); e != nil {
+	if he := h.Embedder(getenv); he != nil {
+		var e search.Embedder = he
+		if ledger != nil {
+			e = budgeted{he, ledger}
+		}
 		usage := embedUsage(log, h, logger)
 		if err := x.EnableEmbeddings(e, usage, logger); err != nil {
 			x.Close()
@@ -97,6 +126,20 @@ func openRecall(dir string, h *home.Home, log *events.Log, getenv func(string) s
 	return x, func() { f.Close(); x.Close() }, nil
 }
 
+// budgeted is an embedding route whose every request the budget ledger
+// reserves before it leaves and settles when it returns, under purpose
+// embed, like every model call; a refused request is not made (the
+// documents wait, and queries rank by BM25 alone meanwhile).
+type budgeted struct {
+	search.Embedder
+	ledger *budget.Ledger
+}
+
+func (b budgeted) Embed(ctx context.Context, texts []string) ([][]float32, int, error) {
+	vecs, tokens, _, err := b.ledger.Embed(ctx, budget.Charge{Purpose: events.PurposeEmbed}, b.Route(), texts, b.Embedder.Embed)
+	return vecs, tokens, err
+}
+
 // embedScope is where embedding calls are recorded: model_called of
 // purpose embed, in the usage ledger with every other call.
 var embedScope = events.Scope(events.Root + ".recall.embed")
@@ -104,6 +147,9 @@ var embedScope = events.Scope(events.Root + ".recall.embed")
 func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.EmbedUsage {
 	catalog := h.Config.Catalog()
 	return func(ctx context.Context, route string, texts, tokens int, latency time.Duration, callErr error) {
+		if errors.Is(callErr, budget.ErrBudget) {
+			return // refused before it left: no call was made
+		}
 		_, model, _ := strings.Cut(route, ":")
 		mc := &events.ModelCalled{Purpose: events.PurposeEmbed, Route: route, Model: model, InputTokens: tokens, LatencyMS: latency.Milliseconds()}
 		if callErr != nil {
@@ -125,7 +171,7 @@ func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.Embed
 // that cannot be opened costs recall, never the server: it says to
 // rebuild.
 func (a *App) openSearch() {
-	x, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.opts.Getenv, a.log.With("component", "search"))
+	x, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.Ledger, a.opts.Getenv, a.log.With("component", "search"))
 	if err != nil {
 		a.log.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
 		return

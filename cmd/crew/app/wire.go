@@ -167,8 +167,9 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		Background: loop.NewBackground(w.Convs, nuid.Next, logger.With("component", "background")),
 	}
 	if db != nil {
-		w.Convs.SetOpener(notes.WithCanvas(notes.Opener(a.Dir, cr, latestSummary(db), h.Config.Location(), time.Now, logger.With("component", "notes")),
-			w.Canvas, logger.With("component", "notes")))
+		nlog := logger.With("component", "notes")
+		w.Convs.SetOpener(notes.WithEarlier(notes.WithCanvas(notes.Opener(a.Dir, cr, latestSummary(db), h.Config.Location(), time.Now, nlog),
+			w.Canvas, nlog), w.recall.Earlier, nlog))
 	}
 	return w, nil
 }
