@@ -572,3 +572,44 @@ func TestRecallRelatedClearsTheThreshold(t *testing.T) {
 		t.Errorf("common words: %d hits from %d conversations", len(hits), len(convs))
 	}
 }
+
+// TestRankPassagesLikeRecall: memory_search's and wiki_search's ranking is
+// recall's BM25 — stemmed words, the phrase higher, the title a little —
+// with recall's marked snippets; ties keep the order given (newest first).
+func TestRankPassagesLikeRecall(t *testing.T) {
+	ps := []Passage{
+		{Text: "- 09:00 bought vegetables at the market"},
+		{Text: "- 10:00 the boiler engineer comes on Thursday"},
+		{Text: "- 11:00 bought vegetables at the market"},
+		{Text: "# Boiler\nService every October.", Title: "flat — The flat"},
+		{Text: "- 12:00 nothing"},
+	}
+	rank := func(q string) string {
+		t.Helper()
+		got, err := Rank(context.Background(), q, ps, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, r := range got {
+			s = append(s, fmt.Sprint(r.Index))
+		}
+		return strings.Join(s, " ")
+	}
+	for q, want := range map[string]string{
+		"vegetable":                "0 2", // stemmed; a tie keeps the order given
+		"engineers coming":         "1",
+		"boiler engineer":          "1 3",
+		"the flat":                 "3", // its title
+		"sushi":                    "",
+		"bought vegetables market": "0 2",
+	} {
+		if got := rank(q); got != want {
+			t.Errorf("%q: %q, want %q", q, got, want)
+		}
+	}
+	got, _ := Rank(context.Background(), "vegetables", ps, 1)
+	if len(got) != 1 || got[0].Snippet != ps[0].Text || len(got[0].Marks) != 1 || got[0].Snippet[got[0].Marks[0][0]:got[0].Marks[0][1]] != "vegetables" {
+		t.Errorf("snippet %+v", got)
+	}
+}

@@ -18,8 +18,8 @@ import (
 //go:embed memory_search.md
 var memorySearchDescription string
 
-// memorySearch finds lines in MEMORY.md and the daily notes.
-type memorySearch struct{}
+// memorySearch ranks the passages of MEMORY.md and the daily notes.
+type memorySearch struct{ rank Ranker }
 
 // ReadOnly: it changes nothing, so a script may call it (R-SCR).
 func (memorySearch) ReadOnly() bool { return true }
@@ -28,7 +28,7 @@ func (memorySearch) Def() tools.Def {
 	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
-    "query": {"type": "string", "description": "Text to find, case-insensitive."},
+    "query": {"type": "string", "description": "A few words of what you are looking for."},
     "days": {"type": "integer", "minimum": 1, "description": "Only daily notes of the last this many days, today included. Default: all."}
   },
   "required": ["query"],
@@ -36,7 +36,7 @@ func (memorySearch) Def() tools.Def {
 }`)}
 }
 
-func (memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (m memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Query string `json:"query"`
 		Days  int    `json:"days"`
@@ -60,23 +60,22 @@ func (memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessage
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("memory_search: %w", err)
 	}
-	query := strings.ToLower(a.Query)
-	var out []string
-	var more bool
+	var ps []Passage
 	for _, f := range append([]string{"MEMORY.md"}, files...) {
 		text, _, err := readFile(root, f)
 		if err != nil {
 			return tools.Result{}, fmt.Errorf("memory_search: %s: %w", f, err)
 		}
-		if out, more = matchLines(out, f+":", text, query); more {
-			out = append(out, fmt.Sprintf("… cut at %d matches; narrow the query or pass days", maxMatches))
-			break
-		}
+		ps = append(ps, passages(f, "", text)...)
 	}
-	if len(out) == 0 {
+	out, n, err := rankResult(ctx, "memory_search", m.rank, a.Query, ps)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if n == 0 {
 		return tools.Result{Output: fmt.Sprintf("no matches for %q in MEMORY.md or memory/", a.Query)}, nil
 	}
-	return tools.Result{Output: strings.Join(out, "\n")}, nil
+	return tools.Result{Output: out}, nil
 }
 
 // noteFiles lists memory/*.md newest first; with days > 0 only the daily

@@ -20,20 +20,21 @@ const NamePattern = `^[a-z0-9][a-z0-9_-]{0,63}$`
 
 var nameRE = regexp.MustCompile(NamePattern)
 
-// maxMatches caps the lines a search returns.
-const maxMatches = 50
-
 // Tools returns the memory and wiki tools, for tools.New. None needs
 // approval: they write only the agent's notes, the owner's facts and the
 // wiki, and every write is recorded as a tool call first (see the package
 // doc). The writing tools of one call share one lock (see files), so a
 // process builds its tool set once (cmd/crew does).
-func Tools() []tools.Tool {
+func Tools(opts ...Option) []tools.Tool {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	f := &files{}
 	return []tools.Tool{
-		memorySave{f}, memorySearch{},
+		memorySave{f}, memorySearch{o.rank},
 		userMemorySave{f}, userMemoryForget{f},
-		wikiGet{}, wikiSearch{}, wikiApply{f},
+		wikiGet{}, wikiSearch{o.rank}, wikiApply{f},
 	}
 }
 
@@ -104,22 +105,6 @@ func withNewline(s string) string {
 		return s
 	}
 	return s + "\n"
-}
-
-// matchLines appends to out the lines of text containing query (already
-// lowercased), as "<prefix><line>: <text>", until out holds maxMatches;
-// more reports whether any were left out.
-func matchLines(out []string, prefix, text, query string) (_ []string, more bool) {
-	for i, l := range strings.Split(text, "\n") {
-		if !strings.Contains(strings.ToLower(l), query) {
-			continue
-		}
-		if len(out) == maxMatches {
-			return out, true
-		}
-		out = append(out, fmt.Sprintf("%s%d: %s", prefix, i+1, strings.TrimRight(l, " \t\r")))
-	}
-	return out, false
 }
 
 // decode reads a call's arguments strictly (tools.DecodeArgs); a mistake is

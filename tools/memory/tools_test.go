@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func testEnv(t *testing.T) tools.Env {
 
 func tool(t *testing.T, name string) tools.Tool {
 	t.Helper()
-	reg, err := tools.New(memory.Tools()...)
+	reg, err := tools.New(memory.Tools(memory.WithRanker(wordRank))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +169,10 @@ func TestMemorySearch(t *testing.T) {
 	writeFile(t, filepath.Join(env.AgentDir, "memory", "2026-11-30.md"), "- 09:00 nothing\n- 10:00 vegetable soup\n")
 	writeFile(t, filepath.Join(env.HomeDir, "wiki", "veg.md"), "vegetable wiki is not memory\n")
 	runCases(t, env, "memory_search", []toolCase{
-		{"newest first, case-insensitive", `{"query":"VEGET"}`, false, []string{
-			"MEMORY.md:2: Owner is vegetarian.\nmemory/2026-11-30.md:2: - 10:00 vegetable soup\nmemory/2026-11-28.md:1: - 10:00 bought VEGETABLES"}},
-		{"days limits daily notes", `{"query":"veget","days":2}`, false, []string{
-			"MEMORY.md:2: Owner is vegetarian.\nmemory/2026-11-30.md:2: - 10:00 vegetable soup"}},
+		{"passages ranked, newest first on a tie", `{"query":"VEGET"}`, false, []string{
+			"1. MEMORY.md:1 (memory)\n   # Memory\n   Owner is vegetarian.\n2.",
+			"\n2. memory/2026-11-30.md:2 (note)\n", "- 10:00 vegetable soup", "\n3. memory/2026-11-28.md:1 (note)\n"}},
+		{"days limits daily notes", `{"query":"veget","days":2}`, false, []string{"1. MEMORY.md:1 (memory)", "2. memory/2026-11-30.md:2 (note)"}},
 		{"no match", `{"query":"sushi"}`, false, []string{`no matches for "sushi"`}},
 		{"empty query", `{"query":""}`, true, []string{"query is required"}},
 		{"bad days", `{"query":"x","days":-1}`, true, []string{"days"}},
@@ -186,9 +187,40 @@ func TestMemorySearch(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(env.AgentDir, "memory", "2026-11-29.md"), many.String())
 	res := call(t, env, "memory_search", `{"query":"match"}`)
-	if n := strings.Count(res.Output, ": - match"); n != 50 || !strings.Contains(res.Output, "cut at 50 matches") {
-		t.Errorf("got %d matches, want 50 and a cut line:\n%s", n, res.Output)
+	if n := strings.Count(res.Output, "(note)\n"); n != 10 || !strings.Contains(res.Output, "1. memory/2026-11-29.md:1 (note)") {
+		t.Errorf("got %d passages, want the best 10:\n%s", n, res.Output)
 	}
+	// Without a ranker (a process that wired none) it says so.
+	reg, _ := tools.New(memory.Tools()...)
+	tl, _ := reg.Lookup("memory_search")
+	if _, err := tl.Run(t.Context(), env, json.RawMessage(`{"query":"match"}`)); err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Errorf("without a ranker: %v", err)
+	}
+}
+
+// wordRank is a ranker for these tests: passages holding more of the
+// query's words (any case, as substrings) first, ties in the order given.
+func wordRank(ctx context.Context, query string, ps []memory.Passage, limit int) ([]memory.Ranked, error) {
+	words := strings.Fields(strings.ToLower(query))
+	type scored struct{ i, n int }
+	var found []scored
+	for i, p := range ps {
+		n := 0
+		for _, w := range words {
+			if strings.Contains(strings.ToLower(p.Title+"\n"+p.Text), w) {
+				n++
+			}
+		}
+		if n > 0 {
+			found = append(found, scored{i, n})
+		}
+	}
+	slices.SortStableFunc(found, func(a, b scored) int { return b.n - a.n })
+	var out []memory.Ranked
+	for _, f := range found[:min(limit, len(found))] {
+		out = append(out, memory.Ranked{Passage: ps[f.i], Snippet: ps[f.i].Text})
+	}
+	return out, nil
 }
 
 func TestUserMemorySave(t *testing.T) {
@@ -318,8 +350,9 @@ func TestWiki(t *testing.T) {
 	writeFile(t, filepath.Join(env.HomeDir, "wiki", "rice.md"), "# Rice\nRinse it. Salt the water.\n")
 	writeFile(t, filepath.Join(env.HomeDir, "wiki", "salt-notes.md"), "no heading here\n")
 	runCases(t, env, "wiki_search", []toolCase{
-		{"lines", `{"query":"SALT"}`, false, []string{"pasta — Pasta\n  3: Salt it.\nrice — Rice\n  2: Rinse it. Salt the water.\nsalt-notes — salt-notes"}},
-		{"title only", `{"query":"rice"}`, false, []string{"rice — Rice"}},
+		{"passages", `{"query":"SALT"}`, false, []string{"1. wiki/pasta.md:1 — pasta — Pasta (wiki)\n   # Pasta\n   Boil water.\n   Salt it.\n2.",
+			"\n2. wiki/rice.md:1 — rice — Rice (wiki)\n", "\n3. wiki/salt-notes.md:1 — salt-notes — salt-notes (wiki)\n"}},
+		{"title only", `{"query":"rice"}`, false, []string{"1. wiki/rice.md:1 — rice — Rice (wiki)"}},
 		{"list", `{"query":""}`, false, []string{"pasta — Pasta\nrice — Rice\nsalt-notes — salt-notes"}},
 		{"none", `{"query":"sushi"}`, false, []string{`no wiki page matches "sushi"`}},
 	})

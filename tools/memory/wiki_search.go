@@ -15,8 +15,8 @@ import (
 //go:embed wiki_search.md
 var wikiSearchDescription string
 
-// wikiSearch finds wiki pages by name, title and lines.
-type wikiSearch struct{}
+// wikiSearch ranks the passages of the wiki's pages, or lists the pages.
+type wikiSearch struct{ rank Ranker }
 
 // ReadOnly: it changes nothing, so a script may call it (R-SCR).
 func (wikiSearch) ReadOnly() bool { return true }
@@ -25,14 +25,14 @@ func (wikiSearch) Def() tools.Def {
 	return tools.Def{Name: "wiki_search", Description: wikiSearchDescription, Default: true, Params: schema(`{
   "type": "object",
   "properties": {
-    "query": {"type": "string", "description": "Text to find, case-insensitive; empty lists every page."}
+    "query": {"type": "string", "description": "A few words of what you are looking for; empty lists every page."}
   },
   "required": ["query"],
   "additionalProperties": false
 }`)}
 }
 
-func (wikiSearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (w wikiSearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Query string `json:"query"`
 	}
@@ -48,9 +48,9 @@ func (wikiSearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return tools.Result{}, fmt.Errorf("wiki_search: %w", err)
 	}
-	query := strings.ToLower(strings.TrimSpace(a.Query))
-	var out []string
-	lines := 0
+	query := strings.TrimSpace(a.Query)
+	var list []string
+	var ps []Passage
 	for _, e := range entries { // ReadDir sorts by name
 		page, ok := strings.CutSuffix(e.Name(), ".md")
 		if !e.Type().IsRegular() || !ok || !nameRE.MatchString(page) { // a symlink may lead out of the home
@@ -62,34 +62,23 @@ func (wikiSearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 			return tools.Result{}, fmt.Errorf("wiki_search: %s: %w", name, err)
 		}
 		title := pageTitle(page, text)
-		var matches []string
-		cut := false
-		if query != "" {
-			matches, cut = matchLines(nil, "  ", text, query)
-			if len(matches) == 0 && !strings.Contains(strings.ToLower(page+" "+title), query) {
-				continue
-			}
-		}
-		if room := maxMatches - lines; len(matches) > room {
-			matches, cut = matches[:room], true
-		}
-		if len(matches) > 0 || !cut {
-			lines += len(matches)
-			out = append(out, page+" — "+title)
-			out = append(out, matches...)
-		}
-		if cut {
-			out = append(out, fmt.Sprintf("… cut at %d matching lines; narrow the query", maxMatches))
-			break
-		}
+		list = append(list, page+" — "+title)
+		ps = append(ps, passages(name, page+" — "+title, text)...)
 	}
-	if len(out) == 0 {
-		if query == "" {
-			return tools.Result{Output: "the wiki has no pages yet; create one with wiki_apply"}, nil
-		}
+	switch {
+	case query == "" && len(list) == 0:
+		return tools.Result{Output: "the wiki has no pages yet; create one with wiki_apply"}, nil
+	case query == "":
+		return tools.Result{Output: strings.Join(list, "\n")}, nil
+	}
+	out, n, err := rankResult(ctx, "wiki_search", w.rank, query, ps)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if n == 0 {
 		return tools.Result{Output: fmt.Sprintf("no wiki page matches %q", a.Query)}, nil
 	}
-	return tools.Result{Output: strings.Join(out, "\n")}, nil
+	return tools.Result{Output: out}, nil
 }
 
 // pageTitle is a page's first "# " heading, or its name.

@@ -15,6 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/memory"
 	"github.com/my-agent-crew/crew/tools/recall"
 )
 
@@ -178,4 +179,22 @@ func (a *App) openSearch() {
 	}
 	a.Search, a.closeSearch = x, closeX
 	a.wiring.recall.x.Store(x)
+}
+
+// rankPassages is what memory_search and wiki_search rank with: recall's
+// BM25 and snippets over the files as they are now (search.Rank).
+func rankPassages(ctx context.Context, query string, ps []memory.Passage, limit int) ([]memory.Ranked, error) {
+	in := make([]search.Passage, len(ps))
+	for i, p := range ps {
+		in[i] = search.Passage{Title: p.Title, Text: p.Text}
+	}
+	found, err := search.Rank(ctx, query, in, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memory.Ranked, 0, len(found))
+	for _, r := range found {
+		out = append(out, memory.Ranked{Passage: ps[r.Index], Snippet: r.Snippet})
+	}
+	return out, nil
 }

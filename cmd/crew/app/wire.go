@@ -49,7 +49,7 @@ func allTools(create *schedule.CreateTool, crons *schedule.CronTools, nt *netToo
 	out = append(out, canvas.Tools(cv)...)
 	out = append(out, team.Tools(teams)...)
 	out = append(out, desktop.Tools()...)
-	return append(out, memory.Tools()...)
+	return append(out, memory.Tools(memory.WithRanker(rankPassages))...)
 }
 
 // wiring is what runs turns on the store, built the same for every entry

@@ -1,0 +1,119 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Passage is a piece of a memory file a search ranks: a paragraph, or one
+// list item (a daily note's line), with the heading that opens it.
+type Passage struct {
+	Path  string // "memory/2026-11-30.md"
+	Line  int    // its first line, from 1
+	Title string // a wiki page's name and title; "" for memory
+	Text  string
+}
+
+// Ranked is a passage found, with its snippet: the text around the first
+// word of the query, as recall shows a hit.
+type Ranked struct {
+	Passage
+	Snippet string
+}
+
+// Ranker ranks passages by relevance to query, best first, at most limit:
+// the server hands in recall's BM25 (projections/search.Rank).
+type Ranker func(ctx context.Context, query string, passages []Passage, limit int) ([]Ranked, error)
+
+// Option configures Tools.
+type Option func(*options)
+
+type options struct{ rank Ranker }
+
+// WithRanker is what memory_search and wiki_search rank with; without
+// one they say searching is not available in this process.
+func WithRanker(r Ranker) Option { return func(o *options) { o.rank = r } }
+
+// maxHits is how many passages a search returns.
+const maxHits = 10
+
+// passages cuts text (the file at path) into the passages a search ranks:
+// a blank line ends one, a heading or a list item starts one.
+func passages(path, title, text string) []Passage {
+	var out []Passage
+	var cur []string
+	start := 0
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, Passage{Path: path, Line: start + 1, Title: title, Text: strings.Join(cur, "\n")})
+			cur = nil
+		}
+	}
+	for i, l := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "":
+			flush()
+			continue
+		case strings.HasPrefix(t, "#") || isItem(t):
+			flush()
+		}
+		if len(cur) == 0 {
+			start = i
+		}
+		cur = append(cur, strings.TrimRight(l, " \t\r"))
+	}
+	flush()
+	return out
+}
+
+// isItem reports whether line (trimmed) starts a list item.
+func isItem(line string) bool {
+	if strings.HasPrefix(line, "- ") || strings.HasPrefix(line, "* ") || strings.HasPrefix(line, "+ ") {
+		return true
+	}
+	i := 0
+	for i < len(line) && '0' <= line[i] && line[i] <= '9' {
+		i++
+	}
+	return i > 0 && i+1 < len(line) && (line[i] == '.' || line[i] == ')') && line[i+1] == ' '
+}
+
+// rankResult runs rank over ps and writes the hits as recall does, each
+// source on a line of its own (file:line, kind) and its snippet below it;
+// not fenced: it is the crew's own memory, as wiki_get and the system
+// prompt show it (a fenced result would mark the run as having read
+// outside content, and every memory write after it).
+func rankResult(ctx context.Context, tool string, rank Ranker, query string, ps []Passage) (string, int, error) {
+	if rank == nil {
+		return "", 0, fmt.Errorf("%s: searching is not available in this process", tool)
+	}
+	found, err := rank(ctx, query, ps, maxHits)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", tool, err)
+	}
+	var b strings.Builder
+	for i, r := range found {
+		fmt.Fprintf(&b, "%d. %s:%d", i+1, r.Path, r.Line)
+		if r.Title != "" {
+			b.WriteString(" — " + r.Title)
+		}
+		fmt.Fprintf(&b, " (%s)\n", kindOf(r.Path))
+		for l := range strings.Lines(r.Snippet) {
+			b.WriteString("   " + strings.TrimRight(l, "\n") + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n"), len(found), nil
+}
+
+// kindOf names a passage's file as recall names its documents.
+func kindOf(path string) string {
+	switch {
+	case strings.HasPrefix(path, wikiDir+"/"):
+		return "wiki"
+	case strings.HasPrefix(path, "memory/"):
+		return "note"
+	}
+	return "memory"
+}
