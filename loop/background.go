@@ -462,3 +462,48 @@ func tailOf(s string, n int) string {
 
 // Background is the worker's background runner (nil when none).
 func (w *Worker) Background() *Background { return w.cfg.Deps.Background }
+
+// BackgroundTasks is the background fold: the conversation's background
+// commands (shell_run with run_in_background), by task id: started,
+// stopping, ended.
+type BackgroundTasks struct {
+	Tasks map[string]*Task `json:"tasks,omitempty"`
+}
+
+func (f *BackgroundTasks) apply(env events.Envelope, _ foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.TaskStarted:
+		if f.Tasks == nil {
+			f.Tasks = map[string]*Task{}
+		}
+		f.Tasks[e.TaskID] = &Task{ID: e.TaskID, CallID: e.CallID, FromRun: e.FromRun, Command: e.Command, Started: env.Time}
+	case *events.TaskStopRequested:
+		f.stop(e.TaskID, e.By)
+	case *events.RunStopRequested:
+		for _, id := range e.Tasks {
+			f.stop(id, e.By)
+		}
+	case *events.TaskNotification:
+		if t := f.Tasks[e.TaskID]; t != nil && t.End == nil {
+			t.End, t.Ended = e, env.Time
+		}
+	}
+}
+
+// RunningTasks are the ids of the tasks not ended, in id order.
+func (f *BackgroundTasks) RunningTasks() []string {
+	var ids []string
+	for _, id := range sortedKeys(f.Tasks) {
+		if f.Tasks[id].End == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// stop records who asked task id to stop (the first ask counts).
+func (f *BackgroundTasks) stop(id, by string) {
+	if t := f.Tasks[id]; t != nil && t.End == nil && t.StopBy == "" {
+		t.StopBy = by
+	}
+}

@@ -734,3 +734,27 @@ func cutAtLine(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Compacting is the compaction fold (R-LOOP-7): Compaction is what the
+// model reads instead of parts of Messages (context_compacted; Messages
+// stay whole for the chat); TokenRatio is, by route, the provider's
+// prompt tokens over the harness's estimate on the last turn call that
+// reported both: it calibrates the measure compaction decides on.
+type Compacting struct {
+	Compaction Compaction         `json:"compaction"`
+	TokenRatio map[string]float64 `json:"token_ratio,omitempty"`
+}
+
+func (f *Compacting) apply(env events.Envelope, _ foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.ContextCompacted:
+		f.Compaction.apply(e)
+	case *events.ModelCalled:
+		if e.InTurn() && e.InputTokens > 0 && e.EstimatedTokens > 0 {
+			if f.TokenRatio == nil {
+				f.TokenRatio = map[string]float64{}
+			}
+			f.TokenRatio[e.Route] = float64(e.InputTokens) / float64(e.EstimatedTokens)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 
@@ -43,6 +44,8 @@ type Convs struct {
 
 	// prepared are the attachments the turns prepared (attach.go).
 	prepared preparedImages
+	// logger says when a snapshot was discarded (nil: nothing said).
+	logger *slog.Logger
 }
 
 // DefaultIdleConversations is how many idle conversation states a process
@@ -62,6 +65,11 @@ func (cs *Convs) Secrets() *events.Redactor { return cs.log.Redactor() }
 // open run, nothing queued, no approval pending, nobody waiting on them)
 // are dropped. Call it before the first Get.
 func (cs *Convs) SetIdleLimit(n int) { cs.keepIdle = max(n, 1) }
+
+// SetLogger is where a load says it discarded a snapshot it could not
+// read (an older version's, or a damaged one) and rebuilt the state from
+// the log. Call it before the first Get.
+func (cs *Convs) SetLogger(l *slog.Logger) { cs.logger = l }
 
 // Loaded is how many conversation states are in memory.
 func (cs *Convs) Loaded() int {
@@ -158,7 +166,7 @@ func (cs *Convs) Get(ctx context.Context, id string) (*Conv, error) {
 	cs.mu.Unlock()
 	c.mu.Lock()
 	if c.st == nil {
-		st, err := LoadState(ctx, cs.log, cs.snaps, id)
+		st, err := loadState(ctx, cs.log, cs.snaps, id, cs.logger)
 		if err != nil {
 			c.mu.Unlock()
 			return nil, err

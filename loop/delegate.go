@@ -291,3 +291,55 @@ func titleOf(task string) string {
 	}
 	return strings.TrimSpace(string([]rune(line)[:79])) + "…"
 }
+
+// Delegation is the delegation fold (R-DEL): a child conversation names
+// its root and parent; CostCap replaces the agent's cap when set.
+// Delegations counts delegate calls made here (R-HOME-6: at most 8).
+type Delegation struct {
+	RootID             string   `json:"root_id,omitempty"`
+	ParentConversation string   `json:"parent_conversation,omitempty"`
+	ParentCallID       string   `json:"parent_call_id,omitempty"`
+	ParentRunID        string   `json:"parent_run_id,omitempty"`
+	CostCap            *float64 `json:"cost_cap,omitempty"`
+	Delegations        int      `json:"delegations,omitempty"`
+	// RootSource is the channel of a delegated conversation's root.
+	RootSource string `json:"root_source,omitempty"`
+	// DelegateRun is the run the delegation started here (its run_started
+	// names the parent run); DelegateEnd is how it ended, once it has.
+	DelegateRun string  `json:"delegate_run,omitempty"`
+	DelegateEnd *RunEnd `json:"delegate_end,omitempty"`
+}
+
+func (d *Delegation) apply(env events.Envelope, on foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.ConversationOpened:
+		d.RootID, d.ParentConversation, d.ParentCallID, d.CostCap = e.RootID, e.ParentConversation, e.ParentCallID, e.CostCapUSD
+		d.ParentRunID, d.RootSource = e.ParentRunID, e.RootSource
+	case *events.RunStarted:
+		if d.ParentRunID != "" && d.DelegateRun == "" { // a delegated conversation's first run
+			d.DelegateRun = e.RunID
+		}
+	case *events.RunFinished:
+		if on.end != nil && e.RunID == d.DelegateRun && d.DelegateEnd == nil {
+			end := *on.end
+			d.DelegateEnd = &end
+		}
+	case *events.ToolCalled:
+		if e.Tool == DelegateTool {
+			d.Delegations++
+		}
+	case *events.NestedCall: // a script's delegation counts as a direct one
+		if e.Delegate != nil {
+			d.Delegations++
+		}
+	}
+}
+
+// Budget is the conversation's cost cap: the agent's, or the smaller one a
+// delegated child was given. Zero means none.
+func (d *Delegation) Budget(agentCap float64) float64 {
+	if d.CostCap != nil && (agentCap <= 0 || *d.CostCap < agentCap) {
+		return *d.CostCap
+	}
+	return agentCap
+}

@@ -166,18 +166,18 @@ func requestStep(e events.Event) (int, bool) {
 func forkedState(st *State, spec ForkSpec, step int) *State {
 	return &State{
 		Conversation: spec.Conversation,
-		Agent:        st.Agent, Channel: st.Channel, Autonomous: st.Autonomous, ApprovalTTL: st.ApprovalTTL,
-		Messages: st.Messages,
-		OpenRun:  spec.RunID, Step: step - 1,
-		RunPrompt: st.RunPrompt, PromptChecked: true, RunFrom: st.RunFrom,
-		RunUntrusted: st.RunUntrusted,
-		Told:         st.Told, Canvas: st.Canvas, RunCanvas: st.RunCanvas,
-		Guard: st.Guard, Escalated: st.Escalated,
-		Loaded:      st.Loaded,
-		Compaction:  st.Compaction,
-		NestedCalls: st.NestedCalls,
-		Delegations: st.Delegations,
-		Route:       spec.Route,
+		Messages:     st.Messages,
+		Origin:       Origin{Agent: st.Agent, Channel: st.Channel, Autonomous: st.Autonomous, ApprovalTTL: st.ApprovalTTL},
+		Running:      Running{OpenRun: spec.RunID, Step: step - 1, RunPrompt: st.RunPrompt, PromptChecked: true, RunFrom: st.RunFrom},
+		Untrusted:    st.Untrusted,
+		NotesTold:    st.NotesTold,
+		CanvasMarks:  st.CanvasMarks,
+		Guarding:     st.Guarding,
+		MCPLoaded:    st.MCPLoaded,
+		Compacting:   Compacting{Compaction: st.Compaction},
+		Scripting:    Scripting{NestedCalls: st.NestedCalls},
+		Delegation:   Delegation{Delegations: st.Delegations},
+		ForkPin:      ForkPin{Route: spec.Route},
 	}
 }
 
@@ -195,4 +195,21 @@ func (s *State) applyFork(e *events.ConversationForked) error {
 		s.Pin = &SystemPin{RunID: e.RunID, Step: e.From.Step, System: e.System}
 	}
 	return nil
+}
+
+// ForkPin is the fork fold (R-X-2): Route is the one route a fork runs
+// on, replacing the agent's routes; Pin is the system prompt the
+// original's step sent, for the fork's run to send again at that step,
+// until that step is answered. Both come from conversation_forked.
+type ForkPin struct {
+	Route string     `json:"route,omitempty"`
+	Pin   *SystemPin `json:"pin,omitempty"`
+}
+
+func (f *ForkPin) apply(env events.Envelope, _ foldOn) {
+	if e, ok := decoded(env).(*events.ModelCalled); ok && e.InTurn() {
+		if p := f.Pin; p != nil && e.RunID == p.RunID && e.Step == p.Step && e.Error == "" {
+			f.Pin = nil // the pinned step is answered
+		}
+	}
 }

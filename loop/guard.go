@@ -124,3 +124,45 @@ func canonicalJSON(raw json.RawMessage) string {
 	}
 	return string(b)
 }
+
+// Guarding is the guard fold: the loop guard over the open run's replies
+// (R-LOOP-3), and Escalated says the open run has escalated (R-LOOP-4:
+// once per run), both folded from the log so a resumed turn decides as an
+// uninterrupted one would.
+type Guarding struct {
+	Guard     Guard `json:"guard"`
+	Escalated bool  `json:"escalated,omitempty"`
+}
+
+func (f *Guarding) apply(env events.Envelope, on foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.RunStarted:
+		*f = Guarding{}
+	case *events.RunFinished:
+		if on.end != nil {
+			*f = Guarding{}
+		}
+	case *events.SteersApplied:
+		for _, p := range on.steers {
+			if !p.Team && applies(e, p) {
+				f.Guard.Reset() // the owner's new words: the count starts again
+				break
+			}
+		}
+	case *events.ModelCalled:
+		if e.InTurn() && e.Error == "" && e.RunID == on.open {
+			f.Guard.Observe(e.ToolCalls)
+		}
+	case *events.GuardReminded:
+		if e.RunID == on.open {
+			f.Guard.Reminded = true
+		}
+	case *events.Escalated:
+		if e.RunID == on.open {
+			f.Escalated = true
+			if e.Reason == "loop" { // the repeated calls were refused: count afresh
+				f.Guard.Reset()
+			}
+		}
+	}
+}

@@ -91,7 +91,7 @@ func (cs *Convs) reload(ctx context.Context, id string) error {
 	if c.st == nil {
 		return nil
 	}
-	st, err := LoadState(ctx, cs.log, cs.snaps, id)
+	st, err := loadState(ctx, cs.log, cs.snaps, id, cs.logger)
 	if err != nil {
 		return err
 	}

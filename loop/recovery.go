@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -250,5 +251,37 @@ func (t *Turn) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-tm.C:
 		return nil
+	}
+}
+
+// ShownReplies is the fold of replies that broke after their text reached
+// the chat (model_retried, route_fallback or a failed model_called marked
+// interrupted): the chat keeps them where they stood, marked interrupted,
+// with what came next; the model never reads them.
+type ShownReplies struct {
+	Shown []ShownText `json:"shown,omitempty"`
+}
+
+func (f *ShownReplies) apply(env events.Envelope, on foldOn) {
+	show := func(run, text, then string) {
+		f.Shown = append(f.Shown, ShownText{At: on.messages, RunID: run, Text: text, Then: then})
+	}
+	switch e := decoded(env).(type) {
+	case *events.ModelCalled:
+		if e.InTurn() && !e.Stopped && e.Error != "" && e.Text != "" {
+			show(e.RunID, e.Text, "the model call failed: "+e.Error)
+		}
+	case *events.ModelRetried:
+		if e.Interrupted && e.Text != "" {
+			then := fmt.Sprintf("retried on %s (attempt %d)", e.Route, e.Attempt)
+			if e.Error != "" {
+				then += " after: " + e.Error
+			}
+			show(e.RunID, e.Text, then)
+		}
+	case *events.RouteFallback:
+		if e.Interrupted && e.Text != "" {
+			show(e.RunID, e.Text, fmt.Sprintf("moved from %s to %s after: %s", e.From, e.To, e.Error))
+		}
 	}
 }

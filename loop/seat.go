@@ -1,5 +1,7 @@
 package loop
 
+import "github.com/my-agent-crew/crew/events"
+
 // Seat is a conversation's place on a team (R-TEAM): the lead's own
 // conversation (Member empty; the team's id is the conversation's) or a
 // member's.
@@ -36,4 +38,40 @@ func seatOf(st *State) Seat {
 		return Seat{Conversation: st.Conversation, Team: st.Team, Member: st.Member}
 	}
 	return Seat{Conversation: st.Conversation, Team: st.Conversation, Child: st.ParentConversation != ""}
+}
+
+// TeamSeat is the team fold (R-TEAM): Team and Member seat a teammate's
+// conversation; MailSeen is the last mailbox sequence delivered here and
+// Assigned the last task a delivery assigned; LastRun and LastEnd are the
+// latest finished run and how it ended (the teammate's report).
+type TeamSeat struct {
+	Team     string  `json:"team,omitempty"`
+	Member   string  `json:"member,omitempty"`
+	MailSeen uint64  `json:"mail_seen,omitempty"`
+	Assigned string  `json:"assigned,omitempty"`
+	LastRun  string  `json:"last_run,omitempty"`
+	LastEnd  *RunEnd `json:"last_end,omitempty"`
+}
+
+func (f *TeamSeat) apply(env events.Envelope, on foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.ConversationOpened:
+		f.Team, f.Member = e.Team, e.Member
+	case *events.MessageReceived:
+		if d := e.Team; d != nil {
+			f.MailSeen = max(f.MailSeen, d.Through)
+			if d.Assigned != "" {
+				f.Assigned = d.Assigned
+			}
+		}
+	case *events.SteerReceived:
+		if d := e.Team; d != nil {
+			f.MailSeen = max(f.MailSeen, d.Through)
+		}
+	case *events.RunFinished:
+		if on.end != nil && f.Member != "" {
+			end := *on.end
+			f.LastRun, f.LastEnd = e.RunID, &end
+		}
+	}
 }

@@ -8,12 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
@@ -164,20 +163,53 @@ const (
 // State is what a turn needs of its conversation, folded from the
 // conversation's events. It is a pure function of those events: the same
 // events give the same State, from a snapshot or from a cold replay.
+//
+// What every turn needs is here: the conversation (Origin), the history
+// (Messages), the queue (Waiting) and the open run with its calls in
+// flight (Running). Each feature's part is a fold of its own (fold.go),
+// declared and applied in that feature's file; embedded, so its fields
+// read as the state's (st.RootID) and the state's JSON (a fork's
+// conversation_forked carries it) is the same as one flat struct's.
 type State struct {
-	// RunUntrusted names what untrusted content the open run has read
-	// (a fenced tool result, a message from someone not the owner), ""
-	// for none: memory writes after it carry the mark (R-X-7).
-	RunUntrusted string `json:"run_untrusted,omitempty"`
-
 	Conversation string    `json:"conversation"`
 	Seq          uint64    `json:"seq"` // stream sequence of the last applied event
-	Agent        string    `json:"agent,omitempty"`
-	Channel      string    `json:"channel,omitempty"`
-	Autonomous   bool      `json:"autonomous,omitempty"`
-	ApprovalTTL  int       `json:"approval_ttl_seconds,omitempty"`
 	Messages     []Message `json:"messages"`
+	Origin
+	Waiting
+	Running
 
+	Delegation      // delegate.go
+	CanvasMarks     // canvas.go
+	TeamSeat        // seat.go
+	MCPLoaded       // tool_search.go
+	Scripting       // tool_script.go
+	OwnerAsks       // gate.go: approvals and questions
+	Spend           // spend.go
+	ForkPin         // fork.go
+	Untrusted       // untrusted.go
+	NotesTold       // told.go
+	BackgroundTasks // background.go
+	Stopping        // stop.go
+	Guarding        // guard.go
+	Compacting      // compact.go
+	ShownReplies    // recovery.go
+}
+
+// Origin is the conversation as conversation_opened set it up, and what
+// its channel delivered.
+type Origin struct {
+	Agent       string `json:"agent,omitempty"`
+	Channel     string `json:"channel,omitempty"`
+	Autonomous  bool   `json:"autonomous,omitempty"`
+	ApprovalTTL int    `json:"approval_ttl_seconds,omitempty"`
+	Closed      bool   `json:"closed,omitempty"`
+	// External maps channel message ids (telegram:<update_id>) to the
+	// event that stored them, so a redelivered update is not stored twice.
+	External map[string]string `json:"external,omitempty"`
+}
+
+// Waiting is what waits for a turn.
+type Waiting struct {
 	// Queued are owner messages stored and not yet answered. A run's start
 	// moves them into Messages, all together (R-IN-2). BusyQueued says one
 	// arrived while a run was open.
@@ -188,45 +220,21 @@ type State struct {
 	// Dropped are waiting messages a stop dropped (scope queue or all):
 	// never answered, shown "dropped" in the chat.
 	Dropped []Pending `json:"dropped,omitempty"`
-	// Stop is the owner's stop of the open run, stored and not yet taken
-	// effect: the next pass closes the run stopped, after a crash too.
-	Stop *StopRequest `json:"stop,omitempty"`
 	// Notices are stopped tasks' notifications that came while a run was
 	// open: they join Messages when it ends.
 	Notices []Message `json:"notices,omitempty"`
-	// Tasks are the conversation's background commands (shell_run with
-	// run_in_background), by task id: started, stopping, ended.
-	Tasks map[string]*Task `json:"tasks,omitempty"`
+}
 
-	// OpenRun is the run started and not finished (a crash leaves it set);
-	// Step is its last model-call step.
+// Running is the open run: started and not finished (a crash leaves it
+// set).
+type Running struct {
+	// OpenRun is the run; Step its last model-call step.
 	OpenRun string `json:"open_run,omitempty"`
 	Step    int    `json:"step,omitempty"`
 	// Calling holds tool calls started (tool_called) without a result.
 	Calling map[string]bool `json:"calling,omitempty"`
-	// Approvals of the open run by call id; AutoApprove the tools approved
-	// with "always" in this conversation.
-	Approvals   map[string]*Approval `json:"approvals,omitempty"`
-	AutoApprove []string             `json:"auto_approve,omitempty"`
-	// Decided remembers every answered approval of the conversation (id →
-	// decision), so a late second answer is a conflict, not "unknown".
-	Decided map[string]string `json:"decided,omitempty"`
-	// Questions of the open run by call id (ask_user); Asked remembers
-	// every settled question of the conversation (id → outcome), so a late
-	// second answer is a conflict, not "unknown".
-	Questions map[string]*Question `json:"questions,omitempty"`
-	Asked     map[string]string    `json:"asked,omitempty"`
-	// External maps channel message ids (telegram:<update_id>) to the
-	// event that stored them, so a redelivered update is not stored twice.
-	External map[string]string `json:"external,omitempty"`
-
-	// CostUSD sums known model costs; UnknownCostCalls counts successful
-	// calls whose cost was not reported (never counted as zero).
-	CostUSD          float64 `json:"cost_usd"`
-	UnknownCostCalls int     `json:"unknown_cost_calls"`
-	LastHalt         string  `json:"last_halt,omitempty"`
-	Closed           bool    `json:"closed,omitempty"`
-
+	// LastHalt is why the latest run halted ("" it did not).
+	LastHalt string `json:"last_halt,omitempty"`
 	// RunPrompt are the owner's words the open run started on, and
 	// PromptChecked says its UserPromptSubmit hooks ran (R-LOOP-8): a run
 	// resumed after a crash runs them if they did not.
@@ -236,78 +244,6 @@ type State struct {
 	// Resumed counts the open run's run_resumed: restarts that cut it while
 	// it worked (R-X-4).
 	Resumed int `json:"resumed,omitempty"`
-
-	// Told is what this conversation has been told of each memory item
-	// (turn notes), folded from the stored messages (R-CTX-2).
-	Told map[string]events.NoteTold `json:"told,omitempty"`
-	// Canvas is what this conversation knows of each canvas, folded from
-	// canvas tool results and canvas notes (R-CTX-3); RunCanvas what the
-	// open run wrote (the per-turn limits).
-	Canvas    map[string]CanvasMark `json:"canvas,omitempty"`
-	RunCanvas RunCanvas             `json:"run_canvas,omitzero"`
-	// RootSource is the channel of a delegated conversation's root.
-	RootSource string `json:"root_source,omitempty"`
-
-	// Delegation: a child conversation names its root and parent; CostCap
-	// replaces the agent's cap when set. Delegations counts delegate calls
-	// made here (R-HOME-6: at most 8).
-	RootID             string   `json:"root_id,omitempty"`
-	ParentConversation string   `json:"parent_conversation,omitempty"`
-	ParentCallID       string   `json:"parent_call_id,omitempty"`
-	ParentRunID        string   `json:"parent_run_id,omitempty"`
-	CostCap            *float64 `json:"cost_cap,omitempty"`
-	Delegations        int      `json:"delegations,omitempty"`
-	// DelegateRun is the run the delegation started here (its run_started
-	// names the parent run); DelegateEnd is how it ended, once it has.
-	DelegateRun string  `json:"delegate_run,omitempty"`
-	DelegateEnd *RunEnd `json:"delegate_end,omitempty"`
-
-	// Guard is the loop guard over the open run's replies (R-LOOP-3) and
-	// Escalated says the open run has escalated (R-LOOP-4: once per run),
-	// both folded from the log so a resumed turn decides as an
-	// uninterrupted one would.
-	Guard     Guard `json:"guard"`
-	Escalated bool  `json:"escalated,omitempty"`
-
-	// Loaded are the MCP tools tool_search declared in this conversation,
-	// in the order found, folded from its results' meta (R-MCP): they are
-	// declared to the model from the next call on, after a restart too.
-	Loaded []string `json:"loaded,omitempty"`
-	// Teams (R-TEAM): Team and Member seat a teammate's conversation;
-	// MailSeen is the last mailbox sequence delivered here and Assigned the
-	// last task a delivery assigned; LastRun and LastEnd are the latest
-	// finished run and how it ended (the teammate's report).
-	Team     string  `json:"team,omitempty"`
-	Member   string  `json:"member,omitempty"`
-	MailSeen uint64  `json:"mail_seen,omitempty"`
-	Assigned string  `json:"assigned,omitempty"`
-	LastRun  string  `json:"last_run,omitempty"`
-	LastEnd  *RunEnd `json:"last_end,omitempty"`
-
-	// Compaction is what the model reads instead of parts of Messages
-	// (context_compacted, R-LOOP-7); Messages stay whole for the chat.
-	Compaction Compaction `json:"compaction"`
-	// Shown are replies that broke after their text reached the chat
-	// (model_retried, route_fallback or a failed model_called marked
-	// interrupted): the chat keeps them where they stood, marked
-	// interrupted, with what came next; the model never reads them.
-	Shown []ShownText `json:"shown,omitempty"`
-	// TokenRatio is, by route, the provider's prompt tokens over the
-	// harness's estimate on the last turn call that reported both: it
-	// calibrates the measure compaction decides on.
-	TokenRatio map[string]float64 `json:"token_ratio,omitempty"`
-	// NestedCalls counts the open run's script calls (nested_call): its
-	// scripts share max_steps × 10 (R-SCR).
-	NestedCalls int `json:"nested_calls,omitempty"`
-	// Nesting are the nested calls of the scripts still running, by
-	// script call id, for the chat card to show at once.
-	Nesting map[string][]events.NestedCall `json:"nesting,omitempty"`
-	// Route, on a fork, is the one route the conversation runs on
-	// (conversation_forked, R-X-2): it replaces the agent's routes.
-	Route string `json:"route,omitempty"`
-	// Pin, on a fork, is the system prompt the original's step sent, for
-	// the fork's run to send again at that step (conversation_forked).
-	Pin *SystemPin `json:"pin,omitempty"`
 }
 
 // Task is one background command of the conversation, as its events tell
@@ -351,24 +287,6 @@ func (t *Task) State() string {
 	return TaskExited
 }
 
-// RunningTasks are the ids of the tasks not ended, in id order.
-func (s *State) RunningTasks() []string {
-	var ids []string
-	for _, id := range sortedKeys(s.Tasks) {
-		if s.Tasks[id].End == nil {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-// stopTask records who asked task id to stop (the first ask counts).
-func (s *State) stopTask(id, by string) {
-	if t := s.Tasks[id]; t != nil && t.End == nil && t.StopBy == "" {
-		t.StopBy = by
-	}
-}
-
 // StopRequest is a run_stop_requested of the open run.
 type StopRequest struct {
 	RunID   string    `json:"run_id"`
@@ -410,56 +328,62 @@ type RunEnd struct {
 }
 
 // Apply folds one event of the conversation into the state. Events at or
-// below Seq are ignored, so applying a tail twice is harmless.
+// below Seq are ignored, so applying a tail twice is harmless. Each fold
+// takes its part of the event (reading foldOn, the rest as it stood
+// before it), then the turn's own part: the history, the queue, the open
+// run.
 func (s *State) Apply(env events.Envelope) error {
 	if env.Seq != 0 && env.Seq <= s.Seq {
 		return nil
 	}
+	env = env.Decoded() // decoded once for every fold
 	e, err := env.Decode()
 	if err != nil {
 		return err
 	}
+	if f, ok := e.(*events.ConversationForked); ok {
+		if err := s.applyFork(f); err != nil {
+			return err
+		}
+	} else {
+		on := s.on(e)
+		for _, f := range s.folds() {
+			f.apply(env, on)
+		}
+		s.applyTurn(env, e)
+	}
+	if env.Seq != 0 {
+		s.Seq = env.Seq
+	}
+	return nil
+}
+
+// decoded is env's payload (State.Apply decoded it, so never an error).
+func decoded(env events.Envelope) events.Event {
+	e, _ := env.Decode()
+	return e
+}
+
+// applyTurn folds what every turn reads: the conversation, the history,
+// the queue and the open run.
+func (s *State) applyTurn(env events.Envelope, e events.Event) {
 	switch e := e.(type) {
 	case *events.ConversationOpened:
 		s.Agent, s.Channel, s.Autonomous, s.ApprovalTTL = e.Agent, e.Channel, e.Autonomous, e.ApprovalTTLSeconds
-		s.RootID, s.ParentConversation, s.ParentCallID, s.CostCap = e.RootID, e.ParentConversation, e.ParentCallID, e.CostCapUSD
-		s.ParentRunID, s.RootSource = e.ParentRunID, e.RootSource
-		s.Team, s.Member = e.Team, e.Member
 	case *events.ConversationClosed:
 		s.Closed = true
 	case *events.MessageReceived:
-		if e.ExternalID != "" {
-			if s.External == nil {
-				s.External = map[string]string{}
-			}
-			s.External[e.ExternalID] = env.ID
-		}
-		s.tell(e.TurnNotes)
-		s.tellCanvas(e.CanvasNotes)
+		s.external(e.ExternalID, env.ID)
 		p := pending(env, e.TurnNotes, e.Prompt, attachedText(e.Text, e.Attachments))
 		p.Attachments = e.Attachments
 		if d := e.Team; d != nil {
 			p = teamPending(env, e.TurnNotes, d)
-			s.MailSeen = max(s.MailSeen, d.Through)
-			if d.Assigned != "" {
-				s.Assigned = d.Assigned
-			}
 		}
 		s.Queued = append(s.Queued, withCanvas(p, e.CanvasNotes))
 		if s.OpenRun != "" {
 			s.BusyQueued = true
 		}
-	case *events.TaskStarted:
-		if s.Tasks == nil {
-			s.Tasks = map[string]*Task{}
-		}
-		s.Tasks[e.TaskID] = &Task{ID: e.TaskID, CallID: e.CallID, FromRun: e.FromRun, Command: e.Command, Started: env.Time}
-	case *events.TaskStopRequested:
-		s.stopTask(e.TaskID, e.By)
 	case *events.TaskNotification:
-		if t := s.Tasks[e.TaskID]; t != nil && t.End == nil {
-			t.End, t.Ended = e, env.Time
-		}
 		if e.StoppedBy != "" {
 			// The owner stopped it: told in the history (after the open
 			// run's calls have their results), no round of its own.
@@ -476,18 +400,10 @@ func (s *State) Apply(env events.Envelope) error {
 			s.BusyQueued = true
 		}
 	case *events.SteerReceived:
-		if e.ExternalID != "" {
-			if s.External == nil {
-				s.External = map[string]string{}
-			}
-			s.External[e.ExternalID] = env.ID
-		}
-		s.tell(e.TurnNotes)
-		s.tellCanvas(e.CanvasNotes)
+		s.external(e.ExternalID, env.ID)
 		p := pending(env, e.TurnNotes, e.Prompt, e.Text)
 		if d := e.Team; d != nil {
 			p = teamPending(env, e.TurnNotes, d)
-			s.MailSeen = max(s.MailSeen, d.Through)
 		}
 		s.Steers = append(s.Steers, withCanvas(p, e.CanvasNotes))
 	case *events.SteersApplied:
@@ -497,19 +413,10 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		kept := s.Steers[:0]
 		for _, p := range s.Steers {
-			if applied[p.EventID] && !p.Team {
-				s.Guard.Reset() // the owner's new words: the count starts again
-				break
-			}
-		}
-		for _, p := range s.Steers {
 			switch {
 			case applied[p.EventID] && e.Withheld:
 				s.Messages = append(s.Messages, withheld(p.userMessage()))
 			case applied[p.EventID]:
-				if p.Team && s.RunUntrusted == "" { // another agent's words, not the owner's
-					s.RunUntrusted = "a team message"
-				}
 				s.Messages = append(s.Messages, p.userMessage())
 			default:
 				kept = append(kept, p)
@@ -517,27 +424,14 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 		s.Steers = kept
 	case *events.RunStopRequested:
-		s.applyStop(env, e)
+		s.drop(e.Dropped)
 	case *events.RunStarted:
-		s.OpenRun, s.Step, s.LastHalt = e.RunID, 0, ""
-		s.Stop = nil
-		s.RunPrompt, s.PromptChecked, s.RunFrom = nil, false, len(s.Messages)
-		s.Resumed = 0
-		s.RunUntrusted = ""
+		s.Running = Running{OpenRun: e.RunID, RunFrom: len(s.Messages)}
 		for _, q := range s.Queued {
-			if q.Team && s.RunUntrusted == "" { // another agent's words, not the owner's
-				s.RunUntrusted = "a team message"
-			}
 			s.Messages = append(s.Messages, q.userMessage())
 			s.RunPrompt = append(s.RunPrompt, cmp.Or(q.Said, q.Text))
 		}
 		s.Queued, s.BusyQueued = nil, false
-		s.Calling, s.Approvals, s.Questions = nil, nil, nil
-		s.Guard, s.Escalated = Guard{}, false
-		s.RunCanvas = RunCanvas{}
-		if s.ParentRunID != "" && s.DelegateRun == "" { // a delegated conversation's first run
-			s.DelegateRun = e.RunID
-		}
 	case *events.RunResumed:
 		if e.RunID == s.OpenRun {
 			s.Resumed++
@@ -548,257 +442,107 @@ func (s *State) Apply(env events.Envelope) error {
 		}
 	case *events.RunFinished:
 		if s.OpenRun == e.RunID {
-			if e.Status == events.RunHalted && e.Reason == "hook" && s.Step == 0 {
-				// UserPromptSubmit blocked the run's opening words: they
-				// never reach a model, now or in a later turn.
-				for i := s.RunFrom; i < len(s.Messages); i++ {
-					if s.Messages[i].Role == RoleUser {
-						s.Messages[i] = withheld(s.Messages[i])
-					}
-				}
-			}
-			s.OpenRun, s.Step, s.Calling, s.Approvals, s.Questions = "", 0, nil, nil, nil
-			s.Guard, s.Escalated = Guard{}, false
-			s.Stop = nil
-			s.Messages, s.Notices = append(s.Messages, s.Notices...), nil
-			// Steers that never reached a tool boundary (the run ended
-			// first) are not lost: they wait as messages for the next turn,
-			// in the order they were stored among the messages queued
-			// meanwhile — their turn notes tell what changed since the one
-			// stored before, so the model must read them in that order.
-			if len(s.Steers) > 0 {
-				s.Queued = append(s.Queued, s.Steers...)
-				if !slices.ContainsFunc(s.Queued, func(p Pending) bool { return p.Seq == 0 }) {
-					slices.SortStableFunc(s.Queued, func(a, b Pending) int { return cmp.Compare(a.Seq, b.Seq) })
-				}
-				s.BusyQueued = true
-			}
-			s.Steers = nil
-			if e.Status == events.RunHalted {
-				s.LastHalt = e.Reason
-			}
-			if e.RunID == s.DelegateRun && s.DelegateEnd == nil {
-				s.DelegateEnd = s.runEnd(e)
-			}
-			if s.Member != "" {
-				s.LastRun, s.LastEnd = e.RunID, s.runEnd(e)
-			}
+			s.finish(e)
 		}
 	case *events.ModelCalled:
-		if e.CostUSD != nil {
-			s.CostUSD += *e.CostUSD
-		} else if e.Error == "" {
-			s.UnknownCostCalls++
-		}
 		if !e.InTurn() { // the harness's own call: its cost counts, its text is no reply
 			break
-		}
-		if e.InputTokens > 0 && e.EstimatedTokens > 0 {
-			if s.TokenRatio == nil {
-				s.TokenRatio = map[string]float64{}
-			}
-			s.TokenRatio[e.Route] = float64(e.InputTokens) / float64(e.EstimatedTokens)
-		}
-		if p := s.Pin; p != nil && e.RunID == p.RunID && e.Step == p.Step && e.Error == "" {
-			s.Pin = nil // the pinned step is answered
 		}
 		if e.RunID == s.OpenRun && e.Step > s.Step {
 			s.Step = e.Step
 		}
 		if e.Stopped && e.Text != "" { // what the owner saw stream before the stop stays
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, Stopped: true})
-		} else if e.Error != "" && e.Text != "" {
-			s.Shown = append(s.Shown, ShownText{At: len(s.Messages), RunID: e.RunID, Text: e.Text, Then: "the model call failed: " + e.Error})
 		}
 		if e.Error == "" {
 			s.Messages = append(s.Messages, Message{Role: RoleAssistant, Text: e.Text, ToolCalls: e.ToolCalls})
-			if e.RunID == s.OpenRun {
-				s.Guard.Observe(e.ToolCalls)
-			}
-		}
-	case *events.ModelRetried: // a reply cut at its limit cost what it cost
-		if e.CostUSD != nil {
-			s.CostUSD += *e.CostUSD
-		} else if e.OutputTokens > 0 {
-			s.UnknownCostCalls++
-		}
-		if e.Interrupted && e.Text != "" {
-			then := fmt.Sprintf("retried on %s (attempt %d)", e.Route, e.Attempt)
-			if e.Error != "" {
-				then += " after: " + e.Error
-			}
-			s.Shown = append(s.Shown, ShownText{At: len(s.Messages), RunID: e.RunID, Text: e.Text, Then: then})
-		}
-	case *events.RouteFallback:
-		if e.Interrupted && e.Text != "" {
-			s.Shown = append(s.Shown, ShownText{At: len(s.Messages), RunID: e.RunID, Text: e.Text, Then: fmt.Sprintf("moved from %s to %s after: %s", e.From, e.To, e.Error)})
-		}
-	case *events.ContextCompacted:
-		s.Compaction.apply(e)
-	case *events.ConversationForked:
-		if err := s.applyFork(e); err != nil {
-			return err
 		}
 	case *events.GuardReminded:
 		s.Messages = append(s.Messages, Message{Role: RoleUser, Text: e.Text})
-		if e.RunID == s.OpenRun {
-			s.Guard.Reminded = true
-		}
-	case *events.Escalated:
-		if e.RunID == s.OpenRun {
-			s.Escalated = true
-			if e.Reason == "loop" { // the repeated calls were refused: count afresh
-				s.Guard.Reset()
-			}
-		}
 	case *events.ToolCalled:
-		if e.Tool == DelegateTool {
-			s.Delegations++
-		}
 		if s.Calling == nil {
 			s.Calling = map[string]bool{}
 		}
 		s.Calling[e.CallID] = true
 	case *events.ToolCompleted:
-		if e.RunID == s.OpenRun && s.RunUntrusted == "" && strings.Contains(e.Output, fence.Marker) {
-			s.RunUntrusted = e.Tool
-		}
-		if d := e.Delegate; d != nil { // the child's spending is the parent's
-			usd, unknown := d.Spent()
-			s.CostUSD += usd
-			s.UnknownCostCalls += unknown
-		}
 		delete(s.Calling, e.CallID)
-		delete(s.Approvals, e.CallID)
-		delete(s.Questions, e.CallID)
-		s.canvasResult(e)
-		if e.Tool == ToolSearchTool {
-			s.load(e.Meta["loaded"])
-		}
 		m := Message{Role: RoleTool, Text: e.Output, ToolCallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Delegate: e.Delegate, Outcome: e.Outcome, Parts: e.Parts, CanvasRef: e.Canvas, Spill: e.SpillPath}
 		if len(e.Meta) > 0 {
 			m.Meta, _ = json.Marshal(e.Meta)
 		}
-		if e.Tool == ToolScriptTool {
-			delete(s.Nesting, e.CallID)
-		}
 		s.Messages = append(s.Messages, m)
-	case *events.NestedCall:
-		// A script's canvas call and delegation count as direct ones do.
-		s.canvasRef(e.Canvas, e.IsError, e.RunID)
-		if d := e.Delegate; d != nil {
-			s.Delegations++
-			usd, unknown := d.Spent()
-			s.CostUSD += usd
-			s.UnknownCostCalls += unknown
-		}
-		if e.RunID == s.OpenRun && e.Untrusted && s.RunUntrusted == "" {
-			s.RunUntrusted = e.Tool + " (in a script)"
-		}
-		if e.RunID == s.OpenRun {
-			s.NestedCalls++
-			if s.Nesting == nil {
-				s.Nesting = map[string][]events.NestedCall{}
-			}
-			// Stored as each call ends; kept in the order the script wrote them.
-			ns := s.Nesting[e.CallID]
-			i, _ := slices.BinarySearchFunc(ns, e.N, func(x events.NestedCall, k int) int { return cmp.Compare(x.N, k) })
-			s.Nesting[e.CallID] = slices.Insert(ns, i, *e)
-		}
-	case *events.ApprovalRequested:
-		if s.Approvals == nil {
-			s.Approvals = map[string]*Approval{}
-		}
-		s.Approvals[e.CallID] = &Approval{ID: e.ApprovalID, RunID: e.RunID, Step: e.Step, CallID: e.CallID, Tool: e.Tool, Reason: e.Reason, ExpiresAt: e.ExpiresAt}
-	case *events.QuestionAsked:
-		if s.Questions == nil {
-			s.Questions = map[string]*Question{}
-		}
-		s.Questions[e.CallID] = &Question{ID: e.QuestionID, RunID: e.RunID, Step: e.Step, CallID: e.CallID, Text: e.Question,
-			Choices: e.Choices, ExpiresAt: e.ExpiresAt}
-	case *events.QuestionAnswered:
-		s.settleQuestion(e.QuestionID, QuestionAnswered, e.Answer, e.Channel)
-	case *events.QuestionExpired:
-		if e.Withdrawn {
-			s.settleQuestion(e.QuestionID, QuestionWithdrawn, "", "")
-			break
-		}
-		s.settleQuestion(e.QuestionID, QuestionExpired, "", "")
-	case *events.ApprovalDecided:
-		if s.Decided == nil {
-			s.Decided = map[string]string{}
-		}
-		s.Decided[e.ApprovalID] = e.Decision
-		for _, a := range s.Approvals {
-			if a.ID == e.ApprovalID && a.Decision == "" {
-				a.Decision, a.Always = e.Decision, e.Always
-				if e.Always && e.Decision == events.DecisionApproved && !slices.Contains(s.AutoApprove, a.Tool) {
-					s.AutoApprove = append(s.AutoApprove, a.Tool)
-				}
-			}
-		}
-	}
-	if env.Seq != 0 {
-		s.Seq = env.Seq
-	}
-	return nil
-}
-
-// load adds the names of a tool_search result's meta to Loaded.
-func (s *State) load(v any) {
-	var names []any
-	switch v := v.(type) {
-	case []any:
-		names = v
-	case []string:
-		for _, n := range v {
-			names = append(names, n)
-		}
-	}
-	for _, n := range names {
-		if name, ok := n.(string); ok && !slices.Contains(s.Loaded, name) {
-			s.Loaded = append(s.Loaded, name)
-		}
 	}
 }
 
-// tell records what a stored message's notes told the conversation.
-func (s *State) tell(n *events.TurnNotes) {
-	if n == nil {
+// external remembers the event that stored a channel's message id.
+func (s *State) external(id, event string) {
+	if id == "" {
 		return
 	}
-	if s.Told == nil {
-		s.Told = map[string]events.NoteTold{}
+	if s.External == nil {
+		s.External = map[string]string{}
 	}
-	for _, t := range n.Told {
-		s.Told[t.Key] = t
+	s.External[id] = event
+}
+
+// drop moves the waiting messages a stop dropped to the chat's dropped
+// list.
+func (s *State) drop(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	drop := map[string]bool{}
+	for _, id := range ids {
+		drop[id] = true
+	}
+	keep := func(ps []Pending) []Pending {
+		kept := ps[:0]
+		for _, p := range ps {
+			if drop[p.EventID] {
+				s.Dropped = append(s.Dropped, p)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		return kept
+	}
+	s.Queued = keep(s.Queued)
+	s.Steers = keep(s.Steers)
+	if len(s.Queued) == 0 {
+		s.BusyQueued = false
 	}
 }
 
-// CanvasMark is what a conversation knows of one canvas: the newest
-// version it knows whole (read whole, wrote, or told by a complete diff)
-// and the newest version it was told of at all.
-type CanvasMark struct {
-	Seen int `json:"seen,omitempty"`
-	Told int `json:"told,omitempty"`
-}
-
-// RunCanvas counts the open run's canvas writes.
-type RunCanvas struct {
-	Created int            `json:"created,omitempty"`
-	Writes  map[string]int `json:"writes,omitempty"`
-}
-
-func (s *State) mark(artifact string, version int, whole bool) {
-	if s.Canvas == nil {
-		s.Canvas = map[string]CanvasMark{}
+// finish closes the open run: a prompt a hook blocked withheld, the
+// notices and the steers that never reached a tool boundary kept.
+func (s *State) finish(e *events.RunFinished) {
+	if e.Status == events.RunHalted && e.Reason == "hook" && s.Step == 0 {
+		// UserPromptSubmit blocked the run's opening words: they
+		// never reach a model, now or in a later turn.
+		for i := s.RunFrom; i < len(s.Messages); i++ {
+			if s.Messages[i].Role == RoleUser {
+				s.Messages[i] = withheld(s.Messages[i])
+			}
+		}
 	}
-	m := s.Canvas[artifact]
-	m.Told = max(m.Told, version)
-	if whole {
-		m.Seen = max(m.Seen, version)
+	s.OpenRun, s.Step, s.Calling = "", 0, nil
+	s.Messages, s.Notices = append(s.Messages, s.Notices...), nil
+	// Steers that never reached a tool boundary (the run ended first) are
+	// not lost: they wait as messages for the next turn, in the order they
+	// were stored among the messages queued meanwhile — their turn notes
+	// tell what changed since the one stored before, so the model must
+	// read them in that order.
+	if len(s.Steers) > 0 {
+		s.Queued = append(s.Queued, s.Steers...)
+		if !slices.ContainsFunc(s.Queued, func(p Pending) bool { return p.Seq == 0 }) {
+			slices.SortStableFunc(s.Queued, func(a, b Pending) int { return cmp.Compare(a.Seq, b.Seq) })
+		}
+		s.BusyQueued = true
 	}
-	s.Canvas[artifact] = m
+	s.Steers = nil
+	if e.Status == events.RunHalted {
+		s.LastHalt = e.Reason
+	}
 }
 
 // withCanvas adds a message's canvas notes to its pending entry.
@@ -807,123 +551,6 @@ func withCanvas(p Pending, n *events.CanvasNotes) Pending {
 		p.Canvas = n.Text
 	}
 	return p
-}
-
-// tellCanvas records what a stored message's canvas notes told.
-func (s *State) tellCanvas(n *events.CanvasNotes) {
-	if n == nil {
-		return
-	}
-	for _, t := range n.Told {
-		s.mark(t.Artifact, t.Version, t.Whole)
-	}
-}
-
-// canvasResult records what a canvas tool's result showed and wrote.
-func (s *State) canvasResult(e *events.ToolCompleted) { s.canvasRef(e.Canvas, e.IsError, e.RunID) }
-
-// canvasRef records what a canvas call of run runID showed and wrote.
-func (s *State) canvasRef(c *events.CanvasRef, isErr bool, runID string) {
-	if c == nil || c.Artifact == "" {
-		return
-	}
-	s.mark(c.Artifact, c.Version, c.Whole)
-	if c.Op == "" || isErr || runID != s.OpenRun {
-		return
-	}
-	if c.Op == events.OpCreate || c.Op == events.OpImport && c.Version == 1 {
-		s.RunCanvas.Created++
-		return
-	}
-	if s.RunCanvas.Writes == nil {
-		s.RunCanvas.Writes = map[string]int{}
-	}
-	s.RunCanvas.Writes[c.Artifact]++
-}
-
-// CanvasSeen maps each canvas to the version the conversation knows whole.
-func (s *State) CanvasSeen() map[string]int {
-	out := make(map[string]int, len(s.Canvas))
-	for id, m := range s.Canvas {
-		if m.Seen > 0 {
-			out[id] = m.Seen
-		}
-	}
-	return out
-}
-
-// CanvasChannel is the channel whose rules the conversation's canvas
-// writes follow: its own, or its delegation root's.
-func (s *State) CanvasChannel() string {
-	if s.RootID != "" {
-		return s.RootSource
-	}
-	return s.Channel
-}
-
-// Budget is the conversation's cost cap: the agent's, or the smaller one a
-// delegated child was given. Zero means none.
-func (s *State) Budget(agentCap float64) float64 {
-	if s.CostCap != nil && (agentCap <= 0 || *s.CostCap < agentCap) {
-		return *s.CostCap
-	}
-	return agentCap
-}
-
-// PendingApproval returns the undecided approval of the open run, if any.
-func (s *State) PendingApproval() *Approval {
-	for _, a := range s.Approvals {
-		if a.Decision == "" {
-			return a
-		}
-	}
-	return nil
-}
-
-// settleQuestion records a question's outcome; the first one stored wins.
-func (s *State) settleQuestion(id, outcome, answer, channel string) {
-	if _, done := s.Asked[id]; done {
-		return
-	}
-	if s.Asked == nil {
-		s.Asked = map[string]string{}
-	}
-	s.Asked[id] = outcome
-	for _, q := range s.Questions {
-		if q.ID == id && q.Outcome == "" {
-			q.Outcome, q.Answer, q.Channel = outcome, answer, channel
-		}
-	}
-}
-
-// PendingQuestion returns the unanswered question of the open run, if any.
-func (s *State) PendingQuestion() *Question {
-	for _, q := range s.Questions {
-		if q.Outcome == "" {
-			return q
-		}
-	}
-	return nil
-}
-
-// QuestionByID finds a question of the open run.
-func (s *State) QuestionByID(id string) *Question {
-	for _, q := range s.Questions {
-		if q.ID == id {
-			return q
-		}
-	}
-	return nil
-}
-
-// ApprovalByID finds an approval of the open run.
-func (s *State) ApprovalByID(id string) *Approval {
-	for _, a := range s.Approvals {
-		if a.ID == id {
-			return a
-		}
-	}
-	return nil
 }
 
 // ReplyCalls are all the tool calls of the last assistant message, in the
@@ -1005,7 +632,14 @@ const SnapshotEvery = 256
 // snapshot so the next load stays O(new events). snaps may be nil (cold
 // replay).
 func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation string) (*State, error) {
+	return loadState(ctx, log, snaps, conversation, nil)
+}
+
+// loadState is LoadState saying on logger (when set) that it discarded a
+// snapshot it could not read.
+func loadState(ctx context.Context, log Reader, snaps Snapshots, conversation string, logger *slog.Logger) (*State, error) {
 	st := &State{Conversation: conversation}
+	rebuilt := false
 	if snaps != nil {
 		data, err := snaps.LoadSnapshot(conversation)
 		if err != nil {
@@ -1013,9 +647,13 @@ func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 		}
 		if data != nil {
 			if err := decodeSnapshot(data, st); err != nil {
-				// A snapshot is a cache: an unreadable one is replaced by a
-				// cold replay, never trusted.
-				st = &State{Conversation: conversation}
+				// A snapshot is a cache: an unreadable one (an older
+				// version's shape, or damaged) is replaced by a cold
+				// replay, never trusted nor read in part.
+				st, rebuilt = &State{Conversation: conversation}, true
+				if logger != nil {
+					logger.Info("snapshot discarded: the state is rebuilt from the log", "conversation", conversation, "error", err.Error())
+				}
 			}
 		}
 	}
@@ -1023,7 +661,7 @@ func LoadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 	if err != nil {
 		return nil, err
 	}
-	if snaps != nil && applied >= SnapshotEvery {
+	if snaps != nil && (applied >= SnapshotEvery || rebuilt && applied > 0) {
 		if err := SaveSnapshot(snaps, st); err != nil {
 			return nil, err
 		}
@@ -1067,8 +705,10 @@ func SaveSnapshot(snaps Snapshots, st *State) error {
 }
 
 // snapshotVersion changes whenever State's shape does; an older snapshot is
-// then ignored (cold replay) rather than misread.
-const snapshotVersion byte = 25
+// then discarded (rebuilt from the log, saying so) rather than misread:
+// gob matches fields by name, so an older shape would decode in part.
+// 26: the state as folds (embedded feature structs).
+const snapshotVersion byte = 26
 
 // Snapshots are gob: about three times as fast to decode as JSON for a long
 // history, and a snapshot is a private cache, never an interface.
@@ -1083,7 +723,7 @@ func encodeSnapshot(st *State) ([]byte, error) {
 
 func decodeSnapshot(data []byte, st *State) error {
 	if len(data) == 0 || data[0] != snapshotVersion {
-		return fmt.Errorf("snapshot version %v, want %d", data[:min(1, len(data))], snapshotVersion)
+		return fmt.Errorf("snapshot version %v, this build reads %d", data[:min(1, len(data))], snapshotVersion)
 	}
 	return gob.NewDecoder(bytes.NewReader(data[1:])).Decode(st)
 }

@@ -209,37 +209,25 @@ func (w *Worker) stoppable(ctx context.Context, conversation string) (context.Co
 	}
 }
 
-// applyStop folds a stop: the open run is to stop, the dropped messages
-// leave the queue (and steers) for the chat's dropped list.
-func (s *State) applyStop(env events.Envelope, e *events.RunStopRequested) {
-	for _, id := range e.Tasks {
-		s.stopTask(id, e.By)
-	}
-	if e.RunID != "" && e.RunID == s.OpenRun && s.Stop == nil {
-		s.Stop = &StopRequest{RunID: e.RunID, By: e.By, Scope: e.Scope, EventID: env.ID, At: env.Time}
-	}
-	if len(e.Dropped) == 0 {
-		return
-	}
-	drop := map[string]bool{}
-	for _, id := range e.Dropped {
-		drop[id] = true
-	}
-	keep := func(ps []Pending) []Pending {
-		kept := ps[:0]
-		for _, p := range ps {
-			if drop[p.EventID] {
-				s.Dropped = append(s.Dropped, p)
-			} else {
-				kept = append(kept, p)
-			}
+// Stopping is the stop fold: the owner's stop of the open run, stored
+// and not yet taken effect (the next pass closes the run stopped, after a
+// crash too).
+type Stopping struct {
+	Stop *StopRequest `json:"stop,omitempty"`
+}
+
+func (f *Stopping) apply(env events.Envelope, on foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.RunStopRequested:
+		if e.RunID != "" && e.RunID == on.open && f.Stop == nil {
+			f.Stop = &StopRequest{RunID: e.RunID, By: e.By, Scope: e.Scope, EventID: env.ID, At: env.Time}
 		}
-		return kept
-	}
-	s.Queued = keep(s.Queued)
-	s.Steers = keep(s.Steers)
-	if len(s.Queued) == 0 {
-		s.BusyQueued = false
+	case *events.RunStarted:
+		f.Stop = nil
+	case *events.RunFinished:
+		if on.end != nil {
+			f.Stop = nil
+		}
 	}
 }
 

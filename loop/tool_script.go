@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -494,4 +495,34 @@ func (toolScript) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	}
 	return tools.Result{Output: b.String(), IsError: out.Error != "",
 		Meta: map[string]any{"calls": calls, "received_chars": out.ReceivedChars, "printed_chars": out.PrintedChars}}, nil
+}
+
+// Scripting is the script fold (R-SCR): NestedCalls counts the script
+// calls (nested_call) of the conversation's open runs, which share
+// max_steps × 10; Nesting are the nested calls of the scripts still
+// running, by script call id, for the chat card to show at once.
+type Scripting struct {
+	NestedCalls int                            `json:"nested_calls,omitempty"`
+	Nesting     map[string][]events.NestedCall `json:"nesting,omitempty"`
+}
+
+func (f *Scripting) apply(env events.Envelope, on foldOn) {
+	switch e := decoded(env).(type) {
+	case *events.NestedCall:
+		if e.RunID != on.open {
+			return
+		}
+		f.NestedCalls++
+		if f.Nesting == nil {
+			f.Nesting = map[string][]events.NestedCall{}
+		}
+		// Stored as each call ends; kept in the order the script wrote them.
+		ns := f.Nesting[e.CallID]
+		i, _ := slices.BinarySearchFunc(ns, e.N, func(x events.NestedCall, k int) int { return cmp.Compare(x.N, k) })
+		f.Nesting[e.CallID] = slices.Insert(ns, i, *e)
+	case *events.ToolCompleted:
+		if e.Tool == ToolScriptTool {
+			delete(f.Nesting, e.CallID)
+		}
+	}
 }

@@ -267,3 +267,34 @@ func (t *Turn) isLoaded(name string) bool {
 	t.conv.View(func(st *State) { ok = slices.Contains(st.Loaded, name) })
 	return ok
 }
+
+// MCPLoaded is the fold of the MCP tools tool_search declared in this
+// conversation, in the order found, from its results' meta (R-MCP): they
+// are declared to the model from the next call on, after a restart too.
+type MCPLoaded struct {
+	Loaded []string `json:"loaded,omitempty"`
+}
+
+func (f *MCPLoaded) apply(env events.Envelope, _ foldOn) {
+	if e, ok := decoded(env).(*events.ToolCompleted); ok && e.Tool == ToolSearchTool {
+		f.load(e.Meta["loaded"])
+	}
+}
+
+// load adds the names of a tool_search result's meta to Loaded.
+func (f *MCPLoaded) load(v any) {
+	var names []any
+	switch v := v.(type) {
+	case []any:
+		names = v
+	case []string:
+		for _, n := range v {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		if name, ok := n.(string); ok && !slices.Contains(f.Loaded, name) {
+			f.Loaded = append(f.Loaded, name)
+		}
+	}
+}

@@ -158,9 +158,9 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	var question string
 	var pending *loop.Question
 	conv.View(func(st *loop.State) {
-		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, LastHalt: st.LastHalt, OpenRun: st.OpenRun,
-			Messages: slices.Clone(st.Messages), Queued: slices.Clone(st.Queued), Dropped: slices.Clone(st.Dropped), ParentConversation: st.ParentConversation,
-			Shown: slices.Clone(st.Shown)}
+		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, Messages: slices.Clone(st.Messages)}
+		chat.LastHalt, chat.OpenRun, chat.ParentConversation = st.LastHalt, st.OpenRun, st.ParentConversation
+		chat.Queued, chat.Dropped, chat.Shown = slices.Clone(st.Queued), slices.Clone(st.Dropped), slices.Clone(st.Shown)
 		// A running script's calls so far, its tool card's lines (R-SCR).
 		for call, ns := range st.Nesting {
 			if chat.Nesting == nil {

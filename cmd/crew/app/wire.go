@@ -112,6 +112,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		appender = a.opts.ConversationLog(log)
 	}
 	w.Convs = loop.NewConvs(appender, snapshots(db))
+	w.Convs.SetLogger(logger.With("component", "conversations"))
 	if n := h.Config.ConversationsInMemory; n > 0 {
 		w.Convs.SetIdleLimit(n)
 	}
