@@ -584,15 +584,23 @@ func (r *Runner) Status(ctx context.Context) []Status {
 	return out
 }
 
-// ReadYourWrites returns once waitFor (a Runner's WaitFor) has seen every
-// projection apply all the log held when it was called: what a caller looks
-// up by id was stored before the request that names it.
-func ReadYourWrites(ctx context.Context, log *events.Log, waitFor func(context.Context, uint64) error) error {
+// Freshness is how a reader of the read models waits for them to catch
+// up (read your writes): WaitFor returns once every projection has
+// applied stream sequence seq. The Runner is the one; a reader given none
+// reads what the projections have.
+type Freshness interface {
+	WaitFor(ctx context.Context, seq uint64) error
+}
+
+// ReadYourWrites returns once f has seen every projection apply all the
+// log held when it was called: what a caller looks up by id was stored
+// before the request that names it.
+func ReadYourWrites(ctx context.Context, log *events.Log, f Freshness) error {
 	last, err := log.Last(ctx, events.Root+".>")
 	if err != nil {
 		return err
 	}
-	return waitFor(ctx, last)
+	return f.WaitFor(ctx, last)
 }
 
 // WaitFor blocks until every projection has applied stream sequence seq,

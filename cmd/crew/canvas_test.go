@@ -50,7 +50,7 @@ func newCanvasRig(t *testing.T, maxBytes int64) *canvasRig {
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	r := &canvasRig{t: t, now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), db: db, log: log}
-	r.svc = &canvas.Service{Store: projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}, Log: log, WaitFor: runner.WaitFor,
+	r.svc = &canvas.Service{Store: projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}, Log: log, Fresh: runner,
 		MaxBytes: maxBytes, Master: "master", Clock: func() time.Time { return r.now },
 		NewID: func() string { return fmt.Sprintf("a%d", r.ids.Add(1)) }}
 	r.tools = map[string]tools.Tool{}

@@ -71,7 +71,7 @@ func forkHere(ctx context.Context, env *cliEnv, a *app.App, runID string, step i
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := projections.ReadYourWrites(ctx, a.Log(), a.Runner.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, a.Log(), a.Runner); err != nil {
 		return err
 	}
 	c, err := a.Convs.Get(ctx, fk.Conversation)

@@ -16,10 +16,9 @@ import (
 type Approvals struct {
 	Log *events.Log
 	DB  *bbolt.DB // the projections database, with the approvals index
-	// WaitFor returns once every projection has applied stream sequence
-	// seq (projections.Runner.WaitFor).
-	WaitFor func(ctx context.Context, seq uint64) error
-	Worker  *loop.Worker
+	// Fresh is the projections' read-your-writes (the Runner).
+	Fresh  projections.Freshness
+	Worker *loop.Worker
 }
 
 // Decide finds the approval's conversation and decides it there.
@@ -28,7 +27,7 @@ func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, alwa
 		return "", err
 	}
 	// Read your writes: the approval was requested before this call.
-	if err := projections.ReadYourWrites(ctx, c.Log, c.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, c.Log, c.Fresh); err != nil {
 		return "", err
 	}
 	conv, err := projections.FindApproval(c.DB, approvalID)
@@ -42,10 +41,10 @@ func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, alwa
 // answer box, the API, Telegram's buttons and replies) through the one
 // answer path, loop.Worker.Answer.
 type Questions struct {
-	Log     *events.Log
-	DB      *bbolt.DB // the projections database, with the questions index
-	WaitFor func(ctx context.Context, seq uint64) error
-	Worker  *loop.Worker
+	Log    *events.Log
+	DB     *bbolt.DB             // the projections database, with the questions index
+	Fresh  projections.Freshness // the projections' read-your-writes (the Runner)
+	Worker *loop.Worker
 }
 
 // Answer finds the question's conversation and answers it there.
@@ -54,7 +53,7 @@ func (c *Questions) Answer(ctx context.Context, questionID, answer, channel stri
 		return fmt.Errorf("%w: %s", loop.ErrUnknownQuestion, err)
 	}
 	// Read your writes: the question was asked before this call.
-	if err := projections.ReadYourWrites(ctx, c.Log, c.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, c.Log, c.Fresh); err != nil {
 		return err
 	}
 	conv, err := projections.FindQuestion(c.DB, questionID)
@@ -71,7 +70,7 @@ func (c *Questions) Outcome(ctx context.Context, kind, id string) (string, error
 	if events.ValidID(id) != nil {
 		return "", nil
 	}
-	if err := projections.ReadYourWrites(ctx, c.Log, c.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, c.Log, c.Fresh); err != nil {
 		return "", err
 	}
 	find := projections.FindQuestion

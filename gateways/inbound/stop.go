@@ -17,10 +17,9 @@ import (
 type Stops struct {
 	Log *events.Log
 	DB  *bbolt.DB // the projections database
-	// WaitFor returns once every projection has applied stream sequence
-	// seq (projections.Runner.WaitFor).
-	WaitFor func(ctx context.Context, seq uint64) error
-	Worker  *loop.Worker
+	// Fresh is the projections' read-your-writes (the Runner).
+	Fresh  projections.Freshness
+	Worker *loop.Worker
 }
 
 // StoppedConversation is what a stop did to one conversation.
@@ -51,7 +50,7 @@ func (s *Stops) known(ctx context.Context, conversation string) error {
 	if err := events.ValidID(conversation); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnknownConversation, err)
 	}
-	if err := projections.ReadYourWrites(ctx, s.Log, s.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, s.Log, s.Fresh); err != nil {
 		return err
 	}
 	if _, err := projections.GetConversation(s.DB, conversation); errors.Is(err, projections.ErrNotFound) {
@@ -66,7 +65,7 @@ func (s *Stops) known(ctx context.Context, conversation string) error {
 // messages waiting (scope all), and lists what it stopped; none is
 // loop.ErrNothingRunning.
 func (s *Stops) StopAll(ctx context.Context, by string) ([]StoppedConversation, error) {
-	if err := projections.ReadYourWrites(ctx, s.Log, s.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, s.Log, s.Fresh); err != nil {
 		return nil, err
 	}
 	ids, err := projections.Recoverable(s.DB)

@@ -43,7 +43,7 @@ func (s *Stops) StopTask(ctx context.Context, id, by string) (loop.TaskView, err
 	if bg == nil {
 		return loop.TaskView{}, errNoBackground
 	}
-	if err := projections.ReadYourWrites(ctx, s.Log, s.WaitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, s.Log, s.Fresh); err != nil {
 		return loop.TaskView{}, err
 	}
 	conv, err := projections.FindTask(s.DB, id)

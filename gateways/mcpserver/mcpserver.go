@@ -59,9 +59,9 @@ type Config struct {
 	Convs   *loop.Convs // a conversation's history
 	Inbound Receiver
 	Stops   Stopper // nil: no crew_stop
-	// WaitFor blocks until the projections have applied a stream sequence
-	// (projections.Runner.WaitFor); nil reads what they have.
-	WaitFor func(ctx context.Context, seq uint64) error
+	// Fresh is the projections' read-your-writes (the Runner); nil reads
+	// what they have.
+	Fresh   projections.Freshness
 	Home    string // for the notices of runs that did not end done
 	Version string
 	Logger  *slog.Logger
@@ -416,7 +416,7 @@ func (g *gateway) stop(ctx context.Context, _ *sdk.CallToolRequest, in StatusArg
 // conversation's latest event: a status read right after crew_send
 // answered sees what crew_send saw.
 func (g *gateway) caughtUp(ctx context.Context, conv string) {
-	if g.cfg.WaitFor == nil || events.ValidID(conv) != nil {
+	if g.cfg.Fresh == nil || events.ValidID(conv) != nil {
 		return
 	}
 	seq, err := g.cfg.Log.Last(ctx, events.Conv(conv).Filter())
@@ -425,7 +425,7 @@ func (g *gateway) caughtUp(ctx context.Context, conv string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_ = g.cfg.WaitFor(ctx, seq)
+	_ = g.cfg.Fresh.WaitFor(ctx, seq)
 }
 
 // clientName is the client's name as initialize gave it, cleaned for the

@@ -33,7 +33,7 @@ func TestTelegramFileArtifactSendsTheCanvas(t *testing.T) {
 	}
 	defer runner.Close(context.Background())
 	n := 0
-	svc := &canvas.Service{Store: projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}, Log: c.log, WaitFor: runner.WaitFor,
+	svc := &canvas.Service{Store: projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}, Log: c.log, Fresh: runner,
 		Clock: time.Now, NewID: func() string { n++; return "art" + string(rune('0'+n)) }}
 	doc, err := svc.Create(t.Context(), canvas.Write{Title: "Trip plan", Kind: events.KindMarkdown, Content: "# Trip\n", Op: events.OpCreate, Author: "master"})
 	if err != nil {

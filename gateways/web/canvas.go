@@ -14,6 +14,8 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/ui"
 )
@@ -22,14 +24,15 @@ import (
 // (R-CAN). Every write here is the owner's.
 type CanvasAPI struct {
 	Service *canvas.Service
-	// Workspace is an agent's workspace, where a canvas's source file is
-	// read again (reimport).
-	Workspace func(agent string) string
+	// Crew is the agents whose workspaces hold a canvas's source file,
+	// read again on a reimport; nil: no reimport.
+	Crew loop.Crew
 	// Focus stores a conversation's open canvas (canvas_focused on the
 	// conversation) and returns its sequence; ErrNotFound for no such
 	// conversation.
-	Focus   func(ctx context.Context, conversation string, f events.CanvasFocused) (uint64, error)
-	WaitFor func(ctx context.Context, seq uint64) error
+	Focus func(ctx context.Context, conversation string, f events.CanvasFocused) (uint64, error)
+	// Fresh is the projections' read-your-writes (the Runner).
+	Fresh projections.Freshness
 	// CDNs are the hosts a render may load scripts, styles and fonts from
 	// (DefaultCDNs when nil); MermaidURL and MermaidIntegrity pin Mermaid.
 	CDNs             []string
@@ -242,8 +245,9 @@ func (s *server) routesCanvas(mux *router) {
 			return
 		}
 		ws := ""
-		if c.Workspace != nil {
-			ws = c.Workspace(rec.Source.Agent)
+		if c.Crew != nil {
+			a, _ := c.Crew.Agent(rec.Source.Agent)
+			ws = a.Workspace
 		}
 		if ws == "" {
 			s.fail(w, r, fmt.Errorf("%w: agent %s is not loaded", canvas.ErrSourceFailed, rec.Source.Agent))
@@ -330,8 +334,8 @@ func (s *server) routesCanvas(mux *router) {
 		}
 		f := events.CanvasFocused{Artifact: req.Artifact, FromLine: req.FromLine, ToLine: req.ToLine}
 		seq, err := c.Focus(r.Context(), id, f)
-		if err == nil && c.WaitFor != nil {
-			err = c.WaitFor(r.Context(), seq)
+		if err == nil && c.Fresh != nil {
+			err = c.Fresh.WaitFor(r.Context(), seq)
 		}
 		if err != nil {
 			s.fail(w, r, err)

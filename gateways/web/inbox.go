@@ -43,7 +43,7 @@ func attachmentViews(conv string, paths []string) (imgs []ui.Attached, files []s
 func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	p := s.cfg.Pages
-	if events.ValidID(id) != nil || !inboxName.MatchString(name) || p == nil || p.Convs == nil || p.Workspace == nil {
+	if events.ValidID(id) != nil || !inboxName.MatchString(name) || p == nil || p.Convs == nil || p.Crew == nil {
 		http.NotFound(w, r)
 		return
 	}
@@ -63,7 +63,8 @@ func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
 			attached = attached || slices.Contains(q.Attachments, rel)
 		}
 	})
-	ws := p.Workspace(agent)
+	a, _ := p.Crew.Agent(agent)
+	ws := a.Workspace
 	if !attached || ws == "" {
 		http.NotFound(w, r)
 		return

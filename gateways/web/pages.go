@@ -30,15 +30,16 @@ type Pages struct {
 	Agents []ui.AgentRow
 	// Crew, when set, gives the agents listed and the problems of the
 	// agents that are not loaded; it wins over Agents (the crew reloads).
-	Crew   func() (agents []ui.AgentRow, problems []string)
+	// The chat shows the images of an agent's workspace inbox/ that
+	// messages name; none without a crew.
+	Crew   Crew
 	Banner string
 	// CatchingUp, when set, puts "catching up: N events left" at the top
 	// of every page while the projections catch up.
 	CatchingUp CatchingUp
-	// WaitFor blocks until the projections have applied a stream sequence
-	// (projections.Runner.WaitFor), so a page rendered right after an event
-	// shows it; nil: no waiting.
-	WaitFor  func(ctx context.Context, seq uint64) error
+	// Fresh is the projections' read-your-writes (the Runner), so a page
+	// rendered right after an event shows it; nil: no waiting.
+	Fresh    projections.Freshness
 	Home     string
 	Location *time.Location
 	Clock    func() time.Time
@@ -47,9 +48,6 @@ type Pages struct {
 	SignOut bool
 	// Teams, when set, shows a lead conversation's team (R-TEAM).
 	Teams Teams
-	// Workspace is an agent's workspace folder: the chat shows the images
-	// of its inbox/ that messages name; nil shows none.
-	Workspace func(agent string) string
 	// Forking offers "Fork from here" on the runs page's steps; New sets
 	// it from Config.Forks.
 	Forking bool
@@ -69,7 +67,7 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 	agents, banner := p.Agents, p.Banner
 	if p.Crew != nil {
 		var problems []string
-		agents, problems = p.Crew()
+		agents, problems = crewRows(p.Crew)
 		if len(problems) > 0 {
 			banner = strings.TrimSpace("Not loaded (fix the file and save; the crew reloads by itself): " + strings.Join(problems, " · ") + " " + banner)
 		}
@@ -325,19 +323,19 @@ func (p *Pages) awaitProjected(ctx context.Context, id string, seq uint64) (proj
 
 // caughtUp waits, at most two seconds, for the projections to apply seq.
 func (p *Pages) caughtUp(ctx context.Context, seq uint64) {
-	if p.WaitFor == nil {
+	if p.Fresh == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_ = p.WaitFor(ctx, seq) // on timeout or a stopped projection, render what there is
+	_ = p.Fresh.WaitFor(ctx, seq) // on timeout or a stopped projection, render what there is
 }
 
 // agentName is an agent as the roster names it.
 func (p *Pages) agentName(id string) string {
 	agents := p.Agents
 	if p.Crew != nil {
-		agents, _ = p.Crew()
+		agents, _ = crewRows(p.Crew)
 	}
 	for _, a := range agents {
 		if a.ID == id && a.Name != "" {

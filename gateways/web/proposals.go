@@ -21,9 +21,8 @@ import (
 type Memory struct {
 	Service *consolidate.Service
 	DB      *bbolt.DB // the projections database
-	// WaitFor returns once every projection has applied stream sequence
-	// seq (projections.Runner.WaitFor).
-	WaitFor  func(ctx context.Context, seq uint64) error
+	// Fresh is the projections' read-your-writes (the Runner).
+	Fresh    projections.Freshness
 	Location *time.Location
 }
 
@@ -82,7 +81,7 @@ func (m *Memory) list(agent string) ([]Proposal, error) {
 // shown waits for the projection to apply what the service stored, then
 // reads the proposal from it.
 func (m *Memory) shown(ctx context.Context, p consolidate.Proposal) (any, error) {
-	if err := m.WaitFor(ctx, p.LastSeq); err != nil {
+	if err := m.Fresh.WaitFor(ctx, p.LastSeq); err != nil {
 		return nil, err
 	}
 	return m.get(p.ID)

@@ -47,14 +47,13 @@ func newUploadSite(t *testing.T) *uploadSite {
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	ws := filepath.Join(t.TempDir(), "workspace")
 	os.MkdirAll(ws, 0o700)
-	workspace := func(string) string { return ws }
 	convs := loop.NewConvs(log, nil)
 	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master", Workspace: ws}},
 		Location: time.UTC, Clock: time.Now}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Inbound: in, Approvals: &nopApprover{},
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now, WaitFor: runner.WaitFor, Workspace: workspace},
+		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now, Fresh: runner, Crew: listed{loop.Agents{"master": {ID: "master", Workspace: ws}}}},
 	}))
 	t.Cleanup(srv.Close)
 	return &uploadSite{url: srv.URL, ws: ws, log: log}
@@ -342,3 +341,8 @@ func TestWebUploadNeverFollowsInboxOutOfWorkspace(t *testing.T) {
 		t.Errorf("a message was stored: %+v", msgs)
 	}
 }
+
+// listed is a fixed crew as the pages list it.
+type listed struct{ loop.Agents }
+
+func (c listed) List() ([]loop.Agent, []string) { return loop.InCrewOrder(c.Agents, "master"), nil }

@@ -23,11 +23,11 @@ type Usage struct {
 	DB       *bbolt.DB // the projections database
 	Location *time.Location
 	Clock    func() time.Time // nil: time.Now
-	// Log and WaitFor, when set, make a read see every call stored before
+	// Log and Fresh, when set, make a read see every call stored before
 	// it: the ledger waits, briefly, for the projection to apply the
 	// log's last sequence.
-	Log     *events.Log
-	WaitFor func(ctx context.Context, seq uint64) error
+	Log   *events.Log
+	Fresh projections.Freshness
 	// Budget, when set, serves GET /api/budget: today's spend against
 	// the budgets (budget.Ledger.Today).
 	Budget func() any
@@ -36,7 +36,7 @@ type Usage struct {
 // caughtUp waits up to two seconds for the ledger to reach the log's end;
 // past that the page shows what it has.
 func (u *Usage) caughtUp(ctx context.Context) {
-	if u.Log == nil || u.WaitFor == nil {
+	if u.Log == nil || u.Fresh == nil {
 		return
 	}
 	seq, err := u.Log.Last(ctx, events.Root+".>")
@@ -45,7 +45,7 @@ func (u *Usage) caughtUp(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	u.WaitFor(ctx, seq)
+	u.Fresh.WaitFor(ctx, seq)
 }
 
 // defaultUsageDays is the window when from is not given: the last 30 days.

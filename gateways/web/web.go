@@ -3,7 +3,7 @@
 // (health, conversations, runs, exports, jobs, memory, approvals, inbound
 // messages and SSE feeds). API errors are JSON {"error":{"code","message"}}
 // mapped in one place (writeError).
-// Domain types become ui views here (Memory, SchedulerJobs, CrewRows,
+// Domain types become ui views here (Memory, SchedulerJobs, Crew,
 // ProjectionViews), and domain errors HTTP statuses in one table
 // (statusOf). Client is the CLI's side of the same API.
 package web

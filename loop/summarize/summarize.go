@@ -28,6 +28,12 @@ type Conversation struct {
 	Settled     bool   // not closed, no run open, nothing waiting
 }
 
+// Freshness is projections.Freshness, which loop may not import: the
+// read models' read-your-writes (the projections' Runner).
+type Freshness interface {
+	WaitFor(ctx context.Context, seq uint64) error
+}
+
 // Summarizer writes conversation summaries and closes conversations.
 type Summarizer struct {
 	Log    *events.Log
@@ -37,10 +43,10 @@ type Summarizer struct {
 	// List lists the conversations the day-end sweep looks at (the
 	// conversations projection).
 	List func(ctx context.Context) ([]Conversation, error)
-	// WaitFor, when set, returns once the read models have applied stream
-	// sequence seq: the next message on the channel is told the summary,
-	// read from the summaries projection (read your writes).
-	WaitFor  func(ctx context.Context, seq uint64) error
+	// Fresh, when set, waits until the read models have applied a
+	// stream sequence: the next message on the channel is told the
+	// summary, read from the summaries projection (read your writes).
+	Fresh    Freshness
 	Location *time.Location
 	Clock    func() time.Time
 }
@@ -109,8 +115,8 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	}
 	// Read your writes: the next message on the channel is told this
 	// summary, read from the projection.
-	if s.WaitFor != nil && len(stored) > 0 {
-		if err := s.WaitFor(ctx, stored[len(stored)-1].Seq); err != nil {
+	if s.Fresh != nil && len(stored) > 0 {
+		if err := s.Fresh.WaitFor(ctx, stored[len(stored)-1].Seq); err != nil {
 			return "", err
 		}
 	}

@@ -55,6 +55,12 @@ type Store interface {
 	Bytes() (int64, error)
 }
 
+// Freshness is projections.Freshness, which tools may not import: the
+// read model's read-your-writes (the projections' Runner).
+type Freshness interface {
+	WaitFor(ctx context.Context, seq uint64) error
+}
+
 // Log is the part of events.Log the service writes through.
 type Log interface {
 	Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error)
@@ -67,9 +73,11 @@ type Log interface {
 // both win; the loser reads again (after the read model caught up) and
 // decides again. It returns once the read model shows its write.
 type Service struct {
-	Store   Store
-	Log     Log
-	WaitFor func(ctx context.Context, seq uint64) error
+	Store Store
+	Log   Log
+	// Fresh waits until the read model has applied a stream sequence;
+	// nil: no waiting.
+	Fresh Freshness
 	// MaxBytes caps every version kept together (DefaultMaxBytes when 0).
 	MaxBytes int64
 	Master   string // the master agent reaches every canvas
@@ -337,8 +345,8 @@ func (s *Service) append(ctx context.Context, rec events.CanvasRecord, evs ...ev
 		if lerr != nil {
 			return lerr
 		}
-		if s.WaitFor != nil {
-			if werr := s.WaitFor(ctx, last); werr != nil {
+		if s.Fresh != nil {
+			if werr := s.Fresh.WaitFor(ctx, last); werr != nil {
 				return werr
 			}
 		}
@@ -376,10 +384,10 @@ func (s *Service) envelope(e events.Event) (events.Envelope, error) {
 }
 
 func (s *Service) caughtUp(ctx context.Context, stored []events.Envelope) error {
-	if s.WaitFor == nil || len(stored) == 0 {
+	if s.Fresh == nil || len(stored) == 0 {
 		return nil
 	}
-	return s.WaitFor(ctx, stored[len(stored)-1].Seq)
+	return s.Fresh.WaitFor(ctx, stored[len(stored)-1].Seq)
 }
 
 // Show returns version (0: the latest) of canvas id for conversation to

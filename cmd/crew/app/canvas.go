@@ -13,9 +13,9 @@ import (
 // appended through the conversation's writer).
 func (a *App) canvasAPI() *web.CanvasAPI {
 	return &web.CanvasAPI{
-		Service:   a.Canvas,
-		WaitFor:   a.Runner.WaitFor,
-		Workspace: a.workspace,
+		Service: a.Canvas,
+		Fresh:   a.Runner,
+		Crew:    a.Crew,
 		Focus: func(ctx context.Context, conv string, f events.CanvasFocused) (uint64, error) {
 			cv, err := a.Convs.Get(ctx, conv)
 			if err != nil {

@@ -32,14 +32,14 @@ type forker struct {
 	kick     func(conversation string)
 	// waitFor waits until the projections have applied a sequence, so a
 	// run stored a moment ago is found.
-	waitFor func(ctx context.Context, seq uint64) error
+	fresh projections.Freshness
 }
 
 var _ web.Forker = forker{}
 
 // Forker makes forks on a's store.
 func (a *App) Forker() web.Forker {
-	return forker{log: a.Log(), db: a.DB(), convs: a.Convs, dir: a.Dir, callable: a.callable, kick: a.Worker.Kick, waitFor: a.Runner.WaitFor}
+	return forker{log: a.Log(), db: a.DB(), convs: a.Convs, dir: a.Dir, callable: a.callable, kick: a.Worker.Kick, fresh: a.Runner}
 }
 
 // Fork copies run at step into a new conversation on route and has the
@@ -55,7 +55,7 @@ func (f forker) Fork(ctx context.Context, runID string, step int, route string) 
 	if err := f.callable(r); err != nil {
 		return web.Forked{}, fmt.Errorf("%w %q: %v", loop.ErrForkRoute, route, err)
 	}
-	if err := projections.ReadYourWrites(ctx, f.log, f.waitFor); err != nil {
+	if err := projections.ReadYourWrites(ctx, f.log, f.fresh); err != nil {
 		return web.Forked{}, err
 	}
 	run, err := projections.GetRun(f.db, runID)

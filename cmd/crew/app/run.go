@@ -85,7 +85,7 @@ func start(ctx context.Context, a *App) (*running, error) {
 		r.stopTeams = w.Teams.Run(ctx)
 	}
 	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
-		WaitFor: a.Runner.WaitFor, Location: h.Config.Location(), Clock: time.Now}
+		Fresh: a.Runner, Location: h.Config.Location(), Clock: time.Now}
 	r.Inbound = &inbound.Inbound{
 		Convs: w.Convs, Kick: r.Worker.Kick, Master: home.MasterID,
 		Crew:     w.Crew,
@@ -101,9 +101,9 @@ func start(ctx context.Context, a *App) (*running, error) {
 			return ok
 		},
 	}
-	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
-	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
-	r.Stops = &inbound.Stops{Log: st.log, DB: st.db, WaitFor: a.Runner.WaitFor, Worker: r.Worker}
+	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
+	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
+	r.Stops = &inbound.Stops{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
 	if a.member != nil {
 		r.Scheduler.nc = st.nc
 	}

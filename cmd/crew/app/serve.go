@@ -113,11 +113,11 @@ func (a *App) Web(base web.Config) web.Config {
 	c := base
 	c.Log = a.Log()
 	c.Views = web.ProjectionViews{DB: db, Convs: a.Convs}
-	c.Pages = &web.Pages{DB: db, Convs: a.Convs, Crew: web.CrewRows(a.Crew.List), Banner: a.banner(), Home: a.Dir,
-		Location: h.Config.Location(), Clock: time.Now, WaitFor: a.Runner.WaitFor, Workspace: a.workspace}
+	c.Pages = &web.Pages{DB: db, Convs: a.Convs, Crew: a.Crew, Banner: a.banner(), Home: a.Dir,
+		Location: h.Config.Location(), Clock: time.Now, Fresh: a.Runner}
 	c.Jobs = &web.SchedulerJobs{DB: db, Location: h.Config.Location(), Scheduler: a.Scheduler, Profile: a.Crew.Profile, Disabled: a.Crew.Disabled, Toggle: a.Crew.SetScheduleEnabled}
-	c.Memory = &web.Memory{Service: a.Memory, DB: db, WaitFor: a.Runner.WaitFor, Location: h.Config.Location()}
-	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), WaitFor: a.Runner.WaitFor,
+	c.Memory = &web.Memory{Service: a.Memory, DB: db, Fresh: a.Runner, Location: h.Config.Location()}
+	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), Fresh: a.Runner,
 		Budget: func() any { return a.Ledger.Today() }}
 	c.Canvas = a.canvasAPI()
 	c.Conversations = a.Summaries
@@ -137,19 +137,13 @@ func (a *App) Web(base web.Config) web.Config {
 		a.log.Warn("/mcp left out: no bearer token", "err", err)
 	} else {
 		a.opts.Secrets.Add(home.AuthTokenVar, token)
-		c.MCPEndpoint = mcpserver.Handler(mcpserver.Config{Log: a.Log(), DB: db, Convs: a.Convs, Inbound: a.Inbound, Stops: a.Stops, WaitFor: a.Runner.WaitFor, Home: a.Dir,
+		c.MCPEndpoint = mcpserver.Handler(mcpserver.Config{Log: a.Log(), DB: db, Convs: a.Convs, Inbound: a.Inbound, Stops: a.Stops, Fresh: a.Runner, Home: a.Dir,
 			Version: home.CrewVersion(), Logger: a.log.With("component", "mcpserver")}, token)
 	}
 	if c.Logger == nil {
 		c.Logger = a.log.With("component", "web")
 	}
 	return c
-}
-
-// workspace is agent id's workspace folder ("" for none).
-func (a *App) workspace(id string) string {
-	ag, _ := a.Crew.Agent(id)
-	return ag.Workspace
 }
 
 // banner is what the UI shows at the top, if anything.

@@ -100,11 +100,11 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(time.Now), crons: &schedule.CronTools{}, providers: h.Providers(getenv)}
 	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
 	log, db := a.Log(), a.DB()
-	var waitFor func(context.Context, uint64) error
+	var fresh canvas.Freshness
 	if a.Runner != nil {
-		waitFor = a.Runner.WaitFor
+		fresh = a.Runner
 	}
-	w.Canvas = &canvas.Service{Log: log, WaitFor: waitFor,
+	w.Canvas = &canvas.Service{Log: log, Fresh: fresh,
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
 	appender := memlogOrNil(log, a.opts.Secrets)
 	if db != nil {
