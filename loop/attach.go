@@ -155,13 +155,21 @@ func (t *Turn) attachmentURL(rel string) (string, error) {
 	return url, nil
 }
 
-const maxPrepared = 32
+// The attachment cache's bounds: entries, and bytes of data URLs (a
+// photo prepared is up to a few hundred KiB, a screenshot's PNG a few MiB).
+const (
+	maxPrepared      = 32
+	maxPreparedBytes = 16 << 20
+)
 
 // preparedImages are prepared attachments as data URLs by path, size and
-// time: at most maxPrepared, all let go when full. One per Convs.
+// time: at most maxPrepared of them and maxPreparedBytes in all, the
+// oldest let go first. One per Convs.
 type preparedImages struct {
-	mu   sync.Mutex
-	urls map[string]string
+	mu    sync.Mutex
+	urls  map[string]string
+	order []string // keys, oldest first
+	bytes int
 }
 
 func (c *preparedImages) get(key string) (string, bool) {
@@ -174,8 +182,26 @@ func (c *preparedImages) get(key string) (string, bool) {
 func (c *preparedImages) put(key, url string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.urls == nil || len(c.urls) >= maxPrepared {
+	if _, ok := c.urls[key]; ok || len(url) > maxPreparedBytes {
+		return
+	}
+	for len(c.order) > 0 && (len(c.order) >= maxPrepared || c.bytes+len(url) > maxPreparedBytes) {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= len(c.urls[old])
+		delete(c.urls, old)
+	}
+	if c.urls == nil {
 		c.urls = map[string]string{}
 	}
 	c.urls[key] = url
+	c.order = append(c.order, key)
+	c.bytes += len(url)
+}
+
+// size is how many attachments are kept and their bytes.
+func (c *preparedImages) size() (n, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.urls), c.bytes
 }
