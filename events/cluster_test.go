@@ -38,8 +38,30 @@ func TestClusterStreamAtOneReplicaGrowsToThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Config.Replicas != 3 || info.State.Msgs != 1 {
-		t.Fatalf("after Open: %d replicas, %d messages; want 3 replicas and the message kept", info.Config.Replicas, info.State.Msgs)
+	if info.Config.Replicas != 3 {
+		t.Fatalf("after Open: %d replicas; want 3", info.Config.Replicas)
+	}
+	if kept, err := log.Last(t.Context(), events.Root+".conv.>"); err != nil || kept != 1 {
+		t.Fatalf("after Open: the conversation's last message at %d (%v); want the message kept at 1", kept, err)
+	}
+	// Raised once, and recorded once: a second process opening the
+	// raised stream raises and records nothing.
+	if r := log.Raised(); r == nil || r.From != 1 || r.To != 3 || r.Servers != 3 {
+		t.Errorf("Raised() = %+v, want from 1 to 3 on 3 servers", r)
+	}
+	again, err := events.Open(t.Context(), nc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := again.Raised(); r != nil {
+		t.Errorf("second Open raised again: %+v", r)
+	}
+	raises, err := log.ReadAll(t.Context(), events.ClusterScope.Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raises) != 1 || raises[0].Type != events.TypeStreamReplicasRaised {
+		t.Fatalf("recorded raises = %v, want one stream_replicas_raised", raises)
 	}
 }
 

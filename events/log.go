@@ -34,6 +34,8 @@ type Log struct {
 	node string
 	// redactor holds the home's secrets; every append is redacted with it.
 	redactor *Redactor
+	// raised is the raise of the stream's replicas Open recorded, if any.
+	raised *StreamReplicasRaised
 }
 
 // Redactor is the log's redactor: the secrets of the home it stores, which
@@ -80,10 +82,15 @@ func Open(ctx context.Context, nc *nats.Conn, r *Redactor) (*Log, error) {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	cfg := StreamConfig()
+	// found is the stream's replica count before Open (0: none yet, or
+	// unknown), lastRaise the last raise recorded then.
+	var found int
+	var lastRaise uint64
 	if nc.ConnectedClusterName() != "" {
 		cfg.Replicas = ClusterReplicas
 		// One decision's events are one atomic batch there (batch.go).
 		cfg.AllowAtomicPublish = true
+		found, lastRaise = foundReplicas(ctx, js)
 	}
 	stream, err := createStream(ctx, js, cfg)
 	// A cluster of enough servers that is still forming answers "cannot
@@ -108,8 +115,43 @@ func Open(ctx context.Context, nc *nats.Conn, r *Redactor) (*Log, error) {
 	// AllowAtomicPublish: appends then go one message at a time too.
 	info := stream.CachedInfo().Config
 	atomic := info.AllowAtomicPublish && info.Replicas > 1
-	return &Log{js: js, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots), redactor: r}, nil
+	l := &Log{js: js, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots), redactor: r}
+	if found > 0 && info.Replicas > found {
+		// Recorded once: a process that raised it at the same moment
+		// finds the record made (a conflict) and records nothing.
+		raise := &StreamReplicasRaised{From: found, To: info.Replicas, Servers: ClusterSize(nc)}
+		_, err := l.Append(ctx, ClusterScope, lastRaise, MustNew(raise))
+		switch {
+		case err == nil:
+			l.raised = raise
+		case !errors.Is(err, ErrConflict):
+			return nil, fmt.Errorf("open log: record the stream's replicas raised from %d to %d: %w", found, info.Replicas, err)
+		}
+	}
+	return l, nil
 }
+
+// foundReplicas is the CREW stream's replica count as found on the
+// cluster (0 when it does not exist yet or does not answer in time) and
+// the sequence of the last raise recorded.
+func foundReplicas(ctx context.Context, js jetstream.JetStream) (replicas int, lastRaise uint64) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		return 0, 0
+	}
+	if msg, err := s.GetLastMsgForSubject(ctx, ClusterScope.Filter()); err == nil {
+		lastRaise = msg.Sequence
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, 0
+	}
+	return s.CachedInfo().Config.Replicas, lastRaise
+}
+
+// Raised is the raise of the stream's replicas this Open made and
+// recorded, nil when it made none (R-ES-8).
+func (l *Log) Raised() *StreamReplicasRaised { return l.raised }
 
 // ClusterReplicas is the CREW stream's replica count on a cluster of at
 // least as many servers.

@@ -35,9 +35,10 @@ var samples = map[string][]events.Event{
 		&events.JobCompleted{Status: events.JobSkipped},
 		&events.JobCompleted{Status: events.JobFailed, Output: "exit 1", Error: "script failed"},
 	},
-	events.TypeJobCancelled:       {&events.JobCancelled{Reason: "owner"}},
-	events.TypeTelegramOffset:     {&events.TelegramOffsetAdvanced{Offset: 1234}},
-	events.TypeMCPServerRestarted: {&events.MCPServerRestarted{Server: "files", Restarts: 1, Reason: "ended by signal: killed"}},
+	events.TypeJobCancelled:         {&events.JobCancelled{Reason: "owner"}},
+	events.TypeTelegramOffset:       {&events.TelegramOffsetAdvanced{Offset: 1234}},
+	events.TypeMCPServerRestarted:   {&events.MCPServerRestarted{Server: "files", Restarts: 1, Reason: "ended by signal: killed"}},
+	events.TypeStreamReplicasRaised: {&events.StreamReplicasRaised{From: 1, To: 3, Servers: 3}},
 	events.TypeSteerReceived: {
 		&events.SteerReceived{Channel: "web", Text: "use metric units"},
 		&events.SteerReceived{Channel: "telegram:42", Text: "/tongket travel", Command: "tongket", Prompt: "Sum up my week. travel"},

@@ -39,6 +39,10 @@ func MCP(server string) Scope { return Scope(Root + ".mcp." + server) }
 // Agent is the scope of one agent's memory proposals.
 func Agent(id string) Scope { return Scope(Root + ".agent." + id) }
 
+// ClusterScope is the scope of what happened to the log's own stream on a
+// cluster (its replicas raised).
+const ClusterScope = Scope(Root + ".cluster.stream")
+
 // Canvas is the scope of one canvas artifact.
 func Canvas(id string) Scope { return Scope(Root + ".canvas." + id) }
 

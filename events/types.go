@@ -31,6 +31,7 @@ const (
 	TypeJobRetryScheduled      = "job_retry_scheduled"
 	TypeTelegramOffset         = "telegram_offset_advanced"
 	TypeMCPServerRestarted     = "mcp_server_restarted"
+	TypeStreamReplicasRaised   = "stream_replicas_raised"
 	TypeConversationSummarized = "conversation_summarized"
 	TypeHookRan                = "hook_ran"
 	TypeMemoryProposed         = "memory_proposed"
@@ -64,6 +65,7 @@ func init() {
 	register[JobRetryScheduled]()
 	register[TelegramOffsetAdvanced]()
 	register[MCPServerRestarted]()
+	register[StreamReplicasRaised]()
 	register[ConversationSummarized]()
 	register[HookRan]()
 	register[MemoryProposed]()
@@ -630,6 +632,19 @@ type MCPServerRestarted struct {
 
 func (*MCPServerRestarted) EventType() string { return TypeMCPServerRestarted }
 func (*MCPServerRestarted) EventVersion() int { return 1 }
+
+// StreamReplicasRaised: the CREW stream was found with fewer replicas
+// than the cluster can place (made while it had fewer servers, or by an
+// older build) and was raised (R-ES-8). Stored once per raise, by the
+// process that raised it, on crew.cluster.
+type StreamReplicasRaised struct {
+	From    int `json:"from"`
+	To      int `json:"to"`
+	Servers int `json:"servers"` // the cluster's servers when it was raised
+}
+
+func (*StreamReplicasRaised) EventType() string { return TypeStreamReplicasRaised }
+func (*StreamReplicasRaised) EventVersion() int { return 1 }
 
 // ConversationSummarized stores a summary of the conversation so far, made
 // when it closes at day end or on demand. The next conversation on the same

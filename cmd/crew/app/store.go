@@ -65,6 +65,9 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 		s.Close()
 		return nil, err
 	}
+	if r := s.log.Raised(); r != nil {
+		logger.Info("raised the event stream's replicas: the cluster can place them", "stream", events.StreamName, "from", r.From, "to", r.To, "servers", r.Servers)
+	}
 	if s.srv == nil {
 		// Other homes may share the cluster: this one's consumers are its
 		// own, named after its node id.
@@ -182,5 +185,24 @@ func replication(ctx context.Context, nc *nats.Conn) string {
 		}
 		line += ")"
 	}
-	return line
+	return line + raisedNote(ctx, stream)
+}
+
+// raisedNote tells the last raise of the stream's replicas recorded
+// (stream_replicas_raised), if any.
+func raisedNote(ctx context.Context, stream jetstream.Stream) string {
+	msg, err := stream.GetLastMsgForSubject(ctx, events.ClusterScope.Filter())
+	if err != nil {
+		return ""
+	}
+	env, err := events.DecodeStored(msg.Subject, msg.Sequence, msg.Data)
+	if err != nil {
+		return ""
+	}
+	e, err := env.Decode()
+	r, ok := e.(*events.StreamReplicasRaised)
+	if err != nil || !ok {
+		return ""
+	}
+	return fmt.Sprintf(", raised from %d to %d replicas on %s", r.From, r.To, env.Time.UTC().Format(time.RFC3339))
 }
