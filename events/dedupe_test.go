@@ -158,3 +158,55 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
 }
+
+// BenchmarkSubjectIndex measures what the embedded server keeps in memory
+// per subject: the heap after a start (after a GC) of a stream of n
+// subjects of one event each (CREW_BENCH_SUBJECTS, default 100,000),
+// beside the same stream's start with all the events on one subject.
+func BenchmarkSubjectIndex(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("CREW_BENCH_SUBJECTS")); err == nil && v > 0 {
+		n = v
+	}
+	for _, tc := range []struct {
+		name     string
+		subjects int
+	}{{"one_subject", 1}, {"subject_per_event", n}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "nats")
+			srv, err := events.StartServer(events.ServerConfig{StoreDir: dir, Sync: events.SyncInterval})
+			if err != nil {
+				b.Fatal(err)
+			}
+			js := srv.Conn()
+			jsc, err := jetstream.New(js)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := jsc.CreateStream(context.Background(), events.StreamConfig()); err != nil {
+				b.Fatal(err)
+			}
+			body := mustBody(b, msg("x"))
+			for i := range n {
+				if _, err := jsc.PublishAsync(fmt.Sprintf("crew.conv.c%07d.message_received", i%tc.subjects), body); err != nil {
+					b.Fatal(err)
+				}
+				if i%1000 == 999 {
+					<-jsc.PublishAsyncComplete()
+				}
+			}
+			<-jsc.PublishAsyncComplete()
+			srv.Close()
+			before := heapInUse()
+			for b.Loop() {
+				srv, err := events.StartServer(events.ServerConfig{StoreDir: dir, Sync: events.SyncInterval})
+				if err != nil {
+					b.Fatal(err)
+				}
+				after := heapInUse()
+				b.ReportMetric(float64(after-min(before, after))/(1<<20), "heap-after-start-MB")
+				srv.Close()
+			}
+		})
+	}
+}
