@@ -8,7 +8,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // toolResultSeen is the text of the tool result for call id in the
@@ -20,10 +20,8 @@ func toolResultSeen(m *fakeModel, id string) string {
 		return ""
 	}
 	for _, msg := range m.seen[len(m.seen)-1] {
-		for _, p := range msg.Parts {
-			if r, ok := p.(llms.ToolCallResponse); ok && r.ToolCallID == id {
-				return r.Content
-			}
+		if msg.Role == llm.RoleTool && msg.ToolCallID == id {
+			return msg.Text()
 		}
 	}
 	return ""

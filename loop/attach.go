@@ -9,9 +9,9 @@ import (
 	"sync"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	crewimage "github.com/my-agent-crew/crew/tools/image"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Attachments (R-LLM-3, seed 000 §3 step 1): the files an owner's message
@@ -46,8 +46,8 @@ func (t *Turn) sees(route string) bool {
 // withAttachments adds to msgs (toLLM of view, system first) the
 // attachments of the open run's owner messages: image parts when vision,
 // else a note naming them.
-func (t *Turn) withAttachments(msgs []llms.MessageContent, view []viewed, runFrom int, vision bool) []llms.MessageContent {
-	var out []llms.MessageContent
+func (t *Turn) withAttachments(msgs []llm.Message, view []viewed, runFrom int, vision bool) []llm.Message {
+	var out []llm.Message
 	for i, v := range view {
 		if v.Role != RoleUser || len(v.Attachments) == 0 || v.cut {
 			continue
@@ -55,7 +55,7 @@ func (t *Turn) withAttachments(msgs []llms.MessageContent, view []viewed, runFro
 		if out == nil {
 			out = slices.Clone(msgs)
 		}
-		mc := llms.MessageContent{Role: msgs[i+1].Role, Parts: slices.Clone(msgs[i+1].Parts)}
+		mc := llm.Message{Role: msgs[i+1].Role, Parts: slices.Clone(msgs[i+1].Parts)}
 		var notes []string
 		for _, f := range v.Attachments {
 			switch {
@@ -71,11 +71,11 @@ func (t *Turn) withAttachments(msgs []llms.MessageContent, view []viewed, runFro
 					notes = append(notes, fmt.Sprintf("%s is attached but could not be read: %v", f, err))
 					continue
 				}
-				mc.Parts = append(mc.Parts, llms.ImageURLContent{URL: url})
+				mc.Parts = append(mc.Parts, llm.Part{ImageURL: url})
 			}
 		}
 		if len(notes) > 0 {
-			mc.Parts = append(mc.Parts, llms.TextContent{Text: "\n[" + strings.Join(notes, "; ") + "]"})
+			mc.Parts = append(mc.Parts, llm.Part{Text: "\n[" + strings.Join(notes, "; ") + "]"})
 		}
 		out[i+1] = mc
 	}

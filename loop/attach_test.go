@@ -2,15 +2,18 @@ package loop_test
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 func writePhoto(t *testing.T, ws, rel string) {
@@ -25,12 +28,11 @@ func writePhoto(t *testing.T, ws, rel string) {
 	}
 }
 
-func imageParts(msg llms.MessageContent) (urls []string, text string) {
+func imageParts(msg llm.Message) (urls []string, text string) {
 	for _, p := range msg.Parts {
-		switch p := p.(type) {
-		case llms.ImageURLContent:
-			urls = append(urls, p.URL)
-		case llms.TextContent:
+		if p.ImageURL != "" {
+			urls = append(urls, p.ImageURL)
+		} else {
 			text += p.Text
 		}
 	}
@@ -123,6 +125,53 @@ func TestImageReadUsesVisionRoutes(t *testing.T) {
 	for _, c := range eventsOf[*events.ToolCompleted](h2.events()) {
 		if c.Tool == "image_read" && (!c.IsError || !strings.Contains(c.Output, "vision_routes")) {
 			t.Errorf("without vision_routes: %+v", c)
+		}
+	}
+}
+
+// R-X-5, issue 33 item 3: who pays is a field of every request, not a
+// context value: the turn's steps and the vision call image_read makes
+// from inside a tool are each charged to the agent, the conversation, the
+// run and the step, the vision call with purpose vision.
+func TestEveryModelCallOfATurnNamesItsPayer(t *testing.T) {
+	h := newHarness(t, nil)
+	scripted(t, h, [][2]string{
+		{"fake:a", "- tool_calls: [{name: image_read, arguments: {path: inbox/meal.jpg}}]\n- text: Bữa ăn có phở.\n"},
+		{"fake:eye", "- text: 'A bowl of phở with beef.'\n"},
+	})
+	h.agent.Routes = []string{"fake:a"}
+	h.agent.VisionRoutes = []string{"fake:eye"}
+	h.agent.Tools = append(h.agent.Tools, "image_read")
+	writePhoto(t, h.agent.Workspace, "inbox/meal.jpg")
+	var mu sync.Mutex
+	var got []llm.Request
+	models := h.deps.Models
+	h.deps.Models = func(route string) (llm.Model, error) {
+		m, err := models(route)
+		if err != nil {
+			return nil, err
+		}
+		return llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Reply, error) {
+			mu.Lock()
+			got = append(got, req)
+			mu.Unlock()
+			return m.Call(ctx, req)
+		}), nil
+	}
+	h.send("ăn gì?")
+	h.turn()
+	run := eventsOf[*events.RunStarted](h.events())[0].RunID
+	want := []struct {
+		route, purpose string
+		step           int
+	}{{"fake:a", "", 1}, {"fake:eye", events.PurposeVision, 1}, {"fake:a", "", 2}}
+	if len(got) != len(want) {
+		t.Fatalf("%d model calls, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		p := llm.Payer{Agent: "master", Conversation: h.conv, RunID: run, Step: w.step, CapUSD: h.agent.CostCapUSD}
+		if r := got[i]; r.Route != w.route || r.Purpose != w.purpose || !reflect.DeepEqual(r.Payer, p) {
+			t.Errorf("call %d: route %q purpose %q payer %+v; want %q %q %+v", i+1, r.Route, r.Purpose, r.Payer, w.route, w.purpose, p)
 		}
 	}
 }

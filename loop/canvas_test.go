@@ -8,8 +8,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools/fence"
-	"github.com/tmc/langchaingo/llms"
 )
 
 func applyAll(t *testing.T, st *loop.State, evs ...events.Event) {
@@ -74,13 +74,13 @@ func TestCanvasAPIChannelSystemPromptSaysReadOnly(t *testing.T) {
 }
 
 // userTexts are the user messages of one model call.
-func userTexts(msgs []llms.MessageContent) []string {
+func userTexts(msgs []llm.Message) []string {
 	var out []string
 	for _, m := range msgs {
-		if m.Role == llms.ChatMessageTypeHuman {
+		if m.Role == llm.RoleUser {
 			for _, p := range m.Parts {
-				if tp, ok := p.(llms.TextContent); ok {
-					out = append(out, tp.Text)
+				if p.ImageURL == "" {
+					out = append(out, p.Text)
 				}
 			}
 		}

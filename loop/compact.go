@@ -8,12 +8,10 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
 	crewimage "github.com/my-agent-crew/crew/tools/image"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Compaction (R-LOOP-7, seed 004): before every model call the request is
@@ -184,7 +182,7 @@ func msgTokens(m Message) int {
 }
 
 // history is the request for the step on route, compacted first.
-func (c *stepCall) history(ctx context.Context, route string) ([]llms.MessageContent, error) {
+func (c *stepCall) history(ctx context.Context, route string) ([]llm.Message, error) {
 	if err := c.compactNow(ctx, route, 0); err != nil {
 		return nil, err
 	}
@@ -254,7 +252,7 @@ func (c *stepCall) imageCount(vs []viewed) int {
 // provider last reported for the route.
 func (c *stepCall) size(route string) int {
 	vs := c.view()
-	n := llm.EstimateWithDefs(toLLM(c.system, messagesOf(vs)), c.defsBytes) + c.images(vs, route)*llm.ImageTokens
+	n := llm.EstimateWith(toLLM(c.system, messagesOf(vs)), c.defsBytes) + c.images(vs, route)*llm.ImageTokens
 	return llm.Calibrate(n, c.s.ratio[route])
 }
 
@@ -336,7 +334,7 @@ func (c *stepCall) compactNow(ctx context.Context, route string, force int) erro
 // fixed is what every request of the step holds besides the history: the
 // system prompt and the declarations.
 func (c *stepCall) fixed() int {
-	return llm.EstimateWithDefs([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, c.system)}, c.defsBytes)
+	return llm.EstimateWith([]llm.Message{llm.Text(llm.RoleSystem, c.system)}, c.defsBytes)
 }
 
 // pointer is what the model reads for a compacted result.
@@ -643,20 +641,15 @@ func (c *stepCall) summarise(ctx context.Context, route, instruction, text strin
 	if err != nil {
 		return "", nil
 	}
-	msgs := []llms.MessageContent{
-		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
-		llms.TextParts(llms.ChatMessageTypeHuman, text),
-	}
-	if ch, ok := budget.ChargeOf(ctx); ok {
-		ch.Purpose = events.PurposeCompaction
-		ctx = budget.WithCharge(ctx, ch)
-	}
+	req := llm.Request{Route: route, Purpose: events.PurposeCompaction, Payer: c.payer,
+		Messages:  []llm.Message{llm.Text(llm.RoleSystem, instruction), llm.Text(llm.RoleUser, text)},
+		MaxTokens: min(spec.MaxOutputTokens, 2048)}
 	start := t.deps.Clock()
-	resp, err := model.GenerateContent(ctx, msgs, llms.WithMaxTokens(min(spec.MaxOutputTokens, 2048)))
+	rep, err := model.Call(ctx, req)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	mc := modelCalled(c.s.openRun, c.step, route, resp, t.deps.Clock().Sub(start))
+	mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock().Sub(start))
 	mc.Purpose, mc.ToolCalls = events.PurposeCompaction, nil
 	if err != nil {
 		mc.Error = oneLine(err)
@@ -664,10 +657,10 @@ func (c *stepCall) summarise(ctx context.Context, route, instruction, text strin
 	if err := t.emit(ctx, mc); err != nil {
 		return "", err
 	}
-	if err != nil || resp == nil || len(resp.Choices) == 0 {
+	if err != nil {
 		return "", nil
 	}
-	return strings.TrimSpace(resp.Choices[0].Content), nil
+	return strings.TrimSpace(rep.Text), nil
 }
 
 // cut is the last stage: what is kept whole did not fit alone, so the

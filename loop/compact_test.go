@@ -14,7 +14,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // longModel plays a long conversation: each owner message gets a tool
@@ -22,36 +21,29 @@ import (
 // keeps every request it was sent.
 type longModel struct {
 	mu       sync.Mutex
-	requests [][]llms.MessageContent
-	defs     []llms.Tool
+	requests [][]llm.Message
+	defs     []llm.Tool
 	n        int
 }
 
-func (m *longModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	var o llms.CallOptions
-	for _, f := range opts {
-		f(&o)
-	}
+func (m *longModel) Call(_ context.Context, req llm.Request) (llm.Reply, error) {
+	msgs := req.Messages
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests = append(m.requests, msgs)
-	m.defs = o.Tools
+	m.defs = req.Tools
 	m.n++
-	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"CostUSD": 0.0}}
+	rep := llm.Reply{CostUSD: new(0.0)}
 	last := msgs[len(msgs)-1]
 	switch {
-	case strings.HasPrefix(msgs[0].Parts[0].(llms.TextContent).Text, "You condense"):
-		ch.Content = fmt.Sprintf("Tóm tắt %d: the owner asked for many lookups; each was answered.", m.n)
-	case last.Role == llms.ChatMessageTypeTool:
-		ch.Content = "Xong."
+	case strings.HasPrefix(msgs[0].Text(), "You condense"):
+		rep.Text = fmt.Sprintf("Tóm tắt %d: the owner asked for many lookups; each was answered.", m.n)
+	case last.Role == llm.RoleTool:
+		rep.Text = "Xong."
 	default:
-		ch.ToolCalls = []llms.ToolCall{{ID: fmt.Sprintf("call-%d", m.n), Type: "function", FunctionCall: &llms.FunctionCall{Name: "look", Arguments: fmt.Sprintf(`{"n":%d}`, m.n)}}}
+		rep.ToolCalls = []llm.ToolCall{{ID: fmt.Sprintf("call-%d", m.n), Name: "look", Arguments: fmt.Sprintf(`{"n":%d}`, m.n)}}
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
-}
-
-func (m *longModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return rep, nil
 }
 
 // numbered answers each call with a distinct, long output.
@@ -80,7 +72,7 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	m := &longModel{}
 	h.agent.Routes = []string{"fake:long"}
 	h.agent.Tools = append(h.agent.Tools, "look", "tool_output_read")
-	h.deps.Models = func(string) (llms.Model, error) { return m, nil }
+	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
 	window, out := 8000, 1000
 	h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
 	reg, err := tools.New(append(loop.Tools(), &numbered{}, tools.ToolOutputRead{})...)
@@ -125,10 +117,10 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	}
 	// The last request: its three newest tool results are whole.
 	last := m.requests[len(m.requests)-1]
-	var results []llms.ToolCallResponse
+	var results []llm.Message
 	for _, msg := range last {
-		if msg.Role == llms.ChatMessageTypeTool {
-			results = append(results, msg.Parts[0].(llms.ToolCallResponse))
+		if msg.Role == llm.RoleTool {
+			results = append(results, msg)
 		}
 	}
 	if len(results) < 3 {
@@ -139,8 +131,8 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 		calls[c.CallID] = c.Arguments
 	}
 	for _, r := range results[len(results)-3:] {
-		if r.Content != outputOf(calls[r.ToolCallID]) {
-			t.Errorf("newest result %s not whole: %q", r.ToolCallID, r.Content)
+		if r.Text() != outputOf(calls[r.ToolCallID]) {
+			t.Errorf("newest result %s not whole: %q", r.ToolCallID, r.Text())
 		}
 	}
 	// A micro-compacted result comes back through tool_output_read.
@@ -183,19 +175,17 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 
 // wellFormed: every tool result answers a call of the assistant message
 // before it, as providers require.
-func wellFormed(req []llms.MessageContent) error {
+func wellFormed(req []llm.Message) error {
 	open := map[string]bool{}
 	for i, m := range req {
 		switch m.Role {
-		case llms.ChatMessageTypeAI:
+		case llm.RoleAssistant:
 			open = map[string]bool{}
-			for _, p := range m.Parts {
-				if c, ok := p.(llms.ToolCall); ok {
-					open[c.ID] = true
-				}
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
 			}
-		case llms.ChatMessageTypeTool:
-			id := m.Parts[0].(llms.ToolCallResponse).ToolCallID
+		case llm.RoleTool:
+			id := m.ToolCallID
 			if !open[id] {
 				return fmt.Errorf("message %d: result of %s without its call", i, id)
 			}
@@ -216,7 +206,7 @@ func TestCompactionSnipArchivesOldMiddle(t *testing.T) {
 	m := &longModel{}
 	h.agent.Routes = []string{"fake:long"}
 	h.agent.Tools = append(h.agent.Tools, "look")
-	h.deps.Models = func(string) (llms.Model, error) { return m, nil }
+	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
 	reg, _ := tools.New(append(loop.Tools(), &numbered{})...)
 	h.deps.Tools = reg
 	window := 10_000_000
@@ -237,7 +227,7 @@ func TestCompactionSnipArchivesOldMiddle(t *testing.T) {
 		}
 	}
 	last := m.requests[len(m.requests)-1]
-	if snips != 1 || last[1].Parts[0].(llms.TextContent).Text != "tra cứu 0" || !strings.Contains(last[5].Parts[0].(llms.TextContent).Text, "archived") {
+	if snips != 1 || last[1].Text() != "tra cứu 0" || !strings.Contains(last[5].Text(), "archived") {
 		t.Errorf("%d snips; request starts %v", snips, last[:6])
 	}
 	if err := wellFormed(last); err != nil {

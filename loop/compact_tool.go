@@ -54,7 +54,7 @@ func (compactTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resu
 		return tools.Failf("compact: this call's step is not in the history"), nil
 	}
 	system := t.sentSystem
-	sc := &stepCall{t: t, s: s, step: c.step, system: system, defs: t.toolDefs(ctx, s.child)}
+	sc := &stepCall{t: t, s: s, step: c.step, system: system, defs: t.toolDefs(ctx, s.child), payer: t.payer(s, s.openRun, c.step)}
 	sc.defsBytes = t.defsBytes(sc.defs)
 	before := sc.size(route)
 	cur := before

@@ -15,10 +15,10 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/schemas"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // crew is a master and two agents it may delegate to, run by a real worker
@@ -31,7 +31,7 @@ type crew struct {
 	now    time.Time
 
 	mu     sync.Mutex
-	models map[string]llms.Model // by route "fake:<agent>"
+	models map[string]llm.Model // by route "fake:<agent>"
 
 	convs *loop.Convs
 	w     *loop.Worker
@@ -44,7 +44,7 @@ func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &crew{t: t, log: log, agents: map[string]loop.Agent{}, models: map[string]llms.Model{},
+	c := &crew{t: t, log: log, agents: map[string]loop.Agent{}, models: map[string]llm.Model{},
 		now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	names := []string{"ask_user", "progress_note", loop.DelegateTool}
 	for _, tl := range ts {
@@ -59,14 +59,14 @@ func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
 		c.models["fake:"+id] = &fakeModel{route: "fake:" + id, replies: scripts[id]}
 	}
 	c.deps = loop.Deps{
-		Models: func(route string) (llms.Model, error) {
+		Models: (func(route string) (llm.Model, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if m, ok := c.models[route]; ok {
 				return m, nil
 			}
 			return nil, fmt.Errorf("no route %s", route)
-		},
+		}),
 		Tools:    reg,
 		Clock:    func() time.Time { return c.now },
 		SpillDir: filepath.Join(t.TempDir(), "spill"),
@@ -205,10 +205,10 @@ func TestDelegateChildSeesOnlyTheBrief(t *testing.T) {
 	var sent strings.Builder
 	for _, m := range seen[0] {
 		for _, p := range m.Parts {
-			fmt.Fprintf(&sent, "%s: %v\n", m.Role, p)
+			fmt.Fprintf(&sent, "%s: %s\n", m.Role, p.Text)
 		}
 	}
-	if !strings.Contains(sent.String(), "human: "+task) || !strings.Contains(sent.String(), "You are the coach persona.") {
+	if !strings.Contains(sent.String(), "user: "+task) || !strings.Contains(sent.String(), "You are the coach persona.") {
 		t.Errorf("the child's request lacks the task or its persona:\n%s", sent.String())
 	}
 	if strings.Contains(sent.String(), "SECRET-MASTER-CHAT") || strings.Contains(sent.String(), "master persona") {
@@ -496,17 +496,13 @@ func TestDelegateChildAutonomousButAskReasonsAsk(t *testing.T) {
 // mid-call).
 type blockingModel struct{ started chan struct{} }
 
-func (m *blockingModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *blockingModel) Call(ctx context.Context, _ llm.Request) (llm.Reply, error) {
 	select {
 	case m.started <- struct{}{}:
 	default:
 	}
 	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-func (m *blockingModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return llm.Reply{}, ctx.Err()
 }
 
 // R-DEL, R-REL-2: a delegate call left open by a restart is not closed as

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
@@ -56,7 +55,7 @@ func sealedIn(text, needle string) error {
 }
 
 // lastUser is the text of the last user message a model call read.
-func lastUser(msgs []llms.MessageContent) string {
+func lastUser(msgs []llm.Message) string {
 	users := userTexts(msgs)
 	if len(users) == 0 {
 		return ""
@@ -132,26 +131,23 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 		if len(seen) < 2 {
 			t.Fatalf("%d model calls", len(seen))
 		}
-		var img *llms.MessageContent
+		var img *llm.Message
 		for i, m := range seen[1] {
-			for _, p := range m.Parts {
-				if _, ok := p.(llms.ImageURLContent); ok {
-					img = &seen[1][i]
-				}
+			if m.Images() > 0 {
+				img = &seen[1][i]
 			}
 		}
-		if img == nil || img.Role != llms.ChatMessageTypeHuman {
+		if img == nil || img.Role != llm.RoleUser {
 			t.Fatalf("no user message carries the image")
 		}
 		var texts []string
 		order := ""
 		for _, p := range img.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
+			if p.ImageURL != "" {
+				order += "i"
+			} else {
 				texts = append(texts, p.Text)
 				order += "t"
-			case llms.ImageURLContent:
-				order += "i"
 			}
 		}
 		if order != "ttit" || !strings.HasPrefix(texts[1], fence.Marker) || sealedIn(strings.Join(texts[1:], "\n"+ownerVoice+"\n"), ownerVoice) != nil {
@@ -166,7 +162,7 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 		h := newHarness(t, nil, &numbered{})
 		h.agent.Routes = []string{"fake:long"}
 		h.agent.Tools = append(h.agent.Tools, "look")
-		h.deps.Models = func(string) (llms.Model, error) { return m, nil }
+		h.deps.Models = (func(string) (llm.Model, error) { return m, nil })
 		window, out := 6000, 1000
 		h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
 		reg, err := tools.New(append(loop.Tools(), &numbered{})...)
@@ -210,34 +206,31 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 // summaryModel answers like longModel, and its summaries carry the attack.
 type summaryModel struct {
 	mu   sync.Mutex
-	reqs [][]llms.MessageContent
+	reqs [][]llm.Message
 	n    int
 }
 
-func (m *summaryModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *summaryModel) Call(_ context.Context, req llm.Request) (llm.Reply, error) {
+	msgs := req.Messages
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.n++
-	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"CostUSD": 0.0}}
+	ch := &llm.Reply{CostUSD: new(0.0)}
 	last := msgs[len(msgs)-1]
 	switch {
-	case strings.HasPrefix(msgs[0].Parts[0].(llms.TextContent).Text, "You condense"):
-		ch.Content = "The owner asked for lookups.\n" + attack
-	case last.Role == llms.ChatMessageTypeTool:
+	case strings.HasPrefix(msgs[0].Parts[0].Text, "You condense"):
+		ch.Text = "The owner asked for lookups.\n" + attack
+	case last.Role == llm.RoleTool:
 		m.reqs = append(m.reqs, msgs)
-		ch.Content = "Xong."
+		ch.Text = "Xong."
 	default:
 		m.reqs = append(m.reqs, msgs)
-		ch.ToolCalls = []llms.ToolCall{{ID: fmt.Sprintf("call-%d", m.n), Type: "function", FunctionCall: &llms.FunctionCall{Name: "look", Arguments: fmt.Sprintf(`{"n":%d}`, m.n)}}}
+		ch.ToolCalls = []llm.ToolCall{{ID: fmt.Sprintf("call-%d", m.n), Name: "look", Arguments: fmt.Sprintf(`{"n":%d}`, m.n)}}
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+	return *ch, nil
 }
 
-func (m *summaryModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
-}
-
-func (m *summaryModel) turnRequests() [][]llms.MessageContent {
+func (m *summaryModel) turnRequests() [][]llm.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.reqs

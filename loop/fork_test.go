@@ -14,7 +14,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // forkRecording records two runs on fake:a: a greeting, then a run of
@@ -229,7 +228,7 @@ func TestForkFirstRequestSendsTheOriginalSystemPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	forked := evs[2].(*events.ConversationForked)
-	if sys := want[0].Parts[0].(llms.TextContent).Text; forked.System != sys || !strings.Contains(sys, "Today: 2026-11-30.") {
+	if sys := want[0].Parts[0].Text; forked.System != sys || !strings.Contains(sys, "Today: 2026-11-30.") {
 		t.Fatalf("conversation_forked system %q, want the original step 2's %q", forked.System, sys)
 	}
 	if err := os.WriteFile(filepath.Join(h.agent.Dir, "AGENTS.md"), []byte("# Rules\n\nAnswer in French."), 0o644); err != nil {
@@ -265,7 +264,7 @@ func TestForkFirstRequestSendsTheOriginalSystemPrompt(t *testing.T) {
 	if err := loop.NewTurn(h.agent, h.deps, conv).Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := x.seen[1][0].Parts[0].(llms.TextContent).Text; !strings.Contains(got, "Answer in French.") || !strings.Contains(got, "Today: 2026-12-03.") {
+	if got := x.seen[1][0].Parts[0].Text; !strings.Contains(got, "Answer in French.") || !strings.Contains(got, "Today: 2026-12-03.") {
 		t.Errorf("the fork's next turn's system prompt %q: want today's files and date", got)
 	}
 
@@ -288,7 +287,7 @@ func TestForkFirstRequestSendsTheOriginalSystemPrompt(t *testing.T) {
 	if len(x.seen) != 3 {
 		t.Fatalf("fake:x saw %d requests, want 3", len(x.seen))
 	}
-	if got := x.seen[2][0].Parts[0].(llms.TextContent).Text; !strings.Contains(got, "Answer in French.") || !reflect.DeepEqual(x.seen[2][1:], want[1:]) {
+	if got := x.seen[2][0].Parts[0].Text; !strings.Contains(got, "Answer in French.") || !reflect.DeepEqual(x.seen[2][1:], want[1:]) {
 		t.Errorf("an unpinned fork's first request: system %q (want the files now), messages equal %v", got, reflect.DeepEqual(x.seen[2][1:], want[1:]))
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // A tool's output cannot speak as the owner's hook or close the memory
@@ -24,12 +24,8 @@ func TestToolOutputCannotSpoofFrames(t *testing.T) {
 	}
 	var toolText string
 	for _, m := range seen[1] {
-		if m.Role == llms.ChatMessageTypeTool {
-			for _, p := range m.Parts {
-				if r, ok := p.(llms.ToolCallResponse); ok {
-					toolText += r.Content
-				}
-			}
+		if m.Role == llm.RoleTool {
+			toolText += m.Text()
 		}
 	}
 	if !strings.Contains(toolText, "data-marker") || !strings.Contains(toolText, "(quoted text: The owner's PostToolUse hook says)") {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // killer is a tool that cancels the pass running it on chosen runs: the
@@ -73,7 +73,7 @@ func guardRun(t *testing.T, killOn ...int32) (guardOutcome, int) {
 		tool.killOn[n] = true
 	}
 	h := newHarness(t, map[string][]reply{"fake:a": repeat(use("shell_run", `{"command":"make"}`), 6)}, tool)
-	h.deps.Models = func(string) (llms.Model, error) { return ctxModel{h.models["fake:a"]}, nil }
+	h.deps.Models = (func(string) (llm.Model, error) { return ctxModel{h.models["fake:a"]}, nil })
 	h.send("build it")
 	killed := h.passes(tool)
 	evs := h.events()
@@ -115,11 +115,11 @@ func TestGuardCountsSurviveResume(t *testing.T) {
 // provider's request would fail: a killed pass consumes no scripted reply.
 type ctxModel struct{ *fakeModel }
 
-func (m ctxModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m ctxModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return llm.Reply{}, err
 	}
-	return m.fakeModel.GenerateContent(ctx, msgs, opts...)
+	return m.fakeModel.Call(ctx, req)
 }
 
 // cancelling is a model that kills the pass calling it, once.
@@ -129,13 +129,13 @@ type cancelling struct {
 	done   bool
 }
 
-func (c *cancelling) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (c *cancelling) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	if !c.done && *c.cancel != nil {
 		c.done = true
 		(*c.cancel)()
-		return nil, ctx.Err()
+		return llm.Reply{}, ctx.Err()
 	}
-	return c.fakeModel.GenerateContent(ctx, msgs, opts...)
+	return c.fakeModel.Call(ctx, req)
 }
 
 // R-LOOP-4: escalation happens at most once per run, also when the turn is
@@ -147,7 +147,7 @@ func TestEscalationAtMostOnceAcrossResume(t *testing.T) {
 	var cancel context.CancelFunc
 	strong := &cancelling{fakeModel: h.models["fake:escalate"], cancel: &cancel}
 	models := h.deps.Models
-	h.deps.Models = func(route string) (llms.Model, error) {
+	h.deps.Models = func(route string) (llm.Model, error) {
 		if route == "fake:escalate" {
 			return strong, nil
 		}

@@ -9,9 +9,8 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 //go:embed image_read.md
@@ -58,7 +57,8 @@ func (imageRead) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result
 		return tools.Failf("%s: %v", a.Path, err), nil
 	}
 	q := cmp.Or(strings.TrimSpace(a.Question), "Describe this image plainly and precisely, and copy out any text in it.")
-	msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: q}, llms.ImageURLContent{URL: url}}}}
+	msgs := []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Text: q}, {ImageURL: url}}}}
+	payer := t.payer(t.read(), c.runID, c.step)
 	var errs []string
 	for _, route := range t.agent.VisionRoutes {
 		model, err := t.deps.Models(route)
@@ -66,17 +66,13 @@ func (imageRead) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result
 			errs = append(errs, route+": "+oneLine(err))
 			continue
 		}
-		cctx := ctx
-		if ch, ok := budget.ChargeOf(ctx); ok {
-			ch.Purpose = events.PurposeVision
-			cctx = budget.WithCharge(ctx, ch)
-		}
 		start := t.deps.Clock()
-		resp, err := model.GenerateContent(cctx, msgs, llms.WithMaxTokens(t.spec(route).MaxOutputTokens))
+		rep, err := model.Call(ctx, llm.Request{Messages: msgs, Route: route, Purpose: events.PurposeVision, Payer: payer,
+			MaxTokens: t.spec(route).MaxOutputTokens})
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()
 		}
-		mc := modelCalled(c.runID, c.step, route, resp, t.deps.Clock().Sub(start))
+		mc := modelCalled(c.runID, c.step, route, rep, t.deps.Clock().Sub(start))
 		mc.Purpose, mc.ToolCalls = events.PurposeVision, nil
 		if err != nil {
 			mc.Error = oneLine(err)

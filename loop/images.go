@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools/fence"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Images that tool results produced (a desktop screenshot, a browser
@@ -36,7 +36,7 @@ const imageLine = "[Images returned by tool calls — inserted by the harness, n
 // newest tool results — those after the last assistant message — in a
 // user message right after them; blind (why this route is shown none) ""
 // when the route can see.
-func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind string) []llms.MessageContent {
+func withToolImages(msgs []llm.Message, hist []Message, home, blind string) []llm.Message {
 	last := -1 // the last tool message of the trailing group
 	var group []Message
 	for i := len(hist) - 1; i >= 0 && hist[i].Role != RoleAssistant; i-- {
@@ -47,7 +47,7 @@ func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind stri
 			group = append([]Message{hist[i]}, group...)
 		}
 	}
-	var parts []llms.ContentPart
+	var parts []llm.Part
 	var named, notes []string
 	for _, m := range group {
 		for _, p := range imagesOf(m.Parts) {
@@ -64,7 +64,7 @@ func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind stri
 					notes = append(notes, what+": could not be read ("+err.Error()+")")
 					continue
 				}
-				parts = append(parts, llms.ImageURLContent{URL: url})
+				parts = append(parts, llm.Part{ImageURL: url})
 				named = append(named, what)
 			}
 		}
@@ -73,35 +73,26 @@ func withToolImages(msgs []llms.MessageContent, hist []Message, home, blind stri
 		return msgs
 	}
 	head := fmt.Sprintf(imageLine, strings.Join(append(named, notes...), "; "))
-	img := llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{llms.TextContent{Text: head}}}
+	img := llm.Text(llm.RoleUser, head)
 	if len(parts) > 0 {
 		// The images are outside content: sealed between two fence lines
 		// that no picture (or text in it) can write (R-SEC-1).
 		open, end := fence.Lines("tool images", strings.Join(named, "; "))
-		img.Parts = append(img.Parts, llms.TextContent{Text: open})
+		img.Parts = append(img.Parts, llm.Part{Text: open})
 		img.Parts = append(img.Parts, parts...)
-		img.Parts = append(img.Parts, llms.TextContent{Text: end})
+		img.Parts = append(img.Parts, llm.Part{Text: end})
 	}
 	at := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- { // right after the last result of the group
-		if msgs[i].Role == llms.ChatMessageTypeTool && answers(msgs[i], hist[last].ToolCallID) {
+		if msgs[i].Role == llm.RoleTool && msgs[i].ToolCallID == hist[last].ToolCallID {
 			at = i + 1
 			break
 		}
 	}
-	out := make([]llms.MessageContent, 0, len(msgs)+1)
+	out := make([]llm.Message, 0, len(msgs)+1)
 	out = append(out, msgs[:at]...)
 	out = append(out, img)
 	return append(out, msgs[at:]...)
-}
-
-func answers(m llms.MessageContent, callID string) bool {
-	for _, p := range m.Parts {
-		if r, ok := p.(llms.ToolCallResponse); ok && r.ToolCallID == callID {
-			return true
-		}
-	}
-	return false
 }
 
 // dataURL reads a kept image (a path under spill/ of the home) as a data

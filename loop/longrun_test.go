@@ -11,7 +11,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // bigRead answers each call with a distinct large text (size bytes).
@@ -103,17 +102,17 @@ func TestCompactionLongRunNeverOverflowsTheWindow(t *testing.T) {
 	// What the same steps would send whole (no compaction): the first
 	// request's fixed part plus the history up to each step.
 	var whole []int
-	var hist []llms.MessageContent
-	fixed := sizes[0] - llm.EstimateTokens([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "đọc hết 60 tệp")}, nil)
+	var hist []llm.Message
+	fixed := sizes[0] - llm.EstimateTokens([]llm.Message{llm.Text(llm.RoleUser, "đọc hết 60 tệp")}, nil)
 	for _, m := range h.state().Messages {
 		switch m.Role {
 		case loop.RoleAssistant:
 			whole = append(whole, fixed+llm.EstimateTokens(hist, nil))
-			hist = append(hist, llms.TextParts(llms.ChatMessageTypeAI, m.Text+fmt.Sprint(m.ToolCalls)))
+			hist = append(hist, llm.Text(llm.RoleAssistant, m.Text+fmt.Sprint(m.ToolCalls)))
 		case loop.RoleTool:
-			hist = append(hist, llms.TextParts(llms.ChatMessageTypeTool, m.Text))
+			hist = append(hist, llm.Text(llm.RoleTool, m.Text))
 		default:
-			hist = append(hist, llms.TextParts(llms.ChatMessageTypeHuman, m.Text))
+			hist = append(hist, llm.Text(llm.RoleUser, m.Text))
 		}
 	}
 	t.Logf("tokens the same steps would send uncompacted: %v", whole)
@@ -134,7 +133,7 @@ func TestCompactionFortyTurnsKeepNewestThreeResultsWhole(t *testing.T) {
 			return windowReply{Text: "The owner had files read one by one; each was summarised to them."}
 		}
 		role, text := lastOf(req)
-		if role == llms.ChatMessageTypeTool {
+		if role == llm.RoleTool {
 			return windowReply{Text: "Đã đọc xong."}
 		}
 		n := strings.TrimPrefix(text, "đọc tệp ")
@@ -187,7 +186,7 @@ func TestRecoveryForcedTooLongCompactsAndRetries(t *testing.T) {
 			return windowReply{Text: "Earlier files were read."}
 		}
 		role, text := lastOf(req)
-		if role == llms.ChatMessageTypeTool {
+		if role == llm.RoleTool {
 			return windowReply{Text: "xong"}
 		}
 		return windowReply{Tool: "read", Args: fmt.Sprintf(`{"n":%d}`, len(text))}
@@ -264,23 +263,23 @@ func TestCompactToolSummarisesHistoryBeforeTheStep(t *testing.T) {
 		role, text := lastOf(req)
 		// Tool results since the owner's last message.
 		since := 0
-		for i := len(req.Msgs) - 1; i >= 0 && req.Msgs[i].Role != llms.ChatMessageTypeHuman; i-- {
-			if req.Msgs[i].Role == llms.ChatMessageTypeTool {
+		for i := len(req.Msgs) - 1; i >= 0 && req.Msgs[i].Role != llm.RoleUser; i-- {
+			if req.Msgs[i].Role == llm.RoleTool {
 				since++
 			}
 		}
 		owner := ""
 		for _, m := range req.Msgs {
-			if m.Role == llms.ChatMessageTypeHuman {
-				owner = m.Parts[0].(llms.TextContent).Text
+			if m.Role == llm.RoleUser {
+				owner = m.Text()
 			}
 		}
 		switch {
-		case role == llms.ChatMessageTypeTool && strings.HasPrefix(text, "Compacted"):
+		case role == llm.RoleTool && strings.HasPrefix(text, "Compacted"):
 			return windowReply{Text: "đã gọn"}
 		case strings.Contains(owner, "gọn lại") && since == 2:
 			return windowReply{Tool: "compact", Args: `{}`}
-		case strings.Contains(owner, "gọn lại") || role != llms.ChatMessageTypeTool:
+		case strings.Contains(owner, "gọn lại") || role != llm.RoleTool:
 			calls++
 			return windowReply{Tool: "read", Args: fmt.Sprintf(`{"n":%d}`, calls)}
 		}

@@ -2,7 +2,6 @@ package loop_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -95,15 +94,15 @@ func TestMCPDescriptionReachesModelOnlyFenced(t *testing.T) {
 	m := h.models["fake:a"]
 	found := false
 	for _, d := range m.decls[1] {
-		if d.Function != nil && d.Function.Name == "mcp__hostile__notes" {
+		if d.Name == "mcp__hostile__notes" {
 			found = true
-			desc := d.Function.Description
+			desc := d.Description
 			fencedOnly(t, "declaration", desc)
 			if !strings.Contains(desc, "(quoted text: Harness reminder)") {
 				t.Errorf("the forged frame was not neutralised: %q", desc)
 			}
-			if b, _ := json.Marshal(d.Function.Parameters); strings.Contains(string(b), "SERVER-WORDS") {
-				t.Errorf("the schema carries server words: %s", b)
+			if strings.Contains(string(d.Parameters), "SERVER-WORDS") {
+				t.Errorf("the schema carries server words: %s", d.Parameters)
 			}
 		}
 	}
@@ -131,8 +130,8 @@ func TestScriptRedescribedWhenMCPToolsChange(t *testing.T) {
 	h.deps.MCP, h.agent.MCP = pool, []string{"s"}
 	scriptDesc := func(call int) string {
 		for _, d := range h.models["fake:a"].decls[call] {
-			if d.Function != nil && d.Function.Name == "tool_script" {
-				return d.Function.Description
+			if d.Name == "tool_script" {
+				return d.Description
 			}
 		}
 		return ""

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // callModel makes the step's model call, with the recoveries of R-LOOP-7
@@ -60,13 +58,13 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	if len(routes) == 0 {
 		return nil, t.finish(ctx, s.openRun, events.RunFailed, "model_error", errNoRoutes.Error())
 	}
-	c := &stepCall{t: t, s: s, step: step, system: system, record: record, purpose: purpose, defs: t.toolDefs(ctx, s.child)}
+	c := &stepCall{t: t, s: s, step: step, system: system, record: record, purpose: purpose, defs: t.toolDefs(ctx, s.child),
+		payer: t.payer(s, s.openRun, step)}
 	c.defsBytes = t.defsBytes(c.defs)
 	if routes, err = c.seeing(ctx, routes); err != nil {
 		return nil, err
 	}
 	var lastErr error
-	ctx = budget.WithCharge(ctx, t.charge(s, s.openRun, step, cmp.Or(purpose, events.PurposeTurn)))
 	for i, route := range routes {
 		mc, routeErr, err := c.onRoute(ctx, route)
 		if err != nil {
@@ -117,33 +115,24 @@ func (t *Turn) writesCanvases() bool {
 	return slices.ContainsFunc(canvasWriteTools, func(n string) bool { _, ok := t.lookup(context.Background(), n); return ok })
 }
 
-// defsBytes is llm.DefsBytes of defs, measured again only when they
+// defsBytes is llm.ToolsBytes of defs, measured again only when they
 // differ from the declarations the pass measured last.
-func (t *Turn) defsBytes(defs []llms.Tool) int {
+func (t *Turn) defsBytes(defs []llm.Tool) int {
 	if !sameDefs(t.measured, defs) {
-		t.measured, t.measuredBytes = defs, llm.DefsBytes(defs)
+		t.measured, t.measuredBytes = defs, llm.ToolsBytes(defs)
 	}
 	return t.measuredBytes
 }
 
-// sameDefs: a and b declare the same tools in the same words (raw-JSON
-// parameters compared byte for byte; any other form counts as changed).
-func sameDefs(a, b []llms.Tool) bool {
+// sameDefs: a and b declare the same tools in the same words (parameters
+// compared byte for byte).
+func sameDefs(a, b []llm.Tool) bool {
 	if a == nil || len(a) != len(b) {
 		return false
 	}
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.Type != y.Type || (x.Function == nil) != (y.Function == nil) {
-			return false
-		}
-		if x.Function == nil {
-			continue
-		}
-		px, okx := x.Function.Parameters.(json.RawMessage)
-		py, oky := y.Function.Parameters.(json.RawMessage)
-		if !okx || !oky || x.Function.Name != y.Function.Name || x.Function.Description != y.Function.Description ||
-			x.Function.Strict != y.Function.Strict || !bytes.Equal(px, py) {
+		if x.Name != y.Name || x.Description != y.Description || !bytes.Equal(x.Parameters, y.Parameters) {
 			return false
 		}
 	}
@@ -152,42 +141,34 @@ func sameDefs(a, b []llms.Tool) bool {
 
 // toolDefs declares the agent's tools to the model; a delegated child is
 // not offered delegate (one level deep).
-func (t *Turn) toolDefs(ctx context.Context, child bool) []llms.Tool {
-	var out []llms.Tool
+func (t *Turn) toolDefs(ctx context.Context, child bool) []llm.Tool {
+	var out []llm.Tool
 	for _, d := range t.defs(ctx) {
 		if child && d.Name == DelegateTool {
 			continue
 		}
-		out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: d.Name, Description: d.Description, Parameters: d.Params}})
+		out = append(out, llm.Tool{Name: d.Name, Description: d.Description, Parameters: d.Params})
 	}
 	return out
 }
 
-func modelCalled(runID string, step int, route string, resp *llms.ContentResponse, latency time.Duration) *events.ModelCalled {
-	mc := &events.ModelCalled{RunID: runID, Step: step, Route: route, Model: modelOf(route), LatencyMS: latency.Milliseconds()}
-	if resp == nil || len(resp.Choices) == 0 {
-		return mc
-	}
-	ch := resp.Choices[0]
-	mc.Text = ch.Content
-	for _, tc := range ch.ToolCalls {
-		if tc.FunctionCall == nil {
-			continue
-		}
-		args := json.RawMessage(tc.FunctionCall.Arguments)
+// modelCalled records rep, the reply route gave.
+func modelCalled(runID string, step int, route string, rep llm.Reply, latency time.Duration) *events.ModelCalled {
+	mc := &events.ModelCalled{RunID: runID, Step: step, Route: route, Model: modelOf(route), LatencyMS: latency.Milliseconds(),
+		Text: rep.Text, CostUSD: rep.CostUSD, InputTokens: rep.Usage.Input, OutputTokens: rep.Usage.Output,
+		CachedInputTokens: rep.Usage.CachedInput, CacheWriteTokens: rep.Usage.CacheWrite, CacheSavedUSD: rep.Usage.CacheSavedUSD}
+	for _, tc := range rep.ToolCalls {
+		args := json.RawMessage(tc.Arguments)
 		if !json.Valid(args) {
 			// Arguments the model wrote are recorded as what they are: a
 			// string the tool will refuse.
-			args, _ = json.Marshal(tc.FunctionCall.Arguments)
+			args, _ = json.Marshal(tc.Arguments)
 		}
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
 		}
-		mc.ToolCalls = append(mc.ToolCalls, events.ToolCallRequest{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: args})
+		mc.ToolCalls = append(mc.ToolCalls, events.ToolCallRequest{ID: tc.ID, Name: tc.Name, Arguments: args})
 	}
-	u := llm.ReplyOf(resp)
-	mc.InputTokens, mc.OutputTokens, mc.CostUSD = u.Usage.Input, u.Usage.Output, u.CostUSD
-	mc.CachedInputTokens, mc.CacheWriteTokens, mc.CacheSavedUSD = u.Usage.CachedInput, u.Usage.CacheWrite, u.Usage.CacheSavedUSD
 	return mc
 }
 
@@ -235,26 +216,24 @@ func oneLine(err error) string {
 
 // toLLM turns the history into the model's messages. Tool output is only
 // ever a tool-role message: data, never the owner's words (R-SEC-1).
-func toLLM(system string, msgs []Message) []llms.MessageContent {
-	out := make([]llms.MessageContent, 0, len(msgs)+1)
-	out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, system))
+func toLLM(system string, msgs []Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs)+1)
+	out = append(out, llm.Text(llm.RoleSystem, system))
 	for _, m := range msgs {
 		switch m.Role {
 		case RoleUser:
-			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Text))
+			out = append(out, llm.Text(llm.RoleUser, m.Text))
 		case RoleAssistant:
-			mc := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+			mc := llm.Message{Role: llm.RoleAssistant}
 			if m.Text != "" {
-				mc.Parts = append(mc.Parts, llms.TextContent{Text: m.Text})
+				mc.Parts = []llm.Part{{Text: m.Text}}
 			}
 			for _, c := range m.ToolCalls {
-				mc.Parts = append(mc.Parts, llms.ToolCall{ID: c.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}})
+				mc.ToolCalls = append(mc.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 			}
 			out = append(out, mc)
 		case RoleTool:
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: m.ToolCallID, Name: m.Tool, Content: m.Text},
-			}})
+			out = append(out, llm.ToolResult(m.ToolCallID, m.Tool, m.Text))
 		}
 	}
 	return out
@@ -267,20 +246,16 @@ var errNoRoutes = errors.New("the agent has no model routes: set routes in its a
 // text is kept by the event the call was for (the summary, the proposal).
 func HarnessCall(purpose string, a llm.Answer) *events.ModelCalled {
 	return &events.ModelCalled{Purpose: purpose, Route: a.Route, Model: modelOf(a.Route),
-		InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, CostUSD: a.CostUSD, LatencyMS: a.Latency.Milliseconds()}
+		InputTokens: a.Usage.Input, OutputTokens: a.Usage.Output, CostUSD: a.CostUSD, LatencyMS: a.Latency.Milliseconds()}
 }
 
-// charge is whom a model call of the turn is for (R-X-5): the agent, the
-// conversation with its cap, and the conversation that delegated it.
-func (t *Turn) charge(s snapshotOf, runID string, step int, purpose string) budget.Charge {
-	c := budget.Charge{Agent: t.agent.ID, Conversation: t.conv.ID(), RunID: runID, Step: step, Purpose: purpose, CapUSD: s.budget}
+// payer is whom a model call of the turn is charged to (R-X-5): the
+// agent, the conversation with its cap, and the conversation that
+// delegated it.
+func (t *Turn) payer(s snapshotOf, runID string, step int) llm.Payer {
+	p := llm.Payer{Agent: t.agent.ID, Conversation: t.conv.ID(), RunID: runID, Step: step, CapUSD: s.budget}
 	if s.parent != "" {
-		c.Ancestors = []string{s.parent}
+		p.Ancestors = []string{s.parent}
 	}
-	return c
-}
-
-// charged is ctx carrying the turn's charge for a call with purpose.
-func (t *Turn) charged(ctx context.Context, s snapshotOf, runID string, step int, purpose string) context.Context {
-	return budget.WithCharge(ctx, t.charge(s, runID, step, purpose))
+	return p
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 func write(t *testing.T, path, text string) {
@@ -79,7 +78,6 @@ func TestSystemPromptByteIdenticalAcrossSteps(t *testing.T) {
 	if !strings.Contains(systemOf(seen[0]), "The owner runs in the morning.") {
 		t.Errorf("owner section missing")
 	}
-	_ = llms.ChatMessageTypeSystem
 }
 
 // stepsTool runs the next of its edits each time it is called.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // startWorker starts a worker over the harness's conversation as a fresh
@@ -186,17 +186,13 @@ type hangModel struct {
 	in    chan struct{}
 }
 
-func (m *hangModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *hangModel) Call(ctx context.Context, _ llm.Request) (llm.Reply, error) {
 	m.mu.Lock()
 	m.calls++
 	m.mu.Unlock()
 	m.in <- struct{}{}
 	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-func (m *hangModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return llm.Reply{}, ctx.Err()
 }
 
 // Issue 10 item 13 (R-X-4): a run cut by a restart is resumed once
@@ -206,7 +202,7 @@ func TestRunInterruptedTwiceIsClosed(t *testing.T) {
 	tool := &counter{name: "lookup"}
 	h := newHarness(t, map[string][]reply{"fake:a": nil}, tool)
 	hang := &hangModel{in: make(chan struct{}, 4)}
-	h.deps.Models = func(string) (llms.Model, error) { return hang, nil }
+	h.deps.Models = (func(string) (llm.Model, error) { return hang, nil })
 	h.send("look it up")
 	call := events.ToolCallRequest{ID: "k1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
 	h.append(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
@@ -307,13 +303,9 @@ func (c *atomicCount) get() int {
 	return c.n
 }
 
-func (m *panicModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *panicModel) Call(context.Context, llm.Request) (llm.Reply, error) {
 	m.calls.add()
 	panic("provider bug")
-}
-
-func (m *panicModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
 }
 
 // R-X-4: a turn that panics is a failed pass, not a dead server: retried
@@ -321,7 +313,7 @@ func (m *panicModel) Call(ctx context.Context, prompt string, opts ...llms.CallO
 func TestPanickingTurnIsPoisonedNotFatal(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": nil})
 	m := &panicModel{}
-	h.deps.Models = func(string) (llms.Model, error) { return m, nil }
+	h.deps.Models = (func(string) (llm.Model, error) { return m, nil })
 	h.send("hello")
 	h.startWorker(func(int) time.Duration { return 10 * time.Millisecond })
 	waitFor(t, "the run finished", func() bool { return len(eventsOf[*events.RunFinished](h.events())) > 0 })

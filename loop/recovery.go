@@ -10,7 +10,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Recovery of one step's model call on one route (R-LOOP-7, seed 004
@@ -67,9 +66,11 @@ type stepCall struct {
 	system  string
 	record  string // system, when the step's model_called records it
 	purpose string
-	defs    []llms.Tool
-	// defsBytes is llm.DefsBytes(defs), measured once.
+	defs    []llm.Tool
+	// defsBytes is llm.ToolsBytes(defs), measured once.
 	defsBytes int
+	// payer is whom the step's calls are charged to.
+	payer llm.Payer
 	// shown: text or a tool-call draft of this step reached the owner.
 	shown bool
 	// cutText is what the last failed attempt had streamed.
@@ -99,8 +100,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			return nil, nil, err
 		}
 		if len(parts) > 0 {
-			msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, strings.Join(parts, "")),
-				llms.TextParts(llms.ChatMessageTypeHuman, continuePrompt))
+			msgs = append(msgs, llm.Text(llm.RoleAssistant, strings.Join(parts, "")), llm.Text(llm.RoleUser, continuePrompt))
 		}
 		var streamed strings.Builder
 		streams := newLiveStreams(t.secrets(), func(d llm.Delta) {
@@ -108,36 +108,30 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 				t.deps.Live(t.conv.ID(), c.s.openRun, d)
 			}
 		})
-		live := llm.WithDeltas(func(d llm.Delta) {
-			if d.Text != "" || d.ToolName != "" || d.ArgumentsDelta != "" {
-				c.shown = true
-			}
-			streamed.WriteString(d.Text)
-			streams.send(d)
-		})
-		est := llm.EstimateWithDefs(msgs, c.defsBytes)
-		opts := []llms.CallOption{live, llms.WithMaxTokens(maxTok), llm.WithCacheBreakpoint(cacheBreakpoint(msgs)), llm.WithEstimate(est)}
-		if len(c.defs) > 0 {
-			opts = append(opts, llms.WithTools(c.defs))
-		}
+		est := llm.EstimateWith(msgs, c.defsBytes)
+		req := llm.Request{Messages: msgs, Tools: c.defs, Route: route, Purpose: c.purpose, Payer: c.payer,
+			MaxTokens: maxTok, CacheBreakpoint: cacheBreakpoint(msgs), Estimate: est,
+			OnDelta: func(d llm.Delta) {
+				if d.Text != "" || d.ToolName != "" || d.ArgumentsDelta != "" {
+					c.shown = true
+				}
+				streamed.WriteString(d.Text)
+				streams.send(d)
+			}}
 		start := t.deps.Clock()
-		resp, cerr := model.GenerateContent(ctx, msgs, opts...)
+		rep, cerr := model.Call(ctx, req)
 		streams.flush()
 		if cerr == nil {
-			var ch *llms.ContentChoice
-			if resp != nil && len(resp.Choices) > 0 {
-				ch = resp.Choices[0]
-			}
-			if ch != nil && ch.StopReason == "length" && len(ch.ToolCalls) == 0 {
-				cut := modelCalled(c.s.openRun, c.step, route, resp, 0)
-				r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Text: ch.Content,
+			if rep.Cut() {
+				cut := modelCalled(c.s.openRun, c.step, route, rep, 0)
+				r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Text: rep.Text,
 					InputTokens: cut.InputTokens, OutputTokens: cut.OutputTokens, CostUSD: cut.CostUSD}
 				switch {
 				case !doubled && 2*maxTok+llm.Calibrate(est, c.s.ratio[route]) <= spec.ContextWindow:
 					doubled, maxTok = true, 2*maxTok
 					r.Reason, r.Attempt, r.MaxTokens = events.RetryLength, 1, maxTok
 				case len(parts) < maxContinuations:
-					parts = append(parts, ch.Content)
+					parts = append(parts, rep.Text)
 					r.Reason, r.Attempt, r.MaxTokens = events.RetryContinue, len(parts), maxTok
 				default:
 					r = nil // out of continuations: the joined reply is what there is
@@ -149,7 +143,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 					continue
 				}
 			}
-			mc := modelCalled(c.s.openRun, c.step, route, resp, t.deps.Clock().Sub(start))
+			mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock().Sub(start))
 			mc.Purpose = c.purpose
 			mc.EstimatedTokens = est
 			mc.Text = strings.Join(parts, "") + mc.Text
@@ -227,9 +221,9 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 // previous step — the last one before the step's new owner or harness
 // messages at the end — where the provider's prompt cache may end the
 // prefix it keeps (the system prompt is the other breakpoint). 0: none.
-func cacheBreakpoint(msgs []llms.MessageContent) int {
+func cacheBreakpoint(msgs []llm.Message) int {
 	for i := len(msgs) - 1; i > 0; i-- {
-		if msgs[i].Role != llms.ChatMessageTypeHuman {
+		if msgs[i].Role != llm.RoleUser {
 			return i
 		}
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Every request sends max_tokens = the route's max_output_tokens
@@ -33,21 +32,17 @@ func TestRecoveryEveryRequestSendsRouteMaxOutputTokens(t *testing.T) {
 
 // recorder wraps a scripted model and keeps what each call was sent.
 type recorder struct {
-	llms.Model
+	llm.Model
 	mu   sync.Mutex
-	msgs [][]llms.MessageContent
+	msgs [][]llm.Message
 	max  []int
 }
 
-func (r *recorder) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	var o llms.CallOptions
-	for _, f := range opts {
-		f(&o)
-	}
+func (r *recorder) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	r.mu.Lock()
-	r.msgs, r.max = append(r.msgs, msgs), append(r.max, o.MaxTokens)
+	r.msgs, r.max = append(r.msgs, req.Messages), append(r.max, req.MaxTokens)
 	r.mu.Unlock()
-	return r.Model.GenerateContent(ctx, msgs, opts...)
+	return r.Model.Call(ctx, req)
 }
 
 // scripted puts fake:script models (YAML per route, in route order) behind
@@ -64,7 +59,7 @@ func scripted(t *testing.T, h *harness, routes [][2]string) (map[string]*recorde
 		models[r[0]] = &recorder{Model: m}
 		h.agent.Routes = append(h.agent.Routes, r[0])
 	}
-	h.deps.Models = func(route string) (llms.Model, error) {
+	h.deps.Models = func(route string) (llm.Model, error) {
 		if m, ok := models[route]; ok {
 			return m, nil
 		}
@@ -161,8 +156,8 @@ func TestRecoveryMaxTokensDoublesThenContinues(t *testing.T) {
 		t.Errorf("max_tokens %v, want 4096, 8192, 8192", rec.max)
 	}
 	last := rec.msgs[2]
-	if n := len(last); n < 2 || !strings.Contains(last[n-1].Parts[0].(llms.TextContent).Text, "Continue exactly where you stopped") ||
-		last[n-2].Parts[0].(llms.TextContent).Text != "Xin chào, đây là phần một" {
+	if n := len(last); n < 2 || !strings.Contains(last[n-1].Text(), "Continue exactly where you stopped") ||
+		last[n-2].Text() != "Xin chào, đây là phần một" {
 		t.Errorf("continuation request ends %+v", last[len(last)-2:])
 	}
 	calls := eventsOf[*events.ModelCalled](evs)

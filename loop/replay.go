@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Replay re-drives the loop over a recorded run (R-OBS-3): the model
@@ -62,7 +61,7 @@ var errDiverged = errors.New("replay diverged")
 // override, when set, answers every model call instead of the recorded
 // replies (a changed script, another model): the report then shows where
 // the run would have gone differently.
-func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Agent, registry *tools.Registry, loc *time.Location, override llms.Model) (*ReplayReport, error) {
+func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Agent, registry *tools.Registry, loc *time.Location, override llm.Model) (*ReplayReport, error) {
 	return ReplayWith(ctx, envs, runID, agent, Deps{Tools: registry, Location: loc}, override)
 }
 
@@ -74,7 +73,7 @@ func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Age
 // clock and ids are the run's, the log is in memory (a teammate's board
 // is read through base.Teams); nothing is
 // delegated, nothing runs in the background, no delta is published.
-func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent Agent, base Deps, override llms.Model) (*ReplayReport, error) {
+func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent Agent, base Deps, override llm.Model) (*ReplayReport, error) {
 	registry := base.Tools
 	// envs may hold the events of the conversation's team (its board and
 	// mailboxes, in stream order with the conversation's): a seated turn
@@ -308,7 +307,7 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		ScriptCommand: base.ScriptCommand,
 		Teams:         base.Teams, // the seat: a lead's prompt and tools, a member's board
 		MCP:           mcpSet,
-		Models: func(route string) (llms.Model, error) {
+		Models: func(route string) (llm.Model, error) {
 			if override != nil {
 				return override, nil
 			}
@@ -500,13 +499,13 @@ type recordedModel struct {
 	halt     *budgetHalt
 }
 
-func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *recordedModel) Call(ctx context.Context, _ llm.Request) (llm.Reply, error) {
 	list := m.attempts[m.route]
 	if len(list) == 0 {
 		if m.halt != nil && m.halt.sentence != "" {
-			return nil, &budget.Refusal{Sentence: m.halt.sentence}
+			return llm.Reply{}, &budget.Refusal{Sentence: m.halt.sentence}
 		}
-		return nil, fmt.Errorf("%w: replay: no recorded model call on route %s", llm.ErrPermanent, m.route)
+		return llm.Reply{}, fmt.Errorf("%w: replay: no recorded model call on route %s", llm.ErrPermanent, m.route)
 	}
 	a := list[0]
 	m.attempts[m.route] = list[1:]
@@ -516,42 +515,29 @@ func (m *recordedModel) GenerateContent(ctx context.Context, _ []llms.MessageCon
 			if r.Reason == events.RetryContinue {
 				m.joined += r.Text
 			}
-			ch := &llms.ContentChoice{Content: r.Text, StopReason: "length", GenerationInfo: map[string]any{
-				"PromptTokens": r.InputTokens, "CompletionTokens": r.OutputTokens}}
-			if r.CostUSD != nil {
-				ch.GenerationInfo["CostUSD"] = *r.CostUSD
-			}
-			return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+			return llm.Reply{Text: r.Text, Finish: llm.FinishLength, CostUSD: r.CostUSD,
+				Usage: llm.Usage{Input: r.InputTokens, Output: r.OutputTokens}}, nil
 		case events.RetryRateLimited:
-			return nil, recordedRetry{msg: r.Error, kind: llm.ErrRateLimited}
+			return llm.Reply{}, recordedRetry{msg: r.Error, kind: llm.ErrRateLimited}
 		case events.RetryTooLong:
-			return nil, recordedRetry{msg: r.Error, kind: llm.ErrContextTooLong}
+			return llm.Reply{}, recordedRetry{msg: r.Error, kind: llm.ErrContextTooLong}
 		}
-		return nil, recordedRetry{msg: r.Error, kind: llm.ErrUnavailable}
+		return llm.Reply{}, recordedRetry{msg: r.Error, kind: llm.ErrUnavailable}
 	}
 	if a.reply == nil || a.reply.Error != "" {
 		msg := a.err
 		if a.reply != nil {
 			msg = a.reply.Error
 		}
-		return nil, recordedError(msg)
+		return llm.Reply{}, recordedError(msg)
 	}
 	text := strings.TrimPrefix(a.reply.Text, m.joined)
 	m.joined = ""
-	ch := &llms.ContentChoice{Content: text, GenerationInfo: map[string]any{
-		"PromptTokens": a.reply.InputTokens, "CompletionTokens": a.reply.OutputTokens,
-	}}
-	if a.reply.CostUSD != nil {
-		ch.GenerationInfo["CostUSD"] = *a.reply.CostUSD
-	}
+	rep := llm.Reply{Text: text, CostUSD: a.reply.CostUSD, Usage: llm.Usage{Input: a.reply.InputTokens, Output: a.reply.OutputTokens}}
 	for _, c := range a.reply.ToolCalls {
-		ch.ToolCalls = append(ch.ToolCalls, llms.ToolCall{ID: c.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}})
+		rep.ToolCalls = append(rep.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
-}
-
-func (m *recordedModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return rep, nil
 }
 
 // recordedError reads exactly as the recorded failure did. It is of no

@@ -21,7 +21,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Tests of the owner's stop (issue 27), one per yield point: each checks
@@ -115,7 +114,7 @@ func TestStopDuringModelStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.deps.Models = func(string) (llms.Model, error) { return client, nil }
+	h.deps.Models = func(string) (llm.Model, error) { return llm.FromLangchain(client), nil }
 	var shown atomic.Value
 	shown.Store("")
 	h.deps.Live = func(_, _ string, d llm.Delta) { shown.Store(shown.Load().(string) + d.Text) }
@@ -474,16 +473,12 @@ type heldModel struct {
 	entered chan struct{}
 }
 
-func (m *heldModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *heldModel) Call(ctx context.Context, _ llm.Request) (llm.Reply, error) {
 	if m.calls.Add(1) == 1 {
 		close(m.entered)
 	}
 	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-func (m *heldModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return llm.Reply{}, ctx.Err()
 }
 
 // Issue 27 item 2: a stop while a delegated child runs stops the child too

@@ -17,7 +17,6 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/script"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // ToolScriptTool runs a script that calls tools (R-SCR).
@@ -290,11 +289,11 @@ func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *f
 		return "the model could not be reached: " + err.Error(), true, nil, "", nil
 	}
 	start := h.t.deps.Clock()
-	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, system), llms.TextParts(llms.ChatMessageTypeHuman, a.Text)}
 	// The script's question is reserved against the turn's budgets too
 	// (R-X-5), as the agent's, with purpose script.
-	ctx = h.t.charged(ctx, h.t.read(), h.c.runID, h.c.step, events.PurposeScript)
-	resp, err := llm.Call(ctx, model, msgs)
+	req := llm.Request{Route: route, Purpose: events.PurposeScript, Payer: h.t.payer(h.t.read(), h.c.runID, h.c.step),
+		Messages: []llm.Message{llm.Text(llm.RoleSystem, system), llm.Text(llm.RoleUser, a.Text)}}
+	rep, err := llm.Call(ctx, model, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", false, nil, "", ctx.Err()
@@ -305,7 +304,7 @@ func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *f
 		}
 		return "the model failed: " + oneLine(err), true, nil, "", nil
 	}
-	mc := modelCalled(h.c.runID, h.c.step, route, resp, h.t.deps.Clock().Sub(start))
+	mc := modelCalled(h.c.runID, h.c.step, route, rep, h.t.deps.Clock().Sub(start))
 	mc.Purpose, mc.ToolCalls = events.PurposeScript, nil
 	if err := h.t.emit(ctx, mc); err != nil {
 		return "", false, nil, "", err

@@ -13,7 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Limits (R-HOME-6).
@@ -58,7 +57,7 @@ type Agent struct {
 // Deps are the turn's edges: models, tools, time and the live feed. Replay
 // swaps Models and Tools for recorded ones.
 type Deps struct {
-	Models   func(route string) (llms.Model, error)
+	Models   func(route string) (llm.Model, error)
 	Tools    *tools.Registry
 	Clock    func() time.Time
 	Location *time.Location
@@ -124,8 +123,8 @@ type Turn struct {
 	// replayed pins what a replayed run's steps sent (nil: a live turn).
 	replayed *pins
 	// measured are the declarations this pass last measured, and their
-	// size (llm.DefsBytes): the same declarations are not measured again.
-	measured      []llms.Tool
+	// size (llm.ToolsBytes): the same declarations are not measured again.
+	measured      []llm.Tool
 	measuredBytes int
 	// prompt is the system prompt this pass last assembled and what it
 	// was assembled from: while its files stay unchanged, a step stats

@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // reply is one scripted model answer.
@@ -45,53 +45,38 @@ type fakeModel struct {
 	mu      sync.Mutex
 	route   string
 	replies []reply
-	seen    [][]llms.MessageContent
-	offered [][]string    // the tool names declared at each call
-	decls   [][]llms.Tool // the tools declared at each call
-	maxTok  []int         // the max_tokens of each call
+	seen    [][]llm.Message
+	offered [][]string   // the tool names declared at each call
+	decls   [][]llm.Tool // the tools declared at each call
+	maxTok  []int        // the max_tokens of each call
 }
 
-var _ llms.Model = (*fakeModel)(nil)
+var _ llm.Model = (*fakeModel)(nil)
 
-func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *fakeModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.seen = append(m.seen, msgs)
-	var o llms.CallOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+	m.seen = append(m.seen, req.Messages)
 	var names []string
-	for _, tl := range o.Tools {
-		if tl.Function != nil {
-			names = append(names, tl.Function.Name)
-		}
+	for _, tl := range req.Tools {
+		names = append(names, tl.Name)
 	}
 	m.offered = append(m.offered, names)
-	m.decls = append(m.decls, o.Tools)
-	m.maxTok = append(m.maxTok, o.MaxTokens)
+	m.decls = append(m.decls, req.Tools)
+	m.maxTok = append(m.maxTok, req.MaxTokens)
 	if len(m.replies) == 0 {
-		return nil, fmt.Errorf("%s: script exhausted", m.route)
+		return llm.Reply{}, fmt.Errorf("%s: script exhausted", m.route)
 	}
 	r := m.replies[0]
 	m.replies = m.replies[1:]
 	if r.err != nil {
-		return nil, r.err
+		return llm.Reply{}, r.err
 	}
-	ch := &llms.ContentChoice{Content: r.text, GenerationInfo: map[string]any{"PromptTokens": 10, "CompletionTokens": 5}}
-	if r.cost != nil {
-		ch.GenerationInfo["CostUSD"] = *r.cost
-	} else {
-		ch.GenerationInfo["CostUSD"] = 0.0
-	}
+	rep := llm.Reply{Text: r.text, Usage: llm.Usage{Input: 10, Output: 5}, CostUSD: cmp.Or(r.cost, new(0.0))}
 	for _, c := range r.calls {
-		ch.ToolCalls = append(ch.ToolCalls, llms.ToolCall{ID: c.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}})
+		rep.ToolCalls = append(rep.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
-}
-
-func (m *fakeModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return rep, nil
 }
 
 func (m *fakeModel) calls() int {
@@ -186,12 +171,12 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	h.agent = loop.Agent{ID: "master", Dir: dir, Workspace: filepath.Join(dir, "workspace"), Routes: routeNames,
 		Tools: names, MaxSteps: 12, CostCapUSD: 0.5, ToolOutputChars: 8000, ApprovalTTL: 10 * time.Minute}
 	h.deps = loop.Deps{
-		Models: func(route string) (llms.Model, error) {
+		Models: (func(route string) (llm.Model, error) {
 			if m, ok := h.models[route]; ok {
 				return m, nil
 			}
 			return nil, fmt.Errorf("no route %s", route)
-		},
+		}),
 		Tools:    reg,
 		Clock:    func() time.Time { return h.now },
 		SpillDir: filepath.Join(dir, "spill"),
@@ -325,8 +310,8 @@ func (e *editingTool) Run(ctx context.Context, env tools.Env, args json.RawMessa
 	return e.counter.Run(ctx, env, args)
 }
 
-func systemOf(msgs []llms.MessageContent) string {
-	return msgs[0].Parts[0].(llms.TextContent).Text
+func systemOf(msgs []llm.Message) string {
+	return msgs[0].Parts[0].Text
 }
 
 // R-LOOP-2: the last allowed call answered: a normal end.
@@ -400,7 +385,7 @@ func TestLoopGuardRemindsThenHalts(t *testing.T) {
 	// third call's result.
 	seen := h.models["fake:a"].seen[3]
 	last := seen[len(seen)-1]
-	if last.Role != llms.ChatMessageTypeHuman || !strings.Contains(last.Parts[0].(llms.TextContent).Text, "3 times") {
+	if last.Role != llm.RoleUser || !strings.Contains(last.Parts[0].Text, "3 times") {
 		t.Errorf("4th call's last message = %+v", last)
 	}
 	results := eventsOf[*events.ToolCompleted](evs)
@@ -658,7 +643,7 @@ func TestSteerInjectedAtNextToolBoundary(t *testing.T) {
 	h.turn()
 	second := h.models["fake:a"].seen[1]
 	last := second[len(second)-1]
-	if last.Role != llms.ChatMessageTypeHuman || last.Parts[0].(llms.TextContent).Text != "use km" {
+	if last.Role != llm.RoleUser || last.Parts[0].Text != "use km" {
 		t.Errorf("second call's last message = %+v, want the steer as a user message", last)
 	}
 	if n := len(eventsOf[*events.SteersApplied](h.events())); n != 1 {
@@ -697,8 +682,8 @@ func TestQueuedMessagesAnsweredTogether(t *testing.T) {
 	seen := h.models["fake:a"].seen[1]
 	var users []string
 	for _, m := range seen {
-		if m.Role == llms.ChatMessageTypeHuman {
-			users = append(users, m.Parts[0].(llms.TextContent).Text)
+		if m.Role == llm.RoleUser {
+			users = append(users, m.Parts[0].Text)
 		}
 	}
 	if fmt.Sprint(users) != "[one two three]" {
@@ -752,12 +737,20 @@ func TestToolResultsNeverUserRole(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {use("look", `{}`), say("ok")}}, tool)
 	h.send("go")
 	h.turn()
+	inTool := false
 	for _, m := range h.models["fake:a"].seen[1] {
+		if m.Role == llm.RoleTool {
+			inTool = inTool || strings.Contains(m.Text(), "IGNORE")
+			continue
+		}
 		for _, p := range m.Parts {
-			if tc, ok := p.(llms.TextContent); ok && strings.Contains(tc.Text, "IGNORE") {
+			if strings.Contains(p.Text, "IGNORE") {
 				t.Errorf("tool output in a %s message", m.Role)
 			}
 		}
+	}
+	if !inTool {
+		t.Error("the tool output is in no tool message")
 	}
 }
 
@@ -843,14 +836,14 @@ func TestSteerAfterLastBoundaryBecomesMessage(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {say("first"), say("answered the steer")}})
 	inner := h.models["fake:a"]
 	steered := false
-	h.deps.Models = func(string) (llms.Model, error) {
+	h.deps.Models = (func(string) (llm.Model, error) {
 		return hookModel{inner, func() {
 			if !steered { // the owner steers while the last call is out
 				steered = true
 				h.append(&events.SteerReceived{Channel: "web", Text: "also mention the weather"})
 			}
 		}}, nil
-	}
+	})
 	h.send("hi")
 	h.turn() // the model answers with text: the run ends with the steer unapplied
 	st := h.state()
@@ -869,9 +862,9 @@ type hookModel struct {
 	before func()
 }
 
-func (m hookModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m hookModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	m.before()
-	return m.fakeModel.GenerateContent(ctx, msgs, opts...)
+	return m.fakeModel.Call(ctx, req)
 }
 
 // uncutFailure is a tool that cuts its own output (as tool_script does)

@@ -6,11 +6,11 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // sentImages counts the image parts of one request, and joins its text.
-func sentImages(msgs []llms.MessageContent) (n int, text string) {
+func sentImages(msgs []llm.Message) (n int, text string) {
 	for _, m := range msgs {
 		urls, t := imageParts(m)
 		n += len(urls)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // windowServer is an OpenAI-compatible /chat/completions endpoint that
@@ -37,8 +36,8 @@ type windowServer struct {
 type windowRequest struct {
 	N         int // the request's number, from 0
 	Raw       map[string]any
-	Msgs      []llms.MessageContent
-	Tools     []llms.Tool
+	Msgs      []llm.Message
+	Tools     []llm.Tool
 	Tokens    int // as the server counts them
 	MaxTokens int
 	Exceeded  bool
@@ -76,22 +75,31 @@ type wireRequest struct {
 			} `json:"function"`
 		} `json:"tool_calls"`
 	} `json:"messages"`
-	Tools []llms.Tool `json:"tools"`
+	Tools []struct {
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
 }
 
-// decodeWire turns a request body back into langchaingo messages, for the
-// estimate to count as the harness counts.
-func decodeWire(raw []byte) (msgs []llms.MessageContent, tools []llms.Tool, maxTokens int, err error) {
+// decodeWire turns a request body back into the harness's messages, for
+// the estimate to count as the harness counts.
+func decodeWire(raw []byte) (msgs []llm.Message, tools []llm.Tool, maxTokens int, err error) {
 	var w wireRequest
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, nil, 0, err
 	}
+	for _, t := range w.Tools {
+		tools = append(tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
 	for _, m := range w.Messages {
-		var parts []llms.ContentPart
+		var parts []llm.Part
 		var text string
 		if json.Unmarshal(m.Content, &text) == nil {
 			if text != "" || m.Role != "assistant" {
-				parts = append(parts, llms.TextContent{Text: text})
+				parts = append(parts, llm.Part{Text: text})
 			}
 		} else {
 			var ps []struct {
@@ -109,29 +117,22 @@ func decodeWire(raw []byte) (msgs []llms.MessageContent, tools []llms.Tool, maxT
 			for _, p := range ps {
 				switch p.Type {
 				case "text":
-					parts = append(parts, llms.TextContent{Text: p.Text})
+					parts = append(parts, llm.Part{Text: p.Text})
 				case "image_url":
-					parts = append(parts, llms.ImageURLContent{URL: p.ImageURL.URL})
+					parts = append(parts, llm.Part{ImageURL: p.ImageURL.URL})
 				}
 			}
 		}
-		role := map[string]llms.ChatMessageType{"system": llms.ChatMessageTypeSystem, "user": llms.ChatMessageTypeHuman,
-			"assistant": llms.ChatMessageTypeAI, "tool": llms.ChatMessageTypeTool}[m.Role]
+		msg := llm.Message{Role: llm.Role(m.Role), Parts: parts}
 		if m.Role == "tool" {
-			var content strings.Builder
-			for _, p := range parts {
-				if tp, ok := p.(llms.TextContent); ok {
-					content.WriteString(tp.Text)
-				}
-			}
-			parts = []llms.ContentPart{llms.ToolCallResponse{ToolCallID: m.ToolCallID, Content: content.String()}}
+			msg = llm.ToolResult(m.ToolCallID, "", msg.Text())
 		}
 		for _, c := range m.ToolCalls {
-			parts = append(parts, llms.ToolCall{ID: c.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments}})
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
-		msgs = append(msgs, llms.MessageContent{Role: role, Parts: parts})
+		msgs = append(msgs, msg)
 	}
-	return msgs, w.Tools, w.MaxTokens, nil
+	return msgs, tools, w.MaxTokens, nil
 }
 
 func (s *windowServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -210,45 +211,33 @@ func (s *windowServer) force(n int) {
 
 // isSummaryRequest: the harness asks for a compaction summary.
 func isSummaryRequest(req windowRequest) bool {
-	if len(req.Msgs) == 0 || len(req.Msgs[0].Parts) == 0 {
-		return false
-	}
-	tp, ok := req.Msgs[0].Parts[0].(llms.TextContent)
-	return ok && strings.HasPrefix(tp.Text, "You condense")
+	return len(req.Msgs) > 0 && strings.HasPrefix(req.Msgs[0].Text(), "You condense")
 }
 
 // lastOf is the request's last message, and its text.
-func lastOf(req windowRequest) (llms.ChatMessageType, string) {
+func lastOf(req windowRequest) (llm.Role, string) {
 	m := req.Msgs[len(req.Msgs)-1]
-	var b strings.Builder
-	for _, p := range m.Parts {
-		switch p := p.(type) {
-		case llms.TextContent:
-			b.WriteString(p.Text)
-		case llms.ToolCallResponse:
-			b.WriteString(p.Content)
-		}
-	}
-	return m.Role, b.String()
+	return m.Role, m.Text()
 }
 
+// toolResult is one tool result a request carried.
+type toolResult struct{ ToolCallID, Content string }
+
 // toolResults are the request's tool results in order.
-func toolResults(req windowRequest) []llms.ToolCallResponse {
-	var out []llms.ToolCallResponse
+func toolResults(req windowRequest) []toolResult {
+	var out []toolResult
 	for _, m := range req.Msgs {
-		for _, p := range m.Parts {
-			if r, ok := p.(llms.ToolCallResponse); ok {
-				out = append(out, r)
-			}
+		if m.Role == llm.RoleTool {
+			out = append(out, toolResult{m.ToolCallID, m.Text()})
 		}
 	}
 	return out
 }
 
 // windowModels is the harness's models on an Ollama route at s.
-func windowModels(s *windowServer, cat *llm.Catalog) func(route string) (llms.Model, error) {
+func windowModels(s *windowServer, cat *llm.Catalog) func(route string) (llm.Model, error) {
 	p := llm.NewProviders(llm.Config{OllamaHost: s.URL, Catalog: cat})
-	return func(route string) (llms.Model, error) {
+	return func(route string) (llm.Model, error) {
 		r, err := llm.ParseRoute(route)
 		if err != nil {
 			return nil, err

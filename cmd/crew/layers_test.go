@@ -212,6 +212,79 @@ func TestImportsFollowTheAllowedArrows(t *testing.T) {
 	}
 }
 
+// langchaingo is the model library our own model boundary (llm.Model)
+// keeps inside loop/llm.
+const langchaingo = "github.com/tmc/langchaingo"
+
+// langchaingoOutside names every production package of ours, other than
+// loop/llm, that imports langchaingo; test packages may still drive
+// loop/llm's internals with its types.
+func langchaingoOutside(pkgs []listed) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := ours(p.ImportPath)
+		if !ok || rel == "loop/llm" || strings.Contains(p.ImportPath, " [") ||
+			strings.HasSuffix(p.ImportPath, ".test") || strings.HasSuffix(p.ImportPath, "_test") {
+			continue // another module's, loop/llm itself, or test code
+		}
+		for _, imp := range p.Imports {
+			if imp == langchaingo || strings.HasPrefix(imp, langchaingo+"/") {
+				out = append(out, rel+" imports "+imp+": only loop/llm may (call models through llm.Model)")
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestArrowsKeepLangchaingoInsideLoopLLM: no production package but
+// loop/llm imports langchaingo; the rest of the harness calls models
+// through llm.Model (docs/architecture.md, "The model boundary").
+func TestArrowsKeepLangchaingoInsideLoopLLM(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := goList(t, root)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
+	}
+	for _, v := range langchaingoOutside(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestArrowsLangchaingoCheckCatchesImporters: the check above fails on a
+// production package outside loop/llm importing langchaingo (or one of its
+// sub-packages), and leaves loop/llm and test packages alone.
+func TestArrowsLangchaingoCheckCatchesImporters(t *testing.T) {
+	p := func(path string, imports ...string) listed {
+		if !strings.Contains(path, ".") {
+			path = module + "/" + path
+		}
+		return listed{ImportPath: path, Imports: append(imports, "fmt")}
+	}
+	got := langchaingoOutside([]listed{
+		p("loop/llm", langchaingo+"/llms"),                              // the boundary itself
+		p(module+"/loop/llm_test [loop/llm.test]", langchaingo+"/llms"), // its tests
+		p(module+"/loop [loop.test]", langchaingo+"/llms"),              // a test variant
+		p(module+"/loop_test", langchaingo+"/llms"),                     // an external test package
+		p("loop", module+"/loop/llm"),                                   // through the boundary: fine
+		p("loop/budget", langchaingo+"/llms"),                           // a wrapper reaching past it
+		p("cmd/crew/app", langchaingo),                                  // the root package
+		p("loop/llm/llmtest", langchaingo+"/llms/openai"),               // a sub-package is not loop/llm
+		p("github.com/tmc/langchaingo/llms", "context"),                 // another module's
+	})
+	want := []string{
+		"cmd/crew/app imports github.com/tmc/langchaingo: only loop/llm may (call models through llm.Model)",
+		"loop/budget imports github.com/tmc/langchaingo/llms: only loop/llm may (call models through llm.Model)",
+		"loop/llm/llmtest imports github.com/tmc/langchaingo/llms/openai: only loop/llm may (call models through llm.Model)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestTopLevelIsTheCard: the repository's top level is the design card's
 // (what the root .gitignore names, such as a built /crew, aside).
 func TestTopLevelIsTheCard(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/tmc/langchaingo/llms"
 )
 
 func runReplay(ctx context.Context, env *cliEnv, args []string) error {
@@ -55,7 +54,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if !ok {
 		return fmt.Errorf("run %s was made by agent %q, which is not loaded now", runID, agentID)
 	}
-	var override llms.Model
+	var override llm.Model
 	if *route != "" {
 		r, err := llm.ParseRoute(*route)
 		if err != nil {

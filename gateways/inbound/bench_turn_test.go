@@ -17,9 +17,9 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // stepModel answers by the history it is sent: while fewer than steps
@@ -32,27 +32,23 @@ type stepModel struct {
 	at    []time.Time // when each call arrived
 }
 
-func (m *stepModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *stepModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	m.mu.Lock()
 	m.at = append(m.at, time.Now())
 	m.mu.Unlock()
 	n := 0
-	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != llms.ChatMessageTypeHuman; i-- {
-		if msgs[i].Role == llms.ChatMessageTypeAI {
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != llm.RoleUser; i-- {
+		if req.Messages[i].Role == llm.RoleAssistant {
 			n++
 		}
 	}
-	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 100, "CompletionTokens": 10, "CostUSD": 0.0}}
+	rep := llm.Reply{Usage: llm.Usage{Input: 100, Output: 10}, CostUSD: new(float64)}
 	if n < m.steps-1 {
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "noop", Arguments: fmt.Sprintf(`{"n":%d}`, n)}}}
+		rep.ToolCalls = []llm.ToolCall{{ID: nuid.Next(), Name: "noop", Arguments: fmt.Sprintf(`{"n":%d}`, n)}}
 	} else {
-		ch.Content = "done"
+		rep.Text = "done"
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
-}
-
-func (m *stepModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return rep, nil
 }
 
 type noop struct{}
@@ -71,13 +67,13 @@ func benchAgent(b *testing.B, steps int) loop.Agent {
 		MaxSteps: steps + 1, CostCapUSD: 0, ToolOutputChars: 8000, ApprovalTTL: time.Minute}
 }
 
-func benchDeps(b *testing.B, m llms.Model) loop.Deps {
+func benchDeps(b *testing.B, m llm.Model) loop.Deps {
 	reg, err := tools.New(noop{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return loop.Deps{
-		Models: func(string) (llms.Model, error) { return m, nil },
+		Models: func(string) (llm.Model, error) { return m, nil },
 		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: b.TempDir(),
 		Sleep: func(context.Context, time.Duration) error { return nil },
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // scriptModel answers by the last user message, statelessly:
@@ -37,77 +36,68 @@ import (
 //   - anything else: "echo: <text>".
 type scriptModel struct{}
 
-var _ llms.Model = scriptModel{}
+var _ llm.Model = scriptModel{}
 
-func (scriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (scriptModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
+	msgs := req.Messages
 	last, afterTool := "", false
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == llms.ChatMessageTypeHuman {
-			for _, p := range msgs[i].Parts {
-				if t, ok := p.(llms.TextContent); ok {
-					last += t.Text
-				}
-			}
+		if msgs[i].Role == llm.RoleUser {
+			last = msgs[i].Text()
 			break
 		}
-		if msgs[i].Role == llms.ChatMessageTypeAI {
+		if msgs[i].Role == llm.RoleAssistant {
 			afterTool = true
 		}
 	}
-	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 10, "CompletionTokens": 5, "CostUSD": 0.0}}
+	ch := &llm.Reply{Usage: llm.Usage{Input: 10, Output: 5}, CostUSD: new(0.0)}
 	switch {
 	case last == "gatecmd" && !afterTool:
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated",
-			Arguments: `{"command":"echo hi > out.txt\ncat out.txt","timeout_seconds":30}`}}}
+		ch.ToolCalls = []llm.ToolCall{{ID: nuid.Next(), Name: "gated",
+			Arguments: `{"command":"echo hi > out.txt\ncat out.txt","timeout_seconds":30}`}}
 	case last == "ask" && !afterTool:
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "ask_user", Arguments: `{"question":"Which day?","choices":["Monday","Tuesday"]}`}}}
+		ch.ToolCalls = []llm.ToolCall{{ID: nuid.Next(), Name: "ask_user", Arguments: `{"question":"Which day?","choices":["Monday","Tuesday"]}`}}
 	case last == "ask":
-		ch.Content = "got: " + lastToolResult(msgs)
+		ch.Text = "got: " + lastToolResult(msgs)
 	case last == "fail401":
-		return nil, &llm.Error{Kind: llm.ErrPermanent, Provider: llm.ProviderOpenRouter, Status: 401, Body: "No auth credentials found"}
+		return llm.Reply{}, &llm.Error{Kind: llm.ErrPermanent, Provider: llm.ProviderOpenRouter, Status: 401, Body: "No auth credentials found"}
 	case last == "spend":
-		ch.GenerationInfo["CostUSD"] = 0.0021
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "progress_note", Arguments: `{"text":"still going"}`}}}
+		ch.CostUSD = new(0.0021)
+		ch.ToolCalls = []llm.ToolCall{{ID: nuid.Next(), Name: "progress_note", Arguments: `{"text":"still going"}`}}
 	case last == "silent":
-		delete(ch.GenerationInfo, "CostUSD")
+		ch.CostUSD = nil
 	case last == "slow":
 		select {
 		case <-time.After(700 * time.Millisecond):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return llm.Reply{}, ctx.Err()
 		}
-		ch.Content = "slow done"
+		ch.Text = "slow done"
 	case strings.HasPrefix(last, "gate") && !afterTool:
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function", FunctionCall: &llms.FunctionCall{Name: "gated", Arguments: `{"path":"notes.txt"}`}}}
+		ch.ToolCalls = []llm.ToolCall{{ID: nuid.Next(), Name: "gated", Arguments: `{"path":"notes.txt"}`}}
 	case strings.HasPrefix(last, "gate"):
-		ch.Content = "done after tool"
+		ch.Text = "done after tool"
 	case last == "long":
-		ch.Content = longText()
+		ch.Text = longText()
 	case strings.HasPrefix(last, "files "):
-		ch.Content = "Here they are.\n"
+		ch.Text = "Here they are.\n"
 		for _, id := range strings.Fields(strings.TrimPrefix(last, "files ")) {
-			ch.Content += "FILE: artifact:" + id + "\n"
+			ch.Text += "FILE: artifact:" + id + "\n"
 		}
 	default:
-		ch.Content = "echo: " + last
+		ch.Text = "echo: " + last
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+	return *ch, nil
 }
 
 // lastToolResult is the content of the last tool response in msgs.
-func lastToolResult(msgs []llms.MessageContent) string {
+func lastToolResult(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		for _, p := range msgs[i].Parts {
-			if r, ok := p.(llms.ToolCallResponse); ok {
-				return r.Content
-			}
+		if msgs[i].Role == llm.RoleTool {
+			return msgs[i].Text()
 		}
 	}
 	return ""
-}
-
-func (m scriptModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
 }
 
 func longText() string {
@@ -153,7 +143,7 @@ func newCrew(t *testing.T) *crew {
 	agent := loop.Agent{ID: "master", Dir: dir, Workspace: dir, Routes: []string{"fake:script"}, Tools: []string{"gated"},
 		MaxSteps: 5, ToolOutputChars: 8000, ApprovalTTL: time.Hour}
 	deps := loop.Deps{
-		Models: func(string) (llms.Model, error) { return scriptModel{}, nil },
+		Models: func(string) (llm.Model, error) { return scriptModel{}, nil },
 		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: t.TempDir(),
 		Sleep: func(context.Context, time.Duration) error { return nil },
 		Crew:  loop.Agents{"master": agent},

@@ -21,7 +21,7 @@
 //
 // Every model call goes through Ledger.Models, which wraps the models of
 // turns, escalation, summaries, consolidation, compaction and scripts
-// alike; the caller says what the call is for with WithCharge.
+// alike; the Request says whom it is for (Payer) and why (Purpose).
 package budget
 
 import (
@@ -38,7 +38,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // DefaultUnknownCallUSD is budget.unknown_call_usd's default: what a call
@@ -83,31 +82,6 @@ func (l *Ledger) capsNow() Caps {
 		c.UnknownCallUSD = DefaultUnknownCallUSD
 	}
 	return c
-}
-
-// Charge says whom a call is for; a call without one counts against the
-// crew's daily budget only.
-type Charge struct {
-	Agent        string
-	Conversation string
-	Ancestors    []string // the delegating conversations, nearest first
-	RunID        string
-	Step         int
-	Purpose      string  // events.Purpose…; "" is turn
-	CapUSD       float64 // the conversation's cost cap; 0: none
-}
-
-type chargeKey struct{}
-
-// WithCharge returns ctx carrying c for the model calls made with it.
-func WithCharge(ctx context.Context, c Charge) context.Context {
-	return context.WithValue(ctx, chargeKey{}, c)
-}
-
-// ChargeOf is the charge ctx carries.
-func ChargeOf(ctx context.Context) (Charge, bool) {
-	c, ok := ctx.Value(chargeKey{}).(Charge)
-	return c, ok
 }
 
 // ErrBudget matches every Refusal.
@@ -242,16 +216,16 @@ type Reservation struct {
 	events.BudgetReserved
 }
 
-// Reserve reserves the worst case of a call on route with msgs and the
-// tool declarations defs for c, or
-// refuses it with a *Refusal (ErrBudget). The reservation is stored before
-// Reserve returns.
-func (l *Ledger) Reserve(ctx context.Context, c Charge, route string, msgs []llms.MessageContent, defs ...llms.Tool) (*Reservation, error) {
-	return l.reserve(ctx, c, route, llm.EstimateTokens(msgs, defs))
-}
-
-// reserve is Reserve of a request of tokens (llm.EstimateTokens).
-func (l *Ledger) reserve(ctx context.Context, c Charge, route string, tokens int) (*Reservation, error) {
+// Reserve reserves the worst case of req on req.Route (its Estimate, else
+// the estimate of its messages and tools) for req.Payer, or refuses it
+// with a *Refusal (ErrBudget). The reservation is stored before Reserve
+// returns.
+func (l *Ledger) Reserve(ctx context.Context, req llm.Request) (*Reservation, error) {
+	tokens := req.Estimate
+	if tokens <= 0 {
+		tokens = llm.EstimateTokens(req.Messages, req.Tools)
+	}
+	c, route := req.Payer, req.Route
 	caps := l.capsNow()
 	usd, ceiling := l.worstCase(route, tokens, caps.UnknownCallUSD)
 	return l.reserveUSD(ctx, c, route, usd, ceiling, caps)
@@ -263,7 +237,7 @@ func (l *Ledger) reserveUSD(ctx context.Context, c Charge, route string, usd flo
 	r := events.BudgetReserved{
 		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
 		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,
-		Purpose: cmp.Or(c.Purpose, events.PurposeTurn), Route: route, USD: usd, Ceiling: ceiling, ConversationCapUSD: c.CapUSD,
+		Purpose: cmp.Or(req.Purpose, events.PurposeTurn), Route: route, USD: usd, Ceiling: ceiling, ConversationCapUSD: c.CapUSD,
 		Holder: l.cfg.Holder,
 	}
 	if c.Conversation == "" {

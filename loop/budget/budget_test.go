@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // countingModel answers every call with cost (nil: unknown) and counts
@@ -25,17 +24,9 @@ type countingModel struct {
 	cost  *float64
 }
 
-func (m *countingModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *countingModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	m.calls.Add(1)
-	gi := map[string]any{"PromptTokens": 10, "CompletionTokens": 5}
-	if m.cost != nil {
-		gi["CostUSD"] = *m.cost
-	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "ok", GenerationInfo: gi}}}, nil
-}
-
-func (m *countingModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return llm.Reply{Text: "ok", Usage: llm.Usage{Input: 10, Output: 5}, CostUSD: m.cost}, nil
 }
 
 func usd(v float64) *float64 { return &v }
@@ -66,7 +57,10 @@ func open(t *testing.T, log *events.Log, caps budget.Caps) *budget.Ledger {
 	return l
 }
 
-var hello = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
+var hello = []llm.Message{llm.Text(llm.RoleUser, "hi")}
+
+// pay is a request saying hello, paid by p.
+func pay(p llm.Payer) llm.Request { return llm.Request{Messages: hello, Payer: p} }
 
 // R-X-5: two conversations of one agent race to the last cent of its
 // daily cap: exactly one call goes out, the other is refused before it
@@ -75,13 +69,13 @@ func TestBudgetRaceForLastCentsSendsExactlyOneCall(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.03}})
 	m := &countingModel{cost: usd(0.01)}
-	models := l.Models(func(string) (llms.Model, error) { return m, nil })
+	models := l.Models(func(string) (llm.Model, error) { return m, nil })
 	// Two calls settled at a cent each leave one cent: one call's worst
 	// case.
 	for i := range 2 {
-		ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: fmt.Sprint("warm", i)})
+		req := pay(llm.Payer{Agent: "coach", Conversation: fmt.Sprint("warm", i)})
 		mdl, _ := models(priced)
-		if _, err := mdl.GenerateContent(ctx, hello); err != nil {
+		if _, err := mdl.Call(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,9 +85,9 @@ func TestBudgetRaceForLastCentsSendsExactlyOneCall(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Go(func() {
-			ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: fmt.Sprint("race", i)})
+			req := pay(llm.Payer{Agent: "coach", Conversation: fmt.Sprint("race", i)})
 			mdl, _ := models(priced)
-			_, errs[i] = mdl.GenerateContent(ctx, hello)
+			_, errs[i] = mdl.Call(t.Context(), req)
 		})
 	}
 	wg.Wait()
@@ -121,17 +115,17 @@ func TestBudgetChildCountsAgainstParentAndGlobalDay(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{DailyUSD: 0.05})
 	m := &countingModel{cost: usd(0.01)}
-	mdl, _ := l.Models(func(string) (llms.Model, error) { return m, nil })(priced)
-	call := func(c budget.Charge) error {
-		_, err := mdl.GenerateContent(budget.WithCharge(t.Context(), c), hello)
+	mdl, _ := l.Models(func(string) (llm.Model, error) { return m, nil })(priced)
+	call := func(c llm.Payer) error {
+		_, err := mdl.Call(t.Context(), pay(c))
 		return err
 	}
 	// The parent, capped at 2.5 cents, spends one.
-	if err := call(budget.Charge{Agent: "master", Conversation: "web-1", CapUSD: 0.025}); err != nil {
+	if err := call(llm.Payer{Agent: "master", Conversation: "web-1", CapUSD: 0.025}); err != nil {
 		t.Fatal(err)
 	}
 	// Its child (no cap of its own) spends one: the parent holds two.
-	child := budget.Charge{Agent: "coach", Conversation: "web-1-d-c1", Ancestors: []string{"web-1"}}
+	child := llm.Payer{Agent: "coach", Conversation: "web-1-d-c1", Ancestors: []string{"web-1"}}
 	if err := call(child); err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +135,11 @@ func TestBudgetChildCountsAgainstParentAndGlobalDay(t *testing.T) {
 	}
 	// Another root conversation is not capped by web-1, but by the day.
 	for range 3 {
-		if err := call(budget.Charge{Agent: "pong", Conversation: "web-2"}); err != nil {
+		if err := call(llm.Payer{Agent: "pong", Conversation: "web-2"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := call(budget.Charge{Agent: "pong", Conversation: "web-2"}); !errors.As(err, &r) || r.Budget != "global_day" || !strings.Contains(r.Sentence, "crew's daily budget of $0.05") {
+	if err := call(llm.Payer{Agent: "pong", Conversation: "web-2"}); !errors.As(err, &r) || r.Budget != "global_day" || !strings.Contains(r.Sentence, "crew's daily budget of $0.05") {
 		t.Fatalf("past the day's budget: %v", err)
 	}
 	if n := m.calls.Load(); n != 5 {
@@ -159,9 +153,10 @@ func TestBudgetUnknownPriceReservesCeiling(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{UnknownCallUSD: 0.07, AgentDailyUSD: map[string]float64{"coach": 0.1}})
 	m := &countingModel{}
-	mdl, _ := l.Models(func(string) (llms.Model, error) { return m, nil })("openrouter:acme/mystery")
-	ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: "c1", Purpose: events.PurposeSummary})
-	if _, err := mdl.GenerateContent(ctx, hello); err != nil {
+	mdl, _ := l.Models(func(string) (llm.Model, error) { return m, nil })("openrouter:acme/mystery")
+	req := pay(llm.Payer{Agent: "coach", Conversation: "c1"})
+	req.Purpose = events.PurposeSummary
+	if _, err := mdl.Call(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
 	envs, err := log.ReadAll(t.Context(), events.BudgetScope.Filter(), 0)
@@ -175,7 +170,7 @@ func TestBudgetUnknownPriceReservesCeiling(t *testing.T) {
 		t.Errorf("reserved %+v, settled %+v", res, set)
 	}
 	var r *budget.Refusal
-	if _, err := mdl.GenerateContent(ctx, hello); !errors.As(err, &r) || !strings.Contains(r.Sentence, "a call of unknown price reserves $0.07") {
+	if _, err := mdl.Call(t.Context(), req); !errors.As(err, &r) || !strings.Contains(r.Sentence, "a call of unknown price reserves $0.07") {
 		t.Errorf("second unknown call past the cap: %v", err)
 	}
 }
@@ -225,11 +220,11 @@ func TestBudgetReportedCostNeverLowersSpend(t *testing.T) {
 		_, log := eventstest.Start(t)
 		l := open(t, log, budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.02}})
 		m := &countingModel{cost: usd(bad)}
-		models := l.Models(func(string) (llms.Model, error) { return m, nil })
+		models := l.Models(func(string) (llm.Model, error) { return m, nil })
 		mdl, _ := models(priced)
-		ctx := budget.WithCharge(t.Context(), budget.Charge{Agent: "coach", Conversation: "c1"})
+		req := pay(llm.Payer{Agent: "coach", Conversation: "c1"})
 		for range 4 {
-			mdl.GenerateContent(ctx, hello)
+			mdl.Call(t.Context(), req)
 		}
 		// Each call reserves a cent; settled at that cent, the cap of two
 		// cents lets exactly two out.
@@ -272,7 +267,7 @@ func TestBudgetSettlesOnlyDeadPeersReservations(t *testing.T) {
 	}
 	// This process's own reservations carry its name, and a later sweep
 	// leaves them alone while it lives.
-	mine, err := l.Reserve(ctx, budget.Charge{Agent: "coach"}, priced, hello)
+	mine, err := l.Reserve(ctx, llm.Request{Messages: hello, Payer: llm.Payer{Agent: "coach"}, Route: priced})
 	if err != nil || mine.Holder != "me" {
 		t.Fatalf("reserve: %+v, %v; want holder me", mine, err)
 	}
@@ -312,12 +307,12 @@ func TestBudgetCountsToolDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defs := []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{Name: "big", Description: strings.Repeat("a long description ", 3000)}}}
-	bare, err := l.Reserve(t.Context(), budget.Charge{Agent: "a"}, "openrouter:test/input", hello)
+	defs := []llm.Tool{{Name: "big", Description: strings.Repeat("a long description ", 3000)}}
+	bare, err := l.Reserve(t.Context(), llm.Request{Messages: hello, Payer: llm.Payer{Agent: "a"}, Route: "openrouter:test/input"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared, err := l.Reserve(t.Context(), budget.Charge{Agent: "a"}, "openrouter:test/input", hello, defs...)
+	declared, err := l.Reserve(t.Context(), llm.Request{Messages: hello, Tools: defs, Payer: llm.Payer{Agent: "a"}, Route: "openrouter:test/input"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,13 +326,8 @@ func TestBudgetCountsToolDeclarations(t *testing.T) {
 // reply of a turn that goes on.
 type toolsModel struct{}
 
-func (toolsModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{GenerationInfo: map[string]any{"CostUSD": 0.01},
-		ToolCalls: []llms.ToolCall{{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "look", Arguments: "{}"}}}}}}, nil
-}
-
-func (m toolsModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+func (toolsModel) Call(context.Context, llm.Request) (llm.Reply, error) {
+	return llm.Reply{CostUSD: usd(0.01), Finish: llm.FinishToolCalls, ToolCalls: []llm.ToolCall{{ID: "c", Name: "look", Arguments: "{}"}}}, nil
 }
 
 // Issue 30 item 3: a reply that asks for tools is settled at once in what
@@ -350,10 +340,10 @@ func TestBudgetSettlementRidesOnTheNextReservation(t *testing.T) {
 	ctx := t.Context()
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{})
-	models := l.Models(func(string) (llms.Model, error) { return toolsModel{}, nil })
+	models := l.Models(func(string) (llm.Model, error) { return toolsModel{}, nil })
 	mdl, _ := models(priced)
-	cctx := budget.WithCharge(ctx, budget.Charge{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 1})
-	if _, err := mdl.GenerateContent(cctx, hello); err != nil {
+	step1 := pay(llm.Payer{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 1})
+	if _, err := mdl.Call(ctx, step1); err != nil {
 		t.Fatal(err)
 	}
 	stored := func() []events.Event {
@@ -368,7 +358,7 @@ func TestBudgetSettlementRidesOnTheNextReservation(t *testing.T) {
 	if got := l.Today().GlobalUSD; math.Abs(got-0.01) > 1e-12 || l.OpenReservations() != 0 || len(stored()) != 1 {
 		t.Fatalf("after the first call: $%v, %d open, %d stored; want $0.01 settled here, 1 reservation stored", got, l.OpenReservations(), len(stored()))
 	}
-	if _, err := mdl.GenerateContent(budget.WithCharge(ctx, budget.Charge{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 2}), hello); err != nil {
+	if _, err := mdl.Call(ctx, pay(llm.Payer{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 2})); err != nil {
 		t.Fatal(err)
 	}
 	evs := stored()
@@ -394,8 +384,8 @@ func TestBudgetSettlementRidesOnTheNextReservation(t *testing.T) {
 	// recorded call's cost, once.
 	_, log2 := eventstest.Start(t)
 	l2 := open(t, log2, budget.Caps{})
-	mdl2, _ := l2.Models(func(string) (llms.Model, error) { return toolsModel{}, nil })(priced)
-	mdl2.GenerateContent(cctx, hello)
+	mdl2, _ := l2.Models(func(string) (llm.Model, error) { return toolsModel{}, nil })(priced)
+	mdl2.Call(ctx, step1)
 	if _, err := log2.Append(ctx, events.Conv("c1"), 0,
 		events.MustNew(&events.ConversationOpened{Agent: "coach", Channel: "web"}),
 		events.MustNew(&events.ModelCalled{RunID: "r1", Step: 1, Route: priced, Model: "test/priced", CostUSD: usd(0.01)})); err != nil {

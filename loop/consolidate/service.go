@@ -16,11 +16,9 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // instruction is the system prompt of the rewrite.
@@ -62,7 +60,7 @@ func (s *Service) agent(id string) (Agent, bool) {
 type Config struct {
 	Log      *events.Log
 	Crew     loop.Crew // the agents whose memory is consolidated
-	Models   func(route string) (llms.Model, error)
+	Models   func(route string) (llm.Model, error)
 	Location *time.Location   // the owner's timezone; nil is UTC
 	Clock    func() time.Time // nil is time.Now
 	NewID    func() string    // proposal ids; nil is nuid.Next
@@ -282,12 +280,9 @@ func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (llm.
 	from, to := s.window()
 	user := fmt.Sprintf("Today is %s (%s).\n\n# Current MEMORY.md\n\n%s\n\n# Notes from %s to %s\n\n%s# Task\n\nWrite the new MEMORY.md.",
 		to, s.cfg.Location, current, from, to, notes)
-	msgs := []llms.MessageContent{
-		llms.TextParts(llms.ChatMessageTypeSystem, instruction),
-		llms.TextParts(llms.ChatMessageTypeHuman, user),
-	}
-	ctx = budget.WithCharge(ctx, budget.Charge{Agent: a.ID, Purpose: events.PurposeConsolidate})
-	answer, err := llm.AskUsage(ctx, s.cfg.Models, a.Routes, msgs, func(r string, err error) {
+	req := llm.Request{Purpose: events.PurposeConsolidate, Payer: llm.Payer{Agent: a.ID},
+		Messages: []llm.Message{llm.Text(llm.RoleSystem, instruction), llm.Text(llm.RoleUser, user)}}
+	answer, err := llm.Ask(ctx, s.cfg.Models, a.Routes, req, func(r string, err error) {
 		s.cfg.Logger.Warn("memory consolidation: route failed", "agent", a.ID, "route", r, "err", err)
 	})
 	if ctx.Err() != nil {

@@ -22,7 +22,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/schemas"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/tmc/langchaingo/llms"
 )
 
 const oldMemory = "# Memory\n\n- Owner runs 10k on Sundays.\n- Dentist on 2026-12-03.\n"
@@ -34,7 +33,7 @@ type home struct {
 	t      *testing.T
 	log    *events.Log
 	agents map[string]consolidate.Agent
-	models func(string) (llms.Model, error)
+	models func(string) (llm.Model, error)
 	calls  atomic.Int32 // model lookups
 }
 
@@ -46,8 +45,8 @@ func newHome(t *testing.T) *home {
 	h := &home{t: t, log: log, agents: map[string]consolidate.Agent{}}
 	providers := llm.NewProviders(llm.Config{})
 	var mu sync.Mutex
-	cache := map[string]llms.Model{}
-	h.models = func(route string) (llms.Model, error) {
+	cache := map[string]llm.Model{}
+	h.models = func(route string) (llm.Model, error) {
 		h.calls.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
@@ -325,7 +324,7 @@ func TestConsolidateFallsBackToTheNextRoute(t *testing.T) {
 	defer api.Close()
 	h := newHome(t)
 	providers := llm.NewProviders(llm.Config{OpenRouterAPIKey: "test-key", OpenRouterBaseURL: api.URL + "/v1"})
-	h.models = func(route string) (llms.Model, error) {
+	h.models = func(route string) (llm.Model, error) {
 		r, err := llm.ParseRoute(route)
 		if err != nil {
 			return nil, err

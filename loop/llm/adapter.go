@@ -15,7 +15,13 @@ import (
 // FromLangchain is m behind the Model boundary.
 func FromLangchain(m llms.Model) Model { return lcModel{m} }
 
-type lcModel struct{ m llms.Model }
+// generator is the half of llms.Model the harness uses (the fakes have no
+// other).
+type generator interface {
+	GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error)
+}
+
+type lcModel struct{ m generator }
 
 // Call sends req through the langchaingo model.
 func (a lcModel) Call(ctx context.Context, req Request) (Reply, error) {
@@ -43,7 +49,11 @@ func lcOptions(req Request) []llms.CallOption {
 func lcTools(ts []Tool) []llms.Tool {
 	out := make([]llms.Tool, len(ts))
 	for i, t := range ts {
-		out[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: json.RawMessage(t.Parameters)}}
+		f := &llms.FunctionDefinition{Name: t.Name, Description: t.Description}
+		if len(t.Parameters) > 0 {
+			f.Parameters = json.RawMessage(t.Parameters)
+		}
+		out[i] = llms.Tool{Type: "function", Function: f}
 	}
 	return out
 }
@@ -62,7 +72,9 @@ func lcMessages(msgs []Message) []llms.MessageContent {
 			out[i] = mc
 			continue
 		}
-		mc.Parts = make([]llms.ContentPart, 0, len(m.Parts)+len(m.ToolCalls))
+		if n := len(m.Parts) + len(m.ToolCalls); n > 0 {
+			mc.Parts = make([]llms.ContentPart, 0, n)
+		}
 		for _, p := range m.Parts {
 			if p.ImageURL != "" {
 				mc.Parts = append(mc.Parts, llms.ImageURLContent{URL: p.ImageURL})
@@ -77,10 +89,6 @@ func lcMessages(msgs []Message) []llms.MessageContent {
 	}
 	return out
 }
-
-// ReplyOf is the typed reply of a langchaingo response, for the callers
-// not yet behind Model.
-func ReplyOf(resp *llms.ContentResponse) Reply { return replyOf(resp) }
 
 // replyOf reads the langchaingo reply: the provider's quirks (usage
 // reported or not, cost billed or priced, a reasoning field) were settled

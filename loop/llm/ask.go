@@ -6,34 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/tmc/langchaingo/llms"
 )
 
-// Ask sends msgs to the routes in order and returns the first non-empty
-// answer, the route that gave it and its cost (nil: not reported). A route
-// that fails or answers nothing passes to the next, and is reported to
-// onFail when set. Used for the harness's own one-shot questions
-// (conversation summaries, memory consolidation), not for turns.
-func Ask(ctx context.Context, models func(route string) (llms.Model, error), routes []string, msgs []llms.MessageContent,
-	onFail func(route string, err error)) (text, route string, cost *float64, err error) {
-	a, err := AskUsage(ctx, models, routes, msgs, onFail)
-	return a.Text, a.Route, a.CostUSD, err
-}
-
-// Answer is what AskUsage got: the text, the route that gave it, and the
-// call's usage as the provider reported it (CostUSD nil: not reported).
-type Answer struct {
-	Text                      string
-	Route                     string
-	InputTokens, OutputTokens int
-	CostUSD                   *float64
-	Latency                   time.Duration
-}
-
-// AskUsage is Ask with the answering call's usage, for the harness's own
-// calls that record a model_called with their purpose.
-func AskUsage(ctx context.Context, models func(route string) (llms.Model, error), routes []string, msgs []llms.MessageContent,
+// Ask sends req to the routes in order and returns the first non-empty
+// answer, with the route that gave it. A route that fails or answers
+// nothing passes to the next, and is reported to onFail when set; a budget's
+// refusal ends it (no other route is cheaper). Used for the harness's own
+// one-shot questions (conversation summaries, memory consolidation), not
+// for turns.
+func Ask(ctx context.Context, models func(route string) (Model, error), routes []string, req Request,
 	onFail func(route string, err error)) (Answer, error) {
 	var failures []string
 	fail := func(r string, err error) {
@@ -49,7 +30,8 @@ func AskUsage(ctx context.Context, models func(route string) (llms.Model, error)
 			continue
 		}
 		start := time.Now()
-		resp, err := Call(ctx, m, msgs)
+		req.Route = r
+		rep, err := Call(ctx, m, req)
 		if ctx.Err() != nil {
 			return Answer{}, ctx.Err()
 		}
@@ -60,18 +42,24 @@ func AskUsage(ctx context.Context, models func(route string) (llms.Model, error)
 			fail(r, err)
 			continue
 		}
-		if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
+		if strings.TrimSpace(rep.Text) == "" {
 			fail(r, errors.New("empty reply"))
 			continue
 		}
-		rep := replyOf(resp)
-		return Answer{Text: rep.Text, Route: r, Latency: time.Since(start),
-			InputTokens: rep.Usage.Input, OutputTokens: rep.Usage.Output, CostUSD: rep.CostUSD}, nil
+		return Answer{Reply: rep, Route: r, Latency: time.Since(start)}, nil
 	}
 	if len(routes) == 0 {
 		failures = append(failures, "the agent has no routes")
 	}
 	return Answer{}, fmt.Errorf("every route failed: %s", strings.Join(failures, "; "))
+}
+
+// Answer is what Ask got: the reply, the route that gave it and how long
+// it took.
+type Answer struct {
+	Reply
+	Route   string
+	Latency time.Duration
 }
 
 func firstLine(s string) string {

@@ -24,12 +24,9 @@ type Delta struct {
 	ArgumentsDelta string `json:"arguments_delta,omitempty"`
 }
 
-// Metadata keys of our options. CallOptions.Metadata is keyed by string, so
-// these are unexported constants nobody else will spell.
-const (
-	deltasKey = "github.com/my-agent-crew/crew/loop/llm.deltas"
-	sleepKey  = "github.com/my-agent-crew/crew/loop/llm.sleep"
-)
+// deltasKey is our option's key in CallOptions.Metadata (keyed by string,
+// so an unexported constant nobody else will spell).
+const deltasKey = "github.com/my-agent-crew/crew/loop/llm.deltas"
 
 // WithDeltas delivers text and tool-call argument deltas to f, in order, on
 // the calling goroutine, while the reply streams. f must not block for long.
@@ -37,12 +34,6 @@ const (
 // replaces it.
 func WithDeltas(f func(Delta)) llms.CallOption {
 	return withMeta(deltasKey, f)
-}
-
-// WithSleep replaces the wait between rate-limit retries in Call (tests pass
-// an instant one). sleep must return ctx.Err() when ctx ends first.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) llms.CallOption {
-	return withMeta(sleepKey, sleep)
 }
 
 func withMeta(key string, v any) llms.CallOption {
@@ -100,33 +91,35 @@ func Backoff(attempt int, rnd *rand.Rand) time.Duration {
 	return time.Duration(rnd.Int64N(int64(ceiling)))
 }
 
-// Call is m.GenerateContent with rate limits absorbed: an ErrRateLimited
-// reply is retried up to MaxRateLimitRetries times, waiting the provider's
+// Call is m.Call with rate limits absorbed: an ErrRateLimited reply is
+// retried up to MaxRateLimitRetries times, waiting the provider's
 // Retry-After when given (up to a minute; longer gives up at once) or
 // Backoff otherwise. Every other error returns at once: the loop decides
 // whether to fall back to the next route. ctx ends the wait.
-func Call(ctx context.Context, m llms.Model, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	sleep := sleepCtx
-	if f, ok := callOptions(opts).Metadata[sleepKey].(func(context.Context, time.Duration) error); ok && f != nil {
-		sleep = f
-	}
+func Call(ctx context.Context, m Model, req Request) (Reply, error) {
+	return callRetrying(ctx, m, req, sleepCtx)
+}
+
+// callRetrying is Call waiting with sleep, which must return ctx.Err()
+// when ctx ends first.
+func callRetrying(ctx context.Context, m Model, req Request, sleep func(context.Context, time.Duration) error) (Reply, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := m.GenerateContent(ctx, msgs, opts...)
+		rep, err := m.Call(ctx, req)
 		if err == nil || !errors.Is(err, ErrRateLimited) {
-			return resp, err
+			return rep, err
 		}
 		if attempt == MaxRateLimitRetries {
-			return nil, fmt.Errorf("gave up after %d attempts: %w", attempt+1, err)
+			return Reply{}, fmt.Errorf("gave up after %d attempts: %w", attempt+1, err)
 		}
 		wait, ok := RetryAfter(err)
 		if ok && wait > maxRetryAfter {
-			return nil, err
+			return Reply{}, err
 		}
 		if !ok {
 			wait = Backoff(attempt, nil)
 		}
 		if serr := sleep(ctx, wait); serr != nil {
-			return nil, fmt.Errorf("waiting to retry after %v: %w", err, serr)
+			return Reply{}, fmt.Errorf("waiting to retry after %v: %w", err, serr)
 		}
 	}
 }

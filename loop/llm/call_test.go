@@ -25,11 +25,11 @@ func TestCallRetriesRateLimitHonouringRetryAfter(t *testing.T) {
 		sse(textChunk("finally"), finishChunk("stop")),
 	)
 	var w sleeps
-	resp, err := llm.Call(t.Context(), openrouter(t, s), human("hi"), llm.WithSleep(w.sleep))
+	rep, err := llm.CallSleeping(t.Context(), llm.FromLangchain(openrouter(t, s)), ask("hi"), w.sleep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := choice(t, resp).Content; c != "finally" {
+	if c := rep.Text; c != "finally" {
 		t.Errorf("content %q", c)
 	}
 	if len(w.got) != 2 || w.got[0] != 7*time.Second || w.got[1] < 0 || w.got[1] >= time.Second {
@@ -44,7 +44,7 @@ func TestCallGivesUpAfterFourRetries(t *testing.T) {
 	limited := status(429, `{"error":{"message":"rate limited"}}`)
 	s := newChatServer(t, limited, limited, limited, limited, limited, limited)
 	var w sleeps
-	_, err := llm.Call(t.Context(), openrouter(t, s), human("hi"), llm.WithSleep(w.sleep))
+	_, err := llm.CallSleeping(t.Context(), llm.FromLangchain(openrouter(t, s)), ask("hi"), w.sleep)
 	if !errors.Is(err, llm.ErrRateLimited) {
 		t.Fatalf("error %v, want ErrRateLimited", err)
 	}
@@ -60,7 +60,7 @@ func TestCallReturnsOtherErrorsAtOnce(t *testing.T) {
 	for _, code := range []int{500, 401, 400} {
 		s := newChatServer(t, status(code, `{}`), sse(textChunk("never"), finishChunk("stop")))
 		var w sleeps
-		_, err := llm.Call(t.Context(), openrouter(t, s), human("hi"), llm.WithSleep(w.sleep))
+		_, err := llm.CallSleeping(t.Context(), llm.FromLangchain(openrouter(t, s)), ask("hi"), w.sleep)
 		if err == nil || len(w.got) != 0 || len(s.requests()) != 1 {
 			t.Errorf("HTTP %d: err %v after %d waits and %d requests, want one failed request", code, err, len(w.got), len(s.requests()))
 		}
@@ -70,10 +70,10 @@ func TestCallReturnsOtherErrorsAtOnce(t *testing.T) {
 func TestCallStopsWaitingWhenContextEnds(t *testing.T) {
 	s := newChatServer(t, status(429, `{}`), sse(textChunk("never"), finishChunk("stop")))
 	ctx, cancel := context.WithCancel(t.Context())
-	_, err := llm.Call(ctx, openrouter(t, s), human("hi"), llm.WithSleep(func(ctx context.Context, d time.Duration) error {
+	_, err := llm.CallSleeping(ctx, llm.FromLangchain(openrouter(t, s)), ask("hi"), func(ctx context.Context, d time.Duration) error {
 		cancel()
 		return ctx.Err()
-	}))
+	})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v, want context.Canceled", err)
 	}
@@ -82,7 +82,7 @@ func TestCallStopsWaitingWhenContextEnds(t *testing.T) {
 func TestCallTooLongRetryAfterGivesUp(t *testing.T) {
 	s := newChatServer(t, status(429, `{}`, "Retry-After", "3600"))
 	var w sleeps
-	_, err := llm.Call(t.Context(), openrouter(t, s), human("hi"), llm.WithSleep(w.sleep))
+	_, err := llm.CallSleeping(t.Context(), llm.FromLangchain(openrouter(t, s)), ask("hi"), w.sleep)
 	if !errors.Is(err, llm.ErrRateLimited) || len(w.got) != 0 {
 		t.Errorf("err %v after waits %v, want ErrRateLimited at once", err, w.got)
 	}

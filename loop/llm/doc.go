@@ -1,12 +1,15 @@
-// Package llm provides the model providers behind langchaingo's llms.Model:
-// routes ("provider:model"), an OpenAI-compatible streaming client used for
-// OpenRouter and Ollama, the fake providers, classified errors and the
-// rate-limit retry (Call).
+// Package llm is the harness's model boundary: Model, with a typed Request
+// (messages, tools, route, purpose, Payer, OnDelta) and Reply (text, tool
+// calls, finish, Usage, CostUSD, the provider's request id); the providers
+// behind it — routes ("provider:model"), an OpenAI-compatible streaming
+// client used for OpenRouter and Ollama, the fake providers — classified
+// errors and the rate-limit retry (Call). langchaingo is used inside this
+// package only (adapter.go turns a Request into its types and its reply
+// back); no other package imports it.
 //
 // # Why our own OpenAI-compatible client
 //
-// The loop talks to models through llms.Model, but langchaingo v0.1.14's
-// own clients are not fit for a tool-calling agent:
+// langchaingo v0.1.14's own clients are not fit for a tool-calling agent:
 //
 //   - its openai streaming appends every tool-call argument delta to the
 //     last call, ignoring the delta's index, so interleaved parallel calls
@@ -31,23 +34,21 @@
 // field changes nothing. A provider that omits the index or reuses one
 // index for calls with different ids still gets one call per id. WithDeltas
 // receives text deltas and tool-call argument deltas separately and in
-// arrival order, on the calling goroutine; llms.WithStreamingFunc receives
-// text only. Deltas are for display: the reply that counts is the returned
-// *llms.ContentResponse.
+// arrival order, on the calling goroutine (Request.OnDelta). Deltas are
+// for display: the reply that counts is the returned Reply.
 //
 // # The reply
 //
-// One choice: Content, ToolCalls (ids as the provider sent them; a missing
-// id is generated; empty arguments become "{}"), StopReason and
-// GenerationInfo with:
-//
-//	PromptTokens, CompletionTokens, TotalTokens  int      when the provider reported usage
-//	CostUSD                                      float64  only when known
-//	Model                                        string   the model the server says answered
+// Reply: Text, ToolCalls (ids as the provider sent them; a missing id is
+// generated; empty arguments become "{}"), Finish, Reasoning, Model (the
+// model the server says answered), RequestID (the completion's id), Usage
+// (zero when the provider reported none; Reasoning from
+// completion_tokens_details, the cache from prompt_tokens_details or
+// Anthropic's fields) and CostUSD.
 //
 // Cost is OpenRouter's usage.cost (requested with usage.include), else
-// computed from Config.Prices when the model is listed. Otherwise the key
-// is absent: unknown cost is never 0. The fakes report cost 0 (they are
+// computed from Config.Prices when the model is listed. Otherwise CostUSD
+// is nil: unknown cost is never 0. The fakes report cost 0 (they are
 // free) unless a script says cost_unknown.
 //
 // # Errors
@@ -64,7 +65,7 @@
 // # Fake providers
 //
 // fake:echo answers "echo: <last user text>". fake:script:<file> plays a
-// YAML list of replies, one per GenerateContent call:
+// YAML list of replies, one per call:
 //
 //	# turn.yaml
 //	- text: "Let me write that."           # streamed in a few chunks

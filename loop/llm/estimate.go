@@ -1,10 +1,6 @@
 package llm
 
-import (
-	"encoding/json"
-
-	"github.com/tmc/langchaingo/llms"
-)
+import "encoding/json"
 
 // ImageTokens is what one image part is counted as: a 1568 px image is
 // about 1,600 tokens at the providers that publish a rule.
@@ -16,57 +12,42 @@ const ImageTokens = 1600
 // quarter), a little per message and per tool call, and ImageTokens per
 // image. Compaction decides on it and the budget reserves on it; where a
 // provider reports the prompt's real size, Calibrate scales it.
-func EstimateTokens(msgs []llms.MessageContent, defs []llms.Tool) int {
-	return EstimateWithDefs(msgs, DefsBytes(defs))
+func EstimateTokens(msgs []Message, tools []Tool) int {
+	return EstimateWith(msgs, ToolsBytes(tools))
 }
 
-// DefsBytes is the size of the tool declarations as sent: their JSON. A
+// ToolsBytes is the size of the tool declarations as sent: their JSON. A
 // turn measures its declarations once while they stay the same
-// (EstimateWithDefs), since marshalling fifty schemas at every measure
-// was half of a tool step's CPU.
-func DefsBytes(defs []llms.Tool) int {
-	if len(defs) == 0 {
+// (EstimateWith), since marshalling fifty schemas at every measure was
+// half of a tool step's CPU.
+func ToolsBytes(tools []Tool) int {
+	if len(tools) == 0 {
 		return 0
 	}
-	b, _ := json.Marshal(defs)
+	b, _ := json.Marshal(lcTools(tools))
 	return len(b)
 }
 
-// EstimateWithDefs is EstimateTokens of msgs with declarations of
-// defsBytes (DefsBytes).
-func EstimateWithDefs(msgs []llms.MessageContent, defsBytes int) int {
-	n := defsBytes
+// EstimateWith is EstimateTokens of msgs with declarations of toolsBytes
+// (ToolsBytes).
+func EstimateWith(msgs []Message, toolsBytes int) int {
+	n := toolsBytes
 	images := 0
 	for _, m := range msgs {
 		n += 16
 		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
-				n += len(p.Text)
-			case llms.ToolCall:
-				if p.FunctionCall != nil {
-					n += len(p.FunctionCall.Name) + len(p.FunctionCall.Arguments) + len(p.ID) + 16
-				}
-			case llms.ToolCallResponse:
-				n += len(p.Content) + len(p.ToolCallID)
-			case llms.ImageURLContent, llms.BinaryContent:
+			if p.ImageURL != "" {
 				images++
+				continue
 			}
+			n += len(p.Text)
 		}
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments) + len(c.ID) + 16
+		}
+		n += len(m.ToolCallID)
 	}
 	return TokensOfBytes(n) + images*ImageTokens
-}
-
-const estimateKey = "crew.estimate"
-
-// WithEstimate carries the request's EstimateTokens, made by the caller,
-// to a wrapper that would measure it again (the budget's reservation).
-func WithEstimate(tokens int) llms.CallOption { return withMeta(estimateKey, tokens) }
-
-// EstimateOf is the estimate WithEstimate put in o.
-func EstimateOf(o llms.CallOptions) (int, bool) {
-	n, ok := o.Metadata[estimateKey].(int)
-	return n, ok
 }
 
 // TokensOfBytes is the estimate for n bytes of text.

@@ -18,9 +18,12 @@ import (
 // as 0, not unknown).
 type Echo struct{}
 
-var _ llms.Model = Echo{}
+var _ Model = Echo{}
 
-// GenerateContent implements llms.Model.
+// Call implements Model.
+func (e Echo) Call(ctx context.Context, req Request) (Reply, error) { return lcModel{e}.Call(ctx, req) }
+
+// GenerateContent is Call in langchaingo's terms.
 func (Echo) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -40,11 +43,6 @@ func (Echo) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opt
 	}
 	a.finish = "stop"
 	return fakeResponse(a, 0, 0, true, 0), nil
-}
-
-// Call implements the deprecated half of llms.Model.
-func (e Echo) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, e, prompt, opts...)
 }
 
 func partsText(parts []llms.ContentPart) string {
@@ -75,9 +73,9 @@ func chunks(s string, n int) []string {
 func fakeResponse(a *accumulator, in, out int, costKnown bool, cost float64) *llms.ContentResponse {
 	resp := a.response(nil)
 	gi := resp.Choices[0].GenerationInfo
-	gi["PromptTokens"], gi["CompletionTokens"], gi["TotalTokens"] = in, out, in+out
+	gi[infoInput], gi[infoOutput], gi[infoTotal] = in, out, in+out
 	if costKnown {
-		gi["CostUSD"] = cost
+		gi[infoCost] = cost
 	}
 	return resp
 }
@@ -107,7 +105,12 @@ type ScriptModel struct {
 	next    int
 }
 
-var _ llms.Model = (*ScriptModel)(nil)
+var _ Model = (*ScriptModel)(nil)
+
+// Call implements Model: it plays the next reply.
+func (m *ScriptModel) Call(ctx context.Context, req Request) (Reply, error) {
+	return lcModel{m}.Call(ctx, req)
+}
 
 // Calls is the script position: entries played, plus those skipped when
 // resuming.
@@ -120,7 +123,7 @@ func (m *ScriptModel) Calls() int {
 // Len is the number of replies in the script.
 func (m *ScriptModel) Len() int { return len(m.replies) }
 
-// GenerateContent plays the next reply.
+// GenerateContent is Call in langchaingo's terms.
 func (m *ScriptModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
 	m.mu.Lock()
 	if !m.started {
@@ -200,11 +203,6 @@ func (m *ScriptModel) resumeAt(msgs []llms.MessageContent) int {
 		}
 	}
 	return len(m.replies)
-}
-
-// Call implements the deprecated half of llms.Model.
-func (m *ScriptModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
 }
 
 // scriptCallIDBase derives default tool-call ids from what the model was

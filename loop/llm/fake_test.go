@@ -14,10 +14,10 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-var _ llms.Model = llm.Echo{}
+var _ llm.Model = llm.Echo{}
 
 func TestEchoRepliesLastUserTextForFree(t *testing.T) {
-	m, err := llm.NewProviders(llm.Config{}).Model(llm.Route{Provider: "fake", Model: "echo"})
+	m, err := llm.NewProviders(llm.Config{}).Langchain(llm.Route{Provider: "fake", Model: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +163,15 @@ func TestScriptPlaysEntriesInOrder(t *testing.T) {
 	}
 
 	// 2 and 3: a 429 absorbed by Call, then the delayed reply.
-	resp, err = llm.Call(ctx, m, human("more"), llm.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	rep, err := llm.CallSleeping(ctx, m, ask("more"), func(context.Context, time.Duration) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch = choice(t, resp)
-	if ch.Content != "done" {
-		t.Errorf("call 3 content %q", ch.Content)
+	if rep.Text != "done" {
+		t.Errorf("call 3 content %q", rep.Text)
 	}
-	if _, known := ch.GenerationInfo["CostUSD"]; known {
-		t.Errorf("cost_unknown reply has CostUSD %v", ch.GenerationInfo["CostUSD"])
+	if rep.CostUSD != nil {
+		t.Errorf("cost_unknown reply has CostUSD %v", *rep.CostUSD)
 	}
 	if !reflect.DeepEqual(slept.got, []time.Duration{200 * time.Millisecond}) {
 		t.Errorf("delays %v, want [200ms]", slept.got)

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Defaults for Config.
@@ -125,7 +123,16 @@ func ollamaBase(host string) string {
 // its file here, and every call returns a fresh ScriptModel starting at
 // the first reply: keep one per route for the process lifetime (the server
 // caches by route) so the script advances across turns.
-func (p *Providers) Model(r Route) (llms.Model, error) {
+func (p *Providers) Model(r Route) (Model, error) {
+	m, err := p.langchain(r)
+	if err != nil {
+		return nil, err
+	}
+	return lcModel{m}, nil
+}
+
+// langchain is the langchaingo model behind r.
+func (p *Providers) langchain(r Route) (generator, error) {
 	switch r.Provider {
 	case ProviderOpenRouter:
 		if p.cfg.OpenRouterAPIKey == "" {

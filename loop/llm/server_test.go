@@ -133,21 +133,21 @@ func toolChunk(index int, id, name, args string, repeatType bool) string {
 func ollama(t *testing.T, s *chatServer, cfg llm.Config) llms.Model {
 	t.Helper()
 	cfg.OllamaHost = s.URL
-	m, err := llm.NewProviders(cfg).Model(llm.Route{Provider: "ollama", Model: "qwen3:8b"})
+	m, err := llm.NewProviders(cfg).Langchain(llm.Route{Provider: "ollama", Model: "qwen3:8b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return m.(llms.Model)
 }
 
 func openrouter(t *testing.T, s *chatServer) llms.Model {
 	t.Helper()
 	m, err := llm.NewProviders(llm.Config{OpenRouterAPIKey: "sk-test", OpenRouterBaseURL: s.URL + "/api/v1"}).
-		Model(llm.Route{Provider: "openrouter", Model: "anthropic/claude-sonnet-4"})
+		Langchain(llm.Route{Provider: "openrouter", Model: "anthropic/claude-sonnet-4"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return m.(llms.Model)
 }
 
 // deltaLog collects deltas; calls arrive on the calling goroutine, the
@@ -167,6 +167,11 @@ func (l *deltaLog) all() []llm.Delta {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]llm.Delta(nil), l.ds...)
+}
+
+// ask is a request of one user message.
+func ask(s string) llm.Request {
+	return llm.Request{Messages: []llm.Message{llm.Text(llm.RoleUser, s)}}
 }
 
 func human(s string) []llms.MessageContent {

@@ -15,10 +15,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/notes"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // Conversation is what the day-end sweep needs of a listed conversation.
@@ -39,7 +37,7 @@ type Summarizer struct {
 	Log    *events.Log
 	Convs  *loop.Convs
 	Crew   loop.Crew
-	Models func(route string) (llms.Model, error)
+	Models func(route string) (llm.Model, error)
 	// List lists the conversations the day-end sweep looks at (the
 	// conversations projection).
 	List func(ctx context.Context) ([]Conversation, error)
@@ -98,8 +96,8 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
 	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.Location), s.Clock(), s.Location)
-	ctx = budget.WithCharge(ctx, budget.Charge{Agent: agentID, Conversation: id, Purpose: events.PurposeSummary})
-	a, err := llm.AskUsage(ctx, s.Models, agent.Routes, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, prompt)}, nil)
+	a, err := llm.Ask(ctx, s.Models, agent.Routes, llm.Request{Purpose: events.PurposeSummary, Payer: llm.Payer{Agent: agentID, Conversation: id},
+		Messages: []llm.Message{llm.Text(llm.RoleUser, prompt)}}, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarize %s: %w", id, err)
 	}

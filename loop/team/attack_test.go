@@ -8,8 +8,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team/teamtest"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // A repository's own settings are the agent's words (it writes the
@@ -33,7 +33,7 @@ func plantedThenWorktree(t *testing.T, kind string, autonomous bool) {
 	payload := teamtest.Payload(t, t.TempDir())
 	teamtest.Control(t, kind, payload)
 
-	h := newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
+	h := newHarness(t, func(who, last string, msgs []llm.Message) reply {
 		if strings.Contains(last, "make a worktree") {
 			return use("create_worktree", args("name", "wt1", "task_id", "task_0000000a"))
 		}

@@ -10,11 +10,11 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
-	"github.com/tmc/langchaingo/llms"
 )
 
-func silent(who, last string, msgs []llms.MessageContent) reply { return say("ok") }
+func silent(who, last string, msgs []llm.Message) reply { return say("ok") }
 
 // openLead opens the lead's conversation without a turn.
 func (h *harness) openLead() {

@@ -15,10 +15,10 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // call is one tool call a scripted reply makes.
@@ -45,21 +45,21 @@ func args(kv ...any) map[string]any {
 
 // brain answers one model call of one seat: who is asking (the member's
 // name, or "lead"), the last user message and the messages so far.
-type brain func(who, last string, msgs []llms.MessageContent) reply
+type brain func(who, last string, msgs []llm.Message) reply
 
 // model is the scripted model every agent uses; it tells the seats apart
 // by their system prompt.
 type model struct {
 	mu    sync.Mutex
 	brain brain
-	seen  map[string][][]llms.MessageContent // by seat
-	tools map[string][]string                // the tools offered at the seat's last call
+	seen  map[string][][]llm.Message // by seat
+	tools map[string][]string        // the tools offered at the seat's last call
 	n     int
 }
 
-var _ llms.Model = (*model)(nil)
+var _ llm.Model = (*model)(nil)
 
-func seatOf(msgs []llms.MessageContent) string {
+func seatOf(msgs []llm.Message) string {
 	sys := text(msgs[0])
 	const mark = "# Your team\n\nYou are "
 	if i := strings.Index(sys, mark); i >= 0 {
@@ -70,28 +70,14 @@ func seatOf(msgs []llms.MessageContent) string {
 	return team.Lead
 }
 
-func text(m llms.MessageContent) string {
-	var b strings.Builder
-	for _, p := range m.Parts {
-		switch p := p.(type) {
-		case llms.TextContent:
-			b.WriteString(p.Text)
-		case llms.ToolCallResponse:
-			b.WriteString(p.Content)
-		}
-	}
-	return b.String()
-}
+func text(m llm.Message) string { return m.Text() }
 
-func (m *model) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	var o llms.CallOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+func (m *model) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
+	msgs := req.Messages
 	who := seatOf(msgs)
 	var offered []string
-	for _, t := range o.Tools {
-		offered = append(offered, t.Function.Name)
+	for _, t := range req.Tools {
+		offered = append(offered, t.Name)
 	}
 	m.mu.Lock()
 	m.seen[who] = append(m.seen[who], msgs)
@@ -101,19 +87,14 @@ func (m *model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	m.mu.Unlock()
 	last := text(msgs[len(msgs)-1])
 	r := m.brain(who, last, msgs)
-	ch := &llms.ContentChoice{Content: r.text, GenerationInfo: map[string]any{"PromptTokens": 10, "CompletionTokens": 5, "CostUSD": 0.0}}
+	rep := llm.Reply{Text: r.text, Usage: llm.Usage{Input: 10, Output: 5}, CostUSD: new(0.0)}
 	for i, c := range r.calls {
-		ch.ToolCalls = append(ch.ToolCalls, llms.ToolCall{ID: fmt.Sprintf("call_%d_%d", n, i), Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: c.name, Arguments: c.args}})
+		rep.ToolCalls = append(rep.ToolCalls, llm.ToolCall{ID: fmt.Sprintf("call_%d_%d", n, i), Name: c.name, Arguments: c.args})
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
+	return rep, nil
 }
 
-func (m *model) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
-}
-
-func (m *model) calls(who string) [][]llms.MessageContent {
+func (m *model) calls(who string) [][]llm.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.seen[who])
@@ -145,7 +126,7 @@ const leadConv = "web-1"
 func newHarness(t *testing.T, b brain) *harness {
 	t.Helper()
 	_, log := eventstest.Start(t)
-	h := &harness{t: t, log: log, agents: map[string]loop.Agent{}, model: &model{brain: b, seen: map[string][][]llms.MessageContent{}, tools: map[string][]string{}}}
+	h := &harness{t: t, log: log, agents: map[string]loop.Agent{}, model: &model{brain: b, seen: map[string][][]llm.Message{}, tools: map[string][]string{}}}
 	for _, id := range []string{"master", "coder"} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are the "+id+" persona."), 0o600)
@@ -175,7 +156,7 @@ func (h *harness) start() {
 	}
 	h.reg = reg
 	deps := loop.Deps{
-		Models:   func(string) (llms.Model, error) { return h.model, nil },
+		Models:   func(string) (llm.Model, error) { return h.model, nil },
 		Tools:    reg,
 		Clock:    time.Now,
 		SpillDir: filepath.Join(t.TempDir(), "spill"),
@@ -340,7 +321,7 @@ func (h *harness) taskIDs() []string {
 }
 
 // turns counts the model calls that began with a message matching pred.
-func count(msgs [][]llms.MessageContent, pred func(string) bool) int {
+func count(msgs [][]llm.Message, pred func(string) bool) int {
 	n := 0
 	for _, m := range msgs {
 		if pred(text(m[len(m)-1])) {

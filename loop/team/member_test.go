@@ -9,8 +9,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // waitFor polls cond for up to 10 s from inside a scripted model call.
@@ -25,9 +25,9 @@ func waitFor(cond func() bool) bool {
 
 // framedMail reports whether msgs carry want inside a team frame, in a
 // message that is not the owner's.
-func framedMail(msgs []llms.MessageContent, want string) bool {
+func framedMail(msgs []llm.Message, want string) bool {
 	for _, m := range msgs[1:] {
-		if s := text(m); m.Role == llms.ChatMessageTypeHuman && strings.HasPrefix(s, loop.TeamFrame) && strings.Contains(s, want) {
+		if s := text(m); m.Role == llm.RoleUser && strings.HasPrefix(s, loop.TeamFrame) && strings.Contains(s, want) {
 			return true
 		}
 	}
@@ -47,7 +47,7 @@ func TestTeammatesUseTheBoardAndMailMidTurn(t *testing.T) {
 	var bobCalls atomic.Int32
 	var mu sync.Mutex
 	aliceStep := 0
-	lead := func(last string, msgs []llms.MessageContent) reply {
+	lead := func(last string, msgs []llm.Message) reply {
 		switch {
 		case strings.HasPrefix(last, loop.TeamFrame) && strings.Contains(last, "hello lead from alice") && asked.CompareAndSwap(false, true):
 			waitFor(bobSaw.Load) // bob reads alice's mail in his running turn first
@@ -64,7 +64,7 @@ func TestTeammatesUseTheBoardAndMailMidTurn(t *testing.T) {
 		}
 		return say("lead: noted.")
 	}
-	alice := func(last string, msgs []llms.MessageContent) reply {
+	alice := func(last string, msgs []llm.Message) reply {
 		mu.Lock()
 		step := aliceStep
 		aliceStep++
@@ -99,7 +99,7 @@ func TestTeammatesUseTheBoardAndMailMidTurn(t *testing.T) {
 		}
 		return false
 	}
-	bob := func(last string, msgs []llms.MessageContent) reply {
+	bob := func(last string, msgs []llm.Message) reply {
 		n := bobCalls.Add(1)
 		switch {
 		case framedMail(msgs, "hello bob from alice"):
@@ -112,7 +112,7 @@ func TestTeammatesUseTheBoardAndMailMidTurn(t *testing.T) {
 		}
 		return use("workspace_list", args("path", "."))
 	}
-	h = newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
+	h = newHarness(t, func(who, last string, msgs []llm.Message) reply {
 		switch who {
 		case team.Lead:
 			return lead(last, msgs)

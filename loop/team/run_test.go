@@ -11,7 +11,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // gitRepo makes dir a repository with one commit.
@@ -29,7 +29,7 @@ func gitRepo(t *testing.T, dir string) {
 var createdRe = regexp.MustCompile(`Created (task_[0-9a-f]+): (\w+)`)
 
 // taskIn finds the id create_task returned for subject in the messages.
-func taskIn(msgs []llms.MessageContent, subject string) string {
+func taskIn(msgs []llm.Message, subject string) string {
 	for _, m := range msgs {
 		for _, sm := range createdRe.FindAllStringSubmatch(text(m), -1) {
 			if sm[2] == subject {
@@ -44,7 +44,7 @@ var taskRe = regexp.MustCompile(`\[(?:Assigned|Auto-claimed) task (task_[0-9a-f]
 
 // memberBrain does the task it was given: writes a file named after it,
 // completes it and reports.
-func memberBrain(who, last string, msgs []llms.MessageContent) reply {
+func memberBrain(who, last string, msgs []llm.Message) reply {
 	if m := taskRe.FindStringSubmatch(last); m != nil {
 		return uses(tc("workspace_write", args("path", m[2]+"-by-"+who+".txt", "content", "done\n")))
 	}
@@ -73,7 +73,7 @@ func memberBrain(who, last string, msgs []llms.MessageContent) reply {
 // claims it, "[Auto-claimed task …]".
 func TestSeedRunParallelRefactor(t *testing.T) {
 	var h *harness
-	lead := func(last string, msgs []llms.MessageContent) reply {
+	lead := func(last string, msgs []llm.Message) reply {
 		switch {
 		case strings.HasPrefix(last, loop.TeamFrame):
 			return say("I received the team's results and will coordinate the rest.")
@@ -96,7 +96,7 @@ func TestSeedRunParallelRefactor(t *testing.T) {
 		}
 		return say("lead: " + last)
 	}
-	h = newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
+	h = newHarness(t, func(who, last string, msgs []llm.Message) reply {
 		if who == "lead" {
 			return lead(last, msgs)
 		}
@@ -202,7 +202,7 @@ func TestSeedRunParallelRefactor(t *testing.T) {
 	}
 }
 
-func allText(msgs []llms.MessageContent) string {
+func allText(msgs []llm.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		b.WriteString(text(m) + "\n")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
-	"github.com/tmc/langchaingo/llms"
 )
 
 func gitOut(t *testing.T, dir string, args ...string) string {
@@ -28,7 +28,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // the branch, and a git failure after partial work leaves the task unbound
 // and the partial checkout kept, reported as partial.
 func TestCreateWorktreeValidatesAndReportsPartial(t *testing.T) {
-	h := newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
+	h := newHarness(t, func(who, last string, msgs []llm.Message) reply {
 		if strings.Contains(last, "make worktrees") {
 			return uses(tc("create_worktree", args("name", "Bad Name", "task_id", "task_0000000a")),
 				tc("create_worktree", args("name", "wt1", "task_id", "task_0000000b")),
@@ -68,7 +68,7 @@ func TestCreateWorktreeValidatesAndReportsPartial(t *testing.T) {
 // A git failure after the branch was made: reported as partial, the task
 // left unbound, the branch kept for manual recovery.
 func TestCreateWorktreePartialFailureKeptAndReported(t *testing.T) {
-	h := newHarness(t, func(who, last string, msgs []llms.MessageContent) reply {
+	h := newHarness(t, func(who, last string, msgs []llm.Message) reply {
 		if strings.Contains(last, "make a worktree") {
 			return use("create_worktree", args("name", "wt3", "task_id", "task_0000000a"))
 		}

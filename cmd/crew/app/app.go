@@ -23,11 +23,11 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/nats-io/nats.go"
-	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
 )
 
@@ -72,7 +72,7 @@ type Options struct {
 	// Models, when set, answers every model call in place of the home's
 	// providers (a benchmark's scripted model); it is still behind the
 	// budget ledger like the providers' models.
-	Models func(route string) (llms.Model, error)
+	Models func(route string) (llm.Model, error)
 	// ConversationLog wraps what the conversations append through (nil:
 	// the log); the test build's crash point.
 	ConversationLog func(loop.Appender) loop.Appender

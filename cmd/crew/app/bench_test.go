@@ -16,8 +16,8 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // The harness's overhead measured through the App: the crew serve builds
@@ -37,33 +37,28 @@ type stepModel struct {
 	at    []time.Time // when each call arrived
 }
 
-func (m *stepModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *stepModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	m.mu.Lock()
 	m.at = append(m.at, time.Now())
 	m.mu.Unlock()
 	n := 0
-	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != llms.ChatMessageTypeHuman; i-- {
-		if msgs[i].Role == llms.ChatMessageTypeAI {
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != llm.RoleUser; i-- {
+		if req.Messages[i].Role == llm.RoleAssistant {
 			n++
 		}
 	}
-	ch := &llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 100, "CompletionTokens": 10, "CostUSD": 0.0}}
+	rep := llm.Reply{Usage: llm.Usage{Input: 100, Output: 10}, CostUSD: new(float64)}
 	if n < m.steps-1 {
-		ch.ToolCalls = []llms.ToolCall{{ID: nuid.Next(), Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: "workspace_glob", Arguments: fmt.Sprintf(`{"pattern":"notes-%d-*.md"}`, n)}}}
+		rep.ToolCalls = []llm.ToolCall{{ID: nuid.Next(), Name: "workspace_glob", Arguments: fmt.Sprintf(`{"pattern":"notes-%d-*.md"}`, n)}}
 	} else {
-		ch.Content = "done"
+		rep.Text = "done"
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{ch}}, nil
-}
-
-func (m *stepModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return rep, nil
 }
 
 // benchApp opens the App (as opts say) on a fresh home with sync mode
 // syncMode, every agent on one route that m answers.
-func benchApp(b *testing.B, syncMode string, m llms.Model, opts Options) *App {
+func benchApp(b *testing.B, syncMode string, m llm.Model, opts Options) *App {
 	b.Helper()
 	dir := b.TempDir()
 	if _, err := home.Init(dir); err != nil {
@@ -80,7 +75,7 @@ func benchApp(b *testing.B, syncMode string, m llms.Model, opts Options) *App {
 		}
 		return ""
 	}
-	opts.Getenv, opts.Models = getenv, func(string) (llms.Model, error) { return m, nil }
+	opts.Getenv, opts.Models = getenv, func(string) (llm.Model, error) { return m, nil }
 	a, err := Open(b.Context(), dir, h, opts)
 	if err != nil {
 		b.Fatal(err)

@@ -29,7 +29,6 @@ import (
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
-	"github.com/tmc/langchaingo/llms"
 	"go.etcd.io/bbolt"
 )
 
@@ -66,7 +65,7 @@ type wiring struct {
 	Convs *loop.Convs
 	// Models are the models behind the budget ledger: every call a turn
 	// or the harness makes is reserved before it leaves (R-X-5).
-	Models func(route string) (llms.Model, error)
+	Models func(route string) (llm.Model, error)
 	Ledger *budget.Ledger // nil with ReadOnly
 	Canvas *canvas.Service
 	Teams  *team.Runtime
@@ -253,7 +252,7 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 }
 
 // newMemory wires the consolidation service (R-MEM-2) onto the log.
-func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models func(string) (llms.Model, error), logger *slog.Logger) *consolidate.Service {
+func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models func(string) (llm.Model, error), logger *slog.Logger) *consolidate.Service {
 	return consolidate.New(consolidate.Config{Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
 		Crew: crew})
 }
