@@ -228,16 +228,16 @@ func (l *Ledger) Reserve(ctx context.Context, req llm.Request) (*Reservation, er
 	c, route := req.Payer, req.Route
 	caps := l.capsNow()
 	usd, ceiling := l.worstCase(route, tokens, caps.UnknownCallUSD)
-	return l.reserveUSD(ctx, c, route, usd, ceiling, caps)
+	return l.reserveUSD(ctx, c, req.Purpose, route, usd, ceiling, caps)
 }
 
-// reserveUSD stores a reservation of usd for c on route (ceiling: the
-// unknown-price amount), or refuses it.
-func (l *Ledger) reserveUSD(ctx context.Context, c Charge, route string, usd float64, ceiling bool, caps Caps) (*Reservation, error) {
+// reserveUSD stores a reservation of usd for c's call with purpose on
+// route (ceiling: the unknown-price amount), or refuses it.
+func (l *Ledger) reserveUSD(ctx context.Context, c llm.Payer, purpose, route string, usd float64, ceiling bool, caps Caps) (*Reservation, error) {
 	r := events.BudgetReserved{
 		ReservationID: l.cfg.NewID(), Day: l.cfg.Clock().In(l.cfg.Location).Format(time.DateOnly),
 		Agent: c.Agent, Conversation: c.Conversation, Ancestors: c.Ancestors, RunID: c.RunID, Step: c.Step,
-		Purpose: cmp.Or(req.Purpose, events.PurposeTurn), Route: route, USD: usd, Ceiling: ceiling, ConversationCapUSD: c.CapUSD,
+		Purpose: cmp.Or(purpose, events.PurposeTurn), Route: route, USD: usd, Ceiling: ceiling, ConversationCapUSD: c.CapUSD,
 		Holder: l.cfg.Holder,
 	}
 	if c.Conversation == "" {

@@ -12,7 +12,7 @@ import (
 // tokens the provider counted (0 when it reported none).
 type EmbedFunc func(ctx context.Context, texts []string) ([][]float32, int, error)
 
-// Embed reserves an embedding request on route (purpose embed, for c),
+// Embed reserves an embedding request on route (purpose embed, paid by c),
 // makes it with call, and settles it: reserved at the route's input
 // price for the texts' estimated tokens (an embedding writes nothing),
 // or budget.unknown_call_usd when the price is unknown; settled at the
@@ -20,8 +20,7 @@ type EmbedFunc func(ctx context.Context, texts []string) ([][]float32, int, erro
 // none), the worst case standing when the price is unknown. A request
 // that would take a budget past its cap is refused with a *Refusal and
 // call is not made. Cost is what it settled at (nil: unknown).
-func (l *Ledger) Embed(ctx context.Context, c Charge, route string, texts []string, call EmbedFunc) (vecs [][]float32, tokens int, cost *float64, err error) {
-	c.Purpose = cmp.Or(c.Purpose, events.PurposeEmbed)
+func (l *Ledger) Embed(ctx context.Context, c llm.Payer, route string, texts []string, call EmbedFunc) (vecs [][]float32, tokens int, cost *float64, err error) {
 	estimate := 0
 	for _, t := range texts {
 		estimate += llm.TokensOfBytes(len(t))
@@ -32,7 +31,7 @@ func (l *Ledger) Embed(ctx context.Context, c Charge, route string, texts []stri
 	if price != nil {
 		usd, ceiling = price.Cost(estimate, 0), false
 	}
-	r, err := l.reserveUSD(ctx, c, route, usd, ceiling, caps)
+	r, err := l.reserveUSD(ctx, c, events.PurposeEmbed, route, usd, ceiling, caps)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -36,7 +36,7 @@ func TestEmbeddingIsReservedAndSettledUnderPurposeEmbed(t *testing.T) {
 		return [][]float32{{1}, {2}}, 150, nil
 	}
 	texts := []string{strings.Repeat("a", 300), strings.Repeat("b", 300)} // 2 × 100 estimated tokens
-	vecs, tokens, cost, err := l.Embed(t.Context(), budget.Charge{}, route, texts, embed)
+	vecs, tokens, cost, err := l.Embed(t.Context(), llm.Payer{}, route, texts, embed)
 	if err != nil || len(vecs) != 2 || tokens != 150 || cost == nil || math.Abs(*cost-0.00015) > 1e-12 {
 		t.Fatalf("embed: %v %d %v %v", vecs, tokens, cost, err)
 	}
@@ -63,20 +63,20 @@ func TestEmbeddingIsReservedAndSettledUnderPurposeEmbed(t *testing.T) {
 		t.Errorf("the day holds %v", got)
 	}
 	// Another would take the day past its $0.0003: refused, not made.
-	_, _, _, err = l.Embed(t.Context(), budget.Charge{}, route, texts, embed)
+	_, _, _, err = l.Embed(t.Context(), llm.Payer{}, route, texts, embed)
 	if !errors.Is(err, budget.ErrBudget) || !strings.Contains(err.Error(), "daily budget") || calls != 1 {
 		t.Errorf("over the budget: %v, %d calls made", err, calls)
 	}
 	// A failed request cost nothing known.
 	caps = budget.Caps{}
-	_, _, _, err = l.Embed(t.Context(), budget.Charge{}, route, texts, func(context.Context, []string) ([][]float32, int, error) {
+	_, _, _, err = l.Embed(t.Context(), llm.Payer{}, route, texts, func(context.Context, []string) ([][]float32, int, error) {
 		return nil, 0, errors.New("503")
 	})
 	if err == nil || math.Abs(l.Today().GlobalUSD-0.00015) > 1e-12 {
 		t.Errorf("failed request: %v, the day holds %v", err, l.Today().GlobalUSD)
 	}
 	// Unknown price: the unknown-call amount is reserved and stands.
-	_, _, cost, err = l.Embed(t.Context(), budget.Charge{}, unknown, texts, embed)
+	_, _, cost, err = l.Embed(t.Context(), llm.Payer{}, unknown, texts, embed)
 	if err != nil || cost != nil || math.Abs(l.Today().GlobalUSD-(0.00015+budget.DefaultUnknownCallUSD)) > 1e-12 {
 		t.Errorf("unknown price: %v %v, the day holds %v", cost, err, l.Today().GlobalUSD)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/memory"
@@ -137,7 +138,7 @@ type budgeted struct {
 }
 
 func (b budgeted) Embed(ctx context.Context, texts []string) ([][]float32, int, error) {
-	vecs, tokens, _, err := b.ledger.Embed(ctx, budget.Charge{Purpose: events.PurposeEmbed}, b.Route(), texts, b.Embedder.Embed)
+	vecs, tokens, _, err := b.ledger.Embed(ctx, llm.Payer{}, b.Route(), texts, b.Embedder.Embed)
 	return vecs, tokens, err
 }
 
