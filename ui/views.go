@@ -40,6 +40,14 @@ type AgentRow struct {
 	Name        string
 	Description string
 	Routes      string
+	MCP         []MCPLine // its MCP servers, as the crew has them
+}
+
+// MCPLine is one MCP server of an agent on the roster: its state (GET
+// /api/mcp's) and, when it cannot be used, why ("needs login: run crew
+// mcp login <name>").
+type MCPLine struct {
+	Name, State, Note string
 }
 
 // ConversationRow is one line of the conversation list.

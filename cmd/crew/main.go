@@ -39,7 +39,7 @@ func init() {
 		{"browser", "login <agent> [url]", "open a window on an agent's browser profile to sign in (its browser tools wait)", runBrowser},
 		{"team", "worktree remove <name> [--discard] [--team ID]", "remove a team task's git worktree (refused while its task runs or it has changes; the wt/<name> branch is kept)", runTeam},
 		{"stop", "<conversation> [--scope run|queue|all] | --all", "stop a conversation's running turn and drop its waiting messages (or only one of them), or every running conversation, on the running server", runStop},
-		{"mcp", "import <FILE> [--agent ID] [--dry-run] | serve", "import: add the servers of a Claude Desktop, Claude Code, Cursor or VS Code MCP config to config.yaml (their secrets to the env file), saying what could not be mapped; serve: the crew's MCP tools (crew_send, crew_read, …) on stdio for a desktop or editor client, relayed to the running server's /mcp", runMCP},
+		{"mcp", "import <FILE> [--agent ID] [--dry-run] | serve | login <server> [--timeout D] | logout <server>", "import: add the servers of a Claude Desktop, Claude Code, Cursor or VS Code MCP config to config.yaml (their secrets to the env file), saying what could not be mapped; serve: the crew's MCP tools (crew_send, crew_read, …) on stdio for a desktop or editor client, relayed to the running server's /mcp; login: OAuth for a remote server that asks for it (prints the URL to open; the browser comes back to 127.0.0.1); logout: revoke and delete that login", runMCP},
 		{"memory", "consolidate <agent>", "rewrite an agent's MEMORY.md from the last 7 days of notes, as a proposal", runMemory},
 	}
 }

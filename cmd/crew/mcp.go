@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/gateways/mcpserver"
+	"github.com/my-agent-crew/crew/tools/mcp"
 )
 
 // runMCP is crew mcp: import an MCP client's server config, or serve the
@@ -15,6 +18,9 @@ import (
 func runMCP(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "serve" {
 		return runMCPServe(ctx, env, args[1:])
+	}
+	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") {
+		return runMCPLogin(ctx, env, args[0], args[1:])
 	}
 	if len(args) == 0 || args[0] != "import" {
 		fs, _ := newFlags(env, "mcp")
@@ -95,4 +101,68 @@ func runMCPServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("crew mcp serve: the home %s has no token for /mcp yet (%v): start crew serve once, which makes it", dir, err)
 	}
 	return mcpserver.Relay(ctx, info.URL+"/mcp", token, home.CrewVersion(), os.Stdin, os.Stdout)
+}
+
+// runMCPLogin is crew mcp login / logout <server>: OAuth for a remote
+// server of config.yaml mcp_servers. Login prints the URL to open (no
+// browser is started) and waits for the browser to come back to its
+// callback on 127.0.0.1; the grant goes to the home's secret area (0600),
+// where the running crew serve reads it from its next request. Logout
+// revokes it where the authorization server offers revocation and deletes
+// it. No token is ever printed.
+func runMCPLogin(ctx context.Context, env *cliEnv, verb string, args []string) error {
+	fs, homeFlag := newFlags(env, "mcp")
+	timeout := fs.Duration("timeout", 10*time.Minute, "login: how long to wait for the browser to come back")
+	if err := parse(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(env.stderr, "crew mcp %s: want exactly one server name of config.yaml mcp_servers\n", verb)
+		return exitError{2}
+	}
+	_, h, err := openHome(env, *homeFlag)
+	if err != nil {
+		return err
+	}
+	name := fs.Arg(0)
+	servers, problems := h.MCPServers(env.redactor(), env.getenv)
+	i := slices.IndexFunc(servers, func(s mcp.Server) bool { return s.Name == name })
+	if i < 0 {
+		for _, p := range problems {
+			if strings.Contains(p, "mcp_servers."+name+".") {
+				return fmt.Errorf("crew mcp %s: %s", verb, p)
+			}
+		}
+		return fmt.Errorf("crew mcp %s: no MCP server %q in config.yaml mcp_servers (declared: %s)", verb, name, strings.Join(h.MCPNames(), ", "))
+	}
+	srv := servers[i]
+	if verb == "logout" {
+		revoked, err := mcp.Logout(ctx, srv, nil)
+		if err != nil {
+			return fmt.Errorf("crew mcp logout: %w", err)
+		}
+		if revoked {
+			fmt.Fprintf(env.stdout, "logged out of %s: the token is revoked at its authorization server and deleted here; its tools need login again\n", name)
+		} else {
+			fmt.Fprintf(env.stdout, "logged out of %s: the token is deleted here (its authorization server offers no revocation); its tools need login again\n", name)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	g, err := mcp.Login(ctx, srv, nil, func(u string) {
+		fmt.Fprintf(env.stdout, "To log in to MCP server %s, open this URL in a browser (waiting up to %s):\n%s\n", name, *timeout, u)
+	})
+	if err != nil {
+		return fmt.Errorf("crew mcp login: %w", err)
+	}
+	expires := "does not expire"
+	if !g.Token.Expiry.IsZero() {
+		expires = "expires " + g.Token.Expiry.UTC().Format(time.RFC3339)
+		if g.Token.RefreshToken != "" {
+			expires += ", refreshed before then"
+		}
+	}
+	fmt.Fprintf(env.stdout, "logged in to %s: the token (%s) is kept in %s (mode 600); a running crew serve uses it from its next request\n", name, expires, srv.TokenFile)
+	return nil
 }

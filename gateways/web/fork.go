@@ -154,7 +154,7 @@ func forkForms(card *ui.RunCard, s projections.RunSummary, csrf string) {
 func (p *Pages) forkRoutes(runs []ui.RunCard) []string {
 	seen := map[string]bool{}
 	if p.Crew != nil {
-		agents, _ := crewRows(p.Crew)
+		agents, _ := crewRows(p.Crew, p.MCP)
 		for _, a := range agents {
 			for _, r := range strings.Split(a.Routes, ",") {
 				seen[strings.TrimSpace(r)] = true

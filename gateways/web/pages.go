@@ -17,6 +17,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/ui"
 	"github.com/yuin/goldmark"
 	"go.etcd.io/bbolt"
@@ -32,7 +33,9 @@ type Pages struct {
 	// agents that are not loaded; it wins over Agents (the crew reloads).
 	// The chat shows the images of an agent's workspace inbox/ that
 	// messages name; none without a crew.
-	Crew   Crew
+	Crew Crew
+	// MCP gives the MCP servers' states for the roster; nil shows none.
+	MCP    func() []mcp.State
 	Banner string
 	// CatchingUp, when set, puts "catching up: N events left" at the top
 	// of every page while the projections catch up.
@@ -67,7 +70,7 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 	agents, banner := p.Agents, p.Banner
 	if p.Crew != nil {
 		var problems []string
-		agents, problems = crewRows(p.Crew)
+		agents, problems = crewRows(p.Crew, p.MCP)
 		if len(problems) > 0 {
 			banner = strings.TrimSpace("Not loaded (fix the file and save; the crew reloads by itself): " + strings.Join(problems, " · ") + " " + banner)
 		}
@@ -335,7 +338,7 @@ func (p *Pages) caughtUp(ctx context.Context, seq uint64) {
 func (p *Pages) agentName(id string) string {
 	agents := p.Agents
 	if p.Crew != nil {
-		agents, _ = crewRows(p.Crew)
+		agents, _ = crewRows(p.Crew, p.MCP)
 	}
 	for _, a := range agents {
 		if a.ID == id && a.Name != "" {

@@ -48,6 +48,12 @@ type Server struct {
 	// read-only run unasked in autonomous conversations; without it they
 	// carry an ask reason, so they ask in every seat (R-GATE-5).
 	AutonomousRun bool
+	// OAuth is the entry's oauth: (a configured client, scopes); nil: a
+	// login registers the crew dynamically where it can.
+	OAuth *OAuth
+	// TokenFile is where crew mcp login keeps the server's grant (an HTTP
+	// server; "": it never logs in, a 401 is only refused).
+	TokenFile string
 }
 
 // Limits and pacing.
@@ -85,7 +91,7 @@ func (s Server) Where(r *events.Redactor) string {
 
 func (s Server) same(o Server) bool {
 	return s.Name == o.Name && s.URL == o.URL && s.Stdio.String() == o.Stdio.String() && s.Timeout == o.Timeout && s.AutonomousRun == o.AutonomousRun &&
-		fmt.Sprint(s.Headers) == fmt.Sprint(o.Headers) &&
+		fmt.Sprint(s.Headers) == fmt.Sprint(o.Headers) && fmt.Sprint(s.OAuth) == fmt.Sprint(o.OAuth) && s.TokenFile == o.TokenFile &&
 		slices.Equal(s.ReadOnly, o.ReadOnly) && slices.Equal(s.Hidden, o.Hidden)
 }
 
@@ -256,6 +262,7 @@ type Status struct {
 	ReadOnly  []string // of those, the owner's read-only ones
 	Hidden    int
 	Problems  []string // collisions within the server, read_only_tools it does not have
+	LoggedIn  bool     // it answered with a stored OAuth login
 }
 
 // Status connects to every declared server and lists its tools.
@@ -266,6 +273,10 @@ func (p *Pool) Status(ctx context.Context) []Status {
 		st := Status{Name: name, URL: s.cfg.Where(p.secrets), Transport: s.cfg.Transport()}
 		list, probs := p.Tools(ctx, []string{name})
 		st.Restarts = s.restartCount()
+		s.mu.Lock()
+		auth, failed := s.auth, s.err != nil
+		s.mu.Unlock()
+		st.LoggedIn = !failed && auth.loggedIn()
 		if err := s.lastErr(); err != nil {
 			st.Err = err
 		}
@@ -302,6 +313,7 @@ type server struct {
 	pool *Pool
 
 	mu       sync.Mutex
+	auth     *oauthHandler // an HTTP server's stored login, if it has a TokenFile
 	cs       *sdk.ClientSession
 	list     []*Tool // from the last good listing
 	refused  []error // tools of that listing not offered, and why
@@ -326,7 +338,9 @@ type State struct {
 	Where     string `json:"where"`     // the URL or the command, redacted
 	// State: "not started" (never used), "running" (a session is open),
 	// "idle" (listed before, no session now), "down" (the last connect,
-	// listing or call failed: Error says why).
+	// listing or call failed: Error says why), "needs login" (it asks for
+	// OAuth and no usable login is stored: Error says to run crew mcp
+	// login <name>).
 	State    string `json:"state"`
 	Tools    int    `json:"tools"`    // in its last good listing
 	Restarts int    `json:"restarts"` // stdio: restarts since the crew started
@@ -352,6 +366,8 @@ func (p *Pool) States() []State {
 			}
 		}
 		switch {
+		case s.needsLoginLocked():
+			st.State, st.Error = "needs login", "needs login: run crew mcp login "+name
 		case s.err != nil:
 			st.State, st.Error = "down", p.secrets.String(s.err.Error())
 		case s.cs != nil:
@@ -407,8 +423,16 @@ func (s *server) close() {
 func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.listed && (s.err == nil || s.pool.clock().Sub(s.failedAt) >= retryAfter) {
+	switch {
+	case s.needsLoginLocked():
+		if s.auth.changed() { // crew mcp login stored a grant since
+			s.relistLocked(ctx)
+		}
+	case !s.listed && (s.err == nil || s.pool.clock().Sub(s.failedAt) >= retryAfter):
 		s.relistLocked(ctx)
+	}
+	if s.needsLoginLocked() {
+		return nil, s.err // not offered until the owner logs in
 	}
 	if s.err == nil && len(s.refused) > 0 {
 		return s.list, errors.Join(s.refused...)
@@ -441,6 +465,14 @@ func (s *server) relistLocked(ctx context.Context) {
 }
 
 func (s *server) fail(err error) {
+	var nl NeedsLogin
+	if errors.As(err, &nl) {
+		s.err, s.failedAt = NeedsLogin{Server: s.cfg.Name}, s.pool.clock()
+		if s.auth != nil {
+			s.auth.mark()
+		}
+		return
+	}
 	s.err = fmt.Errorf("MCP server %q (%s) is not answering: %v", s.cfg.Name, s.cfg.Where(s.pool.secrets), oneLine(err))
 	s.failedAt = s.pool.clock()
 }
@@ -488,11 +520,15 @@ func (s *server) sessionLocked(ctx context.Context) (*sdk.ClientSession, error) 
 			return nil, err
 		}
 	} else {
-		tr = &sdk.StreamableClientTransport{
+		t := &sdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
 			HTTPClient: &http.Client{Transport: headers{s.cfg.Headers, hostOf(s.cfg.URL), http.DefaultTransport}},
 			MaxRetries: 2,
 		}
+		if h := s.oauthLocked(); h != nil {
+			t.OAuthHandler = h
+		}
+		tr = t
 	}
 	cs, err := cl.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
@@ -505,6 +541,22 @@ func (s *server) sessionLocked(ctx context.Context) (*sdk.ClientSession, error) 
 	s.cs = cs
 	s.listed = false // a new session: its tools are listed again
 	return cs, nil
+}
+
+// oauthLocked is the server's login handler (nil for one without a
+// TokenFile); s.mu is held.
+func (s *server) oauthLocked() *oauthHandler {
+	if s.auth == nil && s.cfg.URL != "" && s.cfg.TokenFile != "" {
+		s.auth = &oauthHandler{name: s.cfg.Name, path: s.cfg.TokenFile, secrets: s.pool.secrets, client: &http.Client{Timeout: listTimeout}, clock: s.pool.clock}
+	}
+	return s.auth
+}
+
+// needsLoginLocked: the server's last failure was "needs login"; s.mu is
+// held.
+func (s *server) needsLoginLocked() bool {
+	var nl NeedsLogin
+	return errors.As(s.err, &nl)
 }
 
 func (s *server) dropLocked(cs *sdk.ClientSession) {
@@ -562,6 +614,14 @@ func (s *server) call(ctx context.Context, remote string, args map[string]any) (
 		}
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err() // the turn is stopping
+		}
+		var nl NeedsLogin
+		if errors.As(err, &nl) {
+			s.mu.Lock()
+			s.fail(err)
+			e := s.err
+			s.mu.Unlock()
+			return tools.Failf("%v. The call of %s was not run; nothing changed on that server. Go on without it.", e, remote), nil
 		}
 		var rpc interface{ ErrorCode() int64 }
 		if errors.As(err, &rpc) {

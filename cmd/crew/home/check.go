@@ -82,6 +82,12 @@ func checkMCPServers(f *yamlFile, c *Config) error {
 				}
 			}
 		}
+		if len(m.Command) > 0 && m.OAuth != nil {
+			return f.errAt(append(base, "oauth"), key+".oauth", key+".oauth: only with url; a stdio server logs in through its env")
+		}
+		if o := m.OAuth; o != nil && o.ClientSecret != "" && o.ClientID == "" {
+			return f.errAt(append(base, "oauth", "client_secret"), key+".oauth.client_secret", key+".oauth.client_secret: set client_id too (the secret is of that client)")
+		}
 		if len(m.Command) > 0 && m.Headers != nil {
 			return f.errAt(append(base, "headers"), key+".headers", key+".headers: only with url; a stdio server gets its secrets through env")
 		}

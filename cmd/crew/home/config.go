@@ -123,11 +123,24 @@ type MCPServer struct {
 	ReadOnlyTools  []string          `yaml:"read_only_tools"`
 	HiddenTools    []string          `yaml:"hidden_tools"`
 	TimeoutSeconds int               `yaml:"timeout_seconds"` // 0: 60
+	// OAuth configures crew mcp login for a remote server that asks for it
+	// (a 401 with protected-resource metadata): a client registered by
+	// hand; without it a login registers dynamically.
+	OAuth *MCPOAuth `yaml:"oauth"`
 	// Autonomous "run": the server's tools that are not read-only run
 	// unasked in autonomous conversations (jobs, delegated children,
 	// teammates), as built-in gated tools do; "" or "ask": they ask the
 	// owner in every seat (R-GATE-5).
 	Autonomous string `yaml:"autonomous"`
+}
+
+// MCPOAuth is an entry's oauth: the client id (and secret, a ${VAR} of
+// the env file) registered with the server's authorization server, and
+// the scopes to ask for instead of those the server names.
+type MCPOAuth struct {
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
 }
 
 // Config defaults (R-HOME-6).

@@ -2,6 +2,7 @@ package home
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"io/fs"
@@ -271,7 +272,9 @@ func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(st
 			lines := []string{"MCP servers (as the running crew serve has them):"}
 			for _, st := range states {
 				l := fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.State)
-				if st.Error != "" {
+				if st.State == "needs login" {
+					l = fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.Error)
+				} else if st.Error != "" {
 					l += ": " + st.Error
 				}
 				if st.State != "not started" {
@@ -303,9 +306,17 @@ func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(st
 	pool.Redact(r)
 	defer pool.Close()
 	for _, st := range pool.Status(ctx) {
+		var nl mcp.NeedsLogin
+		if errors.As(st.Err, &nl) {
+			lines = append(lines, fmt.Sprintf("  %s (%s %s): needs login: run crew mcp login %s", st.Name, st.Transport, st.URL, st.Name))
+			continue
+		}
 		if st.Err != nil {
 			lines = append(lines, fmt.Sprintf("  %s (%s %s): does not answer: %v", st.Name, st.Transport, st.URL, st.Err))
 			continue
+		}
+		if st.LoggedIn {
+			st.Problems = append([]string{"logged in (OAuth; crew mcp logout " + st.Name + " revokes it)"}, st.Problems...)
 		}
 		ro := "none"
 		if len(st.ReadOnly) > 0 {

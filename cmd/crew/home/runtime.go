@@ -116,6 +116,16 @@ func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (serve
 				r.Add("mcp_servers."+name+".headers."+k, s.Headers[k])
 			}
 		}
+		if c.URL != "" {
+			s.TokenFile = h.MCPTokenFile(name)
+			mcp.TeachGrant(s.TokenFile, name, r)
+		}
+		if o := c.OAuth; o != nil {
+			s.OAuth = &mcp.OAuth{ClientID: o.ClientID, ClientSecret: resolve(o.ClientSecret), Scopes: o.Scopes}
+			if len(s.OAuth.ClientSecret) >= events.MinEnvFileSecret {
+				r.Add("mcp_servers."+name+".oauth.client_secret", s.OAuth.ClientSecret)
+			}
+		}
 		if len(c.Command) > 0 {
 			s.Stdio = h.stdio(name, c)
 			for _, k := range slices.Sorted(maps.Keys(c.Env)) {
@@ -131,6 +141,8 @@ func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (serve
 			key := "headers"
 			if len(c.Command) > 0 {
 				key = "env"
+			} else if c.OAuth != nil && strings.Contains(c.OAuth.ClientSecret, "${") {
+				key = "headers or oauth.client_secret"
 			}
 			problems = append(problems, fmt.Sprintf("%s: mcp_servers.%s.%s: %s not set in %s or the environment; the server is not used",
 				filepath.Join(h.Dir, "config.yaml"), name, key, strings.Join(slices.Compact(missing), ", "), filepath.Join(h.Dir, "env")))
@@ -139,6 +151,15 @@ func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (serve
 		servers = append(servers, s)
 	}
 	return servers, problems
+}
+
+// MCPNames are the servers of config.yaml mcp_servers, sorted.
+func (h *Home) MCPNames() []string { return slices.Sorted(maps.Keys(h.Config.MCPServers)) }
+
+// MCPTokenFile is where crew mcp login keeps the grant of the remote
+// server name: the home's secret area, mode 0600 in a 0700 folder.
+func (h *Home) MCPTokenFile(name string) string {
+	return filepath.Join(h.Dir, "secrets", "mcp", name+".json")
 }
 
 // stdio is a stdio entry's start: its paths made absolute against the
