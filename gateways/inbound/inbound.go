@@ -84,6 +84,10 @@ type Accepted struct {
 	// Queued counts the messages waiting behind the running turn, this
 	// one included; 0 when no turn runs (the message is taken at once).
 	Queued int `json:"queued,omitempty"`
+	// Seq is the stream sequence of the stored message (0 when it was a
+	// repeat of one stored before): who follows the conversation for its
+	// answer starts there, not at the conversation's first event.
+	Seq uint64 `json:"-"`
 }
 
 var channelPattern = regexp.MustCompile(`^[a-z]+(:[A-Za-z0-9_-]{1,64})?$`)
@@ -247,7 +251,7 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 	}
 	acc.ConversationID = id
 	if len(stored) > 0 {
-		acc.MessageID = stored[len(stored)-1].ID
+		acc.MessageID, acc.Seq = stored[len(stored)-1].ID, stored[len(stored)-1].Seq
 	}
 	// A steer kicks too: if the run ends before a tool boundary, the steer
 	// becomes a message that the next turn answers.

@@ -340,3 +340,30 @@ func TestInboundNewConversationKeepsItsAgentsAutonomyAndChannelTTL(t *testing.T)
 		})
 	}
 }
+
+// Accepted carries the stored message's stream sequence, so a caller
+// waiting for the answer (the crew's MCP server) follows the conversation
+// from there, not from its first event.
+func TestAcceptedCarriesTheStoredMessagesSequence(t *testing.T) {
+	_, log := eventstest.Start(t)
+	in := &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
+		Location: time.UTC, Clock: time.Now}
+	ctx := t.Context()
+	a, err := in.Receive(ctx, inbound.Message{Text: "first", Channel: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := in.Receive(ctx, inbound.Message{Text: "second", Channel: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Seq == 0 || b.Seq <= a.Seq {
+		t.Fatalf("sequences %d then %d", a.Seq, b.Seq)
+	}
+	for env, err := range log.Read(ctx, events.Conv(b.ConversationID).Filter(), b.Seq) {
+		if err != nil || env.ID != b.MessageID || env.Type != events.TypeMessageReceived {
+			t.Fatalf("the event at sequence %d is %s %s (%v), want message %s", b.Seq, env.Type, env.ID, err, b.MessageID)
+		}
+		break
+	}
+}

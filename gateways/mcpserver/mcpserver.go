@@ -152,8 +152,8 @@ func (g *gateway) send(ctx context.Context, req *sdk.CallToolRequest, in SendArg
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	seen, n := false, 0
-	var r runView
-	for env, err := range g.cfg.Log.Follow(wctx, events.Conv(acc.ConversationID).Filter(), 0) {
+	var r loop.RunReply
+	for env, err := range g.cfg.Log.Follow(wctx, events.Conv(acc.ConversationID).Filter(), acc.Seq) {
 		if err != nil {
 			break
 		}
@@ -172,12 +172,12 @@ func (g *gateway) send(ctx context.Context, req *sdk.CallToolRequest, in SendArg
 		switch e := e.(type) {
 		case *events.RunStarted:
 			if out.RunID == "" && !acc.Steer {
-				out.RunID, r = e.RunID, runView{}
+				out.RunID, r = e.RunID, loop.RunReply{}
 				progress(n, "run "+e.RunID+" started")
 			}
 		case *events.ModelCalled:
 			if e.RunID == out.RunID || (acc.Steer && out.RunID == "") {
-				r.fold(e)
+				r.Fold(e)
 				if e.InTurn() && e.Error == "" && len(e.ToolCalls) > 0 {
 					n++
 					names := make([]string, len(e.ToolCalls))
@@ -188,7 +188,7 @@ func (g *gateway) send(ctx context.Context, req *sdk.CallToolRequest, in SendArg
 				}
 			}
 		case *events.ToolCompleted:
-			r.fold(e)
+			r.Fold(e)
 		case *events.ApprovalRequested:
 			if e.RunID == out.RunID {
 				out.Status = "awaiting_approval"
@@ -204,7 +204,7 @@ func (g *gateway) send(ctx context.Context, req *sdk.CallToolRequest, in SendArg
 		case *events.RunFinished:
 			if e.RunID == out.RunID || (acc.Steer && out.RunID == "") {
 				out.RunID, out.Status = e.RunID, e.Status
-				out.Reply = r.reply(g.cfg.Home, e)
+				out.Reply = reply(&r, g.cfg.Home, e)
 				return text(cmpOr(out.Reply, "(the run ended without a reply)")), out, nil
 			}
 		}
@@ -218,41 +218,11 @@ func (g *gateway) send(ctx context.Context, req *sdk.CallToolRequest, in SendArg
 	return text(fmt.Sprintf("Still running after %s: conversation %s, run %s. Follow it with crew_status and crew_read.", wait, out.ConversationID, cmpOr(out.RunID, "(not started yet)"))), out, nil
 }
 
-// runView folds what a run's reply needs, as the Telegram gateway does.
-type runView struct {
-	text     string
-	cost     float64
-	unknown  int
-	question string
-}
-
-func (r *runView) fold(e events.Event) {
-	switch e := e.(type) {
-	case *events.ModelCalled:
-		if e.InTurn() && e.Error == "" && e.Text != "" {
-			r.text = e.Text
-		}
-		switch {
-		case e.CostUSD != nil:
-			r.cost += *e.CostUSD
-		case e.Error == "":
-			r.unknown++
-		}
-	case *events.ToolCompleted:
-		if d := e.Delegate; d != nil {
-			if d.CostUSD != nil {
-				r.cost += *d.CostUSD
-			}
-			r.unknown += d.UnknownCostCalls
-		}
-	}
-}
-
 // reply is the run's last text and, for a run that did not end done, the
 // notice the owner's channels show.
-func (r *runView) reply(home string, e *events.RunFinished) string {
-	end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, By: e.By, CostUSD: r.cost, UnknownCostCalls: r.unknown, Replied: r.text != ""}
-	return strings.TrimSpace(r.text + "\n\n" + end.Notice(home))
+func reply(r *loop.RunReply, home string, e *events.RunFinished) string {
+	end := r.Ending(e)
+	return strings.TrimSpace(r.Text + "\n\n" + end.Notice(home))
 }
 
 // ConversationsArgs are crew_conversations' arguments.

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -23,15 +22,11 @@ const MaxMessage = 4096
 // for months keeps a fixed amount.
 const maxTracked = 1024
 
-// runView is what the follower remembers of a conversation's open run.
+// runView is what the follower remembers of a conversation's open run:
+// whether it saw it start, and the reply folded so far.
 type runView struct {
 	open bool
-	text string // the last successful model text of the run
-	// cost and unknown add up the run's model costs (delegates included);
-	// question is what its last reply asked with ask_user.
-	cost     float64
-	unknown  int
-	question string
+	loop.RunReply
 }
 
 // QueuedText acknowledges a message that waits behind the running turn.
@@ -142,30 +137,11 @@ func (g *Gateway) apply(ctx context.Context, runs map[string]*runView, children 
 
 // fold adds a model call or a tool's completion to the run's view.
 func (r *runView) fold(e events.Event) {
-	switch e := e.(type) {
-	case *events.RunStarted:
+	if _, ok := e.(*events.RunStarted); ok {
 		*r = runView{open: true}
-	case *events.ModelCalled:
-		if e.InTurn() && e.Error == "" && e.Text != "" {
-			r.text = e.Text
-		}
-		switch {
-		case e.CostUSD != nil:
-			r.cost += *e.CostUSD
-		case e.Error == "": // a failed call cost nothing we know of
-			r.unknown++
-		}
-		if e.InTurn() && e.Error == "" {
-			r.question = askUser(e.ToolCalls)
-		}
-	case *events.ToolCompleted:
-		if d := e.Delegate; d != nil {
-			if d.CostUSD != nil {
-				r.cost += *d.CostUSD
-			}
-			r.unknown += d.UnknownCostCalls
-		}
+		return
 	}
+	r.Fold(e)
 }
 
 // runFromLog folds the run that finished at env from its conversation's
@@ -195,9 +171,8 @@ func (g *Gateway) runFromLog(ctx context.Context, env events.Envelope) (runView,
 
 // wantAnswer wants a finished run's reply, its notice and its files.
 func (g *Gateway) wantAnswer(ctx context.Context, chatID int64, ref string, seq uint64, r *runView, e *events.RunFinished) error {
-	text := r.text
-	end := loop.Ending{Status: e.Status, Reason: e.Reason, Error: e.Error, By: e.By, CostUSD: r.cost, UnknownCostCalls: r.unknown,
-		Replied: r.text != "", Question: r.question}
+	text := r.Text
+	end := r.Ending(e)
 	if notice := end.Notice(g.cfg.Home); notice != "" {
 		if end.Kind() != loop.EndAsks {
 			notice += " Spend: " + end.Spend() + "."
@@ -274,19 +249,6 @@ func (g *Gateway) applyChild(ctx context.Context, children map[string]int64, con
 		return g.settle(ctx, e.QuestionID, "expired", expiredLine, ref)
 	}
 	return nil
-}
-
-// askUser is the question of an ask_user call among calls, if any.
-func askUser(calls []events.ToolCallRequest) string {
-	for _, c := range calls {
-		var q struct {
-			Question string `json:"question"`
-		}
-		if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
-			return q.Question
-		}
-	}
-	return ""
 }
 
 // chatOf parses "telegram-<chat>-<YYYYMMDD>", the master's daily
