@@ -17,7 +17,7 @@ import (
 // SeatKind is where a call is made from, as the gate sees it.
 type SeatKind struct {
 	Name       string
-	Channel    string // web, telegram, api, job, delegate, team
+	Channel    string // web, telegram, api, mcp, job, delegate, team
 	Autonomous bool   // gated tools run unasked (ask reasons still ask)
 	Child      bool   // a delegated conversation: questions go to its parent, no delegating again
 	Lead       bool   // the lead's conversation of a team
@@ -30,6 +30,7 @@ var Seats = []SeatKind{
 	{Name: "supervised web", Channel: "web"},
 	{Name: "Telegram", Channel: "telegram"},
 	{Name: "API channel", Channel: "api"},
+	{Name: "MCP client", Channel: "mcp"}, // crew_send over /mcp or crew mcp serve: supervised, approvals and questions wait for the owner elsewhere
 	{Name: "autonomous job", Channel: "job", Autonomous: true},
 	{Name: "delegated child", Channel: DelegateChannel, Autonomous: true, Child: true},
 	{Name: "team lead", Channel: "web", Lead: true},

@@ -119,7 +119,7 @@ var confRows = map[string]confRow{
 type confSeat struct{ name, key, script string }
 
 var confSeats = []confSeat{
-	{"supervised web", "web", ""}, {"Telegram", "telegram", ""}, {"API channel", "api", ""},
+	{"supervised web", "web", ""}, {"Telegram", "telegram", ""}, {"API channel", "api", ""}, {"MCP client", "mcp", ""},
 	{"autonomous job", "job", ""}, {"delegated child", "child", ""}, {"team lead", "lead", ""},
 	{"teammate", "mate", ""}, {"script (read-only)", "read", "read"}, {"script (gated)", "gated", "gated"},
 }
@@ -481,6 +481,7 @@ func TestEveryToolInEverySeatThroughServe(t *testing.T) {
 	open("web", "web", "plain")
 	open("telegram", "telegram:4242", "plain")
 	open("api", "api", "plain")
+	open("mcp", "mcp", "plain") // the channel crew_send stores on (gateways/mcpserver)
 	open("lead", "web", "master")
 	open("parent", "parent", "plain")
 	open("read", "web", "reader")
