@@ -214,6 +214,9 @@ func TestMCPOAuthLoginThroughServe(t *testing.T) {
 		<-s.done
 		t.Fatalf("serve did not stop:\n%s", s.stderr.String())
 	}
+	if out, _, _ := crew(t, home, "doctor"); !strings.Contains(out, "  secure (streamable HTTP "+as.MCP+"): needs login: run crew mcp login secure") {
+		t.Errorf("doctor without a running serve, after logout:\n%s", out)
+	}
 	export, _, code := crew(t, home, "export", id)
 	if code != 0 || !strings.Contains(export, "protected echo") {
 		t.Fatalf("export = %d", code)
