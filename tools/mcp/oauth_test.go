@@ -3,9 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -86,6 +88,9 @@ func TestOAuthLoginRefreshLogout(t *testing.T) {
 	if st := p.States()[0]; st.State != "needs login" || st.Error != "needs login: run crew mcp login secure" {
 		t.Fatalf("state before login: %+v", st)
 	}
+	if st := p.Status(ctx)[0]; st.Transport != "streamable HTTP" || !errors.As(st.Err, new(NeedsLogin)) || st.LoggedIn {
+		t.Fatalf("doctor's status before login: %+v", st)
+	}
 	if res := callEcho(t, p, "hi"); !res.IsError || !strings.Contains(res.Output, "unavailable") || !strings.Contains(res.Output, "not run") {
 		t.Fatalf("a call before login: %+v", res)
 	}
@@ -116,6 +121,9 @@ func TestOAuthLoginRefreshLogout(t *testing.T) {
 	}
 	if st := p.States()[0]; st.State != "running" {
 		t.Errorf("state after login: %+v", st)
+	}
+	if st := p.Status(ctx)[0]; st.Err != nil || !st.LoggedIn || len(st.Tools) != 1 {
+		t.Errorf("doctor's status after login: %+v", st)
 	}
 
 	// The token lapses: the crew refreshes it first (its clock an hour on,
@@ -180,7 +188,7 @@ func TestOAuthLoginWithAConfiguredClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(<-opened)
-	if u.Query().Get("client_id") != "crew-by-hand" || u.Query().Get("scope") != "tools offline_access" || u.Query().Get("code_challenge_method") != "S256" {
+	if u.Query().Get("client_id") != "crew-by-hand" || !slices.Equal(slices.Sorted(slices.Values(strings.Fields(u.Query().Get("scope")))), []string{"offline_access", "tools"}) || u.Query().Get("code_challenge_method") != "S256" {
 		t.Errorf("authorization URL %s", u)
 	}
 	if g.ClientID != "crew-by-hand" || as.Registrations() != 0 {
