@@ -520,7 +520,10 @@ func TestEveryToolInEverySeatThroughServe(t *testing.T) {
 				if a.Tool == "browser_navigate" {
 					decision = "approve" // the test page: browser_act needs its outline
 				}
-				if a.Tool == "propose_team" && id == convs["lead"] && !strings.Contains(strings.Join(model.bodies["lead"], ""), "The owner confirmed") {
+				model.mu.Lock() // the model's handler appends to bodies meanwhile
+				confirmed := strings.Contains(strings.Join(model.bodies["lead"], ""), "The owner confirmed")
+				model.mu.Unlock()
+				if a.Tool == "propose_team" && id == convs["lead"] && !confirmed {
 					decision = "approve"
 				}
 				postJSON(t, s.url+"/api/approvals/"+a.ID, map[string]any{"decision": decision})
@@ -556,7 +559,10 @@ func TestEveryToolInEverySeatThroughServe(t *testing.T) {
 	getJSON(t, s.url+"/api/conversations", &list)
 	for _, c := range list {
 		if c.RootID == convs["parent"] && c.Agent == "helper" {
-			if b := strings.Join(model.bodies["child"], ""); b != "" {
+			model.mu.Lock()
+			b := strings.Join(model.bodies["child"], "")
+			model.mu.Unlock()
+			if b != "" {
 				convs["child"] = c.ID
 			}
 		}
