@@ -77,7 +77,12 @@ func (t *Turn) hook(ctx context.Context, runID string, step int, event string, c
 	payload["run_id"] = runID
 	payload["agent"] = t.agent.ID
 	payload["cwd"] = t.agent.Workspace
-	outs := h.Run(ctx, event, tool, payload, t.agent.Workspace)
+	var outs []kit.Outcome
+	if t.replayed != nil {
+		outs = t.replayed.hooksRan(runID, step, event, callID) // never run again
+	} else {
+		outs = h.Run(ctx, event, tool, payload, t.agent.Workspace)
+	}
 	if len(outs) == 0 {
 		return "", false, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // Replay re-drives the loop over a recorded run (R-OBS-3): the model
@@ -49,7 +50,7 @@ var loopOutputs = map[string]bool{
 	events.TypeEscalated: true, events.TypeToolCalled: true, events.TypeToolCompleted: true,
 	events.TypeApprovalRequested: true, events.TypeSteersApplied: true, events.TypeGuardReminded: true,
 	events.TypeRunFinished: true, events.TypeModelRetried: true, events.TypeContextCompacted: true,
-	events.TypeQuestionAsked: true,
+	events.TypeQuestionAsked: true, events.TypeHookRan: true,
 }
 
 var errDiverged = errors.New("replay diverged")
@@ -168,6 +169,8 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 		case *events.QuestionAsked:
 			ids = append(ids, e.QuestionID)
 			passed[e.CallID] = true
+		case *events.HookRan:
+			pinned.hookRan(e)
 		case *events.RouteFallback:
 			if !e.Vision() { // a vision move made no call on From
 				attempts[e.From] = append(attempts[e.From], attempt{err: e.Error})
@@ -420,6 +423,37 @@ type pins struct {
 	systems map[int]string
 	tried   map[int][]string
 	vision  map[int]bool
+	// hooks are the owner's hook runs as recorded, in order, by where they
+	// ran: a replay answers a hook from them and never runs its command.
+	hooks map[hookAt][]kit.Outcome
+}
+
+// hookAt is where a hook ran: the run, its step, the hook event and the
+// call it ran around (none for UserPromptSubmit and Stop).
+type hookAt struct {
+	run, hook, call string
+	step            int
+}
+
+// hookRan keeps one recorded hook run for the replay to answer with.
+func (p *pins) hookRan(e *events.HookRan) {
+	if p.hooks == nil {
+		p.hooks = map[hookAt][]kit.Outcome{}
+	}
+	o := kit.Outcome{Command: e.Command, ExitCode: e.ExitCode, Output: e.Output, Blocked: e.Blocked,
+		TimedOut: e.TimedOut, Duration: time.Duration(e.DurationMS) * time.Millisecond}
+	if e.ExitCode == 2 || e.Blocked {
+		o.Reason = strings.TrimSpace(e.Output) // what the model or the owner was told
+	}
+	at := hookAt{run: e.RunID, hook: e.Hook, call: e.CallID, step: e.Step}
+	p.hooks[at] = append(p.hooks[at], o)
+}
+
+// hooksRan answers the hooks of event at run's step around call as they
+// were recorded (nothing when none ran there); a replay never runs the
+// owner's commands, which may have effects.
+func (p *pins) hooksRan(run string, step int, event, call string) []kit.Outcome {
+	return p.hooks[hookAt{run: run, hook: event, call: call, step: step}]
 }
 
 func (p *pins) route(step int, r string) {
