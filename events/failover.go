@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,15 +19,27 @@ import (
 //   - an unchecked append carries its id as Nats-Msg-Id, and the server
 //     answers a retry within DuplicateWindow as a duplicate;
 //   - a checked append (an expected last sequence) is refused as a
-//     conflict once its first try was stored: publish then looks at the
-//     subject's last message, and if it is this event (same id in its
-//     header or its body), it was stored and that is the answer.
+//     conflict once its first try was stored: the refusal names the
+//     scope's last sequence, and if the message there is this event (same
+//     id in its header or its body), it was stored and that is the
+//     answer. It is fetched by that sequence, not as "the last message
+//     of the subject", which the embedded server answers by searching and
+//     loading message blocks (a replicated stream's refusal names no
+//     sequence: there it is the subject's last message).
 func (l *Log) publish(ctx context.Context, subject, id string, body []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(publishPatience)
 	for {
 		ack, err := l.js.Publish(ctx, subject, body, opts...)
 		if err != nil && isWrongLastSequence(err) {
-			if msg, gerr := l.stream.GetLastMsgForSubject(ctx, subject); gerr == nil && storedID(msg) == id {
+			var msg *jetstream.RawStreamMsg
+			var gerr error
+			if seq := lastSequenceOf(err); seq > 0 {
+				msg, gerr = l.stream.GetMsg(ctx, seq)
+			} else {
+				// A replicated stream's refusal names no sequence.
+				msg, gerr = l.stream.GetLastMsgForSubject(ctx, subject)
+			}
+			if gerr == nil && msg.Subject == subject && storedID(msg) == id {
 				return &jetstream.PubAck{Stream: StreamName, Sequence: msg.Sequence, Duplicate: true}, nil
 			}
 		}
@@ -60,4 +74,22 @@ func storedID(msg *jetstream.RawStreamMsg) string {
 		return ""
 	}
 	return env.ID
+}
+
+// lastSequenceOf is the scope's last sequence a wrong-last-sequence
+// refusal names ("wrong last sequence: 42"), 0 when it names none.
+func lastSequenceOf(err error) uint64 {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return 0
+	}
+	_, n, ok := strings.Cut(apiErr.Description, "wrong last sequence: ")
+	if !ok {
+		return 0
+	}
+	seq, perr := strconv.ParseUint(strings.TrimSpace(n), 10, 64)
+	if perr != nil {
+		return 0
+	}
+	return seq
 }

@@ -327,32 +327,32 @@ func (l *Log) Last(ctx context.Context, filter string) (uint64, error) {
 }
 
 // Read yields the events matching filter with stream sequence ≥ from, in
-// stream order, up to the last one stored when Read started. A decode
-// failure is yielded as a *DecodeError and ends the sequence.
+// stream order, until none is left (events stored while it reads may be
+// yielded too). A decode failure is yielded as a *DecodeError and ends the
+// sequence.
 //
-// A short span (the tail after a snapshot: the common case) is read with
-// JetStream's batched direct get, which creates no consumer, so a thousand
-// turns can load at once without touching the server's consumer limits. A
-// long span (a cold replay) uses an ordered consumer, which streams faster.
+// It starts with JetStream's batched direct get, which creates no
+// consumer, so a thousand turns can load at once without touching the
+// server's consumer limits; each batch says how many matching events are
+// left, and when more than directSpan are (a cold replay) the rest comes
+// through an ordered consumer, which streams faster. It never asks for
+// the filter's last message first: the embedded server answers that by
+// loading the message block that holds it (up to 8 MB from disk), in the
+// reader's connection, ahead of every publish behind it.
 func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[Envelope, error] {
 	return func(yield func(Envelope, error) bool) {
-		upTo, err := l.Last(ctx, filter)
-		if err != nil {
-			yield(Envelope{}, err)
-			return
-		}
 		seq := max(from, 1)
-		if upTo >= seq && upTo-seq > directSpan {
-			l.readOrdered(ctx, filter, seq, yield)
-			return
-		}
-		for seq <= upTo {
-			next, more, err := l.directBatch(ctx, filter, seq, upTo, yield)
+		for {
+			next, left, done, err := l.directBatch(ctx, filter, seq, yield)
 			if err != nil {
 				yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, seq, err))
 				return
 			}
-			if !more {
+			if done || left == 0 {
+				return
+			}
+			if left > directSpan {
+				l.readOrdered(ctx, filter, next, yield)
 				return
 			}
 			seq = next
@@ -360,8 +360,8 @@ func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[En
 	}
 }
 
-// readBatch is how many events one direct-get request returns; directSpan
-// the widest span of stream sequences read that way.
+// readBatch is how many events one direct-get request returns; past
+// directSpan events left, Read streams the rest with an ordered consumer.
 const (
 	readBatch  = 512
 	directSpan = 4096
@@ -439,19 +439,21 @@ func (l *Log) consumeAll(ctx context.Context, what string, filters []string, fro
 	}
 }
 
-// directBatch fetches up to readBatch events matching filter from seq to
-// upTo, yielding each. It returns where to continue and whether to.
-func (l *Log) directBatch(ctx context.Context, filter string, seq, upTo uint64, yield func(Envelope, error) bool) (next uint64, more bool, err error) {
+// directBatch fetches up to readBatch events matching filter from seq on,
+// yielding each. It returns where to continue, how many matching events
+// were left after the batch, and done when nothing is (more) in range or
+// the caller stopped.
+func (l *Log) directBatch(ctx context.Context, filter string, seq uint64, yield func(Envelope, error) bool) (next, left uint64, done bool, err error) {
 	nc := l.js.Conn()
-	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": readBatch, "up_to_seq": upTo})
+	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": readBatch})
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	defer sub.Unsubscribe()
 	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+StreamName, inbox, req); err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -459,27 +461,27 @@ func (l *Log) directBatch(ctx context.Context, filter string, seq, upTo uint64, 
 	for {
 		msg, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return 0, false, err
+			return 0, 0, false, err
 		}
 		switch msg.Header.Get("Status") {
 		case "404": // nothing (more) in range
-			return 0, false, nil
+			return 0, 0, true, nil
 		case "204": // end of batch
 			pending, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-			return last + 1, pending > 0 && last < upTo, nil
+			return last + 1, pending, false, nil
 		case "":
 		default:
-			return 0, false, fmt.Errorf("direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
+			return 0, 0, false, fmt.Errorf("direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
 		}
 		n, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
 		if err != nil {
-			return 0, false, fmt.Errorf("direct get: bad sequence header %q", msg.Header.Get("Nats-Sequence"))
+			return 0, 0, false, fmt.Errorf("direct get: bad sequence header %q", msg.Header.Get("Nats-Sequence"))
 		}
 		last = n
 		env, derr := decode(msg.Header.Get("Nats-Subject"), n, msg.Data)
 		if !yield(env, derr) || derr != nil {
 			// The caller stopped (or saw the error): drain nothing more.
-			return 0, false, nil
+			return 0, 0, true, nil
 		}
 	}
 }

@@ -103,6 +103,9 @@ func (cs *Convs) reload(ctx context.Context, id string) error {
 // conversation, close a run that failed MaxFailedPasses times in a row,
 // else retry after RetryDelay (retry: one is scheduled).
 func (w *Worker) failed(id string, err error) (retry bool) {
+	// Every failed pass is counted (Stats, /healthz, doctor) and logged
+	// with its error, whatever happens next.
+	w.failedPasses.Add(1)
 	// Only an event of this conversation parks it (a delegate's child
 	// failing to load is a failure of this pass like any other).
 	var de *events.DecodeError
@@ -120,6 +123,7 @@ func (w *Worker) failed(id string, err error) (retry bool) {
 	w.failures[id]++
 	n := w.failures[id]
 	w.mu.Unlock()
+	w.cfg.Logger.Warn("turn pass failed", "conversation", id, "failures_in_a_row", n, "err", err)
 	if n >= MaxFailedPasses {
 		perr := w.poison(id, n, err)
 		if perr == nil {
@@ -132,7 +136,7 @@ func (w *Worker) failed(id string, err error) (retry bool) {
 		err = fmt.Errorf("%w; closing the run failed too: %w", err, perr)
 	}
 	d := w.retryDelay(n)
-	w.cfg.Logger.Error("turn failed; retrying", "conversation", id, "failures", n, "in", d, "err", err)
+	w.cfg.Logger.Warn("turn pass to be retried", "conversation", id, "failures_in_a_row", n, "in", d)
 	w.retryLater(id, d)
 	return true
 }

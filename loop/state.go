@@ -670,15 +670,10 @@ func loadState(ctx context.Context, log Reader, snaps Snapshots, conversation st
 }
 
 // CatchUp applies every event stored after s.Seq and returns how many.
+// It reads on from s.Seq without asking for the conversation's last
+// sequence first (see events.Log.Read).
 func (s *State) CatchUp(ctx context.Context, log Reader) (int, error) {
 	filter := events.Conv(s.Conversation).Filter()
-	last, err := log.Last(ctx, filter)
-	if err != nil {
-		return 0, fmt.Errorf("load state of %s: %w", s.Conversation, err)
-	}
-	if last <= s.Seq {
-		return 0, nil
-	}
 	applied := 0
 	for env, err := range log.Read(ctx, filter, s.Seq+1) {
 		if err != nil {

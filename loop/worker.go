@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -87,6 +88,28 @@ type Worker struct {
 	parked     map[string]Parked
 	// stops cancel the running turn of a conversation (Stop).
 	stops map[string]context.CancelCauseFunc
+
+	// failedPasses counts every pass that failed since start (Stats).
+	failedPasses atomic.Uint64
+}
+
+// WorkerStats is what /healthz and doctor show of the worker.
+type WorkerStats struct {
+	// FailedPasses counts the passes that failed since the worker
+	// started (each is logged at warn with its error, then retried or its
+	// run closed).
+	FailedPasses uint64 `json:"failed_passes"`
+	// Running counts the conversations with a pass running; Retrying
+	// those waiting to retry a failed one.
+	Running  int `json:"running"`
+	Retrying int `json:"retrying"`
+}
+
+// Stats is the worker's counters now.
+func (w *Worker) Stats() WorkerStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return WorkerStats{FailedPasses: w.failedPasses.Load(), Running: len(w.state), Retrying: len(w.retrying)}
 }
 
 type passState int

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/mcp"
@@ -116,24 +117,34 @@ func (c Client) MCP(ctx context.Context) ([]mcp.State, error) {
 	return body.Servers, err
 }
 
-// Health is /healthz: the server's status and its projections.
-func (c Client) Health(ctx context.Context) (status string, projs []projections.Status, err error) {
+// HealthReport is /healthz as the running server answers it.
+type HealthReport struct {
+	Status      string               `json:"status"`
+	Projections []projections.Status `json:"projections"`
+	// Turns is the turn worker's counters; nil from a server without a
+	// worker.
+	Turns *loop.WorkerStats `json:"turns"`
+}
+
+// Health is /healthz: the server's status, its projections and its turn
+// worker.
+func (c Client) Health(ctx context.Context) (HealthReport, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/healthz", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", nil, err
+		return HealthReport{}, err
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Status  string `json:"status"`
-		Details struct {
-			Projections []projections.Status `json:"projections"`
-		} `json:"details"`
+		Status  string       `json:"status"`
+		Details HealthReport `json:"details"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return "", nil, fmt.Errorf("%s, unreadable body: %w", resp.Status, err)
+		return HealthReport{}, fmt.Errorf("%s, unreadable body: %w", resp.Status, err)
 	}
-	return body.Status, body.Details.Projections, nil
+	h := body.Details
+	h.Status = body.Status
+	return h, nil
 }
 
 // Consolidate asks the server to file a memory proposal for agent, as

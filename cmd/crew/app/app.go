@@ -94,6 +94,10 @@ type App struct {
 
 	store  *store // nil with ReadOnly
 	member *member
+	// closeOnce makes Close safe to call twice (a test's cleanup after
+	// an explicit Close).
+	closeOnce sync.Once
+	closeErr  error
 	// Runner runs the projections (nil with StoreOnly or ReadOnly).
 	Runner *projections.Runner
 	// Listener is the HTTP port (Serve only).
@@ -251,8 +255,13 @@ func (a *App) Lost() <-chan struct{} { return a.lost }
 
 // Close takes the crew down in the reverse order of Open: the singletons,
 // the worker and what runs beside it, the HTTP port, the projections, the
-// cluster lease, the store.
+// cluster lease, the store. A second Close returns the first's answer.
 func (a *App) Close() error {
+	a.closeOnce.Do(func() { a.closeErr = a.close() })
+	return a.closeErr
+}
+
+func (a *App) close() error {
 	a.leadMu.Lock()
 	stop := a.stopLead
 	a.stopLead = nil
@@ -295,10 +304,15 @@ func (a *App) Close() error {
 }
 
 // Health is /healthz: ready once the projections have caught up with
-// what the log held at start.
+// what the log held at start; its details also carry the turn worker's
+// counters (failed passes since start, turns in flight and queued).
 func (a *App) Health(ctx context.Context) (bool, any) {
 	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
-	return ready, map[string]any{"projections": statuses}
+	details := map[string]any{"projections": statuses}
+	if a.running != nil && a.Worker != nil {
+		details["turns"] = a.Worker.Stats()
+	}
+	return ready, details
 }
 
 // CatchingUp says how many events the projections still have to apply

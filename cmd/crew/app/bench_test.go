@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"slices"
@@ -58,7 +59,7 @@ func (m *stepModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error
 
 // benchApp opens the App (as opts say) on a fresh home with sync mode
 // syncMode, every agent on one route that m answers.
-func benchApp(b *testing.B, syncMode string, m llm.Model, opts Options) *App {
+func benchApp(b testing.TB, syncMode string, m llm.Model, opts Options) *App {
 	b.Helper()
 	dir := b.TempDir()
 	if _, err := home.Init(dir); err != nil {
@@ -76,6 +77,9 @@ func benchApp(b *testing.B, syncMode string, m llm.Model, opts Options) *App {
 		return ""
 	}
 	opts.Getenv, opts.Models = getenv, func(string) (llm.Model, error) { return m, nil }
+	if os.Getenv("CREW_BENCH_LOG") != "" {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	a, err := Open(b.Context(), dir, h, opts)
 	if err != nil {
 		b.Fatal(err)

@@ -75,13 +75,16 @@ func StoreFiles(dir string) string {
 func ServerHealth(ctx context.Context, url string) []string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	status, projs, err := web.Client{URL: url}.Health(ctx)
+	health, err := web.Client{URL: url}.Health(ctx)
 	if err != nil {
 		return []string{fmt.Sprintf("  /healthz: %v", err)}
 	}
-	lines := []string{"  /healthz: " + status}
-	for _, p := range projs {
+	lines := []string{"  /healthz: " + health.Status}
+	for _, p := range health.Projections {
 		lines = append(lines, fmt.Sprintf("  projection %s: at %d, lag %d%s", p.Name, p.Checkpoint, p.Lag, errSuffix(p.Error)))
+	}
+	if t := health.Turns; t != nil {
+		lines = append(lines, TurnsLine(*t))
 	}
 	return lines
 }
@@ -331,4 +334,14 @@ func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(st
 		lines = append(lines, "  "+p)
 	}
 	return lines
+}
+
+// TurnsLine is doctor's line for the turn worker's counters (/healthz
+// details.turns).
+func TurnsLine(t loop.WorkerStats) string {
+	line := fmt.Sprintf("  turns: %d running, %d waiting to retry, %d failed passes since start", t.Running, t.Retrying, t.FailedPasses)
+	if t.FailedPasses > 0 {
+		line += " (each is in the server's log at warn: \"turn pass failed\")"
+	}
+	return line
 }
