@@ -241,11 +241,18 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // Every payload is redacted first (the log's Redactor, R-X-6): a known secret value
 // never reaches the log. The returned envelopes carry the stored,
 // redacted data, so state built from them is what a replay builds.
+//
+// A refusal for room is an ErrStoreFull, no answer in time (after asking
+// again for a while) an ErrStoreUnavailable (StoreError).
 func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...Envelope) ([]Envelope, error) {
+	var out []Envelope
+	var err error
 	if l.atomic && len(envs) > 1 && len(envs) <= maxAtomicBatch {
-		return l.appendAtomic(ctx, scope, expect, envs)
+		out, err = l.appendAtomic(ctx, scope, expect, envs)
+	} else {
+		out, err = l.appendEach(ctx, scope, expect, envs)
 	}
-	return l.appendEach(ctx, scope, expect, envs)
+	return out, storeError(ctx, err)
 }
 
 // appendEach is Append one message at a time.

@@ -93,9 +93,13 @@ func (delegateTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Res
 		return tools.Result{}, err
 	}
 	t.deps.Kick(child.ID())
-	// The child runs on its own pass; an approval it waits for only makes
-	// this wait longer.
-	if err := child.Wait(ctx, func(st *State) bool { return st.DelegateEnd != nil || st.Closed }); err != nil {
+	// The child runs on its own pass, to which this one lends its slot
+	// of turns_in_flight while it waits; an approval the child waits for
+	// only makes this wait longer.
+	takeBack := lendSlot(ctx)
+	err = child.Wait(ctx, func(st *State) bool { return st.DelegateEnd != nil || st.Closed })
+	takeBack()
+	if err != nil {
 		return tools.Result{}, err
 	}
 	var end RunEnd

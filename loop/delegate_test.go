@@ -35,6 +35,8 @@ type crew struct {
 
 	convs *loop.Convs
 	w     *loop.Worker
+	// inFlight is the worker's turns_in_flight (0: the default).
+	inFlight int
 }
 
 func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
@@ -94,7 +96,7 @@ func (c *crew) start(recover ...string) {
 	c.t.Helper()
 	c.convs = loop.NewConvs(c.log, nil)
 	w, err := loop.StartWorker(c.t.Context(), loop.WorkerConfig{
-		Log: c.log, Convs: c.convs, Deps: c.withCrew(), SweepEvery: -1,
+		Log: c.log, Convs: c.convs, Deps: c.withCrew(), SweepEvery: -1, TurnsInFlight: c.inFlight,
 		Recover: func(context.Context) ([]string, error) { return recover, nil },
 	})
 	if err != nil {

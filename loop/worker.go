@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +58,18 @@ type WorkerConfig struct {
 	// conversation's lease before its passes run (see Claimer); nil: this
 	// process runs every conversation.
 	Claim Claimer
+	// TurnsInFlight bounds the conversations whose passes run at once
+	// (config.yaml turns_in_flight); the others kicked meanwhile wait in
+	// a queue, in the order they were kicked. 0: DefaultTurnsInFlight.
+	TurnsInFlight int
 }
+
+// DefaultTurnsInFlight is the bound on passes running at once unless
+// config.yaml says otherwise: a turn mostly waits for its model, so more
+// than the cores, yet few enough that a burst of thousands of messages
+// on two cores queues instead of running every turn at once, each too
+// slowly for the store's timeouts (docs/performance.md).
+const DefaultTurnsInFlight = 16
 
 // Worker runs turns. It is started by events on the log — a durable
 // consumer of message_received and approval_decided — and by a recovery
@@ -91,6 +103,16 @@ type Worker struct {
 
 	// failedPasses counts every pass that failed since start (Stats).
 	failedPasses atomic.Uint64
+
+	// queue holds the conversations kicked while limit passes ran, in
+	// the order they came (state passQueued); inFlight counts the passes
+	// holding a slot; resumers are passes that lent their slot while
+	// they waited (on a delegated child) and want it back: they go
+	// before the queue.
+	limit    int
+	inFlight int
+	queue    list.List // of string
+	resumers list.List // of chan struct{}
 }
 
 // WorkerStats is what /healthz and doctor show of the worker.
@@ -99,9 +121,12 @@ type WorkerStats struct {
 	// started (each is logged at warn with its error, then retried or its
 	// run closed).
 	FailedPasses uint64 `json:"failed_passes"`
-	// Running counts the conversations with a pass running; Retrying
-	// those waiting to retry a failed one.
-	Running  int `json:"running"`
+	// InFlight counts the passes running now, at most Limit
+	// (turns_in_flight); Queued the conversations waiting for one of
+	// them, in order; Retrying those waiting to retry a failed pass.
+	InFlight int `json:"in_flight"`
+	Limit    int `json:"limit"`
+	Queued   int `json:"queued"`
 	Retrying int `json:"retrying"`
 }
 
@@ -109,7 +134,8 @@ type WorkerStats struct {
 func (w *Worker) Stats() WorkerStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return WorkerStats{FailedPasses: w.failedPasses.Load(), Running: len(w.state), Retrying: len(w.retrying)}
+	return WorkerStats{FailedPasses: w.failedPasses.Load(), InFlight: w.inFlight, Limit: w.limit,
+		Queued: w.queue.Len(), Retrying: len(w.retrying)}
 }
 
 type passState int
@@ -117,6 +143,7 @@ type passState int
 const (
 	passRunning passState = iota + 1
 	passDirty             // running, and kicked again meanwhile
+	passQueued            // waiting in the queue for a slot
 )
 
 // TurnsConsumer is the durable consumer that starts turns (per crew
@@ -132,9 +159,12 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if cfg.SweepEvery == 0 {
 		cfg.SweepEvery = 5 * time.Second
 	}
+	if cfg.TurnsInFlight <= 0 {
+		cfg.TurnsInFlight = DefaultTurnsInFlight
+	}
 	w := &Worker{cfg: cfg, state: map[string]passState{}, failures: map[string]int{}, retrying: map[string]bool{},
 		restarted: map[string]bool{}, parked: map[string]Parked{}, recovered: make(chan struct{}),
-		stops: map[string]context.CancelCauseFunc{}}
+		stops: map[string]context.CancelCauseFunc{}, limit: cfg.TurnsInFlight}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	turns := jetstream.ConsumerConfig{
 		// Each crew process sharing a cluster has its own: every process
@@ -261,7 +291,10 @@ func (w *Worker) syncTasks(bg *Background, conversation string) {
 	})
 }
 
-// Kick schedules a pass over a conversation.
+// Kick schedules a pass over a conversation: at once when fewer than
+// TurnsInFlight passes run, else at the back of the queue. A kick of a
+// conversation already queued or running changes nothing but makes a
+// running one look again when its pass ends.
 func (w *Worker) Kick(id string) {
 	if events.ValidID(id) != nil {
 		return
@@ -275,13 +308,111 @@ func (w *Worker) Kick(id string) {
 	case passRunning, passDirty:
 		w.state[id] = passDirty
 		return
+	case passQueued:
+		return
 	}
-	w.state[id] = passRunning
-	w.wg.Go(func() { w.passes(id) })
+	w.state[id] = passQueued
+	w.queue.PushBack(id)
+	w.dispatchLocked()
 }
 
-// Idle reports whether no pass is running or waiting to retry (tests and
-// benchmarks wait on it).
+// dispatchLocked hands the free slots out: first to passes taking their
+// slot back, then to the queue in order. The caller holds w.mu.
+func (w *Worker) dispatchLocked() {
+	for w.inFlight < w.limit {
+		if e := w.resumers.Front(); e != nil {
+			w.resumers.Remove(e)
+			w.inFlight++
+			close(e.Value.(chan struct{}))
+			continue
+		}
+		e := w.queue.Front()
+		if e == nil || w.ctx.Err() != nil {
+			return
+		}
+		id := w.queue.Remove(e).(string)
+		w.inFlight++
+		w.state[id] = passRunning
+		w.wg.Go(func() { w.passes(id) })
+	}
+}
+
+// release gives a slot back.
+func (w *Worker) release() {
+	w.mu.Lock()
+	w.inFlight--
+	w.dispatchLocked()
+	w.mu.Unlock()
+}
+
+// slotKey carries a pass's slot in its context, so that a turn waiting
+// on another conversation's pass (its delegated child) can lend it.
+type slotKey struct{}
+
+type passSlot struct {
+	w *Worker
+	// held says the pass holds its slot; lent counts the waits lending
+	// it (a turn's delegations may run in parallel).
+	mu   sync.Mutex
+	held bool
+	lent int
+}
+
+// lendSlot gives the pass's slot back while it waits on another pass
+// (with every slot held by waiting parents, their children would never
+// run); the func it returns takes a slot again, ahead of the queue, once
+// the last of the pass's waits is over.
+func lendSlot(ctx context.Context) (takeBack func()) {
+	s, _ := ctx.Value(slotKey{}).(*passSlot)
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	s.lent++
+	if s.held {
+		s.held = false
+		s.w.release()
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.lent--; s.lent == 0 {
+			s.held = s.w.takeSlot()
+		}
+	}
+}
+
+// takeSlot waits for a slot, ahead of the queue; false when the worker
+// closed first.
+func (w *Worker) takeSlot() bool {
+	w.mu.Lock()
+	if w.inFlight < w.limit && w.resumers.Len() == 0 {
+		w.inFlight++
+		w.mu.Unlock()
+		return true
+	}
+	ch := make(chan struct{})
+	e := w.resumers.PushBack(ch)
+	w.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-w.ctx.Done():
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		select {
+		case <-ch: // granted meanwhile
+			return true
+		default:
+			w.resumers.Remove(e)
+			return false
+		}
+	}
+}
+
+// Idle reports whether no pass is running, queued or waiting to retry
+// (tests and benchmarks wait on it).
 func (w *Worker) Idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -289,6 +420,14 @@ func (w *Worker) Idle() bool {
 }
 
 func (w *Worker) passes(id string) {
+	slot := &passSlot{w: w, held: true}
+	defer func() {
+		slot.mu.Lock()
+		if slot.held {
+			w.release()
+		}
+		slot.mu.Unlock()
+	}()
 	select {
 	case <-w.recovered:
 	case <-w.ctx.Done():
@@ -301,7 +440,7 @@ func (w *Worker) passes(id string) {
 			w.mu.Unlock()
 			return
 		}
-		again := w.runPasses(ctx, id)
+		again := w.runPasses(context.WithValue(ctx, slotKey{}, slot), id)
 		// Given back before the state is cleared, so a kick meanwhile
 		// claims afresh; a pass cut by Close leaves the lease to expire
 		// (another process takes the run over).

@@ -33,7 +33,36 @@ var (
 	ErrDelegated           = errors.New("a delegated conversation takes no messages: its brief came from another agent")    // 409
 	ErrParked              = errors.New("the conversation is parked: this version of crew cannot read an event of its log") // 409
 	ErrBadAttachment       = errors.New("attachment refused")                                                               // 422
+	// ErrStoreFull and ErrStoreBusy: the store refused the message or
+	// did not take it in time; it was not acknowledged, so the sender
+	// sends it again after a while (503 with Retry-After).
+	ErrStoreFull = errors.New("not stored: the event store is full (its disk or its limits); send it again once there is room") // 503
+	ErrStoreBusy = errors.New("not stored: the event store is too busy to take it now; send it again in a moment")              // 503
 )
+
+// RetryAfter is how long a sender waits before sending again a message
+// refused with err (ErrStoreFull, ErrStoreBusy); 0 for any other error.
+func RetryAfter(err error) time.Duration {
+	switch {
+	case errors.Is(err, ErrStoreFull):
+		return 60 * time.Second
+	case errors.Is(err, ErrStoreBusy):
+		return 5 * time.Second
+	}
+	return 0
+}
+
+// storeRefusal names the store's refusal or silence as ErrStoreFull or
+// ErrStoreBusy, keeping what the store said.
+func storeRefusal(err error) error {
+	switch {
+	case errors.Is(err, events.ErrStoreFull):
+		return fmt.Errorf("%w (%v)", ErrStoreFull, err)
+	case errors.Is(err, events.ErrStoreUnavailable):
+		return fmt.Errorf("%w (%v)", ErrStoreBusy, err)
+	}
+	return err
+}
 
 // MaxAttachments bounds the attachments of one message.
 const MaxAttachments = 16
@@ -178,6 +207,10 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		if de := (*events.DecodeError)(nil); errors.As(err, &de) {
 			return Accepted{}, fmt.Errorf("%w (%s, sequence %d): upgrade crew, or send without conversation_id", ErrParked, de.Subject, de.Seq)
 		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// The conversation could not be read in time: nothing stored.
+			return Accepted{}, fmt.Errorf("%w (%v)", ErrStoreBusy, err)
+		}
 		return Accepted{}, err
 	}
 	id = conv.ID()
@@ -247,7 +280,7 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 		return Accepted{}, fmt.Errorf("%w (%s, sequence %d): upgrade crew, or send without conversation_id", ErrParked, de.Subject, de.Seq)
 	}
 	if err != nil {
-		return Accepted{}, err
+		return Accepted{}, storeRefusal(err)
 	}
 	acc.ConversationID = id
 	if len(stored) > 0 {

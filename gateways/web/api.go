@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
@@ -266,6 +267,10 @@ func decodeBodyUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) 
 // fail answers a failed request: a domain error with its status, anything
 // else as reply does.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if d := inbound.RetryAfter(err); d > 0 {
+		// Not stored, and the sender can tell: it sends again then.
+		w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
+	}
 	if status, code, ok := statusOf(err); ok {
 		writeError(w, status, code, err.Error())
 		return
@@ -297,6 +302,8 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},
 		{inbound.ErrParked, http.StatusConflict, "parked"},
 		{inbound.ErrQueueFull, http.StatusTooManyRequests, "queue_full"},
+		{inbound.ErrStoreFull, http.StatusServiceUnavailable, "event_store_full"},
+		{inbound.ErrStoreBusy, http.StatusServiceUnavailable, "event_store_busy"},
 		{inbound.ErrEmptySteer, http.StatusUnprocessableEntity, "empty_steer"},
 		{inbound.ErrBadAttachment, http.StatusUnprocessableEntity, "bad_attachment"},
 		{inbound.ErrUploadTooLarge, http.StatusRequestEntityTooLarge, "too_large"},

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 )
 
@@ -146,37 +149,143 @@ func BenchmarkToolStep(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentConversations: 1,000 conversations at once, each a
-// 3-step turn, through the App's inbound door and worker (ledger
-// included), with the default limit of idle states in memory. It fails
-// on any error or any message left unanswered, and reports the states
-// held and the heap (after a GC) once every turn has finished.
+// BenchmarkConcurrentConversations: 1,000 conversations at once (sync
+// always), each a 3-step turn, through the App's inbound door and worker
+// (ledger included), with the default limits (idle states, turns in
+// flight). It fails on any error, any failed pass, any conversation left
+// unanswered or answered twice, and reports the states held, the heap
+// (after a GC), the peak RSS of the run, the p50/p99 time from a
+// message's acceptance (the 202 of /api/inbound) to its reply stored,
+// and the load average at the start and the end.
 //
-// CREW_BENCH_CONVERSATIONS=N adds a run of that many with sync interval
-// (opt-in: see docs/performance.md).
+// Opt-in (see docs/performance.md): CREW_BENCH_CONVERSATIONS=N adds a run
+// of N with sync interval, CREW_BENCH_CONVERSATIONS_ALWAYS=M one of M
+// with sync always; CREW_BENCH_NOISE=1 runs a CPU-bound process (one
+// spinning thread per core) beside every run, killed at its end.
 func BenchmarkConcurrentConversations(b *testing.B) {
 	b.Run("1000", func(b *testing.B) { concurrentConversations(b, 1000, events.SyncAlways) })
 	if n, err := strconv.Atoi(os.Getenv("CREW_BENCH_CONVERSATIONS")); err == nil && n > 0 {
 		b.Run(fmt.Sprintf("%d_interval", n), func(b *testing.B) { concurrentConversations(b, n, events.SyncInterval) })
 	}
+	if n, err := strconv.Atoi(os.Getenv("CREW_BENCH_CONVERSATIONS_ALWAYS")); err == nil && n > 0 {
+		b.Run(fmt.Sprintf("%d_always", n), func(b *testing.B) { concurrentConversations(b, n, events.SyncAlways) })
+	}
 }
 
+// noiseEnv makes the test binary a CPU-bound process instead
+// (startNoise).
+const noiseEnv = "CREW_BENCH_NOISE_CHILD"
+
+// TestMain lets the benchmark start this binary as its noise: a process
+// spinning one thread per core for at most 30 minutes.
+func TestMain(m *testing.M) {
+	if os.Getenv(noiseEnv) == "1" {
+		stop := time.Now().Add(30 * time.Minute)
+		for range runtime.NumCPU() - 1 {
+			go spin(stop)
+		}
+		spin(stop)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func spin(until time.Time) {
+	for x := 0; time.Now().Before(until); x++ {
+		for range 1_000_000 {
+			x ^= x<<1 + 1
+		}
+	}
+}
+
+// startNoise starts the CPU-bound process beside the benchmark when
+// CREW_BENCH_NOISE=1; it is killed when the benchmark ends.
+func startNoise(b *testing.B) {
+	if os.Getenv("CREW_BENCH_NOISE") != "1" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), noiseEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+}
+
+// loadAverage is the 1-minute load average now.
+func loadAverage() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
+	return f
+}
+
+// peakRSS is this process's peak resident set (VmHWM) in MB;
+// resetPeakRSS starts it again from the current RSS.
+func peakRSS() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return -1
+}
+
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
 func concurrentConversations(b *testing.B, n int, syncMode string) {
+	startNoise(b)
 	var held int
 	var heap uint64
+	var waits []time.Duration
+	loadStart := loadAverage()
+	var peak float64
 	for b.Loop() {
 		b.StopTimer()
 		a := benchApp(b, syncMode, &stepModel{steps: 3}, Options{})
 		ctx := context.Background()
+		// When each conversation's reply was stored: its run_finished.
+		var mu sync.Mutex
+		finished := map[string]time.Time{}
+		twice := map[string]int{}
+		sub, err := a.Conn().Subscribe(events.Root+".conv.*."+events.TypeRunFinished, func(m *nats.Msg) {
+			id := events.ScopeOf(m.Subject).ID()
+			mu.Lock()
+			if _, seen := finished[id]; seen {
+				twice[id]++
+			} else {
+				finished[id] = time.Now()
+			}
+			mu.Unlock()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		accepted := make([]time.Time, n)
+		ids := make([]string, n)
+		runtime.GC()
+		resetPeakRSS()
 		b.StartTimer()
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
 		for i := range n {
 			wg.Go(func() {
-				_, err := a.Inbound.Receive(ctx, inbound.Message{Text: "go", Channel: fmt.Sprintf("bench:%d", i)})
+				acc, err := a.Inbound.Receive(ctx, inbound.Message{Text: "go", Channel: fmt.Sprintf("bench:%d", i)})
 				if err != nil {
 					errs <- err
+					return
 				}
+				accepted[i], ids[i] = time.Now(), acc.ConversationID
 			})
 		}
 		wg.Wait()
@@ -184,25 +293,47 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		for err := range errs {
 			b.Fatal(err)
 		}
-		eventstest.EventuallyWithin(b, 10*time.Minute, "the turns to finish", a.Worker.Idle)
+		eventstest.EventuallyWithin(b, 20*time.Minute, "the turns to finish", a.Worker.Idle)
 		b.StopTimer()
+		peak = max(peak, peakRSS())
+		sub.Unsubscribe()
+		if s := a.Worker.Stats(); s.FailedPasses > 0 {
+			b.Fatalf("%d passes failed (the App's log has each: CREW_BENCH_LOG=1)", s.FailedPasses)
+		}
 		held = a.Convs.Loaded()
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		heap = ms.HeapInuse
 		answered := 0
-		for i := range n {
-			st, err := loop.LoadState(ctx, a.Log(), nil, inbound.DailyID(home.MasterID, home.MasterID, fmt.Sprintf("bench:%d", i), time.Now().In(a.Home.Config.Location())))
+		for i, id := range ids {
+			st, err := loop.LoadState(ctx, a.Log(), nil, id)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(st.Queued) == 0 && st.OpenRun == "" && len(st.Messages) == 6 && st.Messages[5].Text == "done" {
+			runs := 0
+			for env, err := range a.Log().Read(ctx, events.Conv(id).Subject(events.TypeRunFinished), 0) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				runs++
+				_ = env
+			}
+			if runs > 1 || twice[id] > 0 {
+				b.Fatalf("%s answered %d times", id, max(runs, twice[id]+1))
+			}
+			if len(st.Queued) == 0 && st.OpenRun == "" && runs == 1 && len(st.Messages) == 6 && st.Messages[5].Text == "done" {
 				answered++
+			}
+			mu.Lock()
+			at, ok := finished[id]
+			mu.Unlock()
+			if ok {
+				waits = append(waits, at.Sub(accepted[i]))
 			}
 		}
 		if answered != n {
-			b.Fatalf("%d of %d conversations answered", answered, n)
+			b.Fatalf("%d of %d conversations answered once (lost: %d)", answered, n, n-answered)
 		}
 		a.Close()
 		b.StartTimer()
@@ -210,6 +341,14 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "conversations/s")
 	b.ReportMetric(float64(held), "states-held")
 	b.ReportMetric(float64(heap>>20), "heap-MB")
+	b.ReportMetric(peak, "peak-RSS-MB")
+	slices.Sort(waits)
+	if len(waits) > 0 {
+		b.ReportMetric(waits[len(waits)/2].Seconds(), "p50-s-202-to-reply")
+		b.ReportMetric(waits[len(waits)*99/100].Seconds(), "p99-s-202-to-reply")
+	}
+	b.ReportMetric(loadStart, "load-start")
+	b.ReportMetric(loadAverage(), "load-end")
 }
 
 // lastSeq is the stream's last sequence: messages stored so far.

@@ -12,12 +12,15 @@ type Config struct {
 	CanvasMaxBytes     int64  `yaml:"canvas_max_bytes"` // 0: the default, 1 GB
 	// ConversationsInMemory bounds the idle conversation states kept
 	// loaded (loop.Convs.SetIdleLimit); 0: the default.
-	ConversationsInMemory int            `yaml:"conversations_in_memory"`
-	NATS                  NATSConfig     `yaml:"nats"`
-	Listen                string         `yaml:"listen"`
-	AuthToken             string         `yaml:"auth_token"`
-	Web                   WebConfig      `yaml:"web"`
-	Telegram              TelegramConfig `yaml:"telegram"`
+	ConversationsInMemory int `yaml:"conversations_in_memory"`
+	// TurnsInFlight bounds the turns running at once (the others wait
+	// in order: loop.WorkerConfig.TurnsInFlight); 0: the default.
+	TurnsInFlight int            `yaml:"turns_in_flight"`
+	NATS          NATSConfig     `yaml:"nats"`
+	Listen        string         `yaml:"listen"`
+	AuthToken     string         `yaml:"auth_token"`
+	Web           WebConfig      `yaml:"web"`
+	Telegram      TelegramConfig `yaml:"telegram"`
 	// Models, keyed by route, says what the harness cannot ask the
 	// provider: context window, reply limit, vision, prices.
 	Models map[string]ModelConfig `yaml:"models"`

@@ -339,7 +339,8 @@ func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(st
 // TurnsLine is doctor's line for the turn worker's counters (/healthz
 // details.turns).
 func TurnsLine(t loop.WorkerStats) string {
-	line := fmt.Sprintf("  turns: %d running, %d waiting to retry, %d failed passes since start", t.Running, t.Retrying, t.FailedPasses)
+	line := fmt.Sprintf("  turns: %d in flight (turns_in_flight %d), %d queued, %d waiting to retry, %d failed passes since start",
+		t.InFlight, t.Limit, t.Queued, t.Retrying, t.FailedPasses)
 	if t.FailedPasses > 0 {
 		line += " (each is in the server's log at warn: \"turn pass failed\")"
 	}
