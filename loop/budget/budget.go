@@ -383,7 +383,9 @@ func (l *Ledger) Flush(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("budget: settle %s: %w", s.ReservationID, err)
 		}
-		l.pending = l.pending[1:]
+		// A refold after a conflict may have dropped it (and others the
+		// log had settled) already.
+		l.pending = slices.DeleteFunc(l.pending, func(p events.BudgetSettled) bool { return p.ReservationID == s.ReservationID })
 	}
 	l.pending = nil
 	return nil
