@@ -9,7 +9,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/tmc/langchaingo/llms"
+	"github.com/my-agent-crew/crew/loop/llm"
 )
 
 // gateModel holds every call until the test lets one through, recording
@@ -23,13 +23,13 @@ type gateModel struct {
 	release chan struct{}
 }
 
-func (m *gateModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *gateModel) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	text := ""
-	for _, msg := range msgs {
-		if msg.Role == llms.ChatMessageTypeHuman {
+	for _, msg := range req.Messages {
+		if msg.Role == llm.RoleUser {
 			for _, p := range msg.Parts {
-				if t, ok := p.(llms.TextContent); ok {
-					text = t.Text
+				if p.Text != "" {
+					text = p.Text
 				}
 			}
 		}
@@ -47,14 +47,9 @@ func (m *gateModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 	select {
 	case <-m.release:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return llm.Reply{}, ctx.Err()
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "answered " + text,
-		GenerationInfo: map[string]any{"PromptTokens": 10, "CompletionTokens": 5}}}}, nil
-}
-
-func (m *gateModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+	return llm.Reply{Text: "answered " + text, Usage: llm.Usage{Input: 10, Output: 5}}, nil
 }
 
 func (m *gateModel) snapshot() (order []string, held, maxHeld int) {
@@ -70,7 +65,7 @@ func TestTurnsInFlightBoundRunsTheRestInOrder(t *testing.T) {
 	const limit, n = 2, 6
 	h := newHarness(t, nil)
 	m := &gateModel{release: make(chan struct{})}
-	h.deps.Models = func(string) (llms.Model, error) { return m, nil }
+	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
 	h.agent.Routes = []string{"fake:gate"}
 	h.convs = loop.NewConvs(h.log, nil)
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{

@@ -21,8 +21,8 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/nats-io/nats.go"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // lastGets counts the "last message of a subject" direct gets the crew's
@@ -137,11 +137,11 @@ type panicOnce struct {
 	calls atomic.Int32
 }
 
-func (m *panicOnce) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *panicOnce) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	if m.calls.Add(1) == 1 {
 		panic("provider bug")
 	}
-	return m.stepModel.GenerateContent(ctx, msgs, opts...)
+	return m.stepModel.Call(ctx, req)
 }
 
 // syncBuffer is a log sink safe for the worker's goroutines.
