@@ -252,9 +252,17 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling an external process
 	}
 
-	// What the emulator stored, besides the raw bodies it was sent.
+	// What the emulator stored, besides the raw bodies it was sent. The
+	// proxy records a body as it forwards it, before the emulator has
+	// stored it: read the history until the reply is in it.
 	var history json.RawMessage
-	postEmulator(t, emu+"/getUpdatesHistory", map[string]any{"token": token}, &history)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		postEmulator(t, emu+"/getUpdatesHistory", map[string]any{"token": token}, &history)
+		if strings.Contains(string(history), "visible-marker-telegram") || time.Now().After(deadline) {
+			break // the control below says so when it never came
+		}
+		time.Sleep(50 * time.Millisecond) // polling an external process
+	}
 
 	export, errOut, code := crew(t, home, "export", id)
 	if code != 0 || !strings.Contains(export, "visible-marker-reply") {
