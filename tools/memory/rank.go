@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -103,9 +104,22 @@ func rankResult(ctx context.Context, tool string, rank Ranker, query string, ps 
 		for l := range strings.Lines(r.Snippet) {
 			b.WriteString("   " + strings.TrimRight(l, "\n") + "\n")
 		}
+		// A line written after the run read outside content carries its
+		// mark at its end (memory_save): a snippet cut before it still
+		// shows it, so the result never passes such a line off as the
+		// owner's own (R-X-7).
+		for _, mark := range untrustedMark.FindAllString(r.Text, -1) {
+			if !strings.Contains(r.Snippet, mark) {
+				b.WriteString("   " + mark + "\n")
+			}
+		}
 	}
 	return strings.TrimRight(b.String(), "\n"), len(found), nil
 }
+
+// untrustedMark is the mark tools.Env.UntrustedMark puts on what a run
+// wrote after it read outside content.
+var untrustedMark = regexp.MustCompile(`\(from untrusted content, run [^)\s]*\)`)
 
 // kindOf names a passage's file as recall names its documents.
 func kindOf(path string) string {
