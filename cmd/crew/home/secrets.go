@@ -140,9 +140,15 @@ func (h *Home) ServeAuth(r *events.Redactor, addr string, getenv func(string) st
 		r.Add(AuthTokenVar, token)
 		generated = true
 	}
-	if token != "" && loopback && len(h.Config.Web.Hosts) == 0 && h.madeForMCP(token) {
+	if token != "" && h.madeForMCP(token) {
 		r.Add(AuthTokenVar, token)
-		token = "" // made for /mcp: the loopback web UI stays without login
+		if loopback && len(h.Config.Web.Hosts) == 0 {
+			token = "" // made for /mcp: the loopback web UI stays without login
+		} else {
+			// The token serve made for /mcp turns login on here: say where
+			// it is and where to log in, as for a token made for this listen.
+			generated = true
+		}
 	}
 	if token == "" && len(h.Config.Web.Hosts) > 0 {
 		return "", false, fmt.Errorf("web.hosts in %s names %v, but no auth token is set: other names need one (CREW_AUTH_TOKEN in %s; crew serve --listen on a non-loopback address generates it)",
