@@ -163,7 +163,7 @@ func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.Embed
 			zero := 0.0
 			mc.CostUSD = &zero // a local model costs nothing we count
 		}
-		if _, err := log.Append(context.WithoutCancel(ctx), embedScope, 0, events.MustNew(mc)); err != nil {
+		if _, err := log.Append(context.WithoutCancel(ctx), embedScope, events.Any, events.MustNew(mc)); err != nil {
 			logger.Warn("recall: could not record an embedding call", "err", err)
 		}
 	}
