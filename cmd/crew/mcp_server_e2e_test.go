@@ -45,6 +45,11 @@ func TestCrewAsMCPServerThroughServe(t *testing.T) {
 	env, err := home.ReadEnvFile(filepath.Join(h, "env"))
 	must(t, err)
 	token := env[home.AuthTokenVar]
+	// serve prints the /mcp line after "crew is serving on", which is
+	// what startServe waits for: read on until it is there.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stdout.String(), s.url+"/mcp") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // polling an external process
+	}
 	if len(token) < 32 || !strings.Contains(s.stdout.String(), s.url+"/mcp") {
 		t.Fatalf("no %s in the env file (%d chars) or no /mcp line in serve's output:\n%s", home.AuthTokenVar, len(token), s.stdout)
 	}
