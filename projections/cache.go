@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 
 	json "github.com/segmentio/encoding/json"
 	"go.etcd.io/bbolt"
@@ -56,33 +57,30 @@ var cachedBuckets = []string{bucketConversations, bucketRuns}
 // Inside Apply they are written with putKey and deleteKey and never read.
 var cachedIndexes = []string{bucketConvByUpdated, bucketConvOpen}
 
-// Tx is the write transaction a projection's Apply gets: bbolt's, with
-// the Runner batch's record cache (none in Rebuild). A writable bbolt
-// transaction returns the same *Bucket for a name each time, so the
-// bucket pointer names the bucket in the cache.
-type Tx struct {
-	*bbolt.Tx
-	cache *recordCache // nil: every read and write goes to bbolt
-}
+// txCaches maps a write transaction to its cache. bbolt hands Apply the
+// *bbolt.Tx only, and a writable transaction returns the same *Bucket for
+// a name each time, so the bucket pointer names the bucket.
+var txCaches sync.Map // *bbolt.Tx → *recordCache
 
 // cacheRecords gives tx a cache of the cached buckets that exist in it;
-// the func it returns writes the changed records and drops the cache
+// the func it returns writes the changed records and forgets the cache
 // (call it before Commit; on an error, roll back).
-func cacheRecords(btx *bbolt.Tx) (tx *Tx, flush func() error) {
+func cacheRecords(tx *bbolt.Tx) (flush func() error, forget func()) {
 	c := &recordCache{buckets: map[*bbolt.Bucket]map[string]*cachedRecord{}, indexes: map[*bbolt.Bucket]map[string]*indexOp{}}
 	for _, name := range cachedBuckets {
-		if b := btx.Bucket([]byte(name)); b != nil {
+		if b := tx.Bucket([]byte(name)); b != nil {
 			c.buckets[b] = map[string]*cachedRecord{}
 		}
 	}
 	for _, name := range cachedIndexes {
-		if b := btx.Bucket([]byte(name)); b != nil {
+		if b := tx.Bucket([]byte(name)); b != nil {
 			c.indexes[b] = map[string]*indexOp{}
 		}
 	}
-	tx = &Tx{Tx: btx, cache: c}
+	txCaches.Store(tx, c)
+	forget = func() { txCaches.Delete(tx) }
 	flush = func() error {
-		tx.cache = nil
+		forget()
 		for _, d := range c.dirty {
 			raw, err := json.Marshal(d.rec.v)
 			if err != nil {
@@ -107,15 +105,19 @@ func cacheRecords(btx *bbolt.Tx) (tx *Tx, flush func() error) {
 		}
 		return nil
 	}
-	return tx, flush
+	return flush, forget
 }
 
 // records returns the cache of b's bucket, or nil.
-func (tx *Tx) records(b *bbolt.Bucket) map[string]*cachedRecord {
-	if tx == nil || tx.cache == nil || b == nil {
+func records(b *bbolt.Bucket) map[string]*cachedRecord {
+	if b == nil || !b.Writable() {
 		return nil
 	}
-	return tx.cache.buckets[b]
+	c, ok := txCaches.Load(b.Tx())
+	if !ok {
+		return nil
+	}
+	return c.(*recordCache).buckets[b]
 }
 
 // load copies the cached value into v (a pointer to the same type).
@@ -160,7 +162,7 @@ func cachedGet(b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any
 }
 
 // cachedPut is putJSON through the cache: the value is encoded at flush.
-func cachedPut(rc *recordCache, b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any) error {
+func cachedPut(b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
 			return fmt.Errorf("encode %q: nil record", key)
@@ -175,22 +177,28 @@ func cachedPut(rc *recordCache, b *bbolt.Bucket, recs map[string]*cachedRecord, 
 	r.v = v
 	if !r.dirty {
 		r.dirty = true
+		c, _ := txCaches.Load(b.Tx())
+		rc := c.(*recordCache)
 		rc.dirty = append(rc.dirty, dirtyRecord{b: b, key: string(key), rec: r})
 	}
 	return nil
 }
 
 // indexOps returns the cached writes of b's index bucket, or nil.
-func (tx *Tx) indexOps(b *bbolt.Bucket) map[string]*indexOp {
-	if tx == nil || tx.cache == nil || b == nil {
+func indexOps(b *bbolt.Bucket) map[string]*indexOp {
+	if b == nil || !b.Writable() {
 		return nil
 	}
-	return tx.cache.indexes[b]
+	c, ok := txCaches.Load(b.Tx())
+	if !ok {
+		return nil
+	}
+	return c.(*recordCache).indexes[b]
 }
 
 // putKey is b.Put, deferred to the flush for a cached index.
-func (tx *Tx) putKey(b *bbolt.Bucket, key, val []byte) error {
-	if ops := tx.indexOps(b); ops != nil {
+func putKey(b *bbolt.Bucket, key, val []byte) error {
+	if ops := indexOps(b); ops != nil {
 		ops[string(key)] = &indexOp{val: slices.Clone(val)}
 		return nil
 	}
@@ -198,8 +206,8 @@ func (tx *Tx) putKey(b *bbolt.Bucket, key, val []byte) error {
 }
 
 // deleteKey is b.Delete, deferred to the flush for a cached index.
-func (tx *Tx) deleteKey(b *bbolt.Bucket, key []byte) error {
-	if ops := tx.indexOps(b); ops != nil {
+func deleteKey(b *bbolt.Bucket, key []byte) error {
+	if ops := indexOps(b); ops != nil {
 		ops[string(key)] = &indexOp{del: true}
 		return nil
 	}

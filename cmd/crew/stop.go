@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/events"
 )
 
@@ -32,7 +31,7 @@ func runStop(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := app.ServerClient(h, dir, env.getenv)
+	c, err := h.ServerClient(dir, env.getenv)
 	if err != nil {
 		return fmt.Errorf("crew stop needs the running server: %w", err)
 	}

@@ -31,7 +31,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents := loopAgents(h, nil, reg.Defaults())
+	agents := h.LoopAgents(nil, reg.Defaults())
 	master := agents[home.MasterID]
 	// The master leads teams by default (R-TEAM): the defaults and the
 	// lead's tools.
