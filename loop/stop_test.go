@@ -163,17 +163,21 @@ func (s *stopper) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 // Issue 27 item 2: a stop between steps — stored while a call ran to its
 // end — keeps the call's result and makes no further model call.
 func TestStopBetweenSteps(t *testing.T) {
-	var w *loop.Worker
+	// The worker may start the pass before startWorker returns: the tool
+	// reads the worker only once it is there.
+	started := make(chan *loop.Worker, 1)
 	var h *harness
 	tool := &stopper{counter: counter{name: "look"}}
 	h = newHarness(t, map[string][]reply{"fake:a": {use("look", `{}`), say("never said")}}, tool)
 	tool.stop = func() {
+		w := <-started
 		if _, err := w.Stop(context.Background(), h.conv, events.StopRun, events.StopByAPI); err != nil {
 			t.Errorf("stop: %v", err)
 		}
 	}
 	h.send("look around")
-	w = h.startWorker(nil)
+	w := h.startWorker(nil)
+	started <- w
 	waitFinished(t, h, 1)
 	wantStopped(t, h, events.StopByAPI)
 	res := eventsOf[*events.ToolCompleted](h.events())
