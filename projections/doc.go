@@ -1,6 +1,7 @@
 // Package projections builds read models of the event log in bbolt: the
 // conversation list, runs with their steps, jobs, conversation summaries,
-// memory proposals and the usage ledger (All). The same file caches the
+// memory proposals, the usage ledger and each conversation's chat as its
+// page shows it (Chat) (All). The same file caches the
 // turns' state snapshots, which are not a projection (Snapshots).
 // Projections at the same checkpoint share one durable JetStream pull
 // consumer; each can be thrown away and rebuilt from the log at any time;

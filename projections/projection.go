@@ -118,7 +118,7 @@ func writeVersion(tx *bbolt.Tx, p Projection) error {
 
 // All returns every projection of this build, in a stable order.
 func All() []Projection {
-	return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}, Canvases{}, Usage{}, MemoryWrites{}, Activity{}}
+	return []Projection{Conversations{}, Runs{}, Jobs{}, Summaries{}, Memory{}, Canvases{}, Usage{}, MemoryWrites{}, Activity{}, Chat{}}
 }
 
 // Named is the projection called name, as a list; "" is All().

@@ -184,7 +184,8 @@ func TestRebuildIsByteIdenticalToLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := dumpAll(t, live)
-	for _, must := range []string{`"run_children"`, `"run_orphans"`, `"run_delegations"`, `\"delegated_cost_usd\":`, `\"delegate\":{\"agent\":\"coach`, `Z\",\"conversation\":\"c`, `\"completed\":false`, `\"cost_usd\":null`, `\"status\":\"closed\"`, `\"status\":\"running\"`} {
+	for _, must := range []string{`"run_children"`, `"run_orphans"`, `"run_delegations"`, `\"delegated_cost_usd\":`, `\"delegate\":{\"agent\":\"coach`, `Z\",\"conversation\":\"c`, `\"completed\":false`, `\"cost_usd\":null`, `\"status\":\"closed\"`, `\"status\":\"running\"`,
+		`\"kind\":\"call\",\"call\":`, `\"result\":{\"output\":`, `\"queued\":[{`, `\"approvals\":[{`} {
 		if !strings.Contains(want, must) {
 			t.Errorf("seeded history lacks %s; change the seed or the generator", must)
 		}

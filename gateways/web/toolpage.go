@@ -20,18 +20,21 @@ import (
 // (fetch_url, browser_*): its meta's title and URL, its images as URLs of
 // the parts route, and whether its output holds an outline. nil for a
 // result with neither a page nor an image.
-func toolPage(conv string, r loop.Message) *ui.ToolPage {
+func toolPage(conv string, r loop.Message) *ui.ToolPage { return resultPage(conv, r.Meta, r.Parts) }
+
+// resultPage is the page card of a tool result's meta and parts.
+func resultPage(conv string, raw json.RawMessage, parts []events.ToolPart) *ui.ToolPage {
 	var meta struct {
 		URL     string `json:"url"`
 		Title   string `json:"title"`
 		Outline bool   `json:"outline"`
 	}
-	if len(r.Meta) > 0 {
-		json.Unmarshal(r.Meta, &meta)
+	if len(raw) > 0 {
+		json.Unmarshal(raw, &meta)
 	}
 	p := &ui.ToolPage{Title: meta.Title, URL: meta.URL, Outline: meta.Outline}
 	prefix := "spill/" + conv + "/"
-	for _, part := range r.Parts {
+	for _, part := range parts {
 		if part.Kind == "image" && strings.HasPrefix(part.Path, prefix) && partName.MatchString(path.Base(part.Path)) {
 			p.Images = append(p.Images, "/c/"+conv+"/parts/"+path.Base(part.Path))
 		}
