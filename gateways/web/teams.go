@@ -49,6 +49,11 @@ func (p *Pages) team(ctx context.Context, r *http.Request, s *server, id, csrf s
 	if err != nil {
 		return ui.TeamView{}, err
 	}
+	// ...and the projections it reads have applied that much: rendered
+	// from a projection behind seq (the lead's run stopped in the log, still
+	// running in the projection), the page showed Stop for a team at rest,
+	// and its feed, starting after seq, never brought the change.
+	p.caughtUp(ctx, seq)
 	c, err := projections.GetConversation(p.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return ui.TeamView{}, fmt.Errorf("conversation %q: %w", id, ErrNotFound)

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -139,4 +140,78 @@ type anyAgent struct {
 
 func (c anyAgent) Agent(id string) (loop.Agent, bool) {
 	return loop.Agent{ID: id, Workspace: c.t.TempDir()}, true
+}
+
+// seenFresh is the projections' freshness, recording the sequences a
+// reader waited for.
+type seenFresh struct {
+	projections.Freshness
+	waited []uint64
+}
+
+func (f *seenFresh) WaitFor(ctx context.Context, seq uint64) error {
+	f.waited = append(f.waited, seq)
+	return f.Freshness.WaitFor(ctx, seq)
+}
+
+// The team page's live feed starts after the log's last sequence when the
+// page was read: the page waits until the projections it renders from have
+// applied that sequence, or a change stored just before (the lead's run
+// stopped) is neither on the page nor ever announced by its feed (seen in
+// Chromium: Stop the team stayed on a stopped team).
+func TestTeamPageReadsProjectionsAsOfItsFeedStart(t *testing.T) {
+	ctx := t.Context()
+	_, log := eventstest.Start(t)
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
+	convs := loop.NewConvs(log, nil)
+	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
+	fresh := &seenFresh{Freshness: runner}
+	srv := httptest.NewServer(web.New(web.Config{
+		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Teams: rt,
+		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now, Fresh: fresh},
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := convs.Get(ctx, "c1")
+	stored, err := c.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.ConversationOpened{Agent: "master", Channel: "web"}, &events.MessageReceived{Channel: "web", Text: "refactor"}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner.WaitFor(ctx, stored[len(stored)-1].Seq)
+	tm, _ := team.Open(ctx, log, "c1")
+	tm.AppendBoard(ctx, func(*team.Board, *team.Mailboxes) ([]events.Event, error) {
+		return []events.Event{&events.TeamConfirmed{ProposalID: "p1", Plan: "auth", Members: []events.TeamMember{{Name: "bob", Agent: "coder"}}}}, nil
+	})
+	last, err := log.Last(ctx, events.Root+".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.waited = nil
+	resp, err := http.Get(srv.URL + "/c/c1/team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	after := fmt.Sprintf(`data-after="%d"`, last)
+	if resp.StatusCode != 200 || !strings.Contains(string(page), after) {
+		t.Fatalf("team page %d lacks %s:\n%s", resp.StatusCode, after, page)
+	}
+	waited := false
+	for _, seq := range fresh.waited {
+		waited = waited || seq >= last
+	}
+	if !waited {
+		t.Errorf("the page was rendered without waiting for the projections to apply %d (waited for %v)", last, fresh.waited)
+	}
 }
