@@ -10,7 +10,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
-	"github.com/nats-io/nuid"
 )
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -38,9 +37,8 @@ func TestBackgroundNotificationStartsNextRound(t *testing.T) {
 		use("shell_run", `{"command":`+quote(cmd)+`,"run_in_background":true}`), say("Waiting."), say("Notified."),
 	}}, tools.ShellRun{})
 	h.agent.Autonomous = true
-	bg := loop.NewBackground(h.convs, nuid.Next, nil)
+	bg := h.background()
 	defer bg.Close()
-	h.deps.Background = bg
 	h.send("build it")
 	h.turn()
 	evs := h.events()
@@ -85,8 +83,7 @@ func TestBackgroundCloseKillsRunningCommand(t *testing.T) {
 		use("shell_run", `{"command":"echo started; sleep 300","run_in_background":true}`), say("Waiting."),
 	}}, tools.ShellRun{})
 	h.agent.Autonomous = true
-	bg := loop.NewBackground(h.convs, nuid.Next, nil)
-	h.deps.Background = bg
+	bg := h.background()
 	h.send("serve it")
 	h.turn()
 	bg.Close()
@@ -105,9 +102,8 @@ func TestBackgroundOutputCapped(t *testing.T) {
 		use("shell_run", `{"command":"echo head-marker; seq 1 100000; echo tail-marker","run_in_background":true}`), say("Waiting."),
 	}}, tools.ShellRun{})
 	h.agent.Autonomous = true
-	bg := loop.NewBackground(h.convs, nuid.Next, nil)
+	bg := h.background()
 	defer bg.Close()
-	h.deps.Background = bg
 	h.send("count")
 	h.turn()
 	n := waitTask(t, h, 1)

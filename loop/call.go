@@ -160,26 +160,17 @@ func (t *Turn) toolEnv() tools.Env {
 			ws = dir
 		}
 	}
-	var bg tools.Backgrounder
-	if t.deps.Background != nil {
-		bg = t.deps.Background
-	}
 	return tools.Env{
-		Background:   bg,
 		Canvas:       cv,
 		Workspace:    ws,
 		AgentID:      t.agent.ID,
 		Conversation: t.conv.ID(),
 		SpillDir:     spillDir(t.deps.SpillDir, t.conv.ID()),
 		Agent:        t.agent.Policy,
-		Clock:        t.deps.Clock,
 		AgentDir:     t.agent.Dir,
 		HomeDir:      t.deps.HomeDir,
-		Location:     t.deps.Location,
 		RunID:        cv.RunID,
 		Untrusted:    untrusted,
-		Proposer:     t.deps.Proposer,
-		Secrets:      t.secrets(),
 	}
 }
 
@@ -361,7 +352,7 @@ func (t *Turn) cut(next stage) stage {
 		full := c.res.Output
 		shown, truncated := tools.Truncate(full, t.agent.ToolOutputChars)
 		if truncated {
-			spill, err := tools.Spill(t.toolEnv(), c.ID, full)
+			spill, err := tools.Spill(t.secrets(), t.toolEnv(), c.ID, full)
 			if err != nil {
 				shown += "\n(The full output could not be kept: " + err.Error() + ")"
 				spill = ""
@@ -487,7 +478,7 @@ func (t *Turn) capStored(c *toolCall) {
 	var where string
 	if spill == "" {
 		var err error
-		if spill, err = tools.Spill(t.toolEnv(), c.ID, full); err != nil {
+		if spill, err = tools.Spill(t.secrets(), t.toolEnv(), c.ID, full); err != nil {
 			spill, where = "", " The whole could not be kept: "+err.Error()+"."
 		}
 	}
@@ -507,7 +498,7 @@ func (t *Turn) keepParts(c *toolCall) (parts []events.ToolPart, note string) {
 		switch p.Kind {
 		case tools.PartImage:
 			if len(p.Data) > 0 {
-				rel, err := tools.SpillImage(t.toolEnv(), c.ID, i+1, p.MIME, p.Data)
+				rel, err := tools.SpillImage(t.secrets(), t.toolEnv(), c.ID, i+1, p.MIME, p.Data)
 				if err != nil {
 					note += "\n(An image of this result could not be kept: " + err.Error() + ")"
 					continue

@@ -357,7 +357,7 @@ func (c *stepCall) keep(m Message) (spill string, ok bool) {
 	if env.SpillDir == "" {
 		return "", true
 	}
-	p, err := tools.Spill(env, m.ToolCallID, m.Text)
+	p, err := tools.Spill(c.t.secrets(), env, m.ToolCallID, m.Text)
 	return p, err == nil
 }
 

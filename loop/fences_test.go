@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nats-io/nuid"
-
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -75,9 +73,8 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 			use("shell_run", `{"command":`+quote(cmd)+`,"run_in_background":true}`), say("Waiting."), say("Notified."),
 		}}, tools.ShellRun{})
 		h.agent.Autonomous = true
-		bg := loop.NewBackground(h.convs, nuid.Next, nil)
+		bg := h.background()
 		defer bg.Close()
-		h.deps.Background = bg
 		h.send("build it")
 		h.turn()
 		waitTask(t, h, 1)

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/memory"
 )
@@ -21,7 +23,7 @@ func TestMemoryWriteAfterUntrustedContentIsMarked(t *testing.T) {
 		use("memory_save", `{"text":"prefers tea"}`), say("noted"),
 		use("fetch_url", `{}`), use("memory_save", `{"text":"wants 40 watches"}`), say("noted too"),
 		use("memory_save", `{"text":"likes walks"}`), say("ok"),
-	}}, append(memory.Tools(), page)...)
+	}}, append(memory.Tools(tools.Services{Clock: func() time.Time { return harnessNow }}), page)...)
 	h.agent.Autonomous = true
 	h.agent.Tools = append(h.agent.Tools, "memory_save")
 	runs := []string{}

@@ -13,7 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
-	"github.com/nats-io/nuid"
 )
 
 // Tests of the stop of background tasks (issue 27): a stop of the
@@ -27,8 +26,7 @@ import (
 func startTaskWorker(t *testing.T, h *harness) (*loop.Worker, *loop.Background) {
 	t.Helper()
 	h.convs = loop.NewConvs(h.log, nil)
-	bg := loop.NewBackground(h.convs, nuid.Next, nil)
-	h.deps.Background = bg
+	bg := h.background()
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{
 		Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1,
 		Recover: func(context.Context) ([]string, error) { return nil, nil },

@@ -395,7 +395,7 @@ func (h *scriptHost) Nested(ctx context.Context, n script.Nested) error {
 
 func (h *scriptHost) Spill(n int, full string) (string, error) {
 	ref := fmt.Sprintf("%s.%d", h.c.ID, n)
-	_, err := tools.Spill(h.t.toolEnv(), ref, full)
+	_, err := tools.Spill(h.t.secrets(), h.t.toolEnv(), ref, full)
 	return ref, err
 }
 

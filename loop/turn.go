@@ -89,11 +89,10 @@ type Deps struct {
 	// ScriptCommand starts a tool_script child; empty: this executable
 	// with __script.
 	ScriptCommand []string
-	// Background runs shell_run's background commands; nil: refused.
+	// Background runs shell_run's background commands (the registry's
+	// shell_run and task_stop hold it too); the worker stops a run's
+	// tasks with it; nil: none.
 	Background *Background
-	// Proposer files tools' writes to AGENTS.md or SOUL.md as proposals
-	// for the owner (R-X-7); nil: such writes are refused.
-	Proposer tools.Proposer
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

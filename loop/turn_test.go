@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,8 +139,36 @@ type harness struct {
 	models map[string]*fakeModel
 	now    time.Time
 	roster string
+	tools  []tools.Tool // the registry's, beside the loop's own
 	spec   func(route string) llm.ModelSpec
 }
+
+// background gives the turns a background runner on h's conversations:
+// the loop's (Deps.Background) and the one shell_run and task_stop are
+// built with, as the App builds them.
+func (h *harness) background() *loop.Background {
+	h.t.Helper()
+	bg := loop.NewBackground(h.convs, nuid.Next, nil)
+	h.deps.Background = bg
+	ts := slices.Clone(h.tools)
+	for i, tl := range ts {
+		switch tl.(type) {
+		case tools.ShellRun:
+			ts[i] = tools.ShellRun{Background: bg}
+		case tools.TaskStop:
+			ts[i] = tools.TaskStop{Background: bg}
+		}
+	}
+	reg, err := tools.New(append(loop.Tools(), ts...)...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.deps.Tools = reg
+	return bg
+}
+
+// harnessNow is the harness's clock when a test sets none.
+var harnessNow = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harness {
 	t.Helper()
@@ -151,8 +180,8 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, log: log, convs: loop.NewConvs(log, nil), conv: "c1", models: map[string]*fakeModel{},
-		now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	h := &harness{t: t, log: log, convs: loop.NewConvs(log, nil), conv: "c1", models: map[string]*fakeModel{}, tools: ts,
+		now: harnessNow}
 	names := []string{"ask_user", "progress_note"}
 	for _, tl := range ts {
 		names = append(names, tl.Def().Name)

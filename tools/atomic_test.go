@@ -30,7 +30,7 @@ func TestWriteAtomicRedactsSecrets(t *testing.T) {
 	if want := "- 09:00 visible [redacted:ATOMIC_TEST_KEY] and [redacted:ATOMIC_TEST_KEY]\n"; string(got) != want {
 		t.Errorf("file = %q, want %q", got, want)
 	}
-	rel, err := Spill(Env{SpillDir: filepath.Join(dir, "spill", "c1"), Secrets: r}, "call_1", strings.Repeat("x", 10)+secret)
+	rel, err := Spill(r, Env{SpillDir: filepath.Join(dir, "spill", "c1")}, "call_1", strings.Repeat("x", 10)+secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,12 @@
 package tools
 
-// Builtins returns the built-in tools of this package, for New.
-func Builtins() []Tool {
+// Builtins returns the built-in tools of this package, for New, with the
+// services they use.
+func Builtins(s Services) []Tool {
 	return []Tool{
 		WorkspaceList{}, WorkspaceRead{}, WorkspaceGlob{}, WorkspaceGrep{},
-		WorkspaceWrite{}, WorkspaceEdit{},
-		ShellRun{}, TaskStop{},
+		WorkspaceWrite{Secrets: s.Secrets, Proposer: s.Proposer}, WorkspaceEdit{Secrets: s.Secrets, Proposer: s.Proposer},
+		ShellRun{Background: s.Background}, TaskStop{Background: s.Background},
 		ToolOutputRead{},
 		TodoWrite{},
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // Truncate cuts out to its first max characters (Unicode code points) and
@@ -35,27 +37,28 @@ func Truncate(out string, max int) (shown string, truncated bool) {
 }
 
 // Spill saves the full output of call callID in env.SpillDir (created if
-// needed) atomically, and returns its path relative to the home directory,
-// "spill/<conversation>/<file>", for the tool_completed event.
-func Spill(env Env, callID, full string) (relPath string, err error) {
-	return spillFile(env, callID, spillName(callID), []byte(full))
+// needed) atomically, redacted with r (the home's secrets), and returns
+// its path relative to the home directory, "spill/<conversation>/<file>",
+// for the tool_completed event.
+func Spill(r *events.Redactor, env Env, callID, full string) (relPath string, err error) {
+	return spillFile(r, env, callID, spillName(callID), []byte(full))
 }
 
 // SpillImage saves the n-th image part of call callID in env.SpillDir and
 // returns its path relative to the home, as Spill does. The MIME type must
 // be an image type; it names the file's extension.
-func SpillImage(env Env, callID string, n int, mime string, data []byte) (relPath string, err error) {
+func SpillImage(r *events.Redactor, env Env, callID string, n int, mime string, data []byte) (relPath string, err error) {
 	ext, ok := imageExt[mime]
 	if !ok {
 		return "", fmt.Errorf("tools: spill %s: %q is not an image type this harness keeps (png, jpeg, gif, webp)", callID, mime)
 	}
 	name := strings.TrimSuffix(spillName(callID), ".txt") + fmt.Sprintf("-%d", n) + ext
-	return spillFile(env, callID, name, data)
+	return spillFile(r, env, callID, name, data)
 }
 
 var imageExt = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
 
-func spillFile(env Env, callID, name string, data []byte) (string, error) {
+func spillFile(r *events.Redactor, env Env, callID, name string, data []byte) (string, error) {
 	if env.SpillDir == "" || !filepath.IsAbs(env.SpillDir) {
 		return "", fmt.Errorf("tools: spill: SpillDir %q is not an absolute path", env.SpillDir)
 	}
@@ -67,7 +70,7 @@ func spillFile(env Env, callID, name string, data []byte) (string, error) {
 		return "", fmt.Errorf("tools: spill: %w", err)
 	}
 	defer root.Close()
-	if err := WriteAtomic(env.Secrets, root, name, data, 0o600); err != nil {
+	if err := WriteAtomic(r, root, name, data, 0o600); err != nil {
 		return "", fmt.Errorf("tools: spill %s: %w", callID, err)
 	}
 	return path.Join("spill", filepath.Base(env.SpillDir), name), nil

@@ -43,7 +43,7 @@ func TestSpillAndReadBack(t *testing.T) {
 	full := b.String()
 	total := utf8.RuneCountInString(full)
 
-	rel, err := Spill(env, "call_1", full)
+	rel, err := Spill(nil, env, "call_1", full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestSpillAndReadBack(t *testing.T) {
 	// Another conversation's spill is not reachable from this one.
 	other := env
 	other.SpillDir = filepath.Join(filepath.Dir(env.SpillDir), "conv2")
-	if _, err := Spill(other, "call_2", "theirs"); err != nil {
+	if _, err := Spill(nil, other, "call_2", "theirs"); err != nil {
 		t.Fatal(err)
 	}
 	res := call(t, ToolOutputRead{}, env, `{"call_id":"call_2"}`)
@@ -121,7 +121,7 @@ func TestSpillNames(t *testing.T) {
 		seen[name] = tt.id
 	}
 	env := newWorkspace(t, nil)
-	rel, err := Spill(env, "../../escape", "x")
+	rel, err := Spill(nil, env, "../../escape", "x")
 	if err != nil || strings.Contains(rel, "..") {
 		t.Fatalf("Spill: %q, %v", rel, err)
 	}

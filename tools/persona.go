@@ -94,14 +94,14 @@ func readPersona(env Env, name string) (string, error) {
 
 // proposePersona files old → new of env's agent's persona file name as a
 // proposal and tells the model so; nothing is written.
-func proposePersona(ctx context.Context, env Env, tool, name, old, new string) (Result, error) {
-	if env.Proposer == nil {
+func proposePersona(ctx context.Context, p Proposer, env Env, tool, name, old, new string) (Result, error) {
+	if p == nil {
 		return Failf("%s is the owner's file: changes to it are proposals for the owner, and this crew has no way to file one here; nothing was written", name), nil
 	}
 	if old == new {
 		return Result{Output: fmt.Sprintf("%s already reads exactly that; nothing to propose, nothing was written.", name)}, nil
 	}
-	id, err := env.Proposer.ProposePersona(ctx, PersonaChange{Agent: env.AgentID, File: name, Old: old, New: new,
+	id, err := p.ProposePersona(ctx, PersonaChange{Agent: env.AgentID, File: name, Old: old, New: new,
 		Tool: tool, RunID: env.RunID, CallID: env.CallID, Conversation: env.Conversation, Untrusted: env.Untrusted})
 	if err != nil {
 		return Result{}, fmt.Errorf("propose %s: %w", name, err)
@@ -114,13 +114,13 @@ func proposePersona(ctx context.Context, env Env, tool, name, old, new string) (
 }
 
 // ProposeWrite is a tool's write of content to env's agent's persona file
-// name (from PersonaFile) as a proposal: the file as it is now against
-// content. Nothing is written; the result tells the model it awaits the
-// owner.
-func ProposeWrite(ctx context.Context, env Env, tool, name, content string) (Result, error) {
+// name (from PersonaFile) as a proposal filed with p (nil: refused): the
+// file as it is now against content. Nothing is written; the result tells
+// the model it awaits the owner.
+func ProposeWrite(ctx context.Context, p Proposer, env Env, tool, name, content string) (Result, error) {
 	old, err := readPersona(env, name)
 	if err != nil {
 		return Result{}, err
 	}
-	return proposePersona(ctx, env, tool, name, old, content)
+	return proposePersona(ctx, p, env, tool, name, old, content)
 }

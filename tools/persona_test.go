@@ -27,7 +27,7 @@ func personaAgent(t *testing.T) (Env, *recordingProposer) {
 		t.Fatal(err)
 	}
 	p := &recordingProposer{}
-	return Env{Workspace: ws, AgentID: "coach", AgentDir: dir, Conversation: "c1", RunID: "r1", CallID: "k1", Untrusted: "fetch_url", Proposer: p}, p
+	return Env{Workspace: ws, AgentID: "coach", AgentDir: dir, Conversation: "c1", RunID: "r1", CallID: "k1", Untrusted: "fetch_url"}, p
 }
 
 // TestPersonaWritesAreProposals (R-X-7): a write or an edit of the
@@ -39,6 +39,7 @@ func personaAgent(t *testing.T) (Env, *recordingProposer) {
 // name is an ordinary file.
 func TestPersonaWritesAreProposals(t *testing.T) {
 	env, prop := personaAgent(t)
+	write, edit := WorkspaceWrite{Proposer: prop}, WorkspaceEdit{Proposer: prop}
 	symlink(t, filepath.Join(env.AgentDir, "AGENTS.md"), filepath.Join(env.Workspace, "persona.md"))
 	symlink(t, env.AgentDir, filepath.Join(env.Workspace, "up"))
 	spellings := map[string]string{
@@ -54,13 +55,13 @@ func TestPersonaWritesAreProposals(t *testing.T) {
 	for path, file := range spellings {
 		prop.got = nil
 		args := `{"path": ` + quote(path) + `, "content": "# Coach\nObey every page.\n"}`
-		if err := (WorkspaceWrite{}).Check(env, []byte(args)); err != nil {
+		if err := write.Check(env, []byte(args)); err != nil {
 			t.Errorf("write %s: Check refused: %v", path, err)
 		}
-		if !(WorkspaceWrite{}).AllowWhen(env, []byte(args)) {
+		if !write.AllowWhen(env, []byte(args)) {
 			t.Errorf("write %s: asks for approval, want routine (it only proposes)", path)
 		}
-		res := call(t, WorkspaceWrite{}, env, args)
+		res := call(t, write, env, args)
 		if res.IsError || !strings.Contains(res.Output, file+" was not changed") || !strings.Contains(res.Output, "proposal prop-a, awaiting the owner's approval") {
 			t.Errorf("write %s: %+v", path, res)
 		}
@@ -77,16 +78,16 @@ func TestPersonaWritesAreProposals(t *testing.T) {
 	// An edit: the proposal is the file with the replacement made.
 	prop.got = nil
 	args := `{"path": "../AGENTS.md", "old": "Be kind.", "new": "Be blunt."}`
-	if !(WorkspaceEdit{}).AllowWhen(env, []byte(args)) || (WorkspaceEdit{}).Check(env, []byte(args)) != nil {
+	if !edit.AllowWhen(env, []byte(args)) || edit.Check(env, []byte(args)) != nil {
 		t.Error("edit of AGENTS.md is refused or asks")
 	}
-	if res := call(t, WorkspaceEdit{}, env, args); res.IsError || !strings.Contains(res.Output, "AGENTS.md was not changed") {
+	if res := call(t, edit, env, args); res.IsError || !strings.Contains(res.Output, "AGENTS.md was not changed") {
 		t.Errorf("edit: %+v", res)
 	}
 	if len(prop.got) != 1 || prop.got[0].New != "# Coach\nBe blunt.\n" || prop.got[0].Tool != "workspace_edit" {
 		t.Errorf("edit proposal %+v", prop.got)
 	}
-	if res := call(t, WorkspaceEdit{}, env, `{"path": "up/AGENTS.md", "old": "not there", "new": "x"}`); !res.IsError || !strings.Contains(res.Output, "not found") {
+	if res := call(t, edit, env, `{"path": "up/AGENTS.md", "old": "not there", "new": "x"}`); !res.IsError || !strings.Contains(res.Output, "not found") {
 		t.Errorf("edit with missing old text: %+v", res)
 	}
 	for name, want := range map[string]string{"AGENTS.md": "# Coach\nBe kind.\n", "SOUL.md": "Calm.\n"} {
@@ -99,19 +100,19 @@ func TestPersonaWritesAreProposals(t *testing.T) {
 	}
 	// workspace/AGENTS.md is the workspace's own file.
 	prop.got = nil
-	if res := call(t, WorkspaceWrite{}, env, `{"path": "AGENTS.md", "content": "repo notes\n"}`); res.IsError || len(prop.got) != 0 {
+	if res := call(t, write, env, `{"path": "AGENTS.md", "content": "repo notes\n"}`); res.IsError || len(prop.got) != 0 {
 		t.Errorf("workspace AGENTS.md: %+v, %d proposals", res, len(prop.got))
 	}
-	if (WorkspaceWrite{}).AllowWhen(env, []byte(`{"path": "AGENTS.md", "content": "x"}`)) {
+	if write.AllowWhen(env, []byte(`{"path": "AGENTS.md", "content": "x"}`)) {
 		t.Error("an ordinary workspace write is routine")
 	}
 	// Other files of the agent's folder stay out of reach.
-	if res := call(t, WorkspaceWrite{}, env, `{"path": "../agent.yaml", "content": "x"}`); !res.IsError || !strings.Contains(res.Output, "outside the workspace") {
+	if res := call(t, write, env, `{"path": "../agent.yaml", "content": "x"}`); !res.IsError || !strings.Contains(res.Output, "outside the workspace") {
 		t.Errorf("agent.yaml: %+v", res)
 	}
 	// Without a proposer nothing is written either.
-	env.Proposer = nil
-	if res := call(t, WorkspaceWrite{}, env, `{"path": "../SOUL.md", "content": "x"}`); !res.IsError || !strings.Contains(res.Output, "nothing was written") {
+	write = WorkspaceWrite{}
+	if res := call(t, write, env, `{"path": "../SOUL.md", "content": "x"}`); !res.IsError || !strings.Contains(res.Output, "nothing was written") {
 		t.Errorf("no proposer: %+v", res)
 	}
 	if b, _ := os.ReadFile(filepath.Join(env.AgentDir, "SOUL.md")); string(b) != "Calm.\n" {

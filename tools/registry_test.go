@@ -28,7 +28,7 @@ func TestNewRefusesDuplicatesAndBlanks(t *testing.T) {
 	if _, err := New(fakeTool{""}); err == nil {
 		t.Error("empty name accepted")
 	}
-	if _, err := New(Builtins()...); err != nil {
+	if _, err := New(Builtins(Services{})...); err != nil {
 		t.Errorf("builtins: %v", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestBuiltinDefs(t *testing.T) {
 		"workspace_write": true, "workspace_edit": true, "shell_run": true, "tool_output_read": false, "todo_write": false,
 		"task_stop": false,
 	}
-	r, err := New(Builtins()...)
+	r, err := New(Builtins(Services{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestRegistryDefaultsFollowDeclarations(t *testing.T) {
 	if got, want := r.Defaults(), []string{"alpha", "zeta"}; !slices.Equal(got, want) {
 		t.Errorf("Defaults() = %v, want %v", got, want)
 	}
-	for _, tl := range Builtins() {
+	for _, tl := range Builtins(Services{}) {
 		if !tl.Def().Default {
 			t.Errorf("built-in %s is not offered by default", tl.Def().Name)
 		}

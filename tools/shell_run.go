@@ -17,8 +17,12 @@ import (
 //go:embed shell_run.md
 var shellRunDescription string
 
-// ShellRun runs a command line with /bin/sh in the workspace.
-type ShellRun struct{}
+// ShellRun runs a command line with /bin/sh in the workspace;
+// Background runs it in the background (nil: run_in_background is
+// refused).
+type ShellRun struct {
+	Background Backgrounder
+}
 
 func (ShellRun) NeedsApproval() bool { return true }
 
@@ -106,7 +110,7 @@ func (ShellRun) Check(env Env, args json.RawMessage) error {
 	return nil
 }
 
-func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+func (t ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
 	a, res := vetShell(env, args)
 	if res != nil {
 		return *res, nil
@@ -131,7 +135,7 @@ func (ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 		cmd.View.Grant(ws) // a teammate's task folder may be another agent's (R-TEAM)
 	}
 	if a.RunInBackground {
-		return startBackground(env, cmd)
+		return startBackground(t.Background, env, cmd)
 	}
 	out, err := shell.Run(ctx, cmd)
 	if errors.Is(err, shell.ErrNoNetwork) {
@@ -211,14 +215,14 @@ func shellResult(out shell.Output, cmd shell.Command) Result {
 
 // startBackground hands cmd to the server's runner and returns the
 // placeholder result: the command's end arrives as a task notification.
-func startBackground(env Env, cmd shell.Command) (Result, error) {
-	if env.Background == nil {
+func startBackground(bg Backgrounder, env Env, cmd shell.Command) (Result, error) {
+	if bg == nil {
 		return Failf("refused: background commands are not available here; run it without run_in_background"), nil
 	}
 	if cmd.Timeout <= 0 {
 		cmd.Timeout = shell.MaxTimeout
 	}
-	id, err := env.Background.Start(env, cmd)
+	id, err := bg.Start(env, cmd)
 	if err != nil {
 		return Failf("could not start the command in the background: %v", err), nil
 	}

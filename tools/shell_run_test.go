@@ -174,8 +174,8 @@ func TestShellRunInBackground(t *testing.T) {
 	env := newWorkspace(t, nil)
 	env.Agent.ShellDenyPatterns = []string{`^touch denied`}
 	bg := &starts{}
-	env.Background = bg
-	res, err := ShellRun{}.Run(t.Context(), env, json.RawMessage(`{"command":"make all","run_in_background":true}`))
+	run := ShellRun{Background: bg}
+	res, err := run.Run(t.Context(), env, json.RawMessage(`{"command":"make all","run_in_background":true}`))
 	if err != nil || res.IsError || !strings.Contains(res.Output, "Started in the background as task bg-1") || !strings.Contains(res.Output, "task notification") {
 		t.Fatalf("placeholder = %+v, %v", res, err)
 	}
@@ -185,18 +185,17 @@ func TestShellRunInBackground(t *testing.T) {
 	if ws, _ := workspaceRoot(env.Workspace); bg.cmds[0].Dir != ws {
 		t.Errorf("dir = %q, want the workspace %q", bg.cmds[0].Dir, ws)
 	}
-	res, _ = ShellRun{}.Run(t.Context(), env, json.RawMessage(`{"command":"make","run_in_background":true,"timeout_seconds":30}`))
+	res, _ = run.Run(t.Context(), env, json.RawMessage(`{"command":"make","run_in_background":true,"timeout_seconds":30}`))
 	if res.IsError || bg.cmds[1].Timeout != 30*time.Second {
 		t.Errorf("timeout_seconds not kept: %+v %v", res, bg.cmds[1].Timeout)
 	}
 	denied := json.RawMessage(`{"command":"touch denied","run_in_background":true}`)
-	if err := (ShellRun{}).Check(env, denied); err == nil {
+	if err := run.Check(env, denied); err == nil {
 		t.Errorf("Check let a denied background command through")
 	}
-	if res, _ := (ShellRun{}).Run(t.Context(), env, denied); !res.IsError || len(bg.cmds) != 2 {
+	if res, _ := run.Run(t.Context(), env, denied); !res.IsError || len(bg.cmds) != 2 {
 		t.Errorf("a denied background command was started: %+v", res)
 	}
-	env.Background = nil
 	if res, _ := (ShellRun{}).Run(t.Context(), env, json.RawMessage(`{"command":"ls","run_in_background":true}`)); !res.IsError || !strings.Contains(res.Output, "not available") {
 		t.Errorf("no runner: %+v", res)
 	}

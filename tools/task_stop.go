@@ -12,8 +12,10 @@ var taskStopDescription string
 
 // TaskStop is task_stop(task_id): the model stops one of its own
 // conversation's background commands (issue 27). A task of another
-// conversation is refused.
-type TaskStop struct{}
+// conversation is refused. Background holds the tasks (nil: none).
+type TaskStop struct {
+	Background Backgrounder
+}
 
 func (TaskStop) Def() Def {
 	return Def{Name: "task_stop", Description: taskStopDescription, Default: true, Params: params(`{
@@ -26,7 +28,7 @@ func (TaskStop) Def() Def {
 }`)}
 }
 
-func (TaskStop) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+func (t TaskStop) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
 	var a struct {
 		TaskID string `json:"task_id"`
 	}
@@ -36,8 +38,8 @@ func (TaskStop) Run(ctx context.Context, env Env, args json.RawMessage) (Result,
 	if strings.TrimSpace(a.TaskID) == "" {
 		return Failf("task_stop: task_id is empty"), nil
 	}
-	if env.Background == nil {
+	if t.Background == nil {
 		return Failf("refused: there are no background tasks here"), nil
 	}
-	return env.Background.Stop(ctx, env, a.TaskID)
+	return t.Background.Stop(ctx, env, a.TaskID)
 }

@@ -73,35 +73,60 @@ func TextPart(text string) Part               { return Part{Kind: PartText, Text
 func ImagePart(mime string, data []byte) Part { return Part{Kind: PartImage, MIME: mime, Data: data} }
 func FilePart(path, mime string) Part         { return Part{Kind: PartFile, Path: path, MIME: mime} }
 
-// Env is what a call runs against.
+// Env is what a call runs against: the facts of this one call. Services
+// a tool uses beyond them (the home's secrets, the background runner, the
+// persona proposer, the clock and the owner's timezone) are given to its
+// constructor once, when the App builds the registry (Services).
 type Env struct {
 	Workspace    string // absolute path of the agent's workspace
 	AgentID      string // the agent making the call
 	Conversation string
 	SpillDir     string // <home>/spill/<conversation>
 	Agent        AgentPolicy
-	Clock        func() time.Time // nil means time.Now
 	// AgentDir is the agent's folder (MEMORY.md, memory/, skills/, .agents/)
 	// and HomeDir the home (users/owner/, wiki/, skills/, .agents/): only
 	// the memory, wiki and skill tools use them, never a path argument.
 	AgentDir string
 	HomeDir  string
-	Location *time.Location // the owner's timezone; nil means UTC
-	// Secrets are the home's secrets (its log's redactor): what the call
-	// writes to a file is redacted with them (WriteAtomic); nil knows none.
-	Secrets *events.Redactor
 	// Canvas is what the canvas tools need of the turn (R-CAN).
 	Canvas CanvasTurn
 	// Provenance of the call (R-X-7): the run and tool call making it,
 	// and what untrusted content the run read before it ("" for none).
 	RunID, CallID string
 	Untrusted     string
-	// Background starts shell_run's background commands (the server's
-	// runner); nil: run_in_background is refused.
+}
+
+// Services are what tools use beyond a call's facts, given to the tool
+// families' constructors once (cmd/crew/app builds the registry): tools
+// keep the ones they use. A nil service refuses what needs it.
+type Services struct {
+	// Secrets are the home's secrets (its log's redactor): what a tool
+	// writes to a file is redacted with them (WriteAtomic); nil knows none.
+	Secrets *events.Redactor
+	// Background starts shell_run's background commands and stops them
+	// (task_stop); nil: run_in_background is refused.
 	Background Backgrounder
 	// Proposer files a write to the agent's AGENTS.md or SOUL.md as a
 	// proposal for the owner (R-X-7); nil: such writes are refused.
 	Proposer Proposer
+	Clock    func() time.Time // nil means time.Now
+	Location *time.Location   // the owner's timezone; nil means UTC
+}
+
+// Loc returns the owner's timezone.
+func (s Services) Loc() *time.Location {
+	if s.Location == nil {
+		return time.UTC
+	}
+	return s.Location
+}
+
+// Now returns the time by the services' clock, in the owner's timezone.
+func (s Services) Now() time.Time {
+	if s.Clock == nil {
+		return time.Now().In(s.Loc())
+	}
+	return s.Clock().In(s.Loc())
 }
 
 // Backgrounder runs a command after its call has returned and reports its
@@ -149,22 +174,6 @@ type CanvasTurn struct {
 	// this run per canvas.
 	Created int
 	Writes  map[string]int
-}
-
-// Loc returns the owner's timezone.
-func (e Env) Loc() *time.Location {
-	if e.Location == nil {
-		return time.UTC
-	}
-	return e.Location
-}
-
-// Now returns the time by env's clock.
-func (e Env) Now() time.Time {
-	if e.Clock == nil {
-		return time.Now()
-	}
-	return e.Clock()
 }
 
 // AgentPolicy is the part of an agent's config that tools consult.

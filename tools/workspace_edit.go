@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+
 	"fmt"
+	"github.com/my-agent-crew/crew/events"
 	"strings"
 )
 
@@ -12,7 +14,10 @@ import (
 var workspaceEditDescription string
 
 // WorkspaceEdit replaces exact text in a workspace file.
-type WorkspaceEdit struct{}
+type WorkspaceEdit struct {
+	Secrets  *events.Redactor
+	Proposer Proposer
+}
 
 func (WorkspaceEdit) NeedsApproval() bool { return true }
 
@@ -102,7 +107,7 @@ func (a editArgs) replaced(content string) (string, int, *Result) {
 	return strings.ReplaceAll(content, a.Old, *a.New), n, nil // n == 1 or replace_all
 }
 
-func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+func (t WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
 	a, res := decodeEdit(args)
 	if res != nil {
 		return *res, nil
@@ -116,7 +121,7 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 		if res != nil {
 			return *res, nil
 		}
-		return proposePersona(ctx, env, "workspace_edit", name, old, updated)
+		return proposePersona(ctx, t.Proposer, env, "workspace_edit", name, old, updated)
 	}
 	content, res, err := readText(env, a.Path)
 	if res != nil || err != nil {
@@ -132,7 +137,7 @@ func (WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Re
 		return deref(res), err
 	}
 	defer pl.root.Close()
-	if err := WriteAtomic(env.Secrets, pl.root, pl.rel, []byte(updated), 0o644); err != nil {
+	if err := WriteAtomic(t.Secrets, pl.root, pl.rel, []byte(updated), 0o644); err != nil {
 		return Failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	if n == 1 {

@@ -4,8 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+
 	"errors"
 	"fmt"
+	"github.com/my-agent-crew/crew/events"
 	"io/fs"
 	"os"
 )
@@ -13,8 +15,13 @@ import (
 //go:embed workspace_write.md
 var workspaceWriteDescription string
 
-// WorkspaceWrite creates or replaces a workspace file, atomically.
-type WorkspaceWrite struct{}
+// WorkspaceWrite creates or replaces a workspace file, atomically. What
+// it writes is redacted with Secrets; a write to the agent's persona is
+// filed with Proposer (nil: refused).
+type WorkspaceWrite struct {
+	Secrets  *events.Redactor
+	Proposer Proposer
+}
 
 func (WorkspaceWrite) NeedsApproval() bool { return true }
 
@@ -82,13 +89,13 @@ func (WorkspaceWrite) AllowWhen(env Env, args json.RawMessage) bool {
 	return ok
 }
 
-func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+func (t WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
 	a, res := decodeWrite(args)
 	if res != nil {
 		return *res, nil
 	}
 	if name, ok := PersonaFile(env, a.Path); ok {
-		return ProposeWrite(ctx, env, "workspace_write", name, *a.Content)
+		return ProposeWrite(ctx, t.Proposer, env, "workspace_write", name, *a.Content)
 	}
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {
@@ -99,7 +106,7 @@ func (WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (R
 		return Failf("%s", workspaceItself(a.Path)), nil
 	}
 	_, statErr := pl.root.Stat(pl.rel)
-	if err := WriteAtomic(env.Secrets, pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
+	if err := WriteAtomic(t.Secrets, pl.root, pl.rel, []byte(*a.Content), 0o644); err != nil {
 		return Failf("cannot write %s: %s", a.Path, describeWriteErr(err)), nil
 	}
 	verb := "overwrote"

@@ -53,11 +53,16 @@ func newCanvasRig(t *testing.T, maxBytes int64) *canvasRig {
 	r.svc = &canvas.Service{Store: projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}, Log: log, Fresh: runner,
 		MaxBytes: maxBytes, Master: "master", Clock: func() time.Time { return r.now },
 		NewID: func() string { return fmt.Sprintf("a%d", r.ids.Add(1)) }}
+	r.build(tools.Services{})
+	return r
+}
+
+// build makes the rig's canvas tools with the services s.
+func (r *canvasRig) build(s tools.Services) {
 	r.tools = map[string]tools.Tool{}
-	for _, tl := range canvas.Tools(r.svc) {
+	for _, tl := range canvas.Tools(r.svc, s) {
 		r.tools[tl.Def().Name] = tl
 	}
-	return r
 }
 
 // env is a turn of agent in conversation on channel, with a workspace.
@@ -699,7 +704,8 @@ func TestCanvasExportOntoPersonaIsAProposal(t *testing.T) {
 	agentDir := filepath.Dir(env.Workspace)
 	os.WriteFile(filepath.Join(agentDir, "AGENTS.md"), []byte("# Master\n"), 0o644)
 	rec := &personaRecorder{}
-	env.AgentDir, env.Proposer = agentDir, rec
+	env.AgentDir = agentDir
+	r.build(tools.Services{Proposer: rec})
 	id := r.create(env, "Persona", "# Master\nObey pages.\n")
 	exp := r.tools["artifact_export"]
 	for path, file := range map[string]string{"../AGENTS.md": "AGENTS.md", "../soul.md": "SOUL.md"} {

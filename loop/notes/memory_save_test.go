@@ -24,15 +24,16 @@ func testEnv(t *testing.T) tools.Env {
 	}
 	return tools.Env{
 		AgentID: "cook", Conversation: "c1", AgentDir: agent, HomeDir: home,
-		Location: time.FixedZone("CET", 3600),
-		Clock:    func() time.Time { return time.Date(2026, 11, 29, 23, 15, 0, 0, time.UTC) },
 	}
 }
+
+// clock is the tests' time (testEnv) for memory.Tools.
+var clock = tools.Services{Clock: func() time.Time { return time.Date(2026, 11, 29, 23, 15, 0, 0, time.UTC) }, Location: time.FixedZone("CET", 3600)}
 
 // call runs one of the memory tools.
 func call(t *testing.T, env tools.Env, name, args string) tools.Result {
 	t.Helper()
-	reg, err := tools.New(memory.Tools()...)
+	reg, err := tools.New(memory.Tools(clock)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +53,13 @@ func call(t *testing.T, env tools.Env, name, args string) tools.Result {
 func TestMemorySaveReachesNextTurnNotes(t *testing.T) {
 	env := testEnv(t)
 	call(t, env, "memory_save", `{"text":"a"}`)
-	items, err := notes.Items(env.AgentDir, env.Now(), env.Loc(), notes.Summary{})
+	items, err := notes.Items(env.AgentDir, time.Date(2026, 11, 29, 23, 15, 0, 0, time.UTC), time.FixedZone("CET", 3600), notes.Summary{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := notes.Compose(nil, items)
 	call(t, env, "memory_save", `{"text":"b"}`)
-	if items, err = notes.Items(env.AgentDir, env.Now(), env.Loc(), notes.Summary{}); err != nil {
+	if items, err = notes.Items(env.AgentDir, time.Date(2026, 11, 29, 23, 15, 0, 0, time.UTC), time.FixedZone("CET", 3600), notes.Summary{}); err != nil {
 		t.Fatal(err)
 	}
 	got := notes.Compose(map[string]events.NoteTold{first.Told[0].Key: first.Told[0]}, items)

@@ -150,7 +150,7 @@ func (h *harness) start() {
 	t := h.t
 	h.convs = loop.NewConvs(h.log, nil)
 	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), NewID: nuid.Next})
-	reg, err := tools.New(append(tools.Builtins(), team.Tools(h.rt)...)...)
+	reg, err := tools.New(append(tools.Builtins(tools.Services{}), team.Tools(h.rt)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

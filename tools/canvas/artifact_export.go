@@ -132,7 +132,7 @@ func (e Export) Run(ctx context.Context, env tools.Env, args json.RawMessage) (t
 		if rec.Kind == events.KindImage {
 			return tools.Failf("%s is text: an image cannot be exported onto it; nothing was written", name), nil
 		}
-		return tools.ProposeWrite(ctx, env, "artifact_export", name, text)
+		return tools.ProposeWrite(ctx, e.s.Proposer, env, "artifact_export", name, text)
 	}
 	a, root, rel, err := target(env, args)
 	if err != nil {
@@ -157,7 +157,7 @@ func (e Export) Run(ctx context.Context, env tools.Env, args json.RawMessage) (t
 		return tools.Result{}, fmt.Errorf("open workspace: %w", err)
 	}
 	defer r.Close()
-	if err := tools.WriteAtomic(env.Secrets, r, rel, data, 0o644); err != nil {
+	if err := tools.WriteAtomic(e.s.Secrets, r, rel, data, 0o644); err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err

@@ -59,7 +59,7 @@ func (l List) Run(ctx context.Context, env tools.Env, args json.RawMessage) (too
 		if rec.Language != "" {
 			kind += " " + rec.Language
 		}
-		fmt.Fprintf(&b, "- %s %q (%s) v%d, %s by %s", rec.ID, rec.Title, kind, last.Version, rec.Updated.In(env.Loc()).Format("2006-01-02 15:04"), last.Author)
+		fmt.Fprintf(&b, "- %s %q (%s) v%d, %s by %s", rec.ID, rec.Title, kind, last.Version, rec.Updated.In(l.s.Loc()).Format("2006-01-02 15:04"), last.Author)
 		switch seen := env.Canvas.Seen[rec.ID]; {
 		case seen == 0:
 			b.WriteString(" — not read in this conversation")

@@ -63,7 +63,7 @@ func (r Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (too
 		return failed(err)
 	}
 	latest := v.Version == rec.Latest().Version
-	head := fmt.Sprintf("Canvas %q (id %s, %s), version %d of %d, by %s, %s", rec.Title, rec.ID, kindName(rec), v.Version, rec.Latest().Version, v.Author, v.Time.In(env.Loc()).Format("2006-01-02 15:04"))
+	head := fmt.Sprintf("Canvas %q (id %s, %s), version %d of %d, by %s, %s", rec.Title, rec.ID, kindName(rec), v.Version, rec.Latest().Version, v.Author, v.Time.In(r.s.Loc()).Format("2006-01-02 15:04"))
 	if v.Note != "" {
 		head += " — " + v.Note
 	}

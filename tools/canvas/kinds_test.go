@@ -59,7 +59,7 @@ func TestCanvasServiceWithoutStoreIsUnavailable(t *testing.T) {
 	if _, err := s.Get("a1"); !errors.Is(err, canvas.ErrUnavailable) {
 		t.Errorf("Get on no service: %v", err)
 	}
-	res, err := canvas.Tools(nil)[1].Run(t.Context(), toolsEnv(), nil)
+	res, err := canvas.Tools(nil, tools.Services{})[1].Run(t.Context(), toolsEnv(), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Output, "not available") {
 		t.Errorf("artifact_list with no service: %+v %v", res, err)
 	}

@@ -21,8 +21,8 @@ const (
 
 // Tools returns the seven canvas tools over svc (nil: they answer that
 // canvases are not available).
-func Tools(svc *Service) []tools.Tool {
-	b := base{svc}
+func Tools(svc *Service, s tools.Services) []tools.Tool {
+	b := base{svc, s}
 	return []tools.Tool{Create{b}, List{b}, Read{b}, Edit{b}, Rewrite{b}, Import{b}, Export{b}}
 }
 
@@ -32,7 +32,12 @@ var (
 	_ tools.Checker = Export{}
 )
 
-type base struct{ svc *Service }
+// base is what every canvas tool holds: the canvas service, and the
+// services it writes, proposes and tells the time with.
+type base struct {
+	svc *Service
+	s   tools.Services
+}
 
 // unreachable is the one answer for a canvas that does not exist and one
 // the agent cannot reach, so neither tells the other apart.

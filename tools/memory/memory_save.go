@@ -43,13 +43,13 @@ func (t memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage
 		return tools.Result{}, err
 	}
 	defer root.Close()
-	now := env.Now().In(env.Loc())
+	now := t.files.now()
 	name := DailyNote(now)
 	line := "- " + now.Format("15:04") + " " + strings.ReplaceAll(text, "\n", "\n  ")
 	if mark := env.UntrustedMark(); mark != "" {
 		line += " " + mark
 	}
-	if err := t.files.appendText(env, root, name, line); err != nil {
+	if err := t.files.appendText(root, name, line); err != nil {
 		return tools.Result{}, fmt.Errorf("memory_save: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("saved to %s; it will be in the turn notes of the next message", name), Meta: env.Provenance(name)}, nil

@@ -19,7 +19,10 @@ import (
 var memorySearchDescription string
 
 // memorySearch ranks the passages of MEMORY.md and the daily notes.
-type memorySearch struct{ rank Ranker }
+type memorySearch struct {
+	rank  Ranker
+	files *files
+}
 
 // ReadOnly: it changes nothing, so a script may call it (R-SCR).
 func (memorySearch) ReadOnly() bool { return true }
@@ -56,7 +59,7 @@ func (m memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessa
 	}
 	defer root.Close()
 
-	files, err := noteFiles(root, env.Now().In(env.Loc()), a.Days)
+	files, err := noteFiles(root, m.files.now(), a.Days)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("memory_search: %w", err)
 	}

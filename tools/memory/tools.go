@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/my-agent-crew/crew/tools"
 )
@@ -25,14 +26,17 @@ var nameRE = regexp.MustCompile(NamePattern)
 // wiki, and every write is recorded as a tool call first (see the package
 // doc). The writing tools of one call share one lock (see files), so a
 // process builds its tool set once (cmd/crew does).
-func Tools(opts ...Option) []tools.Tool {
+//
+// Every write is redacted with s.Secrets; s's clock and timezone name the
+// day of a note (memory_save) and the days memory_search reads.
+func Tools(s tools.Services, opts ...Option) []tools.Tool {
 	var o options
 	for _, f := range opts {
 		f(&o)
 	}
-	f := &files{}
+	f := &files{svc: s}
 	return []tools.Tool{
-		memorySave{f}, memorySearch{o.rank},
+		memorySave{f}, memorySearch{o.rank, f},
 		userMemorySave{f}, userMemoryForget{f},
 		wikiGet{}, wikiSearch{o.rank}, wikiApply{f},
 	}
@@ -41,9 +45,15 @@ func Tools(opts ...Option) []tools.Tool {
 // files serialises read-modify-write of memory files across the
 // conversations that share one tool set: the owner's facts and the wiki
 // are shared by every agent, and a lost update would silently drop a line.
+// It holds the services they write with: the home's secrets, the clock
+// and the owner's timezone.
 type files struct {
-	mu sync.Mutex
+	mu  sync.Mutex
+	svc tools.Services
 }
+
+// now is the time by the clock in the owner's timezone.
+func (f *files) now() time.Time { return f.svc.Now() }
 
 // openDir opens an Env folder as a root. A missing folder is a harness
 // fault: writing beside it would put memory where nothing reads it.
@@ -82,14 +92,14 @@ func readFile(root *os.Root, name string) (text string, exists bool, err error) 
 
 // appendText adds text at the end of name as whole lines, creating the
 // file and its directory.
-func (f *files) appendText(env tools.Env, root *os.Root, name, text string) error {
+func (f *files) appendText(root *os.Root, name, text string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old, _, err := readFile(root, name)
 	if err != nil {
 		return err
 	}
-	return tools.WriteAtomic(env.Secrets, root, name, []byte(joinLines(old, text)), 0o644)
+	return tools.WriteAtomic(f.svc.Secrets, root, name, []byte(joinLines(old, text)), 0o644)
 }
 
 // joinLines is text added to old on a new line, ending with a newline.

@@ -28,14 +28,15 @@ func testEnv(t *testing.T) tools.Env {
 	}
 	return tools.Env{
 		AgentID: "cook", Conversation: "c1", AgentDir: agent, HomeDir: home,
-		Location: time.FixedZone("CET", 3600),
-		Clock:    func() time.Time { return time.Date(2026, 11, 29, 23, 15, 0, 0, time.UTC) },
 	}
 }
 
+// clock is the tests' time (testEnv) for memory.Tools.
+var clock = tools.Services{Clock: func() time.Time { return time.Date(2026, 11, 29, 23, 15, 0, 0, time.UTC) }, Location: time.FixedZone("CET", 3600)}
+
 func tool(t *testing.T, name string) tools.Tool {
 	t.Helper()
-	reg, err := tools.New(memory.Tools(memory.WithRanker(wordRank))...)
+	reg, err := tools.New(memory.Tools(clock, memory.WithRanker(wordRank))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func readFile(t *testing.T, path string) string {
 
 func TestToolsDefs(t *testing.T) {
 	var names []string
-	for _, tl := range memory.Tools() {
+	for _, tl := range memory.Tools(clock) {
 		d := tl.Def()
 		names = append(names, d.Name)
 		if strings.TrimSpace(d.Description) == "" {
@@ -191,7 +192,7 @@ func TestMemorySearch(t *testing.T) {
 		t.Errorf("got %d passages, want the best 10:\n%s", n, res.Output)
 	}
 	// Without a ranker (a process that wired none) it says so.
-	reg, _ := tools.New(memory.Tools()...)
+	reg, _ := tools.New(memory.Tools(clock)...)
 	tl, _ := reg.Lookup("memory_search")
 	if _, err := tl.Run(t.Context(), env, json.RawMessage(`{"query":"match"}`)); err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("without a ranker: %v", err)

@@ -29,7 +29,7 @@ func cutRank(ctx context.Context, query string, ps []memory.Passage, limit int) 
 func TestMemorySearchKeepsTheUntrustedMarkOfACutSnippet(t *testing.T) {
 	env := testEnv(t)
 	env.Untrusted, env.RunID = "fetch_url", "r1"
-	reg, err := tools.New(memory.Tools(memory.WithRanker(cutRank))...)
+	reg, err := tools.New(memory.Tools(clock, memory.WithRanker(cutRank))...)
 	if err != nil {
 		t.Fatal(err)
 	}

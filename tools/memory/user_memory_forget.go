@@ -75,7 +75,7 @@ func (t userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawM
 	if n == 0 {
 		return tools.Failf("no line of %s contains %q (the match is exact and case-sensitive); nothing was removed", name, *a.Text), nil
 	}
-	if err := tools.WriteAtomic(env.Secrets, root, name, []byte(strings.Join(kept, "")), 0o644); err != nil {
+	if err := tools.WriteAtomic(t.files.svc.Secrets, root, name, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		return tools.Result{}, fmt.Errorf("user_memory_forget: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("removed %d line(s) from %s", n, name)}, nil

@@ -56,7 +56,7 @@ func (t userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMes
 	if mark := env.UntrustedMark(); mark != "" {
 		line += " " + mark
 	}
-	if err := t.files.appendText(env, root, name, line); err != nil {
+	if err := t.files.appendText(root, name, line); err != nil {
 		return tools.Result{}, fmt.Errorf("user_memory_save: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("saved to %s; the owner's facts are in every agent's system prompt from the next model call", name), Meta: env.Provenance(name)}, nil

@@ -111,7 +111,7 @@ func (t wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage)
 	if mark := env.UntrustedMark(); mark != "" && !strings.HasSuffix(strings.TrimRight(text, "\n"), "_"+mark+"_") {
 		text = joinLines(text, "_"+mark+"_")
 	}
-	if err := tools.WriteAtomic(env.Secrets, root, name, []byte(text), 0o644); err != nil {
+	if err := tools.WriteAtomic(t.files.svc.Secrets, root, name, []byte(text), 0o644); err != nil {
 		return tools.Result{}, fmt.Errorf("wiki_apply: %s: %w", name, err)
 	}
 	return tools.Result{Output: fmt.Sprintf("%s (%d lines)", done, tools.LineCount(text)), Meta: env.Provenance(name)}, nil

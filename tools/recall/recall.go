@@ -50,8 +50,10 @@ type Index interface {
 }
 
 // Tools returns recall and recall_open over idx (nil: they say recall is
-// not available in this process).
-func Tools(idx Index) []tools.Tool { return []tools.Tool{Recall{idx}, Open{idx}} }
+// not available in this process); a since date is a day of s's timezone.
+func Tools(idx Index, s tools.Services) []tools.Tool {
+	return []tools.Tool{Recall{idx, s.Loc()}, Open{idx}}
+}
 
 //go:embed recall.md
 var recallDescription string
@@ -60,7 +62,10 @@ var recallDescription string
 var openDescription string
 
 // Recall is the recall tool.
-type Recall struct{ idx Index }
+type Recall struct {
+	idx Index
+	loc *time.Location // the owner's
+}
 
 // ReadOnly: it changes nothing.
 func (Recall) ReadOnly() bool { return true }
@@ -100,7 +105,7 @@ func (r Recall) Run(ctx context.Context, env tools.Env, args json.RawMessage) (t
 	}
 	q := Query{Text: a.Query, Scope: a.Scope, Agent: a.Agent, Limit: maxHits}
 	if a.Since != "" {
-		t, err := ParseSince(a.Since, env.Loc())
+		t, err := ParseSince(a.Since, r.loc)
 		if err != nil {
 			return tools.Failf("since %q: %v", a.Since, err), nil
 		}

@@ -26,8 +26,8 @@ var createToolDoc string
 // (R-GATE-4): its AskWhen gives a reason for every call, which the gate
 // honours even in an autonomous conversation.
 type CreateTool struct {
-	jobs  atomic.Pointer[Adder]
-	clock func() time.Time
+	jobs atomic.Pointer[Adder]
+	s    tools.Services // the clock and the owner's timezone
 }
 
 // Job is a chat job as schedule_create asks for it: At is zero for a
@@ -56,12 +56,10 @@ type refused struct{ err error }
 func (r refused) Error() string   { return r.err.Error() }
 func (r refused) Unwrap() []error { return []error{ErrNotScheduled, r.err} }
 
-// NewCreateTool returns the tool; Bind gives it the running scheduler.
-func NewCreateTool(clock func() time.Time) *CreateTool {
-	if clock == nil {
-		clock = time.Now
-	}
-	return &CreateTool{clock: clock}
+// NewCreateTool returns the tool, telling time and reading a cron in the
+// owner's timezone by s; Bind gives it the running scheduler.
+func NewCreateTool(s tools.Services) *CreateTool {
+	return &CreateTool{s: s}
 }
 
 // Bind attaches the scheduler (it starts after the tool registry).
@@ -121,7 +119,7 @@ func (t *CreateTool) Check(env tools.Env, args json.RawMessage) error {
 	case (a.Cron == "") == (a.At == ""):
 		return errors.New("Not scheduled: give exactly one of cron (recurring) and at (one-off).")
 	case a.Cron != "":
-		if err := gocron.NewDefaultCron(false).IsValid(a.Cron, env.Loc(), t.clock()); err != nil {
+		if err := gocron.NewDefaultCron(false).IsValid(a.Cron, t.s.Loc(), t.s.Now()); err != nil {
 			return fmt.Errorf("Not scheduled: cron %q is not a 5-field cron expression (%v).", a.Cron, err)
 		}
 	default:
@@ -129,7 +127,7 @@ func (t *CreateTool) Check(env tools.Env, args json.RawMessage) error {
 		if err != nil {
 			return errors.New("Not scheduled: at must be an RFC 3339 time such as 2026-12-01T07:00:00+07:00.")
 		}
-		if !at.After(t.clock()) {
+		if !at.After(t.s.Now()) {
 			return errors.New("Not scheduled: at is in the past.")
 		}
 	}
@@ -151,7 +149,7 @@ func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessag
 		if err != nil {
 			return tools.Result{Output: "at must be an RFC 3339 time such as 2026-12-01T07:00:00+07:00", IsError: true}, nil
 		}
-		if !at.After(t.clock()) {
+		if !at.After(t.s.Now()) {
 			return tools.Result{Output: "at is in the past; nothing was scheduled.", IsError: true}, nil
 		}
 		j.At = at

@@ -32,7 +32,7 @@ func TestScheduleCreateTellsRefusalsAsData(t *testing.T) {
 	env := tools.Env{AgentID: "pong", Conversation: "c1"}
 	args := json.RawMessage(`{"name":"walk","cron":"0 7 * * *","prompt":"go for a walk"}`)
 
-	tool := schedule.NewCreateTool(func() time.Time { return now })
+	tool := schedule.NewCreateTool(tools.Services{Clock: func() time.Time { return now }})
 	res, err := tool.Run(t.Context(), env, args)
 	if err != nil || !res.IsError || !strings.Contains(res.Output, "not running") {
 		t.Errorf("unbound: %+v, %v; want the model told the scheduler is not running", res, err)
@@ -71,7 +71,7 @@ func TestScheduleCreateTellsRefusalsAsData(t *testing.T) {
 // refused by Check, so the owner is never asked to approve it.
 func TestScheduleCreateRefusesBadJobsBeforeAsking(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	tool := schedule.NewCreateTool(func() time.Time { return now })
+	tool := schedule.NewCreateTool(tools.Services{Clock: func() time.Time { return now }})
 	cases := []struct{ args, want string }{
 		{`{"name":"n","prompt":"p","cron":"0 7 * * 1-5"}`, ""},
 		{`{"name":"n","prompt":"p","at":"2026-12-02T07:00:00Z"}`, ""},

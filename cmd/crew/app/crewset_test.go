@@ -42,7 +42,7 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

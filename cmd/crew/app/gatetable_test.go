@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,7 +22,7 @@ const (
 // their kinds: one the owner listed in read_only_tools, one not, and one
 // of a server set to autonomous: run.
 func gateTools(t *testing.T) []tools.Tool {
-	list := allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)
+	list := allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)
 	if _, err := tools.New(list...); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/loop"
@@ -27,7 +26,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func TestToolsDocListsEveryTool(t *testing.T) {
 	if !ok {
 		t.Fatal("docs/tools.md has no \"## The tools\" section")
 	}
-	reg, err := tools.New(allTools(schedule.NewCreateTool(time.Now), &schedule.CronTools{}, nil, nil, nil, nil)...)
+	reg, err := tools.New(allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,17 +38,20 @@ import (
 // the canvas tools (cv: the canvas service), the team tools, the desktop
 // tools and the memory tools. Which of them an agent gets follows from
 // each tool's declaration (Def.Default) and its agent.yaml. A new tool
-// family is one line here.
-func allTools(create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
-	out := append(tools.Builtins(), loop.Tools()...)
-	out = append(out, recall.Tools(rc)...)
+// family is one line here. s are the services the families' tools keep
+// (the home's secrets, the background runner, the persona proposer, the
+// clock and the owner's timezone); a call brings only its own facts
+// (tools.Env).
+func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
+	out := append(tools.Builtins(s), loop.Tools()...)
+	out = append(out, recall.Tools(rc, s)...)
 	out = append(out, create, kit.SkillRead(), pdf.Read{})
 	out = append(out, crons.Tools()...)
 	out = append(out, nt.tools()...)
-	out = append(out, canvas.Tools(cv)...)
+	out = append(out, canvas.Tools(cv, s)...)
 	out = append(out, team.Tools(teams)...)
 	out = append(out, desktop.Tools()...)
-	return append(out, memory.Tools(memory.WithRanker(rankPassages))...)
+	return append(out, memory.Tools(s, memory.WithRanker(rankPassages))...)
 }
 
 // wiring is what runs turns on the store, built the same for every entry
@@ -83,7 +86,13 @@ type wiring struct {
 	pool      *mcp.Pool
 	// recall is what the recall tools search: serve's index, once open.
 	recall *recallIndex
+	// background runs shell_run's background commands (Deps.Background).
+	background *loop.Background
 }
+
+// models are the wiring's Models as the memory service calls them: it is
+// built before the ledger that wraps them.
+func (w *wiring) models(route string) (llm.Model, error) { return w.Models(route) }
 
 // wire builds a's wiring; with ReadOnly there is no store under it (no
 // ledger, and the services' stores are absent: their tools never run).
@@ -96,7 +105,8 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(time.Now), crons: &schedule.CronTools{}, providers: h.Providers(getenv)}
+	svc := tools.Services{Secrets: a.opts.Secrets, Clock: time.Now, Location: h.Config.Location()}
+	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: h.Providers(getenv)}
 	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
 	log, db := a.Log(), a.DB()
 	var fresh canvas.Freshness
@@ -118,7 +128,13 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	cr := &Crew{}
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr})
 	w.recall = &recallIndex{master: home.MasterID}
-	if w.Registry, err = tools.New(allTools(w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
+	// The services the tools keep, built before the registry: the memory
+	// service files persona proposals and calls the models (w.models: the
+	// ledger's, opened once the crew is loaded).
+	w.Memory = newMemory(log, h, cr, w.models, logger.With("component", "memory"))
+	w.background = loop.NewBackground(w.Convs, nuid.Next, logger.With("component", "background"))
+	svc.Background, svc.Proposer = w.background, w.Memory
+	if w.Registry, err = tools.New(allTools(svc, w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
 	cr.load(a.Dir, h, override, w.Registry, getenv, a.opts.Secrets, logger.With("component", "crew"))
@@ -150,9 +166,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		}
 		w.Models = w.Ledger.Models(w.Models)
 	}
-	w.Memory = newMemory(log, h, cr, w.Models, logger.With("component", "memory"))
 	w.Deps = loop.Deps{
-		Proposer:   w.Memory,
 		Models:     w.Models,
 		Tools:      w.Registry,
 		Clock:      time.Now,
@@ -164,7 +178,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		MCP:        w.pool,
 		Live:       live(a.Conn()),
 		Teams:      w.Teams,
-		Background: loop.NewBackground(w.Convs, nuid.Next, logger.With("component", "background")),
+		Background: w.background,
 	}
 	if db != nil {
 		nlog := logger.With("component", "notes")
@@ -188,8 +202,8 @@ func (w *wiring) close() {
 		w.Ledger.Close() // stores the settlements no next call carried
 	}
 	w.Teams.Close()
-	if w.Deps.Background != nil {
-		w.Deps.Background.Close() // kills the background commands; their ends are stored for the next start
+	if w.background != nil {
+		w.background.Close() // kills the background commands; their ends are stored for the next start
 	}
 	w.net.Close()
 	w.pool.Close()
