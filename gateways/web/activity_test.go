@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"go.etcd.io/bbolt"
 )
@@ -37,7 +36,7 @@ func TestJobEventsAndTelegramGiveUpsOnActivityFeedAndStrip(t *testing.T) {
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	srv := httptest.NewServer(web.New(web.Config{Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now}}))
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now}}))
 	t.Cleanup(srv.Close)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

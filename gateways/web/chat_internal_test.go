@@ -1,11 +1,13 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,3 +166,167 @@ func dump(items any) string {
 	b, _ := json.Marshal(items)
 	return string(b)
 }
+
+// What the page showed before the chat projection: its items laid out
+// from loop.State, the reference TestChatProjectionShowsWhatTheStateShowed
+// holds the projection to.
+
+// chatItems lays the history out as the owner reads it: messages, and each
+// tool call as one card holding its result; md renders model text.
+func chatItems(st *loop.State, md func(string) string) []ui.Item {
+	results := map[string]loop.Message{}
+	for _, m := range st.Messages {
+		if m.Role == loop.RoleTool {
+			results[m.ToolCallID] = m
+		}
+	}
+	waiting := ""
+	if a := st.PendingApproval(); a != nil {
+		waiting = a.CallID
+	}
+	var items []ui.Item
+	shown := st.Shown
+	interrupted := func(before int) {
+		for len(shown) > 0 && shown[0].At <= before {
+			sh := shown[0]
+			shown = shown[1:]
+			items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: sh.Text, HTML: md(sh.Text), Interrupted: sh.Then})
+		}
+	}
+	for i, m := range st.Messages {
+		interrupted(i)
+		switch m.Role {
+		case loop.RoleUser:
+			if strings.HasPrefix(m.Text, "[Harness reminder]") {
+				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
+				continue
+			}
+			it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Task: m.Task, Canvas: m.Canvas}
+			it.Images, it.Files = attachmentViews(st.Conversation, m.Attachments)
+			items = append(items, it)
+		case loop.RoleAssistant:
+			if m.Text != "" {
+				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text), Stopped: m.Stopped})
+			}
+			for _, c := range m.ToolCalls {
+				if d := delegateCard(st, c, results, md); d != nil {
+					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
+					continue
+				}
+				if c.Name == loop.AskUserTool && st.ParentConversation == "" {
+					if r, ok := results[c.ID]; ok && !strings.HasPrefix(r.Text, "Your question was shown to the owner.") {
+						items = append(items, ui.Item{Kind: ui.ItemQuestion, Question: questionItem(c, r)})
+						continue
+					}
+					if q := st.PendingQuestion(); q != nil && q.CallID == c.ID {
+						continue // the question box shows it
+					}
+				}
+				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Todo: todoLines(c.Name, c.Arguments)}
+				card.Args, card.Blocks = readable(c.Arguments)
+				if r, ok := results[c.ID]; ok {
+					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
+					card.Page = toolPage(st.Conversation, r)
+					card.Canvas = canvasCard(r)
+					card.Nested, card.Sizes = scriptContext(r.Meta)
+				} else {
+					card.Running, card.Waiting = c.ID != waiting, c.ID == waiting
+					for _, n := range st.Nesting[c.ID] {
+						card.Nested = append(card.Nested, nestedLine(n.N, n.Tool, n.IsError, n.Chars, n.DurationMS, n.CostUSD))
+					}
+				}
+				items = append(items, ui.Item{Kind: ui.ItemTool, Tool: card})
+			}
+		}
+	}
+	interrupted(len(st.Messages))
+	for _, d := range st.Dropped { // a stop dropped them: never answered
+		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(d.Said, d.Text), Dropped: true, Team: d.Team, Task: d.Task}
+		it.Images, it.Files = attachmentViews(st.Conversation, d.Attachments)
+		items = append(items, it)
+	}
+	for i, q := range st.Queued {
+		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team, Task: q.Task}
+		if it.Queued {
+			it.QueueN = i + 1 // DELETE /api/conversations/{id}/queue/{n}
+		}
+		it.Images, it.Files = attachmentViews(st.Conversation, q.Attachments)
+		items = append(items, it)
+	}
+	return items
+}
+
+// questionItem is a settled ask_user call: its question and answer.
+func questionItem(c events.ToolCallRequest, r loop.Message) *ui.QuestionItem {
+	var a struct {
+		Question string `json:"question"`
+	}
+	json.Unmarshal(c.Arguments, &a)
+	q := &ui.QuestionItem{CallID: c.ID, Question: a.Question}
+	switch r.Outcome {
+	case "expired":
+		q.Expired = true
+	case "":
+		q.Answer = r.Text
+	default:
+		q.Refused = r.Text
+	}
+	return q
+}
+
+// delegateCard pins a delegate call: running, or answered by its child. A
+// refused call (no child) is an ordinary tool card: nil.
+func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]loop.Message, md func(string) string) *ui.DelegateCard {
+	if c.Name != loop.DelegateTool {
+		return nil
+	}
+	var args struct{ Agent, Task string }
+	json.Unmarshal(c.Arguments, &args)
+	d := &ui.DelegateCard{CallID: c.ID, Agent: args.Agent, Task: args.Task, Conversation: loop.ChildID(st.Conversation, c.ID), Status: "running"}
+	r, answered := results[c.ID]
+	switch {
+	case answered && r.Delegate == nil:
+		return nil
+	case !answered:
+		return d
+	}
+	d.Agent, d.Conversation, d.Status = r.Delegate.Agent, r.Delegate.Conversation, r.Delegate.Status
+	d.Answer, d.HTML = r.Text, md(r.Text)
+	d.Cost = "cost unknown"
+	if r.Delegate.CostUSD != nil {
+		d.Cost = fmt.Sprintf("$%.4f", *r.Delegate.CostUSD)
+	}
+	return d
+}
+
+// askedQuestion is what the last model reply asked with ask_user, if it did.
+func askedQuestion(st *loop.State) string {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		m := st.Messages[i]
+		if m.Role != loop.RoleAssistant {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			var q struct {
+				Question string `json:"question"`
+			}
+			if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
+				return q.Question
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// canvasCard is the card of a canvas write's result, nil for a read or a
+// refusal.
+func canvasCard(r loop.Message) *ui.CanvasCard {
+	c := r.CanvasRef
+	if c == nil || c.Op == "" || r.IsError {
+		return nil
+	}
+	return &ui.CanvasCard{Artifact: c.Artifact, Title: c.Title, Kind: c.Kind, Verb: canvasVerbs[c.Op], Version: c.Version}
+}
+
+func toolPage(conv string, r loop.Message) *ui.ToolPage { return resultPage(conv, r.Meta, r.Parts) }

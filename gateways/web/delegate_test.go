@@ -40,7 +40,7 @@ func TestDelegatePinnedInMastersChat(t *testing.T) {
 	convs := loop.NewConvs(log, nil)
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now,
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now,
 			Agents: []ui.AgentRow{{ID: "master", Name: "Assistant"}, {ID: "coach", Name: "Health coach"}}},
 	}))
 	t.Cleanup(srv.Close)

@@ -54,7 +54,7 @@ func newForkSite(t *testing.T) (*httptest.Server, *fakeForker) {
 	f := &fakeForker{}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Forks: f,
-		Pages: &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
 	}))
 	t.Cleanup(srv.Close)
 	return srv, f

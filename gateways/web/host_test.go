@@ -16,7 +16,6 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"go.etcd.io/bbolt"
 )
 
@@ -44,7 +43,7 @@ func fullConfig(t *testing.T, token string) (web.Config, *nopApprover, *counting
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		AuthToken: token, Inbound: rcv, Approvals: ap, Questions: ap, AuditKey: testAuditKey,
 		Live:          func(string, func([]byte)) (func(), error) { return func() {}, nil },
-		Pages:         &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now},
+		Pages:         &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
 		Jobs:          struct{ web.Jobs }{},
 		Memory:        struct{ web.MemoryService }{},
 		Conversations: struct{ web.ConversationOps }{},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/inbound"
-	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/image"
 	"github.com/my-agent-crew/crew/ui"
 )
@@ -43,26 +43,29 @@ func attachmentViews(conv string, paths []string) (imgs []ui.Attached, files []s
 func (s *server) inboxImage(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	p := s.cfg.Pages
-	if events.ValidID(id) != nil || !inboxName.MatchString(name) || p == nil || p.Convs == nil || p.Crew == nil {
+	if events.ValidID(id) != nil || !inboxName.MatchString(name) || p == nil || p.DB == nil || p.Crew == nil {
 		http.NotFound(w, r)
 		return
 	}
-	conv, err := p.Convs.Get(r.Context(), id)
+	p.caughtUpOn(r.Context(), id)
+	c, err := projections.GetConversation(p.DB, id)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	chat, items, err := projections.GetChat(p.DB, id)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
 	rel := "inbox/" + name
-	agent, attached := "", false
-	conv.View(func(st *loop.State) {
-		agent = st.Agent
-		for _, m := range st.Messages {
-			attached = attached || slices.Contains(m.Attachments, rel)
-		}
-		for _, q := range st.Queued {
-			attached = attached || slices.Contains(q.Attachments, rel)
-		}
-	})
+	agent, attached := c.Agent, false
+	for _, it := range items {
+		attached = attached || slices.Contains(it.Attachments, rel)
+	}
+	for _, q := range chat.Queued {
+		attached = attached || slices.Contains(q.Item.Attachments, rel)
+	}
 	a, _ := p.Crew.Agent(agent)
 	ws := a.Workspace
 	if !attached || ws == "" {

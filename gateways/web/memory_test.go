@@ -16,7 +16,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
@@ -122,7 +121,7 @@ func newMemorySite(t *testing.T) (*httptest.Server, *fakeMemory) {
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Memory: mem,
-		Pages: &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now,
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now,
 			Agents: []ui.AgentRow{{ID: "pong", Name: "Pong"}}},
 	}))
 	t.Cleanup(srv.Close)

@@ -13,7 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"go.etcd.io/bbolt"
 )
@@ -61,7 +60,7 @@ func TestMemoryPageShowsWritesFromUntrustedContent(t *testing.T) {
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Memory: newFakeMemory(),
-		Pages:  &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now},
+		Pages:  &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
 	}))
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/memory")

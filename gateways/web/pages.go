@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,11 +22,12 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Pages builds the views of the web UI from the projections and the
-// conversations' state.
+// Pages builds the views of the web UI from the projections.
 type Pages struct {
-	DB     *bbolt.DB
-	Convs  *loop.Convs
+	DB *bbolt.DB
+	// Log gives a conversation's last sequence, which a page waits for
+	// the projections to reach (New sets it from Config.Log).
+	Log    *events.Log
 	Agents []ui.AgentRow
 	// Crew, when set, gives the agents listed and the problems of the
 	// agents that are not loaded; it wins over Agents (the crew reloads).
@@ -135,9 +135,11 @@ func (p *Pages) home(ctx context.Context, csrf string) (ui.HomeView, error) {
 	return ui.HomeView{Shell: sh, Conversations: sh.Conversations}, err
 }
 
-// conversation builds the chat of one conversation from its state (the
-// model-visible history) and its projection (status, pending approval).
+// conversation builds the chat of one conversation from the chat
+// projection, once the projections have applied every event the log held
+// of it when asked (never older than what the API already said).
 func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.ConversationView, error) {
+	p.caughtUpOn(ctx, id)
 	c, err := projections.GetConversation(p.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return ui.ConversationView{}, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
@@ -145,70 +147,35 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 	if err != nil {
 		return ui.ConversationView{}, err
 	}
-	conv, err := p.Convs.Get(ctx, id)
+	head, items, err := projections.GetChat(p.DB, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		head, err = projections.ChatHead{Conversation: id}, nil // the chat projection has not reached it yet
+	}
 	if err != nil {
 		return ui.ConversationView{}, err
 	}
-	// Copy what the page shows under the conversation's lock and render
-	// after: the turn appends under the same lock, and Markdown for a long
-	// history is slow.
-	var v ui.ConversationView
-	var chat loop.State
-	var approval *loop.Approval
-	var approvalArgs json.RawMessage
-	var question string
-	var pending *loop.Question
-	conv.View(func(st *loop.State) {
-		chat = loop.State{Conversation: st.Conversation, Seq: st.Seq, Messages: slices.Clone(st.Messages)}
-		chat.LastHalt, chat.OpenRun, chat.ParentConversation = st.LastHalt, st.OpenRun, st.ParentConversation
-		chat.Queued, chat.Dropped, chat.Shown = slices.Clone(st.Queued), slices.Clone(st.Dropped), slices.Clone(st.Shown)
-		// A running script's calls so far, its tool card's lines (R-SCR).
-		for call, ns := range st.Nesting {
-			if chat.Nesting == nil {
-				chat.Nesting = map[string][]events.NestedCall{}
-			}
-			chat.Nesting[call] = slices.Clone(ns)
-		}
-		if q := st.PendingQuestion(); q != nil {
-			copied := *q
-			pending = &copied
-			chat.Questions = map[string]*loop.Question{q.CallID: &copied}
-		}
-		question = askedQuestion(st)
-		if a := st.PendingApproval(); a != nil {
-			copied := *a
-			approval = &copied
-			chat.Approvals = map[string]*loop.Approval{a.CallID: &copied}
-			for _, call := range st.UnansweredCalls() {
-				if call.ID == a.CallID {
-					approvalArgs = call.Arguments
-				}
-			}
-		}
-	})
 	render := p.markdown
 	if render == nil {
 		render = Markdown
 	}
-	v.Items = chatItems(&chat, render)
-	v.LastSeq = chat.Seq
-	running := chat.OpenRun != ""
+	var v ui.ConversationView
+	v.Items = chatView(head, items, render)
+	v.LastSeq = head.Seq
+	running := head.OpenRun != ""
 	if running {
-		v.Waiting = len(chat.Queued)
+		v.Waiting = len(head.Queued)
 	}
-	if q := pending; q != nil {
+	if len(head.Questions) > 0 {
+		q := head.Questions[0]
 		v.Question = &ui.QuestionBar{ID: q.ID, Question: q.Text, Choices: q.Choices, ExpiresAt: q.ExpiresAt, ExpiresIn: p.left(q.ExpiresAt)}
 	}
-	if a := approval; a != nil {
+	if len(head.Approvals) > 0 {
+		a := head.Approvals[0]
 		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: loop.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
-		v.Approval.Args, v.Approval.Blocks = readable(approvalArgs)
-	}
-	// The state holds the events just stored; the projection catches up a
-	// moment later. Rendered in between, a finished run showed as running
-	// and no later event came to correct it: wait for the projection.
-	if c.LastSeq < v.LastSeq {
-		if c, err = p.awaitProjected(ctx, id, v.LastSeq); err != nil {
-			return ui.ConversationView{}, err
+		for _, it := range items {
+			if it.Kind == projections.ChatCall && it.Call.ID == a.CallID && it.Result == nil {
+				v.Approval.Args, v.Approval.Blocks = readable(it.Call.Arguments)
+			}
 		}
 	}
 	if v.Shell, err = p.shell(ctx, c.Title, id, csrf); err != nil {
@@ -242,9 +209,9 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 		}
 	}
 	if !running && v.Approval == nil {
-		v.Ending = p.ending(c, question)
+		v.Ending = p.ending(c, head.Asked)
 	}
-	v.Active = running || len(chat.Queued) > 0 || v.Approval != nil
+	v.Active = running || len(head.Queued) > 0 || v.Approval != nil
 	for _, it := range v.Items {
 		if it.Delegate != nil {
 			it.Delegate.AgentName = p.agentName(it.Delegate.Agent)
@@ -285,26 +252,6 @@ func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEndin
 	return v
 }
 
-// askedQuestion is what the last model reply asked with ask_user, if it did.
-func askedQuestion(st *loop.State) string {
-	for i := len(st.Messages) - 1; i >= 0; i-- {
-		m := st.Messages[i]
-		if m.Role != loop.RoleAssistant {
-			continue
-		}
-		for _, c := range m.ToolCalls {
-			var q struct {
-				Question string `json:"question"`
-			}
-			if c.Name == "ask_user" && json.Unmarshal(c.Arguments, &q) == nil {
-				return q.Question
-			}
-		}
-		return ""
-	}
-	return ""
-}
-
 // readable lays out tool arguments for the owner: commands and texts as
 // blocks, the rest as JSON without escapes (loop.ReadableArgs).
 func readable(raw json.RawMessage) (string, []ui.ArgBlock) {
@@ -316,12 +263,15 @@ func readable(raw json.RawMessage) (string, []ui.ArgBlock) {
 	return rest, blocks
 }
 
-// awaitProjected waits, at most two seconds, until the projections have
-// applied seq, then reads conversation id: a page a moment stale beats no
-// page.
-func (p *Pages) awaitProjected(ctx context.Context, id string, seq uint64) (projections.Conversation, error) {
-	p.caughtUp(ctx, seq)
-	return projections.GetConversation(p.DB, id)
+// caughtUpOn waits, at most two seconds, for the projections to apply
+// every event the log holds of conversation id.
+func (p *Pages) caughtUpOn(ctx context.Context, id string) {
+	if p.Log == nil {
+		return
+	}
+	if seq, err := p.Log.Last(ctx, events.Conv(id).Filter()); err == nil && seq > 0 {
+		p.caughtUp(ctx, seq)
+	}
 }
 
 // caughtUp waits, at most two seconds, for the projections to apply seq.
@@ -354,134 +304,6 @@ func (p *Pages) left(at time.Time) string {
 		return "expired"
 	}
 	return fmt.Sprintf("%dm %02ds left", int(d.Minutes()), int(d.Seconds())%60)
-}
-
-// chatItems lays the history out as the owner reads it: messages, and each
-// tool call as one card holding its result; md renders model text.
-func chatItems(st *loop.State, md func(string) string) []ui.Item {
-	results := map[string]loop.Message{}
-	for _, m := range st.Messages {
-		if m.Role == loop.RoleTool {
-			results[m.ToolCallID] = m
-		}
-	}
-	waiting := ""
-	if a := st.PendingApproval(); a != nil {
-		waiting = a.CallID
-	}
-	var items []ui.Item
-	shown := st.Shown
-	interrupted := func(before int) {
-		for len(shown) > 0 && shown[0].At <= before {
-			sh := shown[0]
-			shown = shown[1:]
-			items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: sh.Text, HTML: md(sh.Text), Interrupted: sh.Then})
-		}
-	}
-	for i, m := range st.Messages {
-		interrupted(i)
-		switch m.Role {
-		case loop.RoleUser:
-			if strings.HasPrefix(m.Text, "[Harness reminder]") {
-				items = append(items, ui.Item{Kind: ui.ItemNote, Text: m.Text})
-				continue
-			}
-			it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(m.Said, m.Text), Notes: m.Notes, Team: m.Team, Task: m.Task, Canvas: m.Canvas}
-			it.Images, it.Files = attachmentViews(st.Conversation, m.Attachments)
-			items = append(items, it)
-		case loop.RoleAssistant:
-			if m.Text != "" {
-				items = append(items, ui.Item{Kind: ui.ItemAssistant, Text: m.Text, HTML: md(m.Text), Stopped: m.Stopped})
-			}
-			for _, c := range m.ToolCalls {
-				if d := delegateCard(st, c, results, md); d != nil {
-					items = append(items, ui.Item{Kind: ui.ItemDelegate, Delegate: d})
-					continue
-				}
-				if c.Name == loop.AskUserTool && st.ParentConversation == "" {
-					if r, ok := results[c.ID]; ok && !strings.HasPrefix(r.Text, "Your question was shown to the owner.") {
-						items = append(items, ui.Item{Kind: ui.ItemQuestion, Question: questionItem(c, r)})
-						continue
-					}
-					if q := st.PendingQuestion(); q != nil && q.CallID == c.ID {
-						continue // the question box shows it
-					}
-				}
-				card := &ui.ToolCard{CallID: c.ID, Tool: c.Name, Todo: todoLines(c.Name, c.Arguments)}
-				card.Args, card.Blocks = readable(c.Arguments)
-				if r, ok := results[c.ID]; ok {
-					card.Output, card.IsError, card.Outcome = r.Text, r.IsError, r.Outcome
-					card.Page = toolPage(st.Conversation, r)
-					card.Canvas = canvasCard(r)
-					card.Nested, card.Sizes = scriptContext(r.Meta)
-				} else {
-					card.Running, card.Waiting = c.ID != waiting, c.ID == waiting
-					for _, n := range st.Nesting[c.ID] {
-						card.Nested = append(card.Nested, nestedLine(n.N, n.Tool, n.IsError, n.Chars, n.DurationMS, n.CostUSD))
-					}
-				}
-				items = append(items, ui.Item{Kind: ui.ItemTool, Tool: card})
-			}
-		}
-	}
-	interrupted(len(st.Messages))
-	for _, d := range st.Dropped { // a stop dropped them: never answered
-		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(d.Said, d.Text), Dropped: true, Team: d.Team, Task: d.Task}
-		it.Images, it.Files = attachmentViews(st.Conversation, d.Attachments)
-		items = append(items, it)
-	}
-	for i, q := range st.Queued {
-		it := ui.Item{Kind: ui.ItemUser, Text: cmp.Or(q.Said, q.Text), Queued: st.OpenRun != "", Team: q.Team, Task: q.Task}
-		if it.Queued {
-			it.QueueN = i + 1 // DELETE /api/conversations/{id}/queue/{n}
-		}
-		it.Images, it.Files = attachmentViews(st.Conversation, q.Attachments)
-		items = append(items, it)
-	}
-	return items
-}
-
-// questionItem is a settled ask_user call: its question and answer.
-func questionItem(c events.ToolCallRequest, r loop.Message) *ui.QuestionItem {
-	var a struct {
-		Question string `json:"question"`
-	}
-	json.Unmarshal(c.Arguments, &a)
-	q := &ui.QuestionItem{CallID: c.ID, Question: a.Question}
-	switch r.Outcome {
-	case "expired":
-		q.Expired = true
-	case "":
-		q.Answer = r.Text
-	default:
-		q.Refused = r.Text
-	}
-	return q
-}
-
-// delegateCard pins a delegate call: running, or answered by its child. A
-// refused call (no child) is an ordinary tool card: nil.
-func delegateCard(st *loop.State, c events.ToolCallRequest, results map[string]loop.Message, md func(string) string) *ui.DelegateCard {
-	if c.Name != loop.DelegateTool {
-		return nil
-	}
-	var args struct{ Agent, Task string }
-	json.Unmarshal(c.Arguments, &args)
-	d := &ui.DelegateCard{CallID: c.ID, Agent: args.Agent, Task: args.Task, Conversation: loop.ChildID(st.Conversation, c.ID), Status: "running"}
-	r, answered := results[c.ID]
-	switch {
-	case answered && r.Delegate == nil:
-		return nil
-	case !answered:
-		return d
-	}
-	d.Agent, d.Conversation, d.Status = r.Delegate.Agent, r.Delegate.Conversation, r.Delegate.Status
-	d.Answer, d.HTML = r.Text, md(r.Text)
-	d.Cost = "cost unknown"
-	if r.Delegate.CostUSD != nil {
-		d.Cost = fmt.Sprintf("$%.4f", *r.Delegate.CostUSD)
-	}
-	return d
 }
 
 // unescapeHTML undoes the JSON escapes of <, > and & that Go's encoder
@@ -658,16 +480,6 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 
 // canvasVerbs name an agent's canvas writes on the chat's card.
 var canvasVerbs = map[string]string{events.OpCreate: "created", events.OpEdit: "edited", events.OpRewrite: "rewritten", events.OpImport: "imported"}
-
-// canvasCard is the card of a canvas write's result, nil for a read or a
-// refusal.
-func canvasCard(r loop.Message) *ui.CanvasCard {
-	c := r.CanvasRef
-	if c == nil || c.Op == "" || r.IsError {
-		return nil
-	}
-	return &ui.CanvasCard{Artifact: c.Artifact, Title: c.Title, Kind: c.Kind, Verb: canvasVerbs[c.Op], Version: c.Version}
-}
 
 // todoLines is a todo_write call's checklist for its card.
 func todoLines(tool string, args json.RawMessage) []ui.TodoLine {

@@ -36,7 +36,7 @@ func TestChatRendersOutsideConversationLock(t *testing.T) {
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	convs := loop.NewConvs(log, nil)
-	pages := &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now}
+	pages := &web.Pages{DB: db, Location: time.UTC, Clock: time.Now}
 	rendering, release := make(chan struct{}, 16), make(chan struct{})
 	web.SetMarkdown(pages, func(text string) string {
 		rendering <- struct{}{}

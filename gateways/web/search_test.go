@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 	"go.etcd.io/bbolt"
@@ -66,7 +65,7 @@ func TestSearchAPIAndPage(t *testing.T) {
 	}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages:  &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now},
+		Pages:  &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
 		Search: x,
 	}))
 	t.Cleanup(srv.Close)

@@ -55,7 +55,7 @@ func newSite(t *testing.T, token string) (*httptest.Server, *nopApprover) {
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, AuthToken: token,
 		Inbound: in, Approvals: ap, Questions: ap,
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
 	}))
 	t.Cleanup(srv.Close)
 	return srv, ap
@@ -181,7 +181,7 @@ func TestActivityFeedResumesWithoutGapOrRepeat(t *testing.T) {
 	db, _ := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
 	t.Cleanup(func() { db.Close() })
 	srv := httptest.NewServer(web.New(web.Config{Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now}}))
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now}}))
 	t.Cleanup(srv.Close)
 	var seqs []uint64
 	for i, conv := range []string{"a", "b", "c"} {

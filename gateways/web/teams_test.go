@@ -44,7 +44,7 @@ func TestTeamPageAndChatShowTheTeam(t *testing.T) {
 	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Teams: rt,
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
 	}))
 	t.Cleanup(srv.Close)
 	get := func(path string) (int, string) {

@@ -12,17 +12,13 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/ui"
 )
 
-// toolPage is what a tool card shows of the web page a result came from
+// resultPage is what a tool card shows of the web page a result came from
 // (fetch_url, browser_*): its meta's title and URL, its images as URLs of
 // the parts route, and whether its output holds an outline. nil for a
 // result with neither a page nor an image.
-func toolPage(conv string, r loop.Message) *ui.ToolPage { return resultPage(conv, r.Meta, r.Parts) }
-
-// resultPage is the page card of a tool result's meta and parts.
 func resultPage(conv string, raw json.RawMessage, parts []events.ToolPart) *ui.ToolPage {
 	var meta struct {
 		URL     string `json:"url"`

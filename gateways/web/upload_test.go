@@ -53,7 +53,7 @@ func newUploadSite(t *testing.T) *uploadSite {
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Inbound: in, Approvals: &nopApprover{},
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now, Fresh: runner, Crew: listed{loop.Agents{"master": {ID: "master", Workspace: ws}}}},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner, Crew: listed{loop.Agents{"master": {ID: "master", Workspace: ws}}}},
 	}))
 	t.Cleanup(srv.Close)
 	return &uploadSite{url: srv.URL, ws: ws, log: log}

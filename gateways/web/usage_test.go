@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"go.etcd.io/bbolt"
 )
@@ -38,10 +37,9 @@ func TestUsageAPIAndPage(t *testing.T) {
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	loc := time.FixedZone("owner", -5*3600)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, loc)
-	convs := loop.NewConvs(log, nil)
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Convs: convs, Location: loc, Clock: func() time.Time { return now }},
+		Pages: &web.Pages{DB: db, Location: loc, Clock: func() time.Time { return now }},
 		Usage: &web.Usage{DB: db, Location: loc, Clock: func() time.Time { return now }},
 	}))
 	t.Cleanup(srv.Close)

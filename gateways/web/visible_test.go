@@ -39,7 +39,7 @@ func pagesSite(t *testing.T, home string) (page func(path string) string, append
 	convs := loop.NewConvs(log, nil)
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now, Home: home},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Home: home},
 	}))
 	t.Cleanup(srv.Close)
 	appendTo = func(conv string, evs ...events.Event) {

@@ -179,6 +179,9 @@ func (s *server) routes() *router {
 	if cfg.Pages != nil {
 		cfg.Pages.SignOut = cfg.AuthToken != ""
 		cfg.Pages.Forking = cfg.Forks != nil
+		if cfg.Pages.Log == nil {
+			cfg.Pages.Log = cfg.Log
+		}
 		if cfg.Pages.CatchingUp == nil {
 			cfg.Pages.CatchingUp = cfg.CatchingUp
 		}
