@@ -177,7 +177,7 @@ func TestTeamPageReadsProjectionsAsOfItsFeedStart(t *testing.T) {
 	fresh := &seenFresh{Freshness: runner}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Teams: rt,
-		Pages: &web.Pages{DB: db, Convs: convs, Location: time.UTC, Clock: time.Now, Fresh: fresh},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: fresh},
 	}))
 	t.Cleanup(srv.Close)
 	c, _ := convs.Get(ctx, "c1")
