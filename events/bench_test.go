@@ -10,6 +10,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -102,13 +103,15 @@ func BenchmarkAppendDecision(b *testing.B) {
 	for _, sync := range []string{events.SyncAlways, events.SyncInterval} {
 		b.Run("embedded_"+sync+"/append", func(b *testing.B) { appendAll(b, benchLog(b, sync), false) })
 		b.Run("embedded_"+sync+"/raw_atomic_batch", func(b *testing.B) {
-			log := benchLog(b, sync)
+			// The server's own sync: the log's fsync (ADR 0008) does not
+			// see this stream.
+			js := rawJetStream(b, sync == events.SyncAlways)
 			ctx := context.Background()
-			if _, err := log.JetStream().CreateStream(ctx, jetstream.StreamConfig{Name: "BATCH", Subjects: []string{"batch.>"},
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BATCH", Subjects: []string{"batch.>"},
 				Storage: jetstream.FileStorage, AllowAtomicPublish: true}); err != nil {
 				b.Fatal(err)
 			}
-			nc := log.JetStream().Conn()
+			nc := js.Conn()
 			for b.Loop() {
 				id := nuid.Next()
 				for i, env := range decision() {
@@ -150,21 +153,49 @@ func BenchmarkAppendDecision(b *testing.B) {
 }
 
 // BenchmarkRawJetStreamPublish is the baseline: the same bytes published
-// with jetstream.Publish and nothing else.
+// with jetstream.Publish and nothing else, on a plain embedded server
+// (always: the server's own SyncAlways, an fsync per message).
 func BenchmarkRawJetStreamPublish(b *testing.B) {
 	for _, sync := range []string{events.SyncAlways, events.SyncInterval} {
 		b.Run(sync, func(b *testing.B) {
-			log := benchLog(b, sync)
+			js := rawJetStream(b, sync == events.SyncAlways)
 			ctx := context.Background()
 			body := mustBody(b, events.MustNew(benchPayload()))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := log.JetStream().Publish(ctx, "crew.conv.bench.message_received", body); err != nil {
+				if _, err := js.Publish(ctx, "crew.conv.bench.message_received", body); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// rawJetStream is a nats-server of its own with the CREW stream, fsyncing
+// every message itself when syncAlways.
+func rawJetStream(b *testing.B, syncAlways bool) jetstream.JetStream {
+	ns, err := server.NewServer(&server.Options{JetStream: true, StoreDir: b.TempDir(), DontListen: true, NoSigs: true, SyncAlways: syncAlways})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		b.Fatal("raw server not ready")
+	}
+	b.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), events.StreamConfig()); err != nil {
+		b.Fatal(err)
+	}
+	return js
 }
 
 func mustBody(b *testing.B, env events.Envelope) []byte {

@@ -18,7 +18,9 @@
 // # Guarantees
 //
 //   - Append returns only after JetStream has stored the event; with
-//     nats.sync "always" (the default) it is also fsynced.
+//     nats.sync "always" (the default) it is also fsynced: one fsync for
+//     the append's events and every append deferred before it
+//     (Deferred), shared with appends at the same moment (ADR 0008).
 //   - Append states what it expects: the stream sequence of the last event in
 //     the scope. A scope therefore has a single writer; a lost race is
 //     ErrConflict, never a silent interleave.

@@ -36,6 +36,9 @@ type Log struct {
 	redactor *Redactor
 	// raised is the raise of the stream's replicas Open recorded, if any.
 	raised *StreamReplicasRaised
+	// fsync makes appends durable on the embedded server with sync
+	// "always" (Server.OpenLog, fsync.go); nil: the store's own setting.
+	fsync *storeSync
 }
 
 // Redactor is the log's redactor: the secrets of the home it stores, which
@@ -242,6 +245,10 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // never reaches the log. The returned envelopes carry the stored,
 // redacted data, so state built from them is what a replay builds.
 //
+// With sync "always" on the embedded server (a Log from Server.OpenLog)
+// Append returns once its events are fsynced, with one fsync for all of
+// them (and for every append deferred before it, see Deferred).
+//
 // A refusal for room is an ErrStoreFull, no answer in time (after asking
 // again for a while) an ErrStoreUnavailable (StoreError).
 func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...Envelope) ([]Envelope, error) {
@@ -251,6 +258,10 @@ func (l *Log) Append(ctx context.Context, scope Scope, expect uint64, envs ...En
 		out, err = l.appendAtomic(ctx, scope, expect, envs)
 	} else {
 		out, err = l.appendEach(ctx, scope, expect, envs)
+	}
+	if err == nil && l.fsync != nil && !IsDeferred(ctx) {
+		// One fsync for the decision, and for what was deferred before it.
+		err = l.fsync.Sync()
 	}
 	return out, storeError(ctx, err)
 }

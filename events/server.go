@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,8 +15,10 @@ import (
 
 // Sync modes of the embedded store.
 const (
-	// SyncAlways fsyncs every stored event before it is acknowledged: an
-	// acknowledged event survives a power cut.
+	// SyncAlways fsyncs every append before it returns: an appended event
+	// survives a power cut. The log fsyncs (one fsync per append, however
+	// many events it holds and however many conversations append at that
+	// moment, ADR 0008), not the server per message.
 	SyncAlways = "always"
 	// SyncInterval leaves fsync to the server's periodic flush (2 minutes):
 	// an acknowledged event survives a process crash, not a power cut.
@@ -37,6 +40,8 @@ type ServerConfig struct {
 type Server struct {
 	ns *server.Server
 	nc *nats.Conn
+	// fsync is the log's fsync with sync "always", nil with "interval".
+	fsync *storeSync
 }
 
 // StartServer starts the embedded server and connects to it in-process.
@@ -56,9 +61,12 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	// Readers and live feeds are consumers; a busy hour can hold more than
 	// the server's default per-stream cap.
 	opts.JetStreamLimits.DefaultMaxConsumers = -1
+	var fsync *storeSync
 	switch cfg.Sync {
 	case "", SyncAlways:
-		opts.SyncAlways = true
+		// The server writes each message as it stores it and syncs on its
+		// interval; the Log fsyncs each append (OpenLog).
+		fsync = newStoreSync(cfg.StoreDir)
 	case SyncInterval:
 	default:
 		return nil, fmt.Errorf("start nats: sync %q: want %q or %q", cfg.Sync, SyncAlways, SyncInterval)
@@ -91,7 +99,20 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("connect nats in-process: %w", err)
 	}
-	return &Server{ns: ns, nc: nc}, nil
+	return &Server{ns: ns, nc: nc, fsync: fsync}, nil
+}
+
+// OpenLog opens the Log on this server's in-process connection (Open),
+// durable as the server's sync mode says: with "always" every append is
+// fsynced before it returns. A Log opened with Open on Conn has only the
+// server's periodic sync.
+func (s *Server) OpenLog(ctx context.Context, r *Redactor) (*Log, error) {
+	l, err := Open(ctx, s.nc, r)
+	if err != nil {
+		return nil, err
+	}
+	l.fsync = s.fsync
+	return l, nil
 }
 
 // Conn is the in-process client connection.
@@ -120,6 +141,9 @@ func (s *Server) Close() error {
 	}
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	if s.fsync != nil {
+		s.fsync.close()
+	}
 	return err
 }
 

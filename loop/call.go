@@ -330,12 +330,26 @@ func (t *Turn) hooked(next stage) stage {
 // closes it as interrupted, never re-runs it.
 func (t *Turn) recorded(next stage) stage {
 	return func(ctx context.Context, c *toolCall) error {
-		if err := t.emit(ctx, &events.ToolCalled{RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
+		emit := t.emit
+		if onceIsTwice(c) {
+			emit = t.emitDeferred
+		}
+		if err := emit(ctx, &events.ToolCalled{RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
 			return err
 		}
 		c.start = t.deps.Clock()
 		return next(ctx, c)
 	}
+}
+
+// onceIsTwice: running c again changes nothing — one of our read-only
+// tools (an MCP server's read-only hint is its word, not ours) — so its
+// start is no decision of its own: recorded deferred (ADR 0008), it is
+// durable with its result's next reservation. A process crash keeps the
+// record either way; a power cut before that fsync loses it, and the
+// call is run again instead of closed as interrupted.
+func onceIsTwice(c *toolCall) bool {
+	return tools.ReadOnly(c.tool) && !strings.HasPrefix(c.Name, mcpPrefix)
 }
 
 // cut keeps the model's view of the output to tool_output_chars and spills
@@ -452,7 +466,9 @@ func (t *Turn) complete(ctx context.Context, c *toolCall) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return t.emit(rctx, &events.ToolCompleted{
+	// Durable with the next call's reservation (or whatever the pass
+	// appends next, or its end).
+	return t.emitDeferred(rctx, &events.ToolCompleted{
 		RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Output: c.res.Output + note, IsError: c.res.IsError,
 		Truncated: c.truncated, SpillPath: c.spill, DurationMS: ms, Outcome: c.outcome, Delegate: c.delegate,
 		Parts: parts, Meta: meta, Canvas: c.res.Canvas,

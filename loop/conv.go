@@ -20,6 +20,8 @@ type Appender interface {
 	Reader
 	Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error)
 	Redactor() *events.Redactor
+	// Sync makes the appends deferred so far (events.Deferred) durable.
+	Sync(ctx context.Context) error
 }
 
 var _ Appender = (*events.Log)(nil)
@@ -194,6 +196,9 @@ type Conv struct {
 	// in Convs.recent (under Convs.mu), nil once let go.
 	waiters int
 	elem    *list.Element
+	// unsynced: an append deferred its fsync (events.Deferred) and no
+	// durable append of this conversation has covered it yet.
+	unsynced bool
 }
 
 // ID is the conversation id.
@@ -236,10 +241,28 @@ func (c *Conv) Append(ctx context.Context, decide Decide) ([]events.Envelope, er
 			continue
 		}
 		if err != nil {
+			c.unsynced = c.unsynced || (len(stored) > 0 && events.IsDeferred(ctx))
 			return stored, fmt.Errorf("conversation %s: %w", c.id, err)
 		}
+		// A durable append covers the deferred ones before it.
+		c.unsynced = events.IsDeferred(ctx)
 		return stored, nil
 	}
+}
+
+// Sync makes the conversation's deferred appends (events.Deferred)
+// durable, unless a durable append of its own has since.
+func (c *Conv) Sync(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.unsynced {
+		return nil
+	}
+	if err := c.convs.log.Sync(ctx); err != nil {
+		return err
+	}
+	c.unsynced = false
+	return nil
 }
 
 // open fills in what travels with each turn-opening message of evs that

@@ -149,7 +149,9 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			mc.Text = strings.Join(parts, "") + mc.Text
 			uniqueCallIDs(mc.ToolCalls, c.s.messages, c.step)
 			mc.System = c.record
-			if err := t.emit(ctx, mc); err != nil {
+			// Durable with what follows: the calls' start, a refusal's
+			// next reservation, or the run's end.
+			if err := t.emitDeferred(ctx, mc); err != nil {
 				return nil, nil, err
 			}
 			t.sentSystem = c.system

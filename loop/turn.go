@@ -220,8 +220,28 @@ func (t *Turn) emit(ctx context.Context, evs ...events.Event) error {
 	return err
 }
 
-// Run is one pass. It returns nil when the run finished or paused.
+// emitDeferred is emit for an event that is one decision with the durable
+// append that follows it in the pass (ADR 0008): a model's reply with the
+// start of its calls or with the run's end, a tool's result with the next
+// call's reservation. It is stored at once and fsynced with that next
+// append; a power cut between them loses it, and recovery answers as if
+// it had not come yet (the reservation settled at its worst case, the
+// call closed as interrupted).
+func (t *Turn) emitDeferred(ctx context.Context, evs ...events.Event) error {
+	return t.emit(events.Deferred(ctx), evs...)
+}
+
+// Run is one pass. It returns nil when the run finished or paused; what
+// the pass deferred is durable when it returns.
 func (t *Turn) Run(ctx context.Context) error {
+	err := t.pass(ctx)
+	if serr := t.conv.Sync(context.WithoutCancel(ctx)); err == nil && serr != nil {
+		err = fmt.Errorf("conversation %s: %w", t.conv.ID(), serr)
+	}
+	return err
+}
+
+func (t *Turn) pass(ctx context.Context) error {
 	s := t.read()
 	if s.openRun == "" {
 		if s.queued == 0 {

@@ -31,7 +31,7 @@ func Start(t testing.TB, opts ...Option) (*events.Server, *events.Log) {
 		t.Fatalf("start embedded nats: %v", err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	log, err := events.Open(t.Context(), srv.Conn(), nil)
+	log, err := srv.OpenLog(t.Context(), nil)
 	if err != nil {
 		t.Fatalf("open log: %v", err)
 	}

@@ -17,6 +17,7 @@ type Log interface {
 	Read(ctx context.Context, filter string, from uint64) iter.Seq2[events.Envelope, error]
 	Last(ctx context.Context, filter string) (uint64, error)
 	Redactor() *events.Redactor
+	Sync(ctx context.Context) error
 }
 
 var (

@@ -45,6 +45,9 @@ func New(envs []events.Envelope) *MemLog {
 // redacted with it.
 func (m *MemLog) Redactor() *events.Redactor { return m.secrets }
 
+// Sync is events.Log.Sync: memory has nothing to make durable.
+func (m *MemLog) Sync(context.Context) error { return nil }
+
 // Redact makes r the log's redactor (a replay's are the home's secrets);
 // call it before the first append.
 func (m *MemLog) Redact(r *events.Redactor) { m.secrets = r }

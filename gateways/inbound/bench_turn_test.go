@@ -81,7 +81,9 @@ func benchDeps(b *testing.B, m llm.Model) loop.Deps {
 
 // BenchmarkToolStep measures the harness's overhead per tool step with the
 // fake provider and a no-op tool: prompt assembly, the model-call, tool-call
-// and tool-result events (stored, fsynced with sync=always), state upkeep.
+// and tool-result events (stored; with sync=always fsynced once per
+// decision, ADR 0008: here, with no ledger, at the run's start and end),
+// state upkeep.
 // One op is one step; turns are 10 steps on fresh conversations, as in use.
 // p50/p99 are per-step latencies.
 func BenchmarkToolStep(b *testing.B) {
@@ -95,6 +97,7 @@ func BenchmarkToolStep(b *testing.B) {
 			ctx := context.Background()
 			done := 0
 			var lat []time.Duration
+			fsyncs0 := log.Fsyncs()
 			b.ResetTimer()
 			for i := 0; done < b.N; i++ {
 				conv, err := convs.Get(ctx, fmt.Sprint("bench-", i))
@@ -116,6 +119,7 @@ func BenchmarkToolStep(b *testing.B) {
 				done += steps
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(log.Fsyncs()-fsyncs0)/float64(done), "fsyncs/step")
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms/step")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms/step")

@@ -243,6 +243,24 @@ func (l *Ledger) reserveUSD(ctx context.Context, c llm.Payer, purpose, route str
 	if c.Conversation == "" {
 		r.Ancestors = nil
 	}
+	res, err := l.reserveLocked(ctx, r, caps)
+	if err != nil {
+		return nil, err
+	}
+	// Stored under the lock, fsynced outside it (ADR 0008): the
+	// reservations of conversations calling at the same moment share one
+	// fsync instead of queueing behind each other's. The call leaves only
+	// once its reservation is durable.
+	if err := l.cfg.Log.Sync(ctx); err != nil {
+		zero := 0.0
+		l.SettleLater(res, &zero, err)
+		return nil, fmt.Errorf("budget: reserve: %w", err)
+	}
+	return res, nil
+}
+
+// reserveLocked decides on r and stores it, not fsynced yet.
+func (l *Ledger) reserveLocked(ctx context.Context, r events.BudgetReserved, caps Caps) (*Reservation, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -250,7 +268,7 @@ func (l *Ledger) reserveUSD(ctx context.Context, c llm.Payer, purpose, route str
 			return nil, refusal
 		}
 		r.Settles = l.unstored()
-		if err := l.append(ctx, &r); err == nil {
+		if err := l.append(events.Deferred(ctx), &r); err == nil {
 			l.pending = nil
 			res := &Reservation{r}
 			res.Settles = nil

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
 )
 
@@ -33,11 +34,14 @@ func (m *metered) Call(ctx context.Context, req llm.Request) (llm.Reply, error) 
 		return llm.Reply{}, err
 	}
 	rep, callErr := m.m.Call(ctx, req)
+	// A settlement is durable with the next durable append (the run's end,
+	// ADR 0008): lost to a power cut before it, the reservation stands at
+	// its worst case, never less.
 	if callErr == nil && len(rep.ToolCalls) > 0 {
 		// The turn goes on to run the tools and call again: the next
 		// reservation stores this settlement (one fsync per decision).
 		m.l.SettleLater(r, rep.CostUSD, callErr)
-	} else if err := m.l.Settle(context.WithoutCancel(ctx), r, rep.CostUSD, callErr); err != nil {
+	} else if err := m.l.Settle(events.Deferred(context.WithoutCancel(ctx)), r, rep.CostUSD, callErr); err != nil {
 		m.l.cfg.Logger.Error("budget: settle failed; the reservation stands at its worst case", "reservation", r.ReservationID, "err", err)
 	}
 	return rep, callErr

@@ -95,7 +95,8 @@ func benchApp(b testing.TB, syncMode string, m llm.Model, opts Options) *App {
 // BenchmarkToolStep measures the harness's overhead per tool step through
 // the App: prompt assembly from the agent's files, the budget
 // reservation and settlement, the model-call, tool-call and tool-result
-// events (stored, fsynced with sync=always), a workspace_glob, state
+// events (stored; with sync=always fsynced once per decision, ADR 0008),
+// a workspace_glob, state
 // upkeep. One op is one step; turns are 10 steps on fresh conversations,
 // as in use. p50/p99 are per-step latencies.
 func BenchmarkToolStep(b *testing.B) {
@@ -113,7 +114,7 @@ func BenchmarkToolStep(b *testing.B) {
 			ctx := context.Background()
 			done := 0
 			var lat []time.Duration
-			seq0 := lastSeq(b, a)
+			seq0, fsyncs0 := lastSeq(b, a), a.Log().Fsyncs()
 			b.ResetTimer()
 			for i := 0; done < b.N; i++ {
 				conv, err := a.Convs.Get(ctx, fmt.Sprint("bench-", i))
@@ -140,9 +141,12 @@ func BenchmarkToolStep(b *testing.B) {
 				done += steps
 			}
 			b.StopTimer()
-			// Every stored message is an fsync with sync=always: the turn's
-			// own (opening, run start and end: 0.4 a step here) included.
+			// The stream's stored messages: the turn's own (opening, run start
+			// and end: 0.3 a step here) included.
 			b.ReportMetric(float64(lastSeq(b, a)-seq0)/float64(done), "msgs/step")
+			// The fsyncs the log made (ADR 0008: one per decision, shared
+			// by appends at the same moment; none with interval).
+			b.ReportMetric(float64(a.Log().Fsyncs()-fsyncs0)/float64(done), "fsyncs/step")
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms/step")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms/step")

@@ -60,7 +60,11 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 		s.Close()
 		return nil, err
 	}
-	s.log, err = events.Open(ctx, s.nc, secrets)
+	if s.srv != nil {
+		s.log, err = s.srv.OpenLog(ctx, secrets)
+	} else {
+		s.log, err = events.Open(ctx, s.nc, secrets)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -234,6 +234,7 @@ func (l readOnlyLog) Append(context.Context, events.Scope, uint64, ...events.Env
 	return nil, ErrReadOnly
 }
 func (l readOnlyLog) Redactor() *events.Redactor { return l.secrets }
+func (l readOnlyLog) Sync(context.Context) error { return nil }
 
 // snapshots are the conversations' snapshots in the projections database
 // (none without one).

@@ -1,0 +1,133 @@
+package events
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func startSynced(t *testing.T, mode string) (*Server, *Log) {
+	t.Helper()
+	srv, err := StartServer(ServerConfig{StoreDir: t.TempDir(), Sync: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	log, err := srv.OpenLog(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, log
+}
+
+func received(text string) Envelope { return MustNew(&MessageReceived{Channel: "web", Text: text}) }
+
+// ADR 0008: with sync "always" an append of a decision's events is one
+// fsync, a deferred append none (the next durable one covers it), and
+// Log.Sync one; with "interval" the log fsyncs nothing.
+func TestAppendIsOneFsyncPerDecision(t *testing.T) {
+	_, log := startSynced(t, SyncAlways)
+	ctx := t.Context()
+	rounds := func() uint64 { return log.fsync.rounds.Load() }
+	stored, err := log.Append(ctx, Conv("c"), 0, received("a"), received("b"), received("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rounds(); got != 1 {
+		t.Fatalf("an append of three events made %d fsync rounds, want 1", got)
+	}
+	stored, err = log.Append(Deferred(ctx), Conv("c"), stored[2].Seq, received("deferred"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rounds(); got != 1 {
+		t.Fatalf("a deferred append made an fsync round (%d, want 1)", got)
+	}
+	if _, err := log.Append(ctx, Conv("c"), stored[0].Seq, received("durable")); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rounds(); got != 3 {
+		t.Fatalf("an append and a Sync made %d rounds in all, want 3", got)
+	}
+	if f := log.fsync.f; f == nil || filepath.Base(f.Name()) != "1.blk" || !strings.Contains(f.Name(), filepath.Join("streams", StreamName, "msgs")) {
+		t.Fatalf("the rounds synced %v, want the CREW stream's message block 1.blk", f)
+	}
+
+	_, plain := startSynced(t, SyncInterval)
+	if plain.fsync != nil {
+		t.Fatal("a log with sync interval fsyncs appends")
+	}
+	if _, err := plain.Append(ctx, Conv("c"), 0, received("a")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A round syncs every message block written since the last one: deferred
+// appends that filled a block and rolled over to the next are synced by
+// the next durable append with its own block.
+func TestFsyncFollowsTheBlocksTheServerRolledOver(t *testing.T) {
+	_, log := startSynced(t, SyncAlways)
+	ctx := t.Context()
+	if _, err := log.Append(ctx, Conv("c"), Any, received("first")); err != nil {
+		t.Fatal(err)
+	}
+	if log.fsync.block != 1 {
+		t.Fatalf("synced block %d, want 1", log.fsync.block)
+	}
+	big := strings.Repeat("x", 1<<20)
+	for range 10 { // the stream's blocks hold 8 MB
+		if _, err := log.Append(Deferred(ctx), Conv("c"), Any, received(big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := filepath.Join(log.fsync.dir, "msgs")
+	last, err := lastBlock(msgs)
+	if err != nil || last < 2 {
+		t.Fatalf("last block %d (%v): the appends did not roll over", last, err)
+	}
+	if err := log.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if log.fsync.block != last || !log.fsync.dirs {
+		t.Fatalf("the round ended on block %d (directories synced %v), want %d", log.fsync.block, log.fsync.dirs, last)
+	}
+}
+
+// Appends at the same moment share fsync rounds, and each returns after
+// a round that began after its events were stored.
+func TestConcurrentAppendsShareFsyncRounds(t *testing.T) {
+	_, log := startSynced(t, SyncAlways)
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := log.Append(context.Background(), Conv("c"+string(rune('a'+i%26))+string(rune('a'+i/26))), Any, received("x"))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := log.fsync.rounds.Load(); got < 1 || got > n {
+		t.Fatalf("%d rounds for %d appends", got, n)
+	}
+}
+
+// A round that finds no message block where the server keeps them fails
+// (fails closed: an append would otherwise return undurable).
+func TestFsyncWithoutTheStreamsBlocksFails(t *testing.T) {
+	s := newStoreSync(t.TempDir())
+	if err := s.Sync(); err == nil || !strings.Contains(err.Error(), "no message block") {
+		t.Fatalf("Sync = %v, want an error naming the missing blocks", err)
+	}
+}
