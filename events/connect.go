@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -21,6 +22,10 @@ type ClientConfig struct {
 	// TLSCA, TLSCert and TLSKey are PEM files: the CA that signed the
 	// servers' certificates, and a client certificate with its key.
 	TLSCA, TLSCert, TLSKey string
+	// Name is the connection's name ("crew" when empty); Logger, when
+	// set, gets each loss and reconnection at warn.
+	Name   string
+	Logger *slog.Logger
 }
 
 // Connect dials the servers of cfg. A server that cannot be reached fails
@@ -32,7 +37,14 @@ func Connect(cfg ClientConfig) (*nats.Conn, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("connect nats: empty url")
 	}
-	opts := []nats.Option{nats.Name("crew"), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}
+	name := cfg.Name
+	if name == "" {
+		name = "crew"
+	}
+	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}
+	if cfg.Logger != nil {
+		opts = append(opts, ConnectionEvents(cfg.Logger, name, nil)...)
+	}
 	if cfg.Creds != "" {
 		opts = append(opts, nats.UserCredentials(cfg.Creds))
 	}

@@ -29,7 +29,13 @@ import (
 func (l *Log) publish(ctx context.Context, subject, id string, body []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(publishPatience)
 	for {
-		ack, err := l.js.Publish(ctx, subject, body, opts...)
+		attempt, stop := l.loss.attempt(ctx)
+		ack, err := l.js.Publish(attempt, subject, body, opts...)
+		lost := err != nil && cut(attempt)
+		stop()
+		if lost && ctx.Err() == nil && time.Now().Before(deadline) {
+			continue // the acknowledgement was lost with the connection: ask again
+		}
 		if err != nil && isWrongLastSequence(err) {
 			var msg *jetstream.RawStreamMsg
 			var gerr error

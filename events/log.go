@@ -25,6 +25,11 @@ const Any = ^uint64(0)
 type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	// reads is the JetStream of the connection reads go on (SetReader):
+	// js's unless another was given; loss and readLoss follow the two
+	// connections' losses.
+	reads          jetstream.JetStream
+	loss, readLoss *connLoss
 	// atomic: the stream takes atomic batches (batch.go); batches holds
 	// this process's batches in flight.
 	atomic  bool
@@ -39,6 +44,18 @@ type Log struct {
 	// fsync makes appends durable on the embedded server with sync
 	// "always" (Server.OpenLog, fsync.go); nil: the store's own setting.
 	fsync *storeSync
+}
+
+// SetReader sends the log's reads (direct gets, ordered consumers) on nc:
+// the server answers a direct get inline in the asking connection's read
+// loop, where a slow one would hold up every append behind it.
+func (l *Log) SetReader(nc *nats.Conn) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("log reader: %w", err)
+	}
+	l.reads, l.readLoss = js, watchLoss(nc)
+	return nil
 }
 
 // Redactor is the log's redactor: the secrets of the home it stores, which
@@ -118,7 +135,8 @@ func Open(ctx context.Context, nc *nats.Conn, r *Redactor) (*Log, error) {
 	// AllowAtomicPublish: appends then go one message at a time too.
 	info := stream.CachedInfo().Config
 	atomic := info.AllowAtomicPublish && info.Replicas > 1
-	l := &Log{js: js, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots), redactor: r}
+	loss := watchLoss(nc)
+	l := &Log{js: js, reads: js, loss: loss, readLoss: loss, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots), redactor: r}
 	if found > 0 && info.Replicas > found {
 		// Recorded once: a process that raised it at the same moment
 		// finds the record made (a conflict) and records nothing.
@@ -360,8 +378,18 @@ func (l *Log) Last(ctx context.Context, filter string) (uint64, error) {
 func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[Envelope, error] {
 	return func(yield func(Envelope, error) bool) {
 		seq := max(from, 1)
+		// The first batch is one event: its end says how many are left,
+		// and each later batch asks for no more than that. A batch asked
+		// for more than is left makes the server look for the next match
+		// to the end of the stream (a scan of every message after the
+		// filter's last, in the reader's connection).
+		batch := uint64(1)
 		for {
-			next, left, done, err := l.directBatch(ctx, filter, seq, yield)
+			next, left, done, err := l.directBatch(ctx, filter, seq, batch, yield)
+			if errors.Is(err, errReconnected) {
+				seq, batch = next, 1 // the answer was lost with the connection
+				continue
+			}
 			if err != nil {
 				yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, seq, err))
 				return
@@ -373,7 +401,7 @@ func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[En
 				l.readOrdered(ctx, filter, next, yield)
 				return
 			}
-			seq = next
+			seq, batch = next, min(left, readBatch)
 		}
 	}
 }
@@ -414,7 +442,7 @@ func (l *Log) consumeAll(ctx context.Context, what string, filters []string, fro
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from
 	}
-	cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+	cons, err := l.reads.OrderedConsumer(ctx, StreamName, cfg)
 	if err != nil {
 		yield(Envelope{}, fmt.Errorf("%s %s from %d: %w", what, filter, from, err))
 		return
@@ -457,27 +485,34 @@ func (l *Log) consumeAll(ctx context.Context, what string, filters []string, fro
 	}
 }
 
-// directBatch fetches up to readBatch events matching filter from seq on,
+// directBatch fetches up to batch events matching filter from seq on,
 // yielding each. It returns where to continue, how many matching events
 // were left after the batch, and done when nothing is (more) in range or
 // the caller stopped.
-func (l *Log) directBatch(ctx context.Context, filter string, seq uint64, yield func(Envelope, error) bool) (next, left uint64, done bool, err error) {
-	nc := l.js.Conn()
-	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": readBatch})
+func (l *Log) directBatch(ctx context.Context, filter string, seq, batch uint64, yield func(Envelope, error) bool) (next, left uint64, done bool, err error) {
+	nc := l.reads.Conn()
+	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": batch})
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer sub.Unsubscribe()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// A connection lost meanwhile lost the request or its answer, which
+	// is asked again (errReconnected) rather than waited for to the end.
+	wait, stop := l.readLoss.attempt(ctx)
+	defer stop()
 	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+StreamName, inbox, req); err != nil {
 		return 0, 0, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	last := seq - 1
 	for {
-		msg, err := sub.NextMsgWithContext(ctx)
+		msg, err := sub.NextMsgWithContext(wait)
+		if err != nil && cut(wait) && ctx.Err() == nil {
+			return last + 1, 0, false, errReconnected
+		}
 		if err != nil {
 			return 0, 0, false, err
 		}
@@ -503,6 +538,10 @@ func (l *Log) directBatch(ctx context.Context, filter string, seq uint64, yield 
 		}
 	}
 }
+
+// errReconnected: the connection of a direct get was lost and made again
+// while its answer was awaited.
+var errReconnected = errors.New("events: connection lost and made again during a read")
 
 // ReadAll collects Read into a slice.
 func (l *Log) ReadAll(ctx context.Context, filter string, from uint64) ([]Envelope, error) {

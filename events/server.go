@@ -35,11 +35,12 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-// Server is an embedded nats-server with JetStream and one in-process
-// client connection.
+// Server is an embedded nats-server with JetStream and two in-process
+// client connections: one for reads, one for the rest.
 type Server struct {
 	ns *server.Server
-	nc *nats.Conn
+	nc *nats.Conn // appends, subscriptions, consumers
+	rc *nats.Conn // reads
 	// fsync is the log's fsync with sync "always", nil with "interval".
 	fsync *storeSync
 }
@@ -94,34 +95,124 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ns.Shutdown()
 		return nil, errors.New("start nats: server not ready after 30s")
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("crew"), nats.MaxReconnects(-1))
+	s := &Server{ns: ns, fsync: fsync}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if s.nc, err = s.connect("crew", logger); err == nil {
+		s.rc, err = s.connect("crew-reads", logger)
+	}
 	if err != nil {
+		if s.nc != nil {
+			s.nc.Close()
+		}
 		ns.Shutdown()
 		return nil, fmt.Errorf("connect nats in-process: %w", err)
 	}
-	return &Server{ns: ns, nc: nc, fsync: fsync}, nil
+	return s, nil
 }
 
-// OpenLog opens the Log on this server's in-process connection (Open),
-// durable as the server's sync mode says: with "always" every append is
-// fsynced before it returns. A Log opened with Open on Conn has only the
-// server's periodic sync.
+// OpenLog opens the Log on this server's in-process connections (Open,
+// its reads on ReadConn), durable as the server's sync mode says: with
+// "always" every append is fsynced before it returns. A Log opened with
+// Open on Conn has only the server's periodic sync.
 func (s *Server) OpenLog(ctx context.Context, r *Redactor) (*Log, error) {
 	l, err := Open(ctx, s.nc, r)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.SetReader(s.rc); err != nil {
 		return nil, err
 	}
 	l.fsync = s.fsync
 	return l, nil
 }
 
-// Conn is the in-process client connection.
+// connect opens a reconnecting in-process connection named name whose
+// losses are logged at warn with the server's reason.
+func (s *Server) connect(name string, logger *slog.Logger) (*nats.Conn, error) {
+	opts := append(ConnectionEvents(logger, name, s.closedReason),
+		nats.InProcessServer(inProcess{s.ns}), nats.Name(name),
+		nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	return nats.Connect("", opts...)
+}
+
+// closedReason is why the server closed the connection cid ("" when it
+// has no record of it yet).
+func (s *Server) closedReason(cid uint64) string {
+	cz, err := s.ns.Connz(&server.ConnzOptions{CID: cid, State: server.ConnClosed})
+	if err != nil || len(cz.Conns) == 0 {
+		return ""
+	}
+	return cz.Conns[0].Reason
+}
+
+// ConnectionEvents are the options that log at warn each loss of a
+// connection to the event store (with reason's answer for its client id,
+// when reason is set) and each reconnection; the connection reconnects
+// on its own and nats.go's default handler would print to stderr.
+func ConnectionEvents(logger *slog.Logger, name string, reason func(cid uint64) string) []nats.Option {
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err == nil {
+				return // closed by us
+			}
+			cid, _ := nc.GetClientID()
+			if reason == nil {
+				logger.Warn("lost the connection to the event store; reconnecting", "connection", name, "client_id", cid, "err", err)
+				return
+			}
+			go func() {
+				// The server records the closed connection once its
+				// write loop has finished with it.
+				why := ""
+				for range 20 {
+					if why = reason(cid); why != "" {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				logger.Warn("lost the connection to the event store; reconnecting", "connection", name, "client_id", cid, "err", err, "reason", why)
+			}()
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			logger.Warn("reconnected to the event store", "connection", name, "reconnects", nc.Stats().Reconnects)
+		}),
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			logger.Warn("event store connection error", "connection", name, "subject", subject, "err", err)
+		}),
+	}
+}
+
+// Disconnect closes the server's side of nc's connection, as the server
+// does to a slow consumer; nc reconnects on its own. What survives a cut
+// is tested with it.
+func (s *Server) Disconnect(nc *nats.Conn) error {
+	cid, err := nc.GetClientID()
+	if err != nil {
+		return err
+	}
+	return s.ns.DisconnectClientByID(cid)
+}
+
+// Conn is the in-process client connection appends, subscriptions and
+// consumers use.
 func (s *Server) Conn() *nats.Conn { return s.nc }
+
+// ReadConn is the in-process connection for reads (direct gets): the
+// server answers a direct get inline in the asking connection's read
+// loop, so a slow one there would hold up every append behind it.
+func (s *Server) ReadConn() *nats.Conn { return s.rc }
 
 // Connect opens another in-process client connection (the caller closes
 // it), as a second process would have its own.
 func (s *Server) Connect() (*nats.Conn, error) {
-	return nats.Connect("", nats.InProcessServer(s.ns), nats.Name("crew"))
+	return nats.Connect("", nats.InProcessServer(inProcess{s.ns}), nats.Name("crew"))
 }
 
 // ClientURL is the TCP URL clients can use when Listen was set, else "".
@@ -134,9 +225,9 @@ func (s *Server) ClientURL() string {
 
 // Close drains the client and shuts the server down, flushing the store.
 func (s *Server) Close() error {
-	err := s.nc.Drain()
-	// Drain is asynchronous; wait for the connection to close.
-	for i := 0; i < 200 && !s.nc.IsClosed(); i++ {
+	err := errors.Join(s.nc.Drain(), s.rc.Drain())
+	// Drain is asynchronous; wait for the connections to close.
+	for i := 0; i < 200 && !(s.nc.IsClosed() && s.rc.IsClosed()); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.ns.Shutdown()

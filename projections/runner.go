@@ -269,7 +269,10 @@ func (r *Runner) run(ctx context.Context, g *group) {
 	if size <= 0 {
 		size = batchMax
 	}
-	msgs, err := g.cons.Messages(jetstream.PullMaxMessages(size))
+	// A missed heartbeat (a busy server, a connection made again) is not
+	// an end: the iterator pulls again by itself, so Next is not to
+	// return it (it would stop every projection for good).
+	msgs, err := g.cons.Messages(jetstream.PullMaxMessages(size), jetstream.WithMessagesErrOnMissingHeartbeat(false))
 	if err != nil {
 		r.failGroup(g, fmt.Errorf("consume: %w", err))
 		return

@@ -305,12 +305,16 @@ func (a *App) close() error {
 
 // Health is /healthz: ready once the projections have caught up with
 // what the log held at start; its details also carry the turn worker's
-// counters (failed passes since start, turns in flight and queued).
+// counters (failed passes since start, turns in flight and queued) and
+// how often the connections to the event store were made again.
 func (a *App) Health(ctx context.Context) (bool, any) {
 	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
 	details := map[string]any{"projections": statuses}
 	if a.running != nil && a.Worker != nil {
 		details["turns"] = a.Worker.Stats()
+	}
+	if a.store != nil {
+		details["event_store"] = a.store.stats()
 	}
 	return ready, details
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,13 +233,19 @@ func loadAverage() float64 {
 
 // peakRSS is this process's peak resident set (VmHWM) in MB;
 // resetPeakRSS starts it again from the current RSS.
-func peakRSS() float64 {
+func peakRSS() float64 { return procStatusMB("VmHWM:") }
+
+// currentRSS is this process's resident set (VmRSS) in MB.
+func currentRSS() float64 { return procStatusMB("VmRSS:") }
+
+// procStatusMB is the field of /proc/self/status (in kB there) in MB.
+func procStatusMB(field string) float64 {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return -1
 	}
 	for line := range strings.Lines(string(raw)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb / 1024
 		}
@@ -247,6 +254,44 @@ func peakRSS() float64 {
 }
 
 func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// heapAtPeak writes the heap profile to $CREW_BENCH_HEAPPROFILE each time
+// the resident set is seen 5% higher than before (looked at twice a
+// second), so the file holds what the heap held nearest the run's peak;
+// the func it returns stops looking.
+func heapAtPeak(b *testing.B) func() {
+	path := os.Getenv("CREW_BENCH_HEAPPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		high := 0.0
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if rss := currentRSS(); rss > high*1.05 {
+				high = rss
+				f, err := os.Create(path)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				pprof.WriteHeapProfile(f)
+				f.Close()
+				b.Logf("heap profile at RSS %.0f MB", rss)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
 
 func concurrentConversations(b *testing.B, n int, syncMode string) {
 	startNoise(b)
@@ -281,6 +326,7 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		ids := make([]string, n)
 		runtime.GC()
 		resetPeakRSS()
+		stopProfile := heapAtPeak(b)
 		b.StartTimer()
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -311,6 +357,7 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		}
 		eventstest.EventuallyWithin(b, 20*time.Minute, "the turns to finish", a.Worker.Idle)
 		b.StopTimer()
+		stopProfile()
 		peak = max(peak, peakRSS())
 		sub.Unsubscribe()
 		if s := a.Worker.Stats(); s.FailedPasses > 0 {
@@ -323,22 +370,11 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		heap = ms.HeapInuse
 		answered := 0
 		for i, id := range ids {
-			st, err := loop.LoadState(ctx, a.Log(), nil, id)
-			if err != nil {
-				b.Fatal(err)
-			}
-			runs := 0
-			for env, err := range a.Log().Read(ctx, events.Conv(id).Subject(events.TypeRunFinished), 0) {
-				if err != nil {
-					b.Fatal(err)
-				}
-				runs++
-				_ = env
-			}
+			ok, runs := answeredOnce(b, a, id)
 			if runs > 1 || twice[id] > 0 {
 				b.Fatalf("%s answered %d times", id, max(runs, twice[id]+1))
 			}
-			if len(st.Queued) == 0 && st.OpenRun == "" && runs == 1 && len(st.Messages) == 6 && st.Messages[5].Text == "done" {
+			if ok {
 				answered++
 			}
 			mu.Lock()
@@ -368,8 +404,29 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 	b.ReportMetric(loadAverage(), "load-end")
 }
 
+// answeredOnce says whether the one-message conversation id had its
+// 3-step turn answered ("done" its last message, nothing queued, no run
+// open) and how many runs of it finished.
+func answeredOnce(tb testing.TB, a *App, id string) (bool, int) {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := loop.LoadState(ctx, a.Log(), nil, id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runs := 0
+	for _, err := range a.Log().Read(ctx, events.Conv(id).Subject(events.TypeRunFinished), 0) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		runs++
+	}
+	ok := len(st.Queued) == 0 && st.OpenRun == "" && runs == 1 && len(st.Messages) == 6 && st.Messages[5].Text == "done"
+	return ok, runs
+}
+
 // lastSeq is the stream's last sequence: messages stored so far.
-func lastSeq(b *testing.B, a *App) uint64 {
+func lastSeq(b testing.TB, a *App) uint64 {
 	info, err := a.Log().Stream().Info(context.Background())
 	if err != nil {
 		b.Fatal(err)

@@ -223,3 +223,65 @@ func TestFailedPassIsLoggedAtWarnAndCountedInHealthz(t *testing.T) {
 		t.Fatalf("/healthz: %s", raw)
 	}
 }
+
+// The crew keeps answering when the embedded server cuts its connections
+// (as it cut the crew's one connection in a 10,000 burst, a slow consumer
+// past its write deadline): both connections are made again, every
+// message accepted before, during and after the cut is answered once, no
+// pass fails, the projections go on to the end of the log, and each loss
+// is logged at warn with the server's reason and counted in /healthz.
+func TestCrewKeepsAnsweringWhenItsConnectionsAreCut(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a := benchApp(t, events.SyncInterval, &stepModel{steps: 3}, Options{Logger: logger})
+	ctx := t.Context()
+	var ids []string
+	send := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			acc, err := a.Inbound.Receive(ctx, inbound.Message{Text: "go", Channel: fmt.Sprintf("cut:%d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, acc.ConversationID)
+		}
+	}
+	send(0, 30)
+	for _, nc := range []*nats.Conn{a.store.nc, a.store.rc} {
+		if err := a.store.srv.Disconnect(nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(30, 60) // while the connections are made again
+	eventstest.EventuallyWithin(t, 2*time.Minute, "the turns to finish", a.Worker.Idle)
+	for _, id := range ids {
+		if ok, runs := answeredOnce(t, a, id); !ok {
+			envs, _ := a.Log().ReadAll(ctx, events.Conv(id).Filter(), 0)
+			var got []string
+			for _, e := range envs {
+				got = append(got, fmt.Sprintf("%d %s", e.Seq, e.Type))
+			}
+			t.Fatalf("%s not answered once (%d runs finished): %v\n%s", id, runs, got, logs.String())
+		}
+	}
+	if s := a.Worker.Stats(); s.FailedPasses > 0 {
+		t.Fatalf("%d passes failed across the cut:\n%s", s.FailedPasses, logs.String())
+	}
+	last := lastSeq(t, a)
+	eventstest.EventuallyWithin(t, time.Minute, "the projections at the end of the log", func() bool {
+		ready, _ := a.Runner.Ready(ctx, last)
+		return ready
+	})
+	_, details := a.Health(ctx)
+	if st := details.(map[string]any)["event_store"].(storeStats); st.Reconnects == 0 || st.ReadReconnects == 0 {
+		t.Fatalf("/healthz event_store %+v: want each connection's reconnect counted", st)
+	}
+	eventstest.EventuallyWithin(t, 10*time.Second, "both losses logged", func() bool {
+		return strings.Count(logs.String(), `msg="lost the connection to the event store; reconnecting"`) == 2
+	})
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "lost the connection") && (!strings.Contains(line, "level=WARN") || !strings.Contains(line, "reason=Kicked")) {
+			t.Fatalf("loss logged as %s", line)
+		}
+	}
+}

@@ -23,7 +23,8 @@ type store struct {
 	dir  string
 	lock *os.File
 	srv  *events.Server // nil with nats.url
-	nc   *nats.Conn
+	nc   *nats.Conn     // appends, subscriptions, consumers
+	rc   *nats.Conn     // the log's reads (direct gets), apart from nc
 	log  *events.Log
 	db   *bbolt.DB
 	// leases is the cluster's lease bucket with nats.url (several crew
@@ -43,8 +44,12 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 	}
 	s := &store{dir: dir, lock: lock}
 	if cfg.NATS.URL != "" {
-		s.nc, err = events.Connect(events.ClientConfig{URL: cfg.NATS.URL, Creds: cfg.NATS.Creds,
-			TLSCA: cfg.NATS.TLSCA, TLSCert: cfg.NATS.TLSCert, TLSKey: cfg.NATS.TLSKey})
+		cc := events.ClientConfig{URL: cfg.NATS.URL, Creds: cfg.NATS.Creds,
+			TLSCA: cfg.NATS.TLSCA, TLSCert: cfg.NATS.TLSCert, TLSKey: cfg.NATS.TLSKey, Logger: logger}
+		if s.nc, err = events.Connect(cc); err == nil {
+			cc.Name = "crew-reads"
+			s.rc, err = events.Connect(cc)
+		}
 	} else {
 		s.srv, err = events.StartServer(events.ServerConfig{
 			StoreDir: filepath.Join(dir, "nats"),
@@ -53,7 +58,7 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 			Logger:   logger,
 		})
 		if err == nil {
-			s.nc = s.srv.Conn()
+			s.nc, s.rc = s.srv.Conn(), s.srv.ReadConn()
 		}
 	}
 	if err != nil {
@@ -64,6 +69,9 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 		s.log, err = s.srv.OpenLog(ctx, secrets)
 	} else {
 		s.log, err = events.Open(ctx, s.nc, secrets)
+		if err == nil {
+			err = s.log.SetReader(s.rc)
+		}
 	}
 	if err != nil {
 		s.Close()
@@ -101,14 +109,36 @@ func (s *store) Close() error {
 	}
 	if s.srv != nil {
 		errs = append(errs, s.srv.Close())
-	} else if s.nc != nil {
-		errs = append(errs, s.nc.Drain())
+	} else {
+		for _, nc := range []*nats.Conn{s.nc, s.rc} {
+			if nc != nil {
+				errs = append(errs, nc.Drain())
+			}
+		}
 	}
 	if s.lock != nil {
 		os.Remove(filepath.Join(s.dir, "serve.json"))
 		errs = append(errs, s.lock.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// storeStats is /healthz's event_store: how many times each connection
+// was lost and made again since start (each loss is logged at warn).
+type storeStats struct {
+	Reconnects     uint64 `json:"reconnects"`
+	ReadReconnects uint64 `json:"read_reconnects"`
+}
+
+func (s *store) stats() storeStats {
+	var st storeStats
+	if s.nc != nil {
+		st.Reconnects = s.nc.Stats().Reconnects
+	}
+	if s.rc != nil {
+		st.ReadReconnects = s.rc.Stats().Reconnects
+	}
+	return st
 }
 
 // alive says whether the crew process holder still runs (its process
