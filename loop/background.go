@@ -23,7 +23,7 @@ const (
 )
 
 // Background runs shell_run's background commands for the server: each in
-// its own process group and namespaces through shell.Run (so tracked, and
+// its own process group and namespaces through the Sandbox (so tracked, and
 // killed at the next start after a crash), its start stored as
 // task_started before it runs and its end appended to the conversation as
 // a task_notification, which the worker turns into the next round. A stop
@@ -32,6 +32,7 @@ const (
 // who stopped it and opens no round. Close kills what still runs.
 type Background struct {
 	convs  *Convs
+	box    *shell.Sandbox
 	newID  func() string
 	logger *slog.Logger
 
@@ -60,13 +61,14 @@ func (s taskStop) Error() string          { return "stopped by " + s.by }
 func (taskStop) TermGrace() time.Duration { return StopGrace }
 func (s taskStop) Is(target error) bool   { return target == ErrStopped }
 
-// NewBackground returns the runner; newID names tasks.
-func NewBackground(convs *Convs, newID func() string, logger *slog.Logger) *Background {
+// NewBackground returns the runner of commands started in box; newID
+// names tasks.
+func NewBackground(convs *Convs, box *shell.Sandbox, newID func() string, logger *slog.Logger) *Background {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Background{convs: convs, newID: newID, logger: logger, ctx: ctx, cancel: cancel, tasks: map[string]*bgTask{}}
+	return &Background{convs: convs, box: box, newID: newID, logger: logger, ctx: ctx, cancel: cancel, tasks: map[string]*bgTask{}}
 }
 
 // Start runs c in the background for the call env describes: task_started
@@ -116,7 +118,7 @@ func (b *Background) run(ctx context.Context, env tools.Env, id string, c shell.
 	// Everything it prints goes to the task's output, whose tail the task
 	// list shows while it runs.
 	c.Stdout, c.Stderr = t.out, t.out
-	out, err := shell.Run(ctx, c)
+	out, err := b.box.Run(ctx, c)
 	n := &events.TaskNotification{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script,
 		ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut}
 	n.Output, n.Dropped = t.out.headTail()

@@ -18,6 +18,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/schemas"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 	"github.com/nats-io/nuid"
 )
 
@@ -74,6 +75,7 @@ func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
 		SpillDir: filepath.Join(t.TempDir(), "spill"),
 		NewID:    nuid.Next,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
+		Sandbox:  shelltest.New(t),
 	}
 	return c
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // replayIdentical replays h's first run and fails on any divergence.
@@ -34,12 +33,9 @@ func replayIdentical(t *testing.T, h *harness) *loop.ReplayReport {
 // runs, the call is closed stopped as recorded and the run ends stopped,
 // with no model call after.
 func TestReplayStopWhileToolRuns(t *testing.T) {
-	track := t.TempDir()
-	if _, err := shell.Track(track); err != nil {
-		t.Fatal(err)
-	}
 	script := `echo partial-output; trap 'echo got-term; exit 3' TERM; sleep 60 & wait`
 	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`), say("never said")}}, tools.ShellRun{})
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	h.send("run it")
 	w := h.startWorker(nil)
@@ -57,11 +53,11 @@ func TestReplayStopWhileToolRuns(t *testing.T) {
 // run again, its stopped result and its nested call recorded stopped come
 // back as recorded, and the run ends stopped.
 func TestReplayStopDuringScriptNestedCall(t *testing.T) {
-	trackShell(t)
 	hold := &holder{counter: counter{name: "wait_here"}, entered: make(chan struct{})}
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		scriptCall("r = tools.call(\"wait_here\", {})\nprint(r[\"output\"])\nprint(\"after the call\")"), say("never said"),
 	}}, hold)
+	trackShell(t, h)
 	h.deps.HomeDir = t.TempDir()
 	h.send("run the script")
 	w := h.startWorker(nil)

@@ -13,11 +13,11 @@ import (
 // tool_script call stopped; the run ends stopped and the model is not
 // called again.
 func TestStopWhileScriptNestedCallRuns(t *testing.T) {
-	track := trackShell(t)
 	hold := &holder{counter: counter{name: "wait_here"}, entered: make(chan struct{})}
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		scriptCall("r = tools.call(\"wait_here\", {})\nprint(r[\"output\"])\nprint(\"after the call\")"), say("never said"),
 	}}, hold)
+	track := trackShell(t, h)
 	h.deps.HomeDir = t.TempDir()
 	h.send("run the script")
 	w := h.startWorker(nil)

@@ -12,7 +12,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Tests of the stop of background tasks (issue 27): a stop of the
@@ -39,10 +38,10 @@ func startTaskWorker(t *testing.T, h *harness) (*loop.Worker, *loop.Background) 
 }
 
 // trackShell records every command's process group in a fresh folder.
-func trackShell(t *testing.T) string {
+func trackShell(t *testing.T, h *harness) string {
 	t.Helper()
 	track := t.TempDir()
-	if _, err := shell.Track(track); err != nil {
+	if _, err := h.box.Track(track); err != nil {
 		t.Fatal(err)
 	}
 	return track
@@ -97,11 +96,11 @@ const termAware = `echo task-started; trap 'echo task-got-term; exit 3' TERM; sl
 // the notification says who stopped it and opens no round; the run ends
 // stopped and the model is not called again.
 func TestStopKillsBackgroundTasks(t *testing.T) {
-	track := trackShell(t)
 	hold := &holder{counter: counter{name: "wait_here"}, entered: make(chan struct{})}
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), use("wait_here", `{}`), say("never said"),
 	}}, tools.ShellRun{}, hold)
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, _ := startTaskWorker(t, h)
 	h.send("start it and wait")
@@ -147,10 +146,10 @@ func TestStopKillsBackgroundTasks(t *testing.T) {
 // kills its background tasks (not nothing_running); once none runs, a
 // stop is nothing_running.
 func TestStopIdleConversationKillsItsTasks(t *testing.T) {
-	track := trackShell(t)
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), say("Waiting."),
 	}}, tools.ShellRun{})
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, _ := startTaskWorker(t, h)
 	h.send("start it")
@@ -182,10 +181,10 @@ func TestStopIdleConversationKillsItsTasks(t *testing.T) {
 // ended task is ErrTaskEnded, an unknown id ErrUnknownTask; nothing opens
 // a round.
 func TestStopOneBackgroundTask(t *testing.T) {
-	track := trackShell(t)
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), say("Waiting."),
 	}}, tools.ShellRun{})
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, bg := startTaskWorker(t, h)
 	h.send("start it")
@@ -237,10 +236,10 @@ func TestStopOneBackgroundTask(t *testing.T) {
 // conversation's task_stop kills it, answers with the output's tail, and
 // its notification (stopped by model) opens no round.
 func TestTaskStopOnlyItsOwnTasks(t *testing.T) {
-	track := trackShell(t)
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), say("Waiting."),
 	}}, tools.ShellRun{}, tools.TaskStop{})
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, bg := startTaskWorker(t, h)
 	h.send("start it")

@@ -20,7 +20,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Tests of the owner's stop (issue 27), one per yield point: each checks
@@ -264,12 +263,9 @@ func trackedGroups(t *testing.T, dir string) []int {
 // SIGTERM (then SIGKILL after 3 s); the call is closed stopped with what it
 // printed so far, never re-run; no process of it is left.
 func TestStopWhileShellRuns(t *testing.T) {
-	track := t.TempDir()
-	if _, err := shell.Track(track); err != nil {
-		t.Fatal(err)
-	}
 	script := `echo partial-output; trap 'echo got-term; exit 3' TERM; sleep 60 & wait`
 	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`), say("never said")}}, tools.ShellRun{})
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	h.send("run it")
 	w := h.startWorker(nil)
@@ -298,12 +294,9 @@ func TestStopWhileShellRuns(t *testing.T) {
 
 // Issue 27 item 2: a command that ignores SIGTERM is killed 3 s later.
 func TestStopKillsCommandIgnoringTerm(t *testing.T) {
-	track := t.TempDir()
-	if _, err := shell.Track(track); err != nil {
-		t.Fatal(err)
-	}
 	script := `trap '' TERM; echo stubborn; sleep 60; echo never`
 	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`)}}, tools.ShellRun{})
+	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	h.send("run it")
 	w := h.startWorker(nil)

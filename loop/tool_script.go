@@ -466,7 +466,7 @@ func (toolScript) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	}
 	path := t.storePath()
 	out, err := script.Run(ctx, script.Config{Exe: cmd[0], Args: cmd[1:], Script: a.Script, Store: readStore(path),
-		TurnLeft: t.agent.MaxSteps*script.TurnCallsEach - used, Home: t.deps.HomeDir}, h)
+		TurnLeft: t.agent.MaxSteps*script.TurnCallsEach - used, Home: t.deps.HomeDir, Sandbox: t.deps.Sandbox}, h)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()

@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/kit"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Limits (R-HOME-6).
@@ -89,6 +90,9 @@ type Deps struct {
 	// ScriptCommand starts a tool_script child; empty: this executable
 	// with __script.
 	ScriptCommand []string
+	// Sandbox starts every child process of a turn (hooks, tool_script);
+	// nil: none starts.
+	Sandbox *shell.Sandbox
 	// Background runs shell_run's background commands (the registry's
 	// shell_run and task_stop hold it too); the worker stops a run's
 	// tasks with it; nil: none.

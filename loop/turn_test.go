@@ -20,6 +20,8 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 	"github.com/nats-io/nuid"
 )
 
@@ -141,6 +143,7 @@ type harness struct {
 	roster string
 	tools  []tools.Tool // the registry's, beside the loop's own
 	spec   func(route string) llm.ModelSpec
+	box    *shell.Sandbox // the test's own: shell_run, hooks and scripts start here
 }
 
 // background gives the turns a background runner on h's conversations:
@@ -148,13 +151,13 @@ type harness struct {
 // built with, as the App builds them.
 func (h *harness) background() *loop.Background {
 	h.t.Helper()
-	bg := loop.NewBackground(h.convs, nuid.Next, nil)
+	bg := loop.NewBackground(h.convs, h.box, nuid.Next, nil)
 	h.deps.Background = bg
 	ts := slices.Clone(h.tools)
 	for i, tl := range ts {
 		switch tl.(type) {
 		case tools.ShellRun:
-			ts[i] = tools.ShellRun{Background: bg}
+			ts[i] = tools.ShellRun{Background: bg, Sandbox: h.box}
 		case tools.TaskStop:
 			ts[i] = tools.TaskStop{Background: bg}
 		}
@@ -176,12 +179,19 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are the test agent."), 0o600)
 	os.MkdirAll(filepath.Join(dir, "workspace"), 0o700)
+	box := shelltest.New(t)
+	for i, tl := range ts {
+		if sr, ok := tl.(tools.ShellRun); ok && sr.Sandbox == nil {
+			sr.Sandbox = box
+			ts[i] = sr
+		}
+	}
 	reg, err := tools.New(append(loop.Tools(), ts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, log: log, convs: loop.NewConvs(log, nil), conv: "c1", models: map[string]*fakeModel{}, tools: ts,
-		now: harnessNow}
+		now: harnessNow, box: box}
 	names := []string{"ask_user", "progress_note"}
 	for _, tl := range ts {
 		names = append(names, tl.Def().Name)
@@ -212,6 +222,7 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 		NewID:    nuid.Next,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Crew:     harnessCrew{h},
+		Sandbox:  box,
 	}
 	return h
 }

@@ -6,7 +6,7 @@ func Builtins(s Services) []Tool {
 	return []Tool{
 		WorkspaceList{}, WorkspaceRead{}, WorkspaceGlob{}, WorkspaceGrep{},
 		WorkspaceWrite{Secrets: s.Secrets, Proposer: s.Proposer}, WorkspaceEdit{Secrets: s.Secrets, Proposer: s.Proposer},
-		ShellRun{Background: s.Background}, TaskStop{Background: s.Background},
+		ShellRun{Background: s.Background, Sandbox: s.Sandbox}, TaskStop{Background: s.Background},
 		ToolOutputRead{},
 		TodoWrite{},
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/my-agent-crew/crew/tools/shell"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
 
 // withoutNetworkNamespaces reruns the test in a child of a user namespace
@@ -53,7 +53,7 @@ func TestShellRunWithoutANetworkNamespaceSaysWhy(t *testing.T) {
 	for _, pol := range []AgentPolicy{{}, {ShellNetwork: &no}, {ShellWritePaths: []string{"out"}}} {
 		env := newWorkspace(t, nil)
 		env.Agent = pol
-		res, err := ShellRun{}.Run(t.Context(), env, json.RawMessage(`{"command":"echo ran > marker"}`))
+		res, err := ShellRun{Sandbox: shelltest.New(t)}.Run(t.Context(), env, json.RawMessage(`{"command":"echo ran > marker"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestShellRunWithoutANetworkNamespaceSaysWhy(t *testing.T) {
 		}
 	}
 	// crew doctor says the same.
-	for _, p := range shell.Protections() {
+	for _, p := range shelltest.New(t).Protections() {
 		if p.Name == "network namespace" && (p.OK || !strings.Contains(p.Detail, "user.max_net_namespaces") || !strings.Contains(p.Detail, "refused")) {
 			t.Errorf("doctor: %+v, want no, why, and what is refused", p)
 		}

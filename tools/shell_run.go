@@ -17,11 +17,12 @@ import (
 //go:embed shell_run.md
 var shellRunDescription string
 
-// ShellRun runs a command line with /bin/sh in the workspace;
-// Background runs it in the background (nil: run_in_background is
-// refused).
+// ShellRun runs a command line with /bin/sh in the workspace, in
+// Sandbox (nil: every command is refused); Background runs it in the
+// background (nil: run_in_background is refused).
 type ShellRun struct {
 	Background Backgrounder
+	Sandbox    *shell.Sandbox
 }
 
 func (ShellRun) NeedsApproval() bool { return true }
@@ -137,7 +138,7 @@ func (t ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Resul
 	if a.RunInBackground {
 		return startBackground(t.Background, env, cmd)
 	}
-	out, err := shell.Run(ctx, cmd)
+	out, err := t.Sandbox.Run(ctx, cmd)
 	if errors.Is(err, shell.ErrNoNetwork) {
 		why := strings.TrimPrefix(err.Error(), shell.ErrNoNetwork.Error()+": ")
 		return Failf("refused: every shell command runs in a network namespace of its own (its only way out is crew's proxy), but %s; the command was not run (crew doctor lists what this machine lacks)", why), nil

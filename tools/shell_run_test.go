@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/tools/shell"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
 
 func TestShellRunGateHooks(t *testing.T) {
@@ -60,7 +61,7 @@ func TestShellRunInvalidPatternsFailClosed(t *testing.T) {
 	if !Routine(ShellRun{}, env, args) || AskReason(ShellRun{}, env, args) != "" {
 		t.Error("an invalid deny pattern should refuse every command without asking")
 	}
-	res := call(t, ShellRun{}, env, string(args))
+	res := call(t, ShellRun{Sandbox: shelltest.New(t)}, env, string(args))
 	if !res.IsError || !strings.Contains(res.Output, "shell_deny_patterns") {
 		t.Errorf("got %+v", res)
 	}
@@ -80,7 +81,7 @@ func TestShellRun(t *testing.T) {
 	t.Setenv("OPENROUTER_API_KEY", "sk-test")
 	env := newWorkspace(t, map[string]string{"in.txt": "data\n"})
 	env.Agent.ShellDenyPatterns = []string{`^touch denied`}
-	runCases(t, ShellRun{}, env, []toolCase{
+	runCases(t, ShellRun{Sandbox: shelltest.New(t)}, env, []toolCase{
 		{args: `{"command":"cat in.txt; echo err >&2"}`, want: []string{"data\nerr\nexit code: 0"}},
 		{args: `{"command":"exit 7"}`, isError: true, want: []string{"(no output)\nexit code: 7"}},
 		{args: `{"command":"printf partial"}`, want: []string{"partial\nexit code: 0"}},
@@ -99,14 +100,14 @@ func TestShellRunContextCancelIsHarnessError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := (ShellRun{}).Run(ctx, env, json.RawMessage(`{"command":"sleep 30"}`))
+	_, err := (ShellRun{Sandbox: shelltest.New(t)}).Run(ctx, env, json.RawMessage(`{"command":"sleep 30"}`))
 	if err == nil || time.Since(start) > 10*time.Second {
 		t.Errorf("got %v after %v; want the context's error promptly", err, time.Since(start))
 	}
 }
 
 func TestShellRunSandboxed(t *testing.T) {
-	for _, p := range shell.Protections() {
+	for _, p := range shelltest.New(t).Protections() {
 		if !p.OK {
 			t.Skipf("no sandbox here: %s: %s", p.Name, p.Detail)
 		}
@@ -121,7 +122,7 @@ func TestShellRunSandboxed(t *testing.T) {
 	}
 	no := false
 	env.Agent = AgentPolicy{ShellNetwork: &no, ShellWritePaths: []string{"../extra"}}
-	runCases(t, ShellRun{}, env, []toolCase{
+	runCases(t, ShellRun{Sandbox: shelltest.New(t)}, env, []toolCase{
 		{args: `{"command":"echo in > in.txt && echo x > ../extra/x && echo t > \"$TMPDIR/t\""}`, want: []string{"exit code: 0"}},
 		{args: `{"command":"echo out > ../outside/out.txt"}`, isError: true, want: []string{"exit code: ", "sandboxed", "no network"}},
 	})

@@ -106,6 +106,9 @@ type Services struct {
 	// Background starts shell_run's background commands and stops them
 	// (task_stop); nil: run_in_background is refused.
 	Background Backgrounder
+	// Sandbox starts every child process a tool causes (shell_run, the
+	// PDF extractor); nil: none starts.
+	Sandbox *shell.Sandbox
 	// Proposer files a write to the agent's AGENTS.md or SOUL.md as a
 	// proposal for the owner (R-X-7); nil: such writes are refused.
 	Proposer Proposer

@@ -23,12 +23,7 @@ var sharedState = map[string]string{
 	"schemas.mu":                 "guards schemas.compiled",
 	"tools.compiled":             "compiled shell patterns by text: a memo of immutable data",
 	"tools/browser.patternCache": "compiled ask patterns by text: a memo of immutable data",
-	"tools/shell.found":          "what this machine's kernel offers, kept once found: a fact of the machine, not of a home",
-	"tools/shell.probeMu":        "guards tools/shell.found",
 	"projections.txCaches":       "keyed by the write transaction and dropped at its commit, so no two transactions or homes share an entry; should travel in a projections.Tx given to Apply (not done)",
-	"tools/shell.netNow":         "the shell's network policy (SetNetwork): one per process, so two homes in one process share it; should be a field of a shell.Sandbox (not done)",
-	"tools/shell.netMu":          "guards tools/shell.netNow",
-	"tools/shell.trackDir":       "where the shell records running commands (Track): one per process; should be a field of a shell.Sandbox (not done)",
 }
 
 // TestTopLevelVarsHoldNoMutableState: no package of ours (test helpers

@@ -44,7 +44,7 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 	case err == nil:
 		defer a.Close()
 		// The server is stopped: no teammate holds a folder.
-		msg, err = team.New(team.Config{Log: a.Log(), Home: dir}).Remove(ctx, name, *teamID, *discard)
+		msg, err = team.New(team.Config{Log: a.Log(), Home: dir, Sandbox: a.Sandbox()}).Remove(ctx, name, *teamID, *discard)
 	}
 	if err != nil {
 		return err

@@ -11,8 +11,8 @@ import (
 
 // ShellScripts is Config.RunScript for a crew: it runs a script job's
 // command as its agent, in its workspace, sandboxed by its shell settings
-// like shell_run, seeing of the home at homeDir what shell_run sees.
-func ShellScripts(homeDir string, crew loop.Crew) func(ctx context.Context, agent, command string) (string, error) {
+// like shell_run, seeing of the home at homeDir what shell_run sees, in box.
+func ShellScripts(homeDir string, crew loop.Crew, box *shell.Sandbox) func(ctx context.Context, agent, command string) (string, error) {
 	return func(ctx context.Context, agentID, command string) (string, error) {
 		a, ok := crew.Agent(agentID)
 		if !ok {
@@ -23,7 +23,7 @@ func ShellScripts(homeDir string, crew loop.Crew) func(ctx context.Context, agen
 			cmd.Sandbox = &shell.Policy{WritePaths: append([]string{a.Workspace}, p.ShellWritePaths...), Network: p.ShellNetwork == nil || *p.ShellNetwork}
 		}
 		cmd.View = shell.HomeView(homeDir, a.Dir, append([]string{a.Workspace}, a.Policy.ShellWritePaths...)...)
-		out, err := shell.Run(ctx, cmd)
+		out, err := box.Run(ctx, cmd)
 		if err != nil {
 			return "", err
 		}

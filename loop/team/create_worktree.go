@@ -76,7 +76,7 @@ func (c createWorktree) Run(ctx context.Context, env tools.Env, args json.RawMes
 	if ref != nil {
 		return outcome("", ref)
 	}
-	wt, err := addWorktree(ctx, c.r.cfg.Git, env.HomeDir, env.Workspace, a.Name)
+	wt, err := addWorktree(ctx, c.r.cfg.Sandbox, c.r.cfg.Git, env.HomeDir, env.Workspace, a.Name)
 	if err != nil {
 		return outcome("", err)
 	}

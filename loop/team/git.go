@@ -23,6 +23,7 @@ import (
 // fsmonitor, no filter driver, no submodule recursion, no transport but
 // local files.
 type git struct {
+	box   *shell.Sandbox // where it runs
 	bin   string
 	view  *shell.View // what git sees of the home; nil: the home is not hidden
 	write []string    // where git may write
@@ -51,8 +52,8 @@ func gitEnv() []string {
 
 // newGit is git for a repository at repo: it sees of the home what view
 // shows, plus repo, and writes only under repo and the extra paths.
-func newGit(bin, home, repo string, extra ...string) git {
-	g := git{bin: bin, write: append([]string{repo}, extra...), ceiling: filepath.Dir(repo)}
+func newGit(box *shell.Sandbox, bin, home, repo string, extra ...string) git {
+	g := git{box: box, bin: bin, write: append([]string{repo}, extra...), ceiling: filepath.Dir(repo)}
 	if home != "" {
 		g.view = &shell.View{Home: home}
 		for _, w := range g.write {
@@ -69,7 +70,7 @@ func (g git) run(ctx context.Context, dir string, args ...string) (string, error
 func (g git) runEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	argv := append(append([]string{g.bin}, gitFlags...), "-C", dir)
 	var out bytes.Buffer
-	res, err := shell.Run(ctx, shell.Command{
+	res, err := g.box.Run(ctx, shell.Command{
 		Exec:    append(argv, args...),
 		Dir:     dir,
 		Env:     append(append(gitEnv(), "GIT_CEILING_DIRECTORIES="+g.ceiling), env...),
@@ -149,12 +150,12 @@ func (g git) branchExists(ctx context.Context, repo, branch string) bool {
 // addWorktree creates .worktrees/<name> of the workspace on branch
 // wt/<name>, git seeing of the home only the workspace and writing only
 // there (see add).
-func addWorktree(ctx context.Context, bin, home, workspace, name string) (Worktree, error) {
+func addWorktree(ctx context.Context, box *shell.Sandbox, bin, home, workspace, name string) (Worktree, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
 		return Worktree{Name: name, Branch: "wt/" + name}, err
 	}
-	return newGit(bin, home, ws).add(ctx, ws, name)
+	return newGit(box, bin, home, ws).add(ctx, ws, name)
 }
 
 // add creates .worktrees/<name> on branch wt/<name>, after checking the

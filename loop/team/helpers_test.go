@@ -18,6 +18,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 	"github.com/nats-io/nuid"
 )
 
@@ -149,8 +150,9 @@ func newHarness(t *testing.T, b brain) *harness {
 func (h *harness) start() {
 	t := h.t
 	h.convs = loop.NewConvs(h.log, nil)
-	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), NewID: nuid.Next})
-	reg, err := tools.New(append(tools.Builtins(tools.Services{}), team.Tools(h.rt)...)...)
+	box := shelltest.New(t) // a fresh process's own
+	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), NewID: nuid.Next, Sandbox: box})
+	reg, err := tools.New(append(tools.Builtins(tools.Services{Sandbox: box}), team.Tools(h.rt)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +167,7 @@ func (h *harness) start() {
 		Teams:    h.rt,
 		HomeDir:  h.home,
 		Crew:     loop.Agents(h.agents),
+		Sandbox:  box,
 	}
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: deps, SweepEvery: -1,
 		Recover: func(context.Context) ([]string, error) { return nil, nil }})

@@ -86,7 +86,7 @@ func (r *Runtime) RemoveWorktree(ctx context.Context, team, name string, discard
 	}
 	r.mu.Unlock()
 	repo := filepath.Dir(filepath.Dir(wt.Path))
-	g := newGit(r.cfg.Git, r.cfg.Home, repo)
+	g := newGit(r.cfg.Sandbox, r.cfg.Git, r.cfg.Home, repo)
 	if _, err := os.Stat(wt.Path); errors.Is(err, os.ErrNotExist) {
 		// Gone already: forget it in git and on the board.
 		g.run(ctx, repo, "worktree", "prune")

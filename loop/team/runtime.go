@@ -13,6 +13,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Channel is the channel of a teammate's conversation and of what the
@@ -27,8 +28,10 @@ type Config struct {
 	Crew   loop.Crew
 	NewID  func() string
 	Logger *slog.Logger
-	// Git is the git binary create_worktree runs ("git" when empty).
-	Git string
+	// Git is the git binary create_worktree runs ("git" when empty), in
+	// Sandbox (nil: it does not run).
+	Git     string
+	Sandbox *shell.Sandbox
 	// Home is the crew home, hidden from git but for the repository (the
 	// host's worktree removal; create_worktree uses its call's).
 	Home string

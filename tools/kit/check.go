@@ -17,7 +17,7 @@ func Check(homeDir, agentDir string) []error {
 	if _, err := SubAgents(homeDir, agentDir); err != nil {
 		errs = append(errs, fmt.Errorf("kit sub-agents not loaded: %w", err))
 	}
-	if _, err := LoadHooks(homeDir, agentDir); err != nil {
+	if _, err := LoadHooks(nil, homeDir, agentDir); err != nil {
 		errs = append(errs, fmt.Errorf("hooks not loaded, so its tool calls are blocked: %w", err))
 	}
 	return errs

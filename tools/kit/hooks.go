@@ -43,6 +43,7 @@ const (
 // A nil *Hooks has none.
 type Hooks struct {
 	byEvent  map[string][]hook // in the order they run
+	box      *shell.Sandbox    // where they run
 	homeDir  string
 	agentDir string
 }
@@ -82,9 +83,9 @@ func canBlock(event string) bool { return event == PreToolUse || event == UserPr
 // (once when they are the same folder). Both apply, the home's hooks first.
 // A missing file has no hooks. Any mistake in either file is an error and
 // no hooks are returned: a guard the owner configured must not silently
-// go missing.
-func LoadHooks(homeDir, agentDir string) (*Hooks, error) {
-	h := &Hooks{byEvent: map[string][]hook{}, homeDir: homeDir, agentDir: agentDir}
+// go missing. The hooks run in box (nil: each is refused as not isolated).
+func LoadHooks(box *shell.Sandbox, homeDir, agentDir string) (*Hooks, error) {
+	h := &Hooks{byEvent: map[string][]hook{}, box: box, homeDir: homeDir, agentDir: agentDir}
 	for _, level := range levels(homeDir, agentDir) {
 		path := filepath.Join(level, ".agents", "hooks.json")
 		data, err := os.ReadFile(path)
@@ -300,7 +301,7 @@ func (h *Hooks) Run(ctx context.Context, event, tool string, payload any, dir st
 		if ctx.Err() != nil {
 			break
 		}
-		o, stderr := runHook(ctx, hk, stdin, dir, env, view)
+		o, stderr := runHook(ctx, h.box, hk, stdin, dir, env, view)
 		if o.ExitCode == -1 && o.Reason != "" {
 			o.Blocked = canBlock(event) // it could not run isolated: fail closed
 		}

@@ -18,11 +18,11 @@ const captureBytes = 64 << 10
 // own mount and PID namespaces, the home hidden as view says, everything it
 // started killed when it ends, times out or ctx ends, and when the server
 // dies) and reports how it ended, and its stderr.
-func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []string, view *shell.View) (Outcome, string) {
+func runHook(ctx context.Context, box *shell.Sandbox, hk hook, stdin []byte, dir string, env []string, view *shell.View) (Outcome, string) {
 	start := time.Now()
 	o := Outcome{Command: hk.command}
 	var stderr capped
-	out, err := shell.Run(ctx, shell.Command{
+	out, err := box.Run(ctx, shell.Command{
 		Script: hk.command, Dir: dir, Timeout: hk.timeout, Env: env,
 		Stdin: bytes.NewReader(stdin), Stderr: &stderr, View: view,
 	})

@@ -10,6 +10,6 @@ import (
 
 // runHook does not run hooks off Linux, where the harness's shell commands
 // do not run either.
-func runHook(ctx context.Context, hk hook, stdin []byte, dir string, env []string, view *shell.View) (Outcome, string) {
+func runHook(ctx context.Context, box *shell.Sandbox, hk hook, stdin []byte, dir string, env []string, view *shell.View) (Outcome, string) {
 	return Outcome{Command: hk.command, ExitCode: -1, Output: "the hook did not run: hooks only run on Linux"}, ""
 }

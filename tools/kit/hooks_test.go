@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
 
 // hooksJSON writes <dir>/.agents/hooks.json.
@@ -19,7 +21,7 @@ func hooksJSON(t *testing.T, dir, content string) string {
 
 func loadHooks(t *testing.T, home, agent string) *Hooks {
 	t.Helper()
-	h, err := LoadHooks(home, agent)
+	h, err := LoadHooks(shelltest.New(t), home, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func TestLoadHooksErrors(t *testing.T) {
 			home, agent := homeAndAgent(t)
 			hooksJSON(t, home, `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}`)
 			path := hooksJSON(t, agent, tc.json)
-			h, err := LoadHooks(home, agent)
+			h, err := LoadHooks(shelltest.New(t), home, agent)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -338,11 +340,11 @@ func TestLoadHooksErrors(t *testing.T) {
 func TestLoadHooksEmptyFile(t *testing.T) {
 	home := t.TempDir()
 	hooksJSON(t, home, "\n")
-	if _, err := LoadHooks(home, ""); err != nil {
+	if _, err := LoadHooks(nil, home, ""); err != nil {
 		t.Error(err)
 	}
 	hooksJSON(t, home, "{}")
-	if _, err := LoadHooks(home, ""); err != nil {
+	if _, err := LoadHooks(nil, home, ""); err != nil {
 		t.Error(err)
 	}
 }

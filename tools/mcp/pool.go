@@ -32,6 +32,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Server is one entry of config.yaml mcp_servers, its header values
@@ -98,6 +99,7 @@ func (s Server) same(o Server) bool {
 // Pool is the crew's MCP servers.
 type Pool struct {
 	version string
+	box     *shell.Sandbox // starts the stdio servers
 	logger  *slog.Logger
 	clock   func() time.Time
 
@@ -116,12 +118,13 @@ func (p *Pool) OnRestart(f func(Restart)) { p.onRestart = f }
 // first use. Without it nothing is redacted.
 func (p *Pool) Redact(r *events.Redactor) { p.secrets = r }
 
-// NewPool returns a pool over servers; nothing connects until used.
-func NewPool(version string, servers []Server, logger *slog.Logger) *Pool {
+// NewPool returns a pool over servers; nothing connects until used. Its
+// stdio servers start in box (nil: none starts).
+func NewPool(version string, servers []Server, box *shell.Sandbox, logger *slog.Logger) *Pool {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{version: version, logger: logger, clock: time.Now, servers: map[string]*server{}}
+	p := &Pool{version: version, box: box, logger: logger, clock: time.Now, servers: map[string]*server{}}
 	p.Configure(servers)
 	return p
 }

@@ -126,7 +126,7 @@ func (s *server) startLocked() (sdk.Transport, error) {
 		Sandbox: &shell.Policy{WritePaths: append([]string{st.Dir}, st.Paths...), Network: st.Network},
 	}
 	go func() {
-		out, err := shell.Run(ctx, cmd)
+		out, err := s.pool.box.Run(ctx, cmd)
 		outW.Close() // the session reads EOF
 		inR.Close()  // its writes fail
 		p.end, p.endedAt = ended(s.pool.secrets, out, err), s.pool.clock()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
 
 // npmServer is the entry point of a reference MCP server (npm, pinned in
@@ -49,7 +50,7 @@ func TestStdioServerRestartsAfterItIsKilled(t *testing.T) {
 	marker := "CREW_TEST_MARKER=" + strconv.FormatInt(int64(os.Getpid()), 10) + "-" + filepath.Base(home)
 	p := NewPool("test", []Server{{Name: "ev", Stdio: &Stdio{
 		Command: []string{"node", js, "stdio"}, Env: []string{marker}, Dir: filepath.Join(home, "mcp", "ev"), Home: home,
-	}}}, nil)
+	}}}, shelltest.New(t), nil)
 	defer p.Close()
 	var mu sync.Mutex
 	var restarts []Restart
@@ -101,7 +102,7 @@ func TestStdioServerSeesOnlyItsFolders(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, "data"), 0o755)
 	p := NewPool("test", []Server{{Name: "fs", ReadOnly: []string{"read_text_file", "list_directory"}, Stdio: &Stdio{
 		Command: []string{"node", js, home}, Dir: filepath.Join(home, "mcp", "fs"), Home: home, ReadPaths: []string{ws},
-	}}}, nil)
+	}}}, shelltest.New(t), nil)
 	defer p.Close()
 	if got := call(t, p, []string{"fs"}, "mcp__fs__read_text_file", `{"path":"`+filepath.Join(ws, "note.txt")+`"}`); !strings.Contains(got, "inside the workspace") {
 		t.Fatalf("read inside = %q", got)

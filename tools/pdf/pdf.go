@@ -64,6 +64,8 @@ type Options struct {
 	Home string
 	// Timeout of the child; 0 is DefaultTimeout.
 	Timeout time.Duration
+	// Sandbox starts the child (nil: nothing is extracted).
+	Sandbox *shell.Sandbox
 }
 
 // Doc is what Text read: the pages asked for and how many there are.
@@ -126,7 +128,7 @@ func Text(ctx context.Context, data []byte, opts Options) (*Doc, error) {
 		}
 	}
 	var stdout bytes.Buffer
-	out, runErr := shell.Run(ctx, shell.Command{
+	out, runErr := opts.Sandbox.Run(ctx, shell.Command{
 		Exec: []string{"/proc/self/exe", childName, string(arg)}, Dir: "/", Env: env, Timeout: timeout,
 		Stdin: bytes.NewReader(data), Stdout: &stdout, View: view, Sandbox: pol,
 	})

@@ -12,13 +12,15 @@ import (
 
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 //go:embed pdf_read.md
 var readDescription string
 
-// Read is pdf_read: the text of a workspace PDF, page by page.
-type Read struct{}
+// Read is pdf_read: the text of a workspace PDF, page by page, read by a
+// child started in Sandbox.
+type Read struct{ Sandbox *shell.Sandbox }
 
 // Def declares pdf_read.
 // ReadOnly: it changes nothing, so a script may call it (R-SCR).
@@ -46,7 +48,7 @@ func CacheDir(home string) string {
 }
 
 // Run reads the file and extracts the pages asked for.
-func (Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (r Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
 	var a struct {
 		Path  string `json:"path"`
 		Pages string `json:"pages"`
@@ -68,7 +70,7 @@ func (Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools
 		}
 		return tools.Result{}, err
 	}
-	doc, err := Text(ctx, data, Options{Pages: pages, CacheDir: CacheDir(env.HomeDir), Home: env.HomeDir})
+	doc, err := Text(ctx, data, Options{Pages: pages, CacheDir: CacheDir(env.HomeDir), Home: env.HomeDir, Sandbox: r.Sandbox})
 	switch {
 	case errors.Is(err, ErrNotPDF):
 		return tools.Failf("%s is not a PDF that can be read (%v)", a.Path, err), nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/pdf"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
 
 // Each extraction is a child process (about 12 s under the race detector,
@@ -37,7 +38,7 @@ var invoice = [][]string{
 }
 
 func TestTextReadsVietnamesePerPage(t *testing.T) {
-	doc, err := pdf.Text(t.Context(), makePDF(invoice), pdf.Options{CacheDir: cacheDir})
+	doc, err := pdf.Text(t.Context(), makePDF(invoice), pdf.Options{CacheDir: cacheDir, Sandbox: shelltest.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestTextRefusesWhatIsNotAPDF(t *testing.T) {
 		"no header": []byte("hello"),
 		"garbage":   append([]byte("%PDF-1.7\n"), make([]byte, 4000)...),
 	} {
-		if _, err := pdf.Text(t.Context(), data, pdf.Options{CacheDir: cacheDir}); !errors.Is(err, pdf.ErrNotPDF) {
+		if _, err := pdf.Text(t.Context(), data, pdf.Options{CacheDir: cacheDir, Sandbox: shelltest.New(t)}); !errors.Is(err, pdf.ErrNotPDF) {
 			t.Errorf("%s: err %v, want ErrNotPDF", name, err)
 		}
 	}
@@ -79,7 +80,7 @@ func TestPdfReadTool(t *testing.T) {
 	env := tools.Env{Workspace: ws, HomeDir: filepath.Dir(filepath.Dir(filepath.Dir(cacheDir)))}
 	run := func(args string) tools.Result {
 		t.Helper()
-		res, err := pdf.Read{}.Run(t.Context(), env, json.RawMessage(args))
+		res, err := pdf.Read{Sandbox: shelltest.New(t)}.Run(t.Context(), env, json.RawMessage(args))
 		if err != nil {
 			t.Fatal(err)
 		}

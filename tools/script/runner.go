@@ -75,6 +75,8 @@ type Config struct {
 	Started func(pid int)
 	// Home is the crew home, hidden from the child; "" hides nothing more.
 	Home string
+	// Sandbox starts the child (nil: the script is not run).
+	Sandbox *shell.Sandbox
 }
 
 // Timeout bounds one script's child: the turn's end kills it sooner.
@@ -122,7 +124,7 @@ func Run(ctx context.Context, cfg Config, h Host) (*Outcome, error) {
 	}
 	exited := make(chan ended, 1)
 	go func() {
-		out, err := shell.Run(ctx, shell.Command{
+		out, err := cfg.Sandbox.Run(ctx, shell.Command{
 			Exec: append([]string{cfg.Exe}, cfg.Args...), Dir: "/", Env: []string{},
 			Timeout: Timeout, Stdin: inR, Stdout: outW, View: view,
 			Sandbox: &shell.Policy{Network: false}, Started: cfg.Started,

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
 
 // The test binary is also the script child, as the crew binary is.
@@ -116,7 +118,7 @@ func (h *testHost) Spill(n int, full string) (string, error) {
 
 func runScript(t *testing.T, h *testHost, src string, store map[string]json.RawMessage) *Outcome {
 	t.Helper()
-	out, err := Run(t.Context(), Config{Exe: os.Args[0], Args: []string{"__script"}, Script: src, Store: store, TurnLeft: 120}, h)
+	out, err := Run(t.Context(), Config{Exe: os.Args[0], Args: []string{"__script"}, Sandbox: shelltest.New(t), Script: src, Store: store, TurnLeft: 120}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ print("never")
 // R-SCR: the turn's share (max_steps × 10) stops the script and says so.
 func TestScriptTurnCapStops(t *testing.T) {
 	h := &testHost{}
-	out, err := Run(t.Context(), Config{Exe: os.Args[0], Args: []string{"__script"}, TurnLeft: 3, Script: `
+	out, err := Run(t.Context(), Config{Exe: os.Args[0], Args: []string{"__script"}, Sandbox: shelltest.New(t), TurnLeft: 3, Script: `
 for i in range(5):
     tools.call("read", {})
 `}, h)
@@ -374,7 +376,7 @@ func TestScriptKilledWithTurnLeavesNoProcess(t *testing.T) {
 	pid := make(chan int, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, Config{Exe: os.Args[0], Args: []string{"__script"}, TurnLeft: 10, Script: `tools.call("block", {})`,
+		_, err := Run(ctx, Config{Exe: os.Args[0], Args: []string{"__script"}, Sandbox: shelltest.New(t), TurnLeft: 10, Script: `tools.call("block", {})`,
 			Started: func(p int) { pid <- p }}, h)
 		done <- err
 	}()
@@ -392,7 +394,7 @@ func TestScriptKilledWithTurnLeavesNoProcess(t *testing.T) {
 // a clear error, not the server.
 func TestScriptMemoryCapped(t *testing.T) {
 	h := &testHost{}
-	out, err := Run(t.Context(), Config{Exe: os.Args[0], Args: []string{"__script"}, TurnLeft: 10, Steps: 1 << 40, Script: `
+	out, err := Run(t.Context(), Config{Exe: os.Args[0], Args: []string{"__script"}, Sandbox: shelltest.New(t), TurnLeft: 10, Steps: 1 << 40, Script: `
 x = []
 for i in range(100000):
     x.append(("%d" % i) * 200000)

@@ -68,24 +68,25 @@ func fakeHome(t *testing.T) (home, other string) {
 // modes returns each namespace mode that works here, unsandboxed.
 func modes(t *testing.T) map[string]facility {
 	t.Helper()
+	box := newSandbox(t)
 	out := map[string]facility{}
 	for name, m := range map[string]nsMode{"root": nsRoot, "userns": nsUser} {
 		f := facility{ns: m}
-		if _, err := run(t.Context(), Command{Script: "exit 0", Dir: "/"}, f); err == nil {
+		if _, err := box.run(t.Context(), Command{Script: "exit 0", Dir: "/"}, f); err == nil {
 			out[name] = f
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("no namespace mode works here: %v", probed().nsErr)
+		t.Fatalf("no namespace mode works here: %v", box.probed().nsErr)
 	}
 	return out
 }
 
 // shellIn runs script as a command of the agent in agentDir.
-func shellIn(t *testing.T, f facility, home, agentDir, script string, sandbox *Policy) Output {
+func shellIn(t *testing.T, box *Sandbox, f facility, home, agentDir, script string, sandbox *Policy) Output {
 	t.Helper()
 	ws := filepath.Join(agentDir, "workspace")
-	out, err := run(t.Context(), Command{Script: script, Dir: ws, Env: Environ(os.Environ()), View: HomeView(home, agentDir), Sandbox: sandbox}, f)
+	out, err := box.run(t.Context(), Command{Script: script, Dir: ws, Env: Environ(os.Environ()), View: HomeView(home, agentDir), Sandbox: sandbox}, f)
 	if err != nil {
 		t.Fatalf("%q: %v", script, err)
 	}
@@ -93,6 +94,7 @@ func shellIn(t *testing.T, f facility, home, agentDir, script string, sandbox *P
 }
 
 func TestShellCannotReadEnvFile(t *testing.T) {
+	box := newSandbox(t)
 	home, _ := fakeHome(t)
 	attacks := []string{
 		"cat ../env",
@@ -113,14 +115,14 @@ func TestShellCannotReadEnvFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, sb := range []*Policy{nil, {Network: true, WritePaths: []string{filepath.Join(home, "workspace")}}} {
 				for _, a := range attacks {
-					out := shellIn(t, f, home, home, a, sb)
+					out := shellIn(t, box, f, home, home, a, sb)
 					if strings.Contains(out.Text, homeSecret) {
 						t.Errorf("sandbox %v: %q printed the secret:\n%s", sb != nil, a, out.Text)
 					}
 				}
 			}
 			// What the master must see is there.
-			out := shellIn(t, f, home, home, "cat readme.txt ../MEMORY.md ../memory/2026-12-01.md ../skills/delegation.md && echo new > made.txt && cat made.txt", nil)
+			out := shellIn(t, box, f, home, home, "cat readme.txt ../MEMORY.md ../memory/2026-12-01.md ../skills/delegation.md && echo new > made.txt && cat made.txt", nil)
 			if out.ExitCode != 0 || out.Text != "master workspace\nmaster memory\nmaster day\nshared skill\nnew\n" {
 				t.Errorf("the master's own files: %+v", out)
 			}
@@ -128,7 +130,7 @@ func TestShellCannotReadEnvFile(t *testing.T) {
 				t.Errorf("a write in the workspace did not land: %q, %v", b, err)
 			}
 			// Its memory and the shared kits are read-only to the shell.
-			out = shellIn(t, f, home, home, "echo x >> ../MEMORY.md || echo x > ../skills/new.md || echo refused", nil)
+			out = shellIn(t, box, f, home, home, "echo x >> ../MEMORY.md || echo x > ../skills/new.md || echo refused", nil)
 			if !strings.Contains(out.Text, "refused") {
 				t.Errorf("the shell wrote to memory or skills: %+v", out)
 			}
@@ -137,6 +139,7 @@ func TestShellCannotReadEnvFile(t *testing.T) {
 }
 
 func TestShellCannotSeeDataOrOtherAgents(t *testing.T) {
+	box := newSandbox(t)
 	home, ledger := fakeHome(t)
 	researcher, _ := filepath.EvalSymlinks(filepath.Join(home, "agents", "researcher"))
 	for name, f := range modes(t) {
@@ -144,18 +147,18 @@ func TestShellCannotSeeDataOrOtherAgents(t *testing.T) {
 			// From the master: data/, browser/, desktop/, other agents'
 			// folders (also one linked from elsewhere) are empty or absent.
 			for _, p := range []string{"data", "browser", "desktop", "spill", "logs", "users", "wiki", "agents", "agents/ledger", "agents/researcher", "owner-notes.txt"} {
-				out := shellIn(t, f, home, home, "ls -A "+filepath.Join(home, p)+" 2>&1; cat "+filepath.Join(home, p)+" 2>&1", nil)
+				out := shellIn(t, box, f, home, home, "ls -A "+filepath.Join(home, p)+" 2>&1; cat "+filepath.Join(home, p)+" 2>&1", nil)
 				if strings.Contains(out.Text, homeSecret) || strings.Contains(out.Text, "blk.dat") || strings.Contains(out.Text, "MEMORY.md") || strings.Contains(out.Text, "Cookies") {
 					t.Errorf("master sees %s:\n%s", p, out.Text)
 				}
 			}
-			out := shellIn(t, f, home, home, "ls -A "+researcher+" | wc -l; cat "+researcher+"/MEMORY.md", nil)
+			out := shellIn(t, box, f, home, home, "ls -A "+researcher+" | wc -l; cat "+researcher+"/MEMORY.md", nil)
 			if strings.Contains(out.Text, homeSecret) || !strings.HasPrefix(out.Text, "0\n") {
 				t.Errorf("master sees the linked agent folder %s:\n%s", researcher, out.Text)
 			}
 			// From another agent: its own folder, not the master's.
 			os.WriteFile(filepath.Join(ledger, "workspace", "mine.txt"), []byte("ledger file\n"), 0o600)
-			out = shellIn(t, f, home, ledger, "cat mine.txt; ls -A "+home+"; cat "+home+"/MEMORY.md "+home+"/workspace/readme.txt "+home+"/env", nil)
+			out = shellIn(t, box, f, home, ledger, "cat mine.txt; ls -A "+home+"; cat "+home+"/MEMORY.md "+home+"/workspace/readme.txt "+home+"/env", nil)
 			if !strings.Contains(out.Text, "ledger file") {
 				t.Errorf("ledger cannot read its own workspace:\n%s", out.Text)
 			}
@@ -165,7 +168,7 @@ func TestShellCannotSeeDataOrOtherAgents(t *testing.T) {
 				}
 			}
 			// The home's listing holds only the shared kits and the agent.
-			got := strings.Fields(shellIn(t, f, home, ledger, "ls -A "+home+" "+home+"/agents", nil).Text)
+			got := strings.Fields(shellIn(t, box, f, home, ledger, "ls -A "+home+" "+home+"/agents", nil).Text)
 			want := []string{home + ":", ".agents", "agents", "skills", home + "/agents:", "ledger"}
 			if strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("ledger's view of the home: %v, want %v", got, want)
@@ -175,6 +178,7 @@ func TestShellCannotSeeDataOrOtherAgents(t *testing.T) {
 }
 
 func TestShellCannotReadServerEnviron(t *testing.T) {
+	box := newSandbox(t)
 	const secret = "server-env-secret-77ab"
 	t.Setenv("CREW_TEST_SERVER_TOKEN", secret)
 	home, _ := fakeHome(t)
@@ -185,7 +189,7 @@ func TestShellCannotReadServerEnviron(t *testing.T) {
 	for name, f := range modes(t) {
 		t.Run(name, func(t *testing.T) {
 			for _, sb := range []*Policy{nil, {}} {
-				out := shellIn(t, f, home, home, script, sb)
+				out := shellIn(t, box, f, home, home, script, sb)
 				if strings.Contains(out.Text, secret) {
 					t.Errorf("sandbox %v: the server's environment leaked:\n%s", sb != nil, out.Text)
 				}
@@ -201,6 +205,7 @@ func TestShellCannotReadServerEnviron(t *testing.T) {
 }
 
 func TestSandboxBlocksUnixSockets(t *testing.T) {
+	box := newSandbox(t)
 	dir := t.TempDir() // readable and writable by the command
 	path := filepath.Join(dir, "outside.sock")
 	abstract := fmt.Sprintf("@crew-test-%d", os.Getpid())
@@ -228,7 +233,7 @@ func TestSandboxBlocksUnixSockets(t *testing.T) {
 	}
 	connect := func(f facility, addr string, pol *Policy) Output {
 		env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=unix", "GORACE=atexit_sleep_ms=0", "CREW_SHELL_ADDR="+addr)
-		out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: dir, Env: env, Sandbox: pol}, f)
+		out, err := box.run(t.Context(), Command{Script: strconv.Quote(self), Dir: dir, Env: env, Sandbox: pol}, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +263,7 @@ func TestSandboxBlocksUnixSockets(t *testing.T) {
 			// A shell tool without network: nc/socat/python would need an
 			// AF_UNIX socket too; /bin/sh has none, so check the pairs.
 			env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=socketpair", "GORACE=atexit_sleep_ms=0")
-			out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: dir, Env: env, Sandbox: &Policy{}}, f)
+			out, err := box.run(t.Context(), Command{Script: strconv.Quote(self), Dir: dir, Env: env, Sandbox: &Policy{}}, f)
 			if err != nil || out.Text != "stream <nil>, dgram operation not permitted\n" {
 				t.Errorf("socket pairs without network: %+v, %v; want stream allowed, datagram refused", out, err)
 			}
@@ -271,9 +276,10 @@ func TestSandboxBlocksUnixSockets(t *testing.T) {
 // controlling terminal: /dev/tty cannot reach the owner's terminal (no
 // TIOCSTI injection into the shell that started the server).
 func TestShellHasNoControllingTerminal(t *testing.T) {
+	box := newSandbox(t)
 	for name, f := range modes(t) {
 		t.Run(name, func(t *testing.T) {
-			out, err := run(t.Context(), Command{Script: `s=$(cat /proc/self/stat); s=${s##*) }; set -- $s; echo "session $4 tty $5"`, Dir: "/"}, f)
+			out, err := box.run(t.Context(), Command{Script: `s=$(cat /proc/self/stat); s=${s##*) }; set -- $s; echo "session $4 tty $5"`, Dir: "/"}, f)
 			if err != nil || out.Text != "session 1 tty 0\n" {
 				t.Errorf("got %+v, %v; want the session of the command's own init and no terminal", out, err)
 			}
@@ -285,6 +291,7 @@ func TestShellHasNoControllingTerminal(t *testing.T) {
 // may be another agent's workspace (R-TEAM): Grant shows that folder
 // writable and nothing else of that agent.
 func TestGrantedFolderWritableRestHidden(t *testing.T) {
+	box := newSandbox(t)
 	home, ledger := fakeHome(t)
 	task := filepath.Join(home, "workspace", ".worktrees", "wt1")
 	if err := os.MkdirAll(task, 0o755); err != nil {
@@ -295,7 +302,7 @@ func TestGrantedFolderWritableRestHidden(t *testing.T) {
 			v := HomeView(home, ledger)
 			v.Grant(task)
 			v.Grant("/etc") // outside the home: not granted
-			out, err := run(t.Context(), Command{Script: "echo ok > done.txt && cat done.txt; cat " + home + "/AGENTS.md " + home + "/env 2>&1; touch /etc/x 2>&1",
+			out, err := box.run(t.Context(), Command{Script: "echo ok > done.txt && cat done.txt; cat " + home + "/AGENTS.md " + home + "/env 2>&1; touch /etc/x 2>&1",
 				Dir: task, Env: Environ(os.Environ()), View: v}, f)
 			if err != nil {
 				t.Fatal(err)

@@ -2,6 +2,11 @@
 // jobs and hooks: isolated from the crew home and the server, with a
 // timeout, and optionally sandboxed.
 //
+// Every command starts through a Sandbox (Sandbox.Run), a value the App
+// builds once per home: it holds what the machine offers, the network
+// policy and the record of running commands, so two homes in one process
+// share none of it. The package keeps no state of its own.
+//
 // Isolation (every command, Linux): the server re-executes itself as the
 // init (pid 1) of new mount, PID and network namespaces — directly as root, else
 // inside a user namespace. That init makes mounts private, covers the home
@@ -19,14 +24,14 @@
 // reaches the outside only through the crew's proxy, which the caller of
 // Run serves on a listener the init opens at ProxyAddr inside the
 // namespace and hands back: public addresses only, on the ports and hosts
-// of SetNetwork (config.yaml shell_ports, shell_hosts).
+// of the Sandbox's Network (config.yaml shell_ports, shell_hosts).
 //
 // Lifetime: when the shell exits, times out or the caller's context ends,
 // the init exits or is killed, and the kernel kills everything left in the
 // namespace (also what called setsid), so nothing outlives the call or
 // holds the output pipe. The init gets SIGKILL when the server dies (a
 // parent-death signal, from a start thread kept alive while the command
-// runs). After Track, each running command is also recorded in a file;
+// runs). After Sandbox.Track, each running command is also recorded in a file;
 // Track at the next start kills what a crashed server left.
 //
 // Sandbox (Command.Sandbox): the shell is restricted before exec with

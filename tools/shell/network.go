@@ -16,8 +16,8 @@ import (
 // listening at ProxyAddr inside that namespace. The command finds it in
 // HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their lower-case forms); the
 // proxy connects only to public addresses, on the ports and hosts of the
-// Network set by SetNetwork. Loopback, private and link-local addresses,
-// the cloud metadata service, the server's own API, its MCP servers and
+// Sandbox's Network (New). Loopback, private and link-local
+// addresses, the cloud metadata service, the server's own API, its MCP servers and
 // any other host's services are not in the namespace at all: a program
 // that ignores the proxy gets "network is unreachable" or "connection
 // refused", never a way around it.
@@ -43,37 +43,9 @@ type netPolicy struct {
 	wall *wall.Wall
 }
 
-var (
-	netMu  sync.Mutex
-	netNow *netPolicy
-)
-
-// SetNetwork makes n the policy of every later command with network
-// (config.yaml shell_ports and shell_hosts). A bad n changes nothing.
-func SetNetwork(n Network) error {
-	p, err := newNetPolicy(n)
-	if err != nil {
-		return err
-	}
-	netMu.Lock()
-	defer netMu.Unlock()
-	netNow = p
-	return nil
-}
-
-// NetworkInForce is the policy of commands with network now.
-func NetworkInForce() Network {
-	n := network().Network
-	return Network{Ports: slices.Clone(n.Ports), Hosts: slices.Clone(n.Hosts)}
-}
-
-func network() *netPolicy {
-	netMu.Lock()
-	defer netMu.Unlock()
-	if netNow == nil {
-		netNow, _ = newNetPolicy(Network{})
-	}
-	return netNow
+// Network is the policy of s's commands with network.
+func (s *Sandbox) Network() Network {
+	return Network{Ports: slices.Clone(s.net.Ports), Hosts: slices.Clone(s.net.Hosts)}
 }
 
 func newNetPolicy(n Network) (*netPolicy, error) {

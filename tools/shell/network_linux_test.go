@@ -178,13 +178,13 @@ func loopbackSecret(t *testing.T, body string) int {
 // attempts runs script (sections "== name" followed by what was printed
 // and "exit=N") in a command with network and returns each section, and
 // what the proxy refused.
-func attempts(t *testing.T, f facility, script string, pol *Policy) (map[string]string, []string) {
+func attempts(t *testing.T, box *Sandbox, f facility, script string, pol *Policy) (map[string]string, []string) {
 	t.Helper()
 	ws := t.TempDir()
 	if pol != nil {
 		pol.WritePaths = []string{ws}
 	}
-	out, err := run(t.Context(), Command{Script: script, Dir: ws, Env: Environ(os.Environ()), Sandbox: pol, Timeout: 120 * time.Second}, f)
+	out, err := box.run(t.Context(), Command{Script: script, Dir: ws, Env: Environ(os.Environ()), Sandbox: pol, Timeout: 120 * time.Second}, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +214,7 @@ const try = `try() { n=$1; shift; echo "== $n"; "$@" 2>&1; echo "exit=$?"; }
 // and by name, and not around it; /proc/net/tcp shows none of the
 // server's listeners.
 func TestNetworkedShellReachesOnlyThePublicInternet(t *testing.T) {
+	box := newSandbox(t)
 	if os.Getenv("CREW_SHELL_NETNS") == "" {
 		if _, err := exec.LookPath("curl"); err != nil {
 			t.Fatalf("no curl: %v", err)
@@ -279,7 +280,7 @@ try proc-net-tcp cat /proc/net/tcp /proc/net/tcp6
 	for name, f := range facilities(t) {
 		for pname, pol := range map[string]func() *Policy{"unsandboxed": func() *Policy { return nil }, "sandboxed": func() *Policy { return &Policy{Network: true} }} {
 			t.Run(name+"/"+pname, func(t *testing.T) {
-				got, _ := attempts(t, f, script, pol())
+				got, _ := attempts(t, box, f, script, pol())
 				for attempt, class := range refused {
 					out, ok := got[attempt]
 					if !ok {
@@ -331,10 +332,10 @@ func TestShellPortsAndHostsNarrowTheProxy(t *testing.T) {
 		inServerNS(t, testNet(t), t.Name())
 		return
 	}
-	if err := SetNetwork(Network{Ports: []int{8080}, Hosts: []string{"public.test", "*.example.org"}}); err != nil {
+	box, err := New(Network{Ports: []int{8080}, Hosts: []string{"public.test", "*.example.org"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { SetNetwork(Network{}) })
 	c := "curl -sS --fail-with-body -m 10 "
 	script := try + fmt.Sprintf(`try listed-name-listed-port %[1]s http://public.test:8080/a
 try listed-name-https-other-port %[1]s -k https://public.test/
@@ -342,8 +343,8 @@ try listed-name-other-port %[1]s http://public.test/
 try address-not-listed %[1]s http://%[2]s:8080/
 try name-not-listed %[1]s http://other.test:8080/
 `, c, publicIP)
-	f := probed()
-	got, refused := attempts(t, f, script, nil)
+	f := box.probed()
+	got, refused := attempts(t, box, f, script, nil)
 	if out := got["listed-name-listed-port"]; !strings.Contains(out, "HELLO-PUBLIC public.test:8080 /a") {
 		t.Errorf("listed-name-listed-port: %s", out)
 	}
@@ -367,11 +368,12 @@ try name-not-listed %[1]s http://other.test:8080/
 // BenchmarkRunWithoutNetwork is `exit 0` without network: its own empty
 // network namespace, the baseline of BenchmarkRunNetworked.
 func BenchmarkRunWithoutNetwork(b *testing.B) {
-	if probed().abiErr != nil {
+	box := newSandbox(b)
+	if box.probed().abiErr != nil {
 		b.Skip("no Landlock")
 	}
 	for b.Loop() {
-		if _, err := Run(b.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}); err != nil {
+		if _, err := box.Run(b.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -380,11 +382,12 @@ func BenchmarkRunWithoutNetwork(b *testing.B) {
 // BenchmarkRunNetworked is the same command with network: its namespace
 // also gets the proxy's listener, handed back and served for its life.
 func BenchmarkRunNetworked(b *testing.B) {
-	if probed().abiErr != nil {
+	box := newSandbox(b)
+	if box.probed().abiErr != nil {
 		b.Skip("no Landlock")
 	}
 	for b.Loop() {
-		if _, err := Run(b.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{Network: true}}); err != nil {
+		if _, err := box.Run(b.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{Network: true}}); err != nil {
 			b.Fatal(err)
 		}
 	}

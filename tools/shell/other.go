@@ -8,7 +8,7 @@ import (
 )
 
 // Protections reports that no protection is given off Linux.
-func Protections() []Protection {
+func (s *Sandbox) Protections() []Protection {
 	var ps []Protection
 	for _, n := range []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "shell network"} {
 		ps = append(ps, Protection{Name: n, Detail: "no (only Linux is supported): shell commands are refused"})
@@ -17,9 +17,12 @@ func Protections() []Protection {
 }
 
 // Track records nothing off Linux, where no command runs.
-func Track(dir string) (int, error) { return 0, nil }
+func (s *Sandbox) Track(dir string) (int, error) { return 0, nil }
 
 // Run is only implemented on Linux.
-func Run(ctx context.Context, c Command) (Output, error) {
+func (s *Sandbox) Run(ctx context.Context, c Command) (Output, error) {
 	return Output{}, errors.New("shell: only Linux is supported")
 }
+
+// facility is what the machine offers: nothing, off Linux.
+type facility struct{}

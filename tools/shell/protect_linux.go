@@ -8,12 +8,12 @@ import (
 // Protections lists each protection of shell commands (shell_run, script
 // jobs, hooks) by name and whether this machine gives it, each proven by
 // running a real command (for crew doctor).
-func Protections() []Protection { return protections(probed()) }
+func (s *Sandbox) Protections() []Protection { return s.protections(s.probed()) }
 
-func protections(f facility) []Protection {
+func (s *Sandbox) protections(f facility) []Protection {
 	ctx := context.Background()
 	try := func(f facility, p *Policy) error {
-		out, err := run(ctx, Command{Script: "exit 0", Dir: "/", Sandbox: p}, f)
+		out, err := s.run(ctx, Command{Script: "exit 0", Dir: "/", Sandbox: p}, f)
 		if err == nil && out.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
 		}
@@ -67,18 +67,18 @@ func protections(f facility) []Protection {
 			}
 		}
 	}
-	return append(ps, netns, unixBlock, shellNetwork(f))
+	return append(ps, netns, unixBlock, s.shellNetwork(f))
 }
 
 // shellNetwork says what a command with network reaches, proven by
 // running one (its proxy's listener handed back from its namespace).
-func shellNetwork(f facility) Protection {
+func (s *Sandbox) shellNetwork(f facility) Protection {
 	p := Protection{Name: "shell network"}
 	if f.ns == nsNone {
 		p.Detail = "no (it needs the namespaces above): every shell command and hook is refused"
 		return p
 	}
-	out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, facility{ns: f.ns})
+	out, err := s.run(context.Background(), Command{Script: "exit 0", Dir: "/"}, facility{ns: f.ns})
 	if err == nil && out.ExitCode != 0 {
 		err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
 	}
@@ -87,6 +87,6 @@ func shellNetwork(f facility) Protection {
 		return p
 	}
 	p.OK = true
-	p.Detail = fmt.Sprintf("yes: commands with network (shell_network not false) reach only %s, through crew's proxy at %s inside their own network (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY); nothing on the host's loopback or private networks, no cloud metadata", NetworkInForce().Describe(), ProxyAddr)
+	p.Detail = fmt.Sprintf("yes: commands with network (shell_network not false) reach only %s, through crew's proxy at %s inside their own network (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY); nothing on the host's loopback or private networks, no cloud metadata", s.Network().Describe(), ProxyAddr)
 	return p
 }

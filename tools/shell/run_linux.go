@@ -68,29 +68,24 @@ const (
 	skipNetns
 )
 
-var (
-	probeMu sync.Mutex
-	found   *facility // the first probe that found the namespaces
-)
-
 // probed returns what this machine offers. A probe that found no namespaces
 // is not kept: a passing shortage (say, of user namespaces) must not refuse
 // every later command.
-func probed() facility {
-	probeMu.Lock()
-	defer probeMu.Unlock()
-	if found != nil {
-		return *found
+func (s *Sandbox) probed() facility {
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if s.found != nil {
+		return *s.found
 	}
-	f := probe()
+	f := s.probe()
 	if f.ns != nsNone && f.netErr == nil {
-		found = &f
+		s.found = &f
 	}
 	return f
 }
 
 // probe finds how to isolate commands by running a real one each way.
-func probe() facility {
+func (s *Sandbox) probe() facility {
 	var f facility
 	f.abi, f.abiErr = landlockABI()
 	modes := []nsMode{nsUser}
@@ -101,7 +96,7 @@ func probe() facility {
 	for _, m := range modes {
 		try := f
 		try.ns = m
-		out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try)
+		out, err := s.run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try)
 		if err == nil && out.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d: %s", out.ExitCode, out.Text)
 		}
@@ -116,7 +111,7 @@ func probe() facility {
 	for i, m := range modes {
 		try := f
 		try.ns, try.skip = m, skipNetns
-		if out, err := run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try); err == nil && out.ExitCode == 0 {
+		if out, err := s.run(context.Background(), Command{Script: "exit 0", Dir: "/"}, try); err == nil && out.ExitCode == 0 {
 			f.ns, f.netErr = m, netnsCause(m, errs[i])
 			return f
 		}
@@ -140,11 +135,15 @@ func netnsCause(m nsMode, err error) error {
 // not an error: see Output. Errors are ErrNoIsolation or ErrNoSandbox
 // (nothing ran), a failure to start, or the context's error when ctx ended
 // first (the command is killed and the partial output returned).
-func Run(ctx context.Context, c Command) (Output, error) {
-	return run(ctx, c, probed())
+// A nil s runs nothing (ErrNoIsolation).
+func (s *Sandbox) Run(ctx context.Context, c Command) (Output, error) {
+	if s == nil {
+		return Output{}, fmt.Errorf("%w: %w", ErrNoIsolation, errNoSandbox)
+	}
+	return s.run(ctx, c, s.probed())
 }
 
-func run(ctx context.Context, c Command, f facility) (Output, error) {
+func (s *Sandbox) run(ctx context.Context, c Command, f facility) (Output, error) {
 	if f.ns == nsNone {
 		return Output{}, fmt.Errorf("%w: no mount and PID namespaces: %v", ErrNoIsolation, f.nsErr)
 	}
@@ -210,7 +209,7 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		keep = append(keep, c.Exec[0])
 	}
 	var err error
-	if cfg.Cover, cfg.Plug, err = hostSockets(keep); err != nil {
+	if cfg.Cover, cfg.Plug, err = hostSockets(keep, s.netUnix); err != nil {
 		return Output{}, err
 	}
 	// With network, the only way out is the proxy the caller serves on a
@@ -315,14 +314,14 @@ func run(ctx context.Context, c Command, f facility) (Output, error) {
 		return Output{}, fmt.Errorf("%w: start the isolated shell: %w", ErrNoIsolation, err)
 	}
 	defer close(release)
-	defer record(cmd.Process.Pid)()
+	defer s.record(cmd.Process.Pid)()
 	if c.Started != nil {
 		c.Started(cmd.Process.Pid)
 	}
 	var refused refusals
 	stopProxy := func() {}
 	if proxyMine != nil {
-		stop := sync.OnceFunc(serveProxy(proxyMine, network(), refused.add))
+		stop := sync.OnceFunc(serveProxy(proxyMine, s.net, refused.add))
 		defer stop()
 		stopProxy = stop
 	}

@@ -16,14 +16,15 @@ import (
 // machines are expected to support at least one.
 func facilities(t *testing.T) map[string]facility {
 	t.Helper()
-	f := probed()
+	box := newSandbox(t)
+	f := box.probed()
 	if f.abiErr != nil {
 		t.Skipf("Landlock unavailable here: %v", f.abiErr)
 	}
 	out := map[string]facility{}
 	for name, m := range map[string]nsMode{"root": nsRoot, "userns": nsUser} {
 		try := facility{abi: f.abi, ns: m}
-		if _, err := run(t.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}, try); err == nil {
+		if _, err := box.run(t.Context(), Command{Script: "exit 0", Dir: "/", Sandbox: &Policy{}}, try); err == nil {
 			out[name] = try
 		}
 	}
@@ -34,6 +35,7 @@ func facilities(t *testing.T) map[string]facility {
 }
 
 func TestSandboxConfinesWrites(t *testing.T) {
+	box := newSandbox(t)
 	for name, f := range facilities(t) {
 		t.Run(name, func(t *testing.T) {
 			ws, extra, outside := t.TempDir(), t.TempDir(), t.TempDir()
@@ -54,7 +56,7 @@ func TestSandboxConfinesWrites(t *testing.T) {
 				{"mv in.txt " + outside + "/moved.txt", false, filepath.Join(outside, "moved.txt")},
 			}
 			for _, tt := range tests {
-				out, err := run(t.Context(), Command{Script: tt.script, Dir: ws, Env: Environ(os.Environ()), Sandbox: pol}, f)
+				out, err := box.run(t.Context(), Command{Script: tt.script, Dir: ws, Env: Environ(os.Environ()), Sandbox: pol}, f)
 				if err != nil {
 					t.Fatalf("%q: %v", tt.script, err)
 				}
@@ -79,6 +81,7 @@ func TestSandboxConfinesWrites(t *testing.T) {
 // with network finds the crew's proxy at ProxyAddr in its own namespace,
 // one without network finds nothing there.
 func TestSandboxBlocksNetwork(t *testing.T) {
+	box := newSandbox(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +107,7 @@ func TestSandboxBlocksNetwork(t *testing.T) {
 		if pol != nil {
 			pol.WritePaths = []string{ws}
 		}
-		out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: ws, Env: env, Sandbox: pol}, f)
+		out, err := box.run(t.Context(), Command{Script: strconv.Quote(self), Dir: ws, Env: env, Sandbox: pol}, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +133,7 @@ func TestSandboxBlocksNetwork(t *testing.T) {
 }
 
 func TestSandboxKeepsOwnLoopback(t *testing.T) {
+	box := newSandbox(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +141,7 @@ func TestSandboxKeepsOwnLoopback(t *testing.T) {
 	env := append(Environ(os.Environ()), "CREW_SHELL_HELPER=loopback", "GORACE=atexit_sleep_ms=0")
 	for name, f := range facilities(t) {
 		t.Run(name, func(t *testing.T) {
-			out, err := run(t.Context(), Command{Script: strconv.Quote(self), Dir: "/", Env: env, Sandbox: &Policy{}}, f)
+			out, err := box.run(t.Context(), Command{Script: strconv.Quote(self), Dir: "/", Env: env, Sandbox: &Policy{}}, f)
 			if err != nil || out.ExitCode != 0 {
 				t.Errorf("loopback inside the sandbox: %v, %+v", err, out)
 			}
@@ -146,6 +150,7 @@ func TestSandboxKeepsOwnLoopback(t *testing.T) {
 }
 
 func TestSandboxCannotSignalOutside(t *testing.T) {
+	box := newSandbox(t)
 	for name, f := range facilities(t) {
 		if f.abi < 6 {
 			t.Skipf("Landlock ABI %d has no signal scope", f.abi)
@@ -155,12 +160,12 @@ func TestSandboxCannotSignalOutside(t *testing.T) {
 			// init is visible but outside the Landlock domain: an
 			// unsandboxed command may signal it, a sandboxed one not.
 			for _, script := range []string{"kill -0 " + strconv.Itoa(os.Getpid()), "kill -0 1"} {
-				out, err := run(t.Context(), Command{Script: script, Dir: "/", Sandbox: &Policy{Network: true}}, f)
+				out, err := box.run(t.Context(), Command{Script: script, Dir: "/", Sandbox: &Policy{Network: true}}, f)
 				if err != nil || out.ExitCode == 0 {
 					t.Errorf("%q from the sandbox: %v, %+v; want refused", script, err, out)
 				}
 			}
-			if out, err := run(t.Context(), Command{Script: "kill -0 1", Dir: "/"}, f); err != nil || out.ExitCode != 0 {
+			if out, err := box.run(t.Context(), Command{Script: "kill -0 1", Dir: "/"}, f); err != nil || out.ExitCode != 0 {
 				t.Errorf("kill -0 1 unsandboxed: %v, %+v; want allowed", err, out)
 			}
 		})
@@ -170,9 +175,10 @@ func TestSandboxCannotSignalOutside(t *testing.T) {
 // The restrictions live on a thread that dies: the test process itself must
 // stay free to write anywhere, from any goroutine.
 func TestSandboxDoesNotRestrictCaller(t *testing.T) {
+	box := newSandbox(t)
 	for _, f := range facilities(t) {
 		for range 5 {
-			if _, err := run(t.Context(), Command{Script: "true", Dir: "/", Sandbox: &Policy{}}, f); err != nil {
+			if _, err := box.run(t.Context(), Command{Script: "true", Dir: "/", Sandbox: &Policy{}}, f); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -190,8 +196,9 @@ func TestSandboxDoesNotRestrictCaller(t *testing.T) {
 }
 
 func TestSandboxFailsClosed(t *testing.T) {
+	box := newSandbox(t)
 	marker := filepath.Join(t.TempDir(), "ran")
-	ns := probed().ns
+	ns := box.probed().ns
 	if ns == nsNone {
 		t.Skip("no namespaces here")
 	}
@@ -210,7 +217,7 @@ func TestSandboxFailsClosed(t *testing.T) {
 		{"view fails in the child", facility{ns: ns}, nil, ErrNoIsolation, &View{Home: "relative/home"}},
 	}
 	for _, tt := range tests {
-		_, err := run(t.Context(), Command{Script: "touch " + marker, Dir: "/", Sandbox: tt.pol, View: tt.view}, tt.f)
+		_, err := box.run(t.Context(), Command{Script: "touch " + marker, Dir: "/", Sandbox: tt.pol, View: tt.view}, tt.f)
 		if !errors.Is(err, tt.want) {
 			t.Errorf("%s: got %v, want %v", tt.name, err, tt.want)
 		}
@@ -221,8 +228,9 @@ func TestSandboxFailsClosed(t *testing.T) {
 }
 
 func TestProtectionsAreListed(t *testing.T) {
+	box := newSandbox(t)
 	want := []string{"mount namespace", "PID namespace", "Landlock", "network namespace", "Unix-socket block", "shell network"}
-	ps := Protections()
+	ps := box.Protections()
 	if len(ps) != len(want) {
 		t.Fatalf("protections %+v", ps)
 	}
@@ -233,13 +241,13 @@ func TestProtectionsAreListed(t *testing.T) {
 		}
 	}
 	// Where the kernel gives nothing, each says no, why, and what is refused.
-	for _, p := range protections(facility{nsErr: errors.New("user namespaces: EPERM"), abiErr: errors.New("ENOSYS")}) {
+	for _, p := range box.protections(facility{nsErr: errors.New("user namespaces: EPERM"), abiErr: errors.New("ENOSYS")}) {
 		if p.OK || !strings.HasPrefix(p.Detail, "no (") || !strings.Contains(p.Detail, "refused") {
 			t.Errorf("%s without kernel support: %+v", p.Name, p)
 		}
 	}
 	// This machine, and CI, give every one of them.
-	if probed().ns != nsNone && probed().abiErr == nil {
+	if box.probed().ns != nsNone && box.probed().abiErr == nil {
 		for _, p := range ps {
 			if !p.OK {
 				t.Errorf("%s missing: %s", p.Name, p.Detail)
@@ -249,9 +257,10 @@ func TestProtectionsAreListed(t *testing.T) {
 }
 
 func TestSandboxStandardStreams(t *testing.T) {
+	box := newSandbox(t)
 	for name, f := range facilities(t) {
 		t.Run(name, func(t *testing.T) {
-			out, err := run(t.Context(), Command{Script: "echo a > /dev/stdout; echo b >/dev/stderr; echo c >/proc/self/fd/1; echo d | cat", Dir: "/", Sandbox: &Policy{}}, f)
+			out, err := box.run(t.Context(), Command{Script: "echo a > /dev/stdout; echo b >/dev/stderr; echo c >/proc/self/fd/1; echo d | cat", Dir: "/", Sandbox: &Policy{}}, f)
 			if err != nil || out.Text != "a\nb\nc\nd\n" || out.ExitCode != 0 {
 				t.Errorf("got %+v, %v", out, err)
 			}
@@ -260,8 +269,9 @@ func TestSandboxStandardStreams(t *testing.T) {
 }
 
 func TestNilEnvInheritsNothing(t *testing.T) {
+	box := newSandbox(t)
 	t.Setenv("CREW_TEST_SECRET", "s3cret")
-	out, err := Run(t.Context(), Command{Script: "echo \"[$CREW_TEST_SECRET]\"", Dir: "/"})
+	out, err := box.Run(t.Context(), Command{Script: "echo \"[$CREW_TEST_SECRET]\"", Dir: "/"})
 	if err != nil || out.Text != "[]\n" {
 		t.Errorf("got %+v, %v", out, err)
 	}
@@ -272,11 +282,12 @@ func TestNilEnvInheritsNothing(t *testing.T) {
 // at the policy's paths, it has no network — and Stdout takes its output
 // while Output.Text keeps its standard error.
 func TestExecRunsAProgramWithTheSameProtections(t *testing.T) {
+	box := newSandbox(t)
 	for name, f := range facilities(t) {
 		t.Run(name, func(t *testing.T) {
 			ws, outside := t.TempDir(), t.TempDir()
 			var stdout strings.Builder
-			out, err := run(t.Context(), Command{
+			out, err := box.run(t.Context(), Command{
 				Exec: []string{"sh", "-c", `echo in > in.txt; echo out > "$1/out.txt"; echo to-stdout; echo to-stderr >&2`, "sh", outside},
 				Dir:  ws, Env: Environ(os.Environ()), Stdout: &stdout, Sandbox: &Policy{WritePaths: []string{ws}},
 			}, f)
@@ -292,7 +303,7 @@ func TestExecRunsAProgramWithTheSameProtections(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(outside, "out.txt")); err == nil {
 				t.Error("a program started with Exec wrote outside its write paths")
 			}
-			out, err = run(t.Context(), Command{Exec: []string{"no-such-program-here"}, Dir: ws, Env: Environ(os.Environ())}, f)
+			out, err = box.run(t.Context(), Command{Exec: []string{"no-such-program-here"}, Dir: ws, Env: Environ(os.Environ())}, f)
 			if err == nil {
 				t.Errorf("a missing program ran: %+v", out)
 			}

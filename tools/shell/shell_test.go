@@ -101,6 +101,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestRunOutputAndExitCode(t *testing.T) {
+	box := newSandbox(t)
 	tests := []struct {
 		script   string
 		wantText string
@@ -114,7 +115,7 @@ func TestRunOutputAndExitCode(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range tests {
 		env := Environ(append(os.Environ(), "CREW_SECRET_KEY=hunter2"))
-		out, err := Run(t.Context(), Command{Script: tt.script, Dir: dir, Env: env})
+		out, err := box.Run(t.Context(), Command{Script: tt.script, Dir: dir, Env: env})
 		if err != nil {
 			t.Fatalf("%q: %v", tt.script, err)
 		}
@@ -219,9 +220,10 @@ func waitGone(t *testing.T, dir string) {
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
+	box := newSandbox(t)
 	dir := t.TempDir()
 	start := time.Now()
-	out, err := Run(t.Context(), Command{
+	out, err := box.Run(t.Context(), Command{
 		Script:  "sleep 100 & echo $! > pid; wait",
 		Dir:     dir,
 		Timeout: 300 * time.Millisecond,
@@ -239,11 +241,12 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestContextCancelKillsProcessGroup(t *testing.T) {
+	box := newSandbox(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, Command{Script: "sleep 100 & echo $! > pid; wait", Dir: dir})
+		_, err := box.Run(ctx, Command{Script: "sleep 100 & echo $! > pid; wait", Dir: dir})
 		done <- err
 	}()
 	waitFile(t, filepath.Join(dir, "pid"))
@@ -263,9 +266,10 @@ func TestContextCancelKillsProcessGroup(t *testing.T) {
 }
 
 func TestLeftoverBackgroundProcessIsKilled(t *testing.T) {
+	box := newSandbox(t)
 	dir := t.TempDir()
 	start := time.Now()
-	out, err := Run(t.Context(), Command{Script: "sleep 100 & echo $! > pid; echo done", Dir: dir})
+	out, err := box.Run(t.Context(), Command{Script: "sleep 100 & echo $! > pid; echo done", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,9 +283,10 @@ func TestLeftoverBackgroundProcessIsKilled(t *testing.T) {
 // with the command: its PID namespace ends when the shell exits. So it
 // cannot hold the output pipe open either.
 func TestEscapedProcessDiesWithCommand(t *testing.T) {
+	box := newSandbox(t)
 	dir := t.TempDir()
 	start := time.Now()
-	out, err := Run(t.Context(), Command{Script: "setsid sh -c 'echo $$ > pid; exec sleep 100' & while [ ! -s pid ]; do sleep 0.01; done; echo started", Dir: dir})
+	out, err := box.Run(t.Context(), Command{Script: "setsid sh -c 'echo $$ > pid; exec sleep 100' & while [ ! -s pid ]; do sleep 0.01; done; echo started", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,4 +294,14 @@ func TestEscapedProcessDiesWithCommand(t *testing.T) {
 		t.Errorf("got %+v after %v", out, time.Since(start))
 	}
 	waitGone(t, dir)
+}
+
+// newSandbox is a Sandbox of the default network policy, the test's own.
+func newSandbox(t testing.TB) *Sandbox {
+	t.Helper()
+	s, err := New(Network{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -31,16 +31,13 @@ var socketDirs = []string{
 	"/run/user", "/run/dbus", "/run/systemd", "/run/screen",
 }
 
-// netUnix is the list of the server's network namespace's Unix sockets;
-// a variable for the tests.
-var netUnix = "/proc/self/net/unix"
-
 // hostSockets says what a command's view must cover so that no socket of
 // the host is reachable: dirs to cover whole and single socket files to
 // plug. keep are paths the command needs (its directory, the home, its
 // writable paths, its program): a directory holding one is never covered
 // whole; inside a socketDirs entry, everything but the way to it is.
-func hostSockets(keep []string) (dirs, files []string, err error) {
+// netUnix is the list of the server's Unix sockets (/proc/self/net/unix).
+func hostSockets(keep []string, netUnix string) (dirs, files []string, err error) {
 	var keepReal []string
 	for _, k := range keep {
 		if k == "" || !filepath.IsAbs(k) {
@@ -72,7 +69,7 @@ func hostSockets(keep []string) (dirs, files []string, err error) {
 		d2, f2 := coverAround(real, holdsKeep, 8)
 		dirs, files = append(dirs, d2...), append(files, f2...)
 	}
-	bound, err := boundSockets()
+	bound, err := boundSockets(netUnix)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,7 +148,7 @@ func onlySockets(dir string) bool {
 // network namespace (by any process in it). A socket bound to a relative
 // path is listed as such and cannot be found; one bound in another
 // network namespace is not listed.
-func boundSockets() ([]string, error) {
+func boundSockets(netUnix string) ([]string, error) {
 	f, err := os.Open(netUnix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list the host's sockets: %v", ErrNoIsolation, err)

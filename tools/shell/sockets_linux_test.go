@@ -72,6 +72,7 @@ func makeDir(t *testing.T, dir string, mode os.FileMode) error {
 // among its files, one in the workspace itself). Each is a real listening
 // socket the test makes; outside the sandbox curl reaches every one.
 func TestCommandsCannotReachTheHostsSockets(t *testing.T) {
+	box := newSandbox(t)
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		if os.Getenv("CREW_REQUIRE_NETNS") != "" {
@@ -156,7 +157,7 @@ echo done
 			t.Run(name+"/"+s.name, func(t *testing.T) {
 				c := s.cmd
 				c.Dir, c.Env = ws, Environ(os.Environ())
-				out, err := run(t.Context(), c, f)
+				out, err := box.run(t.Context(), c, f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -201,9 +202,7 @@ func TestHostSocketsKeepWhatTheCommandNeeds(t *testing.T) {
 	}
 	list := filepath.Join(base, "net-unix")
 	os.WriteFile(list, []byte("Num RefCount Protocol Flags Type St Inode Path\n"+strings.Join(lines, "\n")+"\n0000: 00000002 00000000 00010000 0001 01 2 @abstract\n"), 0o644)
-	defer func(old string) { netUnix = old }(netUnix)
-	netUnix = list
-	dirs, files, err := hostSockets([]string{filepath.Join(base, "kept")})
+	dirs, files, err := hostSockets([]string{filepath.Join(base, "kept")}, list)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
-
-// trackDir is where running commands are recorded; "" records nothing.
-var trackDir atomic.Pointer[string]
 
 // running is one record: the namespace init of a command (also its process
 // group leader), identified by pid and start time so that a reused pid is
@@ -29,11 +25,11 @@ type running struct {
 
 // Track kills the commands a previous server recorded in dir and did not
 // see end (it crashed, and the parent-death signal did not reach them), and
-// records every command this process starts from now on in dir, one file
+// records every command s starts from now on in dir, one file
 // per command, written atomically and removed when the command ends. It
 // returns how many commands it killed. Call it once at start, before any
 // command runs and before recovery closes the calls those commands served.
-func Track(dir string) (killed int, err error) {
+func (s *Sandbox) Track(dir string) (killed int, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, fmt.Errorf("shell: %w", err)
 	}
@@ -72,13 +68,13 @@ func Track(dir string) (killed int, err error) {
 			errs = append(errs, fmt.Errorf("shell: %w", err))
 		}
 	}
-	trackDir.Store(&dir)
+	s.trackDir.Store(&dir)
 	return killed, errors.Join(errs...)
 }
 
 // record notes a started command and returns the function that forgets it.
-func record(pid int) func() {
-	dp := trackDir.Load()
+func (s *Sandbox) record(pid int) func() {
+	dp := s.trackDir.Load()
 	if dp == nil {
 		return func() {}
 	}

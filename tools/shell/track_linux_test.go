@@ -37,7 +37,7 @@ func startGroup(t *testing.T, dir string) *exec.Cmd {
 }
 
 func TestRecordedCommandsAreKilledAtStart(t *testing.T) {
-	t.Cleanup(func() { trackDir.Store(nil) })
+	box := newSandbox(t)
 	records := t.TempDir()
 	crashed, reused := t.TempDir(), t.TempDir()
 	victim := startGroup(t, crashed)
@@ -57,7 +57,7 @@ func TestRecordedCommandsAreKilledAtStart(t *testing.T) {
 	os.WriteFile(filepath.Join(records, "5.json"), []byte("{not json"), 0o600)
 	os.WriteFile(filepath.Join(records, ".tmp-123"), []byte("half"), 0o600)
 
-	killed, err := Track(records)
+	killed, err := box.Track(records)
 	if killed != 1 {
 		t.Errorf("killed %d, want 1", killed)
 	}
@@ -76,7 +76,7 @@ func TestRecordedCommandsAreKilledAtStart(t *testing.T) {
 	dir := t.TempDir()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(t.Context(), Command{Script: "echo x > started; sleep 2", Dir: dir})
+		_, err := box.Run(t.Context(), Command{Script: "echo x > started; sleep 2", Dir: dir})
 		done <- err
 	}()
 	waitFile(t, filepath.Join(dir, "started"))

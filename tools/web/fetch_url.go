@@ -27,6 +27,7 @@ import (
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
 	"github.com/my-agent-crew/crew/tools/pdf"
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 //go:embed fetch_url.md
@@ -42,6 +43,8 @@ const (
 // FetchURL reads one web page through the wall.
 type FetchURL struct {
 	Client *http.Client // dials through the wall (wall.Client)
+	// Sandbox starts the PDF extractor's child (nil: a PDF is not read).
+	Sandbox *shell.Sandbox
 }
 
 // ReadOnly: it changes nothing, so a script may call it (R-SCR).
@@ -174,7 +177,7 @@ func (f FetchURL) pdf(ctx context.Context, env tools.Env, final string, u *url.U
 	meta["saved"] = rel
 	fmt.Fprintf(head, "Saved: %s (%d bytes); pdf_read reads more of it\n\n", rel, len(body))
 	res := tools.Result{Meta: meta, Parts: []tools.Part{tools.FilePart(rel, "application/pdf")}}
-	doc, err := pdf.Text(ctx, body, pdf.Options{CacheDir: pdf.CacheDir(env.HomeDir), Home: env.HomeDir})
+	doc, err := pdf.Text(ctx, body, pdf.Options{CacheDir: pdf.CacheDir(env.HomeDir), Home: env.HomeDir, Sandbox: f.Sandbox})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()

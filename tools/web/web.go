@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/tools/web/wall"
 )
 
@@ -55,13 +56,14 @@ func (s *Settings) Search() SearchConfig {
 }
 
 // Tools returns fetch_url and web_search. Both dial through w (nil: the
-// wall with the system resolver); web_search reads its provider from s.
-func Tools(s *Settings, w *wall.Wall) []tools.Tool {
+// wall with the system resolver); web_search reads its provider from s;
+// fetch_url reads a PDF in a child started in box.
+func Tools(s *Settings, w *wall.Wall, box *shell.Sandbox) []tools.Tool {
 	if w == nil {
 		w = wall.New()
 	}
 	return []tools.Tool{
-		FetchURL{Client: w.Client(fetchTimeout)},
+		FetchURL{Client: w.Client(fetchTimeout), Sandbox: box},
 		WebSearch{Settings: s, Client: &httpClient{timeout: 20 * time.Second}},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 	"github.com/my-agent-crew/crew/tools/web"
 )
 
@@ -86,7 +87,7 @@ func site(t *testing.T) *httptest.Server {
 // the page that reads like an instruction stays inside the fence.
 func TestFetchURLFencesMarkdownWithTitleAndFinalURL(t *testing.T) {
 	srv := site(t)
-	f := web.FetchURL{Client: srv.Client()}
+	f := web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}
 	res := run(t, f, env(t), map[string]string{"url": srv.URL + "/old"})
 	if res.IsError {
 		t.Fatal(res.Output)
@@ -118,7 +119,7 @@ func TestFetchURLFencesMarkdownWithTitleAndFinalURL(t *testing.T) {
 // is cut at the cap, a 404 is an error result.
 func TestFetchURLKinds(t *testing.T) {
 	srv := site(t)
-	f := web.FetchURL{Client: srv.Client()}
+	f := web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}
 	e := env(t)
 	e.HomeDir = t.TempDir() // the PDF reader compiles once, then uses its cache there
 	if res := run(t, f, e, map[string]string{"url": srv.URL + "/latin1"}); res.IsError || !strings.Contains(res.Output, "café") {
@@ -166,7 +167,7 @@ func TestFetchURLKinds(t *testing.T) {
 func TestFetchURLGoesThroughTheWall(t *testing.T) {
 	srv := site(t)
 	var f tools.Tool
-	for _, tl := range web.Tools(nil, nil) {
+	for _, tl := range web.Tools(nil, nil, nil) {
 		if tl.Def().Name == "fetch_url" {
 			f = tl
 		}
@@ -310,7 +311,7 @@ func TestWebSearchKeyNotForwardedOnRedirect(t *testing.T) {
 	for _, cfg := range []web.SearchConfig{{Provider: "brave", URL: redirector.URL + "/brave", Key: "brave-key-123456"}, {Provider: "tavily", URL: redirector.URL + "/tavily", Key: "tv-key-123456"}} {
 		s := &web.Settings{}
 		s.SetSearch(cfg)
-		run(t, web.Tools(s, nil)[1], env(t), map[string]any{"query": "x"})
+		run(t, web.Tools(s, nil, nil)[1], env(t), map[string]any{"query": "x"})
 		select {
 		case h := <-got:
 			if h != "" {
@@ -340,7 +341,7 @@ func TestFetchURLTitleAndAddressCannotOpenAFrame(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	res := run(t, web.FetchURL{Client: srv.Client()}, env(t), map[string]string{"url": srv.URL + "/go"})
+	res := run(t, web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}, env(t), map[string]string{"url": srv.URL + "/go"})
 	m := fenced.FindStringSubmatch(res.Output)
 	if m == nil || m[1] != m[4] {
 		t.Fatalf("not fenced:\n%s", res.Output)

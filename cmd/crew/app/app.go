@@ -94,6 +94,9 @@ type App struct {
 
 	store  *store // nil with ReadOnly
 	member *member
+	// box starts every child process the crew's agents cause (nil with
+	// ReadOnly: nothing starts).
+	box *shell.Sandbox
 	// closeOnce makes Close safe to call twice (a test's cleanup after
 	// an explicit Close).
 	closeOnce sync.Once
@@ -154,13 +157,20 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 			return nil, err
 		}
 	}
+	if !opts.ReadOnly {
+		// Before the crew starts, so the first command (a resumed run, a
+		// job) already runs under the owner's network policy.
+		if a.box, err = shell.New(h.Config.ShellNetwork()); err != nil {
+			return nil, fmt.Errorf("config.yaml: %w", err)
+		}
+	}
 	if opts.StoreOnly {
 		return a, nil
 	}
 	if opts.Serve {
 		// Commands a crashed server left running die before recovery
 		// closes their calls; from now on every command is recorded there.
-		if killed, err := shell.Track(filepath.Join(dir, "data", "shell")); err != nil || killed > 0 {
+		if killed, err := a.box.Track(filepath.Join(dir, "data", "shell")); err != nil || killed > 0 {
 			a.log.Warn("commands left by a previous server", "killed", killed, "err", err)
 		}
 	}
@@ -171,13 +181,6 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		// Ready once projections have caught up with what the log held at start.
 		if a.startSeq, err = a.store.log.Last(ctx, "crew.>"); err != nil {
 			return nil, err
-		}
-	}
-	if !opts.ReadOnly && !opts.NoWorker {
-		// Before the crew starts, so the first command (a resumed run, a
-		// job) already runs under the owner's network policy.
-		if err := shell.SetNetwork(shell.Network{Ports: h.Config.ShellPorts, Hosts: h.Config.ShellHosts}); err != nil {
-			return nil, fmt.Errorf("config.yaml: %w", err)
 		}
 	}
 	if opts.Serve {
@@ -224,6 +227,10 @@ func (a *App) join(ctx context.Context) error {
 	}()
 	return nil
 }
+
+// Sandbox is where every child process of the crew starts (nil with
+// ReadOnly).
+func (a *App) Sandbox() *shell.Sandbox { return a.box }
 
 // Log is the event log (nil with ReadOnly).
 func (a *App) Log() *events.Log {

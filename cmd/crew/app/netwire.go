@@ -6,6 +6,7 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/browser"
+	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/tools/web"
 )
 
@@ -36,11 +37,11 @@ func (nt *netTools) reload(h *home.Home, getenv func(string) string) {
 
 // tools are fetch_url, web_search and the browser tools, dialling
 // through the one wall.
-func (nt *netTools) tools() []tools.Tool {
+func (nt *netTools) tools(box *shell.Sandbox) []tools.Tool {
 	var s *web.Settings
 	var m *browser.Manager
 	if nt != nil {
 		s, m = nt.web, nt.browser
 	}
-	return append(web.Tools(s, nil), browser.Tools(m)...)
+	return append(web.Tools(s, nil, box), browser.Tools(m)...)
 }

@@ -182,7 +182,7 @@ func schedulerConfig(a *App, r *running) scheduler.Config {
 	}
 	return scheduler.Config{
 		Log: st.log, Convs: w.Convs, Kick: r.Worker.Kick, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
-		RunScript: scheduler.ShellScripts(a.Dir, w.Crew), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
+		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
 		RetryDelays: a.opts.JobRetryDelays,
 		Periodic: append([]scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: sweep},

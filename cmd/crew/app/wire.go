@@ -39,15 +39,16 @@ import (
 // tools and the memory tools. Which of them an agent gets follows from
 // each tool's declaration (Def.Default) and its agent.yaml. A new tool
 // family is one line here. s are the services the families' tools keep
-// (the home's secrets, the background runner, the persona proposer, the
-// clock and the owner's timezone); a call brings only its own facts
+// (the home's secrets, the sandbox every child process starts in, the
+// background runner, the persona proposer, the clock and the owner's
+// timezone); a call brings only its own facts
 // (tools.Env).
 func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
 	out := append(tools.Builtins(s), loop.Tools()...)
 	out = append(out, recall.Tools(rc, s)...)
-	out = append(out, create, kit.SkillRead(), pdf.Read{})
+	out = append(out, create, kit.SkillRead(), pdf.Read{Sandbox: s.Sandbox})
 	out = append(out, crons.Tools()...)
-	out = append(out, nt.tools()...)
+	out = append(out, nt.tools(s.Sandbox)...)
 	out = append(out, canvas.Tools(cv, s)...)
 	out = append(out, team.Tools(teams)...)
 	out = append(out, desktop.Tools()...)
@@ -105,7 +106,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := tools.Services{Secrets: a.opts.Secrets, Clock: time.Now, Location: h.Config.Location()}
+	svc := tools.Services{Secrets: a.opts.Secrets, Sandbox: a.box, Clock: time.Now, Location: h.Config.Location()}
 	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: h.Providers(getenv)}
 	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
 	log, db := a.Log(), a.DB()
@@ -126,20 +127,20 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Convs.SetIdleLimit(n)
 	}
 	cr := &Crew{}
-	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr})
+	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
 	w.recall = &recallIndex{master: home.MasterID}
 	// The services the tools keep, built before the registry: the memory
 	// service files persona proposals and calls the models (w.models: the
 	// ledger's, opened once the crew is loaded).
 	w.Memory = newMemory(log, h, cr, w.models, logger.With("component", "memory"))
-	w.background = loop.NewBackground(w.Convs, nuid.Next, logger.With("component", "background"))
+	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
 	svc.Background, svc.Proposer = w.background, w.Memory
 	if w.Registry, err = tools.New(allTools(svc, w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
 	cr.load(a.Dir, h, override, w.Registry, getenv, a.opts.Secrets, logger.With("component", "crew"))
 	w.Crew = cr
-	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, logger.With("component", "mcp"))
+	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, a.box, logger.With("component", "mcp"))
 	w.pool.Redact(a.opts.Secrets)
 	if log != nil {
 		mlog := logger.With("component", "mcp")
@@ -178,6 +179,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		MCP:        w.pool,
 		Live:       live(a.Conn()),
 		Teams:      w.Teams,
+		Sandbox:    a.box,
 		Background: w.background,
 	}
 	if db != nil {

@@ -2,6 +2,8 @@ package home
 
 import (
 	"time"
+
+	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // Config is config.yaml. Keys and ranges are pinned by
@@ -43,6 +45,12 @@ type Config struct {
 	ShellHosts []string `yaml:"shell_hosts"`
 
 	loc *time.Location // resolved Timezone, set by Load
+}
+
+// ShellNetwork is what a shell command with network reaches
+// (shell_ports, shell_hosts): the policy of the home's shell.Sandbox.
+func (c Config) ShellNetwork() shell.Network {
+	return shell.Network{Ports: c.ShellPorts, Hosts: c.ShellHosts}
 }
 
 // NATSConfig is the nats: block of config.yaml.

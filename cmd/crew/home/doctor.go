@@ -114,11 +114,12 @@ func (h *Home) NATSAccess() []string {
 // whether this kernel gives it (each proven by running a command), under
 // the network policy of config.yaml (shell_ports, shell_hosts).
 func (h *Home) ShellProtections() []string {
-	if err := shell.SetNetwork(shell.Network{Ports: h.Config.ShellPorts, Hosts: h.Config.ShellHosts}); err != nil {
+	box, err := shell.New(h.Config.ShellNetwork())
+	if err != nil {
 		return []string{"shell protections: " + err.Error()}
 	}
 	lines := []string{"shell protections (shell_run, script jobs and hooks; Landlock and Unix-socket block when shell_network: false or shell_write_paths is set):"}
-	for _, p := range shell.Protections() {
+	for _, p := range box.Protections() {
 		lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Detail))
 	}
 	return lines
@@ -305,7 +306,10 @@ func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(st
 		}
 	}
 	lines := []string{"MCP servers:"}
-	pool := mcp.NewPool(CrewVersion(), servers, nil)
+	// The stdio servers start as serve starts them, in a sandbox of the
+	// home's network policy (nil when config.yaml's is bad: none starts).
+	box, _ := shell.New(h.Config.ShellNetwork())
+	pool := mcp.NewPool(CrewVersion(), servers, box, nil)
 	pool.Redact(r)
 	defer pool.Close()
 	for _, st := range pool.Status(ctx) {
