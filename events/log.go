@@ -93,6 +93,8 @@ func (l *Log) Durable(base string) string {
 // stream as needed. On a cluster the stream has 3 replicas (R-ES-8) when
 // the cluster can place them, else 1. Every append is redacted with r, the
 // home's secrets; nil starts a Redactor of its own that knows none yet.
+// On the embedded server open it with Server.OpenLog instead, which makes
+// each append durable as the server's sync mode says (ADR 0008).
 func Open(ctx context.Context, nc *nats.Conn, r *Redactor) (*Log, error) {
 	if r == nil {
 		r = NewRedactor()
