@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -29,6 +30,11 @@ type SchedulerJobs struct {
 	// toggle is refused).
 	Disabled func() []scheduler.Job
 	Toggle   func(ctx context.Context, id string, on bool) error
+	// Log and Fresh make a listing read its writes: it waits (briefly)
+	// for the jobs projection to apply what the log held when it was asked
+	// (nil: it lists what the projection has).
+	Log   *events.Log
+	Fresh projections.Freshness
 }
 
 var _ Jobs = (*SchedulerJobs)(nil)
@@ -44,6 +50,16 @@ type JobControl interface {
 // the chat jobs, with enabled, the next run (computed from the cron for a
 // schedule that has not fired yet) and the last run's outcome.
 func (j *SchedulerJobs) List(ctx context.Context) (any, error) {
+	if j.Log != nil && j.Fresh != nil {
+		// A job schedule_create stored a moment ago (list_crons in the
+		// same run) is in the list.
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := projections.ReadYourWrites(wctx, j.Log, j.Fresh)
+		cancel()
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+	}
 	list, err := projections.ListJobs(j.DB)
 	if err != nil {
 		return nil, err

@@ -348,3 +348,12 @@ func (a *App) CatchingUp(ctx context.Context) (uint64, bool) {
 	}
 	return left, !ready
 }
+
+// freshness is the projections' Freshness, nil without a Runner (ReadOnly,
+// StoreOnly): a nil *Runner in the interface would look like one.
+func (a *App) freshness() projections.Freshness {
+	if a.Runner == nil {
+		return nil
+	}
+	return a.Runner
+}

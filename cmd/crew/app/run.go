@@ -110,7 +110,7 @@ func start(ctx context.Context, a *App) (*running, error) {
 	r.schedCfg = schedulerConfig(a, r)
 	w.create.Bind(jobAdder{r.Scheduler})
 	w.crons.Bind(cronJobs{&web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: r.Scheduler,
-		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled}})
+		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.log, Fresh: a.freshness()}})
 	if a.opts.Serve {
 		r.watch(ctx, a)
 	}
