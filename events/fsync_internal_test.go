@@ -1,7 +1,9 @@
 package events
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -129,5 +131,29 @@ func TestFsyncWithoutTheStreamsBlocksFails(t *testing.T) {
 	s := newStoreSync(t.TempDir())
 	if err := s.Sync(); err == nil || !strings.Contains(err.Error(), "no message block") {
 		t.Fatalf("Sync = %v, want an error naming the missing blocks", err)
+	}
+}
+
+// What the log's fsync relies on (ADR 0008): the server has written a
+// message into its block file by the time it acknowledges it, so an
+// fsync of the file makes it durable. A server that buffered writes past
+// the acknowledgement (an async flush) fails this.
+func TestServerWritesTheMessageIntoItsBlockBeforeTheAck(t *testing.T) {
+	_, log := startSynced(t, SyncAlways)
+	env := received("written before the ack")
+	if _, err := log.Append(Deferred(t.Context()), Conv("c"), 0, env); err != nil {
+		t.Fatal(err)
+	}
+	msgs := filepath.Join(log.fsync.dir, "msgs")
+	last, err := lastBlock(msgs)
+	if err != nil || last == 0 {
+		t.Fatalf("no block in %s (%v)", msgs, err)
+	}
+	raw, err := os.ReadFile(blockPath(msgs, last))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(env.ID)) {
+		t.Fatalf("the acknowledged event %s is not in %s yet: an fsync of the block would not make it durable", env.ID, blockPath(msgs, last))
 	}
 }
