@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
@@ -58,25 +56,14 @@ var DefaultAskPatterns = []string{
 	`thanh toán|mua|đặt hàng|đặt mua|xoá|xóa|gỡ bỏ|chuyển khoản|chuyển tiền|rút tiền|huỷ|hủy|đăng ký|xác nhận`,
 }
 
-var patternCache sync.Map
-
 // askPattern returns the first pattern matching name; an invalid pattern
-// matches (fail closed).
+// matches (fail closed). The compiled patterns are the process's bounded
+// memo (tools.CompilePattern).
 func askPattern(extra []string, name string) (string, bool) {
 	name = norm.NFC.String(name)
 	for _, p := range append(append([]string{}, DefaultAskPatterns...), extra...) {
-		v, ok := patternCache.Load(p)
-		if !ok {
-			re, err := regexp.Compile("(?i)" + norm.NFC.String(p))
-			if err != nil {
-				v = err
-			} else {
-				v = re
-			}
-			patternCache.Store(p, v)
-		}
-		re, ok := v.(*regexp.Regexp)
-		if !ok || re.MatchString(name) {
+		re, err := tools.CompilePattern("(?i)" + norm.NFC.String(p))
+		if err != nil || re.MatchString(name) {
 			return p, true
 		}
 	}
