@@ -110,8 +110,9 @@ type App struct {
 
 	// Search is the recall index (Serve only; nil when it could not be
 	// opened).
-	Search      *search.Index
-	closeSearch func()
+	Search       *search.Index
+	searchFeeder *search.Feeder
+	closeSearch  func()
 
 	*wiring  // nil with StoreOnly
 	*running // nil without a worker
@@ -182,6 +183,12 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		if a.startSeq, err = a.store.log.Last(ctx, "crew.>"); err != nil {
 			return nil, err
 		}
+		if opts.Serve {
+			// The pages of projections.db that catch-up and page views
+			// touch would stay in the resident set: handed back every
+			// few seconds (docs/performance.md, "Memory").
+			go projections.ReleaseMappedEvery(ctx, a.store.db, releaseMappedEvery)
+		}
 	}
 	if opts.Serve {
 		if a.Listener, err = net.Listen("tcp", opts.Listen); err != nil {
@@ -203,6 +210,10 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	}
 	return a, nil
 }
+
+// releaseMappedEvery is how often serve hands projections.db's touched
+// pages back to the kernel.
+const releaseMappedEvery = 5 * time.Second
 
 // join takes this process's life lease on a shared cluster, when the
 // command runs turns or model calls (opts.As); a lost lease ends Lost.
@@ -313,7 +324,9 @@ func (a *App) close() error {
 // Health is /healthz: ready once the projections have caught up with
 // what the log held at start; its details also carry the turn worker's
 // counters (failed passes since start, turns in flight and queued) and
-// how often the connections to the event store were made again.
+// how often the connections to the event store were made again, and
+// the recall index's progress (it catches up in the background, after
+// ready: recall answers from what it has meanwhile).
 func (a *App) Health(ctx context.Context) (bool, any) {
 	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
 	details := map[string]any{"projections": statuses}
@@ -323,7 +336,27 @@ func (a *App) Health(ctx context.Context) (bool, any) {
 	if a.store != nil {
 		details["event_store"] = a.store.stats()
 	}
+	if a.searchFeeder != nil {
+		details["recall"] = recallHealth(a.searchFeeder.Status(), statuses)
+	}
 	return ready, details
+}
+
+// RecallHealth is the recall index's line of /healthz details.
+type RecallHealth struct {
+	search.FeederStatus
+	// Lag is how many events of the log the index has not applied yet.
+	Lag uint64 `json:"lag"`
+}
+
+func recallHealth(st search.FeederStatus, projections []projections.Status) RecallHealth {
+	h := RecallHealth{FeederStatus: st}
+	for _, p := range projections {
+		if p.LastSeq > st.Checkpoint {
+			h.Lag = max(h.Lag, p.LastSeq-st.Checkpoint)
+		}
+	}
+	return h
 }
 
 // CatchingUp says how many events the projections still have to apply

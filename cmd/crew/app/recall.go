@@ -101,10 +101,10 @@ func (r *recallIndex) Open(ctx context.Context, env tools.Env, ref string) (stri
 // openRecall opens the search index of the home and starts catching it
 // up in the background (with embeddings when config.yaml names a route);
 // the caller closes what it returns.
-func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger, getenv func(string) string, logger *slog.Logger) (*search.Index, func(), error) {
+func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger, getenv func(string) string, logger *slog.Logger) (*search.Index, *search.Feeder, func(), error) {
 	x, err := search.Open(search.IndexDir(dir))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if x.Reset() {
 		logger.Info("the search index was written by an older build: indexing the log again in the background")
@@ -117,15 +117,15 @@ func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger
 		usage := embedUsage(log, h, logger)
 		if err := x.EnableEmbeddings(e, usage, logger); err != nil {
 			x.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	f, err := search.Start(x, log, log.Redactor(), logger)
 	if err != nil {
 		x.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return x, func() { f.Close(); x.Close() }, nil
+	return x, f, func() { f.Close(); x.Close() }, nil
 }
 
 // budgeted is an embedding route whose every request the budget ledger
@@ -173,12 +173,12 @@ func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.Embed
 // that cannot be opened costs recall, never the server: it says to
 // rebuild.
 func (a *App) openSearch() {
-	x, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.Ledger, a.opts.Getenv, a.log.With("component", "search"))
+	x, f, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.Ledger, a.opts.Getenv, a.log.With("component", "search"))
 	if err != nil {
 		a.log.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
 		return
 	}
-	a.Search, a.closeSearch = x, closeX
+	a.Search, a.searchFeeder, a.closeSearch = x, f, closeX
 	a.wiring.recall.x.Store(x)
 }
 

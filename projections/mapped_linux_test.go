@@ -1,0 +1,112 @@
+package projections_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/my-agent-crew/crew/projections"
+)
+
+// TestReleaseMappedDropsTouchedPages: the pages of projections.db a read
+// touched count in the process's resident set until ReleaseMapped hands
+// them back, and every record reads the same after.
+func TestReleaseMappedDropsTouchedPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projections.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const records = 4000
+	value := bytes.Repeat([]byte("x"), 2000) // ≈ 8 MB of records
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("r"))
+		if err != nil {
+			return err
+		}
+		for i := range records {
+			if err := b.Put(fmt.Appendf(nil, "%06d", i), value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	readAll := func() {
+		t.Helper()
+		if err := db.View(func(tx *bbolt.Tx) error {
+			n := 0
+			err := tx.Bucket([]byte("r")).ForEach(func(k, v []byte) error {
+				if !bytes.Equal(v, value) {
+					return fmt.Errorf("record %s reads %d bytes, not what was written", k, len(v))
+				}
+				n++
+				return nil
+			})
+			if err == nil && n != records {
+				err = fmt.Errorf("read %d records, want %d", n, records)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll()
+	touched := mappedRSS(t, path)
+	if touched < 4<<20 {
+		t.Fatalf("reading 8 MB of records left %d KB of the file resident: the test cannot see a release", touched>>10)
+	}
+	if err := projections.ReleaseMapped(db); err != nil {
+		t.Fatal(err)
+	}
+	if after := mappedRSS(t, path); after > touched/8 {
+		t.Fatalf("after ReleaseMapped %d KB of the file stay resident (%d KB before)", after>>10, touched>>10)
+	}
+	readAll() // faulted in again, the same
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("r")).Put([]byte("new"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket([]byte("r")).Get([]byte("new")); string(v) != "v" {
+			return fmt.Errorf("a record written after the release reads %q", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mappedRSS is the resident size of this process's mappings of path
+// (/proc/self/smaps).
+func mappedRSS(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skip("no /proc/self/smaps:", err)
+	}
+	defer f.Close()
+	var total int64
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if fields := strings.Fields(line); len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			in = len(fields) >= 6 && fields[len(fields)-1] == path
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "Rss:"); in && ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			total += kb << 10
+		}
+	}
+	return total
+}

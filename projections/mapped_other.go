@@ -1,0 +1,5 @@
+//go:build !linux
+
+package projections
+
+func releaseMapped(data uintptr, size int64) error { return nil }
