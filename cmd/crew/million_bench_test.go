@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -21,13 +22,19 @@ import (
 // BenchmarkServeMillionEvents measures crew serve on a home holding a
 // million events (CREW_BENCH_EVENTS changes the count): 50-turn
 // conversations of message, run_started, model_called, run_finished,
-// written with the events package. It starts serve twice: with the
+// written with the events package. It starts serve three times: with the
 // projections at zero (as after an upgrade or `crew projections rebuild`),
-// timing the first HTTP answer, the catch-up and the RSS, then with them
-// caught up, timing /healthz 200 from process start and the RSS 10 s
-// after. Opt-in (minutes): go test -run '^$' -bench ServeMillionEvents
-// -benchtime 1x -timeout 60m ./cmd/crew/ (CREW_BENCH_HOME=<dir> keeps the
-// home for the next run).
+// timing the first HTTP answer and the catch-up, then waiting for the
+// recall index to catch up too (it does so after the projections, in the
+// background), with the peak RSS over both; then with everything caught
+// up, timing /healthz 200 from process start and the RSS 10 s after; then
+// right after a burst of 10,000 more events (within the stream's
+// duplicate window, as after a crash right after a burst), the RSS 10 s
+// after it caught up again. Each RSS is given with its anonymous and
+// file-backed parts. Opt-in (minutes): go test -run '^$' -bench
+// ServeMillionEvents -benchtime 1x -timeout 60m ./cmd/crew/
+// (CREW_BENCH_HOME=<dir> keeps the home for the next run;
+// CREW_BENCH_RECALL_ZERO=1 starts the recall index at zero too).
 func BenchmarkServeMillionEvents(b *testing.B) {
 	total := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("CREW_BENCH_EVENTS")); err == nil && v > 0 {
@@ -46,16 +53,7 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 			b.Fatalf("init: %v\n%s", err, out)
 		}
 		start := time.Now()
-		srv, err := events.StartServer(events.ServerConfig{StoreDir: filepath.Join(home, "data", "nats"), Sync: events.SyncInterval})
-		if err != nil {
-			b.Fatal(err)
-		}
-		log, err := events.Open(context.Background(), srv.Conn(), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		last, err := eventstest.Populate(context.Background(), log, "master", convs, turns)
-		srv.Close()
+		last, err := populate(home, 0, convs, turns)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,6 +66,11 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 	if err := os.Remove(filepath.Join(home, "data", "projections.db")); err != nil && !os.IsNotExist(err) {
 		b.Fatal(err)
 	}
+	if os.Getenv("CREW_BENCH_RECALL_ZERO") != "" {
+		if err := os.RemoveAll(filepath.Join(home, "data", "search")); err != nil {
+			b.Fatal(err)
+		}
+	}
 	last := storedEvents(b, home)
 
 	for b.Loop() {
@@ -75,20 +78,64 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 		// stream's duplicate window, as after a crash right after a burst.
 		b.Logf("home written %s before the first start", time.Since(written).Round(time.Second))
 		cold := timeServe(b, home, 10*time.Second)
-		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s, CPU %s), peak RSS %d MB, RSS 10 s after ready %d MB",
-			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.cpu.Round(time.Millisecond), cold.peakRSS>>20, cold.settledRSS>>20)
+		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s, CPU %s), peak RSS %s",
+			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.cpu.Round(time.Millisecond), cold.peakAtReady)
+		b.Logf("recall index: %d events behind at ready, caught up %s after process start (CPU %s); peak RSS over both catch-ups %s, RSS 10 s after %s",
+			cold.recallLag, cold.recalled.Round(time.Millisecond), cold.recallCPU.Round(time.Millisecond), cold.peak, cold.settled)
 		warm := timeServe(b, home, 10*time.Second)
-		b.Logf("projections caught up: /healthz 200 after %s from process start (CPU %s), RSS 10 s after ready %d MB (peak %d MB)",
-			warm.ready.Round(time.Millisecond), warm.cpu.Round(time.Millisecond), warm.settledRSS>>20, warm.peakRSS>>20)
+		b.Logf("everything caught up: /healthz 200 after %s from process start (CPU %s), RSS 10 s after ready %s (peak %s)",
+			warm.ready.Round(time.Millisecond), warm.cpu.Round(time.Millisecond), warm.settled, warm.peak)
+		// A burst, and serve started at once: within the duplicate window.
+		first := convs + burstConvs*bursts(b, home)
+		if _, err := populate(home, first, burstConvs, turns); err != nil {
+			b.Fatal(err)
+		}
+		burstAt := time.Now()
+		fresh := timeServe(b, home, 10*time.Second)
+		b.Logf("started %s after a burst of %d events: /healthz 200 after %s, recall caught up after %s, RSS 10 s after %s (peak %s)",
+			fresh.began.Sub(burstAt).Round(time.Millisecond), burstConvs*(1+4*turns), fresh.ready.Round(time.Millisecond), fresh.recalled.Round(time.Millisecond), fresh.settled, fresh.peak)
 		b.Logf("load average at the end: %s", loadAverage())
 		b.ReportMetric(cold.ready.Seconds(), "catchup-s")
 		b.ReportMetric(cold.cpu.Seconds(), "catchup-cpu-s")
 		b.ReportMetric(float64(last)/cold.ready.Seconds(), "catchup-events/s")
+		b.ReportMetric(cold.recalled.Seconds(), "recall-caught-up-s")
 		b.ReportMetric(float64(warm.ready.Milliseconds()), "warm-ready-ms")
-		b.ReportMetric(float64(warm.settledRSS>>20), "idle-RSS-MB")
-		b.ReportMetric(float64(cold.peakRSS>>20), "catchup-peak-RSS-MB")
-		b.ReportMetric(float64(cold.settledRSS>>20), "caught-up-RSS-MB")
+		b.ReportMetric(float64(warm.settled.total>>20), "idle-RSS-MB")
+		b.ReportMetric(float64(warm.settled.anon>>20), "idle-anon-MB")
+		b.ReportMetric(float64(cold.peak.total>>20), "catchup-peak-RSS-MB")
+		b.ReportMetric(float64(cold.settled.total>>20), "caught-up-RSS-MB")
+		b.ReportMetric(float64(fresh.settled.total>>20), "after-burst-RSS-MB")
 	}
+}
+
+// burstConvs is the conversations of the burst written before the last
+// start: 10,050 events.
+const burstConvs = 50
+
+// bursts counts the bursts written into home so far (each run adds one,
+// numbered on from the last).
+func bursts(b *testing.B, home string) int {
+	path := filepath.Join(home, "bench-bursts")
+	old, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, append(old, '.'), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return len(old)
+}
+
+// populate writes conversations first to first+convs-1 into home's log
+// with the events package, serve stopped.
+func populate(home string, first, convs, turns int) (uint64, error) {
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: filepath.Join(home, "data", "nats"), Sync: events.SyncInterval})
+	if err != nil {
+		return 0, err
+	}
+	defer srv.Close()
+	log, err := events.Open(context.Background(), srv.Conn(), nil)
+	if err != nil {
+		return 0, err
+	}
+	return eventstest.PopulateFrom(context.Background(), log, "master", first, convs, turns)
 }
 
 // storedEvents is the last sequence of the home's stream.
@@ -109,16 +156,31 @@ func storedEvents(b *testing.B, home string) uint64 {
 	return last
 }
 
+// resident is a process's resident set: all of it (VmRSS), its anonymous
+// memory (heap, stacks: RssAnon) and its file-backed pages (the binary,
+// the memory-mapped projections.db and index segments: RssFile, page
+// cache the kernel can take back).
+type resident struct{ total, anon, file int64 }
+
+func (r resident) String() string {
+	return fmt.Sprintf("%d MB (anonymous %d MB, file-backed %d MB)", r.total>>20, r.anon>>20, r.file>>20)
+}
+
 type serveRun struct {
+	began               time.Time
 	firstAnswer, ready  time.Duration
-	peakRSS, settledRSS int64
+	peakAtReady         resident // the peak until /healthz said 200
+	peak, settled       resident // the peak until the end; 10 s after everything caught up
+	recallLag           uint64   // events the recall index had left at ready
+	recalled, recallCPU time.Duration
 	// cpu is the process's CPU time (user + system) when it was ready:
 	// what the run cost whatever else the machine was doing.
 	cpu time.Duration
 }
 
-// timeServe starts crew serve on home, waits for /healthz 200 (sampling its
-// RSS), waits settle more, and stops it.
+// timeServe starts crew serve on home, waits for /healthz 200, then for
+// the recall index to catch up (sampling its RSS all along), waits settle
+// more, and stops it.
 func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 	b.Helper()
 	cmd := exec.Command(crewBin, "serve", "--listen", "127.0.0.1:0")
@@ -144,22 +206,31 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 			}
 		}
 	}()
-	var run serveRun
+	run := serveRun{began: began}
+	sample := func() { run.peak = run.peak.max(rss(cmd.Process.Pid)) }
 	var url string
 	for url == "" {
 		select {
 		case url = <-urls:
 		case <-time.After(time.Millisecond):
-			run.peakRSS = max(run.peakRSS, rss(cmd.Process.Pid))
+			sample()
 			if time.Since(began) > 10*time.Minute {
 				b.Fatal("no URL in 10 minutes")
 			}
 		}
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
-	for sample := time.Now(); ; time.Sleep(2 * time.Millisecond) {
+	for sampled := time.Now(); ; time.Sleep(2 * time.Millisecond) {
 		resp, err := client.Get(url + "/healthz")
 		if err == nil {
+			var h struct {
+				Details struct {
+					Recall *struct {
+						Lag uint64 `json:"lag"`
+					} `json:"recall"`
+				} `json:"details"`
+			}
+			json.NewDecoder(resp.Body).Decode(&h)
 			resp.Body.Close()
 			if run.firstAnswer == 0 {
 				run.firstAnswer = time.Since(began)
@@ -167,37 +238,89 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 			if resp.StatusCode == http.StatusOK {
 				run.ready = time.Since(began)
 				run.cpu = cpuTime(cmd.Process.Pid)
+				if h.Details.Recall == nil {
+					b.Fatal("/healthz has no recall details")
+				}
+				run.recallLag = h.Details.Recall.Lag
 				break
 			}
 		}
-		if time.Since(sample) > 500*time.Millisecond {
-			run.peakRSS, sample = max(run.peakRSS, rss(cmd.Process.Pid)), time.Now()
+		if time.Since(sampled) > 500*time.Millisecond {
+			sample()
+			sampled = time.Now()
 		}
 		if time.Since(began) > 30*time.Minute {
 			b.Fatal("not ready in 30 minutes")
 		}
 	}
-	if settle > 0 {
-		time.Sleep(settle)
-		run.settledRSS = rss(cmd.Process.Pid)
+	sample()
+	run.peakAtReady = run.peak
+	// The recall index catches up after the projections, in the
+	// background; the process counts as caught up once it has.
+	for lag := run.recallLag; lag > 0; time.Sleep(100 * time.Millisecond) {
+		sample()
+		resp, err := client.Get(url + "/healthz")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var h struct {
+			Details struct {
+				Recall struct {
+					Lag   uint64 `json:"lag"`
+					Error string `json:"error"`
+				} `json:"recall"`
+			} `json:"details"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil || h.Details.Recall.Error != "" {
+			b.Fatalf("recall index: %v %s", err, h.Details.Recall.Error)
+		}
+		lag = h.Details.Recall.Lag
+		if time.Since(began) > 50*time.Minute {
+			b.Fatalf("the recall index did not catch up in 50 minutes (%d events left)", lag)
+		}
 	}
-	run.peakRSS = max(run.peakRSS, rss(cmd.Process.Pid))
+	run.recalled = time.Since(began)
+	run.recallCPU = cpuTime(cmd.Process.Pid) - run.cpu
+	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		sample()
+	}
+	run.settled = rss(cmd.Process.Pid)
+	run.peak = run.peak.max(run.settled)
 	return run
 }
 
-// rss is the resident set of process pid in bytes (0 if unreadable).
-func rss(pid int) int64 {
+func (r resident) max(o resident) resident {
+	if o.total > r.total {
+		return o
+	}
+	return r
+}
+
+// rss is the resident set of process pid (zero if unreadable).
+func rss(pid int) resident {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return resident{}
 	}
+	var r resident
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		switch name {
+		case "VmRSS":
+			r.total = kb << 10
+		case "RssAnon":
+			r.anon = kb << 10
+		case "RssFile", "RssShmem":
+			r.file += kb << 10
 		}
 	}
-	return 0
+	return r
 }
 
 // cpuTime is process pid's CPU time so far (user + system; 0 if

@@ -16,6 +16,12 @@ import (
 // the stream's last sequence: the events of a large home for benchmarks
 // (1 + 4×turns per conversation).
 func Populate(ctx context.Context, log *events.Log, agent string, convs, turns int) (uint64, error) {
+	return PopulateFrom(ctx, log, agent, 0, convs, turns)
+}
+
+// PopulateFrom is Populate of the conversations numbered first to
+// first+convs-1 (Populate's are 0 to convs-1), to add to a populated log.
+func PopulateFrom(ctx context.Context, log *events.Log, agent string, first, convs, turns int) (uint64, error) {
 	const writers = 16
 	ids := make(chan int)
 	errc := make(chan error, writers)
@@ -47,7 +53,7 @@ func Populate(ctx context.Context, log *events.Log, agent string, convs, turns i
 	}
 	var err error
 feed:
-	for i := range convs {
+	for i := first; i < first+convs; i++ {
 		select {
 		case ids <- i:
 		case err = <-errc:

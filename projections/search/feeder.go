@@ -12,8 +12,10 @@ import (
 )
 
 // batchMax caps the events of one bleve batch: catching up fills it, a
-// live event goes alone.
-const batchMax = 2000
+// live event goes alone. The heap a catch-up holds grows with it (the
+// analysed documents of one batch, ≈ 9 MB at 2,000 events of short
+// messages and replies).
+const batchMax = 500
 
 // Feeder keeps an Index up with the log in the background: it never holds
 // a request, and a failing event stops it (Status says where) without
@@ -25,6 +27,9 @@ type Feeder struct {
 	redact func(string) string
 	// embed is told the documents each batch indexed or deleted.
 	embed func(indexed, deleted []string)
+
+	// after, when set, is waited for before the catch-up starts.
+	after func(context.Context) error
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -49,11 +54,19 @@ type Redactor interface{ String(string) string }
 // Start catches x up with log from its checkpoint and follows it until
 // Close. It returns at once.
 func Start(x *Index, log *events.Log, red Redactor, logger *slog.Logger) (*Feeder, error) {
+	return StartAfter(x, log, red, logger, nil)
+}
+
+// StartAfter is Start that begins catching up once after returns (serve
+// lets the projections catch up first, so the two catch-ups never hold
+// their memory at once); an error from after other than the feeder's
+// own closing is logged and the catch-up begins anyway.
+func StartAfter(x *Index, log *events.Log, red Redactor, logger *slog.Logger, after func(context.Context) error) (*Feeder, error) {
 	cp, err := x.Checkpoint()
 	if err != nil {
 		return nil, fmt.Errorf("search index: checkpoint: %w", err)
 	}
-	f := &Feeder{x: x, log: log, logger: logger, changed: make(chan struct{}), checkpoint: cp, running: true, done: make(chan struct{})}
+	f := &Feeder{x: x, log: log, logger: logger, after: after, changed: make(chan struct{}), checkpoint: cp, running: true, done: make(chan struct{})}
 	if red != nil {
 		f.redact = red.String
 	}
@@ -83,6 +96,14 @@ type delivery struct {
 }
 
 func (f *Feeder) run(ctx context.Context) error {
+	if f.after != nil {
+		if err := f.after(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			f.logger.Warn("search index: catching up without waiting", "err", err)
+		}
+	}
 	from := f.checkpoint + 1
 	for {
 		next, err := f.follow(ctx, from)

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -611,5 +612,63 @@ func TestRankPassagesLikeRecall(t *testing.T) {
 	got, _ := Rank(context.Background(), "vegetables", ps, 1)
 	if len(got) != 1 || got[0].Snippet != ps[0].Text || len(got[0].Marks) != 1 || got[0].Snippet[got[0].Marks[0][0]:got[0].Marks[0][1]] != "vegetables" {
 		t.Errorf("snippet %+v", got)
+	}
+}
+
+// TestStartAfterWaitsBeforeCatchingUp: a feeder started with an after
+// func applies nothing until it returns (serve lets the projections
+// catch up first), then catches up; an after that fails is not a
+// stopped index.
+func TestStartAfterWaitsBeforeCatchingUp(t *testing.T) {
+	_, log := eventstest.Start(t)
+	last := genHome(t, log, 20)
+	for _, fail := range []bool{false, true} {
+		x, err := Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		entered := make(chan struct{})
+		f, err := StartAfter(x, log, log.Redactor(), slog.New(slog.DiscardHandler), func(ctx context.Context) error {
+			close(entered)
+			<-release
+			if fail {
+				return errors.New("the projections stopped")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-entered:
+		case <-time.After(time.Minute):
+			t.Fatal("the feeder never called after")
+		}
+		// The feeder is inside after: nothing is applied however long it
+		// waits there (2 s here: a feeder that did not wait applies the
+		// first batch within milliseconds).
+		wait, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := f.WaitFor(wait, 1); err == nil {
+			t.Fatal("the feeder applied an event before after returned")
+		}
+		stop()
+		if st := f.Status(); st.Checkpoint != 0 || !st.Running {
+			t.Fatalf("before after returned: %+v, want checkpoint 0 and running", st)
+		}
+		if n, _ := x.Count(); n != 0 {
+			t.Fatalf("%d documents indexed before after returned", n)
+		}
+		close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := f.WaitFor(ctx, last); err != nil {
+			t.Fatalf("after returned (failing: %v): %v", fail, err)
+		}
+		cancel()
+		if n, _ := x.Count(); n == 0 {
+			t.Fatal("caught up with no document indexed")
+		}
+		f.Close()
+		x.Close()
 	}
 }

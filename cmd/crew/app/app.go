@@ -200,7 +200,7 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	}
 	if opts.Serve && a.store != nil {
 		// The search index catches up in the background: nothing waits.
-		a.openSearch()
+		a.openSearch(ctx)
 	}
 	if opts.ReadOnly || opts.NoWorker {
 		return a, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -101,7 +102,7 @@ func (r *recallIndex) Open(ctx context.Context, env tools.Env, ref string) (stri
 // openRecall opens the search index of the home and starts catching it
 // up in the background (with embeddings when config.yaml names a route);
 // the caller closes what it returns.
-func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger, getenv func(string) string, logger *slog.Logger) (*search.Index, *search.Feeder, func(), error) {
+func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger, getenv func(string) string, logger *slog.Logger, after func(context.Context) error) (*search.Index, *search.Feeder, func(), error) {
 	x, err := search.Open(search.IndexDir(dir))
 	if err != nil {
 		return nil, nil, nil, err
@@ -120,7 +121,7 @@ func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger
 			return nil, nil, nil, err
 		}
 	}
-	f, err := search.Start(x, log, log.Redactor(), logger)
+	f, err := search.StartAfter(x, log, log.Redactor(), logger, after)
 	if err != nil {
 		x.Close()
 		return nil, nil, nil, err
@@ -171,15 +172,30 @@ func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.Embed
 
 // openSearch opens serve's recall index beside the projections. An index
 // that cannot be opened costs recall, never the server: it says to
-// rebuild.
-func (a *App) openSearch() {
-	x, f, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.Ledger, a.opts.Getenv, a.log.With("component", "search"))
+// rebuild. The index answers at once from what it has; it catches up
+// once the projections have (two catch-ups at once held both their
+// memory: docs/performance.md, "Memory"), and each catch-up's end hands
+// the heap it grew back to the system.
+func (a *App) openSearch(ctx context.Context) {
+	after := func(ctx context.Context) error {
+		err := a.Runner.WaitFor(ctx, a.startSeq)
+		if err == nil {
+			debug.FreeOSMemory()
+		}
+		return err
+	}
+	x, f, closeX, err := openRecall(a.Dir, a.Home, a.Log(), a.Ledger, a.opts.Getenv, a.log.With("component", "search"), after)
 	if err != nil {
 		a.log.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
 		return
 	}
 	a.Search, a.searchFeeder, a.closeSearch = x, f, closeX
 	a.wiring.recall.x.Store(x)
+	go func() {
+		if f.WaitFor(ctx, a.startSeq) == nil {
+			debug.FreeOSMemory()
+		}
+	}()
 }
 
 // rankPassages is what memory_search and wiki_search rank with: recall's
