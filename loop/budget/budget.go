@@ -64,6 +64,10 @@ type Config struct {
 	// process, so every open reservation at Open is a dead one's.
 	Holder string
 	Alive  func(ctx context.Context, holder string) (bool, error)
+	// ConvsInMemory bounds the conversations whose spend is kept in
+	// memory (0: 10,000); one let go is read from the log when it
+	// reserves again.
+	ConvsInMemory int
 }
 
 // Caps are the budgets in force.
@@ -104,8 +108,7 @@ type Ledger struct {
 	// next append.
 	last      uint64
 	open      map[string]events.BudgetReserved
-	byConv    map[string]float64    // conversation (and its descendants) → settled + open
-	caps      map[string]float64    // conversation → its cap, as last reserved
+	convs     *convSpend            // conversation (and its descendants) → settled + open, its cap as last reserved; bounded
 	agentDay  map[[2]string]float64 // {agent, day} → settled + open
 	globalDay map[string]float64
 	// pending are settlements applied here and not stored yet: the next
@@ -145,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Ledger, error) {
 func (l *Ledger) refold(ctx context.Context) error {
 	l.last = 0
 	l.open = map[string]events.BudgetReserved{}
-	l.byConv, l.caps, l.agentDay, l.globalDay = map[string]float64{}, map[string]float64{}, map[[2]string]float64{}, map[string]float64{}
+	l.convs, l.agentDay, l.globalDay = newConvSpend(cmp.Or(l.cfg.ConvsInMemory, convsInMemory)), map[[2]string]float64{}, map[string]float64{}
 	for env, err := range l.cfg.Log.Read(ctx, events.BudgetScope.Filter(), 1) {
 		if err != nil {
 			return fmt.Errorf("budget: %w", err)
@@ -182,7 +185,7 @@ func (l *Ledger) apply(e events.Event) {
 		l.open[e.ReservationID] = *e
 		l.add(*e, e.USD)
 		if e.Conversation != "" && e.ConversationCapUSD > 0 {
-			l.caps[e.Conversation] = e.ConversationCapUSD
+			l.convs.entry(e.Conversation, l.pinned).capUSD = e.ConversationCapUSD
 		}
 	case *events.BudgetSettled:
 		r, ok := l.open[e.ReservationID]
@@ -196,7 +199,7 @@ func (l *Ledger) apply(e events.Event) {
 
 func (l *Ledger) add(r events.BudgetReserved, usd float64) {
 	for _, c := range l.convsOf(r.Conversation, r.Ancestors) {
-		l.byConv[c] += usd
+		l.convs.entry(c, l.pinned).usd += usd
 	}
 	if r.Agent != "" {
 		l.agentDay[[2]string{r.Agent, r.Day}] += usd
@@ -264,7 +267,11 @@ func (l *Ledger) reserveLocked(ctx context.Context, r events.BudgetReserved, cap
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		if refusal := l.check(r, caps); refusal != nil {
+		refusal, err := l.check(ctx, r, caps)
+		if err != nil {
+			return nil, err
+		}
+		if refusal != nil {
 			return nil, refusal
 		}
 		r.Settles = l.unstored()
@@ -318,18 +325,26 @@ func (l *Ledger) append(ctx context.Context, e events.Event) error {
 }
 
 // check is the first budget r would take past its cap.
-func (l *Ledger) check(r events.BudgetReserved, caps Caps) *Refusal {
+func (l *Ledger) check(ctx context.Context, r events.BudgetReserved, caps Caps) (*Refusal, error) {
 	over := func(used, capUSD float64) bool { return capUSD > 0 && (used >= capUSD || used+r.USD > capUSD+1e-12) }
 	if r.Conversation != "" {
 		capUSD := r.ConversationCapUSD
-		if over(l.byConv[r.Conversation], capUSD) {
+		own, err := l.spend(ctx, r.Conversation)
+		if err != nil {
+			return nil, err
+		}
+		if over(own.usd, capUSD) {
 			return &Refusal{Budget: "conversation", Sentence: fmt.Sprintf("this conversation's cost cap of %s is reached (%s spent or reserved%s).",
-				dollars(capUSD), dollars(l.byConv[r.Conversation]), l.call(r))}
+				dollars(capUSD), dollars(own.usd), l.call(r))}, nil
 		}
 		for _, a := range r.Ancestors {
-			if over(l.byConv[a], l.caps[a]) {
+			anc, err := l.spend(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			if over(anc.usd, anc.capUSD) {
 				return &Refusal{Budget: "parent", Sentence: fmt.Sprintf("the delegating conversation %s's cost cap of %s is reached (%s spent or reserved%s).",
-					a, dollars(l.caps[a]), dollars(l.byConv[a]), l.call(r))}
+					a, dollars(anc.capUSD), dollars(anc.usd), l.call(r))}, nil
 			}
 		}
 	}
@@ -337,14 +352,14 @@ func (l *Ledger) check(r events.BudgetReserved, caps Caps) *Refusal {
 		capUSD, used := caps.AgentDailyUSD[r.Agent], l.agentDay[[2]string{r.Agent, r.Day}]
 		if over(used, capUSD) {
 			return &Refusal{Budget: "agent_day", Sentence: fmt.Sprintf("%s's daily cap of %s is reached (%s spent or reserved on %s%s).",
-				r.Agent, dollars(capUSD), dollars(used), r.Day, l.call(r))}
+				r.Agent, dollars(capUSD), dollars(used), r.Day, l.call(r))}, nil
 		}
 	}
 	if used := l.globalDay[r.Day]; over(used, caps.DailyUSD) {
 		return &Refusal{Budget: "global_day", Sentence: fmt.Sprintf("the crew's daily budget of %s (budget.daily_usd) is reached (%s spent or reserved on %s%s).",
-			dollars(caps.DailyUSD), dollars(used), r.Day, l.call(r))}
+			dollars(caps.DailyUSD), dollars(used), r.Day, l.call(r))}, nil
 	}
-	return nil
+	return nil, nil
 }
 
 func (l *Ledger) call(r events.BudgetReserved) string {
