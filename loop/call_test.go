@@ -85,7 +85,7 @@ func TestRefusedBeforeAsked(t *testing.T) {
 		{ID: "u1", Name: "format_disk", Arguments: json.RawMessage(`{}`)},
 	}}
 	valid := reply{calls: []events.ToolCallRequest{{ID: "w4", Name: "workspace_write", Arguments: json.RawMessage(`{"path":"a.txt","content":"fine"}`)}}}
-	h := newHarness(t, map[string][]reply{"fake:a": {outside, valid}}, tools.WorkspaceWrite{}, tools.WorkspaceEdit{}, tools.ShellRun{})
+	h := newHarness(t, map[string][]reply{"fake:a": {outside, valid}}, builtin("workspace_write"), builtin("workspace_edit"), builtin("shell_run"))
 	h.send("write outside")
 	h.turn()
 	evs := h.events()

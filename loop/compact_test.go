@@ -75,7 +75,7 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
 	window, out := 8000, 1000
 	h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
-	reg, err := tools.New(append(loop.Tools(), &numbered{}, tools.ToolOutputRead{})...)
+	reg, err := tools.New(append(loop.Tools(), &numbered{}, builtin("tool_output_read"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 			break
 		}
 	}
-	res, err := tools.ToolOutputRead{}.Run(t.Context(), tools.Env{SpillDir: filepath.Join(h.deps.SpillDir, h.conv)}, json.RawMessage(fmt.Sprintf(`{"call_id":%q}`, micro.CallID)))
+	res, err := builtin("tool_output_read").Run(t.Context(), tools.Env{SpillDir: filepath.Join(h.deps.SpillDir, h.conv)}, json.RawMessage(fmt.Sprintf(`{"call_id":%q}`, micro.CallID)))
 	if err != nil || !strings.Contains(res.Output, outputOf(calls[micro.CallID])) {
 		t.Errorf("tool_output_read %s: %v %q", micro.CallID, err, res.Output)
 	}

@@ -71,7 +71,7 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 		cmd := "printf '%s\\n' " + shellQuote(attack) + "; exit 3"
 		h := newHarness(t, map[string][]reply{"fake:a": {
 			use("shell_run", `{"command":`+quote(cmd)+`,"run_in_background":true}`), say("Waiting."), say("Notified."),
-		}}, tools.ShellRun{})
+		}}, builtin("shell_run"))
 		h.agent.Autonomous = true
 		bg := h.background()
 		defer bg.Close()

@@ -34,10 +34,14 @@ func TestWritesThatChangeWhatRunsAskEvenWhenAutonomous(t *testing.T) {
 		"./.git/config", "sub/../.git/config", ".gitattributes", "sub/.gitattributes", ".gitmodules", ".envrc", "sub/.envrc",
 		".worktrees/wt1/.git", "innocent/config", "notes.txt", filepath.Join(ws, ".git", "config")}
 	runs := []string{"README.md", "sub/config", "git/config", ".gitignore", "src/.github/workflows/x.yml", "envrc"}
-	for _, tool := range []tools.Tool{tools.WorkspaceWrite{}, tools.WorkspaceEdit{}} {
+	for _, tool := range tools.Builtins(tools.Services{}) {
 		args := write
-		if _, ok := tool.(tools.WorkspaceEdit); ok {
+		switch tool.Def().Name {
+		case "workspace_write":
+		case "workspace_edit":
 			args = edit
+		default:
+			continue
 		}
 		for _, p := range asks {
 			if v, reason := Gate(tool, env, args(p), true, []string{tool.Def().Name}); v != Ask || reason != tools.RunsWhenOpened {

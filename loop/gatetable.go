@@ -154,10 +154,10 @@ func GateTable(list []tools.Tool) string {
 			if d == Runs || d == Asks {
 				// An MCP tool's ask reason is the server's, not the call's.
 				// In a gated script a call with an ask reason stops the script.
-				if _, ok := tool.(tools.Asker); ok && d == Runs && s.Script != "read" && !strings.HasPrefix(tool.Def().Name, mcpPrefix) {
+				if tools.HasAsker(tool) && d == Runs && s.Script != "read" && !strings.HasPrefix(tool.Def().Name, mcpPrefix) {
 					cell += " + ask_when"
 				}
-				if _, ok := tool.(tools.Allower); ok && d == Asks {
+				if tools.HasAllower(tool) && d == Asks {
 					cell += " + allow_when"
 				}
 			}

@@ -45,7 +45,7 @@ func windowHarness(t *testing.T, window, maxOut, readSize int, reply func(window
 	h.deps.Models = windowModels(s, cat)
 	h.agent.Routes = []string{"ollama:small"}
 	h.agent.Tools = append(h.agent.Tools, "tool_output_read")
-	reg, err := tools.New(append(loop.Tools(), read, tools.ToolOutputRead{})...)
+	reg, err := tools.New(append(loop.Tools(), read, builtin("tool_output_read"))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ type progressNote struct{}
 
 func (progressNote) Def() tools.Def {
 	return tools.Def{Name: ProgressNoteTool, Description: strings.TrimSpace(progressNoteDescription), Default: true,
-		Params: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}
+		Params: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"The line the owner reads."}},"required":["text"]}`)}
 }
 
 func (progressNote) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {

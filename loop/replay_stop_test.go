@@ -7,7 +7,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/tools"
 )
 
 // replayIdentical replays h's first run and fails on any divergence.
@@ -34,7 +33,7 @@ func replayIdentical(t *testing.T, h *harness) *loop.ReplayReport {
 // with no model call after.
 func TestReplayStopWhileToolRuns(t *testing.T) {
 	script := `echo partial-output; trap 'echo got-term; exit 3' TERM; sleep 60 & wait`
-	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`), say("never said")}}, tools.ShellRun{})
+	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`), say("never said")}}, builtin("shell_run"))
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	h.send("run it")

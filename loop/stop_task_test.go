@@ -99,7 +99,7 @@ func TestStopKillsBackgroundTasks(t *testing.T) {
 	hold := &holder{counter: counter{name: "wait_here"}, entered: make(chan struct{})}
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), use("wait_here", `{}`), say("never said"),
-	}}, tools.ShellRun{}, hold)
+	}}, builtin("shell_run"), hold)
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, _ := startTaskWorker(t, h)
@@ -148,7 +148,7 @@ func TestStopKillsBackgroundTasks(t *testing.T) {
 func TestStopIdleConversationKillsItsTasks(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), say("Waiting."),
-	}}, tools.ShellRun{})
+	}}, builtin("shell_run"))
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, _ := startTaskWorker(t, h)
@@ -183,7 +183,7 @@ func TestStopIdleConversationKillsItsTasks(t *testing.T) {
 func TestStopOneBackgroundTask(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), say("Waiting."),
-	}}, tools.ShellRun{})
+	}}, builtin("shell_run"))
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, bg := startTaskWorker(t, h)
@@ -238,7 +238,7 @@ func TestStopOneBackgroundTask(t *testing.T) {
 func TestTaskStopOnlyItsOwnTasks(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		use("shell_run", `{"command":`+strconv.Quote(termAware)+`,"run_in_background":true}`), say("Waiting."),
-	}}, tools.ShellRun{}, tools.TaskStop{})
+	}}, builtin("shell_run"), builtin("task_stop"))
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	w, bg := startTaskWorker(t, h)

@@ -264,7 +264,7 @@ func trackedGroups(t *testing.T, dir string) []int {
 // printed so far, never re-run; no process of it is left.
 func TestStopWhileShellRuns(t *testing.T) {
 	script := `echo partial-output; trap 'echo got-term; exit 3' TERM; sleep 60 & wait`
-	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`), say("never said")}}, tools.ShellRun{})
+	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`), say("never said")}}, builtin("shell_run"))
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	h.send("run it")
@@ -295,7 +295,7 @@ func TestStopWhileShellRuns(t *testing.T) {
 // Issue 27 item 2: a command that ignores SIGTERM is killed 3 s later.
 func TestStopKillsCommandIgnoringTerm(t *testing.T) {
 	script := `trap '' TERM; echo stubborn; sleep 60; echo never`
-	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`)}}, tools.ShellRun{})
+	h := newHarness(t, map[string][]reply{"fake:a": {use("shell_run", `{"command":`+strconv.Quote(script)+`}`)}}, builtin("shell_run"))
 	track := trackShell(t, h)
 	h.agent.Autonomous = true
 	h.send("run it")

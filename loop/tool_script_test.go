@@ -382,7 +382,7 @@ func TestScriptLongAnswerReadableWithToolOutputRead(t *testing.T) {
 	first.calls[0].ID = "s1"
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		first, use("tool_output_read", `{"call_id":"s1.1","offset":200000}`), say("ok"),
-	}}, big, tools.ToolOutputRead{})
+	}}, big, builtin("tool_output_read"))
 	h.send("go")
 	h.turn()
 	res := eventsOf[*events.ToolCompleted](h.events())

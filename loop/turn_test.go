@@ -155,11 +155,8 @@ func (h *harness) background() *loop.Background {
 	h.deps.Background = bg
 	ts := slices.Clone(h.tools)
 	for i, tl := range ts {
-		switch tl.(type) {
-		case tools.ShellRun:
-			ts[i] = tools.ShellRun{Background: bg, Sandbox: h.box}
-		case tools.TaskStop:
-			ts[i] = tools.TaskStop{Background: bg}
+		if n := tl.Def().Name; n == "shell_run" || n == "task_stop" {
+			ts[i] = builtinWith(n, tools.Services{Background: bg, Sandbox: h.box})
 		}
 	}
 	reg, err := tools.New(append(loop.Tools(), ts...)...)
@@ -168,6 +165,19 @@ func (h *harness) background() *loop.Background {
 	}
 	h.deps.Tools = reg
 	return bg
+}
+
+// builtin is the built-in tool called name, with no services.
+func builtin(name string) tools.Tool { return builtinWith(name, tools.Services{}) }
+
+// builtinWith is the built-in tool called name, built with s.
+func builtinWith(name string, s tools.Services) tools.Tool {
+	for _, tl := range tools.Builtins(s) {
+		if tl.Def().Name == name {
+			return tl
+		}
+	}
+	panic("no built-in tool " + name)
 }
 
 // harnessNow is the harness's clock when a test sets none.
@@ -181,9 +191,8 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	os.MkdirAll(filepath.Join(dir, "workspace"), 0o700)
 	box := shelltest.New(t)
 	for i, tl := range ts {
-		if sr, ok := tl.(tools.ShellRun); ok && sr.Sandbox == nil {
-			sr.Sandbox = box
-			ts[i] = sr
+		if tl.Def().Name == "shell_run" {
+			ts[i] = builtinWith("shell_run", tools.Services{Sandbox: box}) // a test's shell runs in its own sandbox
 		}
 	}
 	reg, err := tools.New(append(loop.Tools(), ts...)...)

@@ -19,26 +19,26 @@ func TestCheckRefusesWhatRunWouldRefuse(t *testing.T) {
 		args    string
 		refused bool
 	}{
-		{WorkspaceWrite{}, `{"path":"../x","content":"hi"}`, true},
-		{WorkspaceWrite{}, `{"path":"out/secret","content":"hi"}`, true},
-		{WorkspaceWrite{}, `{"path":"/etc/x","content":"hi"}`, true},
-		{WorkspaceWrite{}, `{"path":".","content":"hi"}`, true},
-		{WorkspaceWrite{}, `{"path":"b.txt","contents":"hi"}`, true},
-		{WorkspaceWrite{}, `{"path":"b.txt"}`, true},
-		{WorkspaceWrite{}, `"path=b.txt"`, true},
-		{WorkspaceWrite{}, `{"path":"b.txt","content":"hi"} {}`, true},
-		{WorkspaceWrite{}, `{"path":"new/b.txt","content":"hi"}`, false},
-		{WorkspaceEdit{}, `{"path":"../a.txt","old":"a","new":"b"}`, true},
-		{WorkspaceEdit{}, `{"path":"leak.txt","old":"a","new":"b"}`, true},
-		{WorkspaceEdit{}, `{"path":"a.txt","old":"","new":"b"}`, true},
-		{WorkspaceEdit{}, `{"path":"a.txt","old":"a","new":"a"}`, true},
-		{WorkspaceEdit{}, `{"path":"a.txt","old":"hello","new":"bye","all":true}`, true},
-		{WorkspaceEdit{}, `{"path":"a.txt","old":"hello","new":"bye"}`, false},
-		{ShellRun{}, `{"cmd":"ls"}`, true},
-		{ShellRun{}, `{"command":"  "}`, true},
-		{ShellRun{}, `{"command":"sudo ls"}`, true},
-		{ShellRun{}, `{"command":"ls","timeout_seconds":-1}`, true},
-		{ShellRun{}, `{"command":"ls"}`, false},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"../x","content":"hi"}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"out/secret","content":"hi"}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"/etc/x","content":"hi"}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":".","content":"hi"}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"b.txt","contents":"hi"}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"b.txt"}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `"path=b.txt"`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"b.txt","content":"hi"} {}`, true},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"new/b.txt","content":"hi"}`, false},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"../a.txt","old":"a","new":"b"}`, true},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"leak.txt","old":"a","new":"b"}`, true},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"a.txt","old":"","new":"b"}`, true},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"a.txt","old":"a","new":"a"}`, true},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"a.txt","old":"hello","new":"bye","all":true}`, true},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"a.txt","old":"hello","new":"bye"}`, false},
+		{NewFunc[shellArgs](ShellRun{}), `{"cmd":"ls"}`, true},
+		{NewFunc[shellArgs](ShellRun{}), `{"command":"  "}`, true},
+		{NewFunc[shellArgs](ShellRun{}), `{"command":"sudo ls"}`, true},
+		{NewFunc[shellArgs](ShellRun{}), `{"command":"ls","timeout_seconds":-1}`, true},
+		{NewFunc[shellArgs](ShellRun{}), `{"command":"ls"}`, false},
 	}
 	for _, tc := range cases {
 		name := tc.tool.Def().Name + " " + tc.args
@@ -94,7 +94,7 @@ func TestCheckRefusesArgumentsOutsideTheSchema(t *testing.T) {
 		t.Errorf("open schema: %v", err)
 	}
 	// Through Check, for a tool without a Checker of its own.
-	if err := Check(WorkspaceGlob{}, Env{}, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), `"pattern" is required`) {
+	if err := Check(NewFunc[workspaceGlobArgs](WorkspaceGlob{}), Env{}, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), `"pattern" is required`) {
 		t.Errorf("workspace_glob {} = %v", err)
 	}
 }

@@ -59,7 +59,7 @@ func TestSpillAndReadBack(t *testing.T) {
 	got := shown[:strings.LastIndex(shown, "\n[output cut")]
 	offset := 8000
 	for offset < total {
-		res := call(t, ToolOutputRead{}, env, fmt.Sprintf(`{"call_id":"call_1","offset":%d,"limit":20000}`, offset))
+		res := call(t, NewFunc[toolOutputReadArgs](ToolOutputRead{}), env, fmt.Sprintf(`{"call_id":"call_1","offset":%d,"limit":20000}`, offset))
 		if res.IsError {
 			t.Fatalf("read at %d: %s", offset, res.Output)
 		}
@@ -74,7 +74,7 @@ func TestSpillAndReadBack(t *testing.T) {
 		t.Errorf("paged text differs from the full output (%d vs %d bytes)", len(got), len(full))
 	}
 
-	runCases(t, ToolOutputRead{}, env, []toolCase{
+	runCases(t, NewFunc[toolOutputReadArgs](ToolOutputRead{}), env, []toolCase{
 		{args: `{"call_id":"call_1"}`, want: []string{"line 0000 é", fmt.Sprintf("[characters 0–8000 of %d;", total)}},
 		{args: fmt.Sprintf(`{"call_id":"call_1","offset":%d}`, total-5), want: []string{"end of output"}},
 		{args: fmt.Sprintf(`{"call_id":"call_1","offset":%d}`, total), isError: true, want: []string{"past the end"}},
@@ -90,7 +90,7 @@ func TestSpillAndReadBack(t *testing.T) {
 	if _, err := Spill(nil, other, "call_2", "theirs"); err != nil {
 		t.Fatal(err)
 	}
-	res := call(t, ToolOutputRead{}, env, `{"call_id":"call_2"}`)
+	res := call(t, NewFunc[toolOutputReadArgs](ToolOutputRead{}), env, `{"call_id":"call_2"}`)
 	if !res.IsError || strings.Contains(res.Output, "theirs") {
 		t.Errorf("read another conversation's output: %+v", res)
 	}
@@ -125,7 +125,7 @@ func TestSpillNames(t *testing.T) {
 	if err != nil || strings.Contains(rel, "..") {
 		t.Fatalf("Spill: %q, %v", rel, err)
 	}
-	res := call(t, ToolOutputRead{}, env, `{"call_id":"../../escape"}`)
+	res := call(t, NewFunc[toolOutputReadArgs](ToolOutputRead{}), env, `{"call_id":"../../escape"}`)
 	if res.IsError || !strings.HasPrefix(res.Output, "x\n") {
 		t.Errorf("read back an odd id: %+v", res)
 	}

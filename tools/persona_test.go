@@ -39,7 +39,7 @@ func personaAgent(t *testing.T) (Env, *recordingProposer) {
 // name is an ordinary file.
 func TestPersonaWritesAreProposals(t *testing.T) {
 	env, prop := personaAgent(t)
-	write, edit := WorkspaceWrite{Proposer: prop}, WorkspaceEdit{Proposer: prop}
+	write, edit := NewFunc[writeArgs](WorkspaceWrite{Proposer: prop}), NewFunc[editArgs](WorkspaceEdit{Proposer: prop})
 	symlink(t, filepath.Join(env.AgentDir, "AGENTS.md"), filepath.Join(env.Workspace, "persona.md"))
 	symlink(t, env.AgentDir, filepath.Join(env.Workspace, "up"))
 	spellings := map[string]string{
@@ -111,7 +111,7 @@ func TestPersonaWritesAreProposals(t *testing.T) {
 		t.Errorf("agent.yaml: %+v", res)
 	}
 	// Without a proposer nothing is written either.
-	write = WorkspaceWrite{}
+	write = NewFunc[writeArgs](WorkspaceWrite{})
 	if res := call(t, write, env, `{"path": "../SOUL.md", "content": "x"}`); !res.IsError || !strings.Contains(res.Output, "nothing was written") {
 		t.Errorf("no proposer: %+v", res)
 	}

@@ -119,12 +119,12 @@ func TestArgumentsAreDecodedStrictly(t *testing.T) {
 		tool Tool
 		args string
 	}{
-		{WorkspaceRead{}, `{"path":"a.txt","lines":3}`},
-		{WorkspaceRead{}, `{"path":3}`},
-		{WorkspaceRead{}, `not json`},
-		{WorkspaceRead{}, `{"path":"a.txt"} {}`},
-		{WorkspaceWrite{}, `{"path":"b.txt"}`},
-		{ShellRun{}, `{"cmd":"ls"}`},
+		{NewFunc[workspaceReadArgs](WorkspaceRead{}), `{"path":"a.txt","lines":3}`},
+		{NewFunc[workspaceReadArgs](WorkspaceRead{}), `{"path":3}`},
+		{NewFunc[workspaceReadArgs](WorkspaceRead{}), `not json`},
+		{NewFunc[workspaceReadArgs](WorkspaceRead{}), `{"path":"a.txt"} {}`},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"b.txt"}`},
+		{NewFunc[shellArgs](ShellRun{}), `{"cmd":"ls"}`},
 	}
 	for _, tt := range tests {
 		res, err := tt.tool.Run(t.Context(), env, json.RawMessage(tt.args))

@@ -53,7 +53,7 @@ func TestShellRunWithoutANetworkNamespaceSaysWhy(t *testing.T) {
 	for _, pol := range []AgentPolicy{{}, {ShellNetwork: &no}, {ShellWritePaths: []string{"out"}}} {
 		env := newWorkspace(t, nil)
 		env.Agent = pol
-		res, err := ShellRun{Sandbox: shelltest.New(t)}.Run(t.Context(), env, json.RawMessage(`{"command":"echo ran > marker"}`))
+		res, err := NewFunc[shellArgs](ShellRun{Sandbox: shelltest.New(t)}).Run(t.Context(), env, json.RawMessage(`{"command":"echo ran > marker"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,38 +27,19 @@ type ShellRun struct {
 func (ShellRun) NeedsApproval() bool { return true }
 
 func (ShellRun) Def() Def {
-	return Def{Name: "shell_run", Description: shellRunDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "description": "Command line for /bin/sh -c, run in the workspace."},
-    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Kill the command after this many seconds. Default 120 (600 in the background), at most 600."},
-    "run_in_background": {"type": "boolean", "description": "Return at once; the exit code and the head and tail of the output arrive later as a task notification that starts your next round."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "shell_run", Description: shellRunDescription, Default: true}
 }
 
 type shellArgs struct {
-	Command         string `json:"command"`
-	TimeoutSeconds  int    `json:"timeout_seconds"`
-	RunInBackground bool   `json:"run_in_background"`
-}
-
-// command returns the call's command line, or "" when the arguments do not
-// decode (Run then reports why).
-func shellCommand(args json.RawMessage) string {
-	var a shellArgs
-	if _, ok := DecodeArgs("shell_run", args, &a); !ok {
-		return ""
-	}
-	return a.Command
+	Command         string `json:"command" jsonschema:"Command line for /bin/sh -c, run in the workspace."`
+	TimeoutSeconds  int    `json:"timeout_seconds,omitempty" jsonschema:"Kill the command after this many seconds. Default 120 (600 in the background), at most 600." schema:"minimum=1,maximum=600"`
+	RunInBackground bool   `json:"run_in_background,omitempty" jsonschema:"Return at once; the exit code and the head and tail of the output arrive later as a task notification that starts your next round."`
 }
 
 // AskWhen asks for commands matching shell_ask_patterns, except those a deny
 // pattern refuses anyway.
-func (ShellRun) AskWhen(env Env, args json.RawMessage) string {
-	cmd := shellCommand(args)
+func (ShellRun) AskWhen(env Env, a shellArgs) string {
+	cmd := a.Command
 	if _, denied := firstMatch(env.Agent.ShellDenyPatterns, cmd, true); denied {
 		return ""
 	}
@@ -71,8 +51,8 @@ func (ShellRun) AskWhen(env Env, args json.RawMessage) string {
 
 // AllowWhen makes denied commands routine, so their refusal reaches the model
 // without asking anyone, and simple commands matching shell_allow_patterns.
-func (ShellRun) AllowWhen(env Env, args json.RawMessage) bool {
-	cmd := shellCommand(args)
+func (ShellRun) AllowWhen(env Env, a shellArgs) bool {
+	cmd := a.Command
 	if _, denied := firstMatch(env.Agent.ShellDenyPatterns, cmd, true); denied {
 		return true
 	}
@@ -83,14 +63,10 @@ func (ShellRun) AllowWhen(env Env, args json.RawMessage) bool {
 	return ok
 }
 
-// vetShell refuses what Run would refuse before starting anything: bad
-// arguments, no command, a command a deny pattern refuses.
-func vetShell(env Env, args json.RawMessage) (shellArgs, *Result) {
-	var a shellArgs
-	fail := func(format string, v ...any) (shellArgs, *Result) { res := Failf(format, v...); return a, &res }
-	if msg, ok := DecodeArgs("shell_run", args, &a); !ok {
-		return fail("%s", msg)
-	}
+// vetShell refuses what Run would refuse before starting anything: no
+// command, a command a deny pattern refuses, a negative timeout.
+func vetShell(env Env, a shellArgs) *Result {
+	fail := func(format string, v ...any) *Result { res := Failf(format, v...); return &res }
 	if strings.TrimSpace(a.Command) == "" {
 		return fail("command is required")
 	}
@@ -100,20 +76,19 @@ func vetShell(env Env, args json.RawMessage) (shellArgs, *Result) {
 	if a.TimeoutSeconds < 0 {
 		return fail("timeout_seconds must be positive")
 	}
-	return a, nil
+	return nil
 }
 
 // Check refuses, before anyone is asked, a call Run would refuse.
-func (ShellRun) Check(env Env, args json.RawMessage) error {
-	if _, res := vetShell(env, args); res != nil {
+func (ShellRun) Check(env Env, a shellArgs) error {
+	if res := vetShell(env, a); res != nil {
 		return refusal(*res)
 	}
 	return nil
 }
 
-func (t ShellRun) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	a, res := vetShell(env, args)
-	if res != nil {
+func (t ShellRun) Run(ctx context.Context, env Env, a shellArgs) (Result, error) {
+	if res := vetShell(env, a); res != nil {
 		return *res, nil
 	}
 	ws, err := workspaceRoot(env.Workspace)

@@ -41,15 +41,15 @@ func TestShellRunGateHooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		args, _ := json.Marshal(map[string]string{"command": tt.command})
-		reason := AskReason(ShellRun{}, env, args)
+		reason := AskReason(NewFunc[shellArgs](ShellRun{}), env, args)
 		if (tt.ask == "") != (reason == "") || !strings.Contains(reason, tt.ask) {
 			t.Errorf("%q: ask reason %q, want %q", tt.command, reason, tt.ask)
 		}
-		if got := Routine(ShellRun{}, env, args); got != tt.routine {
+		if got := Routine(NewFunc[shellArgs](ShellRun{}), env, args); got != tt.routine {
 			t.Errorf("%q: routine %v, want %v", tt.command, got, tt.routine)
 		}
 	}
-	if !NeedsApproval(ShellRun{}) {
+	if !NeedsApproval(NewFunc[shellArgs](ShellRun{})) {
 		t.Error("shell_run must need approval")
 	}
 }
@@ -58,10 +58,10 @@ func TestShellRunInvalidPatternsFailClosed(t *testing.T) {
 	env := newWorkspace(t, nil)
 	env.Agent = AgentPolicy{ShellDenyPatterns: []string{"("}, ShellAskPatterns: []string{"["}, ShellAllowPatterns: []string{"*"}}
 	args := json.RawMessage(`{"command":"touch ran"}`)
-	if !Routine(ShellRun{}, env, args) || AskReason(ShellRun{}, env, args) != "" {
+	if !Routine(NewFunc[shellArgs](ShellRun{}), env, args) || AskReason(NewFunc[shellArgs](ShellRun{}), env, args) != "" {
 		t.Error("an invalid deny pattern should refuse every command without asking")
 	}
-	res := call(t, ShellRun{Sandbox: shelltest.New(t)}, env, string(args))
+	res := call(t, NewFunc[shellArgs](ShellRun{Sandbox: shelltest.New(t)}), env, string(args))
 	if !res.IsError || !strings.Contains(res.Output, "shell_deny_patterns") {
 		t.Errorf("got %+v", res)
 	}
@@ -69,7 +69,7 @@ func TestShellRunInvalidPatternsFailClosed(t *testing.T) {
 		t.Error("a command with an invalid deny pattern ran")
 	}
 	env.Agent.ShellDenyPatterns = nil
-	if AskReason(ShellRun{}, env, args) == "" || Routine(ShellRun{}, env, args) {
+	if AskReason(NewFunc[shellArgs](ShellRun{}), env, args) == "" || Routine(NewFunc[shellArgs](ShellRun{}), env, args) {
 		t.Error("an invalid ask pattern should ask; an invalid allow pattern should not allow")
 	}
 	if err := ValidatePolicy(env.Agent); err == nil || !strings.Contains(err.Error(), "shell_ask_patterns") || !strings.Contains(err.Error(), "shell_allow_patterns") {
@@ -81,7 +81,7 @@ func TestShellRun(t *testing.T) {
 	t.Setenv("OPENROUTER_API_KEY", "sk-test")
 	env := newWorkspace(t, map[string]string{"in.txt": "data\n"})
 	env.Agent.ShellDenyPatterns = []string{`^touch denied`}
-	runCases(t, ShellRun{Sandbox: shelltest.New(t)}, env, []toolCase{
+	runCases(t, NewFunc[shellArgs](ShellRun{Sandbox: shelltest.New(t)}), env, []toolCase{
 		{args: `{"command":"cat in.txt; echo err >&2"}`, want: []string{"data\nerr\nexit code: 0"}},
 		{args: `{"command":"exit 7"}`, isError: true, want: []string{"(no output)\nexit code: 7"}},
 		{args: `{"command":"printf partial"}`, want: []string{"partial\nexit code: 0"}},
@@ -100,7 +100,7 @@ func TestShellRunContextCancelIsHarnessError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := (ShellRun{Sandbox: shelltest.New(t)}).Run(ctx, env, json.RawMessage(`{"command":"sleep 30"}`))
+	_, err := (NewFunc[shellArgs](ShellRun{Sandbox: shelltest.New(t)})).Run(ctx, env, json.RawMessage(`{"command":"sleep 30"}`))
 	if err == nil || time.Since(start) > 10*time.Second {
 		t.Errorf("got %v after %v; want the context's error promptly", err, time.Since(start))
 	}
@@ -122,7 +122,7 @@ func TestShellRunSandboxed(t *testing.T) {
 	}
 	no := false
 	env.Agent = AgentPolicy{ShellNetwork: &no, ShellWritePaths: []string{"../extra"}}
-	runCases(t, ShellRun{Sandbox: shelltest.New(t)}, env, []toolCase{
+	runCases(t, NewFunc[shellArgs](ShellRun{Sandbox: shelltest.New(t)}), env, []toolCase{
 		{args: `{"command":"echo in > in.txt && echo x > ../extra/x && echo t > \"$TMPDIR/t\""}`, want: []string{"exit code: 0"}},
 		{args: `{"command":"echo out > ../outside/out.txt"}`, isError: true, want: []string{"exit code: ", "sandboxed", "no network"}},
 	})
@@ -175,7 +175,7 @@ func TestShellRunInBackground(t *testing.T) {
 	env := newWorkspace(t, nil)
 	env.Agent.ShellDenyPatterns = []string{`^touch denied`}
 	bg := &starts{}
-	run := ShellRun{Background: bg}
+	run := NewFunc[shellArgs](ShellRun{Background: bg})
 	res, err := run.Run(t.Context(), env, json.RawMessage(`{"command":"make all","run_in_background":true}`))
 	if err != nil || res.IsError || !strings.Contains(res.Output, "Started in the background as task bg-1") || !strings.Contains(res.Output, "task notification") {
 		t.Fatalf("placeholder = %+v, %v", res, err)
@@ -197,7 +197,7 @@ func TestShellRunInBackground(t *testing.T) {
 	if res, _ := run.Run(t.Context(), env, denied); !res.IsError || len(bg.cmds) != 2 {
 		t.Errorf("a denied background command was started: %+v", res)
 	}
-	if res, _ := (ShellRun{}).Run(t.Context(), env, json.RawMessage(`{"command":"ls","run_in_background":true}`)); !res.IsError || !strings.Contains(res.Output, "not available") {
+	if res, _ := (NewFunc[shellArgs](ShellRun{})).Run(t.Context(), env, json.RawMessage(`{"command":"ls","run_in_background":true}`)); !res.IsError || !strings.Contains(res.Output, "not available") {
 		t.Errorf("no runner: %+v", res)
 	}
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"strings"
 )
 
@@ -18,23 +17,14 @@ type TaskStop struct {
 }
 
 func (TaskStop) Def() Def {
-	return Def{Name: "task_stop", Description: taskStopDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "task_id": {"type": "string", "description": "The id shell_run gave the background task (bg-…)."}
-  },
-  "required": ["task_id"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "task_stop", Description: taskStopDescription, Default: true}
 }
 
-func (t TaskStop) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		TaskID string `json:"task_id"`
-	}
-	if msg, ok := DecodeArgs("task_stop", args, &a); !ok {
-		return Failf("%s", msg), nil
-	}
+type taskStopArgs struct {
+	TaskID string `json:"task_id" jsonschema:"The id shell_run gave the background task (bg-…)."`
+}
+
+func (t TaskStop) Run(ctx context.Context, env Env, a taskStopArgs) (Result, error) {
 	if strings.TrimSpace(a.TaskID) == "" {
 		return Failf("task_stop: task_id is empty"), nil
 	}

@@ -17,31 +17,30 @@ type TodoItem struct {
 	Done bool   `json:"done"`
 }
 
+type todoWriteArgs struct {
+	Items []TodoItem `json:"items" schema:"maxItems=50"`
+}
+
 // TodoWrite is todo_write (seed 004, "Planning và Tasks"): a light
 // checklist the agent keeps for the current session, replaced whole at
 // each call and shown on the run card. It is not the team's task board.
 type TodoWrite struct{}
 
 func (TodoWrite) Def() Def {
-	return Def{Name: "todo_write", Description: todoWriteDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "items": {"type": "array", "maxItems": 50, "items": {"type": "object", "properties": {
-      "text": {"type": "string"}, "done": {"type": "boolean"}}, "required": ["text", "done"], "additionalProperties": false}}
-  },
-  "required": ["items"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "todo_write", Description: todoWriteDescription, Default: true}
 }
 
 // TodoItems decodes a todo_write call's checklist.
 func TodoItems(args json.RawMessage) ([]TodoItem, error) {
-	var a struct {
-		Items []TodoItem `json:"items"`
+	a, err := Decode[todoWriteArgs]("todo_write", args)
+	if err != nil {
+		return nil, err
 	}
-	if msg, ok := DecodeArgs("todo_write", args, &a); !ok {
-		return nil, fmt.Errorf("%s", msg)
-	}
+	return a.items()
+}
+
+// items are a's checklist, or why it is refused.
+func (a todoWriteArgs) items() ([]TodoItem, error) {
 	if len(a.Items) > 50 {
 		return nil, fmt.Errorf("todo_write: at most 50 items")
 	}
@@ -53,8 +52,8 @@ func TodoItems(args json.RawMessage) ([]TodoItem, error) {
 	return a.Items, nil
 }
 
-func (TodoWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	items, err := TodoItems(args)
+func (TodoWrite) Run(ctx context.Context, env Env, a todoWriteArgs) (Result, error) {
+	items, err := a.items()
 	if err != nil {
 		return Failf("%v", err), nil
 	}

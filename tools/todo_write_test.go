@@ -9,7 +9,7 @@ import (
 // Seed 004: todo_write replaces the session's checklist whole; its items
 // travel as the result's meta for the run card; bad items are refused.
 func TestTodoWriteChecklist(t *testing.T) {
-	res, err := TodoWrite{}.Run(t.Context(), Env{}, json.RawMessage(`{"items":[{"text":"read","done":true},{"text":"write","done":false}]}`))
+	res, err := NewFunc[todoWriteArgs](TodoWrite{}).Run(t.Context(), Env{}, json.RawMessage(`{"items":[{"text":"read","done":true},{"text":"write","done":false}]}`))
 	if err != nil || res.IsError || !strings.HasPrefix(res.Output, "Checklist: 1 of 2 done.") || !strings.Contains(res.Output, "[x] read\n[ ] write") {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -17,7 +17,7 @@ func TestTodoWriteChecklist(t *testing.T) {
 		t.Fatalf("meta = %+v", res.Meta)
 	}
 	for _, bad := range []string{`{"items":[{"text":" ","done":false}]}`, `{"items":[{"text":"x"}],"extra":1}`, `{}`} {
-		if res, _ := (TodoWrite{}).Run(t.Context(), Env{}, json.RawMessage(bad)); !res.IsError && bad != `{}` {
+		if res, _ := (NewFunc[todoWriteArgs](TodoWrite{})).Run(t.Context(), Env{}, json.RawMessage(bad)); !res.IsError && bad != `{}` {
 			t.Errorf("%s accepted: %+v", bad, res)
 		}
 	}

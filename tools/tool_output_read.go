@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,27 +27,16 @@ type ToolOutputRead struct{}
 func (ToolOutputRead) ReadOnly() bool { return true }
 
 func (ToolOutputRead) Def() Def {
-	return Def{Name: "tool_output_read", Description: toolOutputReadDescription, Default: true, Uncut: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "call_id": {"type": "string", "description": "The id of the earlier tool call whose output was cut."},
-    "offset": {"type": "integer", "minimum": 0, "description": "Character to start at. Default 0."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 50000, "description": "How many characters to return. Default 8000."}
-  },
-  "required": ["call_id"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "tool_output_read", Description: toolOutputReadDescription, Default: true, Uncut: true}
 }
 
-func (ToolOutputRead) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		CallID string `json:"call_id"`
-		Offset int    `json:"offset"`
-		Limit  int    `json:"limit"`
-	}
-	if msg, ok := DecodeArgs("tool_output_read", args, &a); !ok {
-		return Failf("%s", msg), nil
-	}
+type toolOutputReadArgs struct {
+	CallID string `json:"call_id" jsonschema:"The id of the earlier tool call whose output was cut."`
+	Offset int    `json:"offset,omitempty" jsonschema:"Character to start at. Default 0." schema:"minimum=0"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"How many characters to return. Default 8000." schema:"minimum=1,maximum=50000"`
+}
+
+func (ToolOutputRead) Run(ctx context.Context, env Env, a toolOutputReadArgs) (Result, error) {
 	if a.CallID == "" {
 		return Failf("call_id is required"), nil
 	}

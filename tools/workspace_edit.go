@@ -3,11 +3,10 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
-
 	"fmt"
-	"github.com/my-agent-crew/crew/events"
 	"strings"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 //go:embed workspace_edit.md
@@ -22,32 +21,19 @@ type WorkspaceEdit struct {
 func (WorkspaceEdit) NeedsApproval() bool { return true }
 
 func (WorkspaceEdit) Def() Def {
-	return Def{Name: "workspace_edit", Description: workspaceEditDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File relative to the workspace."},
-    "old": {"type": "string", "description": "Exact text to replace, including whitespace and indentation."},
-    "new": {"type": "string", "description": "Replacement text (may be empty to delete)."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one. Default false."}
-  },
-  "required": ["path", "old", "new"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "workspace_edit", Description: workspaceEditDescription, Default: true}
 }
 
 type editArgs struct {
-	Path       string  `json:"path"`
-	Old        string  `json:"old"`
-	New        *string `json:"new"`
-	ReplaceAll bool    `json:"replace_all"`
+	Path       string  `json:"path" jsonschema:"File relative to the workspace."`
+	Old        string  `json:"old" jsonschema:"Exact text to replace, including whitespace and indentation."`
+	New        *string `json:"new" jsonschema:"Replacement text (may be empty to delete)."`
+	ReplaceAll bool    `json:"replace_all,omitempty" jsonschema:"Replace every occurrence instead of exactly one. Default false."`
 }
 
-func decodeEdit(args json.RawMessage) (editArgs, *Result) {
-	var a editArgs
-	fail := func(format string, v ...any) (editArgs, *Result) { res := Failf(format, v...); return a, &res }
-	if msg, ok := DecodeArgs("workspace_edit", args, &a); !ok {
-		return fail("%s", msg)
-	}
+// valid refuses an edit that says no change.
+func (a editArgs) valid() *Result {
+	fail := func(format string, v ...any) *Result { res := Failf(format, v...); return &res }
 	switch {
 	case a.Path == "" || a.New == nil:
 		return fail("path, old and new are required")
@@ -56,14 +42,13 @@ func decodeEdit(args json.RawMessage) (editArgs, *Result) {
 	case a.Old == *a.New:
 		return fail("old and new are the same; nothing to change")
 	}
-	return a, nil
+	return nil
 }
 
 // Check refuses what Run would refuse before reading the file: bad
 // arguments, a path outside the workspace.
-func (WorkspaceEdit) Check(env Env, args json.RawMessage) error {
-	a, res := decodeEdit(args)
-	if res != nil {
+func (WorkspaceEdit) Check(env Env, a editArgs) error {
+	if res := a.valid(); res != nil {
 		return refusal(*res)
 	}
 	if _, ok := PersonaFile(env, a.Path); ok {
@@ -74,9 +59,8 @@ func (WorkspaceEdit) Check(env Env, args json.RawMessage) error {
 
 // AskWhen asks, even when autonomous, for an edit that changes what runs
 // when git or a shell opens the folder (RunsWhenOpened).
-func (WorkspaceEdit) AskWhen(env Env, args json.RawMessage) string {
-	a, res := decodeEdit(args)
-	if res != nil {
+func (WorkspaceEdit) AskWhen(env Env, a editArgs) string {
+	if a.valid() != nil {
 		return ""
 	}
 	return RunsWhenOpenedReason(env, a.Path)
@@ -84,9 +68,8 @@ func (WorkspaceEdit) AskWhen(env Env, args json.RawMessage) string {
 
 // AllowWhen: an edit of the agent's AGENTS.md or SOUL.md only files a
 // proposal for the owner, which changes nothing, so it need not ask.
-func (WorkspaceEdit) AllowWhen(env Env, args json.RawMessage) bool {
-	a, res := decodeEdit(args)
-	if res != nil {
+func (WorkspaceEdit) AllowWhen(env Env, a editArgs) bool {
+	if a.valid() != nil {
 		return false
 	}
 	_, ok := PersonaFile(env, a.Path)
@@ -107,9 +90,8 @@ func (a editArgs) replaced(content string) (string, int, *Result) {
 	return strings.ReplaceAll(content, a.Old, *a.New), n, nil // n == 1 or replace_all
 }
 
-func (t WorkspaceEdit) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	a, res := decodeEdit(args)
-	if res != nil {
+func (t WorkspaceEdit) Run(ctx context.Context, env Env, a editArgs) (Result, error) {
+	if res := a.valid(); res != nil {
 		return *res, nil
 	}
 	if name, ok := PersonaFile(env, a.Path); ok {

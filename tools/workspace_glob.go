@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -22,23 +21,14 @@ type WorkspaceGlob struct{}
 func (WorkspaceGlob) ReadOnly() bool { return true }
 
 func (WorkspaceGlob) Def() Def {
-	return Def{Name: "workspace_glob", Description: workspaceGlobDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "description": "Pattern relative to the workspace, e.g. **/*.go or docs/{a,b}/*.md"}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "workspace_glob", Description: workspaceGlobDescription, Default: true}
 }
 
-func (WorkspaceGlob) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		Pattern string `json:"pattern"`
-	}
-	if msg, ok := DecodeArgs("workspace_glob", args, &a); !ok {
-		return Failf("%s", msg), nil
-	}
+type workspaceGlobArgs struct {
+	Pattern string `json:"pattern" jsonschema:"Pattern relative to the workspace, e.g. **/*.go or docs/{a,b}/*.md"`
+}
+
+func (WorkspaceGlob) Run(ctx context.Context, env Env, a workspaceGlobArgs) (Result, error) {
 	g, err := compileGlob(a.Pattern)
 	if err != nil {
 		return Failf("invalid pattern %q: %v", a.Pattern, err), nil

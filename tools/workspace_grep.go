@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -26,27 +25,16 @@ type WorkspaceGrep struct{}
 func (WorkspaceGrep) ReadOnly() bool { return true }
 
 func (WorkspaceGrep) Def() Def {
-	return Def{Name: "workspace_grep", Description: workspaceGrepDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "description": "Go regular expression (RE2), e.g. func \\w+Handler or (?i)todo"},
-    "path": {"type": "string", "description": "File or directory to search, relative to the workspace. Default the whole workspace."},
-    "glob": {"type": "string", "description": "Only search files matching this pattern, e.g. *.go or src/**/*.ts"}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "workspace_grep", Description: workspaceGrepDescription, Default: true}
 }
 
-func (WorkspaceGrep) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-		Glob    string `json:"glob"`
-	}
-	if msg, ok := DecodeArgs("workspace_grep", args, &a); !ok {
-		return Failf("%s", msg), nil
-	}
+type workspaceGrepArgs struct {
+	Pattern string `json:"pattern" jsonschema:"Go regular expression (RE2), e.g. func \\w+Handler or (?i)todo"`
+	Path    string `json:"path,omitempty" jsonschema:"File or directory to search, relative to the workspace. Default the whole workspace."`
+	Glob    string `json:"glob,omitempty" jsonschema:"Only search files matching this pattern, e.g. *.go or src/**/*.ts"`
+}
+
+func (WorkspaceGrep) Run(ctx context.Context, env Env, a workspaceGrepArgs) (Result, error) {
 	if a.Pattern == "" {
 		return Failf("pattern is required"), nil
 	}

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -21,22 +20,14 @@ type WorkspaceList struct{}
 func (WorkspaceList) ReadOnly() bool { return true }
 
 func (WorkspaceList) Def() Def {
-	return Def{Name: "workspace_list", Description: workspaceListDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "Directory relative to the workspace; empty for the workspace itself."}
-  },
-  "additionalProperties": false
-}`)}
+	return Def{Name: "workspace_list", Description: workspaceListDescription, Default: true}
 }
 
-func (WorkspaceList) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		Path string `json:"path"`
-	}
-	if msg, ok := DecodeArgs("workspace_list", args, &a); !ok {
-		return Failf("%s", msg), nil
-	}
+type workspaceListArgs struct {
+	Path string `json:"path,omitempty" jsonschema:"Directory relative to the workspace; empty for the workspace itself."`
+}
+
+func (WorkspaceList) Run(ctx context.Context, env Env, a workspaceListArgs) (Result, error) {
 	pl, res, err := openPath(env, a.Path)
 	if res != nil || err != nil {
 		return deref(res), err

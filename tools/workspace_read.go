@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -23,27 +22,16 @@ type WorkspaceRead struct{}
 func (WorkspaceRead) ReadOnly() bool { return true }
 
 func (WorkspaceRead) Def() Def {
-	return Def{Name: "workspace_read", Description: workspaceReadDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File relative to the workspace."},
-    "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based). Default 1."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "How many lines to show. Default 2000."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "workspace_read", Description: workspaceReadDescription, Default: true}
 }
 
-func (WorkspaceRead) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	var a struct {
-		Path   string `json:"path"`
-		Offset int    `json:"offset"`
-		Limit  int    `json:"limit"`
-	}
-	if msg, ok := DecodeArgs("workspace_read", args, &a); !ok {
-		return Failf("%s", msg), nil
-	}
+type workspaceReadArgs struct {
+	Path   string `json:"path" jsonschema:"File relative to the workspace."`
+	Offset int    `json:"offset,omitempty" jsonschema:"First line to show (1-based). Default 1." schema:"minimum=1"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"How many lines to show. Default 2000." schema:"minimum=1,maximum=5000"`
+}
+
+func (WorkspaceRead) Run(ctx context.Context, env Env, a workspaceReadArgs) (Result, error) {
 	if a.Path == "" {
 		return Failf("path is required"), nil
 	}

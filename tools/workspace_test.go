@@ -62,7 +62,7 @@ func TestWorkspaceList(t *testing.T) {
 	env := newWorkspace(t, map[string]string{"a.txt": "hello", "dir/b.go": "package b", "dir/sub/c": ""})
 	escapeWorkspace(t, env)
 	os.Mkdir(filepath.Join(env.Workspace, "empty"), 0o755)
-	runCases(t, WorkspaceList{}, env, []toolCase{
+	runCases(t, NewFunc[workspaceListArgs](WorkspaceList{}), env, []toolCase{
 		{args: `{}`, want: []string{"a.txt\t5 B", "dir/", "out@", "leak.txt@", "empty/"}},
 		{args: `{"path":"dir"}`, want: []string{"b.go", "sub/"}},
 		{args: `{"path":"empty"}`, want: []string{"empty is empty"}},
@@ -93,7 +93,7 @@ func TestWorkspaceRead(t *testing.T) {
 	if err := os.WriteFile(huge, make([]byte, maxFileBytes+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runCases(t, WorkspaceRead{}, env, []toolCase{
+	runCases(t, NewFunc[workspaceReadArgs](WorkspaceRead{}), env, []toolCase{
 		{args: `{"path":"a.txt"}`, want: []string{"     1\tone\n     2\ttwo\n     3\tthree"}, notWant: []string{"lines", "\n     4"}},
 		{args: `{"path":"long.txt","offset":10,"limit":3}`, want: []string{"    10\tline 10\n    11\tline 11\n    12\tline 12\n[lines 10–12 of 30; call again with offset 13"}},
 		{args: `{"path":"long.txt","offset":29}`, want: []string{"    30\tline 30\n[lines 29–30 of 30]"}},
@@ -120,7 +120,7 @@ func TestWorkspaceGlob(t *testing.T) {
 		".git/config": "", "node/x.ts": "", "node/y.tsx": "",
 	})
 	escapeWorkspace(t, env)
-	runCases(t, WorkspaceGlob{}, env, []toolCase{
+	runCases(t, NewFunc[workspaceGlobArgs](WorkspaceGlob{}), env, []toolCase{
 		{args: `{"pattern":"**/*.go"}`, want: []string{"a/b.go\na/b/c.go\na/b/c_test.go\nmain.go"}},
 		{args: `{"pattern":"*.go"}`, want: []string{"main.go"}, notWant: []string{"a/b.go"}},
 		{args: `{"pattern":"a/**/*_test.go"}`, want: []string{"a/b/c_test.go"}, notWant: []string{"c.go\n"}},
@@ -148,7 +148,7 @@ func TestWorkspaceGrep(t *testing.T) {
 		"nested/x/y": "TODO deep\n",
 	})
 	escapeWorkspace(t, env)
-	runCases(t, WorkspaceGrep{}, env, []toolCase{
+	runCases(t, NewFunc[workspaceGrepArgs](WorkspaceGrep{}), env, []toolCase{
 		{args: `{"pattern":"TODO"}`, want: []string{"a.go:2: // TODO: one", "sub/c.txt:1: TODO three", "nested/x/y:1: TODO deep", "1 binary or oversized"},
 			notWant: []string{"todo: two", "git", "TOPSECRET", "secret"}},
 		{args: `{"pattern":"(?i)todo","glob":"*.go"}`, want: []string{"a.go:2:", "sub/b.go:2: // todo: two"}, notWant: []string{"c.txt"}},
@@ -169,7 +169,7 @@ func TestWorkspaceWrite(t *testing.T) {
 	env := newWorkspace(t, map[string]string{"exists.sh": "old"})
 	outside := escapeWorkspace(t, env)
 	os.Chmod(filepath.Join(env.Workspace, "exists.sh"), 0o750)
-	runCases(t, WorkspaceWrite{}, env, []toolCase{
+	runCases(t, NewFunc[writeArgs](WorkspaceWrite{}), env, []toolCase{
 		{args: `{"path":"new/deep/f.txt","content":"a\nb\n"}`, want: []string{"created new/deep/f.txt (4 bytes, 2 lines)"}},
 		{args: `{"path":"exists.sh","content":"#!/bin/sh\n"}`, want: []string{"overwrote exists.sh"}},
 		{args: `{"path":"empty.txt","content":""}`, want: []string{"created empty.txt (0 bytes, 0 lines)"}},
@@ -202,7 +202,7 @@ func TestWorkspaceEdit(t *testing.T) {
 		"bin.dat": "a\x00b",
 	})
 	outside := escapeWorkspace(t, env)
-	runCases(t, WorkspaceEdit{}, env, []toolCase{
+	runCases(t, NewFunc[editArgs](WorkspaceEdit{}), env, []toolCase{
 		{args: `{"path":"a.txt","old":"beta","new":"BETA"}`, isError: true, want: []string{"occurs 2 times", "replace_all"}},
 		{args: `{"path":"a.txt","old":"delta","new":"x"}`, isError: true, want: []string{"not found"}},
 		{args: `{"path":"a.txt","old":"","new":"x"}`, isError: true, want: []string{"must not be empty"}},
@@ -233,13 +233,13 @@ func TestWorkspaceMissingIsHarnessError(t *testing.T) {
 		tool Tool
 		args string
 	}{
-		{WorkspaceList{}, `{}`},
-		{WorkspaceRead{}, `{"path":"a"}`},
-		{WorkspaceGlob{}, `{"pattern":"*"}`},
-		{WorkspaceGrep{}, `{"pattern":"x"}`},
-		{WorkspaceWrite{}, `{"path":"a","content":""}`},
-		{WorkspaceEdit{}, `{"path":"a","old":"x","new":"y"}`},
-		{ShellRun{}, `{"command":"true"}`},
+		{NewFunc[workspaceListArgs](WorkspaceList{}), `{}`},
+		{NewFunc[workspaceReadArgs](WorkspaceRead{}), `{"path":"a"}`},
+		{NewFunc[workspaceGlobArgs](WorkspaceGlob{}), `{"pattern":"*"}`},
+		{NewFunc[workspaceGrepArgs](WorkspaceGrep{}), `{"pattern":"x"}`},
+		{NewFunc[writeArgs](WorkspaceWrite{}), `{"path":"a","content":""}`},
+		{NewFunc[editArgs](WorkspaceEdit{}), `{"path":"a","old":"x","new":"y"}`},
+		{NewFunc[shellArgs](ShellRun{}), `{"command":"true"}`},
 	}
 	for _, tt := range tests {
 		if _, err := tt.tool.Run(t.Context(), env, json.RawMessage(tt.args)); !errors.Is(err, ErrNoWorkspace) {

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 
 	"errors"
 	"fmt"
@@ -26,40 +25,27 @@ type WorkspaceWrite struct {
 func (WorkspaceWrite) NeedsApproval() bool { return true }
 
 func (WorkspaceWrite) Def() Def {
-	return Def{Name: "workspace_write", Description: workspaceWriteDescription, Default: true, Params: params(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File relative to the workspace; parent directories are created."},
-    "content": {"type": "string", "description": "The whole new content of the file."}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`)}
+	return Def{Name: "workspace_write", Description: workspaceWriteDescription, Default: true}
 }
 
 type writeArgs struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
+	Path    string  `json:"path" jsonschema:"File relative to the workspace; parent directories are created."`
+	Content *string `json:"content" jsonschema:"The whole new content of the file."`
 }
 
-func decodeWrite(args json.RawMessage) (writeArgs, *Result) {
-	var a writeArgs
-	if msg, ok := DecodeArgs("workspace_write", args, &a); !ok {
-		res := Failf("%s", msg)
-		return a, &res
-	}
+// valid refuses a write without a path or content ("" is a content).
+func (a writeArgs) valid() *Result {
 	if a.Path == "" || a.Content == nil {
 		res := Failf("path and content are required")
-		return a, &res
+		return &res
 	}
-	return a, nil
+	return nil
 }
 
 // Check refuses what Run would refuse before writing: bad arguments, a
 // path outside the workspace or the workspace itself.
-func (WorkspaceWrite) Check(env Env, args json.RawMessage) error {
-	a, res := decodeWrite(args)
-	if res != nil {
+func (WorkspaceWrite) Check(env Env, a writeArgs) error {
+	if res := a.valid(); res != nil {
 		return refusal(*res)
 	}
 	if _, ok := PersonaFile(env, a.Path); ok {
@@ -70,9 +56,8 @@ func (WorkspaceWrite) Check(env Env, args json.RawMessage) error {
 
 // AskWhen asks, even when autonomous, for a write that changes what runs
 // when git or a shell opens the folder (RunsWhenOpened).
-func (WorkspaceWrite) AskWhen(env Env, args json.RawMessage) string {
-	a, res := decodeWrite(args)
-	if res != nil {
+func (WorkspaceWrite) AskWhen(env Env, a writeArgs) string {
+	if a.valid() != nil {
 		return ""
 	}
 	return RunsWhenOpenedReason(env, a.Path)
@@ -80,18 +65,16 @@ func (WorkspaceWrite) AskWhen(env Env, args json.RawMessage) string {
 
 // AllowWhen: a write to the agent's AGENTS.md or SOUL.md only files a
 // proposal for the owner, which changes nothing, so it need not ask.
-func (WorkspaceWrite) AllowWhen(env Env, args json.RawMessage) bool {
-	a, res := decodeWrite(args)
-	if res != nil {
+func (WorkspaceWrite) AllowWhen(env Env, a writeArgs) bool {
+	if a.valid() != nil {
 		return false
 	}
 	_, ok := PersonaFile(env, a.Path)
 	return ok
 }
 
-func (t WorkspaceWrite) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
-	a, res := decodeWrite(args)
-	if res != nil {
+func (t WorkspaceWrite) Run(ctx context.Context, env Env, a writeArgs) (Result, error) {
+	if res := a.valid(); res != nil {
 		return *res, nil
 	}
 	if name, ok := PersonaFile(env, a.Path); ok {

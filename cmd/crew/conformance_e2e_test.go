@@ -95,7 +95,7 @@ var confRows = map[string]confRow{
 	"spawn_teammate":           {args: `{"name":"extra","agent":"helper"}`},
 	"submit_plan":              {args: `{"plan":"my plan"}`},
 	"task_stop":                {args: `{"task_id":"bg-nope"}`},
-	"todo_write":               {args: `{"items":[{"text":"a","status":"pending"}]}`},
+	"todo_write":               {args: `{"items":[{"text":"a","done":false}]}`},
 	"tool_output_read":         {args: `{"call_id":"nope"}`},
 	"tool_script":              {args: `{"script":"print(1)"}`},
 	"tool_search":              {args: `{"query":"notes"}`},

@@ -29,7 +29,7 @@ func (Act) Def() tools.Def {
   "type": "object",
   "properties": {
     "ref": {"type": "string", "description": "The element's ref from the last outline, like e3."},
-    "action": {"type": "string", "enum": ["click", "type", "select", "press", "upload"]},
+    "action": {"type": "string", "enum": ["click", "type", "select", "press", "upload"], "description": "What to do with the element."},
     "text": {"type": "string", "description": "type: the text to put in the field (it replaces what is there)."},
     "submit": {"type": "boolean", "description": "type: press Enter after typing."},
     "option": {"type": "string", "description": "select: the option's label or value."},

@@ -3,7 +3,6 @@ package kit
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/tools"
@@ -15,7 +14,7 @@ var skillReadDescription string
 // SkillRead returns the skill_read tool, which loads a skill's full text
 // from the home's and the agent's skills (tools.Env HomeDir and AgentDir).
 // It only reads, so it is not gated.
-func SkillRead() tools.Tool { return skillRead{} }
+func SkillRead() tools.Tool { return tools.NewFunc[skillReadArgs](skillRead{}) }
 
 type skillRead struct{}
 
@@ -23,25 +22,16 @@ type skillRead struct{}
 func (skillRead) ReadOnly() bool { return true }
 
 func (skillRead) Def() tools.Def {
-	return tools.Def{Name: "skill_read", Description: skillReadDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "description": "The skill's name, as listed in the Skills section."}
-  },
-  "required": ["name"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "skill_read", Description: skillReadDescription, Default: true}
 }
 
-func (skillRead) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+type skillReadArgs struct {
+	Name string `json:"name" jsonschema:"The skill's name, as listed in the Skills section."`
+}
+
+func (skillRead) Run(ctx context.Context, env tools.Env, a skillReadArgs) (tools.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return tools.Result{}, err
-	}
-	var a struct {
-		Name string `json:"name"`
-	}
-	if msg, ok := tools.DecodeArgs("skill_read", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
 	}
 	if a.Name == "" {
 		return tools.Failf("name is required"), nil

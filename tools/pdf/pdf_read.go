@@ -3,7 +3,6 @@ package pdf
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -26,16 +25,11 @@ type Read struct{ Sandbox *shell.Sandbox }
 // ReadOnly: it changes nothing, so a script may call it (R-SCR).
 func (Read) ReadOnly() bool { return true }
 
+// Tool is pdf_read, for the registry: its extractor runs in sb.
+func Tool(sb *shell.Sandbox) tools.Tool { return tools.NewFunc[readArgs](Read{Sandbox: sb}) }
+
 func (Read) Def() tools.Def {
-	return tools.Def{Name: "pdf_read", Description: readDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "The PDF, relative to the workspace."},
-    "pages": {"type": "string", "description": "Pages to read: 3, 2-5 or 1,4-6 (from 1). Default: the first 50."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "pdf_read", Description: readDescription, Default: true}
 }
 
 // CacheDir is where pdf_read keeps the compiled extractor: under the
@@ -47,15 +41,13 @@ func CacheDir(home string) string {
 	return filepath.Join(home, "data", "cache", "pdfium")
 }
 
+type readArgs struct {
+	Path  string `json:"path" jsonschema:"The PDF, relative to the workspace."`
+	Pages string `json:"pages,omitempty" jsonschema:"Pages to read: 3, 2-5 or 1,4-6 (from 1). Default: the first 50."`
+}
+
 // Run reads the file and extracts the pages asked for.
-func (r Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Path  string `json:"path"`
-		Pages string `json:"pages"`
-	}
-	if msg, ok := tools.DecodeArgs("pdf_read", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+func (r Read) Run(ctx context.Context, env tools.Env, a readArgs) (tools.Result, error) {
 	if a.Path == "" {
 		return tools.Failf("path is required"), nil
 	}

@@ -80,7 +80,7 @@ func TestPdfReadTool(t *testing.T) {
 	env := tools.Env{Workspace: ws, HomeDir: filepath.Dir(filepath.Dir(filepath.Dir(cacheDir)))}
 	run := func(args string) tools.Result {
 		t.Helper()
-		res, err := pdf.Read{Sandbox: shelltest.New(t)}.Run(t.Context(), env, json.RawMessage(args))
+		res, err := pdf.Tool(shelltest.New(t)).Run(t.Context(), env, json.RawMessage(args))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ import (
 func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
 	out := append(tools.Builtins(s), loop.Tools()...)
 	out = append(out, recall.Tools(rc, s)...)
-	out = append(out, create, kit.SkillRead(), pdf.Read{Sandbox: s.Sandbox})
+	out = append(out, create, kit.SkillRead(), pdf.Tool(s.Sandbox))
 	out = append(out, crons.Tools()...)
 	out = append(out, nt.tools(s.Sandbox)...)
 	out = append(out, canvas.Tools(cv, s)...)
