@@ -165,3 +165,7 @@ func hasQueued(items []Item) bool {
 	}
 	return false
 }
+
+// StatusLabel is how a status is named on the page (a live patch sets
+// the badge).
+func StatusLabel(status string) string { return statusLabel(status) }

@@ -118,6 +118,10 @@ const (
 // Item is one entry of the chat.
 type Item struct {
 	Kind string
+	// Slot is the item's place in the chat projection, from 1: the
+	// element a live patch replaces (0: a dropped or queued message,
+	// shown after the items).
+	Slot int
 	// Text is the message text (user, note) or the assistant's Markdown
 	// source; HTML is the assistant's text rendered and sanitized.
 	Text     string

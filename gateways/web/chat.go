@@ -16,37 +16,57 @@ import (
 // it: messages, and each tool call as one card holding its result; md
 // renders model text.
 func chatView(h projections.ChatHead, items []projections.ChatItem, md func(string) string) []ui.Item {
-	conv := h.Conversation
-	waiting := ""
-	if len(h.Approvals) > 0 {
-		waiting = h.Approvals[0].CallID
-	}
 	var out []ui.Item
-	for _, it := range items {
-		switch it.Kind {
-		case projections.ChatUser:
-			if it.Note {
-				out = append(out, ui.Item{Kind: ui.ItemNote, Text: chatUserText(it)})
-				continue
-			}
-			out = append(out, chatUser(conv, it))
-		case projections.ChatReply:
-			out = append(out, ui.Item{Kind: ui.ItemAssistant, Text: it.Text, HTML: md(it.Text), Stopped: it.Stopped})
-		case projections.ChatShown:
-			out = append(out, ui.Item{Kind: ui.ItemAssistant, Text: it.Text, HTML: md(it.Text), Interrupted: it.Then})
-		case projections.ChatCall:
-			if item, ok := chatCall(h, it, waiting, md); ok {
-				out = append(out, item)
-			}
+	for i, it := range items {
+		if v, ok := chatSlot(h, i, it, md); ok {
+			out = append(out, v)
 		}
 	}
-	for _, d := range h.Dropped { // a stop dropped them: never answered
-		it := chatUser(conv, d.Item)
+	return append(out, chatWaiting(h)...)
+}
+
+// chatSlot is item i of the chat as the page shows it (Slot i+1); false
+// when it shows nothing there (a question the question box asks).
+func chatSlot(h projections.ChatHead, i int, it projections.ChatItem, md func(string) string) (ui.Item, bool) {
+	var v ui.Item
+	switch it.Kind {
+	case projections.ChatUser:
+		if it.Note {
+			v = ui.Item{Kind: ui.ItemNote, Text: chatUserText(it)}
+		} else {
+			v = chatUser(h.Conversation, it)
+		}
+	case projections.ChatReply:
+		v = ui.Item{Kind: ui.ItemAssistant, Text: it.Text, HTML: md(it.Text), Stopped: it.Stopped}
+	case projections.ChatShown:
+		v = ui.Item{Kind: ui.ItemAssistant, Text: it.Text, HTML: md(it.Text), Interrupted: it.Then}
+	case projections.ChatCall:
+		waiting := ""
+		if len(h.Approvals) > 0 {
+			waiting = h.Approvals[0].CallID
+		}
+		var ok bool
+		if v, ok = chatCall(h, it, waiting, md); !ok {
+			return ui.Item{}, false
+		}
+	default:
+		return ui.Item{}, false
+	}
+	v.Slot = i + 1
+	return v, true
+}
+
+// chatWaiting are the messages after the chat's items: those a stop
+// dropped, never answered, and the queue.
+func chatWaiting(h projections.ChatHead) []ui.Item {
+	var out []ui.Item
+	for _, d := range h.Dropped {
+		it := chatUser(h.Conversation, d.Item)
 		it.Dropped, it.Notes, it.Canvas = true, "", ""
 		out = append(out, it)
 	}
 	for i, q := range h.Queued {
-		it := chatUser(conv, q.Item)
+		it := chatUser(h.Conversation, q.Item)
 		it.Notes, it.Canvas = "", ""
 		if it.Queued = h.OpenRun != ""; it.Queued {
 			it.QueueN = i + 1 // DELETE /api/conversations/{id}/queue/{n}

@@ -140,25 +140,41 @@ func (p *Pages) home(ctx context.Context, csrf string) (ui.HomeView, error) {
 // of it when asked (never older than what the API already said).
 func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.ConversationView, error) {
 	p.caughtUpOn(ctx, id)
-	c, err := projections.GetConversation(p.DB, id)
-	if errors.Is(err, projections.ErrNotFound) {
-		return ui.ConversationView{}, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
-	}
+	v, c, _, _, err := p.chat(ctx, id, csrf, p.render())
 	if err != nil {
 		return ui.ConversationView{}, err
+	}
+	if v.Shell, err = p.shell(ctx, c.Title, id, csrf); err != nil {
+		return ui.ConversationView{}, err
+	}
+	if p.Teams != nil {
+		if v.Team, err = p.Teams.Exists(ctx, id); err != nil {
+			return ui.ConversationView{}, err
+		}
+	}
+	return v, nil
+}
+
+// chat is the chat of conversation id as the projections hold it now,
+// without the page around it: the view, the conversation and the chat's
+// items (a live patch compares them with the ones it sent).
+func (p *Pages) chat(ctx context.Context, id, csrf string, render func(string) string) (ui.ConversationView, projections.Conversation, projections.ChatHead, []projections.ChatItem, error) {
+	c, err := projections.GetConversation(p.DB, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return ui.ConversationView{}, c, projections.ChatHead{}, nil, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ui.ConversationView{}, c, projections.ChatHead{}, nil, err
 	}
 	head, items, err := projections.GetChat(p.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		head, err = projections.ChatHead{Conversation: id}, nil // the chat projection has not reached it yet
 	}
 	if err != nil {
-		return ui.ConversationView{}, err
-	}
-	render := p.markdown
-	if render == nil {
-		render = Markdown
+		return ui.ConversationView{}, c, projections.ChatHead{}, nil, err
 	}
 	var v ui.ConversationView
+	v.CSRF = csrf
 	v.Items = chatView(head, items, render)
 	v.LastSeq = head.Seq
 	running := head.OpenRun != ""
@@ -178,15 +194,7 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 			}
 		}
 	}
-	if v.Shell, err = p.shell(ctx, c.Title, id, csrf); err != nil {
-		return ui.ConversationView{}, err
-	}
 	v.Conv = p.row(c)
-	if p.Teams != nil {
-		if v.Team, err = p.Teams.Exists(ctx, id); err != nil {
-			return ui.ConversationView{}, err
-		}
-	}
 	switch {
 	case v.Approval != nil:
 		v.Conv.Status = projections.ConversationAwaitingApproval
@@ -217,7 +225,7 @@ func (p *Pages) conversation(ctx context.Context, id, csrf string) (ui.Conversat
 			it.Delegate.AgentName = p.agentName(it.Delegate.Agent)
 		}
 	}
-	return v, nil
+	return v, c, head, items, nil
 }
 
 // ending is the notice of how the conversation's last run ended, while no
@@ -261,6 +269,14 @@ func readable(raw json.RawMessage) (string, []ui.ArgBlock) {
 		blocks = append(blocks, ui.ArgBlock{Name: t.Name, Text: t.Text})
 	}
 	return rest, blocks
+}
+
+// render is the Markdown renderer of model text.
+func (p *Pages) render() func(string) string {
+	if p.markdown != nil {
+		return p.markdown
+	}
+	return Markdown
 }
 
 // caughtUpOn waits, at most two seconds, for the projections to apply

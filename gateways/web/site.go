@@ -41,6 +41,7 @@ func (s *server) routesSite(mux *router) {
 		s.markHit(r.Context(), r, &v)
 		return ui.ConversationPage(v), err
 	}))
+	mux.HandleFunc("GET /c/{id}/live", s.chatLive)
 	mux.HandleFunc("GET /c/{id}/fragment", s.page(func(r *http.Request, csrf string) (templ.Component, error) {
 		v, err := s.cfg.Pages.conversation(r.Context(), r.PathValue("id"), csrf)
 		return ui.ChatFragment(v), err

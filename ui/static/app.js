@@ -40,6 +40,8 @@
     tpl.innerHTML = html.trim();
     const fresh = tpl.content.getElementById(id);
     if (!fresh) return null;
+    // A chat the live feed has patched past what this answer holds stays.
+    if (Number(fresh.dataset.lastSeq || 0) < Number(old.dataset.lastSeq || 0)) return null;
     const open = new Set([...old.querySelectorAll('details[open][data-call-id]')].map((d) => d.dataset.callId));
     fresh.querySelectorAll('details[data-call-id]').forEach((d) => { if (open.has(d.dataset.callId)) d.open = true; });
     old.replaceWith(fresh);
@@ -134,16 +136,72 @@
     if (stick) toBottom();
   }
 
-  // 1. The conversation's own stream: live deltas and stored events.
+  // 1. The conversation's own feed (/c/{id}/live): live deltas, and after
+  // each stored event a patch of the chat elements whose look changed.
+  const RESETS = ['model_called', 'run_finished', 'model_retried', 'route_fallback', 'resync'];
+  function openSet(root) {
+    return new Set([...root.querySelectorAll('details[open][data-call-id]')].map((d) => d.dataset.callId));
+  }
+  function parse(html) {
+    const tpl = document.createElement('template');
+    tpl.innerHTML = html.trim();
+    return tpl.content;
+  }
+  function keepOpen(root, open) {
+    root.querySelectorAll('details[data-call-id]').forEach((d) => { if (open.has(d.dataset.callId)) d.open = true; });
+  }
+  function setPart(id, html, open) {
+    const part = document.getElementById(id);
+    if (!part || html == null) return;
+    const fresh = parse(html);
+    keepOpen(fresh, open);
+    part.replaceChildren(fresh);
+  }
+  function applyPatch(p) {
+    // The chat now holds that text (a retry or another route keeps what
+    // was shown as an interrupted reply), so the live copy goes.
+    if (RESETS.includes(p.type)) resetLive();
+    const chat = document.getElementById('chat');
+    const items = document.getElementById('chat-items');
+    if (!chat || !items) return;
+    const open = openSet(chat);
+    (p.slots || []).forEach((s) => {
+      const old = items.querySelector(':scope > [data-slot="' + s.slot + '"]');
+      const fresh = s.html ? parse(s.html).firstElementChild : null;
+      if (fresh) keepOpen(fresh, open);
+      if (old) {
+        if (fresh) old.replaceWith(fresh); else old.remove();
+        return;
+      }
+      if (!fresh) return;
+      const next = [...items.children].find((c) => Number(c.dataset.slot) > s.slot);
+      items.insertBefore(fresh, next || null);
+    });
+    setPart('chat-dropped', p.dropped, open);
+    setPart('chat-tail', p.tail, open);
+    chat.dataset.lastSeq = String(p.seq);
+    chat.dataset.status = p.status;
+    chat.dataset.statusLabel = p.status_label;
+    chat.dataset.active = String(p.active);
+    renderLive();
+    tick();
+    showStop(p.active);
+    const status = byTestId('conv-status');
+    if (status && p.status) {
+      status.dataset.status = p.status;
+      status.className = 'badge status-' + p.status;
+      status.textContent = p.status_label || p.status;
+    }
+    toBottom();
+  }
   if (conv && document.getElementById('chat')) {
-    const es = new EventSource('/api/stream?conversation=' + encodeURIComponent(conv) + '&after=' + encodeURIComponent(lastSeq));
+    const es = new EventSource('/c/' + encodeURIComponent(conv) + '/live?after=' + encodeURIComponent(lastSeq));
     es.addEventListener('delta', onDelta);
-    STORED.forEach((type) => es.addEventListener(type, () => {
-      // The fragment now holds that text (a retry or another route keeps
-      // what was shown as an interrupted reply), so the live copy goes.
-      if (type === 'model_called' || type === 'run_finished' || type === 'model_retried' || type === 'route_fallback') resetLive();
-      refreshChat();
-    }));
+    es.addEventListener('chat', (ev) => {
+      let p;
+      try { p = JSON.parse(ev.data); } catch { return; }
+      applyPatch(p);
+    });
     toBottom();
   }
 
