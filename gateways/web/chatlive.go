@@ -100,12 +100,27 @@ func (p *Pages) patch(ctx context.Context, id, csrf string, sent *chatSent) (Cha
 	if dropped != sent.dropped {
 		sent.dropped, out.Dropped = dropped, &dropped
 	}
-	tail, err := renderHTML(ctx, ui.ChatTail(v))
+	// The countdowns tick in the page: a tail that differs only in them
+	// is not sent again (its approval bar's form stays the one in use).
+	still := v
+	if a := v.Approval; a != nil {
+		c := *a
+		c.ExpiresIn, still.Approval = "", &c
+	}
+	if q := v.Question; q != nil {
+		c := *q
+		c.ExpiresIn, still.Question = "", &c
+	}
+	key, err := renderHTML(ctx, ui.ChatTail(still))
 	if err != nil {
 		return ChatPatch{}, err
 	}
-	if tail != sent.tail {
-		sent.tail, out.Tail = tail, &tail
+	if key != sent.tail {
+		tail, err := renderHTML(ctx, ui.ChatTail(v))
+		if err != nil {
+			return ChatPatch{}, err
+		}
+		sent.tail, out.Tail = key, &tail
 	}
 	return out, nil
 }

@@ -232,9 +232,10 @@
       let c = '';
       try { c = JSON.parse(ev.data).conversation || ''; } catch { /* not JSON: sidebar only */ }
       // A delegated child of this chat (its pinned card names it) changed:
-      // its approval or answer shows here.
-      const child = c && document.querySelector('[data-child-conversation="' + CSS.escape(c) + '"]');
-      if (conv && (c === conv || child)) refreshChat();
+      // its approval or answer shows here. The chat's own events come as
+      // patches on its live feed.
+      const child = c && c !== conv && document.querySelector('[data-child-conversation="' + CSS.escape(c) + '"]');
+      if (conv && child) refreshChat();
       // Its delegated children (ChildID: <conversation>-d-…) nest in its runs.
       if (conv && c.startsWith(conv + '-d-')) refreshRuns();
     };
