@@ -23,7 +23,7 @@
   // swap replaces the element with this id by the one url renders, keeping
   // the tool cards the reader opened open. Stale answers are dropped.
   const generation = {};
-  async function swap(id, url) {
+  async function swap(id, url, force) {
     const n = (generation[id] = (generation[id] || 0) + 1);
     let html;
     try {
@@ -40,8 +40,10 @@
     tpl.innerHTML = html.trim();
     const fresh = tpl.content.getElementById(id);
     if (!fresh) return null;
-    // A chat the live feed has patched past what this answer holds stays.
-    if (Number(fresh.dataset.lastSeq || 0) < Number(old.dataset.lastSeq || 0)) return null;
+    // A chat the live feed has patched as far as this answer holds stays
+    // (its elements may be in use); forced: something outside its events
+    // changed (a delegated child's approval).
+    if (id === 'chat' && !force && Number(fresh.dataset.lastSeq || 0) <= Number(old.dataset.lastSeq || 0)) return null;
     const open = new Set([...old.querySelectorAll('details[open][data-call-id]')].map((d) => d.dataset.callId));
     fresh.querySelectorAll('details[data-call-id]').forEach((d) => { if (open.has(d.dataset.callId)) d.open = true; });
     old.replaceWith(fresh);
@@ -86,9 +88,9 @@
     if (window.ResizeObserver) new ResizeObserver(() => { if (stuck) toBottom(); }).observe(main);
   }
 
-  const refreshChat = debounce(async () => {
+  async function updateChat(force) {
     if (!conv || !document.getElementById('chat')) return;
-    const chat = await swap('chat', '/c/' + encodeURIComponent(conv) + '/fragment');
+    const chat = await swap('chat', '/c/' + encodeURIComponent(conv) + '/fragment', force);
     if (!chat) return;
     renderLive();
     tick();
@@ -100,7 +102,9 @@
       status.textContent = chat.dataset.statusLabel || chat.dataset.status;
     }
     toBottom();
-  }, 50);
+  }
+  const refreshChat = debounce(() => updateChat(false), 50);
+  const refreshChildChat = debounce(() => updateChat(true), 50);
 
   // The composer's Stop shows while a run is open or messages wait.
   function showStop(active) {
@@ -235,7 +239,7 @@
       // its approval or answer shows here. The chat's own events come as
       // patches on its live feed.
       const child = c && c !== conv && document.querySelector('[data-child-conversation="' + CSS.escape(c) + '"]');
-      if (conv && child) refreshChat();
+      if (conv && child) refreshChildChat();
       // Its delegated children (ChildID: <conversation>-d-…) nest in its runs.
       if (conv && c.startsWith(conv + '-d-')) refreshRuns();
     };
