@@ -3,8 +3,6 @@ package events
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,14 +17,11 @@ import (
 //   - an unchecked append carries its id as Nats-Msg-Id, and the server
 //     answers a retry within DuplicateWindow as a duplicate;
 //   - a checked append (an expected last sequence) is refused as a
-//     conflict once its first try was stored: the refusal names the
-//     scope's last sequence, and if the message there is this event (same
-//     id in its header or its body), it was stored and that is the
-//     answer. It is fetched by that sequence, not as "the last message
-//     of the subject", which the embedded server answers by searching and
-//     loading message blocks (a replicated stream's refusal names no
-//     sequence: there it is the subject's last message).
-func (l *Log) publish(ctx context.Context, subject, id string, body []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+//     conflict once its first try was stored: if the scope's first
+//     message after the expected sequence is this event (same id in its
+//     body), it was stored and that is the answer (storedAfter), even
+//     when the pass it started has stored more behind it since.
+func (l *Log) publish(ctx context.Context, subject, id string, body []byte, check expectation, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(publishPatience)
 	for {
 		attempt, stop := l.loss.attempt(ctx)
@@ -36,17 +31,9 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte, opts
 		if lost && ctx.Err() == nil && time.Now().Before(deadline) {
 			continue // the acknowledgement was lost with the connection: ask again
 		}
-		if err != nil && isWrongLastSequence(err) {
-			var msg *jetstream.RawStreamMsg
-			var gerr error
-			if seq := lastSequenceOf(err); seq > 0 {
-				msg, gerr = l.stream.GetMsg(ctx, seq)
-			} else {
-				// A replicated stream's refusal names no sequence.
-				msg, gerr = l.stream.GetLastMsgForSubject(ctx, subject)
-			}
-			if gerr == nil && msg.Subject == subject && storedID(msg) == id {
-				return &jetstream.PubAck{Stream: StreamName, Sequence: msg.Sequence, Duplicate: true}, nil
+		if err != nil && isWrongLastSequence(err) && check.filter != "" {
+			if ack, ok := l.storedAfter(ctx, subject, id, check); ok {
+				return ack, nil
 			}
 		}
 		if err == nil || !noLeader(err) || ctx.Err() != nil || time.Now().After(deadline) {
@@ -58,6 +45,29 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte, opts
 			return nil, err
 		}
 	}
+}
+
+// expectation is a checked append's scope filter and the last sequence it
+// expected there; the zero value is an unchecked append.
+type expectation struct {
+	filter string
+	last   uint64
+}
+
+// storedAfter says whether the event id was stored as the scope's first
+// message after the sequence its append expected: a checked append is
+// stored only while that sequence is the scope's last, so once stored it
+// is the message right after it, whatever was stored behind it since (a
+// pass the message itself started, before its acknowledgement came). It
+// reads that one message by sequence and subject, never "the last message
+// of the subject", which the embedded server answers by searching and
+// loading message blocks.
+func (l *Log) storedAfter(ctx context.Context, subject, id string, check expectation) (*jetstream.PubAck, bool) {
+	msg, err := l.stream.GetMsg(ctx, check.last+1, jetstream.WithGetMsgSubject(check.filter))
+	if err != nil || msg.Subject != subject || storedID(msg) != id {
+		return nil, false
+	}
+	return &jetstream.PubAck{Stream: StreamName, Sequence: msg.Sequence, Duplicate: true}, true
 }
 
 // publishPatience bounds how long publish waits for a stream leader.
@@ -80,22 +90,4 @@ func storedID(msg *jetstream.RawStreamMsg) string {
 		return ""
 	}
 	return env.ID
-}
-
-// lastSequenceOf is the scope's last sequence a wrong-last-sequence
-// refusal names ("wrong last sequence: 42"), 0 when it names none.
-func lastSequenceOf(err error) uint64 {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return 0
-	}
-	_, n, ok := strings.Cut(apiErr.Description, "wrong last sequence: ")
-	if !ok {
-		return 0
-	}
-	seq, perr := strconv.ParseUint(strings.TrimSpace(n), 10, 64)
-	if perr != nil {
-		return 0
-	}
-	return seq
 }

@@ -309,12 +309,14 @@ func (l *Log) appendEach(ctx context.Context, scope Scope, expect uint64, envs [
 		// rebuilt into memory at each start (docs/performance.md), so
 		// checked appends, nearly all of them, carry none.
 		var opts []jetstream.PublishOpt
+		var check expectation
 		if expect != Any {
+			check = expectation{filter: scope.Filter(), last: expect}
 			opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expect, scope.Filter()))
 		} else {
 			opts = append(opts, jetstream.WithMsgID(env.ID))
 		}
-		ack, err := l.publish(ctx, subject, env.ID, body, opts...)
+		ack, err := l.publish(ctx, subject, env.ID, body, check, opts...)
 		if err != nil {
 			if isWrongLastSequence(err) {
 				return out, &ConflictError{Subject: subject, Expected: expect, Err: err}
@@ -495,7 +497,12 @@ func (l *Log) directBatch(ctx context.Context, filter string, seq, batch uint64,
 	nc := l.reads.Conn()
 	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": batch})
 	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// Room for the batch and its end, so never full: a synchronous
+	// subscription's channel is nats.go's 65,536 slots (512 KB), which
+	// thousands of conversations loading at once held at the peak of a
+	// burst (most of its RSS, in the heap profile).
+	answers := make(chan *nats.Msg, batch+1)
+	sub, err := nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -511,12 +518,14 @@ func (l *Log) directBatch(ctx context.Context, filter string, seq, batch uint64,
 	}
 	last := seq - 1
 	for {
-		msg, err := sub.NextMsgWithContext(wait)
-		if err != nil && cut(wait) && ctx.Err() == nil {
-			return last + 1, 0, false, errReconnected
-		}
-		if err != nil {
-			return 0, 0, false, err
+		var msg *nats.Msg
+		select {
+		case msg = <-answers:
+		case <-wait.Done():
+			if cut(wait) && ctx.Err() == nil {
+				return last + 1, 0, false, errReconnected
+			}
+			return 0, 0, false, ctx.Err()
 		}
 		switch msg.Header.Get("Status") {
 		case "404": // nothing (more) in range

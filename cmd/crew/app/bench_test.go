@@ -355,7 +355,9 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		if len(errs) > 0 {
 			b.Fatalf("%d of %d messages not accepted, the first: %v", len(errs), n, <-errs)
 		}
-		eventstest.EventuallyWithin(b, 20*time.Minute, "the turns to finish", a.Worker.Idle)
+		stopProgress := progress(b, n, func() int { mu.Lock(); defer mu.Unlock(); return len(finished) })
+		eventstest.EventuallyWithin(b, 40*time.Minute, "the turns to finish", a.Worker.Idle)
+		stopProgress()
 		b.StopTimer()
 		stopProfile()
 		peak = max(peak, peakRSS())
@@ -402,6 +404,30 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 	b.ReportMetric(float64(refused.Load()), "503s-sent-again")
 	b.ReportMetric(loadStart, "load-start")
 	b.ReportMetric(loadAverage(), "load-end")
+}
+
+// progress logs, with CREW_BENCH_LOG set, how many of n conversations
+// were answered so far, every 30 s, and the turn worker's counters.
+func progress(b *testing.B, n int, answered func() int) func() {
+	if os.Getenv("CREW_BENCH_LOG") == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		tick := time.NewTicker(30 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				fmt.Fprintf(os.Stderr, "bench: %s: %d of %d answered, load %.1f, RSS %.0f MB\n",
+					time.Since(start).Round(time.Second), answered(), n, loadAverage(), currentRSS())
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // answeredOnce says whether the one-message conversation id had its
