@@ -77,6 +77,13 @@ func (s *storeSync) Sync() error {
 func (s *storeSync) fsync() error {
 	s.rounds.Add(1)
 	msgs := filepath.Join(s.dir, "msgs")
+	if s.f != nil && replaced(s.f) {
+		// The server rewrote the block (a compaction writes a new file
+		// and renames it over the old name): what it writes next goes to
+		// the new file, which an fsync of the old one would miss.
+		s.f.Close()
+		s.f, s.dirs = nil, false
+	}
 	if s.f == nil {
 		last, err := lastBlock(msgs)
 		if err != nil {
@@ -130,6 +137,16 @@ func (s *storeSync) close() {
 		s.f.Close()
 		s.f = nil
 	}
+}
+
+// replaced says whether f's name now names another file (or none).
+func replaced(f *os.File) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return true
+	}
+	now, err := os.Stat(f.Name())
+	return err != nil || !os.SameFile(held, now)
 }
 
 func blockPath(msgs string, i int) string { return filepath.Join(msgs, strconv.Itoa(i)+".blk") }

@@ -157,3 +157,45 @@ func TestServerWritesTheMessageIntoItsBlockBeforeTheAck(t *testing.T) {
 		t.Fatalf("the acknowledged event %s is not in %s yet: an fsync of the block would not make it durable", env.ID, blockPath(msgs, last))
 	}
 }
+
+// ADR 0008: the server may rewrite a message block under its name (a
+// compaction writes a temporary file and renames it over N.blk); the next
+// round syncs the file the name holds now, not the one it had open.
+func TestFsyncFollowsABlockRewrittenUnderItsName(t *testing.T) {
+	_, log := startSynced(t, SyncAlways)
+	ctx := t.Context()
+	stored, err := log.Append(ctx, Conv("c"), 0, received("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := log.fsync.f
+	if old == nil {
+		t.Fatal("no block held after a durable append")
+	}
+	name := old.Name()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the server's compaction does: a new file renamed over the name.
+	if err := os.WriteFile(name+".tmp", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(name+".tmp", name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(ctx, Conv("c"), stored[0].Seq, received("b")); err != nil {
+		t.Fatal(err)
+	}
+	held, err := log.fsync.f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(held, now) {
+		t.Fatal("the round after the rewrite synced the block's old file")
+	}
+}
