@@ -65,7 +65,14 @@ func (s *storeSync) Sync() error {
 		err := s.fsync()
 		s.mu.Lock()
 		s.running = false
-		s.done, s.err = n, err
+		s.done = n
+		if s.err == nil {
+			// The first failure stays: after a failed fsync the kernel may
+			// have dropped the dirty pages, and a later fsync that succeeds
+			// says nothing of them. Every append after it fails until the
+			// process restarts (and recovery reads what the disk holds).
+			s.err = err
+		}
 		s.cond.Broadcast()
 	}
 	return s.err

@@ -199,3 +199,28 @@ func TestFsyncFollowsABlockRewrittenUnderItsName(t *testing.T) {
 		t.Fatal("the round after the rewrite synced the block's old file")
 	}
 }
+
+// ADR 0008: a failed fsync is not forgotten. The kernel may drop the dirty
+// pages of a failed fsync, so a later round's success would not cover the
+// events the failed one was for: every later append fails too.
+func TestFsyncFailureStays(t *testing.T) {
+	_, log := startSynced(t, SyncAlways)
+	ctx := t.Context()
+	stored, err := log.Append(ctx, Conv("c"), 0, received("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := log.fsync.dir
+	log.fsync.f.Close()
+	log.fsync.f, log.fsync.dir = nil, filepath.Join(t.TempDir(), "nowhere")
+	if err := log.Sync(ctx); err == nil {
+		t.Fatal("a round that found no block succeeded")
+	}
+	log.fsync.dir = dir
+	if _, err := log.Append(ctx, Conv("c"), stored[0].Seq, received("b")); err == nil {
+		t.Fatal("an append after a failed fsync was reported durable")
+	}
+	if err := log.Sync(ctx); err == nil {
+		t.Fatal("Sync after a failed fsync succeeded")
+	}
+}

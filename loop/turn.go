@@ -237,12 +237,13 @@ func (t *Turn) emitDeferred(ctx context.Context, evs ...events.Event) error {
 
 // Run is one pass. It returns nil when the run finished or paused; what
 // the pass deferred is durable when it returns.
-func (t *Turn) Run(ctx context.Context) error {
-	err := t.pass(ctx)
-	if serr := t.conv.Sync(context.WithoutCancel(ctx)); err == nil && serr != nil {
-		err = fmt.Errorf("conversation %s: %w", t.conv.ID(), serr)
-	}
-	return err
+func (t *Turn) Run(ctx context.Context) (err error) {
+	defer func() { // a pass that panics leaves nothing deferred unsynced either
+		if serr := t.conv.Sync(context.WithoutCancel(ctx)); err == nil && serr != nil {
+			err = fmt.Errorf("conversation %s: %w", t.conv.ID(), serr)
+		}
+	}()
+	return t.pass(ctx)
 }
 
 func (t *Turn) pass(ctx context.Context) error {
