@@ -45,14 +45,14 @@ func (Activity) Wants(kind, typ string) bool {
 
 func (Activity) Buckets() []string { return []string{bucketActivity} }
 
-func (Activity) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Activity) Apply(tx *Tx, env events.Envelope) error {
 	item, ok, err := ActivityOf(env)
 	if err != nil || !ok {
 		return err
 	}
 	b := tx.Bucket([]byte(bucketActivity))
 	var items []ActivityItem
-	if _, err := getJSON(b, activityKey, &items); err != nil {
+	if _, err := tx.getJSON(b, activityKey, &items); err != nil {
 		return err
 	}
 	if n := len(items); n > 0 && items[n-1].Seq >= env.Seq {
@@ -62,7 +62,7 @@ func (Activity) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	if len(items) > activityKeep {
 		items = items[len(items)-activityKeep:]
 	}
-	return putJSON(b, activityKey, items)
+	return tx.putJSON(b, activityKey, items)
 }
 
 // ActivityOf is the activity line of a job event or a Telegram message

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"sync"
 
 	json "github.com/segmentio/encoding/json"
 	"go.etcd.io/bbolt"
@@ -57,30 +56,33 @@ var cachedBuckets = []string{bucketConversations, bucketRuns}
 // Inside Apply they are written with putKey and deleteKey and never read.
 var cachedIndexes = []string{bucketConvByUpdated, bucketConvOpen}
 
-// txCaches maps a write transaction to its cache. bbolt hands Apply the
-// *bbolt.Tx only, and a writable transaction returns the same *Bucket for
-// a name each time, so the bucket pointer names the bucket.
-var txCaches sync.Map // *bbolt.Tx → *recordCache
+// Tx is the write transaction a projection's Apply gets: bbolt's, with
+// the Runner batch's record cache (none in Rebuild). A writable bbolt
+// transaction returns the same *Bucket for a name each time, so the
+// bucket pointer names the bucket in the cache.
+type Tx struct {
+	*bbolt.Tx
+	cache *recordCache // nil: every read and write goes to bbolt
+}
 
 // cacheRecords gives tx a cache of the cached buckets that exist in it;
-// the func it returns writes the changed records and forgets the cache
+// the func it returns writes the changed records and drops the cache
 // (call it before Commit; on an error, roll back).
-func cacheRecords(tx *bbolt.Tx) (flush func() error, forget func()) {
+func cacheRecords(btx *bbolt.Tx) (tx *Tx, flush func() error) {
 	c := &recordCache{buckets: map[*bbolt.Bucket]map[string]*cachedRecord{}, indexes: map[*bbolt.Bucket]map[string]*indexOp{}}
 	for _, name := range cachedBuckets {
-		if b := tx.Bucket([]byte(name)); b != nil {
+		if b := btx.Bucket([]byte(name)); b != nil {
 			c.buckets[b] = map[string]*cachedRecord{}
 		}
 	}
 	for _, name := range cachedIndexes {
-		if b := tx.Bucket([]byte(name)); b != nil {
+		if b := btx.Bucket([]byte(name)); b != nil {
 			c.indexes[b] = map[string]*indexOp{}
 		}
 	}
-	txCaches.Store(tx, c)
-	forget = func() { txCaches.Delete(tx) }
+	tx = &Tx{Tx: btx, cache: c}
 	flush = func() error {
-		forget()
+		tx.cache = nil
 		for _, d := range c.dirty {
 			raw, err := json.Marshal(d.rec.v)
 			if err != nil {
@@ -105,19 +107,15 @@ func cacheRecords(tx *bbolt.Tx) (flush func() error, forget func()) {
 		}
 		return nil
 	}
-	return flush, forget
+	return tx, flush
 }
 
 // records returns the cache of b's bucket, or nil.
-func records(b *bbolt.Bucket) map[string]*cachedRecord {
-	if b == nil || !b.Writable() {
+func (tx *Tx) records(b *bbolt.Bucket) map[string]*cachedRecord {
+	if tx == nil || tx.cache == nil || b == nil {
 		return nil
 	}
-	c, ok := txCaches.Load(b.Tx())
-	if !ok {
-		return nil
-	}
-	return c.(*recordCache).buckets[b]
+	return tx.cache.buckets[b]
 }
 
 // load copies the cached value into v (a pointer to the same type).
@@ -162,7 +160,7 @@ func cachedGet(b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any
 }
 
 // cachedPut is putJSON through the cache: the value is encoded at flush.
-func cachedPut(b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any) error {
+func cachedPut(rc *recordCache, b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
 			return fmt.Errorf("encode %q: nil record", key)
@@ -177,28 +175,22 @@ func cachedPut(b *bbolt.Bucket, recs map[string]*cachedRecord, key []byte, v any
 	r.v = v
 	if !r.dirty {
 		r.dirty = true
-		c, _ := txCaches.Load(b.Tx())
-		rc := c.(*recordCache)
 		rc.dirty = append(rc.dirty, dirtyRecord{b: b, key: string(key), rec: r})
 	}
 	return nil
 }
 
 // indexOps returns the cached writes of b's index bucket, or nil.
-func indexOps(b *bbolt.Bucket) map[string]*indexOp {
-	if b == nil || !b.Writable() {
+func (tx *Tx) indexOps(b *bbolt.Bucket) map[string]*indexOp {
+	if tx == nil || tx.cache == nil || b == nil {
 		return nil
 	}
-	c, ok := txCaches.Load(b.Tx())
-	if !ok {
-		return nil
-	}
-	return c.(*recordCache).indexes[b]
+	return tx.cache.indexes[b]
 }
 
 // putKey is b.Put, deferred to the flush for a cached index.
-func putKey(b *bbolt.Bucket, key, val []byte) error {
-	if ops := indexOps(b); ops != nil {
+func (tx *Tx) putKey(b *bbolt.Bucket, key, val []byte) error {
+	if ops := tx.indexOps(b); ops != nil {
 		ops[string(key)] = &indexOp{val: slices.Clone(val)}
 		return nil
 	}
@@ -206,8 +198,8 @@ func putKey(b *bbolt.Bucket, key, val []byte) error {
 }
 
 // deleteKey is b.Delete, deferred to the flush for a cached index.
-func deleteKey(b *bbolt.Bucket, key []byte) error {
-	if ops := indexOps(b); ops != nil {
+func (tx *Tx) deleteKey(b *bbolt.Bucket, key []byte) error {
+	if ops := tx.indexOps(b); ops != nil {
 		ops[string(key)] = &indexOp{del: true}
 		return nil
 	}

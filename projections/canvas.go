@@ -50,7 +50,7 @@ func (Canvases) Buckets() []string {
 	return []string{bucketCanvases, bucketCanvasContent, bucketCanvasLinks, bucketCanvasFocus, bucketCanvasTotal}
 }
 
-func (Canvases) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Canvases) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	switch {
 	case scope.Kind() == "conv" && env.Type == events.TypeCanvasFocused:
@@ -66,7 +66,7 @@ func (Canvases) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	heads := tx.Bucket([]byte(bucketCanvases))
 	var rec *Canvas
 	var cur Canvas
-	if found, err := getJSON(heads, []byte(id), &cur); err != nil {
+	if found, err := tx.getJSON(heads, []byte(id), &cur); err != nil {
 		return err
 	} else if found {
 		rec = &cur
@@ -113,17 +113,17 @@ func (Canvases) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	if err := addTotal(tx, next.Bytes-before); err != nil {
 		return err
 	}
-	return putJSON(heads, []byte(id), next)
+	return tx.putJSON(heads, []byte(id), next)
 }
 
 // applyFocus records a conversation's open canvas and links it.
-func applyFocus(tx *bbolt.Tx, conv string, env events.Envelope) error {
+func applyFocus(tx *Tx, conv string, env events.Envelope) error {
 	e, err := env.Decode()
 	if err != nil {
 		return err
 	}
 	f := e.(*events.CanvasFocused)
-	if err := putJSON(tx.Bucket([]byte(bucketCanvasFocus)), []byte(conv), f); err != nil {
+	if err := tx.putJSON(tx.Bucket([]byte(bucketCanvasFocus)), []byte(conv), f); err != nil {
 		return err
 	}
 	if f.Artifact == "" {
@@ -131,14 +131,14 @@ func applyFocus(tx *bbolt.Tx, conv string, env events.Envelope) error {
 	}
 	heads := tx.Bucket([]byte(bucketCanvases))
 	var rec Canvas
-	if found, err := getJSON(heads, []byte(f.Artifact), &rec); err != nil || !found || rec.Deleted || rec.Linked(conv) {
+	if found, err := tx.getJSON(heads, []byte(f.Artifact), &rec); err != nil || !found || rec.Deleted || rec.Linked(conv) {
 		return err
 	}
 	rec.Conversations = append(rec.Conversations, conv)
 	if err := tx.Bucket([]byte(bucketCanvasLinks)).Put(linkKey(conv, f.Artifact), nil); err != nil {
 		return err
 	}
-	return putJSON(heads, []byte(f.Artifact), rec)
+	return tx.putJSON(heads, []byte(f.Artifact), rec)
 }
 
 func versionKey(id string, version int) []byte {
@@ -164,7 +164,7 @@ func deletePrefix(b *bbolt.Bucket, prefix []byte) error {
 	return nil
 }
 
-func addTotal(tx *bbolt.Tx, delta int64) error {
+func addTotal(tx *Tx, delta int64) error {
 	if delta == 0 {
 		return nil
 	}

@@ -156,7 +156,7 @@ func (Chat) Buckets() []string { return []string{bucketChatHeads, bucketChatItem
 // Wants every event of a conversation: the head's Seq is its last.
 func (Chat) Wants(kind, _ string) bool { return kind == "conv" }
 
-func (Chat) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Chat) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	if scope.Kind() != "conv" {
 		return nil
@@ -166,7 +166,7 @@ func (Chat) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return err
 	}
 	c := &chatTx{tx: tx, conv: scope.ID()}
-	if _, err := getJSON(tx.Bucket([]byte(bucketChatHeads)), []byte(c.conv), &c.head); err != nil {
+	if _, err := tx.getJSON(tx.Bucket([]byte(bucketChatHeads)), []byte(c.conv), &c.head); err != nil {
 		return err
 	}
 	c.head.Conversation = c.conv
@@ -176,12 +176,12 @@ func (Chat) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	if env.Seq != 0 {
 		c.head.Seq = env.Seq
 	}
-	return putJSON(tx.Bucket([]byte(bucketChatHeads)), []byte(c.conv), &c.head)
+	return tx.putJSON(tx.Bucket([]byte(bucketChatHeads)), []byte(c.conv), &c.head)
 }
 
 // chatTx is one event's change of one conversation's chat.
 type chatTx struct {
-	tx   *bbolt.Tx
+	tx   *Tx
 	conv string
 	head ChatHead
 }
@@ -207,13 +207,13 @@ func (c *chatTx) add(it ChatItem) error {
 			return err
 		}
 	}
-	return putJSON(c.items(), chatItemKey(c.conv, i), &it)
+	return c.tx.putJSON(c.items(), chatItemKey(c.conv, i), &it)
 }
 
 // item reads item i.
 func (c *chatTx) item(i int) (ChatItem, error) {
 	var it ChatItem
-	found, err := getJSON(c.items(), chatItemKey(c.conv, i), &it)
+	found, err := c.tx.getJSON(c.items(), chatItemKey(c.conv, i), &it)
 	if err == nil && !found {
 		err = fmt.Errorf("item %d missing", i)
 	}
@@ -240,7 +240,7 @@ func (c *chatTx) update(call string, change func(*ChatItem)) error {
 		return err
 	}
 	change(&it)
-	return putJSON(c.items(), chatItemKey(c.conv, i), &it)
+	return c.tx.putJSON(c.items(), chatItemKey(c.conv, i), &it)
 }
 
 // reply appends a model reply as the history does: its text, then a card
@@ -452,7 +452,7 @@ func (c *chatTx) finish(e *events.RunFinished) error {
 				continue
 			}
 			it = withheldItem(it)
-			if err := putJSON(c.items(), chatItemKey(c.conv, i), &it); err != nil {
+			if err := c.tx.putJSON(c.items(), chatItemKey(c.conv, i), &it); err != nil {
 				return err
 			}
 		}
@@ -564,7 +564,7 @@ func GetChat(db *bbolt.DB, id string) (ChatHead, []ChatItem, error) {
 	var items []ChatItem
 	err := db.View(func(tx *bbolt.Tx) error {
 		var err error
-		if head, err = getTx[ChatHead](tx, bucketChatHeads, id); err != nil {
+		if head, err = getTx[ChatHead](&Tx{Tx: tx}, bucketChatHeads, id); err != nil {
 			return err
 		}
 		items = make([]ChatItem, 0, head.Items)

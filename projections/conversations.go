@@ -205,7 +205,7 @@ func FindApproval(db *bbolt.DB, approvalID string) (string, error) {
 	return conv, err
 }
 
-func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Conversations) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	if scope.Kind() != "conv" || scope.ID() == "" {
 		return nil
@@ -217,12 +217,12 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	id := scope.ID()
 	convs, index := tx.Bucket([]byte(bucketConversations)), tx.Bucket([]byte(bucketConvByUpdated))
 	c := Conversation{ID: id, Opened: env.Time}
-	found, err := getJSON(convs, []byte(id), &c)
+	found, err := tx.getJSON(convs, []byte(id), &c)
 	if err != nil {
 		return err
 	}
 	if found {
-		if err := deleteKey(index, append(timeKey(c.Updated), id...)); err != nil {
+		if err := tx.deleteKey(index, append(timeKey(c.Updated), id...)); err != nil {
 			return err
 		}
 	}
@@ -314,7 +314,7 @@ func (Conversations) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	if err := putConversation(tx, c); err != nil {
 		return err
 	}
-	if err := putKey(index, append(timeKey(c.Updated), id...), nil); err != nil {
+	if err := tx.putKey(index, append(timeKey(c.Updated), id...), nil); err != nil {
 		return err
 	}
 	if c.RootID != "" && c.RootID != id {
@@ -348,10 +348,10 @@ func statusOf(c Conversation) string {
 
 // park marks the conversation parked at its first undecodable event; the
 // events after it still apply (they may be read, and show).
-func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
+func (Conversations) park(tx *Tx, id string, ev ParkedEvent) error {
 	convs := tx.Bucket([]byte(bucketConversations))
 	c := Conversation{ID: id}
-	found, err := getJSON(convs, []byte(id), &c)
+	found, err := tx.getJSON(convs, []byte(id), &c)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,7 @@ func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
 		return err
 	}
 	if !found { // listed like any other conversation
-		return putKey(tx.Bucket([]byte(bucketConvByUpdated)), append(timeKey(c.Updated), id...), nil)
+		return tx.putKey(tx.Bucket([]byte(bucketConvByUpdated)), append(timeKey(c.Updated), id...), nil)
 	}
 	return nil
 }
@@ -372,7 +372,7 @@ func (Conversations) park(tx *bbolt.Tx, id string, ev ParkedEvent) error {
 // conversation, which is where the owner looks: listed there while pending,
 // so the root shows awaiting_approval. The root's own time and sequence do
 // not change (nothing was appended to it).
-func surfaceOnRoot(tx *bbolt.Tx, child Conversation, e events.Event) error {
+func surfaceOnRoot(tx *Tx, child Conversation, e events.Event) error {
 	convs := tx.Bucket([]byte(bucketConversations))
 	switch e.(type) {
 	case *events.ApprovalRequested, *events.ApprovalDecided, *events.RunFinished:
@@ -380,7 +380,7 @@ func surfaceOnRoot(tx *bbolt.Tx, child Conversation, e events.Event) error {
 		return nil
 	}
 	var root Conversation
-	found, err := getJSON(convs, []byte(child.RootID), &root)
+	found, err := tx.getJSON(convs, []byte(child.RootID), &root)
 	if err != nil || !found {
 		return err
 	}
@@ -404,15 +404,15 @@ func surfaceOnRoot(tx *bbolt.Tx, child Conversation, e events.Event) error {
 }
 
 // putConversation stores c and keeps bucketConvOpen in step with it.
-func putConversation(tx *bbolt.Tx, c Conversation) error {
-	if err := putJSON(tx.Bucket([]byte(bucketConversations)), []byte(c.ID), c); err != nil {
+func putConversation(tx *Tx, c Conversation) error {
+	if err := tx.putJSON(tx.Bucket([]byte(bucketConversations)), []byte(c.ID), c); err != nil {
 		return err
 	}
 	open := tx.Bucket([]byte(bucketConvOpen))
 	if recoverable(c) {
-		return putKey(open, []byte(c.ID), nil)
+		return tx.putKey(open, []byte(c.ID), nil)
 	}
-	return deleteKey(open, []byte(c.ID))
+	return tx.deleteKey(open, []byte(c.ID))
 }
 
 // recoverable: running, awaiting approval or an answer, or with queued

@@ -80,7 +80,7 @@ func (Jobs) Wants(kind, _ string) bool { return kind == "job" }
 
 func (Jobs) Buckets() []string { return []string{bucketJobs} }
 
-func (Jobs) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Jobs) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	if scope.Kind() != "job" || scope.ID() == "" {
 		return nil
@@ -92,7 +92,7 @@ func (Jobs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	id := scope.ID()
 	b := tx.Bucket([]byte(bucketJobs))
 	j := Job{ID: id, Status: JobIdle}
-	if _, err := getJSON(b, []byte(id), &j); err != nil {
+	if _, err := tx.getJSON(b, []byte(id), &j); err != nil {
 		return err
 	}
 	t := env.Time
@@ -148,7 +148,7 @@ func (Jobs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return nil
 	}
 	j.LastSeq = env.Seq
-	return putJSON(b, []byte(id), j)
+	return tx.putJSON(b, []byte(id), j)
 }
 
 // ListJobs returns every projected job in id order.

@@ -41,7 +41,7 @@ func (Memory) Wants(kind, typ string) bool {
 
 func (Memory) Buckets() []string { return []string{bucketProposals, bucketProposalsBySeq} }
 
-func (Memory) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Memory) Apply(tx *Tx, env events.Envelope) error {
 	if events.ScopeOf(env.Subject).Kind() != "agent" {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (Memory) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	id := events.ProposalOf(e)
 	var rec *Proposal
 	var p Proposal
-	if found, err := getJSON(b, []byte(id), &p); err != nil {
+	if found, err := tx.getJSON(b, []byte(id), &p); err != nil {
 		return err
 	} else if found {
 		rec = &p
@@ -72,7 +72,7 @@ func (Memory) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			return err
 		}
 	}
-	return putJSON(b, []byte(next.ID), next)
+	return tx.putJSON(b, []byte(next.ID), next)
 }
 
 // ListProposals returns the proposals of agent (every agent's when agent

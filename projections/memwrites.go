@@ -47,7 +47,7 @@ func (MemoryWrites) Wants(kind, typ string) bool {
 
 func (MemoryWrites) Buckets() []string { return []string{bucketMemWrites, bucketMemWriteConvs} }
 
-func (MemoryWrites) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (MemoryWrites) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	if scope.Kind() != "conv" {
 		return nil
@@ -81,7 +81,7 @@ func (MemoryWrites) Apply(tx *bbolt.Tx, env events.Envelope) error {
 }
 
 // putWrite records one memory write from the provenance its call kept.
-func putWrite(tx *bbolt.Tx, convs *bbolt.Bucket, env events.Envelope, conv, tool string, raw any) error {
+func putWrite(tx *Tx, convs *bbolt.Bucket, env events.Envelope, conv, tool string, raw any) error {
 	b, _ := json.Marshal(raw)
 	var wire struct {
 		Path      string `json:"path"`
@@ -94,7 +94,7 @@ func putWrite(tx *bbolt.Tx, convs *bbolt.Bucket, env events.Envelope, conv, tool
 	}
 	w := MemoryWrite{At: env.Time.UTC(), Agent: string(convs.Get([]byte(conv))), Conversation: conv,
 		RunID: wire.RunID, CallID: wire.CallID, Tool: tool, Path: wire.Path, Untrusted: wire.Untrusted}
-	return putJSON(tx.Bucket([]byte(bucketMemWrites)), u64(env.Seq), w)
+	return tx.putJSON(tx.Bucket([]byte(bucketMemWrites)), u64(env.Seq), w)
 }
 
 // ListMemoryWrites returns up to limit writes, newest first; with

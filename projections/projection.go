@@ -28,7 +28,7 @@ type Projection interface {
 	// project. An error stops the projection at this event. The payload
 	// env.Decode returns is shared with the other projections: Apply must
 	// not change it.
-	Apply(tx *bbolt.Tx, env events.Envelope) error
+	Apply(tx *Tx, env events.Envelope) error
 }
 
 // Selective is a projection that reads only some events. Wants reports
@@ -222,7 +222,7 @@ func applyEvent(tx *bbolt.Tx, p Projection, env events.Envelope) error {
 		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
 	}
 	if wants(p, subjectKind(env.Subject), env.Type) {
-		if err := apply(tx, p, env); err != nil {
+		if err := apply(&Tx{Tx: tx}, p, env); err != nil {
 			return err
 		}
 	}
@@ -243,7 +243,7 @@ func ensureBuckets(tx *bbolt.Tx, p Projection) error {
 }
 
 // apply is p.Apply with the error naming the event.
-func apply(tx *bbolt.Tx, p Projection, env events.Envelope) error {
+func apply(tx *Tx, p Projection, env events.Envelope) error {
 	if err := p.Apply(tx, env); err != nil {
 		return &ApplyError{Projection: p.Name(), Subject: env.Subject, Seq: env.Seq, Err: err}
 	}

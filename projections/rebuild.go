@@ -58,7 +58,7 @@ func rebuild(ctx context.Context, log *events.Log, db *bbolt.DB, p Projection, b
 		more = false
 		for env, err := range log.Read(ctx, allEvents, from) {
 			if de := (*events.DecodeError)(nil); errors.As(err, &de) {
-				if err := skipUndecodable(tx, p, de); err != nil {
+				if err := skipUndecodable(&Tx{Tx: tx}, p, de); err != nil {
 					return fmt.Errorf("rebuild: %w", err)
 				}
 				from, more = de.Seq+1, true

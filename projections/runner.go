@@ -414,8 +414,7 @@ func (r *Runner) applyBatch(members []*worker, batch []delivery) (int, *worker, 
 			return 0, w, &ApplyError{Projection: w.p.Name(), Subject: batch[0].msg.Subject(), Err: err}
 		}
 	}
-	flush, forget := cacheRecords(tx)
-	defer forget()
+	ptx, flush := cacheRecords(tx)
 	start := slices.Clone(cps)
 	for i := range batch {
 		d := &batch[i]
@@ -429,13 +428,13 @@ func (r *Runner) applyBatch(members []*worker, batch []delivery) (int, *worker, 
 				continue
 			}
 			if de := (*events.DecodeError)(nil); errors.As(d.derr, &de) {
-				if err := skipUndecodable(tx, w.p, de); err != nil {
+				if err := skipUndecodable(ptx, w.p, de); err != nil {
 					return i, w, err
 				}
 			} else if d.derr != nil {
 				return i, w, d.derr
 			} else if wants(w.p, kind, d.env.Type) {
-				if err := apply(tx, w.p, d.env); err != nil {
+				if err := apply(ptx, w.p, d.env); err != nil {
 					return i, w, err
 				}
 			}

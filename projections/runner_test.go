@@ -247,7 +247,7 @@ type gated struct{}
 
 func (gated) Name() string      { return "gated" }
 func (gated) Buckets() []string { return []string{"gated"} }
-func (gated) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (gated) Apply(tx *Tx, env events.Envelope) error {
 	return tx.Bucket([]byte("gated")).Put(u64(env.Seq), []byte(env.Type))
 }
 

@@ -268,7 +268,7 @@ func (Runs) Buckets() []string {
 	return []string{bucketRuns, bucketRunsByCnv, bucketRunKids, bucketOrphans, bucketRunApprovals, bucketRunDelegs}
 }
 
-func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Runs) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	if scope.Kind() != "conv" || scope.ID() == "" {
 		return nil
@@ -296,7 +296,7 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		v := tx.Bucket([]byte(bucketRunApprovals)).Get([]byte(e.ApprovalID))
 		if v == nil {
 			o := Orphan{Seq: env.Seq, Subject: env.Subject, Type: env.Type}
-			return putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
+			return tx.putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
 		}
 		runID, inRun = string(v), true
 	}
@@ -304,13 +304,13 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		return nil
 	}
 	var r Run
-	found, err := getJSON(runs, []byte(runID), &r)
+	found, err := tx.getJSON(runs, []byte(runID), &r)
 	if err != nil {
 		return err
 	}
 	if !found {
 		o := Orphan{Seq: env.Seq, Subject: env.Subject, Type: env.Type, RunID: runID}
-		return putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
+		return tx.putJSON(tx.Bucket([]byte(bucketOrphans)), u64(env.Seq), o)
 	}
 	switch e := e.(type) {
 	case *events.ModelCalled:
@@ -409,17 +409,17 @@ func (Runs) Apply(tx *bbolt.Tx, env events.Envelope) error {
 		}
 	case *events.ConversationForked:
 		r.ForkedFrom = &ForkLink{RunID: e.From.RunID, Conversation: e.From.Conversation, Step: e.From.Step, Route: e.Route}
-		if err := linkFork(runs, scope.ID(), e); err != nil {
+		if err := linkFork(tx, runs, scope.ID(), e); err != nil {
 			return err
 		}
 	}
 	r.Totals.Steps = len(r.Steps)
-	return putJSON(runs, []byte(runID), r)
+	return tx.putJSON(runs, []byte(runID), r)
 }
 
-func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope, e *events.RunStarted) error {
+func startRun(tx *Tx, runs *bbolt.Bucket, conv string, env events.Envelope, e *events.RunStarted) error {
 	var r Run
-	found, err := getJSON(runs, []byte(e.RunID), &r)
+	found, err := tx.getJSON(runs, []byte(e.RunID), &r)
 	if err != nil {
 		return err
 	}
@@ -427,7 +427,7 @@ func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope
 		// The same run started again (a resume): it runs again, keeping
 		// its steps and its place in the indexes.
 		r.Status, r.Finished, r.Reason, r.Error = RunRunning, nil, "", ""
-		return putJSON(runs, []byte(e.RunID), r)
+		return tx.putJSON(runs, []byte(e.RunID), r)
 	}
 	r = Run{
 		RunSummary: RunSummary{
@@ -436,7 +436,7 @@ func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope
 		},
 		Steps: []Step{},
 	}
-	if err := putJSON(runs, []byte(e.RunID), r); err != nil {
+	if err := tx.putJSON(runs, []byte(e.RunID), r); err != nil {
 		return err
 	}
 	if err := tx.Bucket([]byte(bucketRunsByCnv)).Put(seqKey(conv, env.Seq), []byte(e.RunID)); err != nil {
@@ -450,12 +450,12 @@ func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope
 	}
 	// The delegate call that opened this conversation now has its run.
 	var d delegation
-	found, err = getJSON(tx.Bucket([]byte(bucketRunDelegs)), []byte(conv), &d)
+	found, err = tx.getJSON(tx.Bucket([]byte(bucketRunDelegs)), []byte(conv), &d)
 	if err != nil || !found || d.ParentRunID != e.ParentRunID {
 		return err
 	}
 	var parent Run
-	if found, err = getJSON(runs, []byte(d.ParentRunID), &parent); err != nil || !found {
+	if found, err = tx.getJSON(runs, []byte(d.ParentRunID), &parent); err != nil || !found {
 		return err
 	}
 	tc := parent.findCall(d.CallID)
@@ -463,32 +463,32 @@ func startRun(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, env events.Envelope
 		return nil
 	}
 	tc.Delegate.RunID = e.RunID
-	return putJSON(runs, []byte(d.ParentRunID), parent)
+	return tx.putJSON(runs, []byte(d.ParentRunID), parent)
 }
 
 // linkFork lists a fork on the run it was copied from (nothing when that
 // run is unknown here).
-func linkFork(runs *bbolt.Bucket, conv string, e *events.ConversationForked) error {
+func linkFork(tx *Tx, runs *bbolt.Bucket, conv string, e *events.ConversationForked) error {
 	var origin Run
-	found, err := getJSON(runs, []byte(e.From.RunID), &origin)
+	found, err := tx.getJSON(runs, []byte(e.From.RunID), &origin)
 	if err != nil || !found {
 		return err
 	}
 	origin.Forks = append(origin.Forks, ForkLink{RunID: e.RunID, Conversation: conv, Step: e.From.Step, Route: e.Route})
-	return putJSON(runs, []byte(e.From.RunID), origin)
+	return tx.putJSON(runs, []byte(e.From.RunID), origin)
 }
 
 // openDelegation links a delegated child conversation to the parent run's
 // delegate call, before the child's run starts.
-func openDelegation(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, e *events.ConversationOpened) error {
+func openDelegation(tx *Tx, runs *bbolt.Bucket, conv string, e *events.ConversationOpened) error {
 	if e.ParentRunID == "" || e.ParentCallID == "" {
 		return nil
 	}
-	if err := putJSON(tx.Bucket([]byte(bucketRunDelegs)), []byte(conv), delegation{ParentRunID: e.ParentRunID, CallID: e.ParentCallID}); err != nil {
+	if err := tx.putJSON(tx.Bucket([]byte(bucketRunDelegs)), []byte(conv), delegation{ParentRunID: e.ParentRunID, CallID: e.ParentCallID}); err != nil {
 		return err
 	}
 	var parent Run
-	found, err := getJSON(runs, []byte(e.ParentRunID), &parent)
+	found, err := tx.getJSON(runs, []byte(e.ParentRunID), &parent)
 	if err != nil || !found {
 		return err
 	}
@@ -505,7 +505,7 @@ func openDelegation(tx *bbolt.Tx, runs *bbolt.Bucket, conv string, e *events.Con
 	if tc.Delegate == nil {
 		tc.Delegate = &DelegateCall{Agent: e.Agent, Conversation: conv}
 	}
-	return putJSON(runs, []byte(e.ParentRunID), parent)
+	return tx.putJSON(runs, []byte(e.ParentRunID), parent)
 }
 
 // findCall returns the tool call callID of any step, or nil.
@@ -547,7 +547,7 @@ func (r *Run) toolCall(n int, callID string) *ToolCall {
 func GetRun(db *bbolt.DB, id string) (Run, error) {
 	var r Run
 	err := db.View(func(tx *bbolt.Tx) (err error) {
-		if r, err = getTx[Run](tx, bucketRuns, id); err != nil {
+		if r, err = getTx[Run](&Tx{Tx: tx}, bucketRuns, id); err != nil {
 			return err
 		}
 		r.Children, err = children(tx, id, 1)

@@ -44,7 +44,7 @@ func TestSelectiveProjectionsSkipOnlyWhatApplyIgnores(t *testing.T) {
 					t.Fatal(err)
 				}
 				before := dumpTx(tx, p)
-				err = p.Apply(tx, env)
+				err = p.Apply(&Tx{Tx: tx}, env)
 				after := dumpTx(tx, p)
 				tx.Rollback()
 				if err != nil || !bytes.Equal(before, after) {

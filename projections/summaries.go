@@ -46,7 +46,7 @@ type summaryConv struct {
 	Channel string `json:"channel"`
 }
 
-func (Summaries) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Summaries) Apply(tx *Tx, env events.Envelope) error {
 	scope := events.ScopeOf(env.Subject)
 	if scope.Kind() != "conv" || scope.ID() == "" {
 		return nil
@@ -64,23 +64,23 @@ func (Summaries) Apply(tx *bbolt.Tx, env events.Envelope) error {
 	convs := tx.Bucket([]byte(bucketSummaryConvs))
 	switch e := e.(type) {
 	case *events.ConversationOpened:
-		return putJSON(convs, []byte(id), summaryConv{Agent: e.Agent, Channel: e.Channel})
+		return tx.putJSON(convs, []byte(id), summaryConv{Agent: e.Agent, Channel: e.Channel})
 	case *events.ConversationSummarized:
 		var c summaryConv
-		found, err := getJSON(convs, []byte(id), &c)
+		found, err := tx.getJSON(convs, []byte(id), &c)
 		if err != nil || !found {
 			return err
 		}
 		latest := tx.Bucket([]byte(bucketSummaryLatest))
 		key := []byte(c.Agent + "\x00" + c.Channel)
 		var prev ChannelSummary
-		if _, err := getJSON(latest, key, &prev); err != nil {
+		if _, err := tx.getJSON(latest, key, &prev); err != nil {
 			return err
 		}
 		if prev.Conversation != "" && prev.Conversation != id && prev.LastAt.After(e.LastAt) {
 			return nil // an older conversation summarised late
 		}
-		return putJSON(latest, key, ChannelSummary{Conversation: id, Agent: c.Agent, Channel: c.Channel,
+		return tx.putJSON(latest, key, ChannelSummary{Conversation: id, Agent: c.Agent, Channel: c.Channel,
 			Summary: e.Summary, LastAt: e.LastAt, ThroughSeq: e.ThroughSeq})
 	}
 	return nil

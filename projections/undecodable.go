@@ -23,15 +23,16 @@ type ParkedEvent struct {
 	Error   string `json:"error"`
 }
 
-// parker is a projection that shows conversations parked.
+// parker is a projection that shows conversations parked
+// (TestConversationsParks keeps Conversations one).
 type parker interface {
-	park(tx *bbolt.Tx, conversation string, ev ParkedEvent) error
+	park(tx *Tx, conversation string, ev ParkedEvent) error
 }
 
 // skipUndecodable answers p's decode failure de inside tx: a conversation's
 // event is recorded, shown by projections that show conversations, and
 // passed (the checkpoint moves on); any other stops the projection.
-func skipUndecodable(tx *bbolt.Tx, p Projection, de *events.DecodeError) error {
+func skipUndecodable(tx *Tx, p Projection, de *events.DecodeError) error {
 	scope := events.ScopeOf(de.Subject)
 	if scope.Kind() != "conv" || scope.ID() == "" {
 		return de
@@ -49,7 +50,7 @@ func skipUndecodable(tx *bbolt.Tx, p Projection, de *events.DecodeError) error {
 		err = pk.park(tx, scope.ID(), ParkedEvent{Subject: de.Subject, Seq: de.Seq, Error: de.Error()})
 	}
 	if err == nil {
-		err = writeCheckpoint(tx, p.Name(), de.Seq)
+		err = writeCheckpoint(tx.Tx, p.Name(), de.Seq)
 	}
 	if err != nil {
 		return &ApplyError{Projection: p.Name(), Subject: de.Subject, Seq: de.Seq, Err: err}

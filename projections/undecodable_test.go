@@ -101,7 +101,7 @@ func TestParkedConversationRebuiltOnceReadable(t *testing.T) {
 		c.Messages, c.Queued = 0, 0
 		c.Parked = &ParkedEvent{Subject: subject, Seq: msg, Error: "newer version"}
 		c.Status = statusOf(c)
-		return putJSON(convs, []byte("c1"), c)
+		return (&Tx{Tx: tx}).putJSON(convs, []byte("c1"), c)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func (Usage) Wants(_, typ string) bool {
 
 func (Usage) Buckets() []string { return []string{bucketUsageCalls, bucketUsageScopes} }
 
-func (Usage) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (Usage) Apply(tx *Tx, env events.Envelope) error {
 	switch env.Type {
 	case events.TypeConversationOpened, events.TypeJobScheduled, events.TypeModelCalled:
 	default:
@@ -90,7 +90,7 @@ func (Usage) Apply(tx *bbolt.Tx, env events.Envelope) error {
 			c.Agent = string(scopes.Get([]byte(scope)))
 		}
 		key := append(timeKey(env.Time), u64(env.Seq)...)
-		return putJSON(tx.Bucket([]byte(bucketUsageCalls)), key, c)
+		return tx.putJSON(tx.Bucket([]byte(bucketUsageCalls)), key, c)
 	}
 	return nil
 }

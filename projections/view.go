@@ -13,10 +13,15 @@ import (
 // getJSON decodes the value under key into v and reports whether it was
 // there. A missing bucket reads as empty.
 func getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
+	return (*Tx)(nil).getJSON(b, key, v)
+}
+
+// getJSON is getJSON through the batch's cache when b is cached.
+func (tx *Tx) getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 	if b == nil {
 		return false, nil
 	}
-	if recs := records(b); recs != nil {
+	if recs := tx.records(b); recs != nil {
 		return cachedGet(b, recs, key, v)
 	}
 	raw := b.Get(key)
@@ -30,9 +35,9 @@ func getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 }
 
 // getTx reads the view under key in bucket, or ErrNotFound.
-func getTx[T any](tx *bbolt.Tx, bucket, key string) (T, error) {
+func getTx[T any](tx *Tx, bucket, key string) (T, error) {
 	var v T
-	found, err := getJSON(tx.Bucket([]byte(bucket)), []byte(key), &v)
+	found, err := tx.getJSON(tx.Bucket([]byte(bucket)), []byte(key), &v)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -44,7 +49,7 @@ func getTx[T any](tx *bbolt.Tx, bucket, key string) (T, error) {
 func get[T any](db *bbolt.DB, bucket, what, key string) (T, error) {
 	var v T
 	err := db.View(func(tx *bbolt.Tx) (err error) {
-		v, err = getTx[T](tx, bucket, key)
+		v, err = getTx[T](&Tx{Tx: tx}, bucket, key)
 		return err
 	})
 	if err != nil {
@@ -56,9 +61,9 @@ func get[T any](db *bbolt.DB, bucket, what, key string) (T, error) {
 
 // putJSON stores v under key (encoded when the Runner's batch commits, for
 // a cached bucket: see recordCache).
-func putJSON(b *bbolt.Bucket, key []byte, v any) error {
-	if recs := records(b); recs != nil {
-		return cachedPut(b, recs, key, v)
+func (tx *Tx) putJSON(b *bbolt.Bucket, key []byte, v any) error {
+	if recs := tx.records(b); recs != nil {
+		return cachedPut(tx.cache, b, recs, key, v)
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -49,20 +49,20 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	printStore(ctx, w, dir, h)
 	printLines(w, h.NATSAccess())
 	printLines(w, h.WebTrust(env.getenv))
-	printLines(w, h.ShellProtections())
+	printLines(w, app.ShellReport(h))
 	printLines(w, h.Routes(env.getenv))
-	printLines(w, h.WebReport(env.getenv))
-	printLines(w, h.RecallReport(env.getenv))
-	printLines(w, h.BrowserReport())
-	printLines(w, h.MCPReport(ctx, env.redactor(), env.getenv))
-	printLines(w, h.DesktopReport(ctx))
+	printLines(w, app.WebReport(h, env.getenv))
+	printLines(w, app.RecallReport(h, env.getenv))
+	printLines(w, app.BrowserReport(h))
+	printLines(w, app.MCPReport(ctx, h, env.redactor(), env.getenv))
+	printLines(w, app.DesktopReport(ctx, h))
 	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv, Secrets: env.redactor()})
 	if err != nil {
 		fmt.Fprintf(w, "tools: %v\n", err)
 		return nil
 	}
 	defer a.Close()
-	printLines(w, h.AgentChecks(a.Registry))
+	printLines(w, a.AgentChecks())
 	return nil
 }
 
@@ -90,7 +90,7 @@ func printStore(ctx context.Context, w io.Writer, dir string, h *home.Home) {
 			return
 		}
 		fmt.Fprintf(w, "  held by crew serve (pid %d) at %s\n", info.PID, info.URL)
-		printLines(w, home.ServerHealth(ctx, info.URL))
+		printLines(w, app.ServerHealth(ctx, info.URL))
 		return
 	}
 	if err != nil {

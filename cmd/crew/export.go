@@ -38,7 +38,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	write := func(w io.Writer) (int, error) {
 		a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 		if errors.Is(err, home.ErrStoreBusy) {
-			c, err := h.ServerClient(dir, env.getenv)
+			c, err := app.ServerClient(h, dir, env.getenv)
 			if err != nil {
 				return 0, err
 			}

@@ -37,7 +37,7 @@ func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int,
 	logger := slog.New(slog.NewTextHandler(env.redactor().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.Open(ctx, dir, h, options(env, "replay --from-step", app.Options{Logger: logger}))
 	if errors.Is(err, home.ErrStoreBusy) {
-		c, err := h.ServerClient(dir, env.getenv)
+		c, err := app.ServerClient(h, dir, env.getenv)
 		if err != nil {
 			return err
 		}

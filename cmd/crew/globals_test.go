@@ -18,11 +18,10 @@ import (
 // state"). A new one fails TestTopLevelVarsHoldNoMutableState: make it a
 // field of what owns it (the App, the log, the Convs) instead.
 var sharedState = map[string]string{
-	"events.registry":      "the event vocabulary, filled by register from init (types.go) before main; read-only after",
-	"schemas.compiled":     "compiled embedded schemas by path: a memo of immutable data",
-	"schemas.mu":           "guards schemas.compiled",
-	"tools.compiled":       "compiled shell and browser patterns by text: a memo of immutable data, bounded (patternCacheMax, least recently used let go)",
-	"projections.txCaches": "keyed by the write transaction and dropped at its commit, so no two transactions or homes share an entry; should travel in a projections.Tx given to Apply (not done)",
+	"events.registry":  "the event vocabulary, filled by register from init (types.go) before main; read-only after",
+	"schemas.compiled": "compiled embedded schemas by path: a memo of immutable data",
+	"schemas.mu":       "guards schemas.compiled",
+	"tools.compiled":   "compiled shell and browser patterns by text: a memo of immutable data, bounded (patternCacheMax, least recently used let go)",
 }
 
 // TestTopLevelVarsHoldNoMutableState: no package of ours (test helpers

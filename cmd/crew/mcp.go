@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/gateways/mcpserver"
 	"github.com/my-agent-crew/crew/tools/mcp"
@@ -125,7 +126,7 @@ func runMCPLogin(ctx context.Context, env *cliEnv, verb string, args []string) e
 		return err
 	}
 	name := fs.Arg(0)
-	servers, problems := h.MCPServers(env.redactor(), env.getenv)
+	servers, problems := app.MCPServers(h, env.redactor(), env.getenv)
 	i := slices.IndexFunc(servers, func(s mcp.Server) bool { return s.Name == name })
 	if i < 0 {
 		for _, p := range problems {

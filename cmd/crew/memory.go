@@ -33,7 +33,7 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	p, err := consolidateHere(ctx, env, dir, h, agent)
 	if errors.Is(err, home.ErrStoreBusy) {
 		var c web.Client
-		if c, err = h.ServerClient(dir, env.getenv); err == nil {
+		if c, err = app.ServerClient(h, dir, env.getenv); err == nil {
 			p, err = c.Consolidate(ctx, agent)
 		}
 	}

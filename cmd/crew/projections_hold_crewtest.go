@@ -9,7 +9,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // With CREW_TEST_HOLD_PROJECTIONS=<file>, crew serve's projections apply
@@ -32,7 +31,7 @@ type held struct {
 	file string
 }
 
-func (h held) Apply(tx *bbolt.Tx, env events.Envelope) error {
+func (h held) Apply(tx *projections.Tx, env events.Envelope) error {
 	for {
 		if _, err := os.Stat(h.file); errors.Is(err, os.ErrNotExist) {
 			return h.Projection.Apply(tx, env)

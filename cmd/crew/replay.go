@@ -60,7 +60,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		if override, err = h.Providers(env.getenv).Model(r); err != nil {
+		if override, err = app.Providers(h, env.getenv).Model(r); err != nil {
 			return err
 		}
 	}
@@ -87,7 +87,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, runID string) (string, []events.Envelope, error) {
 	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 	if errors.Is(err, home.ErrStoreBusy) {
-		c, err := h.ServerClient(dir, env.getenv)
+		c, err := app.ServerClient(h, dir, env.getenv)
 		if err != nil {
 			return "", nil, err
 		}

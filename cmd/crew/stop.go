@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/events"
 )
 
@@ -31,7 +32,7 @@ func runStop(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := h.ServerClient(dir, env.getenv)
+	c, err := app.ServerClient(h, dir, env.getenv)
 	if err != nil {
 		return fmt.Errorf("crew stop needs the running server: %w", err)
 	}

@@ -36,7 +36,7 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
 	switch {
 	case errors.Is(err, home.ErrStoreBusy):
-		c, cerr := h.ServerClient(dir, env.getenv)
+		c, cerr := app.ServerClient(h, dir, env.getenv)
 		if cerr != nil {
 			return cerr
 		}

@@ -37,12 +37,12 @@ type crewSet struct {
 // buildCrew checks every loaded agent against the tools the server has; a
 // broken one is reported and left out, the others run (R-HOME-3).
 func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func(string) string, secrets *events.Redactor) *crewSet {
-	agents := h.LoopAgents(override, reg.Defaults())
+	agents := loopAgents(h, override, reg.Defaults())
 	var problems []string
 	for _, p := range h.Problems {
 		problems = append(problems, p.Error())
 	}
-	servers, mcpProblems := h.MCPServers(secrets, getenv)
+	servers, mcpProblems := MCPServers(h, secrets, getenv)
 	problems = append(problems, mcpProblems...)
 	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, override != nil)...)
 	for id, a := range agents {
@@ -59,7 +59,7 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func
 		agents[id] = a
 	}
 	sort.Strings(problems)
-	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: h.ProfileJobs(agents), disabled: h.DisabledJobs(agents), catalog: h.Config.Catalog(), mcp: servers}
+	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: profileJobs(h, agents, true), disabled: profileJobs(h, agents, false), catalog: h.Config.Catalog(), mcp: servers}
 }
 
 // checkMCP refuses an agent whose mcp: names a server config.yaml does not

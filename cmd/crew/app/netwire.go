@@ -32,7 +32,7 @@ func (nt *netTools) Close() { nt.browser.Close() }
 
 // reload follows config.yaml and the env file after a reload.
 func (nt *netTools) reload(h *home.Home, getenv func(string) string) {
-	nt.web.SetSearch(h.SearchConfig(getenv))
+	nt.web.SetSearch(searchConfig(h, getenv))
 }
 
 // tools are fetch_url, web_search and the browser tools, dialling

@@ -110,7 +110,7 @@ func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger
 	if x.Reset() {
 		logger.Info("the search index was written by an older build: indexing the log again in the background")
 	}
-	if he := h.Embedder(getenv); he != nil {
+	if he := embedder(h, getenv); he != nil {
 		var e search.Embedder = he
 		if ledger != nil {
 			e = budgeted{he, ledger}

@@ -36,7 +36,7 @@ type running struct {
 	Summaries *summarize.Summarizer
 	// Scheduler is the running scheduler on the process that runs the
 	// singletons, else a door to it.
-	Scheduler *schedSlot
+	Scheduler *scheduler.Slot
 	schedCfg  scheduler.Config
 	stopWatch func()
 	stopTeams func() // a fork's team passes (serve's run with the singletons)
@@ -48,7 +48,7 @@ type running struct {
 // otherwise (a fork) it runs only what it is kicked for.
 func start(ctx context.Context, a *App) (*running, error) {
 	st, h, w, logger := a.store, a.Home, a.wiring, a.log
-	r := &running{Scheduler: &schedSlot{}, stopWatch: func() {}}
+	r := &running{Scheduler: scheduler.NewSlot(nil), stopWatch: func() {}}
 	cfg := loop.WorkerConfig{Log: st.log, Convs: w.Convs, Deps: w.Deps,
 		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.claimer(), TurnsInFlight: h.Config.TurnsInFlight}
 	if a.opts.Serve {
@@ -104,8 +104,8 @@ func start(ctx context.Context, a *App) (*running, error) {
 	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
 	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
 	r.Stops = &inbound.Stops{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
-	if a.member != nil {
-		r.Scheduler.nc = st.nc
+	if a.member != nil { // a standby asks the leader's scheduler
+		r.Scheduler = scheduler.NewSlot(st.nc)
 	}
 	r.schedCfg = schedulerConfig(a, r)
 	w.create.Bind(jobAdder{r.Scheduler})
@@ -209,12 +209,12 @@ func (a *App) startScheduler(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Scheduler.set(s); err != nil {
+	if err := a.Scheduler.Set(s); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return func() {
-		a.Scheduler.set(nil)
+		a.Scheduler.Set(nil)
 		s.Close()
 	}, nil
 }
@@ -236,7 +236,7 @@ func dayEndList(db *bbolt.DB, teamBusy func(ctx context.Context, id string) bool
 }
 
 // jobAdder adapts the scheduler to schedule_create.
-type jobAdder struct{ s *schedSlot }
+type jobAdder struct{ s *scheduler.Slot }
 
 func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
 	err := a.s.Add(ctx, scheduler.Job{ID: j.ID, Agent: j.Agent, Name: j.Name, Cron: j.Cron, Prompt: j.Prompt, At: j.At, SourceConversation: j.SourceConversation})

@@ -30,7 +30,7 @@ func TestAgentToolsFollowDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents := h.LoopAgents(nil, reg.Defaults())
+	agents := loopAgents(h, nil, reg.Defaults())
 	master := agents[home.MasterID]
 	// The master leads teams by default (R-TEAM): the defaults and the
 	// lead's tools.

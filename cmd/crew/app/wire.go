@@ -102,12 +102,12 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	// The routes every agent runs on (MY_AGENT_ROUTES, or fake:echo with
 	// no provider reachable) are decided as serve decides them, replay
 	// included: the roster in every system prompt names them.
-	mdl, override, note, err := h.Models(ctx, getenv)
+	mdl, override, note, err := models(ctx, h, getenv)
 	if err != nil {
 		return nil, err
 	}
 	svc := tools.Services{Secrets: a.opts.Secrets, Sandbox: a.box, Clock: time.Now, Location: h.Config.Location()}
-	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: h.Providers(getenv)}
+	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: Providers(h, getenv)}
 	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
 	log, db := a.Log(), a.DB()
 	var fresh canvas.Freshness
@@ -161,7 +161,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Models = a.opts.Models
 	}
 	if log != nil {
-		if w.Ledger, err = home.OpenLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.holder(), a.store.alive()); err != nil {
+		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.holder(), a.store.alive()); err != nil {
 			w.close()
 			return nil, err
 		}

@@ -1,8 +1,6 @@
 package home
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"io/fs"
@@ -12,15 +10,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/kit"
-	"github.com/my-agent-crew/crew/tools/mcp"
-	"github.com/my-agent-crew/crew/tools/shell"
 )
 
 // What crew doctor reports, one report line per string; doctor prints
@@ -70,32 +59,6 @@ func StoreFiles(dir string) string {
 	return fmt.Sprintf("event store: %s (%s on disk), projections: %s", natsDir, HumanBytes(dirSize(natsDir)), filepath.Join(dir, "data", "projections.db"))
 }
 
-// ServerHealth is what the running server at url says of itself and of
-// its projections' lag.
-func ServerHealth(ctx context.Context, url string) []string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	health, err := web.Client{URL: url}.Health(ctx)
-	if err != nil {
-		return []string{fmt.Sprintf("  /healthz: %v", err)}
-	}
-	lines := []string{"  /healthz: " + health.Status}
-	for _, p := range health.Projections {
-		lines = append(lines, fmt.Sprintf("  projection %s: at %d, lag %d%s", p.Name, p.Checkpoint, p.Lag, errSuffix(p.Error)))
-	}
-	if t := health.Turns; t != nil {
-		lines = append(lines, TurnsLine(*t))
-	}
-	return lines
-}
-
-func errSuffix(s string) string {
-	if s == "" {
-		return ""
-	}
-	return ", stopped: " + s
-}
-
 // NATSAccess says how to inspect the embedded server with the nats CLI.
 func (h *Home) NATSAccess() []string {
 	if h.Config.NATS.URL != "" {
@@ -108,21 +71,6 @@ func (h *Home) NATSAccess() []string {
 		}
 	}
 	return []string{fmt.Sprintf("nats CLI: nats --server nats://%s stream info CREW   (or: stream view CREW, sub 'crew.conv.>')", h.Config.NATS.Listen)}
-}
-
-// ShellProtections lists each protection of shell commands and hooks, and
-// whether this kernel gives it (each proven by running a command), under
-// the network policy of config.yaml (shell_ports, shell_hosts).
-func (h *Home) ShellProtections() []string {
-	box, err := shell.New(h.Config.ShellNetwork())
-	if err != nil {
-		return []string{"shell protections: " + err.Error()}
-	}
-	lines := []string{"shell protections (shell_run, script jobs and hooks; Landlock and Unix-socket block when shell_network: false or shell_write_paths is set):"}
-	for _, p := range box.Protections() {
-		lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Detail))
-	}
-	return lines
 }
 
 // Routes are the model routes of each agent and whether the provider
@@ -206,24 +154,6 @@ func (h *Home) routeSpecs(getenv func(string) string) []string {
 	return lines
 }
 
-// AgentChecks runs the checks serve makes before it runs an agent
-// (routes, tool names, shell patterns) against the tools of reg, so a
-// skipped agent shows in doctor too.
-func (h *Home) AgentChecks(reg *tools.Registry) []string {
-	var lines []string
-	agents := h.LoopAgents(nil, reg.Defaults())
-	ids := slices.Sorted(maps.Keys(agents))
-	for _, id := range ids {
-		if err := loop.CheckAgent(agents[id], reg); err != nil {
-			lines = append(lines, fmt.Sprintf("agent %s will be skipped: %v", id, err))
-		}
-		for _, err := range kit.Check(h.Dir, agents[id].Dir) {
-			lines = append(lines, fmt.Sprintf("agent %s: %v", id, err))
-		}
-	}
-	return lines
-}
-
 func dirSize(dir string) int64 {
 	var n int64
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
@@ -256,97 +186,4 @@ func CrewVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
-}
-
-// MCPReport is what crew doctor says of each MCP server of config.yaml:
-// as the running server has them (state, tools, restarts, how the last
-// process ended) when one runs, else whether each answers, how many tools
-// it offers and which the owner made read-only. What it says is redacted
-// with r, the home's secrets.
-func (h *Home) MCPReport(ctx context.Context, r *events.Redactor, getenv func(string) string) []string {
-	servers, problems := h.MCPServers(r, getenv)
-	if len(servers) == 0 && len(problems) == 0 {
-		return []string{"MCP servers: none declared (config.yaml mcp_servers)"}
-	}
-	if c, err := h.ServerClient(h.Dir, getenv); err == nil {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		states, err := c.MCP(ctx)
-		cancel()
-		if err == nil {
-			lines := []string{"MCP servers (as the running crew serve has them):"}
-			for _, st := range states {
-				l := fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.State)
-				if st.State == "needs login" {
-					l = fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.Error)
-				} else if st.Error != "" {
-					l += ": " + st.Error
-				}
-				if st.State != "not started" {
-					l += fmt.Sprintf(", %d tools", st.Tools)
-				}
-				if st.Transport == "stdio" {
-					switch st.Restarts {
-					case 0:
-						l += ", never restarted"
-					case 1:
-						l += ", restarted once"
-					default:
-						l += fmt.Sprintf(", restarted %d times", st.Restarts)
-					}
-					if st.LastEnded != "" {
-						l += " (last process: " + st.LastEnded + ")"
-					}
-				}
-				lines = append(lines, l)
-			}
-			for _, p := range problems {
-				lines = append(lines, "  "+p)
-			}
-			return lines
-		}
-	}
-	lines := []string{"MCP servers:"}
-	// The stdio servers start as serve starts them, in a sandbox of the
-	// home's network policy (nil when config.yaml's is bad: none starts).
-	box, _ := shell.New(h.Config.ShellNetwork())
-	pool := mcp.NewPool(CrewVersion(), servers, box, nil)
-	pool.Redact(r)
-	defer pool.Close()
-	for _, st := range pool.Status(ctx) {
-		var nl mcp.NeedsLogin
-		if errors.As(st.Err, &nl) {
-			lines = append(lines, fmt.Sprintf("  %s (%s %s): needs login: run crew mcp login %s", st.Name, st.Transport, st.URL, st.Name))
-			continue
-		}
-		if st.Err != nil {
-			lines = append(lines, fmt.Sprintf("  %s (%s %s): does not answer: %v", st.Name, st.Transport, st.URL, st.Err))
-			continue
-		}
-		if st.LoggedIn {
-			st.Problems = append([]string{"logged in (OAuth; crew mcp logout " + st.Name + " revokes it)"}, st.Problems...)
-		}
-		ro := "none"
-		if len(st.ReadOnly) > 0 {
-			ro = strings.Join(st.ReadOnly, ", ")
-		}
-		lines = append(lines, fmt.Sprintf("  %s (%s %s): answers, %d tools (%d hidden), read-only: %s", st.Name, st.Transport, st.URL, len(st.Tools), st.Hidden, ro))
-		for _, p := range st.Problems {
-			lines = append(lines, "    "+p)
-		}
-	}
-	for _, p := range problems {
-		lines = append(lines, "  "+p)
-	}
-	return lines
-}
-
-// TurnsLine is doctor's line for the turn worker's counters (/healthz
-// details.turns).
-func TurnsLine(t loop.WorkerStats) string {
-	line := fmt.Sprintf("  turns: %d in flight (turns_in_flight %d), %d queued, %d waiting to retry, %d failed passes since start",
-		t.InFlight, t.Limit, t.Queued, t.Retrying, t.FailedPasses)
-	if t.FailedPasses > 0 {
-		line += " (each is in the server's log at warn: \"turn pass failed\")"
-	}
-	return line
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/my-agent-crew/crew/events"
 )
 
 // claudeDesktop is a claude_desktop_config.json as users have them: a
@@ -90,18 +88,6 @@ func TestMCPImportClaudeDesktopConfig(t *testing.T) {
 	}
 	if m := h.Agents[MasterID].MCP; !slices.Equal(m, []string{"filesystem", "github", "remote", "My-Notes-v2"}) {
 		t.Errorf("master's mcp: %v", m)
-	}
-	servers, problems := h.MCPServers(events.NewRedactor(), func(string) string { return "" })
-	if len(problems) > 0 || len(servers) != 4 {
-		t.Fatalf("servers %d, problems %v", len(servers), problems)
-	}
-	for _, s := range servers {
-		if s.Name == "remote" && s.Headers["Authorization"] != "Bearer tok_remoteSecret456" {
-			t.Errorf("remote's header resolves to %q", s.Headers["Authorization"])
-		}
-		if s.Name == "github" && !slices.Contains(s.Stdio.Env, "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_importedSecret123") {
-			t.Errorf("github's env resolves to %v", s.Stdio.Env)
-		}
 	}
 
 	// Again: nothing changes, every server says why.

@@ -226,14 +226,6 @@ func (h *Home) madeForMCP(token string) bool {
 	return err == nil && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(string(b))), []byte(tokenMark(token))) == 1
 }
 
-// ServerClient asks the server that holds the store of the home at dir
-// (as the command named it), with the auth token serve uses.
-func (h *Home) ServerClient(dir string, getenv func(string) string) (web.Client, error) {
-	info, err := ReadServeInfo(dir)
-	token, _ := h.AuthToken(getenv)
-	return web.Client{URL: info.URL, Token: token}, err
-}
-
 // WebTrust is doctor's view of who can reach the server and whether
 // exports are keyed, one report line each; it names where secrets are,
 // never their values.

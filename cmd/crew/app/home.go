@@ -1,9 +1,10 @@
-package home
+package app
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -12,22 +13,29 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
+	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/browser"
 	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/mcp"
+	"github.com/my-agent-crew/crew/tools/web"
+	"github.com/nats-io/nuid"
 )
 
-// What the loaded home gives the running server, in the shapes its
-// packages take: config validated once here, never read by them.
+// What the loaded home gives the running crew, in the shapes its packages
+// take: the home says what is configured (cmd/crew/home), the App builds
+// from it what runs.
 
 // Providers are the model providers with the keys of the home's env file
 // or the process environment (getenv).
-func (h *Home) Providers(getenv func(string) string) *llm.Providers {
+func Providers(h *home.Home, getenv func(string) string) *llm.Providers {
 	return llm.NewProviders(llm.Config{
 		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
 		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
@@ -36,19 +44,19 @@ func (h *Home) Providers(getenv func(string) string) *llm.Providers {
 	})
 }
 
-// Models is the process's model cache over Providers, and the routes that
+// models is the process's model cache over Providers, and the routes that
 // override every agent's (llm.Override: MY_AGENT_ROUTES, or fake:echo with
 // no provider reachable) with the note serve prints about it.
-func (h *Home) Models(ctx context.Context, getenv func(string) string) (models *llm.Models, override []string, note string, err error) {
-	providers := h.Providers(getenv)
+func models(ctx context.Context, h *home.Home, getenv func(string) string) (m *llm.Models, override []string, note string, err error) {
+	providers := Providers(h, getenv)
 	override, note, err = llm.Override(ctx, providers, func(k string) string { return h.Getenv(k, getenv) })
 	return llm.NewModels(providers), override, note, err
 }
 
-// LoopAgents maps the loaded agent configs to what the loop needs:
+// loopAgents maps the loaded agent configs to what the loop needs:
 // override, when set, replaces every agent's routes, and defaults is what
 // an agent gets whose agent.yaml lists no tools (the registry's Defaults).
-func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
+func loopAgents(h *home.Home, override, defaults []string) map[string]loop.Agent {
 	out := map[string]loop.Agent{}
 	for id, a := range h.Agents {
 		routes := a.Routes
@@ -59,7 +67,7 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 		if len(names) == 0 {
 			names = defaults
 		}
-		names = h.withBrowser(a, names)
+		names = withBrowser(h, a, names)
 		if a.Leads() {
 			names = withTools(names, team.LeadTools)
 		}
@@ -84,6 +92,31 @@ func (h *Home) LoopAgents(override, defaults []string) map[string]loop.Agent {
 	return out
 }
 
+// withTools is names with extra added, those it lacks, in order.
+func withTools(names, extra []string) []string {
+	out := slices.Clone(names)
+	for _, n := range extra {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// findChromium finds the browser; a variable so tests can pretend.
+var findChromium = browser.Find
+
+// withBrowser is names with the browser tools the agent's browser key
+// gives, when config.yaml enables the browser and a Chromium is found.
+// Browser tools listed under tools: do not count: they come with the key.
+func withBrowser(h *home.Home, a *home.Agent, names []string) []string {
+	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.HasPrefix(n, "browser_") })
+	if !h.Config.BrowserEnabled || a.Browser == "" || findChromium() == "" {
+		return out
+	}
+	return append(out, browser.ToolNames(a.Browser)...)
+}
+
 // envRef is a ${VAR} in an MCP header value.
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
@@ -91,9 +124,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // name, their header values' ${VAR} taken from the env file or getenv. A
 // server whose header names a variable that is set nowhere is left out,
 // with a problem saying which. Every value resolved is added to r.
-func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (servers []mcp.Server, problems []string) {
-	names := slices.Sorted(maps.Keys(h.Config.MCPServers))
-	for _, name := range names {
+func MCPServers(h *home.Home, r *events.Redactor, getenv func(string) string) (servers []mcp.Server, problems []string) {
+	for _, name := range slices.Sorted(maps.Keys(h.Config.MCPServers)) {
 		c := h.Config.MCPServers[name]
 		s := mcp.Server{Name: name, URL: c.URL, ReadOnly: c.ReadOnlyTools, Hidden: c.HiddenTools, AutonomousRun: c.Autonomous == "run",
 			Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Headers: map[string]string{}}
@@ -127,7 +159,7 @@ func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (serve
 			}
 		}
 		if len(c.Command) > 0 {
-			s.Stdio = h.stdio(name, c)
+			s.Stdio = mcpStdio(h.Dir, name, c)
 			for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 				v := resolve(c.Env[k])
 				if len(v) >= events.MinEnvFileSecret {
@@ -153,25 +185,16 @@ func (h *Home) MCPServers(r *events.Redactor, getenv func(string) string) (serve
 	return servers, problems
 }
 
-// MCPNames are the servers of config.yaml mcp_servers, sorted.
-func (h *Home) MCPNames() []string { return slices.Sorted(maps.Keys(h.Config.MCPServers)) }
-
-// MCPTokenFile is where crew mcp login keeps the grant of the remote
-// server name: the home's secret area, mode 0600 in a 0700 folder.
-func (h *Home) MCPTokenFile(name string) string {
-	return filepath.Join(h.Dir, "secrets", "mcp", name+".json")
-}
-
-// stdio is a stdio entry's start: its paths made absolute against the
-// home, its working directory <home>/mcp/<name> unless set.
-func (h *Home) stdio(name string, c MCPServer) *mcp.Stdio {
+// mcpStdio is a stdio entry's start: its paths made absolute against the
+// home dir, its working directory <home>/mcp/<name> unless set.
+func mcpStdio(dir, name string, c home.MCPServer) *mcp.Stdio {
 	abs := func(p string) string {
 		if filepath.IsAbs(p) {
 			return filepath.Clean(p)
 		}
-		return filepath.Join(h.Dir, p)
+		return filepath.Join(dir, p)
 	}
-	st := &mcp.Stdio{Command: c.Command, Dir: filepath.Join(h.Dir, "mcp", name), Home: h.Dir, Network: c.Network}
+	st := &mcp.Stdio{Command: c.Command, Dir: filepath.Join(dir, "mcp", name), Home: dir, Network: c.Network}
 	if c.Cwd != "" {
 		st.Dir = abs(c.Cwd)
 	}
@@ -184,16 +207,17 @@ func (h *Home) stdio(name string, c MCPServer) *mcp.Stdio {
 	return st
 }
 
-// ProfileJobs are the enabled schedules: of the agents in loaded, as the
-// scheduler's jobs.
-func (h *Home) ProfileJobs(loaded map[string]loop.Agent) []scheduler.Job {
+// profileJobs are the schedules of the agents in loaded, as the
+// scheduler's jobs: the enabled ones (on), or those written down with
+// enabled: false (listed, not run).
+func profileJobs(h *home.Home, loaded map[string]loop.Agent, on bool) []scheduler.Job {
 	var jobs []scheduler.Job
 	for id, a := range h.Agents {
 		if _, ok := loaded[id]; !ok {
 			continue
 		}
 		for _, sc := range a.Schedules {
-			if !sc.On() {
+			if sc.On() != on {
 				continue
 			}
 			jobs = append(jobs, scheduler.Job{
@@ -206,66 +230,56 @@ func (h *Home) ProfileJobs(loaded map[string]loop.Agent) []scheduler.Job {
 	return jobs
 }
 
-// DisabledJobs are the schedules of the loaded agents written down with
-// enabled: false, as jobs (listed, not run).
-func (h *Home) DisabledJobs(loaded map[string]loop.Agent) []scheduler.Job {
-	var jobs []scheduler.Job
+// caps are the budgets config.yaml and the agents' agent.yaml set (R-X-5).
+func caps(h *home.Home) budget.Caps {
+	c := budget.Caps{DailyUSD: h.Config.Budget.DailyUSD, UnknownCallUSD: h.Config.Budget.UnknownCallUSD, AgentDailyUSD: map[string]float64{}}
 	for id, a := range h.Agents {
-		if _, ok := loaded[id]; !ok {
-			continue
-		}
-		for _, sc := range a.Schedules {
-			if sc.On() {
-				continue
-			}
-			jobs = append(jobs, scheduler.Job{
-				ID: scheduler.ProfileJobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
-				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
-			})
+		if a.DailyCapUSD > 0 {
+			c.AgentDailyUSD[id] = a.DailyCapUSD
 		}
 	}
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
-	return jobs
+	return c
 }
 
-// EnabledSchedules names the enabled schedules of agent id, for the
-// roster.
-func (h *Home) EnabledSchedules(id string) []string {
-	var names []string
-	if cfg := h.Agents[id]; cfg != nil {
-		for _, sc := range cfg.Schedules {
-			if sc.On() {
-				names = append(names, sc.Name)
-			}
-		}
-	}
-	return names
+// openLedger opens the budget ledger over log; current is the home in
+// force (a reload changes the caps). On a cluster shared by several crew
+// processes, holder names this one and alive tells whether another still
+// runs (budget.Config); "" and nil otherwise.
+func openLedger(ctx context.Context, log *events.Log, current func() *home.Home, logger *slog.Logger, holder string, alive func(context.Context, string) (bool, error)) (*budget.Ledger, error) {
+	h := current()
+	return budget.Open(ctx, budget.Config{Log: log, Location: h.Config.Location(), Clock: time.Now, NewID: nuid.Next, Logger: logger,
+		Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return caps(current()) }, Holder: holder, Alive: alive})
 }
 
-// envSettings are the <home>/env variables that hold addresses and routes,
-// not secrets: redacting them would hide which model or host answered.
-// One that carries credentials (user:password@host) is a secret again.
-var envSettings = map[string]bool{"OLLAMA_HOST": true, "OPENROUTER_BASE_URL": true, "MY_AGENT_ROUTES": true}
-
-// EnvSecrets is the env file less its plain settings: what the redactor
-// must never let out (the home's redactor, LoadSecrets).
-func (h *Home) EnvSecrets() map[string]string {
-	out := make(map[string]string, len(h.Env))
-	for k, v := range h.Env {
-		if !envSettings[k] || strings.Contains(v, "@") {
-			out[k] = v
-		}
+// searchConfig is config.yaml's web_search with its provider's key from
+// the env file or the process environment (getenv).
+func searchConfig(h *home.Home, getenv func(string) string) web.SearchConfig {
+	c := web.SearchConfig{Provider: h.Config.WebSearch.Provider, URL: h.Config.WebSearch.URL}
+	if k := web.Providers[c.Provider]; k != "" {
+		c.Key = h.Getenv(k, getenv)
 	}
-	return out
+	return c
 }
 
-// withTools is names with extra added, those it lacks, in order.
-func withTools(names, extra []string) []string {
-	out := slices.Clone(names)
-	for _, n := range extra {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
+// embedder is the embedding route config.yaml names for recall, with the
+// provider's address and key from the env file or the environment; nil
+// when none is set (BM25 alone).
+func embedder(h *home.Home, getenv func(string) string) *search.HTTPEmbedder {
+	route := h.Config.Embeddings.Route
+	provider, model, ok := strings.Cut(route, ":")
+	if route == "" || !ok {
+		return nil
 	}
-	return out
+	e := &search.HTTPEmbedder{Name: route, Model: model}
+	switch provider {
+	case "ollama":
+		e.BaseURL = llm.OllamaBase(h.Getenv("OLLAMA_HOST", getenv))
+	case "openrouter":
+		e.OpenAI = true
+		e.BaseURL = cmp.Or(strings.TrimSpace(h.Getenv("OPENROUTER_BASE_URL", getenv)), llm.DefaultOpenRouterBaseURL)
+		e.APIKey = h.Getenv("OPENROUTER_API_KEY", getenv)
+	default:
+		return nil // the schema allows no other
+	}
+	return e
 }

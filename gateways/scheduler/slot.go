@@ -1,4 +1,4 @@
-package app
+package scheduler
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/nats-io/nats.go"
 )
 
@@ -17,21 +16,25 @@ import (
 // outside the stored crew.> subjects.
 const schedulerSubject = "rpc.crew.scheduler"
 
-// schedSlot is the scheduler as the rest of the process sees it: the
-// running one on the leader (or without a cluster), else a door to the
-// leader's over NATS, so schedule_create and the jobs page work on every
-// crew process sharing a cluster.
-type schedSlot struct {
+// Slot is the scheduler as the rest of the process sees it: the running
+// one on the leader (or without a cluster), else a door to the leader's
+// over NATS, so schedule_create and the jobs page work on every crew
+// process sharing a cluster.
+type Slot struct {
 	nc *nats.Conn // nil without a cluster
 
 	mu  sync.Mutex
-	cur *scheduler.Scheduler
+	cur *Scheduler
 	sub *nats.Subscription
 }
 
-// set installs the running scheduler (nil: this process stopped leading)
+// NewSlot is the slot of a process on nc (nil without a cluster), with no
+// scheduler running here yet.
+func NewSlot(nc *nats.Conn) *Slot { return &Slot{nc: nc} }
+
+// Set installs the running scheduler (nil: this process stopped leading)
 // and answers the standbys' requests while it runs.
-func (s *schedSlot) set(sched *scheduler.Scheduler) error {
+func (s *Slot) Set(sched *Scheduler) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sub != nil {
@@ -60,37 +63,37 @@ func (s *schedSlot) set(sched *scheduler.Scheduler) error {
 	return nil
 }
 
-func (s *schedSlot) current() *scheduler.Scheduler {
+func (s *Slot) current() *Scheduler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur
 }
 
 // Add stores a chat job (schedule_create).
-func (s *schedSlot) Add(ctx context.Context, j scheduler.Job) error {
+func (s *Slot) Add(ctx context.Context, j Job) error {
 	return s.call(ctx, schedRequest{Op: "add", Job: &j})
 }
 
 // Cancel stops a chat job.
-func (s *schedSlot) Cancel(ctx context.Context, id, reason string) error {
+func (s *Slot) Cancel(ctx context.Context, id, reason string) error {
 	return s.call(ctx, schedRequest{Op: "cancel", ID: id, Reason: reason})
 }
 
 // RunNow fires a job by hand.
-func (s *schedSlot) RunNow(ctx context.Context, id string) error {
+func (s *Slot) RunNow(ctx context.Context, id string) error {
 	return s.call(ctx, schedRequest{Op: "run", ID: id})
 }
 
 // SetProfile follows a reload of the agents' schedules (the leader's;
 // a standby's profile is read when it becomes the leader).
-func (s *schedSlot) SetProfile(ctx context.Context, jobs []scheduler.Job) error {
+func (s *Slot) SetProfile(ctx context.Context, jobs []Job) error {
 	if sched := s.current(); sched != nil {
 		return sched.SetProfile(ctx, jobs)
 	}
 	return nil
 }
 
-func (s *schedSlot) call(ctx context.Context, req schedRequest) error {
+func (s *Slot) call(ctx context.Context, req schedRequest) error {
 	if sched := s.current(); sched != nil {
 		return req.do(ctx, sched)
 	}
@@ -119,13 +122,13 @@ func (s *schedSlot) call(ctx context.Context, req schedRequest) error {
 
 // schedRequest is one standby request.
 type schedRequest struct {
-	Op     string         `json:"op"` // add, cancel, run
-	Job    *scheduler.Job `json:"job,omitempty"`
-	ID     string         `json:"id,omitempty"`
-	Reason string         `json:"reason,omitempty"`
+	Op     string `json:"op"` // add, cancel, run
+	Job    *Job   `json:"job,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
-func (r schedRequest) do(ctx context.Context, s *scheduler.Scheduler) error {
+func (r schedRequest) do(ctx context.Context, s *Scheduler) error {
 	switch {
 	case r.Op == "add" && r.Job != nil:
 		return s.Add(ctx, *r.Job)
@@ -145,11 +148,11 @@ type schedReply struct {
 }
 
 var schedKinds = map[string]error{
-	"unknown":   scheduler.ErrUnknownJob,
-	"exists":    scheduler.ErrJobExists,
-	"cancelled": scheduler.ErrCancelled,
-	"profile":   scheduler.ErrProfileJob,
-	"invalid":   scheduler.ErrInvalidJob,
+	"unknown":   ErrUnknownJob,
+	"exists":    ErrJobExists,
+	"cancelled": ErrCancelled,
+	"profile":   ErrProfileJob,
+	"invalid":   ErrInvalidJob,
 }
 
 func replyOf(err error) schedReply {
