@@ -64,6 +64,10 @@ type config struct {
 	afterCommit func(name string, seq uint64) error
 	// batch caps the events of one transaction; zero is batchMax.
 	batch int
+	// lose drops a delivery before the Runner sees it, as a connection
+	// that dies with a pull's messages in flight does (the server counts
+	// them delivered); nil drops none.
+	lose func(seq uint64) bool
 }
 
 // Status is one projection's progress, for `crew doctor` and /healthz.
@@ -264,7 +268,86 @@ func (d *delivery) read() {
 	}
 }
 
+// run feeds g until ctx ends or g stops. A gap in what the consumer
+// delivers (a pull's messages lost with a connection, which the server
+// counts delivered and the next batch's AckAll acknowledges) is never
+// passed over: the consumer is made again to deliver from the checkpoint.
 func (r *Runner) run(ctx context.Context, g *group) {
+	var again uint64 // the event a gap was met at before, with none applied since
+	for {
+		gap := r.consume(ctx, g)
+		if gap == nil {
+			return
+		}
+		r.logger.Warn("projection consumer skipped events (deliveries lost with a connection); reading again from the checkpoint",
+			logConsumer, g.consumer, "want", gap.want, "got", gap.got)
+		if gap.want == again {
+			// Twice at the same event: the stream may not have it.
+			if _, err := r.log.Stream().GetMsg(ctx, gap.want); errors.Is(err, jetstream.ErrMsgNotFound) {
+				r.failGroup(g, fmt.Errorf("event %d is missing from the stream (removed from the log?): %w", gap.want, gap))
+				return
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+		again = gap.want
+		cons, err := r.remake(ctx, g.consumer, gap.want-1)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.stopGroup(g)
+				return
+			}
+			r.failGroup(g, err)
+			return
+		}
+		g.cons = cons
+	}
+}
+
+// remakeFor is how long remake retries while the cluster cannot make a
+// consumer (a leader being elected after a server's loss).
+const remakeFor = 5 * time.Minute
+
+// remake deletes the consumer durable and makes it again to deliver from
+// checkpoint+1 — even when the server shows nothing pending: it may have
+// lost what it sent with its consumer leader. It retries until remakeFor
+// has passed or ctx ends.
+func (r *Runner) remake(ctx context.Context, durable string, checkpoint uint64) (jetstream.Consumer, error) {
+	deadline := time.Now().Add(remakeFor)
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, 5*time.Second) {
+		err := r.log.Stream().DeleteConsumer(ctx, durable)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			err = nil
+		}
+		if err == nil {
+			var cons jetstream.Consumer
+			if cons, err = r.consumer(ctx, durable, checkpoint); err == nil {
+				return cons, nil
+			}
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("make consumer %s again from %d: %w", durable, checkpoint+1, err)
+		}
+		r.logger.Warn("cannot make the projection consumer again; retrying", logConsumer, durable, logErr, err)
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// gapError is a delivery past the next event a group's members need.
+type gapError struct{ want, got uint64 }
+
+func (e *gapError) Error() string {
+	return fmt.Sprintf("delivery gap: want event %d, got %d", e.want, e.got)
+}
+
+// consume feeds g from its consumer until ctx ends, g stops (nil), or a
+// delivery skips events (the gap; what came before it is applied).
+func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 	size := r.cfg.batch
 	if size <= 0 {
 		size = batchMax
@@ -275,7 +358,7 @@ func (r *Runner) run(ctx context.Context, g *group) {
 	msgs, err := g.cons.Messages(jetstream.PullMaxMessages(size), jetstream.WithMessagesErrOnMissingHeartbeat(false))
 	if err != nil {
 		r.failGroup(g, fmt.Errorf("consume: %w", err))
-		return
+		return nil
 	}
 	// The pump hands messages over as they come; the loop below takes
 	// every one already handed over as one batch.
@@ -289,6 +372,9 @@ func (r *Runner) run(ctx context.Context, g *group) {
 			d := delivery{msg: msg, err: err}
 			if err == nil {
 				d.read()
+				if r.cfg.lose != nil && d.metaErr == nil && r.cfg.lose(d.seq) {
+					continue
+				}
 			}
 			select {
 			case ch <- d:
@@ -312,7 +398,7 @@ func (r *Runner) run(ctx context.Context, g *group) {
 			}
 		case <-ctx.Done():
 			r.stopGroup(g)
-			return
+			return nil
 		}
 	fill:
 		for last == nil && len(batch) < size {
@@ -327,23 +413,26 @@ func (r *Runner) run(ctx context.Context, g *group) {
 		}
 		if len(batch) > 0 {
 			if err := r.handle(g, batch); err != nil {
+				if gap := (*gapError)(nil); errors.As(err, &gap) {
+					return gap
+				}
 				r.failGroup(g, err)
-				return
+				return nil
 			}
 			if len(r.active(g)) == 0 {
-				return // each member stopped at its own event
+				return nil // each member stopped at its own event
 			}
 		}
 		if last != nil {
 			if ctx.Err() != nil {
 				r.stopGroup(g)
-				return
+				return nil
 			}
 			// Next retries transient trouble (missed heartbeats,
 			// reconnects) itself; what it returns is terminal, such as
 			// the consumer being deleted under us.
 			r.failGroup(g, fmt.Errorf("consume %s: %w", g.consumer, last))
-			return
+			return nil
 		}
 	}
 }
@@ -377,6 +466,17 @@ func (r *Runner) handle(g *group, batch []delivery) error {
 		if err == nil {
 			r.committed(active, batch)
 			return nil
+		}
+		if gap := (*gapError)(nil); errors.As(err, &gap) {
+			// The events before the gap are committed on their own;
+			// nothing after it is acknowledged.
+			if n > 0 {
+				if _, _, err := r.applyBatch(active, batch[:n]); err != nil {
+					return err
+				}
+				r.committed(active, batch[:n])
+			}
+			return err
 		}
 		if failed == nil {
 			return err // not one member's: metadata, or the commit itself
@@ -422,6 +522,9 @@ func (r *Runner) applyBatch(members []*worker, batch []delivery) (int, *worker, 
 			return i, nil, &ApplyError{Projection: members[0].p.Name(), Subject: d.msg.Subject(), Err: fmt.Errorf("message metadata: %w", d.metaErr)}
 		}
 		seq := d.seq
+		if next := slices.Min(cps) + 1; seq > next {
+			return i, nil, &gapError{want: next, got: seq}
+		}
 		kind := subjectKind(d.msg.Subject())
 		for j, w := range members {
 			if seq <= cps[j] {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,5 +307,42 @@ func TestAddedProjectionCatchesUpWithoutHoldingTheOthers(t *testing.T) {
 	close(release)
 	if err := r.WaitFor(ctx, last); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A delivery lost in transit (a pull's messages in flight when the
+// connection died: the server counts them delivered, and the next batch's
+// AckAll would acknowledge them) is not passed over: the Runner meets the
+// gap at the event after it and reads again from its checkpoint, so the
+// conversation has all its messages (TestClusterFailover's lost
+// conversations).
+func TestLostDeliveryIsReadAgain(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
+	lost := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
+	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "three"})
+	db := openDB(t, "")
+
+	var dropped atomic.Bool
+	r := startRunner(t, log, db, config{lose: func(seq uint64) bool {
+		return seq == lost && dropped.CompareAndSwap(false, true)
+	}})
+	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "four"})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if !dropped.Load() {
+		t.Fatal("the delivery was never lost: the test tests nothing")
+	}
+	if got, want := messages(t, r, "c1"), 4; got != want {
+		t.Errorf("messages: got %d, want %d (the lost delivery was passed over)", got, want)
+	}
+	for _, st := range r.Status(ctx) {
+		if st.Checkpoint != last || st.Error != "" || !st.Running {
+			t.Errorf("status: %+v", st)
+		}
 	}
 }
