@@ -2,11 +2,9 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -128,84 +126,22 @@ func (a *App) AgentChecks() []string {
 	return lines
 }
 
-// MCPReport is what crew doctor says of each MCP server of config.yaml:
-// as the running server has them (state, tools, restarts, how the last
-// process ended) when one runs, else whether each answers, how many tools
-// it offers and which the owner made read-only. What it says is redacted
-// with r, the home's secrets.
+// MCPReport is what crew doctor says of each MCP server of config.yaml
+// (mcp.Report): as the running server has them when one runs, else as
+// they answer now. What it says is redacted with r, the home's secrets.
 func MCPReport(ctx context.Context, h *home.Home, r *events.Redactor, getenv func(string) string) []string {
 	servers, problems := MCPServers(h, r, getenv)
-	if len(servers) == 0 && len(problems) == 0 {
-		return []string{"MCP servers: none declared (config.yaml mcp_servers)"}
-	}
-	if c, err := ServerClient(h, h.Dir, getenv); err == nil {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		states, err := c.MCP(ctx)
-		cancel()
-		if err == nil {
-			lines := []string{"MCP servers (as the running crew serve has them):"}
-			for _, st := range states {
-				l := fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.State)
-				if st.State == "needs login" {
-					l = fmt.Sprintf("  %s (%s %s): %s", st.Name, st.Transport, st.Where, st.Error)
-				} else if st.Error != "" {
-					l += ": " + st.Error
-				}
-				if st.State != "not started" {
-					l += fmt.Sprintf(", %d tools", st.Tools)
-				}
-				if st.Transport == "stdio" {
-					switch st.Restarts {
-					case 0:
-						l += ", never restarted"
-					case 1:
-						l += ", restarted once"
-					default:
-						l += fmt.Sprintf(", restarted %d times", st.Restarts)
-					}
-					if st.LastEnded != "" {
-						l += " (last process: " + st.LastEnded + ")"
-					}
-				}
-				lines = append(lines, l)
-			}
-			for _, p := range problems {
-				lines = append(lines, "  "+p)
-			}
-			return lines
-		}
-	}
-	lines := []string{"MCP servers:"}
 	// The stdio servers start as serve starts them, in a sandbox of the
 	// home's network policy (nil when config.yaml's is bad: none starts).
 	box, _ := shell.New(h.Config.ShellNetwork())
-	pool := mcp.NewPool(home.CrewVersion(), servers, box, nil)
-	pool.Redact(r)
-	defer pool.Close()
-	for _, st := range pool.Status(ctx) {
-		var nl mcp.NeedsLogin
-		if errors.As(st.Err, &nl) {
-			lines = append(lines, fmt.Sprintf("  %s (%s %s): needs login: run crew mcp login %s", st.Name, st.Transport, st.URL, st.Name))
-			continue
+	return mcp.Report(ctx, home.CrewVersion(), servers, problems, box, r, func(ctx context.Context) ([]mcp.State, bool) {
+		c, err := ServerClient(h, h.Dir, getenv)
+		if err != nil {
+			return nil, false
 		}
-		if st.Err != nil {
-			lines = append(lines, fmt.Sprintf("  %s (%s %s): does not answer: %v", st.Name, st.Transport, st.URL, st.Err))
-			continue
-		}
-		if st.LoggedIn {
-			st.Problems = append([]string{"logged in (OAuth; crew mcp logout " + st.Name + " revokes it)"}, st.Problems...)
-		}
-		ro := "none"
-		if len(st.ReadOnly) > 0 {
-			ro = strings.Join(st.ReadOnly, ", ")
-		}
-		lines = append(lines, fmt.Sprintf("  %s (%s %s): answers, %d tools (%d hidden), read-only: %s", st.Name, st.Transport, st.URL, len(st.Tools), st.Hidden, ro))
-		for _, p := range st.Problems {
-			lines = append(lines, "    "+p)
-		}
-	}
-	for _, p := range problems {
-		lines = append(lines, "  "+p)
-	}
-	return lines
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		states, err := c.MCP(ctx)
+		return states, err == nil
+	})
 }
