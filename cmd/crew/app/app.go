@@ -22,6 +22,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
@@ -93,7 +94,7 @@ type App struct {
 	log  *slog.Logger
 
 	store  *store // nil with ReadOnly
-	member *member
+	member *cluster.Member
 	// box starts every child process the crew's agents cause (nil with
 	// ReadOnly: nothing starts).
 	box *shell.Sandbox
@@ -221,7 +222,7 @@ func (a *App) join(ctx context.Context) error {
 	if a.opts.As == "" || a.store.leases == nil {
 		return nil
 	}
-	m, err := joinCluster(ctx, a.store, a.Dir, a.opts.As, a.log.With("component", "cluster"))
+	m, err := cluster.Join(ctx, a.store.leases, a.store.log.Node(), a.Dir, a.opts.As, a.log.With("component", "cluster"))
 	if err != nil {
 		return err
 	}
@@ -230,7 +231,7 @@ func (a *App) join(ctx context.Context) error {
 	go func() {
 		defer close(a.lostDone)
 		select {
-		case <-m.lost():
+		case <-m.Lost():
 			a.log.Error("lost this process's lease (the cluster was unreachable for its whole TTL; peers take its work over): stopping")
 			close(a.lost)
 		case <-ctx.Done():

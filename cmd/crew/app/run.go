@@ -50,7 +50,7 @@ func start(ctx context.Context, a *App) (*running, error) {
 	st, h, w, logger := a.store, a.Home, a.wiring, a.log
 	r := &running{Scheduler: scheduler.NewSlot(nil), stopWatch: func() {}}
 	cfg := loop.WorkerConfig{Log: st.log, Convs: w.Convs, Deps: w.Deps,
-		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.claimer(), TurnsInFlight: h.Config.TurnsInFlight}
+		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.Claimer(), TurnsInFlight: h.Config.TurnsInFlight}
 	if a.opts.Serve {
 		lastSeq, err := st.log.Last(ctx, events.Root+".>")
 		if err != nil {

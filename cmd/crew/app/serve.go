@@ -10,6 +10,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/my-agent-crew/crew/gateways/mcpserver"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
@@ -32,26 +33,26 @@ func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Wr
 		return errors.New("telegram: TELEGRAM_BOT_TOKEN is set but the master agent is not loaded")
 	}
 	start := func(ctx context.Context) (func(), error) {
-		var s singletons
+		var s cluster.Singletons
 		stop, err := a.startScheduler(ctx)
 		if err != nil {
 			return nil, err
 		}
-		s.add(stop)
+		s.Add(stop)
 		// The team runtime's passes (R-TEAM): one process decides
 		// deliveries, reports, claims and shutdowns; the others' tools
 		// write to the log, which the leader's follow reads.
-		s.add(a.wiring.Teams.Run(ctx))
+		s.Add(a.wiring.Teams.Run(ctx))
 		if telegramToken != "" {
 			g, err := a.startTelegram(ctx, telegramToken)
 			if err != nil {
-				s.stop()
+				s.Stop()
 				return nil, err
 			}
-			s.add(g.Close)
+			s.Add(g.Close)
 			fmt.Fprintf(out, "telegram: polling, serving chats %v\n", a.Home.Agents[home.MasterID].Telegram.AllowedChatIDs)
 		}
-		return s.stop, nil
+		return s.Stop, nil
 	}
 	m := a.member
 	if m == nil {
@@ -62,12 +63,7 @@ func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Wr
 		a.setStopLead(stop)
 		return nil
 	}
-	leadCtx, stopLead := context.WithCancel(ctx)
-	done := make(chan struct{}, 3)
-	go func() { defer func() { done <- struct{}{} }(); m.lead(leadCtx, start) }()
-	go func() { defer func() { done <- struct{}{} }(); m.takeOver(leadCtx, a.Worker) }()
-	go func() { defer func() { done <- struct{}{} }(); m.adopt(leadCtx, a.DB(), a.Worker) }()
-	a.setStopLead(func() { stopLead(); <-done; <-done; <-done })
+	a.setStopLead(m.Run(ctx, a.Worker, a.DB(), start))
 	return nil
 }
 
@@ -160,7 +156,7 @@ func (a *App) banner() string {
 func (a *App) Describe(ctx context.Context) string {
 	st := a.store
 	if st.srv == nil {
-		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(a.Home.Config.NATS.URL), st.replication(ctx))
+		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(a.Home.Config.NATS.URL), cluster.Replication(ctx, st.nc))
 	}
 	if url := st.srv.ClientURL(); url != "" {
 		return fmt.Sprintf("embedded NATS is reachable at %s: nats --server %s stream info CREW", url, url)

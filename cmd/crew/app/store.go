@@ -11,8 +11,8 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.etcd.io/bbolt"
 )
 
@@ -141,22 +141,9 @@ func (s *store) stats() storeStats {
 	return st
 }
 
-// alive says whether the crew process holder still runs (its process
-// lease is held); nil on the embedded server, where this is the only one.
+// alive says whether the crew process holder still runs (cluster.Alive).
 func (s *store) alive() func(ctx context.Context, holder string) (bool, error) {
-	if s.leases == nil {
-		return nil
-	}
-	return func(ctx context.Context, holder string) (bool, error) {
-		_, ok, err := s.leases.Holder(ctx, processKey(holder))
-		return ok, err
-	}
-}
-
-// replication says how the log is kept on an external cluster: servers
-// known, the stream's replicas and which of them are current.
-func (s *store) replication(ctx context.Context) string {
-	return replication(ctx, s.nc)
+	return cluster.Alive(s.leases)
 }
 
 // ClusterReport connects to nats.url on its own (the server may hold the
@@ -168,75 +155,5 @@ func ClusterReport(ctx context.Context, cfg *home.Config) string {
 		return err.Error()
 	}
 	defer nc.Close()
-	return replication(ctx, nc) + "; " + members(ctx, nc)
-}
-
-// members says how many crew processes share the cluster and which leads.
-func members(ctx context.Context, nc *nats.Conn) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ls, err := events.OpenLeases(ctx, nc)
-	if err != nil {
-		return "crew processes: " + err.Error()
-	}
-	procs, err := ls.Holders(ctx, processKey("*"))
-	if err != nil {
-		return "crew processes: " + err.Error()
-	}
-	line := fmt.Sprintf("crew processes: %d", len(procs))
-	if leader, ok, err := ls.Holder(ctx, "leader"); err == nil && ok {
-		line += " (leader " + leader + ")"
-	} else if len(procs) > 0 {
-		line += " (no leader at the moment)"
-	}
-	return line
-}
-
-func replication(ctx context.Context, nc *nats.Conn) string {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err.Error()
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, events.StreamName)
-	if err != nil {
-		return fmt.Sprintf("cluster %q of %d servers, stream %s: %v", nc.ConnectedClusterName(), events.ClusterSize(nc), events.StreamName, err)
-	}
-	si := stream.CachedInfo()
-	line := fmt.Sprintf("cluster %q of %d servers, stream %s with %d replicas", nc.ConnectedClusterName(), events.ClusterSize(nc), events.StreamName, si.Config.Replicas)
-	if c := si.Cluster; c != nil && c.Leader != "" {
-		line += " (leader " + c.Leader
-		for _, r := range c.Replicas {
-			state := "current"
-			if !r.Current {
-				state = "behind"
-			}
-			if r.Offline {
-				state = "offline"
-			}
-			line += ", " + r.Name + " " + state
-		}
-		line += ")"
-	}
-	return line + raisedNote(ctx, stream)
-}
-
-// raisedNote tells the last raise of the stream's replicas recorded
-// (stream_replicas_raised), if any.
-func raisedNote(ctx context.Context, stream jetstream.Stream) string {
-	msg, err := stream.GetLastMsgForSubject(ctx, events.ClusterScope.Filter())
-	if err != nil {
-		return ""
-	}
-	env, err := events.DecodeStored(msg.Subject, msg.Sequence, msg.Data)
-	if err != nil {
-		return ""
-	}
-	e, err := env.Decode()
-	r, ok := e.(*events.StreamReplicasRaised)
-	if err != nil || !ok {
-		return ""
-	}
-	return fmt.Sprintf(", raised from %d to %d replicas on %s", r.From, r.To, env.Time.UTC().Format(time.RFC3339))
+	return cluster.Replication(ctx, nc) + "; " + cluster.Members(ctx, nc)
 }

@@ -161,7 +161,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Models = a.opts.Models
 	}
 	if log != nil {
-		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.holder(), a.store.alive()); err != nil {
+		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.Holder(), a.store.alive()); err != nil {
 			w.close()
 			return nil, err
 		}

@@ -1,4 +1,8 @@
-package app
+// Package cluster is a crew process on a NATS cluster shared with other
+// crew processes (R-ES-8, docs/adr/0006): its life lease, the
+// conversations it claims, the leader lease for the singletons, and the
+// take-over of a dead peer's work.
+package cluster
 
 import (
 	"context"
@@ -27,20 +31,20 @@ import (
 //     Every process sees every trigger; the one that takes the lease runs
 //     it. A lease that expires (its holder died) is taken over by the
 //     others, who resume the run as after a crash.
-//   - leader: this process runs the singletons (scheduler with the
+//   - leader: this process runs the Singletons (scheduler with the
 //     approval sweep, day end and budget sweep; the team runtime's
 //     passes; the Telegram poller). A
 //     standby tries to take it every second.
 
-// clusterLeaseTTL is how long a dead crew process keeps its leases: the
+// LeaseTTL is how long a dead crew process keeps its leases: the
 // time, give or take a second, before another takes its work over.
-const clusterLeaseTTL = 5 * time.Second
+const LeaseTTL = 5 * time.Second
 
 // processKey is the lease key of a crew process's life.
 func processKey(id string) string { return "proc." + id }
 
-// member is this crew process on a shared cluster.
-type member struct {
+// Member is this crew process on a shared cluster.
+type Member struct {
 	id     string // <node>-<random>, new at each start
 	desc   string // what a refused peer is told
 	leases *events.Leases
@@ -48,64 +52,75 @@ type member struct {
 	logger *slog.Logger
 }
 
-// joinCluster takes this process's life lease; what names the command
-// ("serve").
-func joinCluster(ctx context.Context, st *store, dir, what string, logger *slog.Logger) (*member, error) {
+// Join takes the life lease of this process on leases (node is the
+// NATS node's name; what names the command, "serve", and dir the home).
+func Join(ctx context.Context, leases *events.Leases, node, dir, what string, logger *slog.Logger) (*Member, error) {
 	host, _ := os.Hostname()
-	m := &member{id: st.log.Node() + "-" + strings.ToLower(nuid.Next()[12:]), leases: st.leases, logger: logger}
+	m := &Member{id: node + "-" + strings.ToLower(nuid.Next()[12:]), leases: leases, logger: logger}
 	m.desc = fmt.Sprintf("crew %s pid %d on %s (home %s, process %s)", what, os.Getpid(), host, dir, m.id)
 	var err error
-	if m.self, err = st.leases.Acquire(ctx, processKey(m.id), m.desc, clusterLeaseTTL); err != nil {
+	if m.self, err = leases.Acquire(ctx, processKey(m.id), m.desc, LeaseTTL); err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	return m, nil
 }
 
-// joinFor joins the cluster for a command that runs turns or model calls
-// on st outside crew serve (consolidation, a fork), so a peer neither
-// settles its reservations nor runs its conversations meanwhile; nil
-// without a cluster. leave gives the lease back.
-func joinFor(ctx context.Context, st *store, dir, what string) (m *member, leave func(), err error) {
-	if st.leases == nil {
-		return nil, func() {}, nil
+// Alive says whether the crew process holder still runs (its life lease
+// is held); nil without leases (the embedded server: this is the only one).
+func Alive(leases *events.Leases) func(ctx context.Context, holder string) (bool, error) {
+	if leases == nil {
+		return nil
 	}
-	if m, err = joinCluster(ctx, st, dir, what, slog.New(slog.DiscardHandler)); err != nil {
-		return nil, nil, err
+	return func(ctx context.Context, holder string) (bool, error) {
+		_, ok, err := leases.Holder(ctx, processKey(holder))
+		return ok, err
 	}
-	return m, m.Close, nil
 }
 
-// holder is m's budget holder, "" for none.
-func (m *member) holder() string {
+// Run leads the singletons (start starts them) while m holds the leader
+// lease, takes over the conversations whose holder died and adopts those
+// with work that nobody holds (db: the projections), on w; stop ends all
+// three and waits for them.
+func (m *Member) Run(ctx context.Context, w *loop.Worker, db *bbolt.DB, start func(ctx context.Context) (stop func(), err error)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { m.lead(ctx, start) })
+	wg.Go(func() { m.takeOver(ctx, w) })
+	wg.Go(func() { m.adopt(ctx, db, w) })
+	return func() { cancel(); wg.Wait() }
+}
+
+// Holder is m's budget holder, "" for none.
+func (m *Member) Holder() string {
 	if m == nil {
 		return ""
 	}
 	return m.id
 }
 
-// claimer is m's loop.Claimer, nil for none.
-func (m *member) claimer() loop.Claimer {
+// Claimer is m's loop.Claimer, nil for none.
+func (m *Member) Claimer() loop.Claimer {
 	if m == nil {
 		return nil
 	}
 	return m.claim
 }
 
-// lost is closed when this process could not renew its life lease for a
+// Lost is closed when this process could not renew its life lease for a
 // whole TTL: its peers think it dead and settle its reservations, so it
 // must stop.
-func (m *member) lost() <-chan struct{} { return m.self.Lost() }
+func (m *Member) Lost() <-chan struct{} { return m.self.Lost() }
 
 // Close gives the life lease back.
-func (m *member) Close() {
+func (m *Member) Close() {
 	if err := m.self.Release(context.Background()); err != nil {
 		m.logger.Warn("process lease not released; it expires by itself", "err", err)
 	}
 }
 
 // claim takes a conversation's lease for the worker (loop.Claimer).
-func (m *member) claim(ctx context.Context, conversation string) (loop.Claim, error) {
-	l, err := m.leases.Acquire(ctx, "conv."+conversation, m.id, clusterLeaseTTL)
+func (m *Member) claim(ctx context.Context, conversation string) (loop.Claim, error) {
+	l, err := m.leases.Acquire(ctx, "conv."+conversation, m.id, LeaseTTL)
 	if held := (*events.HeldError)(nil); errors.As(err, &held) {
 		return nil, fmt.Errorf("%w: %s", loop.ErrClaimed, held.Holder)
 	}
@@ -127,7 +142,7 @@ func (c convLease) Release() {
 
 // takeOver hands the worker every conversation whose lease expires (its
 // holder died) until ctx ends.
-func (m *member) takeOver(ctx context.Context, w *loop.Worker) {
+func (m *Member) takeOver(ctx context.Context, w *loop.Worker) {
 	m.leases.Expired(ctx, "conv.*", func(key string) {
 		id := strings.TrimPrefix(key, "conv.")
 		m.logger.Info("taking over a conversation whose crew process stopped renewing its lease", "conversation", id)
@@ -135,19 +150,19 @@ func (m *member) takeOver(ctx context.Context, w *loop.Worker) {
 	})
 }
 
-// lead runs the singletons while this process holds the leader lease:
+// lead runs the Singletons while this process holds the leader lease:
 // start starts them and returns what stops them. Until ctx ends, a
 // standby tries to take the lease every second, and a leader that loses
 // it stops them and becomes a standby.
-func (m *member) lead(ctx context.Context, start func(ctx context.Context) (stop func(), err error)) {
+func (m *Member) lead(ctx context.Context, start func(ctx context.Context) (stop func(), err error)) {
 	for ctx.Err() == nil {
-		l, err := m.leases.Acquire(ctx, "leader", m.desc, clusterLeaseTTL)
+		l, err := m.leases.Acquire(ctx, "leader", m.desc, LeaseTTL)
 		if err == nil {
 			m.logger.Info("leading the cluster's crew processes: scheduler, approval sweep, day end, budget sweep, team runtime and Telegram run here")
 			lctx, cancel := context.WithCancel(ctx)
 			stop, serr := start(lctx)
 			if serr != nil {
-				m.logger.Error("the singletons did not start; giving the lead up", "err", serr)
+				m.logger.Error("the Singletons did not start; giving the lead up", "err", serr)
 			} else {
 				select {
 				case <-l.Lost():
@@ -170,20 +185,21 @@ func (m *member) lead(ctx context.Context, start func(ctx context.Context) (stop
 	}
 }
 
-// singletons are what runs on one crew process at a time: started on
-// the leader (or at once without a cluster), stopped in reverse order.
-type singletons struct {
+// Singletons are what runs on one crew process at a time: started on
+// the leader (or at once without a cluster), stopped (Stop) in reverse
+// order of Add.
+type Singletons struct {
 	mu    sync.Mutex
 	stops []func()
 }
 
-func (s *singletons) add(stop func()) {
+func (s *Singletons) Add(stop func()) {
 	s.mu.Lock()
 	s.stops = append(s.stops, stop)
 	s.mu.Unlock()
 }
 
-func (s *singletons) stop() {
+func (s *Singletons) Stop() {
 	s.mu.Lock()
 	stops := s.stops
 	s.stops = nil
@@ -201,7 +217,7 @@ const adoptEvery = 10 * time.Second
 // adopt takes over, now and then, the conversations the projections show
 // running or with messages waiting that no process holds a lease on.
 // One waiting on the owner (an approval, a question) is left alone.
-func (m *member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
+func (m *Member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
 	t := time.NewTicker(adoptEvery)
 	defer t.Stop()
 	for {

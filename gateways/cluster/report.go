@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// What crew doctor and serve say of the cluster, one line each.
+
+// Members says how many crew processes share the cluster and which leads.
+func Members(ctx context.Context, nc *nats.Conn) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ls, err := events.OpenLeases(ctx, nc)
+	if err != nil {
+		return "crew processes: " + err.Error()
+	}
+	procs, err := ls.Holders(ctx, processKey("*"))
+	if err != nil {
+		return "crew processes: " + err.Error()
+	}
+	line := fmt.Sprintf("crew processes: %d", len(procs))
+	if leader, ok, err := ls.Holder(ctx, "leader"); err == nil && ok {
+		line += " (leader " + leader + ")"
+	} else if len(procs) > 0 {
+		line += " (no leader at the moment)"
+	}
+	return line
+}
+
+// Replication says how the log is kept on the cluster: servers known,
+// the stream's replicas and which of them are current, and the last raise
+// of its replicas.
+func Replication(ctx context.Context, nc *nats.Conn) string {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, events.StreamName)
+	if err != nil {
+		return fmt.Sprintf("cluster %q of %d servers, stream %s: %v", nc.ConnectedClusterName(), events.ClusterSize(nc), events.StreamName, err)
+	}
+	si := stream.CachedInfo()
+	line := fmt.Sprintf("cluster %q of %d servers, stream %s with %d replicas", nc.ConnectedClusterName(), events.ClusterSize(nc), events.StreamName, si.Config.Replicas)
+	if c := si.Cluster; c != nil && c.Leader != "" {
+		line += " (leader " + c.Leader
+		for _, r := range c.Replicas {
+			state := "current"
+			if !r.Current {
+				state = "behind"
+			}
+			if r.Offline {
+				state = "offline"
+			}
+			line += ", " + r.Name + " " + state
+		}
+		line += ")"
+	}
+	return line + raisedNote(ctx, stream)
+}
+
+// raisedNote tells the last raise of the stream's replicas recorded
+// (stream_replicas_raised), if any.
+func raisedNote(ctx context.Context, stream jetstream.Stream) string {
+	msg, err := stream.GetLastMsgForSubject(ctx, events.ClusterScope.Filter())
+	if err != nil {
+		return ""
+	}
+	env, err := events.DecodeStored(msg.Subject, msg.Sequence, msg.Data)
+	if err != nil {
+		return ""
+	}
+	e, err := env.Decode()
+	r, ok := e.(*events.StreamReplicasRaised)
+	if err != nil || !ok {
+		return ""
+	}
+	return fmt.Sprintf(", raised from %d to %d replicas on %s", r.From, r.To, env.Time.UTC().Format(time.RFC3339))
+}
