@@ -1,9 +1,14 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"github.com/my-agent-crew/crew/projections"
 	"maps"
+	"net/http"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -144,4 +149,70 @@ func MCPReport(ctx context.Context, h *home.Home, r *events.Redactor, getenv fun
 		states, err := c.MCP(ctx)
 		return states, err == nil
 	})
+}
+
+// StoreReport is doctor's lines on the event store and the projections'
+// lag, from the running server when there is one, else by opening the
+// store.
+func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string) {
+	w := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	if h.Config.NATS.URL != "" {
+		w("event log: NATS %s: %s", events.RedactURL(h.Config.NATS.URL), ClusterReport(ctx, h.Config))
+		w("projections: %s", filepath.Join(dir, "data", "projections.db"))
+	} else {
+		w("%s", home.StoreFiles(dir))
+	}
+	a, err := Open(ctx, dir, h, Options{StoreOnly: true})
+	if errors.Is(err, home.ErrStoreBusy) {
+		info, ierr := home.ReadServeInfo(dir)
+		if ierr != nil {
+			w("  held by another process: %v", ierr)
+			return lines
+		}
+		w("  held by crew serve (pid %d) at %s", info.PID, info.URL)
+		return append(lines, ServerHealth(ctx, info.URL)...)
+	}
+	if err != nil {
+		w("  cannot open: %v", err)
+		return lines
+	}
+	defer a.Close()
+	si, err := a.Log().Stream().Info(ctx)
+	if err != nil {
+		w("  stream: %v", err)
+		return lines
+	}
+	w("  stream CREW: %d events, %s, sequences %d..%d", si.State.Msgs, home.HumanBytes(int64(si.State.Bytes)), si.State.FirstSeq, si.State.LastSeq)
+	for _, p := range projections.All() {
+		cp, err := projections.Checkpoint(a.DB(), p.Name())
+		if err != nil {
+			w("  projection %s: %v", p.Name(), err)
+			continue
+		}
+		w("  projection %s: at %d, lag %d", p.Name(), cp, si.State.LastSeq-min(cp, si.State.LastSeq))
+	}
+	return lines
+}
+
+// RunningServer names where the running crew serve of the home listens
+// and its real URL (what it wrote to data/serve.json at start, checked by
+// asking it), "" when none answers there.
+func RunningServer(ctx context.Context, dir string) string {
+	info, err := home.ReadServeInfo(dir)
+	if err != nil || info.URL == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info.URL+"/healthz", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	resp.Body.Close()
+	listen := cmp.Or(info.Listen, "?")
+	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", info.PID, listen, info.URL)
 }
