@@ -387,25 +387,45 @@ func (l *Log) Read(ctx context.Context, filter string, from uint64) iter.Seq2[En
 		// for more than is left makes the server look for the next match
 		// to the end of the stream (a scan of every message after the
 		// filter's last, in the reader's connection).
+		// The read ends where the log was at the first answer: what it
+		// said was left then is all the later batches ask for, so an event
+		// stored during the read is the next read's.
 		batch := uint64(1)
+		first, remaining := true, uint64(0)
+		var n uint64 // events yielded by the batch in hand
+		counted := func(env Envelope, err error) bool { n++; return yield(env, err) }
 		for {
-			next, left, done, err := l.directBatch(ctx, filter, seq, batch, yield)
+			n = 0
+			next, left, done, err := l.directBatch(ctx, filter, seq, batch, counted)
 			if errors.Is(err, errReconnected) {
-				seq, batch = next, 1 // the answer was lost with the connection
+				// The answer was lost with the connection: ask again for
+				// the rest of what this batch was for.
+				if !first {
+					remaining -= min(remaining, n)
+					if remaining == 0 {
+						return
+					}
+				}
+				seq, batch = next, min(max(remaining, 1), readBatch)
 				continue
 			}
 			if err != nil {
 				yield(Envelope{}, fmt.Errorf("read %s from %d: %w", filter, seq, err))
 				return
 			}
-			if done || left == 0 {
+			if first {
+				first, remaining = false, left
+			} else {
+				remaining -= min(remaining, n)
+			}
+			if done || remaining == 0 {
 				return
 			}
-			if left > directSpan {
+			if remaining > directSpan {
 				l.readOrdered(ctx, filter, next, yield)
 				return
 			}
-			seq, batch = next, min(left, readBatch)
+			seq, batch = next, min(remaining, readBatch)
 		}
 	}
 }

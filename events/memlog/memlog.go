@@ -73,9 +73,10 @@ func (m *MemLog) Append(ctx context.Context, scope events.Scope, expect uint64, 
 		}
 		if expect != events.Any && expect != m.lastLocked(scope.Filter()) {
 			// A retry of an append stored before (its own expectation,
-			// now stale): the real log recognises it as its subject's
-			// last message and answers with its sequence.
-			if seq, dup := m.ids[env.ID]; dup && seq == m.lastLocked(subject) {
+			// now stale): the real log recognises it as the scope's first
+			// message after that expectation — however much was stored
+			// behind it since — and answers with its sequence.
+			if seq, dup := m.ids[env.ID]; dup && seq == m.firstAfterLocked(scope.Filter(), expect) {
 				env.Subject, env.Seq = subject, seq
 				out = append(out, env)
 				expect = seq
@@ -126,6 +127,17 @@ func (m *MemLog) Last(ctx context.Context, filter string) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lastLocked(filter), nil
+}
+
+// firstAfterLocked is the sequence of filter's first event after seq, 0
+// when none.
+func (m *MemLog) firstAfterLocked(filter string, seq uint64) uint64 {
+	for _, e := range m.envs {
+		if e.Seq > seq && Matches(filter, e.Subject) {
+			return e.Seq
+		}
+	}
+	return 0
 }
 
 func (m *MemLog) lastLocked(filter string) uint64 {
