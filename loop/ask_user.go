@@ -115,8 +115,8 @@ func (t *Turn) ask(ctx context.Context, s snapshotOf, c events.ToolCallRequest) 
 		return t.result(ctx, s.openRun, s.step, c, "Not asked: "+err.Error(), true, "blocked")
 	}
 	return t.emit(ctx, &events.QuestionAsked{
-		QuestionID: t.deps.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Question: a.Question,
-		Choices: a.Choices, ExpiresAt: t.deps.Clock().Add(t.ttl(s)).UTC(),
+		QuestionID: t.deps.Clock.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Question: a.Question,
+		Choices: a.Choices, ExpiresAt: t.deps.Clock.Now().Add(t.ttl(s)).UTC(),
 	})
 }
 

@@ -146,8 +146,8 @@ func TestEveryModelCallOfATurnNamesItsPayer(t *testing.T) {
 	var mu sync.Mutex
 	var got []llm.Request
 	models := h.deps.Models
-	h.deps.Models = func(route string) (llm.Model, error) {
-		m, err := models(route)
+	h.deps.Models = llm.ModelsFunc(func(route string) (llm.Model, error) {
+		m, err := models.Model(route)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func TestEveryModelCallOfATurnNamesItsPayer(t *testing.T) {
 			mu.Unlock()
 			return m.Call(ctx, req)
 		}), nil
-	}
+	})
 	h.send("ăn gì?")
 	h.turn()
 	run := eventsOf[*events.RunStarted](h.events())[0].RunID

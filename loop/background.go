@@ -463,7 +463,7 @@ func tailOf(s string, n int) string {
 }
 
 // Background is the worker's background runner (nil when none).
-func (w *Worker) Background() *Background { return w.cfg.Deps.Background }
+func (w *Worker) Background() *Background { return w.cfg.Deps.Services.Background }
 
 // BackgroundTasks is the background fold: the conversation's background
 // commands (shell_run with run_in_background), by task id: started,

@@ -1,11 +1,11 @@
 package loop
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -80,10 +80,10 @@ func (t *Turn) tool(name string) (tools.Tool, bool) {
 func (t *Turn) lookup(ctx context.Context, name string) (tools.Tool, bool) {
 	if strings.HasPrefix(name, mcpPrefix) {
 		// An MCP tool: one this conversation loaded with tool_search.
-		if t.deps.MCP == nil || len(t.agent.MCP) == 0 || !t.isLoaded(name) {
+		if t.deps.Services.MCP == nil || len(t.agent.MCP) == 0 || !t.isLoaded(name) {
 			return nil, false
 		}
-		return t.deps.MCP.Lookup(ctx, t.agent.MCP, name)
+		return t.deps.Services.MCP.Lookup(ctx, t.agent.MCP, name)
 	}
 	tool, ok := t.tool(name)
 	if !ok || !(slices.Contains(t.agent.Tools, name) || traitsOf(tool).anyAgent || t.handedOut(ctx, name)) {
@@ -101,7 +101,7 @@ const mcpPrefix = "mcp__"
 func (t *Turn) handedOut(ctx context.Context, name string) bool {
 	switch name {
 	case ToolSearchTool:
-		return len(t.agent.MCP) > 0 && t.deps.MCP != nil
+		return len(t.agent.MCP) > 0 && t.deps.Services.MCP != nil
 	case ToolScriptTool:
 		_, ok := t.scriptDef(ctx)
 		return ok
@@ -156,7 +156,7 @@ func (t *Turn) toolEnv() tools.Env {
 	ws := t.agent.Workspace
 	if t.seated && t.seat.Member != "" {
 		// A member works in its claimed task's folder, until the turn ends.
-		if dir, _ := t.deps.Teams.Workdir(t.seat, ""); dir != "" {
+		if dir, _ := t.deps.Services.Teams.Workdir(t.seat, ""); dir != "" {
 			ws = dir
 		}
 	}
@@ -165,7 +165,7 @@ func (t *Turn) toolEnv() tools.Env {
 		Workspace:    ws,
 		AgentID:      t.agent.ID,
 		Conversation: t.conv.ID(),
-		SpillDir:     spillDir(t.deps.SpillDir, t.conv.ID()),
+		SpillDir:     spillDir(t.deps.HomeDir, t.conv.ID()),
 		Agent:        t.agent.Policy,
 		AgentDir:     t.agent.Dir,
 		HomeDir:      t.deps.HomeDir,
@@ -177,11 +177,13 @@ func (t *Turn) toolEnv() tools.Env {
 // secrets are the home's secrets, the redactor of the log t appends to.
 func (t *Turn) secrets() *events.Redactor { return t.conv.convs.Secrets() }
 
-func spillDir(root, conv string) string {
-	if root == "" {
+// spillDir is where conv's cut tool outputs are kept: spill/<conv> in
+// the home; "" without a home.
+func spillDir(home, conv string) string {
+	if home == "" {
 		return ""
 	}
-	return root + "/" + conv
+	return filepath.Join(home, "spill", conv)
 }
 
 func unknownTool(name string) string {
@@ -214,8 +216,8 @@ func (t *Turn) call(ctx context.Context, s snapshotOf, c events.ToolCallRequest)
 		return true, t.ask(ctx, s, c)
 	case Asks:
 		return true, t.emit(ctx, &events.ApprovalRequested{
-			ApprovalID: t.deps.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Tool: c.Name,
-			Arguments: c.Arguments, Reason: reason, ExpiresAt: t.deps.Clock().Add(t.ttl(s)).UTC(),
+			ApprovalID: t.deps.Clock.NewID(), RunID: s.openRun, Step: s.step, CallID: c.ID, Tool: c.Name,
+			Arguments: c.Arguments, Reason: reason, ExpiresAt: t.deps.Clock.Now().Add(t.ttl(s)).UTC(),
 		})
 	}
 	return false, t.run(ctx, tc)
@@ -241,7 +243,7 @@ func (t *Turn) vet(tool tools.Tool, c events.ToolCallRequest) (text, outcome str
 		return lt.vet(t, c)
 	}
 	if t.seated && t.seat.Member != "" {
-		if _, refusal := t.deps.Teams.Workdir(t.seat, c.Name); refusal != "" {
+		if _, refusal := t.deps.Services.Teams.Workdir(t.seat, c.Name); refusal != "" {
 			return refusal, "blocked", true
 		}
 	}
@@ -288,7 +290,7 @@ func (t *Turn) run(ctx context.Context, c *toolCall) error {
 
 // resume carries on a call recorded as started whose tool resumes.
 func (t *Turn) resume(ctx context.Context, c *toolCall) error {
-	c.start = t.deps.Clock()
+	c.start = t.deps.Clock.Now()
 	if err := t.cut(t.invoke)(ctx, c); err != nil {
 		return err
 	}
@@ -337,7 +339,7 @@ func (t *Turn) recorded(next stage) stage {
 		if err := emit(ctx, &events.ToolCalled{RunID: c.runID, Step: c.step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}); err != nil {
 			return err
 		}
-		c.start = t.deps.Clock()
+		c.start = t.deps.Clock.Now()
 		return next(ctx, c)
 	}
 }
@@ -455,7 +457,7 @@ func (t *Turn) stoppedWhileRunning(c *toolCall, res tools.Result) {
 func (t *Turn) complete(ctx context.Context, c *toolCall) error {
 	var ms int64
 	if !c.start.IsZero() {
-		ms = t.deps.Clock().Sub(c.start).Milliseconds()
+		ms = t.deps.Clock.Now().Sub(c.start).Milliseconds()
 	}
 	t.capStored(c)
 	parts, note := t.keepParts(c)
@@ -484,7 +486,7 @@ const MaxStoredOutput = 256 << 10
 // the log; the whole goes to the spill file (unless cut already spilled
 // it) and the kept text ends with a pointer to it.
 func (t *Turn) capStored(c *toolCall) {
-	limit := cmp.Or(t.deps.MaxStoredOutput, MaxStoredOutput)
+	limit := MaxStoredOutput
 	full := c.res.Output
 	if len(full) <= limit {
 		return

@@ -46,7 +46,7 @@ func TestToolResultPartsAreKeptAsReferences(t *testing.T) {
 	if img.Kind != tools.PartImage || img.MIME != "image/png" || img.Bytes != len(png) || !strings.HasPrefix(img.Path, "spill/c1/") || !strings.HasSuffix(img.Path, ".png") {
 		t.Fatalf("image part = %+v", img)
 	}
-	kept, err := os.ReadFile(filepath.Join(filepath.Dir(h.deps.SpillDir), img.Path))
+	kept, err := os.ReadFile(filepath.Join(h.deps.HomeDir, img.Path))
 	if err != nil || string(kept) != string(png) {
 		t.Fatalf("kept image = %q, %v", kept, err)
 	}

@@ -637,19 +637,19 @@ func (c *stepCall) summarise(ctx context.Context, route, instruction, text strin
 	if len(text) > room && room > 0 {
 		text = cutAtLine(text, room/3) + "\n[…]\n" + text[len(text)-room*2/3:]
 	}
-	model, err := t.deps.Models(route)
+	model, err := t.deps.Models.Model(route)
 	if err != nil {
 		return "", nil
 	}
 	req := llm.Request{Route: route, Purpose: events.PurposeCompaction, Payer: c.payer,
 		Messages:  []llm.Message{llm.Text(llm.RoleSystem, instruction), llm.Text(llm.RoleUser, text)},
 		MaxTokens: min(spec.MaxOutputTokens, 2048)}
-	start := t.deps.Clock()
+	start := t.deps.Clock.Now()
 	rep, err := model.Call(ctx, req)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock().Sub(start))
+	mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock.Now().Sub(start))
 	mc.Purpose, mc.ToolCalls = events.PurposeCompaction, nil
 	if err != nil {
 		mc.Error = oneLine(err)

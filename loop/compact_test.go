@@ -72,7 +72,7 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	m := &longModel{}
 	h.agent.Routes = []string{"fake:long"}
 	h.agent.Tools = append(h.agent.Tools, "look", "tool_output_read")
-	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })
 	window, out := 8000, 1000
 	h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
 	reg, err := tools.New(append(loop.Tools(), &numbered{}, builtin("tool_output_read"))...)
@@ -143,7 +143,7 @@ func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 			break
 		}
 	}
-	res, err := builtin("tool_output_read").Run(t.Context(), tools.Env{SpillDir: filepath.Join(h.deps.SpillDir, h.conv)}, json.RawMessage(fmt.Sprintf(`{"call_id":%q}`, micro.CallID)))
+	res, err := builtin("tool_output_read").Run(t.Context(), tools.Env{SpillDir: filepath.Join(h.deps.HomeDir, "spill", h.conv)}, json.RawMessage(fmt.Sprintf(`{"call_id":%q}`, micro.CallID)))
 	if err != nil || !strings.Contains(res.Output, outputOf(calls[micro.CallID])) {
 		t.Errorf("tool_output_read %s: %v %q", micro.CallID, err, res.Output)
 	}
@@ -206,7 +206,7 @@ func TestCompactionSnipArchivesOldMiddle(t *testing.T) {
 	m := &longModel{}
 	h.agent.Routes = []string{"fake:long"}
 	h.agent.Tools = append(h.agent.Tools, "look")
-	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })
 	reg, _ := tools.New(append(loop.Tools(), &numbered{})...)
 	h.deps.Tools = reg
 	window := 10_000_000

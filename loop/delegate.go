@@ -83,7 +83,7 @@ func (delegateTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Res
 	if !ok {
 		return tools.Result{Output: delegateUsage, IsError: true}, nil
 	}
-	if t.deps.Convs == nil || t.deps.Kick == nil {
+	if t.worker == nil {
 		// Recorded before, not runnable here: say so rather than hang.
 		c.outcome = "blocked"
 		return tools.Result{Output: "The harness cannot run delegated agents here; the task was not done.", IsError: true}, nil
@@ -92,7 +92,7 @@ func (delegateTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Res
 	if err != nil {
 		return tools.Result{}, err
 	}
-	t.deps.Kick(child.ID())
+	t.worker.Kick(child.ID())
 	// The child runs on its own pass, to which this one lends its slot
 	// of turns_in_flight while it waits; an approval the child waits for
 	// only makes this wait longer.
@@ -141,7 +141,7 @@ type delegateArgs struct {
 
 // refuseDelegation says why a new delegate call may not run, or "".
 func (t *Turn) refuseDelegation(st *State, agentID string) string {
-	if t.deps.Convs == nil || t.deps.Crew == nil || t.deps.Kick == nil {
+	if t.worker == nil || t.deps.Crew == nil {
 		return "Not run: delegation is not available here. Do the task yourself."
 	}
 	if st.ParentConversation != "" || st.RootID != "" {
@@ -202,7 +202,7 @@ func (t *Turn) openChild(ctx context.Context, runID, callID string, args delegat
 			opened.CostCapUSD = &capUSD
 		}
 	})
-	child, err := t.deps.Convs.Get(ctx, ChildID(t.conv.ID(), callID))
+	child, err := t.worker.cfg.Convs.Get(ctx, ChildID(t.conv.ID(), callID))
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/my-agent-crew/crew/schemas"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell/shelltest"
-	"github.com/nats-io/nuid"
 )
 
 // crew is a master and two agents it may delegate to, run by a real worker
@@ -62,7 +61,7 @@ func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
 		c.models["fake:"+id] = &fakeModel{route: "fake:" + id, replies: scripts[id]}
 	}
 	c.deps = loop.Deps{
-		Models: (func(route string) (llm.Model, error) {
+		Models: llm.ModelsFunc(func(route string) (llm.Model, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if m, ok := c.models[route]; ok {
@@ -71,11 +70,9 @@ func newCrew(t *testing.T, scripts map[string][]reply, ts ...tools.Tool) *crew {
 			return nil, fmt.Errorf("no route %s", route)
 		}),
 		Tools:    reg,
-		Clock:    func() time.Time { return c.now },
-		SpillDir: filepath.Join(t.TempDir(), "spill"),
-		NewID:    nuid.Next,
-		Sleep:    func(context.Context, time.Duration) error { return nil },
-		Sandbox:  shelltest.New(t),
+		Clock:    clockAt{now: func() time.Time { return c.now }},
+		HomeDir:  t.TempDir(),
+		Services: loop.Services{Sandbox: shelltest.New(t)},
 	}
 	return c
 }

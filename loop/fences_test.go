@@ -159,7 +159,7 @@ func TestNonOwnerContentInUserMessagesIsSealed(t *testing.T) {
 		h := newHarness(t, nil, &numbered{})
 		h.agent.Routes = []string{"fake:long"}
 		h.agent.Tools = append(h.agent.Tools, "look")
-		h.deps.Models = (func(string) (llm.Model, error) { return m, nil })
+		h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })
 		window, out := 6000, 1000
 		h.spec = llm.NewCatalog(map[string]llm.ModelOverride{"fake:long": {ContextWindow: &window, MaxOutputTokens: &out}}).Lookup
 		reg, err := tools.New(append(loop.Tools(), &numbered{})...)

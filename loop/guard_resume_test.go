@@ -73,7 +73,7 @@ func guardRun(t *testing.T, killOn ...int32) (guardOutcome, int) {
 		tool.killOn[n] = true
 	}
 	h := newHarness(t, map[string][]reply{"fake:a": repeat(use("shell_run", `{"command":"make"}`), 6)}, tool)
-	h.deps.Models = (func(string) (llm.Model, error) { return ctxModel{h.models["fake:a"]}, nil })
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return ctxModel{h.models["fake:a"]}, nil })
 	h.send("build it")
 	killed := h.passes(tool)
 	evs := h.events()
@@ -147,12 +147,12 @@ func TestEscalationAtMostOnceAcrossResume(t *testing.T) {
 	var cancel context.CancelFunc
 	strong := &cancelling{fakeModel: h.models["fake:escalate"], cancel: &cancel}
 	models := h.deps.Models
-	h.deps.Models = func(route string) (llm.Model, error) {
+	h.deps.Models = llm.ModelsFunc(func(route string) (llm.Model, error) {
 		if route == "fake:escalate" {
 			return strong, nil
 		}
-		return models(route)
-	}
+		return models.Model(route)
+	})
 	h.send("hi")
 	killed := 0
 	for range 5 {

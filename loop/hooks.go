@@ -25,7 +25,7 @@ func (t *Turn) hooks() (*kit.Hooks, error) {
 	if !t.hooksRead {
 		t.hooksRead = true
 		if t.deps.HomeDir != "" || t.agent.Dir != "" {
-			t.hk, t.hkErr = kit.LoadHooks(t.deps.Sandbox, t.deps.HomeDir, t.agent.Dir)
+			t.hk, t.hkErr = kit.LoadHooks(t.deps.Services.Sandbox, t.deps.HomeDir, t.agent.Dir)
 		}
 	}
 	return t.hk, t.hkErr

@@ -61,18 +61,18 @@ func (imageRead) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result
 	payer := t.payer(t.read(), c.runID, c.step)
 	var errs []string
 	for _, route := range t.agent.VisionRoutes {
-		model, err := t.deps.Models(route)
+		model, err := t.deps.Models.Model(route)
 		if err != nil {
 			errs = append(errs, route+": "+oneLine(err))
 			continue
 		}
-		start := t.deps.Clock()
+		start := t.deps.Clock.Now()
 		rep, err := model.Call(ctx, llm.Request{Messages: msgs, Route: route, Purpose: events.PurposeVision, Payer: payer,
 			MaxTokens: t.spec(route).MaxOutputTokens})
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()
 		}
-		mc := modelCalled(c.runID, c.step, route, rep, t.deps.Clock().Sub(start))
+		mc := modelCalled(c.runID, c.step, route, rep, t.deps.Clock.Now().Sub(start))
 		mc.Purpose, mc.ToolCalls = events.PurposeVision, nil
 		if err != nil {
 			mc.Error = oneLine(err)

@@ -65,7 +65,7 @@ func TestTurnsInFlightBoundRunsTheRestInOrder(t *testing.T) {
 	const limit, n = 2, 6
 	h := newHarness(t, nil)
 	m := &gateModel{release: make(chan struct{})}
-	h.deps.Models = func(string) (llm.Model, error) { return m, nil }
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })
 	h.agent.Routes = []string{"fake:gate"}
 	h.convs = loop.NewConvs(h.log, nil)
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{

@@ -81,7 +81,7 @@ func TestMCPDescriptionReachesModelOnlyFenced(t *testing.T) {
 	}}, reader)
 	pool := mcp.NewPool("test", []mcp.Server{{Name: "hostile", URL: hostileMCP(t), ReadOnly: []string{"notes"}}}, nil, nil)
 	t.Cleanup(pool.Close)
-	h.deps.MCP = pool
+	h.deps.Services.MCP = pool
 	h.agent.MCP = []string{"hostile"}
 	h.send("find notes")
 	h.turn()
@@ -127,7 +127,7 @@ func TestScriptRedescribedWhenMCPToolsChange(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {say("first"), say("second")}}, writer)
 	pool := mcp.NewPool("test", []mcp.Server{{Name: "s", URL: ts.URL, ReadOnly: []string{"one", "two"}}}, nil, nil)
 	t.Cleanup(pool.Close)
-	h.deps.MCP, h.agent.MCP = pool, []string{"s"}
+	h.deps.Services.MCP, h.agent.MCP = pool, []string{"s"}
 	scriptDesc := func(call int) string {
 		for _, d := range h.models["fake:a"].decls[call] {
 			if d.Name == "tool_script" {

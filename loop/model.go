@@ -28,10 +28,10 @@ func (t *Turn) callModel(ctx context.Context, s snapshotOf, step int) (*events.M
 	}
 	var team string
 	if t.seated {
-		team = t.deps.Teams.Prompt(t.seat, t.agent)
+		team = t.deps.Services.Teams.Prompt(t.seat, t.agent)
 	}
 	system, err := t.systemPrompt(Prompt{AgentDir: t.agent.Dir, Persona: t.agent.Persona, HomeDir: t.deps.HomeDir, Roster: roster,
-		Team: team, Now: t.deps.Clock(), Location: t.deps.Location, CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases(),
+		Team: team, Now: t.deps.Clock.Now(), Location: t.deps.Clock.Location(), CanvasReadOnly: s.canvasChannel == "api" && t.writesCanvases(),
 		Secrets: t.secrets()})
 	if err != nil {
 		return nil, err

@@ -180,7 +180,7 @@ func (w *Worker) poison(id string, n int, cause error) error {
 	if err != nil {
 		return err
 	}
-	runID := w.cfg.Deps.NewID()
+	runID := w.cfg.Deps.Clock.NewID()
 	msg := fmt.Sprintf("the turn failed %d times in a row, so it was stopped: %s", n, oneLine(cause))
 	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		return closeRun(st, runID, ReasonPoisoned, msg,

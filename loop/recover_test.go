@@ -202,7 +202,7 @@ func TestRunInterruptedTwiceIsClosed(t *testing.T) {
 	tool := &counter{name: "lookup"}
 	h := newHarness(t, map[string][]reply{"fake:a": nil}, tool)
 	hang := &hangModel{in: make(chan struct{}, 4)}
-	h.deps.Models = (func(string) (llm.Model, error) { return hang, nil })
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return hang, nil })
 	h.send("look it up")
 	call := events.ToolCallRequest{ID: "k1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
 	h.append(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
@@ -313,7 +313,7 @@ func (m *panicModel) Call(context.Context, llm.Request) (llm.Reply, error) {
 func TestPanickingTurnIsPoisonedNotFatal(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": nil})
 	m := &panicModel{}
-	h.deps.Models = (func(string) (llm.Model, error) { return m, nil })
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })
 	h.send("hello")
 	h.startWorker(func(int) time.Duration { return 10 * time.Millisecond })
 	waitFor(t, "the run finished", func() bool { return len(eventsOf[*events.RunFinished](h.events())) > 0 })

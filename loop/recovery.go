@@ -85,7 +85,7 @@ type stepCall struct {
 func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelCalled, routeErr error, err error) {
 	t := c.t
 	c.cutText = ""
-	model, merr := t.deps.Models(route)
+	model, merr := t.deps.Models.Model(route)
 	if merr != nil {
 		return nil, merr, nil
 	}
@@ -118,7 +118,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 				streamed.WriteString(d.Text)
 				streams.send(d)
 			}}
-		start := t.deps.Clock()
+		start := t.deps.Clock.Now()
 		rep, cerr := model.Call(ctx, req)
 		streams.flush()
 		if cerr == nil {
@@ -143,7 +143,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 					continue
 				}
 			}
-			mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock().Sub(start))
+			mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock.Now().Sub(start))
 			mc.Purpose = c.purpose
 			mc.EstimatedTokens = est
 			mc.Text = strings.Join(parts, "") + mc.Text
@@ -162,7 +162,7 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 			// marked stopped; the model is not asked again.
 			mc := &events.ModelCalled{RunID: c.s.openRun, Step: c.step, Purpose: c.purpose, Route: route, Model: modelOf(route),
 				Text: strings.Join(parts, "") + streamed.String(), Error: ErrStopped.Error(), Stopped: true, System: c.record,
-				LatencyMS: t.deps.Clock().Sub(start).Milliseconds()}
+				LatencyMS: t.deps.Clock.Now().Sub(start).Milliseconds()}
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			err := t.emit(rctx, mc)
 			cancel()
@@ -232,22 +232,12 @@ func cacheBreakpoint(msgs []llm.Message) int {
 	return 0
 }
 
-// sleep waits d unless ctx ends (Deps.Sleep in tests).
+// sleep waits d unless ctx ends (the Clock's: instant in tests).
 func (t *Turn) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if t.deps.Sleep != nil {
-		return t.deps.Sleep(ctx, d)
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
+	return t.deps.Clock.Sleep(ctx, d)
 }
 
 // ShownReplies is the fold of replies that broke after their text reached

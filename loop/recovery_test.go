@@ -59,14 +59,14 @@ func scripted(t *testing.T, h *harness, routes [][2]string) (map[string]*recorde
 		models[r[0]] = &recorder{Model: m}
 		h.agent.Routes = append(h.agent.Routes, r[0])
 	}
-	h.deps.Models = func(route string) (llm.Model, error) {
+	h.deps.Models = llm.ModelsFunc(func(route string) (llm.Model, error) {
 		if m, ok := models[route]; ok {
 			return m, nil
 		}
 		return nil, fmt.Errorf("no route %s", route)
-	}
+	})
 	var waits []time.Duration
-	h.deps.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+	h.deps.Clock = clockAt{now: func() time.Time { return h.now }, slept: func(d time.Duration) { waits = append(waits, d) }}
 	return models, &waits
 }
 

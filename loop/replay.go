@@ -63,7 +63,7 @@ var errDiverged = errors.New("replay diverged")
 // replies (a changed script, another model): the report then shows where
 // the run would have gone differently.
 func Replay(ctx context.Context, envs []events.Envelope, runID string, agent Agent, registry *tools.Registry, loc *time.Location, override llm.Model) (*ReplayReport, error) {
-	return ReplayWith(ctx, envs, runID, agent, Deps{Tools: registry, Location: loc}, override)
+	return ReplayWith(ctx, envs, runID, agent, Deps{Tools: registry, Clock: WallClock{Zone: loc}}, override)
 }
 
 // ReplayWith is Replay on the crew's own Deps (crew replay passes those
@@ -292,7 +292,7 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	// The MCP tools are the ones the conversation's searches declared, as
 	// recorded: no server is asked.
 	var mcpSet MCP
-	if base.MCP != nil {
+	if base.Services.MCP != nil {
 		mcpSet = recordedMCP(envs, rec)
 	}
 	reg, err := tools.New(replayTools...)
@@ -303,34 +303,28 @@ func ReplayWith(ctx context.Context, envs []events.Envelope, runID string, agent
 	if len(outputs) > 0 {
 		clock = outputs[0].Time
 	}
+	var zone *time.Location
+	if base.Clock != nil {
+		zone = base.Clock.Location()
+	}
 	deps := Deps{
-		SpillDir:      base.SpillDir,
-		HomeDir:       base.HomeDir,
-		Crew:          base.Crew,
-		ScriptCommand: base.ScriptCommand,
-		Teams:         base.Teams, // the seat: a lead's prompt and tools, a member's board
-		MCP:           mcpSet,
-		Models: func(route string) (llm.Model, error) {
+		HomeDir: base.HomeDir,
+		Crew:    base.Crew,
+		// The seat (a lead's prompt and tools, a member's board) and the
+		// MCP tools as recorded; nothing runs in the background and no
+		// proposal is filed.
+		Services: Services{Teams: base.Services.Teams, MCP: mcpSet},
+		Models: llm.ModelsFunc(func(route string) (llm.Model, error) {
 			if override != nil {
 				return override, nil
 			}
 			return &recordedModel{route: route, attempts: attempts, halt: halt}, nil
-		},
+		}),
 		Tools: reg,
-		Clock: func() time.Time { return clock },
-		NewID: func() string {
-			if len(ids) == 0 {
-				return "replay-extra"
-			}
-			id := ids[0]
-			ids = ids[1:]
-			return id
-		},
-		Location: base.Location,
-		Sleep:    func(context.Context, time.Duration) error { return nil },
+		Clock: &replayClock{now: clock, zone: zone, ids: ids},
 	}
-	if rt, ok := base.Teams.(replayTeams); ok && sideLog != nil {
-		deps.Teams = rt.Replaying(sideLog)
+	if rt, ok := base.Services.Teams.(replayTeams); ok && sideLog != nil {
+		deps.Services.Teams = rt.Replaying(sideLog)
 	}
 	agent.ToolOutputChars = 1 << 30 // recorded outputs are already cut
 	// The routes are the run's, not today's config: the question is whether
@@ -520,6 +514,29 @@ type attempt struct {
 	reply *events.ModelCalled
 	retry *events.ModelRetried
 	err   string
+}
+
+// replayClock is a replay's clock: the time the run's first event was
+// stored, the recorded ids in the order the loop asked for them, the
+// owner's zone, and no waits.
+type replayClock struct {
+	now  time.Time
+	zone *time.Location
+	ids  []string
+}
+
+func (c *replayClock) Now() time.Time                           { return c.now }
+func (c *replayClock) Location() *time.Location                 { return c.zone }
+func (*replayClock) Sleep(context.Context, time.Duration) error { return nil }
+
+// NewID is the next recorded id; past the recorded ones, "replay-extra".
+func (c *replayClock) NewID() string {
+	if len(c.ids) == 0 {
+		return "replay-extra"
+	}
+	id := c.ids[0]
+	c.ids = c.ids[1:]
+	return id
 }
 
 // recordedModel answers with the recorded attempts of its route, in order.

@@ -141,7 +141,7 @@ func (w *Worker) Stop(ctx context.Context, conversation, scope, by string) (Stop
 	if err != nil {
 		return Stopped{}, err
 	}
-	if bg := w.cfg.Deps.Background; bg != nil {
+	if bg := w.cfg.Deps.Services.Background; bg != nil {
 		for _, id := range out.Tasks {
 			bg.kill(id, by)
 		}

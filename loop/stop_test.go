@@ -113,7 +113,7 @@ func TestStopDuringModelStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.deps.Models = func(string) (llm.Model, error) { return llm.FromLangchain(client), nil }
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) { return llm.FromLangchain(client), nil })
 	var shown atomic.Value
 	shown.Store("")
 	h.deps.Live = func(_, _ string, d llm.Delta) { shown.Store(shown.Load().(string) + d.Text) }

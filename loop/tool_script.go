@@ -157,8 +157,8 @@ func (h *scriptHost) Vet(name string, args json.RawMessage) (refusal, stop strin
 			}
 			return fmt.Sprintf("%s cannot be called from a script: call it directly.", name), ""
 		}
-		if strings.HasPrefix(name, mcpPrefix) && h.t.deps.MCP != nil {
-			if mt, found := h.t.deps.MCP.Lookup(context.Background(), h.t.agent.MCP, name); found {
+		if strings.HasPrefix(name, mcpPrefix) && h.t.deps.Services.MCP != nil {
+			if mt, found := h.t.deps.Services.MCP.Lookup(context.Background(), h.t.agent.MCP, name); found {
 				if err := tools.Check(mt, h.t.toolEnv(), args); err != nil {
 					return err.Error(), "" // its server is not answering
 				}
@@ -284,11 +284,11 @@ func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *f
 	default:
 		system = fmt.Sprintf("Summarise the text in at most %d characters. Answer with the summary only.", a.MaxChars)
 	}
-	model, err := h.t.deps.Models(route)
+	model, err := h.t.deps.Models.Model(route)
 	if err != nil {
 		return "the model could not be reached: " + err.Error(), true, nil, "", nil
 	}
-	start := h.t.deps.Clock()
+	start := h.t.deps.Clock.Now()
 	// The script's question is reserved against the turn's budgets too
 	// (R-X-5), as the agent's, with purpose script.
 	req := llm.Request{Route: route, Purpose: events.PurposeScript, Payer: h.t.payer(h.t.read(), h.c.runID, h.c.step),
@@ -304,7 +304,7 @@ func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *f
 		}
 		return "the model failed: " + oneLine(err), true, nil, "", nil
 	}
-	mc := modelCalled(h.c.runID, h.c.step, route, rep, h.t.deps.Clock().Sub(start))
+	mc := modelCalled(h.c.runID, h.c.step, route, rep, h.t.deps.Clock.Now().Sub(start))
 	mc.Purpose, mc.ToolCalls = events.PurposeScript, nil
 	if err := h.t.emit(ctx, mc); err != nil {
 		return "", false, nil, "", err
@@ -456,17 +456,13 @@ func (toolScript) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	h := &scriptHost{t: t, c: c, callable: t.scriptTools(ctx)}
 	var used int
 	t.conv.View(func(st *State) { used = st.NestedCalls })
-	cmd := t.deps.ScriptCommand
-	if len(cmd) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return tools.Result{}, err
-		}
-		cmd = []string{exe, "__script"}
+	exe, err := os.Executable() // this executable with __script
+	if err != nil {
+		return tools.Result{}, err
 	}
 	path := t.storePath()
-	out, err := script.Run(ctx, script.Config{Exe: cmd[0], Args: cmd[1:], Script: a.Script, Store: readStore(path),
-		TurnLeft: t.agent.MaxSteps*script.TurnCallsEach - used, Home: t.deps.HomeDir, Sandbox: t.deps.Sandbox}, h)
+	out, err := script.Run(ctx, script.Config{Exe: exe, Args: []string{"__script"}, Script: a.Script, Store: readStore(path),
+		TurnLeft: t.agent.MaxSteps*script.TurnCallsEach - used, Home: t.deps.HomeDir, Sandbox: t.deps.Services.Sandbox}, h)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()

@@ -237,10 +237,10 @@ func oneLineText(s string, n int) string {
 
 // mcpTools are the offered tools of the agent's MCP servers.
 func (t *Turn) mcpTools(ctx context.Context) ([]tools.Tool, []error) {
-	if t.deps.MCP == nil || len(t.agent.MCP) == 0 {
+	if t.deps.Services.MCP == nil || len(t.agent.MCP) == 0 {
 		return nil, nil
 	}
-	return t.deps.MCP.Tools(ctx, t.agent.MCP)
+	return t.deps.Services.MCP.Tools(ctx, t.agent.MCP)
 }
 
 // loadedTools are the MCP tools this conversation loaded with

@@ -55,48 +55,51 @@ type Agent struct {
 	Persona string
 }
 
-// Deps are the turn's edges: models, tools, time and the live feed. Replay
-// swaps Models and Tools for recorded ones.
+// Deps are the turn's edges, each a named seam: the models, the tools,
+// the crew, the clock, the home, the live feed and the crew's services.
+// Replay swaps Models, Tools, Clock and the MCP servers for recorded ones.
+// The worker running a turn lends it what delegation needs (its
+// conversations and its passes); a turn made by NewTurn alone refuses
+// to delegate.
 type Deps struct {
-	Models   func(route string) (llm.Model, error)
-	Tools    *tools.Registry
-	Clock    func() time.Time
-	Location *time.Location
-	SpillDir string // <home>/spill
-	// MaxStoredOutput caps the text one tool_completed stores (0:
-	// MaxStoredOutput, 256 KiB); the rest goes to the spill file.
-	MaxStoredOutput int
-	HomeDir         string // the home: users/owner/ for the system prompt
+	// Models hands out the model of a route: the home's providers behind
+	// the budget ledger (R-X-5).
+	Models llm.Models
+	Tools  *tools.Registry
 	// Crew is the crew: the delegates, the roster for the system prompt
 	// (asked at every step, so a reloaded crew shows from the next step
 	// on) and what each route's model can do; nil: no delegation, no
 	// roster, the built-in model specs.
-	Crew  Crew
-	NewID func() string
+	Crew Crew
+	// Clock is the time, the owner's zone, fresh ids and retry waits;
+	// nil: WallClock in UTC.
+	Clock Clock
+	// HomeDir is the home: users/owner/ for the system prompt, the kit's
+	// hooks and skills, the script store, and spill/, where the text a
+	// tool_completed does not store (over MaxStoredOutput) is kept;
+	// "": none of these.
+	HomeDir string
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).
 	Live func(conversation, runID string, d llm.Delta)
-	// Sleep waits between 429 retries (tests make it instant).
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Delegation (R-DEL): Convs opens and follows the child conversation,
-	// Crew finds the delegate, Kick has the worker run the child. The
-	// worker fills in what is unset; without them delegate is refused.
-	Convs *Convs
-	Kick  func(conversation string)
-	// MCP is the crew's MCP servers; nil: none (R-MCP).
+	// Services are the crew's long-lived services a turn reaches.
+	Services Services
+}
+
+// Services are the crew's long-lived services that turns and their tools
+// reach; each nil: what needs it is refused, the rest runs.
+type Services struct {
+	// MCP is the crew's MCP servers (R-MCP).
 	MCP MCP
-	// Teams seats a conversation on its team (R-TEAM); nil: none.
+	// Teams seats a conversation on its team (R-TEAM).
 	Teams Teams
-	// ScriptCommand starts a tool_script child; empty: this executable
-	// with __script.
-	ScriptCommand []string
+	// Background runs shell_run's background commands (the registry's
+	// shell_run and task_stop hold it too); the worker stops a run's
+	// tasks with it.
+	Background *Background
 	// Sandbox starts every child process of a turn (hooks, tool_script);
 	// nil: none starts.
 	Sandbox *shell.Sandbox
-	// Background runs shell_run's background commands (the registry's
-	// shell_run and task_stop hold it too); the worker stops a run's
-	// tasks with it; nil: none.
-	Background *Background
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for
@@ -107,6 +110,10 @@ type Turn struct {
 	agent Agent
 	deps  Deps
 	conv  *Conv
+	// worker is the worker running this pass: a delegate's child
+	// conversation opens through its Convs and runs on a pass it kicks;
+	// nil (a turn made by NewTurn alone, a replay): no delegation.
+	worker *Worker
 	// seat is the conversation's place on a team; seated says it has one.
 	seat   Seat
 	seated bool
@@ -142,10 +149,13 @@ func NewTurn(agent Agent, deps Deps, conv *Conv) *Turn {
 			agent.Routes = []string{st.Route}
 		}
 	})
+	if deps.Clock == nil {
+		deps.Clock = WallClock{}
+	}
 	t := &Turn{agent: agent, deps: deps, conv: conv}
-	if deps.Teams != nil {
+	if deps.Services.Teams != nil {
 		conv.View(func(st *State) { t.seat = seatOf(st) })
-		t.agent, t.seated = deps.Teams.Seated(agent, t.seat)
+		t.agent, t.seated = deps.Services.Teams.Seated(agent, t.seat)
 	}
 	return t
 }
@@ -256,7 +266,7 @@ func (t *Turn) pass(ctx context.Context) error {
 		if s.busy {
 			trigger = "queue"
 		}
-		runID := t.deps.NewID()
+		runID := t.deps.Clock.NewID()
 		_, err := t.conv.Append(ctx, func(st *State) ([]events.Event, error) {
 			if st.OpenRun != "" || len(st.Queued) == 0 {
 				return nil, nil // someone else started it
@@ -338,7 +348,7 @@ func (t *Turn) pass(ctx context.Context) error {
 		// another model call, its mail read into the history first (seed
 		// 001 §11).
 		if t.seated && t.seat.Member != "" {
-			if why := t.deps.Teams.Stop(t.seat); why != "" {
+			if why := t.deps.Services.Teams.Stop(t.seat); why != "" {
 				return t.finish(ctx, s.openRun, events.RunHalted, "shutdown", why)
 			}
 		}

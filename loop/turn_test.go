@@ -152,7 +152,7 @@ type harness struct {
 func (h *harness) background() *loop.Background {
 	h.t.Helper()
 	bg := loop.NewBackground(h.convs, h.box, nuid.Next, nil)
-	h.deps.Background = bg
+	h.deps.Services.Background = bg
 	ts := slices.Clone(h.tools)
 	for i, tl := range ts {
 		if n := tl.Def().Name; n == "shell_run" || n == "task_stop" {
@@ -219,21 +219,42 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	h.agent = loop.Agent{ID: "master", Dir: dir, Workspace: filepath.Join(dir, "workspace"), Routes: routeNames,
 		Tools: names, MaxSteps: 12, CostCapUSD: 0.5, ToolOutputChars: 8000, ApprovalTTL: 10 * time.Minute}
 	h.deps = loop.Deps{
-		Models: (func(route string) (llm.Model, error) {
+		Models: llm.ModelsFunc(func(route string) (llm.Model, error) {
 			if m, ok := h.models[route]; ok {
 				return m, nil
 			}
 			return nil, fmt.Errorf("no route %s", route)
 		}),
 		Tools:    reg,
-		Clock:    func() time.Time { return h.now },
-		SpillDir: filepath.Join(dir, "spill"),
-		NewID:    nuid.Next,
-		Sleep:    func(context.Context, time.Duration) error { return nil },
+		Clock:    clockAt{now: func() time.Time { return h.now }},
+		HomeDir:  t.TempDir(),
 		Crew:     harnessCrew{h},
-		Sandbox:  box,
+		Services: loop.Services{Sandbox: box},
 	}
 	return h
+}
+
+// clockAt is a test's loop.Clock: the time now says (nil: the wall's),
+// NATS ids, UTC, and waits that return at once, each given to slept
+// when set.
+type clockAt struct {
+	now   func() time.Time
+	slept func(time.Duration)
+}
+
+func (c clockAt) Now() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
+}
+func (clockAt) Location() *time.Location { return nil }
+func (clockAt) NewID() string            { return nuid.Next() }
+func (c clockAt) Sleep(_ context.Context, d time.Duration) error {
+	if c.slept != nil {
+		c.slept(d)
+	}
+	return nil
 }
 
 func (h *harness) send(text string) {
@@ -774,7 +795,7 @@ func TestToolOutputTruncatedAndSpilled(t *testing.T) {
 	if len(res) != 1 || !res[0].Truncated || res[0].SpillPath == "" || len(res[0].Output) > 600 {
 		t.Fatalf("result = %+v", res)
 	}
-	full, err := os.ReadFile(filepath.Join(h.deps.SpillDir, h.conv, filepath.Base(res[0].SpillPath)))
+	full, err := os.ReadFile(filepath.Join(h.deps.HomeDir, "spill", h.conv, filepath.Base(res[0].SpillPath)))
 	if err != nil || len(full) != 1000 {
 		t.Errorf("spilled %d bytes, %v", len(full), err)
 	}
@@ -885,7 +906,7 @@ func TestSteerAfterLastBoundaryBecomesMessage(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {say("first"), say("answered the steer")}})
 	inner := h.models["fake:a"]
 	steered := false
-	h.deps.Models = (func(string) (llm.Model, error) {
+	h.deps.Models = llm.ModelsFunc(func(string) (llm.Model, error) {
 		return hookModel{inner, func() {
 			if !steered { // the owner steers while the last call is out
 				steered = true
@@ -942,7 +963,7 @@ func TestStoredResultCappedOnErrorPath(t *testing.T) {
 	if n := len(res[0].Output); n > loop.MaxStoredOutput+400 || !strings.Contains(res[0].Output, "[Cut by the harness: this result was 2499990 bytes") || !strings.Contains(res[0].Output, res[0].SpillPath) {
 		t.Errorf("stored %d bytes, ending %q", n, res[0].Output[max(0, n-300):])
 	}
-	kept, err := os.ReadFile(filepath.Join(h.deps.SpillDir, h.conv, filepath.Base(res[0].SpillPath)))
+	kept, err := os.ReadFile(filepath.Join(h.deps.HomeDir, "spill", h.conv, filepath.Base(res[0].SpillPath)))
 	if err != nil || string(kept) != full {
 		t.Errorf("spilled %d bytes, %v; want the whole %d", len(kept), err, len(full))
 	}

@@ -235,13 +235,6 @@ func toolResults(req windowRequest) []toolResult {
 }
 
 // windowModels is the harness's models on an Ollama route at s.
-func windowModels(s *windowServer, cat *llm.Catalog) func(route string) (llm.Model, error) {
-	p := llm.NewProviders(llm.Config{OllamaHost: s.URL, Catalog: cat})
-	return func(route string) (llm.Model, error) {
-		r, err := llm.ParseRoute(route)
-		if err != nil {
-			return nil, err
-		}
-		return p.Model(r)
-	}
+func windowModels(s *windowServer, cat *llm.Catalog) llm.Models {
+	return llm.NewModelCache(llm.NewProviders(llm.Config{OllamaHost: s.URL, Catalog: cat}))
 }

@@ -162,6 +162,9 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if cfg.TurnsInFlight <= 0 {
 		cfg.TurnsInFlight = DefaultTurnsInFlight
 	}
+	if cfg.Deps.Clock == nil {
+		cfg.Deps.Clock = WallClock{}
+	}
 	w := &Worker{cfg: cfg, state: map[string]passState{}, failures: map[string]int{}, retrying: map[string]bool{},
 		restarted: map[string]bool{}, parked: map[string]Parked{}, recovered: make(chan struct{}),
 		stops: map[string]context.CancelCauseFunc{}, limit: cfg.TurnsInFlight}
@@ -199,7 +202,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		if strings.HasSuffix(msg.Subject(), "."+events.TypeRunStopRequested) {
 			w.interrupt(conv)
 		}
-		if bg := cfg.Deps.Background; bg != nil && (strings.HasSuffix(msg.Subject(), "."+events.TypeRunStopRequested) ||
+		if bg := cfg.Deps.Services.Background; bg != nil && (strings.HasSuffix(msg.Subject(), "."+events.TypeRunStopRequested) ||
 			strings.HasSuffix(msg.Subject(), "."+events.TypeTaskStopRequested)) {
 			// A background task of it may run here: killed if its log
 			// says to stop it.
@@ -522,7 +525,9 @@ func (w *Worker) pass(ctx context.Context, id string) error {
 		}
 		before := conv.seq()
 		tctx, done := w.stoppable(ctx, id)
-		err := NewTurn(agent, w.deps(), conv).Run(tctx)
+		turn := NewTurn(agent, w.cfg.Deps, conv)
+		turn.worker = w // a delegate's child runs on a pass of its own
+		err := turn.Run(tctx)
 		cut := stopped(tctx)
 		done()
 		if err != nil && cut && ctx.Err() == nil {
@@ -547,19 +552,6 @@ func (w *Worker) agent(id string) (Agent, bool) {
 	return w.cfg.Deps.Crew.Agent(id)
 }
 
-// deps are the turn's edges, with what delegation needs filled in from the
-// worker: a delegate's conversation runs on a pass of its own.
-func (w *Worker) deps() Deps {
-	d := w.cfg.Deps
-	if d.Convs == nil {
-		d.Convs = w.cfg.Convs
-	}
-	if d.Kick == nil {
-		d.Kick = w.Kick
-	}
-	return d
-}
-
 func (c *Conv) seq() uint64 {
 	var s uint64
 	c.View(func(st *State) { s = st.Seq })
@@ -569,7 +561,7 @@ func (c *Conv) seq() uint64 {
 // failUnknownAgent answers a conversation whose agent is not loaded (its
 // agent.yaml is broken or gone): a run that fails at once, saying why.
 func (w *Worker) failUnknownAgent(ctx context.Context, conv *Conv, agentID string) error {
-	runID := w.cfg.Deps.NewID()
+	runID := w.cfg.Deps.Clock.NewID()
 	_, err := conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		msg := fmt.Sprintf("agent %q is not loaded: check its agent.yaml (crew doctor lists skipped agents)", agentID)
 		return closeRun(st, runID, "", msg, "Not run: the agent's configuration is not loaded, so the run ended. Nothing was run and nothing changed."), nil
@@ -586,7 +578,7 @@ func (w *Worker) Decide(ctx context.Context, conversation, approvalID string, ap
 	if err != nil {
 		return "", err
 	}
-	now := w.cfg.Deps.Clock()
+	now := w.cfg.Deps.Clock.Now()
 	var decision string
 	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		a := st.ApprovalByID(approvalID)
@@ -640,7 +632,7 @@ func (w *Worker) Answer(ctx context.Context, conversation, questionID, answer, c
 	if err != nil {
 		return err
 	}
-	now := w.cfg.Deps.Clock()
+	now := w.cfg.Deps.Clock.Now()
 	expired := false
 	_, err = conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		expired = false
@@ -695,7 +687,7 @@ func (w *Worker) Outcome(ctx context.Context, conversation, id string) (string, 
 
 // expireQuestion records a pending question as expired (the sweep).
 func (w *Worker) expireQuestion(ctx context.Context, conv *Conv, questionID string) error {
-	now := w.cfg.Deps.Clock()
+	now := w.cfg.Deps.Clock.Now()
 	stored, err := conv.Append(ctx, func(st *State) ([]events.Event, error) {
 		q := st.QuestionByID(questionID)
 		if q == nil || q.Outcome != "" || now.Before(q.ExpiresAt) {
@@ -727,7 +719,7 @@ func (w *Worker) sweep() {
 // conversations loaded in this process (the recovery scan loads every
 // conversation with a pending approval).
 func (w *Worker) SweepOnce(ctx context.Context) {
-	now := w.cfg.Deps.Clock()
+	now := w.cfg.Deps.Clock.Now()
 	for _, conv := range w.cfg.Convs.loaded() {
 		var expired []string
 		conv.View(func(st *State) {

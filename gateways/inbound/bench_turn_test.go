@@ -73,9 +73,8 @@ func benchDeps(b *testing.B, m llm.Model) loop.Deps {
 		b.Fatal(err)
 	}
 	return loop.Deps{
-		Models: func(string) (llm.Model, error) { return m, nil },
-		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: b.TempDir(),
-		Sleep: func(context.Context, time.Duration) error { return nil },
+		Models: llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil }),
+		Tools:  reg, Clock: loop.WallClock{}, HomeDir: b.TempDir(),
 	}
 }
 

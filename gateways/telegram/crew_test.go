@@ -143,10 +143,9 @@ func newCrew(t *testing.T) *crew {
 	agent := loop.Agent{ID: "master", Dir: dir, Workspace: dir, Routes: []string{"fake:script"}, Tools: []string{"gated"},
 		MaxSteps: 5, ToolOutputChars: 8000, ApprovalTTL: time.Hour}
 	deps := loop.Deps{
-		Models: func(string) (llm.Model, error) { return scriptModel{}, nil },
-		Tools:  reg, Clock: time.Now, NewID: nuid.Next, SpillDir: t.TempDir(),
-		Sleep: func(context.Context, time.Duration) error { return nil },
-		Crew:  loop.Agents{"master": agent},
+		Models: llm.ModelsFunc(func(string) (llm.Model, error) { return scriptModel{}, nil }),
+		Tools:  reg, Clock: loop.WallClock{}, HomeDir: t.TempDir(),
+		Crew: loop.Agents{"master": agent},
 	}
 	convs := loop.NewConvs(log, nil)
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: log, Convs: convs, Deps: deps})

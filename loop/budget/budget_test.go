@@ -69,12 +69,12 @@ func TestBudgetRaceForLastCentsSendsExactlyOneCall(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.03}})
 	m := &countingModel{cost: usd(0.01)}
-	models := l.Models(func(string) (llm.Model, error) { return m, nil })
+	models := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil }))
 	// Two calls settled at a cent each leave one cent: one call's worst
 	// case.
 	for i := range 2 {
 		req := pay(llm.Payer{Agent: "coach", Conversation: fmt.Sprint("warm", i)})
-		mdl, _ := models(priced)
+		mdl, _ := models.Model(priced)
 		if _, err := mdl.Call(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestBudgetRaceForLastCentsSendsExactlyOneCall(t *testing.T) {
 	for i := range 2 {
 		wg.Go(func() {
 			req := pay(llm.Payer{Agent: "coach", Conversation: fmt.Sprint("race", i)})
-			mdl, _ := models(priced)
+			mdl, _ := models.Model(priced)
 			_, errs[i] = mdl.Call(t.Context(), req)
 		})
 	}
@@ -115,7 +115,7 @@ func TestBudgetChildCountsAgainstParentAndGlobalDay(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{DailyUSD: 0.05})
 	m := &countingModel{cost: usd(0.01)}
-	mdl, _ := l.Models(func(string) (llm.Model, error) { return m, nil })(priced)
+	mdl, _ := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })).Model(priced)
 	call := func(c llm.Payer) error {
 		_, err := mdl.Call(t.Context(), pay(c))
 		return err
@@ -153,7 +153,7 @@ func TestBudgetUnknownPriceReservesCeiling(t *testing.T) {
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{UnknownCallUSD: 0.07, AgentDailyUSD: map[string]float64{"coach": 0.1}})
 	m := &countingModel{}
-	mdl, _ := l.Models(func(string) (llm.Model, error) { return m, nil })("openrouter:acme/mystery")
+	mdl, _ := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })).Model("openrouter:acme/mystery")
 	req := pay(llm.Payer{Agent: "coach", Conversation: "c1"})
 	req.Purpose = events.PurposeSummary
 	if _, err := mdl.Call(t.Context(), req); err != nil {
@@ -220,8 +220,8 @@ func TestBudgetReportedCostNeverLowersSpend(t *testing.T) {
 		_, log := eventstest.Start(t)
 		l := open(t, log, budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.02}})
 		m := &countingModel{cost: usd(bad)}
-		models := l.Models(func(string) (llm.Model, error) { return m, nil })
-		mdl, _ := models(priced)
+		models := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil }))
+		mdl, _ := models.Model(priced)
 		req := pay(llm.Payer{Agent: "coach", Conversation: "c1"})
 		for range 4 {
 			mdl.Call(t.Context(), req)
@@ -340,8 +340,8 @@ func TestBudgetSettlementRidesOnTheNextReservation(t *testing.T) {
 	ctx := t.Context()
 	_, log := eventstest.Start(t)
 	l := open(t, log, budget.Caps{})
-	models := l.Models(func(string) (llm.Model, error) { return toolsModel{}, nil })
-	mdl, _ := models(priced)
+	models := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return toolsModel{}, nil }))
+	mdl, _ := models.Model(priced)
 	step1 := pay(llm.Payer{Agent: "coach", Conversation: "c1", RunID: "r1", Step: 1})
 	if _, err := mdl.Call(ctx, step1); err != nil {
 		t.Fatal(err)
@@ -384,7 +384,7 @@ func TestBudgetSettlementRidesOnTheNextReservation(t *testing.T) {
 	// recorded call's cost, once.
 	_, log2 := eventstest.Start(t)
 	l2 := open(t, log2, budget.Caps{})
-	mdl2, _ := l2.Models(func(string) (llm.Model, error) { return toolsModel{}, nil })(priced)
+	mdl2, _ := l2.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return toolsModel{}, nil })).Model(priced)
 	mdl2.Call(ctx, step1)
 	if _, err := log2.Append(ctx, events.Conv("c1"), 0,
 		events.MustNew(&events.ConversationOpened{Agent: "coach", Channel: "web"}),

@@ -10,14 +10,14 @@ import (
 // Models wraps models so that every call made through them is reserved
 // before it leaves and settled when it returns, charged to the Request's
 // Payer for its Purpose.
-func (l *Ledger) Models(models func(route string) (llm.Model, error)) func(route string) (llm.Model, error) {
-	return func(route string) (llm.Model, error) {
-		m, err := models(route)
+func (l *Ledger) Models(models llm.Models) llm.Models {
+	return llm.ModelsFunc(func(route string) (llm.Model, error) {
+		m, err := models.Model(route)
 		if err != nil {
 			return nil, err
 		}
 		return &metered{l: l, route: route, m: m}, nil
-	}
+	})
 }
 
 type metered struct {

@@ -60,7 +60,7 @@ func (s *Service) agent(id string) (Agent, bool) {
 type Config struct {
 	Log      *events.Log
 	Crew     loop.Crew // the agents whose memory is consolidated
-	Models   func(route string) (llm.Model, error)
+	Models   llm.Models
 	Location *time.Location   // the owner's timezone; nil is UTC
 	Clock    func() time.Time // nil is time.Now
 	NewID    func() string    // proposal ids; nil is nuid.Next

@@ -33,7 +33,7 @@ type home struct {
 	t      *testing.T
 	log    *events.Log
 	agents map[string]consolidate.Agent
-	models func(string) (llm.Model, error)
+	models llm.Models
 	calls  atomic.Int32 // model lookups
 }
 
@@ -46,7 +46,7 @@ func newHome(t *testing.T) *home {
 	providers := llm.NewProviders(llm.Config{})
 	var mu sync.Mutex
 	cache := map[string]llm.Model{}
-	h.models = func(route string) (llm.Model, error) {
+	h.models = llm.ModelsFunc(func(route string) (llm.Model, error) {
 		h.calls.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
@@ -62,7 +62,7 @@ func newHome(t *testing.T) *home {
 			cache[route] = m
 		}
 		return m, err
-	}
+	})
 	return h
 }
 
@@ -324,13 +324,13 @@ func TestConsolidateFallsBackToTheNextRoute(t *testing.T) {
 	defer api.Close()
 	h := newHome(t)
 	providers := llm.NewProviders(llm.Config{OpenRouterAPIKey: "test-key", OpenRouterBaseURL: api.URL + "/v1"})
-	h.models = func(route string) (llm.Model, error) {
+	h.models = llm.ModelsFunc(func(route string) (llm.Model, error) {
 		r, err := llm.ParseRoute(route)
 		if err != nil {
 			return nil, err
 		}
 		return providers.Model(r)
-	}
+	})
 	a := h.agent("pong", false, weekNotes)
 	a.Routes = []string{"openrouter:vendor/broken", "openrouter:vendor/good"}
 	h.agents["pong"] = a

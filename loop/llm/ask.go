@@ -14,7 +14,7 @@ import (
 // refusal ends it (no other route is cheaper). Used for the harness's own
 // one-shot questions (conversation summaries, memory consolidation), not
 // for turns.
-func Ask(ctx context.Context, models func(route string) (Model, error), routes []string, req Request,
+func Ask(ctx context.Context, models Models, routes []string, req Request,
 	onFail func(route string, err error)) (Answer, error) {
 	var failures []string
 	fail := func(r string, err error) {
@@ -24,7 +24,7 @@ func Ask(ctx context.Context, models func(route string) (Model, error), routes [
 		}
 	}
 	for _, r := range routes {
-		m, err := models(r)
+		m, err := models.Model(r)
 		if err != nil {
 			fail(r, err)
 			continue

@@ -32,12 +32,12 @@ func TestAskFallsThroughToTheFirstAnswer(t *testing.T) {
 		"fake:empty":  answer{text: "  "},
 		"fake:good":   answer{text: "the answer"},
 	}
-	get := func(r string) (llm.Model, error) {
+	get := llm.ModelsFunc(func(r string) (llm.Model, error) {
 		if m, ok := models[r]; ok {
 			return m, nil
 		}
 		return nil, errors.New("unknown route")
-	}
+	})
 	var failed []string
 	msgs := ask("q")
 	a, err := llm.Ask(t.Context(), get, []string{"fake:missing", "fake:broken", "fake:empty", "fake:good"}, msgs,

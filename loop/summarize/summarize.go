@@ -37,7 +37,7 @@ type Summarizer struct {
 	Log    *events.Log
 	Convs  *loop.Convs
 	Crew   loop.Crew
-	Models func(route string) (llm.Model, error)
+	Models llm.Models
 	// List lists the conversations the day-end sweep looks at (the
 	// conversations projection).
 	List func(ctx context.Context) ([]Conversation, error)

@@ -64,7 +64,7 @@ func TestSummaryRecordsItsModelCallWithPurpose(t *testing.T) {
 	}
 	s := &summarize.Summarizer{Log: log, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now,
 		Crew:   loop.Agents{"master": {ID: "master", Routes: []string{"fake:s"}}},
-		Models: func(string) (llm.Model, error) { return model, nil }}
+		Models: llm.ModelsFunc(func(string) (llm.Model, error) { return model, nil })}
 	if _, err := log.Append(ctx, events.Conv("c1"), 0,
 		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
 		events.MustNew(&events.MessageReceived{Channel: "web", Text: "lunch?"})); err != nil {

@@ -158,16 +158,12 @@ func (h *harness) start() {
 	}
 	h.reg = reg
 	deps := loop.Deps{
-		Models:   func(string) (llm.Model, error) { return h.model, nil },
+		Models:   llm.ModelsFunc(func(string) (llm.Model, error) { return h.model, nil }),
 		Tools:    reg,
-		Clock:    time.Now,
-		SpillDir: filepath.Join(t.TempDir(), "spill"),
-		NewID:    nuid.Next,
-		Sleep:    func(context.Context, time.Duration) error { return nil },
-		Teams:    h.rt,
+		Clock:    noWaits{},
+		Services: loop.Services{Teams: h.rt, Sandbox: box},
 		HomeDir:  h.home,
 		Crew:     loop.Agents(h.agents),
-		Sandbox:  box,
 	}
 	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: deps, SweepEvery: -1,
 		Recover: func(context.Context) ([]string, error) { return nil, nil }})
@@ -179,6 +175,11 @@ func (h *harness) start() {
 	h.rt.Run(t.Context())
 	t.Cleanup(h.stop)
 }
+
+// noWaits is the wall clock whose retry waits return at once.
+type noWaits struct{ loop.WallClock }
+
+func (noWaits) Sleep(context.Context, time.Duration) error { return nil }
 
 func (h *harness) stop() {
 	h.rt.Close()

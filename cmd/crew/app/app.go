@@ -73,7 +73,7 @@ type Options struct {
 	// Models, when set, answers every model call in place of the home's
 	// providers (a benchmark's scripted model); it is still behind the
 	// budget ledger like the providers' models.
-	Models func(route string) (llm.Model, error)
+	Models llm.Models
 	// ConversationLog wraps what the conversations append through (nil:
 	// the log); the test build's crash point.
 	ConversationLog func(loop.Appender) loop.Appender

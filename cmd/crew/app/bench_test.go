@@ -81,7 +81,7 @@ func benchApp(b testing.TB, syncMode string, m llm.Model, opts Options) *App {
 		}
 		return ""
 	}
-	opts.Getenv, opts.Models = getenv, func(string) (llm.Model, error) { return m, nil }
+	opts.Getenv, opts.Models = getenv, llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })
 	if os.Getenv("CREW_BENCH_LOG") != "" {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}

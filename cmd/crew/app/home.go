@@ -47,10 +47,10 @@ func Providers(h *home.Home, getenv func(string) string) *llm.Providers {
 // models is the process's model cache over Providers, and the routes that
 // override every agent's (llm.Override: MY_AGENT_ROUTES, or fake:echo with
 // no provider reachable) with the note serve prints about it.
-func models(ctx context.Context, h *home.Home, getenv func(string) string) (m *llm.Models, override []string, note string, err error) {
+func models(ctx context.Context, h *home.Home, getenv func(string) string) (m *llm.ModelCache, override []string, note string, err error) {
 	providers := Providers(h, getenv)
 	override, note, err = llm.Override(ctx, providers, func(k string) string { return h.Getenv(k, getenv) })
-	return llm.NewModels(providers), override, note, err
+	return llm.NewModelCache(providers), override, note, err
 }
 
 // loopAgents maps the loaded agent configs to what the loop needs:

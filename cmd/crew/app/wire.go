@@ -6,7 +6,6 @@ import (
 	"errors"
 	"iter"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -69,7 +68,7 @@ type wiring struct {
 	Convs *loop.Convs
 	// Models are the models behind the budget ledger: every call a turn
 	// or the harness makes is reserved before it leaves (R-X-5).
-	Models func(route string) (llm.Model, error)
+	Models llm.Models
 	Ledger *budget.Ledger // nil with ReadOnly
 	Canvas *canvas.Service
 	Teams  *team.Runtime
@@ -93,7 +92,7 @@ type wiring struct {
 
 // models are the wiring's Models as the memory service calls them: it is
 // built before the ledger that wraps them.
-func (w *wiring) models(route string) (llm.Model, error) { return w.Models(route) }
+func (w *wiring) models(route string) (llm.Model, error) { return w.Models.Model(route) }
 
 // wire builds a's wiring; with ReadOnly there is no store under it (no
 // ledger, and the services' stores are absent: their tools never run).
@@ -132,7 +131,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	// The services the tools keep, built before the registry: the memory
 	// service files persona proposals and calls the models (w.models: the
 	// ledger's, opened once the crew is loaded).
-	w.Memory = newMemory(log, h, cr, w.models, logger.With("component", "memory"))
+	w.Memory = newMemory(log, h, cr, llm.ModelsFunc(w.models), logger.With("component", "memory"))
 	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
 	svc.Background, svc.Proposer = w.background, w.Memory
 	if w.Registry, err = tools.New(allTools(svc, w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
@@ -156,7 +155,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 			}
 		})
 	}
-	w.Models = mdl.Model
+	w.Models = mdl
 	if a.opts.Models != nil {
 		w.Models = a.opts.Models
 	}
@@ -168,19 +167,18 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Models = w.Ledger.Models(w.Models)
 	}
 	w.Deps = loop.Deps{
-		Models:     w.Models,
-		Tools:      w.Registry,
-		Clock:      time.Now,
-		Location:   h.Config.Location(),
-		SpillDir:   filepath.Join(a.Dir, "spill"),
-		HomeDir:    a.Dir,
-		Crew:       cr,
-		NewID:      nuid.Next,
-		MCP:        w.pool,
-		Live:       live(a.Conn()),
-		Teams:      w.Teams,
-		Sandbox:    a.box,
-		Background: w.background,
+		Models:  w.Models,
+		Tools:   w.Registry,
+		Crew:    cr,
+		Clock:   loop.WallClock{Zone: h.Config.Location()},
+		HomeDir: a.Dir,
+		Live:    live(a.Conn()),
+		Services: loop.Services{
+			MCP:        w.pool,
+			Teams:      w.Teams,
+			Background: w.background,
+			Sandbox:    a.box,
+		},
 	}
 	if db != nil {
 		nlog := logger.With("component", "notes")
@@ -269,7 +267,7 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 }
 
 // newMemory wires the consolidation service (R-MEM-2) onto the log.
-func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models func(string) (llm.Model, error), logger *slog.Logger) *consolidate.Service {
+func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models llm.Models, logger *slog.Logger) *consolidate.Service {
 	return consolidate.New(consolidate.Config{Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
 		Crew: crew})
 }
