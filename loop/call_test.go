@@ -32,6 +32,7 @@ func (s *shooter) Run(ctx context.Context, env tools.Env, args json.RawMessage) 
 func TestToolResultPartsAreKeptAsReferences(t *testing.T) {
 	tool := &shooter{counter{name: "shoot"}}
 	h := newHarness(t, map[string][]reply{"fake:a": {use("shoot", `{}`), say("done")}}, tool)
+	h.deps.HomeDir = t.TempDir() // spill/ under it
 	h.send("look")
 	h.turn()
 	done := eventsOf[*events.ToolCompleted](h.events())

@@ -69,6 +69,7 @@ func outputOf(args json.RawMessage) string {
 // events and verifies.
 func TestCompaction400TurnsStayUnderTheLimit(t *testing.T) {
 	h := newHarness(t, nil, &numbered{})
+	h.deps.HomeDir = t.TempDir() // spill/ under it
 	m := &longModel{}
 	h.agent.Routes = []string{"fake:long"}
 	h.agent.Tools = append(h.agent.Tools, "look", "tool_output_read")

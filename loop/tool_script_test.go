@@ -383,6 +383,7 @@ func TestScriptLongAnswerReadableWithToolOutputRead(t *testing.T) {
 	h := newHarness(t, map[string][]reply{"fake:a": {
 		first, use("tool_output_read", `{"call_id":"s1.1","offset":200000}`), say("ok"),
 	}}, big, builtin("tool_output_read"))
+	h.deps.HomeDir = t.TempDir() // spill/ under it
 	h.send("go")
 	h.turn()
 	res := eventsOf[*events.ToolCompleted](h.events())

@@ -227,7 +227,6 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 		}),
 		Tools:    reg,
 		Clock:    clockAt{now: func() time.Time { return h.now }},
-		HomeDir:  t.TempDir(),
 		Crew:     harnessCrew{h},
 		Services: loop.Services{Sandbox: box},
 	}
@@ -788,6 +787,7 @@ func TestInterruptedToolCallClosedNotRerun(t *testing.T) {
 func TestToolOutputTruncatedAndSpilled(t *testing.T) {
 	tool := &counter{name: "look", out: strings.Repeat("0123456789", 100)}
 	h := newHarness(t, map[string][]reply{"fake:a": {use("look", `{}`), say("ok")}}, tool)
+	h.deps.HomeDir = t.TempDir() // spill/ under it
 	h.agent.ToolOutputChars = 200
 	h.send("go")
 	h.turn()
@@ -954,6 +954,7 @@ func (u uncutFailure) Run(context.Context, tools.Env, json.RawMessage) (tools.Re
 func TestStoredResultCappedOnErrorPath(t *testing.T) {
 	full := strings.Repeat("Traceback: recursion too deep\n", 2_500_000/30)
 	h := newHarness(t, map[string][]reply{"fake:a": {use("huge", `{}`), say("ok")}}, uncutFailure{out: full})
+	h.deps.HomeDir = t.TempDir() // spill/ under it
 	h.send("go")
 	h.turn()
 	res := eventsOf[*events.ToolCompleted](h.events())

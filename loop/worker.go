@@ -768,3 +768,16 @@ func (cs *Convs) loaded() []*Conv {
 	}
 	return out
 }
+
+// Kicker has a conversation's next pass run: the Worker, which runs it when
+// the conversation's state says work is due (a duplicate kick is
+// harmless). Inbound and the scheduler kick after they append.
+type Kicker interface {
+	Kick(conversation string)
+}
+
+// KickFunc is a function as a Kicker.
+type KickFunc func(conversation string)
+
+// Kick is f(conversation).
+func (f KickFunc) Kick(conversation string) { f(conversation) }

@@ -159,8 +159,8 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in := &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", Crew: deps.Crew,
-			Location: time.UTC, Clock: time.Now}
+		in := &inbound.Inbound{Convs: convs, Kick: w, Master: "master", Crew: deps.Crew,
+			Clock: loop.WallClock{Zone: time.UTC}}
 		b.StartTimer()
 		var wg sync.WaitGroup
 		errs := make(chan error, n)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools/kit"
 )
 
 // Errors, each mapped to one HTTP status by the web gateway.
@@ -73,19 +74,50 @@ const MaxQueued = 20
 
 // Inbound receives messages.
 type Inbound struct {
-	Convs  *loop.Convs
-	Kick   func(conversation string)
+	Convs *loop.Convs
+	// Kick runs the conversation's pass once a message is stored (the
+	// worker).
+	Kick   loop.Kicker
 	Master string // the master agent's id
 	// Crew is the agents messages go to: a new conversation of an agent
 	// keeps its autonomy and its channel's approval lifetime, and its
 	// attachments must be in its workspace (none without one).
-	Crew     loop.Crew
-	Location *time.Location
-	Clock    func() time.Time
-	// KitCommand reports whether text invokes one of the agent's kit
-	// commands ("/tongket …"): one sent while a turn runs is taken in at
-	// the next tool boundary, as /steer is (R-IN-3). nil: none is.
-	KitCommand func(agent, text string) bool
+	Crew loop.Crew
+	// Clock is the time and the owner's zone, which name the day's
+	// conversation; nil: the wall clock in UTC.
+	Clock loop.Clock
+	// Home is the home whose kit commands ("/tongket …", with the
+	// agent's own) a message may invoke: one sent while a turn runs is
+	// taken in at the next tool boundary, as /steer is (R-IN-3); "": the
+	// agent's own only.
+	Home string
+}
+
+// now is the time in the owner's zone.
+func (in *Inbound) now() time.Time {
+	c := in.Clock
+	if c == nil {
+		c = loop.WallClock{}
+	}
+	if loc := c.Location(); loc != nil {
+		return c.Now().In(loc)
+	}
+	return c.Now().UTC()
+}
+
+// kitCommand says whether text invokes one of agent's kit commands. A
+// commands file that does not load is named where the turn reads them.
+func (in *Inbound) kitCommand(agent, text string) bool {
+	if in.Crew == nil || !strings.HasPrefix(strings.TrimSpace(text), "/") {
+		return false
+	}
+	a, ok := in.Crew.Agent(agent)
+	if !ok {
+		return false
+	}
+	cmds, _ := kit.Commands(in.Home, a.Dir)
+	_, _, ok = kit.Expand(cmds, text)
+	return ok
 }
 
 // Message is one inbound message.
@@ -196,7 +228,7 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 	var conv *loop.Conv
 	var err error
 	if opening {
-		conv, err = in.today(ctx, DailyID(agent, in.Master, m.Channel, in.Clock().In(in.Location)))
+		conv, err = in.today(ctx, DailyID(agent, in.Master, m.Channel, in.now()))
 	} else {
 		conv, err = in.Convs.Get(ctx, id)
 	}
@@ -230,7 +262,7 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 			}
 			a, _ := in.Crew.Agent(agent)
 			evs = append(evs, &events.ConversationOpened{
-				Agent: agent, Channel: m.Channel, Day: in.Clock().In(in.Location).Format(time.DateOnly),
+				Agent: agent, Channel: m.Channel, Day: in.now().Format(time.DateOnly),
 				Autonomous: a.Autonomous, ApprovalTTLSeconds: int(a.ChannelApprovalTTL(m.Channel) / time.Second),
 			})
 		}
@@ -262,7 +294,7 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 			acc.Steer = true
 			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: steer, ExternalID: m.ExternalID}), nil
 		}
-		if !isSteer && st.OpenRun != "" && len(m.Attachments) == 0 && in.KitCommand != nil && in.KitCommand(owner, text) {
+		if !isSteer && st.OpenRun != "" && len(m.Attachments) == 0 && in.kitCommand(owner, text) {
 			acc.Steer = true
 			return append(evs, &events.SteerReceived{Channel: m.Channel, Text: text, ExternalID: m.ExternalID}), nil
 		}
@@ -288,7 +320,7 @@ func (in *Inbound) store(ctx context.Context, m Message, agent, id string, openi
 	}
 	// A steer kicks too: if the run ends before a tool boundary, the steer
 	// becomes a message that the next turn answers.
-	in.Kick(id)
+	in.Kick.Kick(id)
 	return acc, nil
 }
 
@@ -339,7 +371,7 @@ func (in *Inbound) checkAttachments(agent string, paths []string) error {
 // Current is the id of the conversation a message from agent's channel
 // without conversation_id would go to now.
 func (in *Inbound) Current(ctx context.Context, agent, channel string) (string, error) {
-	conv, err := in.today(ctx, DailyID(agent, in.Master, channel, in.Clock().In(in.Location)))
+	conv, err := in.today(ctx, DailyID(agent, in.Master, channel, in.now()))
 	if err != nil {
 		return "", err
 	}

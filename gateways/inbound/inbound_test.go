@@ -12,6 +12,14 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 )
 
+// clockAt is the wall clock of a zone stopped at one time.
+type clockAt struct {
+	loop.WallClock
+	at time.Time
+}
+
+func (c clockAt) Now() time.Time { return c.at }
+
 func newInbound(t *testing.T) (*inbound.Inbound, *loop.Convs, *[]string) {
 	t.Helper()
 	_, log := eventstest.Start(t)
@@ -19,11 +27,10 @@ func newInbound(t *testing.T) (*inbound.Inbound, *loop.Convs, *[]string) {
 	var kicked []string
 	loc, _ := time.LoadLocation("Asia/Ho_Chi_Minh")
 	in := &inbound.Inbound{
-		Convs: convs, Kick: func(id string) { kicked = append(kicked, id) }, Master: "master",
-		Crew:     loop.Agents{"master": {ID: "master"}, "coach": {ID: "coach"}},
-		Location: loc,
+		Convs: convs, Kick: loop.KickFunc(func(id string) { kicked = append(kicked, id) }), Master: "master",
+		Crew: loop.Agents{"master": {ID: "master"}, "coach": {ID: "coach"}},
 		// 23:30 UTC on the 30th is already the 1st of December in Hanoi.
-		Clock: func() time.Time { return time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC) },
+		Clock: clockAt{loop.WallClock{Zone: loc}, time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC)},
 	}
 	return in, convs, &kicked
 }
@@ -292,9 +299,8 @@ func TestInboundRefusesParkedConversation(t *testing.T) {
 	ctx := t.Context()
 	_, log := eventstest.Start(t)
 	newDoor := func() *inbound.Inbound {
-		return &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master",
-			Crew: loop.Agents{"master": {ID: "master"}}, Location: time.UTC,
-			Clock: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
+		return &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: loop.KickFunc(func(string) {}), Master: "master",
+			Crew: loop.Agents{"master": {ID: "master"}}, Clock: clockAt{loop.WallClock{Zone: time.UTC}, time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}}
 	}
 	a, err := newDoor().Receive(ctx, inbound.Message{Text: "hi", Channel: "web"})
 	if err != nil {
@@ -346,8 +352,8 @@ func TestInboundNewConversationKeepsItsAgentsAutonomyAndChannelTTL(t *testing.T)
 // from there, not from its first event.
 func TestAcceptedCarriesTheStoredMessagesSequence(t *testing.T) {
 	_, log := eventstest.Start(t)
-	in := &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
-		Location: time.UTC, Clock: time.Now}
+	in := &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: loop.KickFunc(func(string) {}), Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
+		Clock: loop.WallClock{Zone: time.UTC}}
 	ctx := t.Context()
 	a, err := in.Receive(ctx, inbound.Message{Text: "first", Channel: "mcp"})
 	if err != nil {

@@ -107,7 +107,7 @@ func (in *Inbound) saveUploads(agent string, ups []Upload) ([]string, error) {
 		return nil, fmt.Errorf("%w: the inbox of %s is not a folder inside its workspace, nothing was written: %v", ErrBadAttachment, agent, err)
 	}
 	defer root.Close()
-	stamp := in.Clock().In(in.Location).Format("20060102-150405")
+	stamp := in.now().Format("20060102-150405")
 	var rels []string
 	for _, u := range ups {
 		ct, _ := SniffImage(u.Data)

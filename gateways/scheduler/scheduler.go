@@ -47,8 +47,8 @@ type Job struct {
 type Config struct {
 	Log   *events.Log
 	Convs *loop.Convs
-	// Kick runs a pass over a conversation (loop.Worker.Kick).
-	Kick     func(conversation string)
+	// Kick runs a pass over a conversation (the loop.Worker).
+	Kick     loop.Kicker
 	Location *time.Location  // the owner's timezone; nil = UTC
 	Clock    clockwork.Clock // nil = real
 	Logger   *slog.Logger
@@ -610,7 +610,7 @@ func (s *Scheduler) deliver(ctx context.Context, e *entry, fired, conv, text str
 		}
 		return errors.Join(fmt.Errorf("deliver job %s: %w", e.job.ID, err), s.complete(ctx, e, fired, events.JobFailed, "", err.Error()))
 	}
-	s.cfg.Kick(conv)
+	s.cfg.Kick.Kick(conv)
 	return nil
 }
 

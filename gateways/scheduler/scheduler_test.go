@@ -56,11 +56,11 @@ func ny(y int, m time.Month, d, hh, mm int) time.Time {
 func (h *harness) start(cfg Config) *Scheduler {
 	h.t.Helper()
 	cfg.Log, cfg.Convs, cfg.Clock, cfg.Location = h.log, loop.NewConvs(h.log, nil), h.clock, h.loc
-	cfg.Kick = func(conv string) {
+	cfg.Kick = loop.KickFunc(func(conv string) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.kicks = append(h.kicks, conv)
-	}
+	})
 	s, err := Start(h.t.Context(), cfg)
 	if err != nil {
 		h.t.Fatal(err)

@@ -89,7 +89,7 @@ func (s *Scheduler) resume(ctx context.Context, e *entry) error {
 		e.openConv = conv
 		s.byConv[conv] = firing{job: e.job.ID, fired: fired, entry: e}
 		s.mu.Unlock()
-		s.cfg.Kick(conv)
+		s.cfg.Kick.Kick(conv)
 		return nil
 	case e.job.Consolidate: // not retried: it may have done its work
 		return s.completeRetrying(ctx, e, fired, events.JobFailed, "", "interrupted by a restart while consolidating memory (a proposal may have been filed)", false)

@@ -156,8 +156,8 @@ func newCrew(t *testing.T) *crew {
 	buf := &syncBuffer{}
 	return &crew{
 		log: log,
-		in: &inbound.Inbound{Convs: convs, Kick: w.Kick, Master: "master", Crew: deps.Crew,
-			Location: time.UTC, Clock: time.Now},
+		in: &inbound.Inbound{Convs: convs, Kick: w, Master: "master", Crew: deps.Crew,
+			Clock: loop.WallClock{Zone: time.UTC}},
 		approver:  &approver{log: log, worker: w},
 		answerer:  &answerer{log: log, worker: w},
 		worker:    w,

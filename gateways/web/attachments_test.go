@@ -32,8 +32,8 @@ func TestInboundAttachmentOutsideWorkspaceRefused(t *testing.T) {
 	os.Symlink(filepath.Join(home, "env"), filepath.Join(ws, "env-link"))
 	os.Symlink("/etc/passwd", filepath.Join(ws, "passwd-link"))
 	os.Symlink("inbox/photo.jpg", filepath.Join(ws, "inside-link"))
-	in := &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: func(string) {}, Master: "master",
-		Crew: loop.Agents{"master": {ID: "master", Workspace: ws}}, Location: time.UTC, Clock: time.Now}
+	in := &inbound.Inbound{Convs: loop.NewConvs(log, nil), Kick: loop.KickFunc(func(string) {}), Master: "master",
+		Crew: loop.Agents{"master": {ID: "master", Workspace: ws}}, Clock: loop.WallClock{Zone: time.UTC}}
 	srv := httptest.NewServer(web.New(web.Config{Log: log, Views: fakeViews{}, Inbound: in,
 		Health: func(context.Context) (bool, any) { return true, nil }}))
 	t.Cleanup(srv.Close)

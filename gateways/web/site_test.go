@@ -49,8 +49,8 @@ func newSite(t *testing.T, token string) (*httptest.Server, *nopApprover) {
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
 	convs := loop.NewConvs(log, nil)
-	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
-		Location: time.UTC, Clock: time.Now}
+	in := &inbound.Inbound{Convs: convs, Kick: loop.KickFunc(func(string) {}), Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
+		Clock: loop.WallClock{Zone: time.UTC}}
 	ap := &nopApprover{}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, AuthToken: token,

@@ -48,8 +48,8 @@ func newUploadSite(t *testing.T) *uploadSite {
 	ws := filepath.Join(t.TempDir(), "workspace")
 	os.MkdirAll(ws, 0o700)
 	convs := loop.NewConvs(log, nil)
-	in := &inbound.Inbound{Convs: convs, Kick: func(string) {}, Master: "master", Crew: loop.Agents{"master": {ID: "master", Workspace: ws}},
-		Location: time.UTC, Clock: time.Now}
+	in := &inbound.Inbound{Convs: convs, Kick: loop.KickFunc(func(string) {}), Master: "master", Crew: loop.Agents{"master": {ID: "master", Workspace: ws}},
+		Clock: loop.WallClock{Zone: time.UTC}}
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Inbound: in, Approvals: &nopApprover{},

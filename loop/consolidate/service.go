@@ -1,6 +1,7 @@
 package consolidate
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -18,7 +19,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/nats-io/nuid"
 )
 
 // instruction is the system prompt of the rewrite.
@@ -58,18 +58,19 @@ func (s *Service) agent(id string) (Agent, bool) {
 
 // Config wires a Service.
 type Config struct {
-	Log      *events.Log
-	Crew     loop.Crew // the agents whose memory is consolidated
-	Models   llm.Models
-	Location *time.Location   // the owner's timezone; nil is UTC
-	Clock    func() time.Time // nil is time.Now
-	NewID    func() string    // proposal ids; nil is nuid.Next
-	Logger   *slog.Logger
+	Log    *events.Log
+	Crew   loop.Crew // the agents whose memory is consolidated
+	Models llm.Models
+	// Clock is the time, the owner's zone (nil: UTC) and the proposals'
+	// ids; nil: the wall clock in UTC.
+	Clock  loop.Clock
+	Logger *slog.Logger
 }
 
 // Service files, decides and rolls back MEMORY.md proposals.
 type Service struct {
 	cfg Config
+	loc *time.Location // the owner's zone
 	// mu orders every check of MEMORY.md with the append and the write
 	// that follow it (see the package doc).
 	mu sync.Mutex
@@ -77,19 +78,13 @@ type Service struct {
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	if cfg.Location == nil {
-		cfg.Location = time.UTC
-	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	if cfg.NewID == nil {
-		cfg.NewID = nuid.Next
+		cfg.Clock = loop.WallClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg, loc: cmp.Or(cfg.Clock.Location(), time.UTC)}
 }
 
 // Get returns a proposal with its diff, or ErrUnknownProposal.
@@ -156,7 +151,7 @@ func (s *Service) Consolidate(ctx context.Context, agentID, trigger string) (Pro
 		return Proposal{}, fmt.Errorf("consolidate %s: %w", a.ID, err)
 	}
 	kind, reason := Classify(old, text, notes)
-	id := s.cfg.NewID()
+	id := s.cfg.Clock.NewID()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,7 +203,7 @@ func (s *Service) ProposePersona(ctx context.Context, c tools.PersonaChange) (st
 		return "", fmt.Errorf("%w: %q is not a loaded agent", ErrUnknownAgent, c.Agent)
 	}
 	kind, _ := Classify(c.Old, c.New, "")
-	id := s.cfg.NewID()
+	id := s.cfg.Clock.NewID()
 	proposed := &events.MemoryProposed{ProposalID: id, Agent: c.Agent, Old: c.Old, New: c.New, Days: []string{}, Kind: kind,
 		Reason:  c.File + " is the owner's: a tool's change to it is applied only when the owner approves",
 		Trigger: events.TriggerTool, File: c.File, Tool: c.Tool, Run: c.RunID, CallID: c.CallID, Conversation: c.Conversation, Untrusted: c.Untrusted}
@@ -240,18 +235,18 @@ func (s *Service) Job(ctx context.Context, agent string) (string, error) {
 
 // window is the first and last day of notes read, YYYY-MM-DD.
 func (s *Service) window() (from, to string) {
-	today := s.cfg.Clock().In(s.cfg.Location)
+	today := s.cfg.Clock.Now().In(s.loc)
 	return today.AddDate(0, 0, -(Days - 1)).Format(time.DateOnly), today.Format(time.DateOnly)
 }
 
 // notes reads memory/YYYY-MM-DD.md of the last Days days, oldest first,
 // as the model is shown them; days lists the files that had text.
 func (s *Service) notes(dir string) (days []string, text string, err error) {
-	today := s.cfg.Clock().In(s.cfg.Location)
+	today := s.cfg.Clock.Now().In(s.loc)
 	y, m, d := today.Date()
 	var b strings.Builder
 	for i := Days - 1; i >= 0; i-- {
-		day := time.Date(y, m, d-i, 12, 0, 0, 0, s.cfg.Location).Format(time.DateOnly)
+		day := time.Date(y, m, d-i, 12, 0, 0, 0, s.loc).Format(time.DateOnly)
 		name := "memory/" + day + ".md"
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -279,7 +274,7 @@ func (s *Service) rewrite(ctx context.Context, a Agent, old, notes string) (llm.
 	}
 	from, to := s.window()
 	user := fmt.Sprintf("Today is %s (%s).\n\n# Current MEMORY.md\n\n%s\n\n# Notes from %s to %s\n\n%s# Task\n\nWrite the new MEMORY.md.",
-		to, s.cfg.Location, current, from, to, notes)
+		to, s.loc, current, from, to, notes)
 	req := llm.Request{Purpose: events.PurposeConsolidate, Payer: llm.Payer{Agent: a.ID},
 		Messages: []llm.Message{llm.Text(llm.RoleSystem, instruction), llm.Text(llm.RoleUser, user)}}
 	answer, err := llm.Ask(ctx, s.cfg.Models, a.Routes, req, func(r string, err error) {
@@ -324,7 +319,7 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, channel s
 	}
 	p, seq, err := s.settle(ctx, id, "decide", func(p Proposal) (events.Event, func() error, error) {
 		if p.Status != StatusPending {
-			return nil, nil, fmt.Errorf("%w: proposal %s of %s was %s", ErrAlreadyDecided, id, p.Agent, decided(p, s.cfg.Location))
+			return nil, nil, fmt.Errorf("%w: proposal %s of %s was %s", ErrAlreadyDecided, id, p.Agent, decided(p, s.loc))
 		}
 		ev := &events.MemoryProposalDecided{ProposalID: id, Decision: decision, Channel: channel}
 		if !approve {

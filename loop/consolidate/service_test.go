@@ -99,11 +99,15 @@ func (h *home) service() *consolidate.Service {
 		h.t.Fatal(err)
 	}
 	return consolidate.New(consolidate.Config{
-		Log: h.log, Models: h.models, Location: paris,
-		Clock: func() time.Time { return now },
-		Crew:  crewOf(h.agents),
+		Log: h.log, Models: h.models, Clock: clockAt{loop.WallClock{Zone: paris}},
+		Crew: crewOf(h.agents),
 	})
 }
+
+// clockAt is the wall clock of a zone stopped at now.
+type clockAt struct{ loop.WallClock }
+
+func (clockAt) Now() time.Time { return now }
 
 // crewOf is a crew of these consolidation agents.
 type crewOf map[string]consolidate.Agent

@@ -7,6 +7,7 @@
 package summarize
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,9 +45,19 @@ type Summarizer struct {
 	// Fresh, when set, waits until the read models have applied a
 	// stream sequence: the next message on the channel is told the
 	// summary, read from the summaries projection (read your writes).
-	Fresh    Freshness
-	Location *time.Location
-	Clock    func() time.Time
+	Fresh Freshness
+	// Clock is the time and the owner's zone, which date a summary and
+	// say which day has ended; nil: the wall clock in UTC.
+	Clock loop.Clock
+}
+
+// clock is s.Clock, or the wall clock in UTC.
+func (s *Summarizer) clock() (now time.Time, zone *time.Location) {
+	c := s.Clock
+	if c == nil {
+		c = loop.WallClock{}
+	}
+	return c.Now(), cmp.Or(c.Location(), time.UTC)
 }
 
 // Summarize makes and stores a summary of the conversation as it is now.
@@ -95,7 +106,8 @@ func (s *Summarizer) Summarize(ctx context.Context, id string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("summarize %s: agent %q is not loaded", id, agentID)
 	}
-	prompt := notes.SummaryPrompt(notes.Transcript(lines, s.Location), s.Clock(), s.Location)
+	now, zone := s.clock()
+	prompt := notes.SummaryPrompt(notes.Transcript(lines, zone), now, zone)
 	a, err := llm.Ask(ctx, s.Models, agent.Routes, llm.Request{Purpose: events.PurposeSummary, Payer: llm.Payer{Agent: agentID, Conversation: id},
 		Messages: []llm.Message{llm.Text(llm.RoleUser, prompt)}}, nil)
 	if err != nil {
@@ -195,7 +207,8 @@ func (s *Summarizer) CloseDay(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	today := s.Clock().In(s.Location).Format("2006-01-02")
+	now, zone := s.clock()
+	today := now.In(zone).Format("2006-01-02")
 	var errs []error
 	for _, c := range list {
 		if c.Day == "" || c.Day >= today || !c.Settled {

@@ -20,7 +20,7 @@ func TestSummarizerRefusesWithItsOwnSentinels(t *testing.T) {
 	ctx := t.Context()
 	_, log := eventstest.Start(t)
 	convs := loop.NewConvs(log, nil)
-	s := &summarize.Summarizer{Log: log, Convs: convs, Location: time.UTC, Clock: time.Now,
+	s := &summarize.Summarizer{Log: log, Convs: convs, Clock: loop.WallClock{Zone: time.UTC},
 		Crew: loop.Agents{}}
 
 	for _, id := range []string{"nosuch", "not an id!"} {
@@ -62,7 +62,7 @@ func TestSummaryRecordsItsModelCallWithPurpose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &summarize.Summarizer{Log: log, Convs: loop.NewConvs(log, nil), Location: time.UTC, Clock: time.Now,
+	s := &summarize.Summarizer{Log: log, Convs: loop.NewConvs(log, nil), Clock: loop.WallClock{Zone: time.UTC},
 		Crew:   loop.Agents{"master": {ID: "master", Routes: []string{"fake:s"}}},
 		Models: llm.ModelsFunc(func(string) (llm.Model, error) { return model, nil })}
 	if _, err := log.Append(ctx, events.Conv("c1"), 0,

@@ -19,7 +19,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell/shelltest"
-	"github.com/nats-io/nuid"
 )
 
 // call is one tool call a scripted reply makes.
@@ -151,7 +150,7 @@ func (h *harness) start() {
 	t := h.t
 	h.convs = loop.NewConvs(h.log, nil)
 	box := shelltest.New(t) // a fresh process's own
-	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), NewID: nuid.Next, Sandbox: box})
+	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), Sandbox: box})
 	reg, err := tools.New(append(tools.Builtins(tools.Services{Sandbox: box}), team.Tools(h.rt)...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,6 @@ type Config struct {
 	Convs *loop.Convs
 	// Crew is the crew the teammates are agents of.
 	Crew   loop.Crew
-	NewID  func() string
 	Logger *slog.Logger
 	// Git is the git binary create_worktree runs ("git" when empty), in
 	// Sandbox (nil: it does not run).

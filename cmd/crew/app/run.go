@@ -14,7 +14,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
@@ -85,21 +84,9 @@ func start(ctx context.Context, a *App) (*running, error) {
 		r.stopTeams = w.Teams.Run(ctx)
 	}
 	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
-		Fresh: a.Runner, Location: h.Config.Location(), Clock: time.Now}
+		Fresh: a.Runner, Clock: w.Deps.Clock}
 	r.Inbound = &inbound.Inbound{
-		Convs: w.Convs, Kick: r.Worker.Kick, Master: home.MasterID,
-		Crew:     w.Crew,
-		Location: h.Config.Location(),
-		Clock:    time.Now,
-		KitCommand: func(id, text string) bool {
-			ag, ok := w.Crew.Agent(id)
-			if !ok {
-				return false
-			}
-			cmds, _ := kit.Commands(a.Dir, ag.Dir) // a file that does not load is named where the opener reads them
-			_, _, ok = kit.Expand(cmds, text)
-			return ok
-		},
+		Convs: w.Convs, Kick: r.Worker, Master: home.MasterID, Crew: w.Crew, Clock: w.Deps.Clock, Home: a.Dir,
 	}
 	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
 	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
@@ -181,7 +168,7 @@ func schedulerConfig(a *App, r *running) scheduler.Config {
 		}})
 	}
 	return scheduler.Config{
-		Log: st.log, Convs: w.Convs, Kick: r.Worker.Kick, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
+		Log: st.log, Convs: w.Convs, Kick: r.Worker, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
 		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
 		RetryDelays: a.opts.JobRetryDelays,
 		Periodic: append([]scheduler.Periodic{

@@ -126,7 +126,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Convs.SetIdleLimit(n)
 	}
 	cr := &Crew{}
-	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, NewID: nuid.Next, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
+	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
 	w.recall = &recallIndex{master: home.MasterID}
 	// The services the tools keep, built before the registry: the memory
 	// service files persona proposals and calls the models (w.models: the
@@ -268,6 +268,6 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 
 // newMemory wires the consolidation service (R-MEM-2) onto the log.
 func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models llm.Models, logger *slog.Logger) *consolidate.Service {
-	return consolidate.New(consolidate.Config{Log: log, Models: models, Location: h.Config.Location(), Logger: logger,
+	return consolidate.New(consolidate.Config{Log: log, Models: models, Clock: loop.WallClock{Zone: h.Config.Location()}, Logger: logger,
 		Crew: crew})
 }
