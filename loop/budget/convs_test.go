@@ -31,7 +31,7 @@ func TestBudgetConversationSpendStaysAtItsBound(t *testing.T) {
 	l := openBounded()
 	m := &countingModel{cost: usd(0.01)}
 	calls := func(l *budget.Ledger) func(p llm.Payer) error {
-		mdl, _ := l.Models(func(string) (llm.Model, error) { return m, nil })(priced)
+		mdl, _ := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })).Model(priced)
 		return func(p llm.Payer) error {
 			_, err := mdl.Call(t.Context(), pay(p))
 			return err

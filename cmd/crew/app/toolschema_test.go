@@ -18,7 +18,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/schedule"
-	"github.com/nats-io/nuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -121,8 +120,8 @@ func TestToolSchemasMatchDocsAndRequest(t *testing.T) {
 	})
 	agent := loop.Agent{ID: "master", Dir: dir, Workspace: filepath.Join(dir, "workspace"), Routes: []string{"fake:a"},
 		Tools: reg.Names(), MaxSteps: 4, CostCapUSD: 1, ToolOutputChars: 8000, ApprovalTTL: time.Minute}
-	deps := loop.Deps{Models: func(string) (llm.Model, error) { return model, nil }, Tools: reg, Clock: time.Now,
-		SpillDir: filepath.Join(dir, "spill"), NewID: nuid.Next}
+	deps := loop.Deps{Models: llm.ModelsFunc(func(string) (llm.Model, error) { return model, nil }), Tools: reg, Clock: loop.WallClock{},
+		HomeDir: dir}
 	convs := loop.NewConvs(log, nil)
 	conv, err := convs.Get(t.Context(), "c1")
 	if err != nil {
