@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -155,7 +156,7 @@ func (h *harness) background() *loop.Background {
 	h.deps.Services.Background = bg
 	ts := slices.Clone(h.tools)
 	for i, tl := range ts {
-		if n := tl.Def().Name; n == "shell_run" || n == "task_stop" {
+		if n := tl.Def().Name; isBuiltin(tl, "shell_run") || isBuiltin(tl, "task_stop") {
 			ts[i] = builtinWith(n, tools.Services{Background: bg, Sandbox: h.box})
 		}
 	}
@@ -169,6 +170,12 @@ func (h *harness) background() *loop.Background {
 
 // builtin is the built-in tool called name, with no services.
 func builtin(name string) tools.Tool { return builtinWith(name, tools.Services{}) }
+
+// isBuiltin says whether tl is the built-in tool called name, not a
+// test's fake of that name (a counter called shell_run is read-only).
+func isBuiltin(tl tools.Tool, name string) bool {
+	return tl.Def().Name == name && reflect.TypeOf(tl) == reflect.TypeOf(builtin(name))
+}
 
 // builtinWith is the built-in tool called name, built with s.
 func builtinWith(name string, s tools.Services) tools.Tool {
@@ -191,7 +198,7 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 	os.MkdirAll(filepath.Join(dir, "workspace"), 0o700)
 	box := shelltest.New(t)
 	for i, tl := range ts {
-		if tl.Def().Name == "shell_run" {
+		if isBuiltin(tl, "shell_run") {
 			ts[i] = builtinWith("shell_run", tools.Services{Sandbox: box}) // a test's shell runs in its own sandbox
 		}
 	}
