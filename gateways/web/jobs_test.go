@@ -21,17 +21,7 @@ import (
 // under load, in a mid-session CI).
 func TestJobListingReadsItsWrites(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	log, db, runner := projected(t)
 	env, err := events.New(&events.JobScheduled{Agent: "master", Name: "standup", Cron: "0 9 * * 1-5", Prompt: "plan", Origin: events.OriginChat})
 	if err != nil {
 		t.Fatal(err)
@@ -56,4 +46,22 @@ func TestJobListingReadsItsWrites(t *testing.T) {
 	if list := v.([]projections.Job); len(list) != 1 || list[0].ID != "master-standup" {
 		t.Errorf("jobs = %+v, want master-standup", list)
 	}
+}
+
+// projected is an embedded log with every projection running on a bbolt
+// file of the test's own.
+func projected(t *testing.T) (*events.Log, *bbolt.DB, *projections.Runner) {
+	t.Helper()
+	_, log := eventstest.Start(t)
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
+	return log, db, runner
 }

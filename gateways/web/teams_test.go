@@ -7,18 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // R-TEAM in the UI: a lead conversation's team page shows the members
@@ -29,17 +26,7 @@ import (
 // card.
 func TestTeamPageAndChatShowTheTeam(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	log, db, runner := projected(t)
 	convs := loop.NewConvs(log, nil)
 	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
 	srv := httptest.NewServer(web.New(web.Config{
@@ -161,17 +148,7 @@ func (f *seenFresh) WaitFor(ctx context.Context, seq uint64) error {
 // Chromium: Stop the team stayed on a stopped team).
 func TestTeamPageReadsProjectionsAsOfItsFeedStart(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	log, db, runner := projected(t)
 	convs := loop.NewConvs(log, nil)
 	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
 	fresh := &seenFresh{Freshness: runner}
