@@ -241,6 +241,13 @@ func (s *State) stopDue() bool {
 // without a result closed "stopped", run_finished stopped. done: there was
 // a stop to close.
 func (t *Turn) closeStopped(ctx context.Context) (done bool, err error) {
+	if stopped(ctx) {
+		// The pass closing the run may be the one the stop cancelled: the
+		// close is stored and the owner's Stop hook runs all the same (an
+		// append on the cancelled context could store the events and still
+		// fail, and the hook was then skipped).
+		ctx = context.WithoutCancel(ctx)
+	}
 	var due bool
 	t.conv.View(func(st *State) { due = st.stopDue() })
 	if !due {
