@@ -43,9 +43,13 @@ type SlotHTML struct {
 
 // chatSent is what a live feed has sent the page: each item's key and
 // the parts around them, so the next patch holds only what changed.
+// Until known, the feed does not know what the page holds around the
+// items, so its first patch carries both parts whatever they are: an
+// empty tail is news to a page still showing "working…".
 type chatSent struct {
 	keys          map[int]string
 	dropped, tail string
+	known         bool
 }
 
 // chatKey is what item i's look depends on: the item and whether the
@@ -97,7 +101,7 @@ func (p *Pages) patch(ctx context.Context, id, csrf string, sent *chatSent) (Cha
 	if err != nil {
 		return ChatPatch{}, err
 	}
-	if dropped != sent.dropped {
+	if !sent.known || dropped != sent.dropped {
 		sent.dropped, out.Dropped = dropped, &dropped
 	}
 	// The countdowns tick in the page: a tail that differs only in them
@@ -115,13 +119,14 @@ func (p *Pages) patch(ctx context.Context, id, csrf string, sent *chatSent) (Cha
 	if err != nil {
 		return ChatPatch{}, err
 	}
-	if key != sent.tail {
+	if !sent.known || key != sent.tail {
 		tail, err := renderHTML(ctx, ui.ChatTail(v))
 		if err != nil {
 			return ChatPatch{}, err
 		}
 		sent.tail, out.Tail = key, &tail
 	}
+	sent.known = true
 	return out, nil
 }
 

@@ -193,3 +193,76 @@ func TestChatLiveFeedSendsPatchesNotTheChat(t *testing.T) {
 		t.Errorf("live feed %d bytes, want under a quarter of the %d before", patchBytes, before)
 	}
 }
+
+// A page rendered while a run worked ("working…" in its tail) whose feed
+// opens after the run ended gets a resync that empties the tail: an idle
+// chat's tail renders as nothing, and a resync that left out the parts
+// that came out empty kept "working…" on the page for good.
+func TestChatLiveResyncEmptiesTheTail(t *testing.T) {
+	ctx := t.Context()
+	log, db, runner := projected(t)
+	srv := httptest.NewServer(web.New(web.Config{
+		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner},
+	}))
+	t.Cleanup(srv.Close)
+	scope := events.Conv("c1")
+	var last uint64
+	add := func(e events.Event) uint64 {
+		t.Helper()
+		stored, err := log.Append(ctx, scope, last, events.MustNew(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = stored[len(stored)-1].Seq
+		return last
+	}
+	add(&events.ConversationOpened{Agent: "master", Channel: "web"})
+	add(&events.MessageReceived{Channel: "web", Text: "hello"})
+	rendered := add(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
+	if err := runner.WaitFor(ctx, rendered); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL + "/c/c1/fragment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `data-testid="working"`) {
+		t.Fatalf("the chat of a working run shows no working line:\n%s", page)
+	}
+	add(&events.ModelCalled{RunID: "r1", Step: 1, Route: "a", Model: "m", Text: "hi"})
+	end := add(&events.RunFinished{RunID: "r1", Status: events.RunDone})
+	if err := runner.WaitFor(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/c/c1/live?after="+strconv.FormatUint(rendered, 10), nil)
+	live, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Body.Close() })
+	ids, frames := make(chan [2]int, 16), make(chan string, 16)
+	feed(t, live, ids, frames)
+	select {
+	case frame := <-frames:
+		var p web.ChatPatch
+		data := frame[strings.Index(frame, "data: ")+len("data: "):]
+		if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &p); err != nil {
+			t.Fatalf("patch %q: %v", frame, err)
+		}
+		if p.Type != "resync" || p.Status != "idle" {
+			t.Fatalf("first frame = %s %s, want a resync of an idle chat", p.Type, p.Status)
+		}
+		if p.Tail == nil || strings.Contains(*p.Tail, "working") {
+			t.Fatalf("the resync does not replace the tail that says working: %q", frame)
+		}
+		if p.Dropped == nil {
+			t.Fatalf("the resync leaves #chat-dropped as the page had it: %q", frame)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no resync")
+	}
+}
