@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,23 +16,14 @@ var memorySaveDescription string
 type memorySave struct{ files *files }
 
 func (memorySave) Def() tools.Def {
-	return tools.Def{Name: "memory_save", Description: memorySaveDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "text": {"type": "string", "description": "What to remember, one line if possible."}
-  },
-  "required": ["text"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "memory_save", Description: memorySaveDescription, Default: true}
 }
 
-func (t memorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Text string `json:"text"`
-	}
-	if res, ok := decode("memory_save", args, &a); !ok {
-		return res, nil
-	}
+type memorySaveArgs struct {
+	Text string `json:"text" jsonschema:"What to remember, one line if possible."`
+}
+
+func (t memorySave) Run(ctx context.Context, env tools.Env, a memorySaveArgs) (tools.Result, error) {
 	text := Normalize(strings.TrimSpace(a.Text))
 	if text == "" {
 		return tools.Failf("text is required: what to remember"), nil

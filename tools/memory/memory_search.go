@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,25 +27,15 @@ type memorySearch struct {
 func (memorySearch) ReadOnly() bool { return true }
 
 func (memorySearch) Def() tools.Def {
-	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "A few words of what you are looking for."},
-    "days": {"type": "integer", "minimum": 1, "description": "Only daily notes of the last this many days, today included. Default: all."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "memory_search", Description: memorySearchDescription, Default: true}
 }
 
-func (m memorySearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Query string `json:"query"`
-		Days  int    `json:"days"`
-	}
-	if res, ok := decode("memory_search", args, &a); !ok {
-		return res, nil
-	}
+type memorySearchArgs struct {
+	Query string `json:"query" jsonschema:"A few words of what you are looking for."`
+	Days  int    `json:"days,omitempty" jsonschema:"Only daily notes of the last this many days, today included. Default: all." schema:"minimum=1"`
+}
+
+func (m memorySearch) Run(ctx context.Context, env tools.Env, a memorySearchArgs) (tools.Result, error) {
 	switch {
 	case strings.TrimSpace(a.Query) == "":
 		return tools.Failf("query is required"), nil

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,9 +35,9 @@ func Tools(s tools.Services, opts ...Option) []tools.Tool {
 	}
 	f := &files{svc: s}
 	return []tools.Tool{
-		memorySave{f}, memorySearch{o.rank, f},
-		userMemorySave{f}, userMemoryForget{f},
-		wikiGet{}, wikiSearch{o.rank}, wikiApply{f},
+		tools.NewFunc[memorySaveArgs](memorySave{f}), tools.NewFunc[memorySearchArgs](memorySearch{o.rank, f}),
+		tools.NewFunc[userMemorySaveArgs](userMemorySave{f}), tools.NewFunc[userMemoryForgetArgs](userMemoryForget{f}),
+		tools.NewFunc[wikiGetArgs](wikiGet{}), tools.NewFunc[wikiSearchArgs](wikiSearch{o.rank}), tools.NewFunc[wikiApplyArgs](wikiApply{f}),
 	}
 }
 
@@ -115,21 +114,4 @@ func withNewline(s string) string {
 		return s
 	}
 	return s + "\n"
-}
-
-// decode reads a call's arguments strictly (tools.DecodeArgs); a mistake is
-// a result for the model.
-func decode(tool string, args json.RawMessage, v any) (tools.Result, bool) {
-	if msg, ok := tools.DecodeArgs(tool, args, v); !ok {
-		return tools.Failf("%s", msg), false
-	}
-	return tools.Result{}, true
-}
-
-// schema is a JSON Schema literal for a Def.
-func schema(s string) json.RawMessage {
-	if !json.Valid([]byte(s)) {
-		panic("memory: invalid schema literal: " + s)
-	}
-	return json.RawMessage(s)
 }

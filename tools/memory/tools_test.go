@@ -432,3 +432,28 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestNameSchemaIsNamePattern: the page and fact names the model is told
+// to send (the schema tag, a literal) are the ones checkName accepts.
+func TestNameSchemaIsNamePattern(t *testing.T) {
+	n := 0
+	for _, tl := range memory.Tools(clock) {
+		var sc struct {
+			Properties map[string]struct{ Pattern string }
+		}
+		if err := json.Unmarshal(tl.Def().Params, &sc); err != nil {
+			t.Fatal(err)
+		}
+		for arg, p := range sc.Properties {
+			if p.Pattern != "" {
+				n++
+				if p.Pattern != memory.NamePattern {
+					t.Errorf("%s %s: pattern %q, want memory.NamePattern %q", tl.Def().Name, arg, p.Pattern, memory.NamePattern)
+				}
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d name arguments have a pattern, want 4 (user_memory_save, user_memory_forget, wiki_get, wiki_apply)", n)
+	}
+}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,25 +16,15 @@ var userMemoryForgetDescription string
 type userMemoryForget struct{ files *files }
 
 func (userMemoryForget) Def() tools.Def {
-	return tools.Def{Name: "user_memory_forget", Description: userMemoryForgetDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The fact file, no \".md\"."},
-    "text": {"type": "string", "description": "Remove only the lines containing this exact text (case-sensitive). Leave out to remove the whole file."}
-  },
-  "required": ["name"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "user_memory_forget", Description: userMemoryForgetDescription, Default: true}
 }
 
-func (t userMemoryForget) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Name string  `json:"name"`
-		Text *string `json:"text"`
-	}
-	if res, ok := decode("user_memory_forget", args, &a); !ok {
-		return res, nil
-	}
+type userMemoryForgetArgs struct {
+	Name string  `json:"name" jsonschema:"The fact file, no \".md\"." schema:"pattern=^[a-z0-9][a-z0-9_-]{0,63}$"`
+	Text *string `json:"text,omitempty" jsonschema:"Remove only the lines containing this exact text (case-sensitive). Leave out to remove the whole file."`
+}
+
+func (t userMemoryForget) Run(ctx context.Context, env tools.Env, a userMemoryForgetArgs) (tools.Result, error) {
 	if res, ok := checkName("name", a.Name); !ok {
 		return res, nil
 	}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,25 +19,15 @@ const factsDir = "users/owner/facts"
 type userMemorySave struct{ files *files }
 
 func (userMemorySave) Def() tools.Def {
-	return tools.Def{Name: "user_memory_save", Description: userMemorySaveDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The fact file, e.g. \"diet\" or \"family\"; no \".md\"."},
-    "text": {"type": "string", "description": "The fact, one line if possible."}
-  },
-  "required": ["name", "text"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "user_memory_save", Description: userMemorySaveDescription, Default: true}
 }
 
-func (t userMemorySave) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Name string `json:"name"`
-		Text string `json:"text"`
-	}
-	if res, ok := decode("user_memory_save", args, &a); !ok {
-		return res, nil
-	}
+type userMemorySaveArgs struct {
+	Name string `json:"name" jsonschema:"The fact file, e.g. \"diet\" or \"family\"; no \".md\"." schema:"pattern=^[a-z0-9][a-z0-9_-]{0,63}$"`
+	Text string `json:"text" jsonschema:"The fact, one line if possible."`
+}
+
+func (t userMemorySave) Run(ctx context.Context, env tools.Env, a userMemorySaveArgs) (tools.Result, error) {
 	if res, ok := checkName("name", a.Name); !ok {
 		return res, nil
 	}

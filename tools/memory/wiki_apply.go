@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,41 +16,24 @@ var wikiApplyDescription string
 type wikiApply struct{ files *files }
 
 func (wikiApply) Def() tools.Def {
-	return tools.Def{Name: "wiki_apply", Description: wikiApplyDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "page": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The page name, no \".md\"."},
-    "content": {"type": "string", "description": "The whole page: creates it or replaces it."},
-    "append": {"type": "string", "description": "Text added at the end of an existing page, on a new line."},
-    "replace": {
-      "type": "object",
-      "description": "Replace text that occurs exactly once in an existing page.",
-      "properties": {
-        "old": {"type": "string", "description": "Exact text to replace."},
-        "new": {"type": "string", "description": "Replacement text (may be empty to delete)."}
-      },
-      "required": ["old", "new"],
-      "additionalProperties": false
-    }
-  },
-  "required": ["page"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "wiki_apply", Description: wikiApplyDescription, Default: true}
 }
 
-func (t wikiApply) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Page    string  `json:"page"`
-		Content *string `json:"content"`
-		Append  *string `json:"append"`
-		Replace *struct {
-			Old string  `json:"old"`
-			New *string `json:"new"`
-		} `json:"replace"`
-	}
-	if res, ok := decode("wiki_apply", args, &a); !ok {
-		return res, nil
-	}
+type wikiApplyArgs struct {
+	Page    string       `json:"page" jsonschema:"The page name, no \".md\"." schema:"pattern=^[a-z0-9][a-z0-9_-]{0,63}$"`
+	Content *string      `json:"content,omitempty" jsonschema:"The whole page: creates it or replaces it."`
+	Append  *string      `json:"append,omitempty" jsonschema:"Text added at the end of an existing page, on a new line."`
+	Replace *wikiReplace `json:"replace,omitempty" jsonschema:"Replace text that occurs exactly once in an existing page."`
+}
+
+// wikiReplace is wiki_apply's replace: New is a pointer so that a
+// missing one is told apart from an empty one (which deletes).
+type wikiReplace struct {
+	Old string  `json:"old" jsonschema:"Exact text to replace."`
+	New *string `json:"new" jsonschema:"Replacement text (may be empty to delete)."`
+}
+
+func (t wikiApply) Run(ctx context.Context, env tools.Env, a wikiApplyArgs) (tools.Result, error) {
 	if res, ok := checkName("page", a.Page); !ok {
 		return res, nil
 	}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/tools"
@@ -22,23 +21,14 @@ type wikiGet struct{}
 func (wikiGet) ReadOnly() bool { return true }
 
 func (wikiGet) Def() tools.Def {
-	return tools.Def{Name: "wiki_get", Description: wikiGetDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "page": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "The page name, no \".md\"."}
-  },
-  "required": ["page"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "wiki_get", Description: wikiGetDescription, Default: true}
 }
 
-func (wikiGet) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Page string `json:"page"`
-	}
-	if res, ok := decode("wiki_get", args, &a); !ok {
-		return res, nil
-	}
+type wikiGetArgs struct {
+	Page string `json:"page" jsonschema:"The page name, no \".md\"." schema:"pattern=^[a-z0-9][a-z0-9_-]{0,63}$"`
+}
+
+func (wikiGet) Run(ctx context.Context, env tools.Env, a wikiGetArgs) (tools.Result, error) {
 	if res, ok := checkName("page", a.Page); !ok {
 		return res, nil
 	}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,23 +21,14 @@ type wikiSearch struct{ rank Ranker }
 func (wikiSearch) ReadOnly() bool { return true }
 
 func (wikiSearch) Def() tools.Def {
-	return tools.Def{Name: "wiki_search", Description: wikiSearchDescription, Default: true, Params: schema(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "A few words of what you are looking for; empty lists every page."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "wiki_search", Description: wikiSearchDescription, Default: true}
 }
 
-func (w wikiSearch) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Query string `json:"query"`
-	}
-	if res, ok := decode("wiki_search", args, &a); !ok {
-		return res, nil
-	}
+type wikiSearchArgs struct {
+	Query string `json:"query" jsonschema:"A few words of what you are looking for; empty lists every page."`
+}
+
+func (w wikiSearch) Run(ctx context.Context, env tools.Env, a wikiSearchArgs) (tools.Result, error) {
 	root, err := openDir("wiki_search", env.HomeDir)
 	if err != nil {
 		return tools.Result{}, err
