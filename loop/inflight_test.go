@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -116,8 +117,14 @@ func TestTurnsInFlightBoundRunsTheRestInOrder(t *testing.T) {
 	if maxHeld > limit {
 		t.Errorf("%d turns called the model at once, the bound is %d", maxHeld, limit)
 	}
+	// The first limit turns start at once, so they reach the model in
+	// either order; each later one starts when a slot frees, in the order
+	// they came.
+	if len(order) >= limit {
+		slices.Sort(order[:limit])
+	}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
-		t.Errorf("turns ran in the order %q, want the order they came %q", order, want)
+		t.Errorf("turns ran in the order %q, want the order they came %q (the first %d in any order)", order, want, limit)
 	}
 	if s := w.Stats(); s.FailedPasses != 0 || s.Retrying != 0 {
 		t.Errorf("stats %+v: a turn waiting for a slot failed or was retried", s)
