@@ -3,7 +3,6 @@ package canvas
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
@@ -17,29 +16,17 @@ var createDescription string
 type Create struct{ base }
 
 func (Create) Def() tools.Def {
-	return tools.Def{Name: "artifact_create", Description: createDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "title": {"type": "string", "description": "A short title, 1-200 characters."},
-    "kind": {"type": "string", "enum": ["markdown", "code", "mermaid", "html", "svg"], "description": "What the canvas holds; images come only through artifact_import."},
-    "content": {"type": "string", "description": "The whole content of version 1."},
-    "language": {"type": "string", "description": "For kind code: the language name (go, python, sql, ...)."}
-  },
-  "required": ["title", "kind", "content"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_create", Description: createDescription, Default: true}
 }
 
-func (c Create) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Title    string  `json:"title"`
-		Kind     string  `json:"kind"`
-		Content  *string `json:"content"`
-		Language string  `json:"language"`
-	}
-	if msg, ok := tools.DecodeArgs("artifact_create", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type createArgs struct {
+	Title    string  `json:"title" jsonschema:"A short title, 1-200 characters."`
+	Kind     string  `json:"kind" jsonschema:"What the canvas holds; images come only through artifact_import." schema:"enum=markdown|code|mermaid|html|svg"`
+	Content  *string `json:"content" jsonschema:"The whole content of version 1."`
+	Language string  `json:"language,omitempty" jsonschema:"For kind code: the language name (go, python, sql, ...)."`
+}
+
+func (c Create) Run(ctx context.Context, env tools.Env, a createArgs) (tools.Result, error) {
 	if a.Content == nil {
 		return tools.Failf("content is required (it may be empty)"), nil
 	}

@@ -3,7 +3,6 @@ package canvas
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,31 +17,18 @@ var editDescription string
 type Edit struct{ base }
 
 func (Edit) Def() tools.Def {
-	return tools.Def{Name: "artifact_edit", Description: editDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "artifact": {"type": "string", "description": "The canvas id."},
-    "old": {"type": "string", "description": "Exact text of the latest version to replace."},
-    "new": {"type": "string", "description": "What replaces it."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence; otherwise old must occur exactly once."},
-    "title": {"type": "string", "description": "A new title (alone, only renames)."}
-  },
-  "required": ["artifact"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_edit", Description: editDescription, Default: true}
 }
 
-func (e Edit) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Artifact   string  `json:"artifact"`
-		Old        *string `json:"old"`
-		New        *string `json:"new"`
-		ReplaceAll bool    `json:"replace_all"`
-		Title      string  `json:"title"`
-	}
-	if msg, ok := tools.DecodeArgs("artifact_edit", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type editArgs struct {
+	Artifact   string  `json:"artifact" jsonschema:"The canvas id."`
+	Old        *string `json:"old,omitempty" jsonschema:"Exact text of the latest version to replace."`
+	New        *string `json:"new,omitempty" jsonschema:"What replaces it."`
+	ReplaceAll bool    `json:"replace_all,omitempty" jsonschema:"Replace every occurrence; otherwise old must occur exactly once."`
+	Title      string  `json:"title,omitempty" jsonschema:"A new title (alone, only renames)."`
+}
+
+func (e Edit) Run(ctx context.Context, env tools.Env, a editArgs) (tools.Result, error) {
 	if (a.Old == nil) != (a.New == nil) || a.Old == nil && a.Title == "" {
 		return tools.Failf("give old and new (and optionally title), or title alone to rename"), nil
 	}

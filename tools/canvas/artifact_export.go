@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,34 +24,23 @@ type Export struct{ base }
 func (Export) NeedsApproval() bool { return true }
 
 func (Export) Def() tools.Def {
-	return tools.Def{Name: "artifact_export", Description: exportDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "artifact": {"type": "string", "description": "The canvas id."},
-    "path": {"type": "string", "description": "File relative to the workspace; replaced if it exists."}
-  },
-  "required": ["artifact", "path"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_export", Description: exportDescription, Default: true}
 }
 
 type exportArgs struct {
-	Artifact string `json:"artifact"`
-	Path     string `json:"path"`
+	Artifact string `json:"artifact" jsonschema:"The canvas id."`
+	Path     string `json:"path" jsonschema:"File relative to the workspace; replaced if it exists."`
 }
 
 // target resolves where the export goes: inside the workspace, not the
 // workspace itself, not a directory and not a symlink (it would write
 // through it).
-func target(env tools.Env, args json.RawMessage) (a exportArgs, root, rel string, err error) {
-	if msg, ok := tools.DecodeArgs("artifact_export", args, &a); !ok {
-		return a, "", "", errors.New(msg)
-	}
+func target(env tools.Env, a exportArgs) (root, rel string, err error) {
 	if a.Artifact == "" || a.Path == "" {
-		return a, "", "", errors.New("artifact and path are required")
+		return "", "", errors.New("artifact and path are required")
 	}
 	if root, err = filepath.EvalSymlinks(env.Workspace); err != nil {
-		return a, "", "", fmt.Errorf("the workspace cannot be opened: %w", err)
+		return "", "", fmt.Errorf("the workspace cannot be opened: %w", err)
 	}
 	// The name itself, before symlinks are resolved: a symlink there is
 	// refused, not followed.
@@ -65,36 +53,35 @@ func target(env tools.Env, args json.RawMessage) (a exportArgs, root, rel string
 	if st, lerr := os.Lstat(filepath.Join(root, clean)); lerr == nil {
 		switch {
 		case st.Mode()&fs.ModeSymlink != 0:
-			return a, "", "", fmt.Errorf("%s is a symlink: export writes only to a plain file", a.Path)
+			return "", "", fmt.Errorf("%s is a symlink: export writes only to a plain file", a.Path)
 		case st.IsDir():
-			return a, "", "", fmt.Errorf("%s is a directory: name a file", a.Path)
+			return "", "", fmt.Errorf("%s is a directory: name a file", a.Path)
 		}
 	}
 	abs, err := tools.Resolve(env.Workspace, a.Path)
 	if err != nil {
-		return a, "", "", errors.New(pathErr(a.Path, err))
+		return "", "", errors.New(pathErr(a.Path, err))
 	}
 	if rel, err = filepath.Rel(root, abs); err != nil || rel == "." {
-		return a, "", "", fmt.Errorf("path %q is the workspace itself; name a file", a.Path)
+		return "", "", fmt.Errorf("path %q is the workspace itself; name a file", a.Path)
 	}
-	return a, root, rel, nil
+	return root, rel, nil
 }
 
 // Check refuses before anyone is asked what Run would refuse: bad
 // arguments, a path outside the workspace, a directory or a symlink.
-func (Export) Check(env tools.Env, args json.RawMessage) error {
-	if _, ok := persona(env, args); ok {
+func (Export) Check(env tools.Env, a exportArgs) error {
+	if _, ok := persona(env, a); ok {
 		return nil // a proposal, see Run
 	}
-	_, _, _, err := target(env, args)
+	_, _, err := target(env, a)
 	return err
 }
 
 // persona is the agent's AGENTS.md or SOUL.md when the export's path
 // names one (R-X-7): the export is then a proposal for the owner.
-func persona(env tools.Env, args json.RawMessage) (string, bool) {
-	var a exportArgs
-	if _, ok := tools.DecodeArgs("artifact_export", args, &a); !ok || a.Artifact == "" {
+func persona(env tools.Env, a exportArgs) (string, bool) {
+	if a.Artifact == "" {
 		return "", false
 	}
 	return tools.PersonaFile(env, a.Path)
@@ -102,9 +89,8 @@ func persona(env tools.Env, args json.RawMessage) (string, bool) {
 
 // AskWhen asks, even when autonomous, for an export onto a path that
 // changes what runs when git or a shell opens the folder.
-func (Export) AskWhen(env tools.Env, args json.RawMessage) string {
-	var a exportArgs
-	if _, ok := tools.DecodeArgs("artifact_export", args, &a); !ok || a.Path == "" {
+func (Export) AskWhen(env tools.Env, a exportArgs) string {
+	if a.Path == "" {
 		return ""
 	}
 	return tools.RunsWhenOpenedReason(env, a.Path)
@@ -112,15 +98,13 @@ func (Export) AskWhen(env tools.Env, args json.RawMessage) string {
 
 // AllowWhen: an export onto AGENTS.md or SOUL.md only files a proposal,
 // which changes nothing, so it need not ask.
-func (Export) AllowWhen(env tools.Env, args json.RawMessage) bool {
-	_, ok := persona(env, args)
+func (Export) AllowWhen(env tools.Env, a exportArgs) bool {
+	_, ok := persona(env, a)
 	return ok
 }
 
-func (e Export) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	if name, ok := persona(env, args); ok {
-		var a exportArgs
-		json.Unmarshal(args, &a)
+func (e Export) Run(ctx context.Context, env tools.Env, a exportArgs) (tools.Result, error) {
+	if name, ok := persona(env, a); ok {
 		rec, res, err := e.get(env, a.Artifact)
 		if res != nil || err != nil {
 			return deref(res), err
@@ -134,7 +118,7 @@ func (e Export) Run(ctx context.Context, env tools.Env, args json.RawMessage) (t
 		}
 		return tools.ProposeWrite(ctx, e.s.Proposer, env, "artifact_export", name, text)
 	}
-	a, root, rel, err := target(env, args)
+	root, rel, err := target(env, a)
 	if err != nil {
 		return tools.Failf("%s", err.Error()), nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,18 +25,7 @@ var importDescription string
 type Import struct{ base }
 
 func (Import) Def() tools.Def {
-	return tools.Def{Name: "artifact_import", Description: importDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File relative to the workspace."},
-    "artifact": {"type": "string", "description": "A canvas to import it into as a new version; default a new canvas (or the one already imported from this file)."},
-    "kind": {"type": "string", "enum": ["markdown", "code", "mermaid", "html", "svg", "image"], "description": "Default: from the file's extension."},
-    "language": {"type": "string", "description": "For kind code; default from the extension."},
-    "title": {"type": "string", "description": "For a new canvas; default the file name."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_import", Description: importDescription, Default: true}
 }
 
 // File is a workspace file read for a canvas: its content as stored (an
@@ -130,17 +118,15 @@ func pathErr(rel string, err error) string {
 	return fmt.Sprintf("%s: %v", rel, err)
 }
 
-func (im Import) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Path     string `json:"path"`
-		Artifact string `json:"artifact"`
-		Kind     string `json:"kind"`
-		Language string `json:"language"`
-		Title    string `json:"title"`
-	}
-	if msg, ok := tools.DecodeArgs("artifact_import", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type importArgs struct {
+	Path     string `json:"path" jsonschema:"File relative to the workspace."`
+	Artifact string `json:"artifact,omitempty" jsonschema:"A canvas to import it into as a new version; default a new canvas (or the one already imported from this file)."`
+	Kind     string `json:"kind,omitempty" jsonschema:"Default: from the file's extension." schema:"enum=markdown|code|mermaid|html|svg|image"`
+	Language string `json:"language,omitempty" jsonschema:"For kind code; default from the extension."`
+	Title    string `json:"title,omitempty" jsonschema:"For a new canvas; default the file name."`
+}
+
+func (im Import) Run(ctx context.Context, env tools.Env, a importArgs) (tools.Result, error) {
 	if a.Path == "" {
 		return tools.Failf("path is required"), nil
 	}

@@ -3,7 +3,6 @@ package canvas
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,23 +19,17 @@ type List struct{ base }
 func (List) ReadOnly() bool { return true }
 
 func (List) Def() tools.Def {
-	return tools.Def{Name: "artifact_list", Description: listDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {"query": {"type": "string", "description": "Keep canvases whose title contains this (any case)."}},
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_list", Description: listDescription, Default: true}
 }
 
 // maxListed bounds the lines of one answer.
 const maxListed = 100
 
-func (l List) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Query string `json:"query"`
-	}
-	if msg, ok := tools.DecodeArgs("artifact_list", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type listArgs struct {
+	Query string `json:"query,omitempty" jsonschema:"Keep canvases whose title contains this (any case)."`
+}
+
+func (l List) Run(ctx context.Context, env tools.Env, a listArgs) (tools.Result, error) {
 	if err := l.svc.ready(); err != nil {
 		return failed(err)
 	}

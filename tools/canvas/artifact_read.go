@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -22,32 +21,20 @@ type Read struct{ base }
 func (Read) ReadOnly() bool { return true }
 
 func (Read) Def() tools.Def {
-	return tools.Def{Name: "artifact_read", Description: readDescription, Default: true, Uncut: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "artifact": {"type": "string", "description": "The canvas id."},
-    "version": {"type": "integer", "minimum": 1, "description": "A version; default the latest."},
-    "from_line": {"type": "integer", "minimum": 1, "description": "First line to return; default 1."},
-    "lines": {"type": "integer", "minimum": 1, "description": "How many lines; default all that fit in one answer."}
-  },
-  "required": ["artifact"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_read", Description: readDescription, Default: true, Uncut: true}
 }
 
 // pageChars bounds one answer's text.
 const pageChars = 60_000
 
-func (r Read) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Artifact string `json:"artifact"`
-		Version  int    `json:"version"`
-		FromLine int    `json:"from_line"`
-		Lines    int    `json:"lines"`
-	}
-	if msg, ok := tools.DecodeArgs("artifact_read", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type readArgs struct {
+	Artifact string `json:"artifact" jsonschema:"The canvas id."`
+	Version  int    `json:"version,omitempty" jsonschema:"A version; default the latest." schema:"minimum=1"`
+	FromLine int    `json:"from_line,omitempty" jsonschema:"First line to return; default 1." schema:"minimum=1"`
+	Lines    int    `json:"lines,omitempty" jsonschema:"How many lines; default all that fit in one answer." schema:"minimum=1"`
+}
+
+func (r Read) Run(ctx context.Context, env tools.Env, a readArgs) (tools.Result, error) {
 	if a.Version < 0 || a.FromLine < 0 || a.Lines < 0 {
 		return tools.Failf("version, from_line and lines are positive"), nil
 	}

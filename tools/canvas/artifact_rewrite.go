@@ -3,7 +3,6 @@ package canvas
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -19,16 +18,7 @@ var rewriteDescription string
 type Rewrite struct{ base }
 
 func (Rewrite) Def() tools.Def {
-	return tools.Def{Name: "artifact_rewrite", Description: rewriteDescription, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "artifact": {"type": "string", "description": "The canvas id."},
-    "content": {"type": "string", "description": "The whole new content."},
-    "title": {"type": "string", "description": "A new title, if it changes."}
-  },
-  "required": ["artifact", "content"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "artifact_rewrite", Description: rewriteDescription, Default: true}
 }
 
 // refusalDiffChars bounds the diff a refused rewrite carries.
@@ -44,15 +34,13 @@ type notWhole struct {
 
 func (n notWhole) Error() string { return n.text }
 
-func (r Rewrite) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Artifact string  `json:"artifact"`
-		Content  *string `json:"content"`
-		Title    string  `json:"title"`
-	}
-	if msg, ok := tools.DecodeArgs("artifact_rewrite", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type rewriteArgs struct {
+	Artifact string  `json:"artifact" jsonschema:"The canvas id."`
+	Content  *string `json:"content" jsonschema:"The whole new content."`
+	Title    string  `json:"title,omitempty" jsonschema:"A new title, if it changes."`
+}
+
+func (r Rewrite) Run(ctx context.Context, env tools.Env, a rewriteArgs) (tools.Result, error) {
 	if a.Content == nil {
 		return tools.Failf("content is required"), nil
 	}

@@ -23,13 +23,17 @@ const (
 // canvases are not available).
 func Tools(svc *Service, s tools.Services) []tools.Tool {
 	b := base{svc, s}
-	return []tools.Tool{Create{b}, List{b}, Read{b}, Edit{b}, Rewrite{b}, Import{b}, Export{b}}
+	return []tools.Tool{tools.NewFunc[createArgs](Create{b}), tools.NewFunc[listArgs](List{b}), tools.NewFunc[readArgs](Read{b}),
+		tools.NewFunc[editArgs](Edit{b}), tools.NewFunc[rewriteArgs](Rewrite{b}), tools.NewFunc[importArgs](Import{b}),
+		tools.NewFunc[exportArgs](Export{b})}
 }
 
-// Compile-time checks of the gate hooks.
+// Compile-time checks of the gate hooks (Func finds them by these shapes).
 var (
-	_ tools.Gated   = Export{}
-	_ tools.Checker = Export{}
+	_ tools.Gated = Export{}
+	_ interface {
+		Check(tools.Env, exportArgs) error
+	} = Export{}
 )
 
 // base is what every canvas tool holds: the canvas service, and the
