@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -217,10 +218,10 @@ func (b *Background) Sync(ctx context.Context, conversation string) error {
 }
 
 // ErrUnknownTask: no background task of that id (in that conversation).
-var ErrUnknownTask = errors.New("no such background task")
+var ErrUnknownTask = refusal.ErrUnknownTask
 
 // ErrTaskEnded: the task has ended already; there is nothing to stop.
-var ErrTaskEnded = errors.New("background task already finished")
+var ErrTaskEnded = refusal.ErrTaskEnded
 
 // TaskView is one background task as the task list shows it.
 type TaskView struct {

@@ -2,10 +2,10 @@ package loop
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 )
 
 // Forks (R-X-2, R-OBS-3): a recorded run is copied at step N into a new
@@ -24,14 +24,14 @@ import (
 
 // Fork errors, for the callers to map (the API's 400/404).
 var (
-	ErrForkRun  = errors.New("no such run")
-	ErrForkStep = errors.New("no such step")
+	ErrForkRun  = refusal.ErrForkRun
+	ErrForkStep = refusal.ErrForkStep
 	// ErrForkRefused: the run cannot be forked (a delegated child's or a
 	// teammate's conversation, whose place in its parent or team a copy
 	// cannot take).
-	ErrForkRefused = errors.New("run cannot be forked")
+	ErrForkRefused = refusal.ErrForkRefused
 	// ErrForkRoute: the route is not one this home can call.
-	ErrForkRoute = errors.New("unknown route")
+	ErrForkRoute = refusal.ErrForkRoute
 )
 
 // ForkSpec is what the caller chooses of a fork: its conversation and run

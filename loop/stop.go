@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
@@ -28,10 +29,10 @@ const StopGrace = 3 * time.Second
 
 // ErrNothingRunning: a stop of a conversation with no open run and no
 // message waiting (HTTP 409 nothing_running).
-var ErrNothingRunning = errors.New("nothing running")
+var ErrNothingRunning = refusal.ErrNothingRunning
 
 // ErrBadScope: a stop's scope is none of run, queue, all.
-var ErrBadScope = errors.New("bad stop scope")
+var ErrBadScope = refusal.ErrBadScope
 
 // ErrStopped is the cause a stopped pass's context is cancelled with.
 // Tools that start processes read its TermGrace (tools/shell).
@@ -161,7 +162,7 @@ func (w *Worker) Stop(ctx context.Context, conversation, scope, by string) (Stop
 }
 
 // ErrNoWaiting: no waiting message at that place in the queue (404).
-var ErrNoWaiting = errors.New("no such waiting message")
+var ErrNoWaiting = refusal.ErrNoWaiting
 
 // RemoveWaiting drops the n-th message waiting in conversation's queue
 // (from 1, in the order the chat shows them): stored as a stop of scope

@@ -13,19 +13,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Errors of decisions, mapped to HTTP statuses by the gateways.
+// Errors of decisions, mapped to HTTP statuses by the gateways (defined
+// in events/refusal, which the web gateway reads).
 var (
-	ErrUnknownApproval = errors.New("no such approval")
-	ErrAlreadyDecided  = errors.New("approval already decided")
-	ErrUnknownQuestion = errors.New("no such question")
-	ErrAlreadyAnswered = errors.New("question already answered")
-	ErrQuestionExpired = errors.New("question expired")
+	ErrUnknownApproval = refusal.ErrUnknownApproval
+	ErrAlreadyDecided  = refusal.ErrApprovalDecided
+	ErrUnknownQuestion = refusal.ErrUnknownQuestion
+	ErrAlreadyAnswered = refusal.ErrAlreadyAnswered
+	ErrQuestionExpired = refusal.ErrQuestionExpired
 	// ErrQuestionWithdrawn: the run was stopped while the question waited.
-	ErrQuestionWithdrawn = errors.New("question withdrawn: the run was stopped")
-	ErrBadAnswer         = errors.New("bad answer")
+	ErrQuestionWithdrawn = refusal.ErrQuestionWithdrawn
+	ErrBadAnswer         = refusal.ErrBadAnswer
 )
 
 // WorkerConfig wires a Worker.

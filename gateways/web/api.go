@@ -13,12 +13,9 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
-	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/loop/consolidate"
-	"github.com/my-agent-crew/crew/loop/summarize"
-	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/tools/canvas"
 )
 
@@ -288,16 +285,16 @@ func statusOf(err error) (status int, code string, ok bool) {
 	}{
 		{inbound.ErrAwaitingApproval, http.StatusConflict, "awaiting_approval"},
 		{inbound.ErrAwaitingAnswer, http.StatusConflict, "awaiting_answer"},
-		{loop.ErrUnknownQuestion, http.StatusNotFound, "not_found"},
-		{loop.ErrAlreadyAnswered, http.StatusConflict, "already_answered"},
-		{loop.ErrQuestionExpired, http.StatusConflict, "expired"},
-		{loop.ErrQuestionWithdrawn, http.StatusConflict, "withdrawn"},
-		{loop.ErrNothingRunning, http.StatusConflict, "nothing_running"},
-		{loop.ErrBadScope, http.StatusBadRequest, "bad_scope"},
-		{loop.ErrNoWaiting, http.StatusNotFound, "not_found"},
-		{loop.ErrUnknownTask, http.StatusNotFound, "not_found"},
-		{loop.ErrTaskEnded, http.StatusConflict, "already_finished"},
-		{loop.ErrBadAnswer, http.StatusBadRequest, "bad_request"},
+		{refusal.ErrUnknownQuestion, http.StatusNotFound, "not_found"},
+		{refusal.ErrAlreadyAnswered, http.StatusConflict, "already_answered"},
+		{refusal.ErrQuestionExpired, http.StatusConflict, "expired"},
+		{refusal.ErrQuestionWithdrawn, http.StatusConflict, "withdrawn"},
+		{refusal.ErrNothingRunning, http.StatusConflict, "nothing_running"},
+		{refusal.ErrBadScope, http.StatusBadRequest, "bad_scope"},
+		{refusal.ErrNoWaiting, http.StatusNotFound, "not_found"},
+		{refusal.ErrUnknownTask, http.StatusNotFound, "not_found"},
+		{refusal.ErrTaskEnded, http.StatusConflict, "already_finished"},
+		{refusal.ErrBadAnswer, http.StatusBadRequest, "bad_request"},
 		{inbound.ErrClosed, http.StatusConflict, "closed"},
 		{inbound.ErrDelegated, http.StatusConflict, "delegated"},
 		{inbound.ErrParked, http.StatusConflict, "parked"},
@@ -310,21 +307,21 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{inbound.ErrUnknownConversation, http.StatusNotFound, "not_found"},
 		{inbound.ErrUnknownAgent, http.StatusNotFound, "not_found"},
 		{inbound.ErrBadMessage, http.StatusBadRequest, "bad_request"},
-		{loop.ErrUnknownApproval, http.StatusNotFound, "not_found"},
-		{loop.ErrAlreadyDecided, http.StatusConflict, "already_decided"},
-		{consolidate.ErrUnknownAgent, http.StatusNotFound, "not_found"},
-		{consolidate.ErrUnknownProposal, http.StatusNotFound, "not_found"},
-		{consolidate.ErrAlreadyDecided, http.StatusConflict, "already_decided"},
-		{consolidate.ErrMemoryChanged, http.StatusConflict, "memory_changed"},
-		{consolidate.ErrNotApplied, http.StatusConflict, "not_applied"},
-		{consolidate.ErrNothingToConsolidate, http.StatusUnprocessableEntity, "nothing_to_consolidate"},
-		{consolidate.ErrModel, http.StatusBadGateway, "model_failed"},
+		{refusal.ErrUnknownApproval, http.StatusNotFound, "not_found"},
+		{refusal.ErrApprovalDecided, http.StatusConflict, "already_decided"},
+		{refusal.ErrConsolidateUnknownAgent, http.StatusNotFound, "not_found"},
+		{refusal.ErrUnknownProposal, http.StatusNotFound, "not_found"},
+		{refusal.ErrProposalDecided, http.StatusConflict, "already_decided"},
+		{refusal.ErrMemoryChanged, http.StatusConflict, "memory_changed"},
+		{refusal.ErrNotApplied, http.StatusConflict, "not_applied"},
+		{refusal.ErrNothingToConsolidate, http.StatusUnprocessableEntity, "nothing_to_consolidate"},
+		{refusal.ErrConsolidateModel, http.StatusBadGateway, "model_failed"},
 		{scheduler.ErrUnknownJob, http.StatusNotFound, "not_found"},
 		{scheduler.ErrProfileJob, http.StatusConflict, "refused"},
 		{scheduler.ErrCancelled, http.StatusConflict, "refused"},
-		{summarize.ErrUnknownConversation, http.StatusNotFound, "not_found"},
-		{summarize.ErrNothingToSummarize, http.StatusConflict, "refused"},
-		{summarize.ErrNotClosable, http.StatusConflict, "refused"},
+		{refusal.ErrSummarizeUnknownConversation, http.StatusNotFound, "not_found"},
+		{refusal.ErrNothingToSummarize, http.StatusConflict, "refused"},
+		{refusal.ErrNotClosable, http.StatusConflict, "refused"},
 		{canvas.ErrNotFound, http.StatusNotFound, "not_found"},
 		{canvas.ErrBadRequest, http.StatusBadRequest, "bad_request"},
 		{canvas.ErrBadKind, http.StatusUnprocessableEntity, "bad_kind"},
@@ -334,14 +331,14 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{canvas.ErrNoSource, http.StatusConflict, "no_source"},
 		{canvas.ErrSourceFailed, http.StatusConflict, "source_failed"},
 		{canvas.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-		{team.ErrNoWorktree, http.StatusNotFound, "not_found"},
-		{team.ErrWorktreeInUse, http.StatusConflict, "in_use"},
-		{team.ErrWorktreeDirty, http.StatusConflict, "has_changes"},
-		{team.ErrAmbiguous, http.StatusConflict, "ambiguous"},
-		{loop.ErrForkRun, http.StatusNotFound, "not_found"},
-		{loop.ErrForkStep, http.StatusBadRequest, "bad_step"},
-		{loop.ErrForkRoute, http.StatusBadRequest, "bad_route"},
-		{loop.ErrForkRefused, http.StatusConflict, "refused"},
+		{refusal.ErrNoWorktree, http.StatusNotFound, "not_found"},
+		{refusal.ErrWorktreeInUse, http.StatusConflict, "in_use"},
+		{refusal.ErrWorktreeDirty, http.StatusConflict, "has_changes"},
+		{refusal.ErrAmbiguousWorktree, http.StatusConflict, "ambiguous"},
+		{refusal.ErrForkRun, http.StatusNotFound, "not_found"},
+		{refusal.ErrForkStep, http.StatusBadRequest, "bad_step"},
+		{refusal.ErrForkRoute, http.StatusBadRequest, "bad_route"},
+		{refusal.ErrForkRefused, http.StatusConflict, "refused"},
 		{ErrNotFound, http.StatusNotFound, "not_found"},
 		{ErrRefused, http.StatusConflict, "refused"},
 	} {

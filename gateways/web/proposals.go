@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
@@ -54,7 +55,7 @@ func withDiff(p projections.Proposal) Proposal {
 func (m *Memory) get(id string) (Proposal, error) {
 	p, err := projections.GetProposal(m.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return Proposal{}, fmt.Errorf("%w: no proposal %q", consolidate.ErrUnknownProposal, id)
+		return Proposal{}, fmt.Errorf("%w: no proposal %q", refusal.ErrUnknownProposal, id)
 	}
 	if err != nil {
 		return Proposal{}, err

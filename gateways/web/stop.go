@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
 )
@@ -77,7 +78,7 @@ func (s *server) routeStops(mux *router) {
 			return
 		}
 		got, err := st.StopAll(r.Context(), by)
-		if err != nil && !(errors.Is(err, loop.ErrNothingRunning) && len(got) > 0) {
+		if err != nil && !(errors.Is(err, refusal.ErrNothingRunning) && len(got) > 0) {
 			s.fail(w, r, err)
 			return
 		}
@@ -138,7 +139,7 @@ func (s *server) routeStops(mux *router) {
 	}))
 	mux.HandleFunc("POST /stop", s.form(func(w http.ResponseWriter, r *http.Request) {
 		got, err := st.StopAll(r.Context(), events.StopByWeb)
-		if err != nil && !errors.Is(err, loop.ErrNothingRunning) {
+		if err != nil && !errors.Is(err, refusal.ErrNothingRunning) {
 			s.fail(w, r, err)
 			return
 		}

@@ -26,7 +26,7 @@ type Teams interface {
 	// that binds the name); its refusals are team's sentinels.
 	Remove(ctx context.Context, name, team string, discard bool) (string, error)
 	// StopTeam is the owner's stop of every member's current turn and the
-	// lead's (loop.ErrNothingRunning when none runs or waits).
+	// lead's (refusal.ErrNothingRunning when none runs or waits).
 	StopTeam(ctx context.Context, team, by string) ([]team.StoppedTurn, error)
 }
 

@@ -11,16 +11,17 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/loop"
 )
 
 // Errors of the host's worktree removal, mapped to HTTP statuses by the
 // web gateway and to exit codes by the CLI.
 var (
-	ErrNoWorktree    = errors.New("no such worktree")
-	ErrWorktreeInUse = errors.New("worktree in use")
-	ErrWorktreeDirty = errors.New("worktree has changes")
-	ErrAmbiguous     = errors.New("worktree name is on several teams")
+	ErrNoWorktree    = refusal.ErrNoWorktree
+	ErrWorktreeInUse = refusal.ErrWorktreeInUse
+	ErrWorktreeDirty = refusal.ErrWorktreeDirty
+	ErrAmbiguous     = refusal.ErrAmbiguousWorktree
 )
 
 // FindWorktree names the teams whose board binds a task to worktree name.
