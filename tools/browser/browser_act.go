@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -25,30 +24,17 @@ var actDescription string
 type Act struct{ base }
 
 func (Act) Def() tools.Def {
-	return tools.Def{Name: "browser_act", Description: actDescription + "\n" + fence.Rule, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "ref": {"type": "string", "description": "The element's ref from the last outline, like e3."},
-    "action": {"type": "string", "enum": ["click", "type", "select", "press", "upload"], "description": "What to do with the element."},
-    "text": {"type": "string", "description": "type: the text to put in the field (it replaces what is there)."},
-    "submit": {"type": "boolean", "description": "type: press Enter after typing."},
-    "option": {"type": "string", "description": "select: the option's label or value."},
-    "key": {"type": "string", "description": "press: Enter, Tab, Escape, Space, Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, PageUp, PageDown, Home or End."},
-    "path": {"type": "string", "description": "upload: a file in the workspace to put in a file field."}
-  },
-  "required": ["ref", "action"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "browser_act", Description: actDescription + "\n" + fence.Rule}
 }
 
 type actArgs struct {
-	Ref    string `json:"ref"`
-	Action string `json:"action"`
-	Text   string `json:"text"`
-	Submit bool   `json:"submit"`
-	Option string `json:"option"`
-	Key    string `json:"key"`
-	Path   string `json:"path"`
+	Ref    string `json:"ref" jsonschema:"The element's ref from the last outline, like e3."`
+	Action string `json:"action" jsonschema:"What to do with the element." schema:"enum=click|type|select|press|upload"`
+	Text   string `json:"text,omitempty" jsonschema:"type: the text to put in the field (it replaces what is there)."`
+	Submit bool   `json:"submit,omitempty" jsonschema:"type: press Enter after typing."`
+	Option string `json:"option,omitempty" jsonschema:"select: the option's label or value."`
+	Key    string `json:"key,omitempty" jsonschema:"press: Enter, Tab, Escape, Space, Backspace, Delete, ArrowUp, ArrowDown, ArrowLeft, ArrowRight, PageUp, PageDown, Home or End."`
+	Path   string `json:"path,omitempty" jsonschema:"upload: a file in the workspace to put in a file field."`
 }
 
 var refRE = regexp.MustCompile(`^e[0-9]{1,6}$`)
@@ -59,42 +45,39 @@ var keys = map[string]string{
 	"PageUp": kb.PageUp, "PageDown": kb.PageDown, "Home": kb.Home, "End": kb.End,
 }
 
-func decodeAct(env tools.Env, args json.RawMessage) (actArgs, error) {
-	var a actArgs
-	if msg, ok := tools.DecodeArgs("browser_act", args, &a); !ok {
-		return a, errors.New(msg)
-	}
+// validAct refuses an act the page cannot do: a malformed ref, a select
+// without option, an unknown key, an upload from outside the workspace.
+func validAct(env tools.Env, a actArgs) error {
 	if !refRE.MatchString(a.Ref) {
-		return a, fmt.Errorf("browser_act: ref %q is not a ref like e3 from the outline", a.Ref)
+		return fmt.Errorf("browser_act: ref %q is not a ref like e3 from the outline", a.Ref)
 	}
 	switch a.Action {
 	case "click":
 	case "type":
 	case "select":
 		if a.Option == "" {
-			return a, errors.New("browser_act: select needs option")
+			return errors.New("browser_act: select needs option")
 		}
 	case "press":
 		if _, ok := keys[a.Key]; !ok {
-			return a, fmt.Errorf("browser_act: key %q is not one of the keys listed", a.Key)
+			return fmt.Errorf("browser_act: key %q is not one of the keys listed", a.Key)
 		}
 	case "upload":
 		if _, err := tools.Resolve(env.Workspace, a.Path); err != nil || a.Path == "" {
-			return a, fmt.Errorf("browser_act: upload path %q is not a file in the workspace", a.Path)
+			return fmt.Errorf("browser_act: upload path %q is not a file in the workspace", a.Path)
 		}
 	default:
-		return a, errors.New("browser_act: action must be click, type, select, press or upload")
+		return errors.New("browser_act: action must be click, type, select, press or upload")
 	}
-	return a, nil
+	return nil
 }
 
 func (Act) NeedsApproval() bool { return true }
 
 // Check refuses bad arguments and a ref the conversation was never shown
 // (the browser may have closed while idle) before anyone is asked.
-func (x Act) Check(env tools.Env, args json.RawMessage) error {
-	a, err := decodeAct(env, args)
-	if err != nil {
+func (x Act) Check(env tools.Env, a actArgs) error {
+	if err := validAct(env, a); err != nil {
 		return err
 	}
 	if _, ok := x.m.refOf(env.AgentID, env.Conversation, a.Ref); !ok {
@@ -105,9 +88,8 @@ func (x Act) Check(env tools.Env, args json.RawMessage) error {
 
 // AskWhen: an upload, or an element whose name matches an ask pattern,
 // asks even in an autonomous conversation.
-func (x Act) AskWhen(env tools.Env, args json.RawMessage) string {
-	a, err := decodeAct(env, args)
-	if err != nil {
+func (x Act) AskWhen(env tools.Env, a actArgs) string {
+	if validAct(env, a) != nil {
 		return ""
 	}
 	if a.Action == "upload" {
@@ -128,9 +110,8 @@ func askElement(m *Manager, env tools.Env, ref, verb string) string {
 	return ""
 }
 
-func (x Act) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	a, err := decodeAct(env, args)
-	if err != nil {
+func (x Act) Run(ctx context.Context, env tools.Env, a actArgs) (tools.Result, error) {
+	if err := validAct(env, a); err != nil {
 		return tools.Failf("%v", err), nil
 	}
 	return x.run(ctx, env, "browser_act", func(in *instance) (tools.Result, error) {

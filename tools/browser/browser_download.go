@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,31 +24,25 @@ var downloadDescription string
 type Download struct{ base }
 
 func (Download) Def() tools.Def {
-	return tools.Def{Name: "browser_download", Description: downloadDescription, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {"ref": {"type": "string", "description": "The ref of the link or button that downloads, from the last outline."}},
-  "required": ["ref"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "browser_download", Description: downloadDescription}
 }
 
 func (Download) NeedsApproval() bool { return true }
 
-func decodeDownload(args json.RawMessage) (string, error) {
-	var a struct {
-		Ref string `json:"ref"`
-	}
-	if msg, ok := tools.DecodeArgs("browser_download", args, &a); !ok {
-		return "", errors.New(msg)
-	}
+type downloadArgs struct {
+	Ref string `json:"ref" jsonschema:"The ref of the link or button that downloads, from the last outline."`
+}
+
+// validRef refuses a ref that is not one of an outline's.
+func (a downloadArgs) validRef() (string, error) {
 	if !refRE.MatchString(a.Ref) {
 		return "", fmt.Errorf("browser_download: ref %q is not a ref like e3 from the outline", a.Ref)
 	}
 	return a.Ref, nil
 }
 
-func (x Download) Check(env tools.Env, args json.RawMessage) error {
-	ref, err := decodeDownload(args)
+func (x Download) Check(env tools.Env, a downloadArgs) error {
+	ref, err := a.validRef()
 	if err != nil {
 		return err
 	}
@@ -59,8 +52,8 @@ func (x Download) Check(env tools.Env, args json.RawMessage) error {
 	return nil
 }
 
-func (x Download) AskWhen(env tools.Env, args json.RawMessage) string {
-	ref, err := decodeDownload(args)
+func (x Download) AskWhen(env tools.Env, a downloadArgs) string {
+	ref, err := a.validRef()
 	if err != nil {
 		return ""
 	}
@@ -74,8 +67,8 @@ const (
 	downloadFinish = 2 * time.Minute
 )
 
-func (x Download) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	ref, err := decodeDownload(args)
+func (x Download) Run(ctx context.Context, env tools.Env, a downloadArgs) (tools.Result, error) {
+	ref, err := a.validRef()
 	if err != nil {
 		return tools.Failf("%v", err), nil
 	}

@@ -3,8 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,44 +20,26 @@ var navigateDescription string
 type Navigate struct{ base }
 
 func (Navigate) Def() tools.Def {
-	return tools.Def{Name: "browser_navigate", Description: navigateDescription + "\n" + fence.Rule, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "url": {"type": "string", "description": "An http:// or https:// URL."},
-    "new_tab": {"type": "boolean", "description": "Open it in a new tab of this conversation (default: the current tab)."}
-  },
-  "required": ["url"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "browser_navigate", Description: navigateDescription + "\n" + fence.Rule}
 }
 
 type navigateArgs struct {
-	URL    string `json:"url"`
-	NewTab bool   `json:"new_tab"`
+	URL    string `json:"url" jsonschema:"An http:// or https:// URL."`
+	NewTab bool   `json:"new_tab,omitempty" jsonschema:"Open it in a new tab of this conversation (default: the current tab)."`
 }
 
 func (Navigate) NeedsApproval() bool { return true }
-
-func decodeNavigate(args json.RawMessage) (navigateArgs, error) {
-	var a navigateArgs
-	if msg, ok := tools.DecodeArgs("browser_navigate", args, &a); !ok {
-		return a, errors.New(msg)
-	}
-	_, err := urlArg(a.URL)
-	return a, err
-}
 
 // Check refuses, before anyone is asked, what is not an http(s) URL and
 // a URL the crew's network wall would refuse anyway (a loopback, private
 // or metadata address, a name that resolves only to such, a port other
 // than 80 and 443): asking the owner to approve a call that can only be
 // refused would be a question with no answer.
-func (n Navigate) Check(_ tools.Env, args json.RawMessage) error {
-	a, err := decodeNavigate(args)
+func (n Navigate) Check(_ tools.Env, a navigateArgs) error {
+	u, err := urlArg(a.URL)
 	if err != nil {
 		return err
 	}
-	u, _ := urlArg(a.URL)
 	w := wall.New()
 	if n.m != nil && n.m.cfg.Wall != nil {
 		w = n.m.cfg.Wall
@@ -73,35 +53,33 @@ func (n Navigate) Check(_ tools.Env, args json.RawMessage) error {
 }
 
 // AllowWhen: a host in browser_hosts is routine.
-func (Navigate) AllowWhen(env tools.Env, args json.RawMessage) bool {
-	a, err := decodeNavigate(args)
+func (Navigate) AllowWhen(env tools.Env, a navigateArgs) bool {
+	u, err := urlArg(a.URL)
 	if err != nil {
 		return false
 	}
-	u, _ := urlArg(a.URL)
 	return hostListed(env.Agent.BrowserHosts, u)
 }
 
 // AskWhen: any other host asks, even in an autonomous conversation.
-func (Navigate) AskWhen(env tools.Env, args json.RawMessage) string {
-	a, err := decodeNavigate(args)
+func (Navigate) AskWhen(env tools.Env, a navigateArgs) string {
+	u, err := urlArg(a.URL)
 	if err != nil {
 		return ""
 	}
-	u, _ := urlArg(a.URL)
 	if hostListed(env.Agent.BrowserHosts, u) {
 		return ""
 	}
 	return fmt.Sprintf("opens %s, which is not in browser_hosts", u.Host)
 }
 
-func (n Navigate) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	a, err := decodeNavigate(args)
-	if err != nil {
+func (n Navigate) Run(ctx context.Context, env tools.Env, a navigateArgs) (tools.Result, error) {
+	if _, err := urlArg(a.URL); err != nil {
 		return tools.Failf("browser_navigate: %v", err), nil
 	}
 	return n.run(ctx, env, "browser_navigate", func(in *instance) (tools.Result, error) {
 		var t *tab
+		var err error
 		if !a.NewTab {
 			t, _ = currentTab(in, env)
 		}

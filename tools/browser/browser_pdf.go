@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/chromedp/chromedp"
@@ -19,20 +18,14 @@ var pdfDescription string
 type PDF struct{ base }
 
 func (PDF) Def() tools.Def {
-	return tools.Def{Name: "browser_pdf", Description: pdfDescription, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {"name": {"type": "string", "description": "File name (default: the page title); .pdf is added."}},
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "browser_pdf", Description: pdfDescription}
 }
 
-func (x PDF) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Name string `json:"name"`
-	}
-	if msg, ok := tools.DecodeArgs("browser_pdf", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type pdfArgs struct {
+	Name string `json:"name,omitempty" jsonschema:"File name (default: the page title); .pdf is added."`
+}
+
+func (x PDF) Run(ctx context.Context, env tools.Env, a pdfArgs) (tools.Result, error) {
 	return x.run(ctx, env, "browser_pdf", func(in *instance) (tools.Result, error) {
 		t, err := currentTab(in, env)
 		if err != nil {

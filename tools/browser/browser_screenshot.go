@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/chromedp/chromedp"
@@ -21,20 +20,14 @@ type Screenshot struct{ base }
 func (Screenshot) ReadOnly() bool { return true }
 
 func (Screenshot) Def() tools.Def {
-	return tools.Def{Name: "browser_screenshot", Description: screenshotDescription, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {"full_page": {"type": "boolean", "description": "The whole page rather than the visible part."}},
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "browser_screenshot", Description: screenshotDescription}
 }
 
-func (x Screenshot) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		FullPage bool `json:"full_page"`
-	}
-	if msg, ok := tools.DecodeArgs("browser_screenshot", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type screenshotArgs struct {
+	FullPage bool `json:"full_page,omitempty" jsonschema:"The whole page rather than the visible part."`
+}
+
+func (x Screenshot) Run(ctx context.Context, env tools.Env, a screenshotArgs) (tools.Result, error) {
 	return x.run(ctx, env, "browser_screenshot", func(in *instance) (tools.Result, error) {
 		t, err := currentTab(in, env)
 		if err != nil {

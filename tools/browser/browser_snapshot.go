@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
@@ -19,16 +18,13 @@ type Snapshot struct{ base }
 func (Snapshot) ReadOnly() bool { return true }
 
 func (Snapshot) Def() tools.Def {
-	return tools.Def{Name: "browser_snapshot", Description: snapshotDescription + "\n" + fence.Rule, Params: noParams}
+	return tools.Def{Name: "browser_snapshot", Description: snapshotDescription + "\n" + fence.Rule}
 }
 
-var noParams = json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)
+// noArgs are the arguments of a tool that takes none.
+type noArgs struct{}
 
-func (s Snapshot) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct{}
-	if msg, ok := tools.DecodeArgs("browser_snapshot", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+func (s Snapshot) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	return s.run(ctx, env, "browser_snapshot", func(in *instance) (tools.Result, error) {
 		t, err := currentTab(in, env)
 		if err != nil {

@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,24 +17,15 @@ var tabsDescription string
 type Tabs struct{ base }
 
 func (Tabs) Def() tools.Def {
-	return tools.Def{Name: "browser_tabs", Description: tabsDescription, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "action": {"type": "string", "enum": ["list", "select", "close"], "description": "Default list."},
-    "tab": {"type": "integer", "minimum": 1, "description": "The tab number for select and close."}
-  },
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "browser_tabs", Description: tabsDescription}
 }
 
-func (x Tabs) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Action string `json:"action"`
-		Tab    int    `json:"tab"`
-	}
-	if msg, ok := tools.DecodeArgs("browser_tabs", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type tabsArgs struct {
+	Action string `json:"action,omitempty" jsonschema:"Default list." schema:"enum=list|select|close"`
+	Tab    int    `json:"tab,omitempty" jsonschema:"The tab number for select and close." schema:"minimum=1"`
+}
+
+func (x Tabs) Run(ctx context.Context, env tools.Env, a tabsArgs) (tools.Result, error) {
 	return x.run(ctx, env, "browser_tabs", func(in *instance) (tools.Result, error) {
 		in.tabsMu.RLock()
 		ct := in.tabs[env.Conversation]

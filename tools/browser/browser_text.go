@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 
 	"github.com/chromedp/chromedp"
 
@@ -21,14 +20,10 @@ type Text struct{ base }
 func (Text) ReadOnly() bool { return true }
 
 func (Text) Def() tools.Def {
-	return tools.Def{Name: "browser_text", Description: textDescription + "\n" + fence.Rule, Params: noParams}
+	return tools.Def{Name: "browser_text", Description: textDescription + "\n" + fence.Rule}
 }
 
-func (x Text) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct{}
-	if msg, ok := tools.DecodeArgs("browser_text", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+func (x Text) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	return x.run(ctx, env, "browser_text", func(in *instance) (tools.Result, error) {
 		t, err := currentTab(in, env)
 		if err != nil {

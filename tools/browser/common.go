@@ -43,7 +43,9 @@ func ToolNames(mode string) []string {
 func Tools(m *Manager) []tools.Tool {
 	b := base{m}
 	return []tools.Tool{
-		Navigate{b}, Snapshot{b}, Text{b}, Tabs{b}, Screenshot{b}, PDF{b}, Act{b}, Download{b},
+		tools.NewFunc[navigateArgs](Navigate{b}), tools.NewFunc[noArgs](Snapshot{b}), tools.NewFunc[noArgs](Text{b}),
+		tools.NewFunc[tabsArgs](Tabs{b}), tools.NewFunc[screenshotArgs](Screenshot{b}), tools.NewFunc[pdfArgs](PDF{b}),
+		tools.NewFunc[actArgs](Act{b}), tools.NewFunc[downloadArgs](Download{b}),
 	}
 }
 

@@ -38,7 +38,7 @@ func args(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 // any other host asks even when autonomous, with the host on the card.
 func TestBrowserNavigateRoutineInsideBrowserHostsAsksOutside(t *testing.T) {
 	e := env(tools.AgentPolicy{Browser: "read", BrowserHosts: []string{"example.com", "intra.test:8443"}})
-	n := Navigate{}
+	n := tools.NewFunc[navigateArgs](Navigate{})
 	for _, u := range []string{"https://example.com/a", "http://www.example.com/", "https://EXAMPLE.com./x", "https://intra.test:8443/"} {
 		if !tools.Routine(n, e, args(map[string]string{"url": u})) || tools.AskReason(n, e, args(map[string]string{"url": u})) != "" {
 			t.Errorf("%s is not routine", u)
@@ -79,7 +79,7 @@ func TestBrowserActAsksOnAskPatternsAndUploads(t *testing.T) {
 		"e8": {Role: "link", Name: "Report.pdf"},
 	})
 	e := env(tools.AgentPolicy{Browser: "act", BrowserAskPatterns: []string{`^archive`}})
-	a := Act{base{m}}
+	a := tools.NewFunc[actArgs](Act{base{m}})
 	for ref, want := range map[string]bool{"e1": true, "e2": true, "e3": true, "e4": false, "e5": true, "e6": true, "e7": true} {
 		r := tools.AskReason(a, e, args(map[string]string{"ref": ref, "action": "click"}))
 		if (r != "") != want {
@@ -98,10 +98,10 @@ func TestBrowserActAsksOnAskPatternsAndUploads(t *testing.T) {
 	if err := tools.Check(a, e, args(map[string]string{"ref": "e4", "action": "upload", "path": "../../etc/passwd"})); err == nil {
 		t.Error("upload outside the workspace passed Check")
 	}
-	if !tools.NeedsApproval(a) || !tools.NeedsApproval(Download{}) {
+	if !tools.NeedsApproval(a) || !tools.NeedsApproval(tools.NewFunc[downloadArgs](Download{})) {
 		t.Error("browser_act / browser_download are not gated")
 	}
-	d := Download{base{m}}
+	d := tools.NewFunc[downloadArgs](Download{base{m}})
 	if r := tools.AskReason(d, e, args(map[string]string{"ref": "e8"})); r != "" {
 		t.Errorf("download of a plain link asks: %q", r)
 	}
@@ -209,7 +209,7 @@ func TestBrowserClosedWhenIdle(t *testing.T) {
 // the pipeline runs before the gate, so the owner is never asked about it.
 func TestBrowserNavigateToANonPublicAddressIsRefusedBeforeAsking(t *testing.T) {
 	e := env(tools.AgentPolicy{Browser: "read"})
-	n := Navigate{}
+	n := tools.NewFunc[navigateArgs](Navigate{})
 	for _, u := range []string{"http://127.0.0.1/", "https://[::1]/admin", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "http://192.168.0.1:443/", "http://localhost/", "https://93.184.216.34:8443/"} {
 		err := tools.Check(n, e, args(map[string]string{"url": u}))
 		if err == nil || !strings.Contains(err.Error(), "refused by the crew's network wall") || !strings.Contains(err.Error(), "nothing was asked") {
