@@ -13,6 +13,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/refusal"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -223,22 +224,8 @@ var ErrUnknownTask = refusal.ErrUnknownTask
 // ErrTaskEnded: the task has ended already; there is nothing to stop.
 var ErrTaskEnded = refusal.ErrTaskEnded
 
-// TaskView is one background task as the task list shows it.
-type TaskView struct {
-	ID       string    `json:"id"`
-	Command  string    `json:"command"`
-	Started  time.Time `json:"started"`
-	State    string    `json:"state"` // running, stopping, exited, failed, stopped
-	RunID    string    `json:"run_id,omitempty"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Failure  string    `json:"failure,omitempty"`
-	// StoppedBy: who stopped it (or asked to, while stopping).
-	StoppedBy string     `json:"stopped_by,omitempty"`
-	Ended     *time.Time `json:"ended,omitempty"`
-	// OutputTail is the end of what it printed: live while it runs in this
-	// process, from its notification once it ended (secrets redacted).
-	OutputTail string `json:"output_tail"`
-}
+// TaskView is one background task as the task list shows it (view.Task).
+type TaskView = view.Task
 
 // TaskOutputTailShown is how much of a task's output the list shows.
 const TaskOutputTailShown = 2 << 10

@@ -9,6 +9,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/refusal"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
@@ -61,14 +62,9 @@ const (
 	withdrawnQuestion = "Withdrawn — run stopped: the owner stopped this run before the question was answered."
 )
 
-// Stopped is what Worker.Stop did: the run it stopped ("" when none) and
-// how many waiting messages it dropped.
-type Stopped struct {
-	RunID   string `json:"run_id"`
-	Dropped int    `json:"dropped"`
-	// Tasks are the background tasks it stopped (scope run or all).
-	Tasks []string `json:"tasks,omitempty"`
-}
+// Stopped is what Worker.Stop did (view.Stopped, which the web gateway
+// decodes).
+type Stopped = view.Stopped
 
 // ValidStopBy says whether by names a channel a stop may come from.
 func ValidStopBy(by string) bool {

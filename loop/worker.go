@@ -14,6 +14,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/refusal"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -117,20 +118,9 @@ type Worker struct {
 	resumers list.List // of chan struct{}
 }
 
-// WorkerStats is what /healthz and doctor show of the worker.
-type WorkerStats struct {
-	// FailedPasses counts the passes that failed since the worker
-	// started (each is logged at warn with its error, then retried or its
-	// run closed).
-	FailedPasses uint64 `json:"failed_passes"`
-	// InFlight counts the passes running now, at most Limit
-	// (turns_in_flight); Queued the conversations waiting for one of
-	// them, in order; Retrying those waiting to retry a failed pass.
-	InFlight int `json:"in_flight"`
-	Limit    int `json:"limit"`
-	Queued   int `json:"queued"`
-	Retrying int `json:"retrying"`
-}
+// WorkerStats is what /healthz and doctor show of the worker
+// (view.WorkerStats).
+type WorkerStats = view.WorkerStats
 
 // Stats is the worker's counters now.
 func (w *Worker) Stats() WorkerStats {

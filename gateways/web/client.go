@@ -11,7 +11,7 @@ import (
 	"net/http"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/mcp"
@@ -123,7 +123,7 @@ type HealthReport struct {
 	Projections []projections.Status `json:"projections"`
 	// Turns is the turn worker's counters; nil from a server without a
 	// worker.
-	Turns *loop.WorkerStats `json:"turns"`
+	Turns *view.WorkerStats `json:"turns"`
 }
 
 // Health is /healthz: the server's status, its projections and its turn

@@ -11,13 +11,13 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/refusal"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/gateways/inbound"
-	"github.com/my-agent-crew/crew/loop"
 )
 
 // Stopper stops conversations (inbound.Stops): the owner's stop (issue 27).
 type Stopper interface {
-	Stop(ctx context.Context, conversation, scope, by string) (loop.Stopped, error)
+	Stop(ctx context.Context, conversation, scope, by string) (view.Stopped, error)
 	StopAll(ctx context.Context, by string) ([]inbound.StoppedConversation, error)
 	RemoveWaiting(ctx context.Context, conversation string, n int, by string) error
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/events/view"
 )
 
 // TaskStopper lists and stops background tasks (inbound.Stops).
 type TaskStopper interface {
-	Tasks(ctx context.Context, conversation string) ([]loop.TaskView, error)
-	StopTask(ctx context.Context, id, by string) (loop.TaskView, error)
+	Tasks(ctx context.Context, conversation string) ([]view.Task, error)
+	StopTask(ctx context.Context, id, by string) (view.Task, error)
 }
 
 // routeTasks serves GET /api/conversations/{id}/tasks (the conversation's

@@ -10,34 +10,34 @@ import (
 	"strings"
 
 	"github.com/a-h/templ"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop/team"
 )
 
 // Teams is the team runtime as the pages and the API read it (R-TEAM): a
 // lead conversation's team.
 type Teams interface {
 	Exists(ctx context.Context, conversation string) (bool, error)
-	View(ctx context.Context, conversation string) (team.View, error)
+	View(ctx context.Context, conversation string) (view.Team, error)
 	// Remove is the host's removal of a worktree (team "": the one team
 	// that binds the name); its refusals are team's sentinels.
 	Remove(ctx context.Context, name, team string, discard bool) (string, error)
 	// StopTeam is the owner's stop of every member's current turn and the
 	// lead's (refusal.ErrNothingRunning when none runs or waits).
-	StopTeam(ctx context.Context, team, by string) ([]team.StoppedTurn, error)
+	StopTeam(ctx context.Context, team, by string) ([]view.StoppedTurn, error)
 }
 
 // teamOf is the team of the path's conversation, or ErrNotFound.
-func (s *server) teamOf(r *http.Request, id string) (team.View, error) {
+func (s *server) teamOf(r *http.Request, id string) (view.Team, error) {
 	ok, err := s.cfg.Teams.Exists(r.Context(), id)
 	if err != nil {
-		return team.View{}, err
+		return view.Team{}, err
 	}
 	if !ok {
-		return team.View{}, fmt.Errorf("%w: conversation %s leads no team", ErrNotFound, id)
+		return view.Team{}, fmt.Errorf("%w: conversation %s leads no team", ErrNotFound, id)
 	}
 	return s.cfg.Teams.View(r.Context(), id)
 }
@@ -74,7 +74,7 @@ func (p *Pages) team(ctx context.Context, r *http.Request, s *server, id, csrf s
 	for _, m := range tv.Members {
 		v.Members = append(v.Members, ui.TeamMemberRow{Name: m.Name, Agent: m.Agent, Responsibility: m.Responsibility,
 			Conversation: m.Conversation, State: m.State, Task: m.Task, Plan: m.Plan})
-		v.Busy = v.Busy || m.State == team.StateWork
+		v.Busy = v.Busy || m.State == view.StateWork
 	}
 	for _, t := range tv.Tasks {
 		v.Tasks = append(v.Tasks, ui.TeamTaskRow{ID: t.ID, Subject: t.Subject, Status: t.Status, Owner: t.Owner,
@@ -169,7 +169,7 @@ func (s *server) routesTeams(mux *router) {
 
 // stopTeam is the owner's stop of team id: 404 for a conversation that
 // leads no team.
-func (s *server) stopTeam(r *http.Request, id, by string) ([]team.StoppedTurn, error) {
+func (s *server) stopTeam(r *http.Request, id, by string) ([]view.StoppedTurn, error) {
 	ok, err := s.cfg.Teams.Exists(r.Context(), id)
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func (s *server) teamStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			scope := events.ScopeOf(env.Subject)
-			if scope.Kind() == "conv" && scope.ID() != id && !strings.HasPrefix(scope.ID(), team.MemberConversation(id, "")) {
+			if scope.Kind() == "conv" && scope.ID() != id && !strings.HasPrefix(scope.ID(), view.MemberConversation(id, "")) {
 				continue
 			}
 			s.pagesCaughtUp(ctx, env.Seq) // the page fetched on this event shows it

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 )
@@ -55,21 +56,13 @@ func (l listTeammates) Run(ctx context.Context, env tools.Env, args json.RawMess
 
 // Member states as the roster shows them.
 const (
-	StateWork    = "WORK"
-	StateIdle    = "IDLE"
-	StateStopped = "STOPPED"
+	StateWork    = view.StateWork
+	StateIdle    = view.StateIdle
+	StateStopped = view.StateStopped
 )
 
 // MemberRow is a member as the roster and the team page show it.
-type MemberRow struct {
-	Name           string `json:"name"`
-	Agent          string `json:"agent"`
-	Responsibility string `json:"responsibility,omitempty"`
-	Conversation   string `json:"conversation"`
-	State          string `json:"state"` // WORK, IDLE, STOPPED
-	Task           string `json:"task,omitempty"`
-	Plan           string `json:"plan"`
-}
+type MemberRow = view.TeamMember
 
 // Members lists the team's members with their WORK/IDLE state.
 func (r *Runtime) Members(ctx context.Context, t *Team) ([]MemberRow, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -297,14 +298,9 @@ func (r *Runtime) learn(t *Team) {
 	r.mu.Unlock()
 }
 
-// MemberConversation is member name's conversation in team: derived from
-// both, so a spawn resumed after a crash finds it.
-func MemberConversation(team, name string) string {
-	if len(team) > 92 {
-		team = team[:92]
-	}
-	return team + "-t-" + name
-}
+// MemberConversation is member name's conversation in team
+// (view.MemberConversation).
+func MemberConversation(team, name string) string { return view.MemberConversation(team, name) }
 
 // memberView is what a pass reads of a member's conversation.
 type memberView struct {

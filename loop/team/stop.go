@@ -6,16 +6,13 @@ import (
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 )
 
 // StoppedTurn is one conversation of a team that the owner's stop of the
-// team stopped: its run, and the waiting messages it dropped.
-type StoppedTurn struct {
-	Conversation string `json:"conversation_id"`
-	Member       string `json:"member"` // Lead for the lead's
-	loop.Stopped
-}
+// team stopped (view.StoppedTurn).
+type StoppedTurn = view.StoppedTurn
 
 // StopTeam is the owner's stop of a whole team (issue 27): every member's
 // current turn and the lead's are stopped (scope all: the run, and what

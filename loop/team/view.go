@@ -4,60 +4,25 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 )
 
-// View is a team as the pages and the API show it: the roster with
-// WORK/IDLE, the board, the mail timeline and the protocol requests still
-// pending.
-type View struct {
-	Team     string       `json:"team"`
-	Plan     string       `json:"plan,omitempty"`
-	Members  []MemberRow  `json:"members"`
-	Tasks    []TaskRow    `json:"tasks"`
-	Mail     []MailRow    `json:"mail"`
-	Requests []RequestRow `json:"pending_requests"`
-}
+// View is a team as the pages and the API show it (view.Team): the roster
+// with WORK/IDLE, the board, the mail timeline and the protocol requests
+// still pending.
+type View = view.Team
 
 // TaskRow is one task of the board.
-type TaskRow struct {
-	ID          string   `json:"id"`
-	Subject     string   `json:"subject"`
-	Description string   `json:"description,omitempty"`
-	Status      string   `json:"status"`
-	Owner       string   `json:"owner,omitempty"`
-	BlockedBy   []string `json:"blocked_by,omitempty"`
-	OpenBlocks  []string `json:"open_blockers,omitempty"`
-	Worktree    string   `json:"worktree,omitempty"`
-	Branch      string   `json:"branch,omitempty"`
-	Result      string   `json:"result,omitempty"`
-}
+type TaskRow = view.TeamTask
 
 // MailRow is one mail of the timeline, oldest first.
-type MailRow struct {
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	From      string    `json:"from"`
-	To        string    `json:"to"`
-	Type      string    `json:"type"`
-	Content   string    `json:"content"`
-	RequestID string    `json:"request_id,omitempty"`
-	Status    string    `json:"status,omitempty"`
-	TaskID    string    `json:"task_id,omitempty"`
-}
+type MailRow = view.TeamMail
 
 // RequestRow is a pending protocol request.
-type RequestRow struct {
-	ID      string `json:"request_id"`
-	Type    string `json:"type"`
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Content string `json:"content,omitempty"`
-	TaskID  string `json:"task_id,omitempty"`
-}
+type RequestRow = view.TeamRequest
 
 // Exists reports whether conversation id has a team: anything on its
 // board or in its mailboxes.
