@@ -3,7 +3,6 @@ package desktop
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/desktop-helper/wire"
@@ -22,15 +21,10 @@ type Observe struct{ s *seen }
 func (Observe) ReadOnly() bool { return true }
 
 func (Observe) Def() tools.Def {
-	return tools.Def{Name: ObserveTool, Description: observeDescription + "\n" + fence.Rule,
-		Params: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}
+	return tools.Def{Name: ObserveTool, Description: observeDescription + "\n" + fence.Rule}
 }
 
-func (o Observe) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct{}
-	if msg, ok := tools.DecodeArgs(ObserveTool, args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+func (o Observe) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	ans, fail := call(ctx, env, wire.Request{Op: wire.OpObserve})
 	if fail != nil {
 		return *fail, nil

@@ -3,7 +3,6 @@ package desktop
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/desktop-helper/wire"
@@ -22,22 +21,14 @@ type Screenshot struct{ s *seen }
 func (Screenshot) ReadOnly() bool { return true }
 
 func (Screenshot) Def() tools.Def {
-	return tools.Def{Name: ScreenshotTool, Description: screenshotDescription + "\n" + fence.Rule, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "window": {"type": "boolean", "description": "Only the window in front instead of the whole screen."}
-  },
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: ScreenshotTool, Description: screenshotDescription + "\n" + fence.Rule}
 }
 
-func (sc Screenshot) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Window bool `json:"window"`
-	}
-	if msg, ok := tools.DecodeArgs(ScreenshotTool, args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type screenshotArgs struct {
+	Window bool `json:"window,omitempty" jsonschema:"Only the window in front instead of the whole screen."`
+}
+
+func (sc Screenshot) Run(ctx context.Context, env tools.Env, a screenshotArgs) (tools.Result, error) {
 	ans, fail := call(ctx, env, wire.Request{Op: wire.OpScreenshot, Window: a.Window})
 	if fail != nil {
 		return *fail, nil

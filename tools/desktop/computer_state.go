@@ -3,7 +3,6 @@ package desktop
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 
 	"github.com/my-agent-crew/crew/desktop-helper/wire"
 	"github.com/my-agent-crew/crew/tools"
@@ -21,15 +20,13 @@ type State struct{ s *seen }
 func (State) ReadOnly() bool { return true }
 
 func (State) Def() tools.Def {
-	return tools.Def{Name: StateTool, Description: stateDescription + "\n" + fence.Rule,
-		Params: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}
+	return tools.Def{Name: StateTool, Description: stateDescription + "\n" + fence.Rule}
 }
 
-func (State) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct{}
-	if msg, ok := tools.DecodeArgs(StateTool, args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+// noArgs are the arguments of a tool that takes none.
+type noArgs struct{}
+
+func (State) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	ans, fail := call(ctx, env, wire.Request{Op: wire.OpState})
 	if fail != nil {
 		return *fail, nil

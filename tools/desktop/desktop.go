@@ -44,7 +44,8 @@ const callTimeout = 60 * time.Second
 // Tools returns the four tools, sharing what each conversation last saw.
 func Tools() []tools.Tool {
 	s := &seen{byConv: map[string]*view{}}
-	return []tools.Tool{State{s}, Screenshot{s}, Observe{s}, Act{s}}
+	return []tools.Tool{tools.NewFunc[noArgs](State{s}), tools.NewFunc[screenshotArgs](Screenshot{s}),
+		tools.NewFunc[noArgs](Observe{s}), tools.NewFunc[actArgs](Act{s})}
 }
 
 // NotRunning is what every tool answers when no helper listens.
