@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,24 +50,15 @@ type FetchURL struct {
 func (FetchURL) ReadOnly() bool { return true }
 
 func (FetchURL) Def() tools.Def {
-	return tools.Def{Name: "fetch_url", Description: fetchURLDescription + "\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {"url": {"type": "string", "description": "An http:// or https:// URL of a public site."}},
-  "required": ["url"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "fetch_url", Description: fetchURLDescription + "\n" + fence.Rule, Default: true}
 }
 
 type fetchArgs struct {
-	URL string `json:"url"`
+	URL string `json:"url" jsonschema:"An http:// or https:// URL of a public site."`
 }
 
-func (f FetchURL) parse(args json.RawMessage) (*url.URL, *tools.Result) {
-	var a fetchArgs
-	if msg, ok := tools.DecodeArgs("fetch_url", args, &a); !ok {
-		r := tools.Failf("%s", msg)
-		return nil, &r
-	}
+// parse is a's URL, or the refusal the model reads.
+func (f FetchURL) parse(a fetchArgs) (*url.URL, *tools.Result) {
 	u, err := url.Parse(strings.TrimSpace(a.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		r := tools.Failf("fetch_url: %q is not an http(s) URL", a.URL)
@@ -82,15 +72,15 @@ func (f FetchURL) parse(args json.RawMessage) (*url.URL, *tools.Result) {
 }
 
 // Check refuses a URL that is not http(s) before anyone is asked.
-func (f FetchURL) Check(_ tools.Env, args json.RawMessage) error {
-	if _, res := f.parse(args); res != nil {
+func (f FetchURL) Check(_ tools.Env, a fetchArgs) error {
+	if _, res := f.parse(a); res != nil {
 		return errors.New(res.Output)
 	}
 	return nil
 }
 
-func (f FetchURL) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	u, res := f.parse(args)
+func (f FetchURL) Run(ctx context.Context, env tools.Env, a fetchArgs) (tools.Result, error) {
+	u, res := f.parse(a)
 	if res != nil {
 		return *res, nil
 	}

@@ -63,7 +63,7 @@ func Tools(s *Settings, w *wall.Wall, box *shell.Sandbox) []tools.Tool {
 		w = wall.New()
 	}
 	return []tools.Tool{
-		FetchURL{Client: w.Client(fetchTimeout), Sandbox: box},
-		WebSearch{Settings: s, Client: &httpClient{timeout: 20 * time.Second}},
+		tools.NewFunc[fetchArgs](FetchURL{Client: w.Client(fetchTimeout), Sandbox: box}),
+		tools.NewFunc[searchArgs](WebSearch{Settings: s, Client: &httpClient{timeout: 20 * time.Second}}),
 	}
 }

@@ -63,28 +63,18 @@ func keepKeyOnHost(req *http.Request, via []*http.Request) error {
 func (WebSearch) ReadOnly() bool { return true }
 
 func (WebSearch) Def() tools.Def {
-	return tools.Def{Name: "web_search", Description: webSearchDescription + "\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "What to search for."},
-    "count": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many results (default 8)."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "web_search", Description: webSearchDescription + "\n" + fence.Rule, Default: true}
 }
 
 // Hit is one search result.
 type Hit struct{ Title, URL, Snippet string }
 
-func (s WebSearch) Run(ctx context.Context, _ tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Query string `json:"query"`
-		Count int    `json:"count"`
-	}
-	if msg, ok := tools.DecodeArgs("web_search", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type searchArgs struct {
+	Query string `json:"query" jsonschema:"What to search for."`
+	Count int    `json:"count,omitempty" jsonschema:"How many results (default 8)." schema:"minimum=1,maximum=20"`
+}
+
+func (s WebSearch) Run(ctx context.Context, _ tools.Env, a searchArgs) (tools.Result, error) {
 	a.Query = strings.TrimSpace(a.Query)
 	if a.Query == "" {
 		return tools.Failf("web_search: the query is empty"), nil

@@ -87,7 +87,7 @@ func site(t *testing.T) *httptest.Server {
 // the page that reads like an instruction stays inside the fence.
 func TestFetchURLFencesMarkdownWithTitleAndFinalURL(t *testing.T) {
 	srv := site(t)
-	f := web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}
+	f := web.FetchTool(web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)})
 	res := run(t, f, env(t), map[string]string{"url": srv.URL + "/old"})
 	if res.IsError {
 		t.Fatal(res.Output)
@@ -119,7 +119,7 @@ func TestFetchURLFencesMarkdownWithTitleAndFinalURL(t *testing.T) {
 // is cut at the cap, a 404 is an error result.
 func TestFetchURLKinds(t *testing.T) {
 	srv := site(t)
-	f := web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}
+	f := web.FetchTool(web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)})
 	e := env(t)
 	e.HomeDir = t.TempDir() // the PDF reader compiles once, then uses its cache there
 	if res := run(t, f, e, map[string]string{"url": srv.URL + "/latin1"}); res.IsError || !strings.Contains(res.Output, "café") {
@@ -156,7 +156,7 @@ func TestFetchURLKinds(t *testing.T) {
 	}
 	for _, bad := range []string{"file:///etc/passwd", "ftp://x/", "javascript:alert(1)", "http://user:pw@example.com/"} {
 		b, _ := json.Marshal(map[string]string{"url": bad})
-		if err := f.Check(e, b); err == nil {
+		if err := tools.Check(f, e, b); err == nil {
 			t.Errorf("%s passed Check", bad)
 		}
 	}
@@ -195,7 +195,7 @@ func TestSafeName(t *testing.T) {
 func search(t *testing.T, cfg web.SearchConfig, args any) tools.Result {
 	s := &web.Settings{}
 	s.SetSearch(cfg)
-	return run(t, web.WebSearch{Settings: s, Client: http.DefaultClient}, env(t), args)
+	return run(t, web.SearchTool(web.WebSearch{Settings: s, Client: http.DefaultClient}), env(t), args)
 }
 
 // TestWebSearchProviders: SearXNG-, Brave- and Tavily-shaped stand-ins
@@ -341,7 +341,7 @@ func TestFetchURLTitleAndAddressCannotOpenAFrame(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	res := run(t, web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}, env(t), map[string]string{"url": srv.URL + "/go"})
+	res := run(t, web.FetchTool(web.FetchURL{Client: srv.Client(), Sandbox: shelltest.New(t)}), env(t), map[string]string{"url": srv.URL + "/go"})
 	m := fenced.FindStringSubmatch(res.Output)
 	if m == nil || m[1] != m[4] {
 		t.Fatalf("not fenced:\n%s", res.Output)
