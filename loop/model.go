@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 )
@@ -239,7 +240,7 @@ func toLLM(system string, msgs []Message) []llm.Message {
 	return out
 }
 
-var errNoRoutes = errors.New("the agent has no model routes: set routes in its agent.yaml (or MY_AGENT_ROUTES)")
+var errNoRoutes = errors.New(view.NoRoutes)
 
 // HarnessCall is the model_called of one of the harness's own calls
 // (summary, consolidation, …): usage and cost for the ledger, no run. The

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 )
 
 // Safe restarts (R-X-4): a failing pass is retried after a growing pause,
@@ -27,7 +28,7 @@ const (
 // Reasons of runs the worker closes.
 const (
 	ReasonPoisoned    = "poisoned"
-	ReasonInterrupted = "interrupted"
+	ReasonInterrupted = view.ReasonInterrupted
 )
 
 // RetryDelay is the pause before retrying a conversation whose pass failed

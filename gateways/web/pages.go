@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/mcp"
@@ -116,7 +116,7 @@ func (p *Pages) failingRoute(c projections.Conversation) string {
 		}
 	}
 	if r.Status == events.RunFailed && r.Reason == "model_error" {
-		return "In the last run (" + c.ID + "): " + loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
+		return "In the last run (" + c.ID + "): " + view.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error}.Notice(p.Home)
 	}
 	return ""
 }
@@ -187,7 +187,7 @@ func (p *Pages) chat(ctx context.Context, id, csrf string, render func(string) s
 	}
 	if len(head.Approvals) > 0 {
 		a := head.Approvals[0]
-		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: loop.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
+		v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: view.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt, ExpiresIn: p.left(a.ExpiresAt)}
 		for _, it := range items {
 			if it.Kind == projections.ChatCall && it.Call.ID == a.CallID && it.Result == nil {
 				v.Approval.Args, v.Approval.Blocks = readable(it.Call.Arguments)
@@ -210,7 +210,7 @@ func (p *Pages) chat(ctx context.Context, id, csrf string, render func(string) s
 				continue
 			}
 			v.Conv.Status = projections.ConversationAwaitingApproval
-			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: loop.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
+			v.Approval = &ui.ApprovalCard{ID: a.ID, Tool: a.Tool, Source: view.ToolSource(a.Tool), Reason: a.Reason, ExpiresAt: a.ExpiresAt,
 				ExpiresIn: p.left(a.ExpiresAt), From: p.agentName(a.Agent), Conversation: a.Conversation}
 			v.Approval.Args, v.Approval.Blocks = readable(a.Arguments)
 			break
@@ -230,7 +230,7 @@ func (p *Pages) chat(ctx context.Context, id, csrf string, render func(string) s
 
 // ending is the notice of how the conversation's last run ended, while no
 // message came after it: nil when the run answered normally (R-WEB; the
-// words are loop.Ending's, the same Telegram sends).
+// words are view.Ending's, the same Telegram sends).
 func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEnding {
 	if c.LastRunID == "" || c.Queued > 0 || c.Closed != nil {
 		return nil
@@ -239,7 +239,7 @@ func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEndin
 	if err != nil || r.Finished == nil {
 		return nil
 	}
-	end := loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error, By: r.StoppedBy,
+	end := view.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error, By: r.StoppedBy,
 		CostUSD: r.Totals.CostUSD, UnknownCostCalls: r.Totals.UnknownCostCalls}
 	for _, s := range r.Steps {
 		for _, m := range s.ModelCalls {
@@ -254,16 +254,16 @@ func (p *Pages) ending(c projections.Conversation, question string) *ui.RunEndin
 		return nil
 	}
 	v := &ui.RunEnding{Kind: kind, Status: r.Status, Reason: r.Reason, Text: end.Notice(p.Home)}
-	if kind != loop.EndAsks {
+	if kind != view.EndAsks {
 		v.Spend = end.Spend()
 	}
 	return v
 }
 
 // readable lays out tool arguments for the owner: commands and texts as
-// blocks, the rest as JSON without escapes (loop.ReadableArgs).
+// blocks, the rest as JSON without escapes (view.ReadableArgs).
 func readable(raw json.RawMessage) (string, []ui.ArgBlock) {
-	rest, texts := loop.ReadableArgs(raw)
+	rest, texts := view.ReadableArgs(raw)
 	var blocks []ui.ArgBlock
 	for _, t := range texts {
 		blocks = append(blocks, ui.ArgBlock{Name: t.Name, Text: t.Text})
@@ -394,7 +394,7 @@ func (p *Pages) runCard(id string, depth int) (ui.RunCard, error) {
 	}
 	card.ForkedFrom, card.Forks = forkLinks(r.RunSummary)
 	if r.Finished != nil && r.Status != events.RunDone {
-		card.Notice = loop.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error, By: r.StoppedBy}.Notice(p.Home)
+		card.Notice = view.Ending{Status: r.Status, Reason: r.Reason, Error: r.Error, By: r.StoppedBy}.Notice(p.Home)
 	}
 	nested := map[string]bool{} // child runs shown under their delegate call
 	if r.Finished != nil {

@@ -1,4 +1,4 @@
-package loop
+package view
 
 import (
 	"bytes"
@@ -99,6 +99,9 @@ func marshalIndent(v any) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// mcpPrefix starts every MCP tool's name (tools/mcp.Prefix).
+const mcpPrefix = "mcp__"
 
 // ToolSource says where a tool comes from when it is not the crew's own —
 // "MCP server notes, tool search" for mcp__notes__search — so that an

@@ -1,4 +1,4 @@
-package loop
+package view
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ func TestRunEndingSentences(t *testing.T) {
 			EndFailed, []string{"Ollama did not answer", "OLLAMA_HOST"}},
 		{"context", Ending{Status: events.RunFailed, Reason: "model_error", Error: "fake: context too long: HTTP 400: scripted context_too_long"},
 			EndFailed, []string{"too long for the model", "new conversation"}},
-		{"no routes", Ending{Status: events.RunFailed, Reason: "model_error", Error: errNoRoutes.Error()},
+		{"no routes", Ending{Status: events.RunFailed, Reason: "model_error", Error: NoRoutes},
 			EndFailed, []string{"no model routes", "agent.yaml"}},
 		{"odd model error", Ending{Status: events.RunFailed, Reason: "model_error", Error: "something strange"},
 			EndFailed, []string{"Every model route failed: something strange", "/h/env"}},
