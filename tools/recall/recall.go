@@ -10,7 +10,6 @@ package recall
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ type Index interface {
 // Tools returns recall and recall_open over idx (nil: they say recall is
 // not available in this process); a since date is a day of s's timezone.
 func Tools(idx Index, s tools.Services) []tools.Tool {
-	return []tools.Tool{Recall{idx, s.Loc()}, Open{idx}}
+	return []tools.Tool{tools.NewFunc[recallArgs](Recall{idx, s.Loc()}), tools.NewFunc[openArgs](Open{idx})}
 }
 
 //go:embed recall.md
@@ -71,32 +70,20 @@ type Recall struct {
 func (Recall) ReadOnly() bool { return true }
 
 func (Recall) Def() tools.Def {
-	return tools.Def{Name: "recall", Description: recallDescription + "\n\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "A few words of what you are looking for."},
-    "scope": {"type": "string", "enum": ["conversations", "memory", "canvas", "all"], "description": "Where to look; default all."},
-    "since": {"type": "string", "description": "Only what is newer: a date YYYY-MM-DD (the owner's timezone) or an RFC 3339 time."},
-    "agent": {"type": "string", "description": "Only what this agent said or wrote."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "recall", Description: recallDescription + "\n\n" + fence.Rule, Default: true}
 }
 
 // maxHits is how many hits a recall returns.
 const maxHits = 8
 
-func (r Recall) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Query string `json:"query"`
-		Scope string `json:"scope"`
-		Since string `json:"since"`
-		Agent string `json:"agent"`
-	}
-	if msg, ok := tools.DecodeArgs("recall", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type recallArgs struct {
+	Query string `json:"query" jsonschema:"A few words of what you are looking for."`
+	Scope string `json:"scope,omitempty" jsonschema:"Where to look; default all." schema:"enum=conversations|memory|canvas|all"`
+	Since string `json:"since,omitempty" jsonschema:"Only what is newer: a date YYYY-MM-DD (the owner's timezone) or an RFC 3339 time."`
+	Agent string `json:"agent,omitempty" jsonschema:"Only what this agent said or wrote."`
+}
+
+func (r Recall) Run(ctx context.Context, env tools.Env, a recallArgs) (tools.Result, error) {
 	if strings.TrimSpace(a.Query) == "" {
 		return tools.Failf("query is required: a few words of what you are looking for"), nil
 	}
@@ -161,23 +148,14 @@ type Open struct{ idx Index }
 func (Open) ReadOnly() bool { return true }
 
 func (Open) Def() tools.Def {
-	return tools.Def{Name: "recall_open", Description: openDescription + "\n\n" + fence.Rule, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "source": {"type": "string", "description": "A hit's source as recall gave it (subject@sequence)."}
-  },
-  "required": ["source"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "recall_open", Description: openDescription + "\n\n" + fence.Rule, Default: true}
 }
 
-func (o Open) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Source string `json:"source"`
-	}
-	if msg, ok := tools.DecodeArgs("recall_open", args, &a); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+type openArgs struct {
+	Source string `json:"source" jsonschema:"A hit's source as recall gave it (subject@sequence)."`
+}
+
+func (o Open) Run(ctx context.Context, env tools.Env, a openArgs) (tools.Result, error) {
 	if o.idx == nil {
 		return tools.Failf("recall is not available in this process"), nil
 	}
