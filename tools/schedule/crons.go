@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -49,7 +48,12 @@ type CronTools struct{ jobs atomic.Pointer[Crons] }
 func (c *CronTools) Bind(j Crons) { c.jobs.Store(&j) }
 
 // Tools are list_crons and cancel_cron.
-func (c *CronTools) Tools() []tools.Tool { return []tools.Tool{listCrons{c}, cancelCron{c}} }
+func (c *CronTools) Tools() []tools.Tool {
+	return []tools.Tool{tools.NewFunc[noArgs](listCrons{c}), tools.NewFunc[cancelArgs](cancelCron{c})}
+}
+
+// noArgs are the arguments of a tool that takes none.
+type noArgs struct{}
 
 // own is the agent's jobs, or an error the model reads.
 func (c *CronTools) own(ctx context.Context, agent string) ([]Cron, string) {
@@ -78,17 +82,12 @@ type listCrons struct{ c *CronTools }
 var _ tools.Reader = listCrons{}
 
 func (listCrons) Def() tools.Def {
-	return tools.Def{Name: "list_crons", Description: listToolDoc, Default: true,
-		Params: json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)}
+	return tools.Def{Name: "list_crons", Description: listToolDoc, Default: true}
 }
 
 func (listCrons) ReadOnly() bool { return true }
 
-func (l listCrons) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var none struct{}
-	if msg, ok := tools.DecodeArgs("list_crons", args, &none); !ok {
-		return tools.Failf("%s", msg), nil
-	}
+func (l listCrons) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	own, fail := l.c.own(ctx, env.AgentID)
 	if fail != "" {
 		return tools.Result{Output: fail, IsError: true}, nil
@@ -130,29 +129,20 @@ func originWords(origin string) string {
 
 type cancelCron struct{ c *CronTools }
 
-var _ tools.Asker = cancelCron{}
+var _ interface {
+	AskWhen(tools.Env, cancelArgs) string
+} = cancelCron{}
 
 type cancelArgs struct {
-	ID string `json:"id"`
+	ID string `json:"id" jsonschema:"the job's id, as list_crons shows it"`
 }
 
 func (cancelCron) Def() tools.Def {
-	return tools.Def{Name: "cancel_cron", Description: cancelToolDoc, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "id": {"type": "string", "description": "the job's id, as list_crons shows it"}
-  },
-  "required": ["id"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "cancel_cron", Description: cancelToolDoc, Default: true}
 }
 
 // find is the agent's job id.
-func (c cancelCron) find(ctx context.Context, env tools.Env, args json.RawMessage) (Cron, bool, string) {
-	var a cancelArgs
-	if msg, ok := tools.DecodeArgs("cancel_cron", args, &a); !ok {
-		return Cron{}, false, msg
-	}
+func (c cancelCron) find(ctx context.Context, env tools.Env, a cancelArgs) (Cron, bool, string) {
 	own, fail := c.c.own(ctx, env.AgentID)
 	if fail != "" {
 		return Cron{}, false, fail
@@ -167,21 +157,21 @@ func (c cancelCron) find(ctx context.Context, env tools.Env, args json.RawMessag
 
 // AskWhen: a job the agent created with schedule_create is its own to
 // cancel; a schedule of agent.yaml is the owner's, so cancelling it asks.
-func (c cancelCron) AskWhen(env tools.Env, args json.RawMessage) string {
-	if len(args) == 0 {
+func (c cancelCron) AskWhen(env tools.Env, a cancelArgs) string {
+	if a.ID == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cr, ok, _ := c.find(ctx, env, args)
+	cr, ok, _ := c.find(ctx, env, a)
 	if !ok || cr.Origin == "chat" || !cr.Enabled {
 		return ""
 	}
 	return fmt.Sprintf("cancel_cron of a schedule in agent.yaml asks: approve writing enabled: false into agent %s's schedule %q (%s): %s", cr.Agent, cr.Name, cr.When, cr.What)
 }
 
-func (c cancelCron) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	cr, ok, fail := c.find(ctx, env, args)
+func (c cancelCron) Run(ctx context.Context, env tools.Env, a cancelArgs) (tools.Result, error) {
+	cr, ok, fail := c.find(ctx, env, a)
 	if !ok {
 		return tools.Result{Output: fail, IsError: true}, nil
 	}

@@ -6,7 +6,6 @@ package schedule
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -25,7 +24,16 @@ var createToolDoc string
 // restart, with origin "chat". It always asks — no setting turns that off
 // (R-GATE-4): its AskWhen gives a reason for every call, which the gate
 // honours even in an autonomous conversation.
+//
+// It is a tools.Func of its arguments (the schema derived, the arguments
+// decoded once); Bind reaches the tool inside.
 type CreateTool struct {
+	*tools.Func[createArgs]
+	c *create
+}
+
+// create is schedule_create's typed tool, which CreateTool wraps.
+type create struct {
 	jobs atomic.Pointer[Adder]
 	s    tools.Services // the clock and the owner's timezone
 }
@@ -59,43 +67,32 @@ func (r refused) Unwrap() []error { return []error{ErrNotScheduled, r.err} }
 // NewCreateTool returns the tool, telling time and reading a cron in the
 // owner's timezone by s; Bind gives it the running scheduler.
 func NewCreateTool(s tools.Services) *CreateTool {
-	return &CreateTool{s: s}
+	c := &create{s: s}
+	return &CreateTool{Func: tools.NewFunc[createArgs](c), c: c}
 }
 
 // Bind attaches the scheduler (it starts after the tool registry).
-func (t *CreateTool) Bind(a Adder) { t.jobs.Store(&a) }
+func (t *CreateTool) Bind(a Adder) { t.c.jobs.Store(&a) }
 
 var _ tools.Tool = (*CreateTool)(nil)
 var _ tools.Asker = (*CreateTool)(nil)
 
 type createArgs struct {
-	Name   string `json:"name"`
-	Cron   string `json:"cron"`
-	At     string `json:"at"`
-	Prompt string `json:"prompt"`
+	Name   string `json:"name" jsonschema:"short name, letters, digits, - and _"`
+	Cron   string `json:"cron,omitempty" jsonschema:"5-field cron in the owner's time zone, e.g. \"0 7 * * 1-5\"; or leave empty and give at"`
+	At     string `json:"at,omitempty" jsonschema:"RFC 3339 time for a one-off job"`
+	Prompt string `json:"prompt" jsonschema:"the exact prompt the job will run"`
 }
 
-func (t *CreateTool) Def() tools.Def {
-	return tools.Def{Name: "schedule_create", Description: createToolDoc, Default: true, Params: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "description": "short name, letters, digits, - and _"},
-    "cron": {"type": "string", "description": "5-field cron in the owner's time zone, e.g. \"0 7 * * 1-5\"; or leave empty and give at"},
-    "at": {"type": "string", "description": "RFC 3339 time for a one-off job"},
-    "prompt": {"type": "string", "description": "the exact prompt the job will run"}
-  },
-  "required": ["name", "prompt"],
-  "additionalProperties": false
-}`)}
+func (t *create) Def() tools.Def {
+	return tools.Def{Name: "schedule_create", Description: createToolDoc, Default: true}
 }
 
 // NeedsApproval is true: it changes what runs later.
-func (t *CreateTool) NeedsApproval() bool { return true }
+func (t *create) NeedsApproval() bool { return true }
 
 // AskWhen always asks, showing the exact prompt to approve.
-func (t *CreateTool) AskWhen(env tools.Env, args json.RawMessage) string {
-	var a createArgs
-	json.Unmarshal(args, &a)
+func (t *create) AskWhen(env tools.Env, a createArgs) string {
 	when := a.Cron
 	if when == "" {
 		when = "at " + a.At
@@ -104,15 +101,15 @@ func (t *CreateTool) AskWhen(env tools.Env, args json.RawMessage) string {
 }
 
 var _ tools.Checker = (*CreateTool)(nil)
+var _ interface {
+	Check(tools.Env, createArgs) error
+	AskWhen(tools.Env, createArgs) string
+} = (*create)(nil)
 
 // Check refuses, before the owner is asked, a job the scheduler would
 // refuse: no name or prompt, neither or both of cron and at, a cron that
 // does not parse, an at that is not an RFC 3339 time in the future.
-func (t *CreateTool) Check(env tools.Env, args json.RawMessage) error {
-	var a createArgs
-	if msg, ok := tools.DecodeArgs(t.Def().Name, args, &a); !ok {
-		return errors.New(msg)
-	}
+func (t *create) Check(env tools.Env, a createArgs) error {
 	switch {
 	case a.Name == "" || a.Prompt == "":
 		return errors.New("Not scheduled: a job needs a name and a prompt.")
@@ -134,14 +131,10 @@ func (t *CreateTool) Check(env tools.Env, args json.RawMessage) error {
 	return nil
 }
 
-func (t *CreateTool) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
+func (t *create) Run(ctx context.Context, env tools.Env, a createArgs) (tools.Result, error) {
 	s := t.jobs.Load()
 	if s == nil {
 		return tools.Result{Output: "The scheduler is not running; nothing was scheduled.", IsError: true}, nil
-	}
-	var a createArgs
-	if msg, ok := tools.DecodeArgs(t.Def().Name, args, &a); !ok {
-		return tools.Failf("%s", msg), nil
 	}
 	j := Job{ID: env.AgentID + "-" + a.Name, Agent: env.AgentID, Name: a.Name, Cron: a.Cron, Prompt: a.Prompt, SourceConversation: env.Conversation}
 	if a.At != "" {
