@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools"
 )
 
@@ -19,7 +20,7 @@ var askUserDescription string
 // AskUserTool asks the owner a question: the turn pauses until they answer
 // (on the web, on Telegram, through the API) or the question expires, and
 // the answer is the call's result.
-const AskUserTool = "ask_user"
+const AskUserTool = view.AskUserTool
 
 // Limits of one question, so it fits a Telegram message and its buttons.
 const (

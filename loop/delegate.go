@@ -3,9 +3,7 @@ package loop
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -14,12 +12,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools"
 )
 
 // DelegateTool is the loop tool that runs a child turn on another agent
 // (R-DEL).
-const DelegateTool = "delegate"
+const DelegateTool = view.DelegateTool
 
 // MaxDelegations is how many delegate calls one conversation may make
 // (R-HOME-6).
@@ -126,13 +125,7 @@ func (delegateTool) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Res
 // ChildID is the conversation a delegate call opens. It is derived from the
 // parent conversation and the call id, so a call resumed after a restart
 // finds the child it opened.
-func ChildID(parent, callID string) string {
-	sum := sha256.Sum256([]byte(parent + "\x00" + callID))
-	if len(parent) > 80 {
-		parent = parent[:80]
-	}
-	return parent + "-d-" + hex.EncodeToString(sum[:8])
-}
+func ChildID(parent, callID string) string { return view.ChildID(parent, callID) }
 
 type delegateArgs struct {
 	Agent string `json:"agent"`

@@ -1,6 +1,10 @@
 package view
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
 
 // Team is a team as the pages and the API show it: the roster with
 // WORK/IDLE, the board, the mail timeline and the protocol requests still
@@ -85,3 +89,21 @@ func MemberConversation(team, name string) string {
 	}
 	return team + "-t-" + name
 }
+
+// ChildID is the conversation a delegate call opens. It is derived from the
+// parent conversation and the call id, so a call resumed after a restart
+// finds the child it opened.
+func ChildID(parent, callID string) string {
+	sum := sha256.Sum256([]byte(parent + "\x00" + callID))
+	if len(parent) > 80 {
+		parent = parent[:80]
+	}
+	return parent + "-d-" + hex.EncodeToString(sum[:8])
+}
+
+// The names of the tools whose calls the chat shows as cards of their own
+// (loop.AskUserTool, loop.DelegateTool).
+const (
+	AskUserTool  = "ask_user"
+	DelegateTool = "delegate"
+)

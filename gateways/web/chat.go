@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/image"
@@ -128,7 +129,7 @@ func chatCall(h projections.ChatHead, it projections.ChatItem, waiting string, m
 	if d := chatDelegate(h.Conversation, c, r, md); d != nil {
 		return ui.Item{Kind: ui.ItemDelegate, Delegate: d}, true
 	}
-	if c.Name == loop.AskUserTool && h.Parent == "" {
+	if c.Name == view.AskUserTool && h.Parent == "" {
 		if r != nil && !strings.HasPrefix(r.Output, "Your question was shown to the owner.") {
 			return ui.Item{Kind: ui.ItemQuestion, Question: chatQuestion(c, r)}, true
 		}
@@ -173,12 +174,12 @@ func chatQuestion(c events.ToolCallRequest, r *projections.ChatResult) *ui.Quest
 // chatDelegate pins a delegate call: running, or answered by its child. A
 // refused call (no child) is an ordinary tool card: nil.
 func chatDelegate(conv string, c events.ToolCallRequest, r *projections.ChatResult, md func(string) string) *ui.DelegateCard {
-	if c.Name != loop.DelegateTool {
+	if c.Name != view.DelegateTool {
 		return nil
 	}
 	var args struct{ Agent, Task string }
 	json.Unmarshal(c.Arguments, &args)
-	d := &ui.DelegateCard{CallID: c.ID, Agent: args.Agent, Task: args.Task, Conversation: loop.ChildID(conv, c.ID), Status: "running"}
+	d := &ui.DelegateCard{CallID: c.ID, Agent: args.Agent, Task: args.Task, Conversation: view.ChildID(conv, c.ID), Status: "running"}
 	switch {
 	case r != nil && r.Delegate == nil:
 		return nil

@@ -2,11 +2,11 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"go.etcd.io/bbolt"
 )
@@ -15,7 +15,14 @@ import (
 // the projections.
 type ProjectionViews struct {
 	DB    *bbolt.DB
-	Convs *loop.Convs // the conversations' model-visible history
+	Convs Histories // the conversations' model-visible history
+}
+
+// Histories is the conversations' history as the model sees it, as JSON
+// (loop.Convs): an *events.DecodeError when an event of a conversation's
+// log cannot be decoded.
+type Histories interface {
+	History(ctx context.Context, id string) (json.RawMessage, error)
 }
 
 // conversationView is GET /api/conversations/{id}: the projection's view
@@ -24,7 +31,7 @@ type ProjectionViews struct {
 // (projections.Conversation.Parked) and no history.
 type conversationView struct {
 	projections.Conversation
-	History []loop.Message `json:"history"`
+	History json.RawMessage `json:"history"`
 }
 
 var _ Views = ProjectionViews{}
@@ -41,21 +48,19 @@ func (v ProjectionViews) Conversation(ctx context.Context, id string) (any, erro
 	if err != nil || v.Convs == nil {
 		return c, err
 	}
-	conv, err := v.Convs.Get(ctx, id)
+	history, err := v.Convs.History(ctx, id)
 	if de := (*events.DecodeError)(nil); errors.As(err, &de) {
 		// The projection may not have reached the event yet.
 		if c.Parked == nil {
 			c.Parked = &projections.ParkedEvent{Subject: de.Subject, Seq: de.Seq, Error: de.Error()}
 		}
 		c.Status = projections.ConversationParked
-		return conversationView{Conversation: c, History: []loop.Message{}}, nil
+		return conversationView{Conversation: c, History: json.RawMessage("[]")}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := conversationView{Conversation: c}
-	conv.View(func(st *loop.State) { out.History = append([]loop.Message{}, st.Messages...) })
-	return out, nil
+	return conversationView{Conversation: c, History: history}, nil
 }
 
 func (v ProjectionViews) Runs(ctx context.Context, conversation string) (any, error) {
