@@ -12,7 +12,6 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/view"
-	"github.com/my-agent-crew/crew/loop/consolidate"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/mcp"
 )
@@ -149,9 +148,9 @@ func (c Client) Health(ctx context.Context) (HealthReport, error) {
 
 // Consolidate asks the server to file a memory proposal for agent, as
 // crew memory consolidate does (trigger cli).
-func (c Client) Consolidate(ctx context.Context, agent string) (consolidate.Proposal, error) {
-	var p consolidate.Proposal
-	body, _ := json.Marshal(map[string]string{"agent": agent, "trigger": consolidate.TriggerCLI})
+func (c Client) Consolidate(ctx context.Context, agent string) (view.Proposal, error) {
+	var p view.Proposal
+	body, _ := json.Marshal(map[string]string{"agent": agent, "trigger": view.TriggerCLI})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+"/api/memory/consolidate", bytes.NewReader(body))
 	if err != nil {
 		return p, err

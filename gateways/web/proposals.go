@@ -10,17 +10,17 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events/refusal"
-	"github.com/my-agent-crew/crew/loop/consolidate"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
 )
 
-// Memory is the MemoryService of a running crew: consolidate.Service
-// files, decides and rolls back, and what is shown is read from the memory
+// Memory is the MemoryService of a running crew: its Consolidator files,
+// decides and rolls back, and what is shown is read from the memory
 // projection once it has applied the change (read your writes).
 type Memory struct {
-	Service *consolidate.Service
+	Service Consolidator
 	DB      *bbolt.DB // the projections database
 	// Fresh is the projections' read-your-writes (the Runner).
 	Fresh    projections.Freshness
@@ -29,22 +29,30 @@ type Memory struct {
 
 var _ MemoryService = (*Memory)(nil)
 
+// Consolidator is what files, decides and rolls back memory proposals
+// (consolidate.Service), each answered with the proposal as stored.
+type Consolidator interface {
+	Consolidate(ctx context.Context, agent, trigger string) (view.Proposal, error)
+	Decide(ctx context.Context, id string, approve bool, channel string) (view.Proposal, error)
+	Rollback(ctx context.Context, id, channel string) (view.Proposal, error)
+}
+
 // Proposal is a proposal as the API shows it: the projected view with
 // its line diff and how many lines it adds and removes.
 type Proposal struct {
 	projections.Proposal
-	Added   int                `json:"added"`
-	Removed int                `json:"removed"`
-	Diff    []consolidate.Line `json:"diff,omitempty"`
+	Added   int         `json:"added"`
+	Removed int         `json:"removed"`
+	Diff    []view.Line `json:"diff,omitempty"`
 }
 
 func withDiff(p projections.Proposal) Proposal {
-	out := Proposal{Proposal: p, Diff: consolidate.Diff(p.Old, p.New)}
+	out := Proposal{Proposal: p, Diff: view.Diff(p.Old, p.New)}
 	for _, l := range out.Diff {
 		switch l.Op {
-		case consolidate.Add:
+		case view.Add:
 			out.Added++
-		case consolidate.Del:
+		case view.Del:
 			out.Removed++
 		}
 	}
@@ -81,7 +89,7 @@ func (m *Memory) list(agent string) ([]Proposal, error) {
 
 // shown waits for the projection to apply what the service stored, then
 // reads the proposal from it.
-func (m *Memory) shown(ctx context.Context, p consolidate.Proposal) (any, error) {
+func (m *Memory) shown(ctx context.Context, p view.Proposal) (any, error) {
 	if err := m.Fresh.WaitFor(ctx, p.LastSeq); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 )
 
 // Classify compares MEMORY.md before (old) and after (new) a rewrite by a
@@ -29,9 +30,9 @@ import (
 //
 // Only add_only and date_only may be applied without a human (R-MEM-2).
 func Classify(old, new, sources string) (kind, reason string) {
-	a, b := lines(old), lines(new)
+	a, b := view.SplitLines(old), view.SplitLines(new)
 	var added, removed []string
-	for _, l := range diffLines(a, b) {
+	for _, l := range view.DiffLines(a, b) {
 		switch l.Op {
 		case Add:
 			added = append(added, l.Text)

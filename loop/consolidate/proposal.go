@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 )
 
 // Proposal statuses (events.FoldProposal decides them).
@@ -15,15 +16,9 @@ const (
 )
 
 // Proposal is one proposed rewrite of an agent's MEMORY.md (R-MEM-2) with
-// what became of it, folded from the agent's scope (the memory projection
-// stores the same record, which the web pages read), with its line diff
-// and how many lines it adds and removes.
-type Proposal struct {
-	events.ProposalRecord
-	Added   int    `json:"added"`
-	Removed int    `json:"removed"`
-	Diff    []Line `json:"diff,omitempty"`
-}
+// what became of it, folded from the agent's scope, with its line diff
+// (view.Proposal, which the web gateway decodes).
+type Proposal = view.Proposal
 
 // withDiff is p with its line diff and counts.
 func withDiff(p Proposal) Proposal {

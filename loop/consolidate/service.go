@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
@@ -32,9 +33,9 @@ const Days = 7
 
 // Triggers: what asked for a consolidation.
 const (
-	TriggerCLI = "cli"
-	TriggerAPI = "api"
-	TriggerJob = "job"
+	TriggerCLI = view.TriggerCLI
+	TriggerAPI = view.TriggerAPI
+	TriggerJob = view.TriggerJob
 )
 
 // Agent is what consolidation needs of an agent.
