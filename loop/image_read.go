@@ -28,7 +28,14 @@ func (imageRead) ReadOnly() bool { return true }
 
 func (imageRead) Def() tools.Def {
 	return tools.Def{Name: ImageReadTool, Description: strings.TrimSpace(imageReadDescription), Default: true,
-		Params: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The image, relative to the workspace."},"question":{"type":"string","description":"What to look for; default: describe it."}},"required":["path"],"additionalProperties":false}`)}
+		Params: tools.MustSchema[imageReadArgs]()}
+}
+
+// imageReadArgs are image_read's arguments; the turn answers the call, so
+// the schema is derived here and the arguments decoded in answer.
+type imageReadArgs struct {
+	Path     string `json:"path" jsonschema:"The image, relative to the workspace."`
+	Question string `json:"question,omitempty" jsonschema:"What to look for; default: describe it."`
 }
 
 func (imageRead) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, error) {
@@ -45,12 +52,9 @@ func (imageRead) vet(t *Turn, c events.ToolCallRequest) (string, string, bool) {
 }
 
 func (imageRead) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result, error) {
-	var a struct {
-		Path     string `json:"path"`
-		Question string `json:"question"`
-	}
-	if msg, ok := tools.DecodeArgs(ImageReadTool, c.Arguments, &a); !ok {
-		return tools.Failf("%s", msg), nil
+	a, err := tools.Decode[imageReadArgs](ImageReadTool, c.Arguments)
+	if err != nil {
+		return tools.Failf("%s", err), nil
 	}
 	url, err := t.attachmentURL(a.Path)
 	if err != nil {
