@@ -150,6 +150,10 @@ func TestClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	leases, err := events.OpenLeases(t.Context(), nc)
+	if err != nil {
+		t.Logf("no lease bucket to read on failure: %v", err)
+	}
 
 	var mu sync.Mutex
 	accepted := map[string]string{} // marker → conversation
@@ -260,7 +264,16 @@ func TestClusterFailover(t *testing.T) {
 			var left []string
 			for marker, conv := range accepted {
 				if tl := byConv[conv]; tl == nil || tl.done < 1 {
-					left = append(left, fmt.Sprintf("%s %s %+v asked %d", marker, conv, tl, model.count(marker)))
+					// What b's projections and the lease bucket say of it: why
+					// neither the takeover nor the adoption tick ran it.
+					var view map[string]any
+					getJSON(t, b.url+"/api/conversations/"+conv, &view)
+					holder, held, herr := "", false, error(nil)
+					if leases != nil {
+						holder, held, herr = leases.Holder(t.Context(), "conv."+conv)
+					}
+					left = append(left, fmt.Sprintf("%s %s %+v asked %d; on b: status %v queued %v; lease held %v by %q (%v)",
+						marker, conv, tl, model.count(marker), view["status"], view["queued"], held, holder, herr))
 				}
 			}
 			t.Fatalf("after 3 minutes %d accepted messages are not answered: %v", len(left), left)

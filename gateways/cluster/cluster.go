@@ -220,6 +220,7 @@ const adoptEvery = 10 * time.Second
 func (m *Member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
 	t := time.NewTicker(adoptEvery)
 	defer t.Stop()
+	var lastErr error
 	for {
 		select {
 		case <-ctx.Done():
@@ -230,17 +231,26 @@ func (m *Member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
 		if err != nil {
 			continue
 		}
+		var unread []string
 		for _, id := range ids {
 			c, err := projections.GetConversation(db, id)
 			if err != nil || len(c.PendingApprovals) > 0 || c.PendingQuestion != nil ||
 				c.Status != projections.ConversationRunning && c.Queued == 0 {
 				continue
 			}
-			if _, held, err := m.leases.Holder(ctx, "conv."+id); err != nil || held {
+			_, held, err := m.leases.Holder(ctx, "conv."+id)
+			if err != nil && ctx.Err() == nil {
+				unread, lastErr = append(unread, id), err
+			}
+			if err != nil || held {
 				continue
 			}
 			m.logger.Info("taking over a conversation with work that no crew process holds", "conversation", id)
 			w.TakeOver(id)
+		}
+		if len(unread) > 0 {
+			// Their leases could not be read: asked again next tick.
+			m.logger.Warn("cannot read the leases of conversations with work; trying again", "conversations", len(unread), "first", unread[0], "err", lastErr)
 		}
 	}
 }
