@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
@@ -19,21 +18,14 @@ var claimTaskDoc string
 type claimTask struct{ r *Runtime }
 
 func (claimTask) Def() tools.Def {
-	return tools.Def{Name: "claim_task", Description: claimTaskDoc, Params: params(`{
-  "type": "object",
-  "properties": {"task_id": {"type": "string"}},
-  "required": ["task_id"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "claim_task", Description: claimTaskDoc}
 }
 
-func (c claimTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		TaskID string `json:"task_id"`
-	}
-	if err := decode("claim_task", args, &a); err != nil {
-		return outcome("", err)
-	}
+type claimArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+func (c claimTask) Run(ctx context.Context, env tools.Env, a claimArgs) (tools.Result, error) {
 	t, seat, err := c.r.member(ctx, env)
 	if err != nil {
 		return outcome("", err)

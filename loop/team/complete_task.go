@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -21,25 +20,15 @@ var completeTaskDoc string
 type completeTask struct{ r *Runtime }
 
 func (completeTask) Def() tools.Def {
-	return tools.Def{Name: "complete_task", Description: completeTaskDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "task_id": {"type": "string"},
-    "result": {"type": "string", "description": "what was done and how it was checked"}
-  },
-  "required": ["task_id", "result"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "complete_task", Description: completeTaskDoc}
 }
 
-func (c completeTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		TaskID string `json:"task_id"`
-		Result string `json:"result"`
-	}
-	if err := decode("complete_task", args, &a); err != nil {
-		return outcome("", err)
-	}
+type completeArgs struct {
+	TaskID string `json:"task_id"`
+	Result string `json:"result" jsonschema:"what was done and how it was checked"`
+}
+
+func (c completeTask) Run(ctx context.Context, env tools.Env, a completeArgs) (tools.Result, error) {
 	t, seat, err := c.r.member(ctx, env)
 	if err != nil {
 		return outcome("", err)

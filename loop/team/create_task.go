@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,25 +18,15 @@ var createTaskDoc string
 type createTask struct{ r *Runtime }
 
 func (createTask) Def() tools.Def {
-	return tools.Def{Name: "create_task", Description: createTaskDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "subject": {"type": "string", "description": "a short title"},
-    "description": {"type": "string", "description": "what done means, for whoever claims it"}
-  },
-  "required": ["subject"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "create_task", Description: createTaskDoc}
 }
 
-func (c createTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Subject     string `json:"subject"`
-		Description string `json:"description"`
-	}
-	if err := decode("create_task", args, &a); err != nil {
-		return outcome("", err)
-	}
+type createTaskArgs struct {
+	Subject     string `json:"subject" jsonschema:"a short title"`
+	Description string `json:"description,omitempty" jsonschema:"what done means, for whoever claims it"`
+}
+
+func (c createTask) Run(ctx context.Context, env tools.Env, a createTaskArgs) (tools.Result, error) {
 	if strings.TrimSpace(a.Subject) == "" {
 		return outcome("", refuse("Not run: give the task a subject."))
 	}

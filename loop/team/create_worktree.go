@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -26,25 +25,15 @@ type createWorktree struct{ r *Runtime }
 func (createWorktree) NeedsApproval() bool { return true }
 
 func (createWorktree) Def() tools.Def {
-	return tools.Def{Name: "create_worktree", Description: createWorktreeDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "description": "the worktree's name: a-z, 0-9, _ and -; its branch is wt/<name>"},
-    "task_id": {"type": "string", "description": "a pending, unowned task without a worktree"}
-  },
-  "required": ["name", "task_id"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "create_worktree", Description: createWorktreeDoc}
 }
 
-func (c createWorktree) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Name   string `json:"name"`
-		TaskID string `json:"task_id"`
-	}
-	if err := decode("create_worktree", args, &a); err != nil {
-		return outcome("", err)
-	}
+type worktreeArgs struct {
+	Name   string `json:"name" jsonschema:"the worktree's name: a-z, 0-9, _ and -; its branch is wt/<name>"`
+	TaskID string `json:"task_id" jsonschema:"a pending, unowned task without a worktree"`
+}
+
+func (c createWorktree) Run(ctx context.Context, env tools.Env, a worktreeArgs) (tools.Result, error) {
 	if err := checkName("worktree name", a.Name); err != nil {
 		return outcome("", &Refusal{Text: err.Error()})
 	}

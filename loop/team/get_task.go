@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/tools"
@@ -16,21 +15,14 @@ var getTaskDoc string
 type getTask struct{ r *Runtime }
 
 func (getTask) Def() tools.Def {
-	return tools.Def{Name: "get_task", Description: getTaskDoc, Params: params(`{
-  "type": "object",
-  "properties": {"task_id": {"type": "string"}},
-  "required": ["task_id"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "get_task", Description: getTaskDoc}
 }
 
-func (g getTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		TaskID string `json:"task_id"`
-	}
-	if err := decode("get_task", args, &a); err != nil {
-		return outcome("", err)
-	}
+type getTaskArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+func (g getTask) Run(ctx context.Context, env tools.Env, a getTaskArgs) (tools.Result, error) {
 	t, _, err := g.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)

@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,13 +17,10 @@ var listTasksDoc string
 type listTasks struct{ r *Runtime }
 
 func (listTasks) Def() tools.Def {
-	return tools.Def{Name: "list_tasks", Description: listTasksDoc, Params: params(`{"type": "object", "properties": {}, "additionalProperties": false}`)}
+	return tools.Def{Name: "list_tasks", Description: listTasksDoc}
 }
 
-func (l listTasks) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	if err := decode("list_tasks", args, &struct{}{}); err != nil {
-		return outcome("", err)
-	}
+func (l listTasks) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	t, _, err := l.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)

@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,13 +18,10 @@ var listTeammatesDoc string
 type listTeammates struct{ r *Runtime }
 
 func (listTeammates) Def() tools.Def {
-	return tools.Def{Name: "list_teammates", Description: listTeammatesDoc, Params: params(`{"type": "object", "properties": {}, "additionalProperties": false}`)}
+	return tools.Def{Name: "list_teammates", Description: listTeammatesDoc}
 }
 
-func (l listTeammates) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	if err := decode("list_teammates", args, &struct{}{}); err != nil {
-		return outcome("", err)
-	}
+func (l listTeammates) Run(ctx context.Context, env tools.Env, _ noArgs) (tools.Result, error) {
 	t, _, err := l.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)

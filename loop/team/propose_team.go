@@ -3,8 +3,8 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
@@ -20,33 +20,36 @@ var proposeTeamDoc string
 type proposeTeam struct{ r *Runtime }
 
 type proposeArgs struct {
-	Members []events.TeamMember `json:"members"`
-	Plan    string              `json:"plan"`
+	Members []proposeMember `json:"members" schema:"minItems=1,maxItems=8"`
+	Plan    string          `json:"plan" jsonschema:"how the work is divided, in a few lines"`
+}
+
+// proposeMember is one proposed teammate: an events.TeamMember, field for
+// field, with what the model is told of each.
+type proposeMember struct {
+	Name           string `json:"name" jsonschema:"the teammate's name, e.g. alice (a-z, 0-9, _ and -)"`
+	Agent          string `json:"agent" jsonschema:"the agent profile it runs: one of the crew, or your own id"`
+	Responsibility string `json:"responsibility" jsonschema:"what it is responsible for"`
+}
+
+// members are a's members as the board records them.
+func (a proposeArgs) members() []events.TeamMember {
+	out := make([]events.TeamMember, len(a.Members))
+	for i, m := range a.Members {
+		out[i] = events.TeamMember(m)
+	}
+	return out
 }
 
 func (proposeTeam) Def() tools.Def {
-	return tools.Def{Name: "propose_team", Description: proposeTeamDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "members": {"type": "array", "minItems": 1, "maxItems": 8, "items": {"type": "object", "properties": {
-      "name": {"type": "string", "description": "the teammate's name, e.g. alice (a-z, 0-9, _ and -)"},
-      "agent": {"type": "string", "description": "the agent profile it runs: one of the crew, or your own id"},
-      "responsibility": {"type": "string", "description": "what it is responsible for"}},
-      "required": ["name", "agent", "responsibility"], "additionalProperties": false}},
-    "plan": {"type": "string", "description": "how the work is divided, in a few lines"}
-  },
-  "required": ["members", "plan"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "propose_team", Description: proposeTeamDoc}
 }
 
 // NeedsApproval: starting teammates changes who may edit the workspace.
 func (proposeTeam) NeedsApproval() bool { return true }
 
 // AskWhen always asks: the approval is the owner's confirmation.
-func (p proposeTeam) AskWhen(env tools.Env, args json.RawMessage) string {
-	var a proposeArgs
-	json.Unmarshal(args, &a)
+func (p proposeTeam) AskWhen(env tools.Env, a proposeArgs) string {
 	var b strings.Builder
 	b.WriteString("propose_team always asks: approve to confirm this team (its members may then be spawned).")
 	for _, m := range a.Members {
@@ -59,18 +62,15 @@ func (p proposeTeam) AskWhen(env tools.Env, args json.RawMessage) string {
 }
 
 // Check refuses a proposal that could not be confirmed, before asking.
-func (p proposeTeam) Check(env tools.Env, args json.RawMessage) error {
-	_, err := p.valid(env, args)
+func (p proposeTeam) Check(env tools.Env, a proposeArgs) error {
+	_, err := p.valid(env, a)
 	return err
 }
 
-func (p proposeTeam) valid(env tools.Env, args json.RawMessage) (proposeArgs, error) {
-	var a proposeArgs
+func (p proposeTeam) valid(env tools.Env, a proposeArgs) (proposeArgs, error) {
+	a.Members = slices.Clone(a.Members) // valid fills in a default agent
 	if p.r.cfg.Crew == nil {
 		return a, refuse("Not run: teams do not run here.")
-	}
-	if err := decode("propose_team", args, &a); err != nil {
-		return a, err
 	}
 	if len(a.Members) == 0 || len(a.Members) > 8 {
 		return a, refuse("Not run: propose 1 to 8 members.")
@@ -96,8 +96,8 @@ func (p proposeTeam) valid(env tools.Env, args json.RawMessage) (proposeArgs, er
 	return a, nil
 }
 
-func (p proposeTeam) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	a, err := p.valid(env, args)
+func (p proposeTeam) Run(ctx context.Context, env tools.Env, a proposeArgs) (tools.Result, error) {
+	a, err := p.valid(env, a)
 	if err != nil {
 		return outcome("", err)
 	}
@@ -106,7 +106,7 @@ func (p proposeTeam) Run(ctx context.Context, env tools.Env, args json.RawMessag
 		return outcome("", err)
 	}
 	_, err = t.AppendBoard(ctx, func(*Board, *Mailboxes) ([]events.Event, error) {
-		return []events.Event{&events.TeamConfirmed{ProposalID: newID("prop_"), Members: a.Members, Plan: a.Plan}}, nil
+		return []events.Event{&events.TeamConfirmed{ProposalID: newID("prop_"), Members: a.members(), Plan: a.Plan}}, nil
 	})
 	names := make([]string, len(a.Members))
 	for i, m := range a.Members {

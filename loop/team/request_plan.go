@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
@@ -18,22 +17,15 @@ var requestPlanDoc string
 type requestPlan struct{ r *Runtime }
 
 func (requestPlan) Def() tools.Def {
-	return tools.Def{Name: "request_plan", Description: requestPlanDoc, Params: params(`{
-  "type": "object",
-  "properties": {"name": {"type": "string"}, "content": {"type": "string", "description": "what the plan should cover"}},
-  "required": ["name"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "request_plan", Description: requestPlanDoc}
 }
 
-func (q requestPlan) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Name    string `json:"name"`
-		Content string `json:"content"`
-	}
-	if err := decode("request_plan", args, &a); err != nil {
-		return outcome("", err)
-	}
+type requestPlanArgs struct {
+	Name    string `json:"name"`
+	Content string `json:"content,omitempty" jsonschema:"what the plan should cover"`
+}
+
+func (q requestPlan) Run(ctx context.Context, env tools.Env, a requestPlanArgs) (tools.Result, error) {
 	t, err := q.r.lead(ctx, env)
 	if err != nil {
 		return outcome("", err)

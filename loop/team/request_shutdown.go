@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
@@ -20,22 +19,15 @@ var requestShutdownDoc string
 type requestShutdown struct{ r *Runtime }
 
 func (requestShutdown) Def() tools.Def {
-	return tools.Def{Name: "request_shutdown", Description: requestShutdownDoc, Params: params(`{
-  "type": "object",
-  "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
-  "required": ["name"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "request_shutdown", Description: requestShutdownDoc}
 }
 
-func (q requestShutdown) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Name   string `json:"name"`
-		Reason string `json:"reason"`
-	}
-	if err := decode("request_shutdown", args, &a); err != nil {
-		return outcome("", err)
-	}
+type shutdownArgs struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func (q requestShutdown) Run(ctx context.Context, env tools.Env, a shutdownArgs) (tools.Result, error) {
 	t, err := q.r.lead(ctx, env)
 	if err != nil {
 		return outcome("", err)

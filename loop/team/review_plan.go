@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
@@ -18,27 +17,16 @@ var reviewPlanDoc string
 type reviewPlan struct{ r *Runtime }
 
 func (reviewPlan) Def() tools.Def {
-	return tools.Def{Name: "review_plan", Description: reviewPlanDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "request_id": {"type": "string"},
-    "approve": {"type": "boolean"},
-    "feedback": {"type": "string"}
-  },
-  "required": ["request_id", "approve"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "review_plan", Description: reviewPlanDoc}
 }
 
-func (q reviewPlan) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		RequestID string `json:"request_id"`
-		Approve   bool   `json:"approve"`
-		Feedback  string `json:"feedback"`
-	}
-	if err := decode("review_plan", args, &a); err != nil {
-		return outcome("", err)
-	}
+type reviewArgs struct {
+	RequestID string `json:"request_id"`
+	Approve   bool   `json:"approve"`
+	Feedback  string `json:"feedback,omitempty"`
+}
+
+func (q reviewPlan) Run(ctx context.Context, env tools.Env, a reviewArgs) (tools.Result, error) {
 	t, err := q.r.lead(ctx, env)
 	if err != nil {
 		return outcome("", err)

@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,25 +18,15 @@ var sendMessageDoc string
 type sendMessage struct{ r *Runtime }
 
 func (sendMessage) Def() tools.Def {
-	return tools.Def{Name: "send_message", Description: sendMessageDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "to": {"type": "string", "description": "a teammate's name, or lead"},
-    "content": {"type": "string"}
-  },
-  "required": ["to", "content"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "send_message", Description: sendMessageDoc}
 }
 
-func (s sendMessage) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		To      string `json:"to"`
-		Content string `json:"content"`
-	}
-	if err := decode("send_message", args, &a); err != nil {
-		return outcome("", err)
-	}
+type sendArgs struct {
+	To      string `json:"to" jsonschema:"a teammate's name, or lead"`
+	Content string `json:"content"`
+}
+
+func (s sendMessage) Run(ctx context.Context, env tools.Env, a sendArgs) (tools.Result, error) {
 	t, from, err := s.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)

@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/events"
@@ -19,31 +18,17 @@ var spawnTeammateDoc string
 type spawnTeammate struct{ r *Runtime }
 
 type spawnArgs struct {
-	Name        string `json:"name"`
-	Agent       string `json:"agent"`
-	TaskID      string `json:"task_id"`
-	RequirePlan bool   `json:"require_plan"`
+	Name        string `json:"name" jsonschema:"a name from the owner's confirmed proposal"`
+	Agent       string `json:"agent,omitempty" jsonschema:"the agent profile; default: the one the proposal named"`
+	TaskID      string `json:"task_id,omitempty" jsonschema:"a ready task to claim for it before it starts"`
+	RequirePlan bool   `json:"require_plan,omitempty" jsonschema:"it must have its plan approved before running commands, writing or editing"`
 }
 
 func (spawnTeammate) Def() tools.Def {
-	return tools.Def{Name: "spawn_teammate", Description: spawnTeammateDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "description": "a name from the owner's confirmed proposal"},
-    "agent": {"type": "string", "description": "the agent profile; default: the one the proposal named"},
-    "task_id": {"type": "string", "description": "a ready task to claim for it before it starts"},
-    "require_plan": {"type": "boolean", "description": "it must have its plan approved before running commands, writing or editing"}
-  },
-  "required": ["name"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "spawn_teammate", Description: spawnTeammateDoc}
 }
 
-func (s spawnTeammate) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a spawnArgs
-	if err := decode("spawn_teammate", args, &a); err != nil {
-		return outcome("", err)
-	}
+func (s spawnTeammate) Run(ctx context.Context, env tools.Env, a spawnArgs) (tools.Result, error) {
 	t, err := s.r.lead(ctx, env)
 	if err != nil {
 		return outcome("", err)

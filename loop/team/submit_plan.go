@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,21 +18,14 @@ var submitPlanDoc string
 type submitPlan struct{ r *Runtime }
 
 func (submitPlan) Def() tools.Def {
-	return tools.Def{Name: "submit_plan", Description: submitPlanDoc, Params: params(`{
-  "type": "object",
-  "properties": {"plan": {"type": "string"}},
-  "required": ["plan"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "submit_plan", Description: submitPlanDoc}
 }
 
-func (s submitPlan) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		Plan string `json:"plan"`
-	}
-	if err := decode("submit_plan", args, &a); err != nil {
-		return outcome("", err)
-	}
+type submitArgs struct {
+	Plan string `json:"plan"`
+}
+
+func (s submitPlan) Run(ctx context.Context, env tools.Env, a submitArgs) (tools.Result, error) {
 	if strings.TrimSpace(a.Plan) == "" {
 		return outcome("", refuse("Not sent: the plan is empty."))
 	}

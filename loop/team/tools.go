@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -24,10 +23,10 @@ func Tools(r *Runtime) []tools.Tool {
 		r = New(Config{})
 	}
 	return []tools.Tool{
-		proposeTeam{r}, spawnTeammate{r}, listTeammates{r},
-		createTask{r}, updateTask{r}, listTasks{r}, getTask{r}, claimTask{r}, completeTask{r},
-		sendMessage{r}, requestShutdown{r}, requestPlan{r}, reviewPlan{r}, submitPlan{r},
-		createWorktree{r},
+		tools.NewFunc[proposeArgs](proposeTeam{r}), tools.NewFunc[spawnArgs](spawnTeammate{r}), tools.NewFunc[noArgs](listTeammates{r}),
+		tools.NewFunc[createTaskArgs](createTask{r}), tools.NewFunc[updateArgs](updateTask{r}), tools.NewFunc[noArgs](listTasks{r}), tools.NewFunc[getTaskArgs](getTask{r}), tools.NewFunc[claimArgs](claimTask{r}), tools.NewFunc[completeArgs](completeTask{r}),
+		tools.NewFunc[sendArgs](sendMessage{r}), tools.NewFunc[shutdownArgs](requestShutdown{r}), tools.NewFunc[requestPlanArgs](requestPlan{r}), tools.NewFunc[reviewArgs](reviewPlan{r}), tools.NewFunc[submitArgs](submitPlan{r}),
+		tools.NewFunc[worktreeArgs](createWorktree{r}),
 	}
 }
 
@@ -131,14 +130,8 @@ func outcome(text string, err error) (tools.Result, error) {
 	return tools.Result{Output: text}, nil
 }
 
-func decode(name string, args json.RawMessage, into any) error {
-	if msg, ok := tools.DecodeArgs(name, args, into); !ok {
-		return &Refusal{Text: msg}
-	}
-	return nil
-}
-
-func params(s string) json.RawMessage { return json.RawMessage(s) }
+// noArgs are the arguments of a tool that takes none.
+type noArgs struct{}
 
 // kickAfter has the runtime look at the team after a change.
 func (r *Runtime) kickAfter(t *Team) { r.Kick(t.ID()) }

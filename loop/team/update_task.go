@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,27 +19,16 @@ var updateTaskDoc string
 type updateTask struct{ r *Runtime }
 
 func (updateTask) Def() tools.Def {
-	return tools.Def{Name: "update_task", Description: updateTaskDoc, Params: params(`{
-  "type": "object",
-  "properties": {
-    "task_id": {"type": "string"},
-    "addBlockedBy": {"type": "array", "items": {"type": "string"}, "description": "ids of tasks that must be completed before this one can be claimed"},
-    "status": {"type": "string", "enum": ["pending", "completed"], "description": "pending gives an in-progress task back to the board; completed closes it"}
-  },
-  "required": ["task_id"],
-  "additionalProperties": false
-}`)}
+	return tools.Def{Name: "update_task", Description: updateTaskDoc}
 }
 
-func (u updateTask) Run(ctx context.Context, env tools.Env, args json.RawMessage) (tools.Result, error) {
-	var a struct {
-		TaskID       string   `json:"task_id"`
-		AddBlockedBy []string `json:"addBlockedBy"`
-		Status       string   `json:"status"`
-	}
-	if err := decode("update_task", args, &a); err != nil {
-		return outcome("", err)
-	}
+type updateArgs struct {
+	TaskID       string   `json:"task_id"`
+	AddBlockedBy []string `json:"addBlockedBy,omitempty" jsonschema:"ids of tasks that must be completed before this one can be claimed"`
+	Status       string   `json:"status,omitempty" jsonschema:"pending gives an in-progress task back to the board; completed closes it" schema:"enum=pending|completed"`
+}
+
+func (u updateTask) Run(ctx context.Context, env tools.Env, a updateArgs) (tools.Result, error) {
 	t, who, err := u.r.anyone(ctx, env)
 	if err != nil {
 		return outcome("", err)
