@@ -14,7 +14,6 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/ui"
@@ -26,7 +25,7 @@ type CanvasAPI struct {
 	Service *canvas.Service
 	// Crew is the agents whose workspaces hold a canvas's source file,
 	// read again on a reimport; nil: no reimport.
-	Crew loop.Crew
+	Crew Agents
 	// Focus stores a conversation's open canvas (canvas_focused on the
 	// conversation) and returns its sequence; ErrNotFound for no such
 	// conversation.

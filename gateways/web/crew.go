@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/ui"
 )
@@ -14,8 +14,14 @@ import (
 // order they are shown, with what could not be loaded (the crew
 // reloads).
 type Crew interface {
-	Agent(id string) (loop.Agent, bool)
-	List() (agents []loop.Agent, problems []string)
+	Agents
+	List() (agents []view.Agent, problems []string)
+}
+
+// Agents gives an agent by id as the crew has it now; false: no such
+// agent.
+type Agents interface {
+	Agent(id string) (view.Agent, bool)
 }
 
 // crewRows are the crew's agents as the sidebar lists them, and what
@@ -25,7 +31,7 @@ type Crew interface {
 func crewRows(crew Crew, states func() []mcp.State) ([]ui.AgentRow, []string) {
 	agents, problems := crew.List()
 	byName := map[string]mcp.State{}
-	if states != nil && slices.ContainsFunc(agents, func(a loop.Agent) bool { return len(a.MCP) > 0 }) {
+	if states != nil && slices.ContainsFunc(agents, func(a view.Agent) bool { return len(a.MCP) > 0 }) {
 		for _, st := range states() {
 			byName[st.Name] = st
 		}

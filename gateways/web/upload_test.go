@@ -18,6 +18,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
@@ -53,7 +54,7 @@ func newUploadSite(t *testing.T) *uploadSite {
 	srv := httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Inbound: in, Approvals: &nopApprover{},
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner, Crew: listed{loop.Agents{"master": {ID: "master", Workspace: ws}}}},
+		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner, Crew: listed{"master": {ID: "master", Workspace: ws}}},
 	}))
 	t.Cleanup(srv.Close)
 	return &uploadSite{url: srv.URL, ws: ws, log: log}
@@ -343,6 +344,8 @@ func TestWebUploadNeverFollowsInboxOutOfWorkspace(t *testing.T) {
 }
 
 // listed is a fixed crew as the pages list it.
-type listed struct{ loop.Agents }
+type listed map[string]view.Agent
 
-func (c listed) List() ([]loop.Agent, []string) { return loop.InCrewOrder(c.Agents, "master"), nil }
+func (c listed) Agent(id string) (view.Agent, bool) { a, ok := c[id]; return a, ok }
+
+func (c listed) List() ([]view.Agent, []string) { return []view.Agent{c["master"]}, nil }

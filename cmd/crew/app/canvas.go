@@ -15,7 +15,7 @@ func (a *App) canvasAPI() *web.CanvasAPI {
 	return &web.CanvasAPI{
 		Service: a.Canvas,
 		Fresh:   a.Runner,
-		Crew:    a.Crew,
+		Crew:    loop.CrewView{Crew: a.Crew},
 		Focus: func(ctx context.Context, conv string, f events.CanvasFocused) (uint64, error) {
 			cv, err := a.Convs.Get(ctx, conv)
 			if err != nil {
