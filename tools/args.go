@@ -9,14 +9,10 @@ import (
 	"strings"
 )
 
-// DecodeArgs reads a call's JSON arguments into v strictly: unknown fields are
-// refused so a model that misspells a parameter learns so. Empty or null
-// arguments decode as {}. The returned message is for the model. A tool
-// declared with Func never calls it: Func decodes once, with Decode.
-func DecodeArgs(tool string, args json.RawMessage, v any) (msg string, ok bool) {
-	return decodeArgs(tool, args, v)
-}
-
+// decodeArgs reads a call's JSON arguments into v strictly (Decode):
+// unknown fields are refused so a model that misspells a parameter learns
+// so. Empty or null arguments decode as {}. The returned message is for
+// the model.
 func decodeArgs(tool string, args json.RawMessage, v any) (msg string, ok bool) {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
