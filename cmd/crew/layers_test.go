@@ -285,6 +285,75 @@ func TestArrowsLangchaingoCheckCatchesImporters(t *testing.T) {
 	}
 }
 
+// webImportsOfLoop names every import of a loop package (loop, loop/...)
+// by gateways/web's production code: the web gateway reads projections
+// and the shapes of events/view, and what it needs of the loop comes in
+// through its own interfaces, which cmd/crew/app fills (issue 33). Its
+// tests may still drive a real loop.
+func webImportsOfLoop(pkgs []listed) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := ours(p.ImportPath)
+		if !ok || (rel != "gateways/web" && !strings.HasPrefix(rel, "gateways/web/")) || strings.Contains(p.ImportPath, " [") ||
+			strings.HasSuffix(p.ImportPath, ".test") || strings.HasSuffix(p.ImportPath, "_test") {
+			continue // another package, or test code
+		}
+		for _, imp := range p.Imports {
+			if to, ok := ours(imp); ok && top(to) == "loop" {
+				out = append(out, rel+" imports "+to+": gateways/web may not import the loop (read projections and events/view)")
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestArrowsKeepTheLoopOutOfTheWebGateway: no production package of
+// gateways/web imports a loop package (docs/architecture.md).
+func TestArrowsKeepTheLoopOutOfTheWebGateway(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := goList(t, root)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
+	}
+	for _, v := range webImportsOfLoop(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestArrowsWebLoopCheckCatchesImporters: the check above fails on
+// gateways/web (or a package under it) importing loop or a loop
+// sub-package, and leaves its tests and the other gateways alone.
+func TestArrowsWebLoopCheckCatchesImporters(t *testing.T) {
+	p := func(path string, imports ...string) listed {
+		for i, imp := range imports {
+			imports[i] = module + "/" + imp
+		}
+		return listed{ImportPath: module + "/" + path, Imports: append(imports, "fmt")}
+	}
+	got := webImportsOfLoop([]listed{
+		p("gateways/web", "events/view", "projections", "gateways/inbound"), // fine
+		p("gateways/web", "loop"),                     // the loop itself
+		p("gateways/web", "loop/consolidate"),         // a sub-package
+		p("gateways/web/x", "loop/team"),              // a package under the gateway
+		p("gateways/web [gateways/web.test]", "loop"), // its test variant
+		p("gateways/web_test", "loop"),                // its external tests
+		p("gateways/inbound", "loop"),                 // another gateway may
+		p("gateways/webhook", "loop"),                 // not the web gateway
+	})
+	want := []string{
+		"gateways/web imports loop/consolidate: gateways/web may not import the loop (read projections and events/view)",
+		"gateways/web imports loop: gateways/web may not import the loop (read projections and events/view)",
+		"gateways/web/x imports loop/team: gateways/web may not import the loop (read projections and events/view)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestTopLevelIsTheCard: the repository's top level is the design card's
 // (what the root .gitignore names, such as a built /crew, aside).
 func TestTopLevelIsTheCard(t *testing.T) {

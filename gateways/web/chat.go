@@ -7,8 +7,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/view"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/frame"
 	"github.com/my-agent-crew/crew/tools/image"
 	"github.com/my-agent-crew/crew/ui"
 )
@@ -93,11 +93,11 @@ func chatUserText(it projections.ChatItem) string {
 	case it.Said != "":
 		return it.Said
 	case it.Task != nil:
-		return loop.TaskText(it.Task)
+		return frame.TaskText(it.Task)
 	case it.Team != nil:
-		text := loop.TeamText(it.Team)
+		text := frame.TeamText(it.Team)
 		if it.Notes != "" {
-			text = loop.Framed(&events.TurnNotes{Text: it.Notes}, "") + text
+			text = frame.Framed(&events.TurnNotes{Text: it.Notes}, "") + text
 		}
 		return text
 	}

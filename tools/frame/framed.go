@@ -1,12 +1,16 @@
-package loop
+// Package frame holds the harness's frames around what the model reads
+// that is not the owner's words — the turn notes, the canvases, a team
+// delivery, a background task's report — and Unframe, which neutralises
+// frame-like text anywhere else (R-SEC-1, R-CTX-2). The loop frames a
+// turn with them; the web chat shows a delivery's or a task's text as the
+// model read it.
+package frame
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/tools/fence"
 )
 
 // Frame introduces the turn notes the model reads before a message: they
@@ -47,38 +51,6 @@ const (
 	EndCanvasFrame  = "[End of canvases]"
 	CanvasShownLine = "[Your canvases: what changed in them was shown with this message during its turn; artifact_list and artifact_read show them now.]"
 )
-
-// canvasNoted is msgs as the model reads them: each message's canvas notes
-// framed when it belongs to the open run (from runFrom on), the fixed
-// line before that. msgs itself is not changed.
-func canvasNoted(msgs []Message, runFrom int) []Message {
-	var out []Message
-	for i, m := range msgs {
-		if m.Canvas == "" {
-			continue
-		}
-		if out == nil {
-			out = slices.Clone(msgs)
-		}
-		block := CanvasShownLine + "\n\n"
-		if i >= runFrom {
-			// What changed in the canvases is the agents' and pages' words,
-			// not the owner's: sealed inside the frame (R-SEC-1).
-			block = CanvasFrame + "\n" + fence.Seal("canvas notes", Unframe(m.Canvas)) + "\n" + EndCanvasFrame + "\n\n"
-		}
-		at := 0
-		if m.Notes != "" {
-			if j := strings.Index(m.Text, EndFrame+"\n\n"); j >= 0 {
-				at = j + len(EndFrame) + 2
-			}
-		}
-		out[i].Text = m.Text[:at] + block + m.Text[at:]
-	}
-	if out == nil {
-		return msgs
-	}
-	return out
-}
 
 // Framed is what the model reads for a turn-opening message: the notes
 // inside the frame, then the message, each with its frame-like text

@@ -1,4 +1,4 @@
-package loop
+package frame
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package loop
+package frame
 
 import (
 	"fmt"
@@ -63,16 +63,3 @@ func TeamText(d *events.TeamDelivery) string {
 
 // indent keeps a multi-line text inside its item.
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
-
-// teamPending is a delivery as it waits for the next turn: the notes
-// framed, then the team block.
-func teamPending(env events.Envelope, notes *events.TurnNotes, d *events.TeamDelivery) Pending {
-	p := Pending{EventID: env.ID, Seq: env.Seq, Team: true}
-	text := TeamText(d)
-	if notes != nil && notes.Text != "" {
-		p.Notes = notes.Text
-		text = Framed(notes, "") + text
-	}
-	p.Text = text
-	return p
-}
