@@ -163,6 +163,27 @@ func goList(t *testing.T, root string) []listed {
 	return goListJSON[listed](t, root, "-deps", "-test", "-json=ImportPath,Imports", "./...")
 }
 
+// modulePackages is goList of the module root, refusing a list too short
+// to be the module's.
+func modulePackages(t *testing.T) []listed {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := goList(t, root)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
+	}
+	return pkgs
+}
+
+// testVariant says p is test code: a package's test variant, a test binary
+// or an external test package.
+func testVariant(p listed) bool {
+	return strings.Contains(p.ImportPath, " [") || strings.HasSuffix(p.ImportPath, ".test") || strings.HasSuffix(p.ImportPath, "_test")
+}
+
 // goListJSON runs go list with args in root and decodes its stream of
 // JSON packages into T.
 func goListJSON[T any](t *testing.T, root string, args ...string) []T {
@@ -223,8 +244,7 @@ func langchaingoOutside(pkgs []listed) []string {
 	var out []string
 	for _, p := range pkgs {
 		rel, ok := ours(p.ImportPath)
-		if !ok || rel == "loop/llm" || strings.Contains(p.ImportPath, " [") ||
-			strings.HasSuffix(p.ImportPath, ".test") || strings.HasSuffix(p.ImportPath, "_test") {
+		if !ok || rel == "loop/llm" || testVariant(p) {
 			continue // another module's, loop/llm itself, or test code
 		}
 		for _, imp := range p.Imports {
@@ -241,15 +261,7 @@ func langchaingoOutside(pkgs []listed) []string {
 // loop/llm imports langchaingo; the rest of the harness calls models
 // through llm.Model (docs/architecture.md, "The model boundary").
 func TestArrowsKeepLangchaingoInsideLoopLLM(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkgs := goList(t, root)
-	if len(pkgs) < 20 {
-		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
-	}
-	for _, v := range langchaingoOutside(pkgs) {
+	for _, v := range langchaingoOutside(modulePackages(t)) {
 		t.Error(v)
 	}
 }
@@ -294,8 +306,7 @@ func webImportsOfLoop(pkgs []listed) []string {
 	var out []string
 	for _, p := range pkgs {
 		rel, ok := ours(p.ImportPath)
-		if !ok || (rel != "gateways/web" && !strings.HasPrefix(rel, "gateways/web/")) || strings.Contains(p.ImportPath, " [") ||
-			strings.HasSuffix(p.ImportPath, ".test") || strings.HasSuffix(p.ImportPath, "_test") {
+		if !ok || (rel != "gateways/web" && !strings.HasPrefix(rel, "gateways/web/")) || testVariant(p) {
 			continue // another package, or test code
 		}
 		for _, imp := range p.Imports {
@@ -311,15 +322,7 @@ func webImportsOfLoop(pkgs []listed) []string {
 // TestArrowsKeepTheLoopOutOfTheWebGateway: no production package of
 // gateways/web imports a loop package (docs/architecture.md).
 func TestArrowsKeepTheLoopOutOfTheWebGateway(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkgs := goList(t, root)
-	if len(pkgs) < 20 {
-		t.Fatalf("go list found %d packages: is this the module root? %s", len(pkgs), root)
-	}
-	for _, v := range webImportsOfLoop(pkgs) {
+	for _, v := range webImportsOfLoop(modulePackages(t)) {
 		t.Error(v)
 	}
 }
