@@ -8,17 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // feed reads an SSE response and reports each frame's id on ids, with
@@ -62,38 +59,36 @@ func feed(t *testing.T, resp *http.Response, ids chan<- [2]int, frames chan<- st
 // must be several times smaller, and each patch holds at most the two
 // items an event of this run changes. docs/performance.md gives the
 // figures.
-func TestChatLiveFeedSendsPatchesNotTheChat(t *testing.T) {
-	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	srv := httptest.NewServer(web.New(web.Config{
+// liveChat is a web server over a log with its projections, and add,
+// which stores an event of conversation c1 (at a fixed time: the same
+// bytes each run) and returns its sequence.
+func liveChat(t *testing.T) (srv *httptest.Server, runner *projections.Runner, add func(events.Event) uint64) {
+	t.Helper()
+	log, db, runner := projected(t)
+	srv = httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner},
 	}))
 	t.Cleanup(srv.Close)
-
 	scope := events.Conv("c1")
 	var last uint64
-	add := func(e events.Event) uint64 {
+	add = func(e events.Event) uint64 {
 		t.Helper()
 		env := events.MustNew(e)
-		env.Time = time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC) // the same bytes each run
-		stored, err := log.Append(ctx, scope, last, env)
+		env.Time = time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)
+		stored, err := log.Append(t.Context(), scope, last, env)
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = stored[len(stored)-1].Seq
 		return last
 	}
+	return srv, runner, add
+}
+
+func TestChatLiveFeedSendsPatchesNotTheChat(t *testing.T) {
+	ctx := t.Context()
+	srv, runner, add := liveChat(t)
 	add(&events.ConversationOpened{Agent: "master", Channel: "web"})
 	add(&events.MessageReceived{Channel: "web", Text: "tidy up my notes folder, one file at a time"})
 	start := add(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
@@ -200,23 +195,7 @@ func TestChatLiveFeedSendsPatchesNotTheChat(t *testing.T) {
 // that came out empty kept "working…" on the page for good.
 func TestChatLiveResyncEmptiesTheTail(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner},
-	}))
-	t.Cleanup(srv.Close)
-	scope := events.Conv("c1")
-	var last uint64
-	add := func(e events.Event) uint64 {
-		t.Helper()
-		stored, err := log.Append(ctx, scope, last, events.MustNew(e))
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = stored[len(stored)-1].Seq
-		return last
-	}
+	srv, runner, add := liveChat(t)
 	add(&events.ConversationOpened{Agent: "master", Channel: "web"})
 	add(&events.MessageReceived{Channel: "web", Text: "hello"})
 	rendered := add(&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"})
