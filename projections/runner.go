@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -24,11 +25,18 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	commits atomic.Uint64 // transactions committed by the groups
+
 	mu      sync.Mutex
 	closed  bool
 	changed chan struct{} // closed and replaced whenever a worker's state changes
 	workers []*worker
 	groups  []*group
+	// waits counts the WaitFor callers by the sequence each waits for
+	// (not yet applied when it began); waited is closed and replaced
+	// when one begins, so a group holding a batch open commits at once.
+	waits  map[uint64]int
+	waited chan struct{}
 }
 
 // group is the projections one consumer feeds: those whose checkpoints
@@ -64,6 +72,9 @@ type config struct {
 	afterCommit func(name string, seq uint64) error
 	// batch caps the events of one transaction; zero is batchMax.
 	batch int
+	// linger is how long a batch short of batch stays open for more
+	// events when nobody waits for them; zero is lingerMax.
+	linger time.Duration
 	// lose drops a delivery before the Runner sees it, as a connection
 	// that dies with a pull's messages in flight does (the server counts
 	// them delivered); nil drops none.
@@ -135,7 +146,7 @@ func open(ctx context.Context, log *events.Log, db *bbolt.DB, logger *slog.Logge
 			logger.Info("projection changed in this build; projecting it again from the start", logProjection, p.Name(), "version", versionOf(p))
 		}
 	}
-	r := &Runner{log: log, db: db, logger: logger, cfg: cfg, changed: make(chan struct{})}
+	r := &Runner{log: log, db: db, logger: logger, cfg: cfg, changed: make(chan struct{}), waits: map[uint64]int{}, waited: make(chan struct{})}
 	at := map[uint64]*group{}
 	for _, p := range ps {
 		w := &worker{p: p}
@@ -235,10 +246,17 @@ const (
 
 // batchMax is the most events one bbolt transaction applies. A batch is
 // whatever the consumer has already delivered, up to batchMax: catching up
-// fills it, a live event goes alone and at once. maxAckPending lets one
-// batch be fetched while the one before is applied.
+// fills it. A batch short of batchMax (live events: a step's four come
+// within a millisecond or two) stays open for what follows for at most
+// lingerMax, and commits at once when a WaitFor caller waits for one of
+// its events (a page, a live feed, a read of one's writes): a reader that
+// waits sees an event as soon as before, one that does not sees it at
+// most lingerMax later, and a step's events cost one transaction instead
+// of one each. maxAckPending lets one batch be fetched while the one
+// before is applied.
 const (
 	batchMax      = 4000
+	lingerMax     = 5 * time.Millisecond
 	maxAckPending = 2 * batchMax
 )
 
@@ -387,6 +405,10 @@ func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 		}
 	}()
 	defer func() { stopPump(); msgs.Stop(); <-pumpDone }()
+	linger := r.cfg.linger
+	if linger <= 0 {
+		linger = lingerMax
+	}
 	batch := make([]delivery, 0, size)
 	for {
 		batch = batch[:0]
@@ -410,6 +432,9 @@ func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 			default:
 				break fill
 			}
+		}
+		if last == nil && len(batch) > 0 && len(batch) < size {
+			last = r.linger(ctx, ch, &batch, size, linger)
 		}
 		if len(batch) > 0 {
 			if err := r.handle(g, batch); err != nil {
@@ -435,6 +460,52 @@ func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 			return nil
 		}
 	}
+}
+
+// linger keeps *batch open for the deliveries that follow, until it holds
+// size, wait has passed, a WaitFor caller waits for one of its events, ctx
+// ends or the consumer fails (its error returned, as consume's last).
+func (r *Runner) linger(ctx context.Context, ch <-chan delivery, batch *[]delivery, size int, wait time.Duration) error {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		waited, wanted := r.wanted(*batch)
+		if wanted {
+			return nil
+		}
+		select {
+		case d := <-ch:
+			if d.err != nil {
+				return d.err
+			}
+			*batch = append(*batch, d)
+			if len(*batch) >= size {
+				return nil
+			}
+		case <-waited:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil // the batch is applied; consume's next select stops the group
+		}
+	}
+}
+
+// wanted reports whether a WaitFor caller waits for an event at or before
+// batch's newest, with the channel closed when another one begins.
+func (r *Runner) wanted(batch []delivery) (<-chan struct{}, bool) {
+	var newest uint64
+	for _, d := range batch {
+		newest = max(newest, d.seq)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for seq := range r.waits {
+		if seq <= newest {
+			return r.waited, true
+		}
+	}
+	return r.waited, false
 }
 
 // active returns g's members that have not stopped.
@@ -557,6 +628,7 @@ func (r *Runner) applyBatch(members []*worker, batch []delivery) (int, *worker, 
 	if err := tx.Commit(); err != nil {
 		return len(batch), nil, fmt.Errorf("projections: commit: %w", err)
 	}
+	r.commits.Add(1)
 	return len(batch), nil, nil
 }
 
@@ -711,9 +783,20 @@ func ReadYourWrites(ctx context.Context, log *events.Log, f Freshness) error {
 // WaitFor blocks until every projection has applied stream sequence seq,
 // for read-your-writes after an append. It fails at once with ErrStopped if
 // a projection behind seq has stopped, and with ErrClosed after Close.
+// While it waits, a batch holding seq commits without lingering.
 func (r *Runner) WaitFor(ctx context.Context, seq uint64) error {
 	var behind string
 	var at uint64
+	registered := false
+	defer func() {
+		if registered {
+			r.mu.Lock()
+			if r.waits[seq]--; r.waits[seq] <= 0 {
+				delete(r.waits, seq)
+			}
+			r.mu.Unlock()
+		}
+	}()
 	err := r.waitUntil(ctx, func() (bool, error) {
 		behind = ""
 		for _, w := range r.workers {
@@ -727,6 +810,12 @@ func (r *Runner) WaitFor(ctx context.Context, seq uint64) error {
 			case r.closed || !w.running:
 				return false, ErrClosed
 			}
+		}
+		if behind != "" && !registered {
+			registered = true
+			r.waits[seq]++
+			close(r.waited)
+			r.waited = make(chan struct{})
 		}
 		return behind == "", nil
 	})
@@ -754,6 +843,11 @@ func (r *Runner) waitUntil(ctx context.Context, done func() (bool, error)) error
 		}
 	}
 }
+
+// Commits returns how many transactions the Runner has committed since
+// Open (a batch is one; a failing event's predecessors commit on their
+// own), for benchmarks.
+func (r *Runner) Commits() uint64 { return r.commits.Load() }
 
 // Close stops the goroutines and waits for them (bounded by ctx). The
 // consumers stay: the next Open resumes them.

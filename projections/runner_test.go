@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -344,5 +345,90 @@ func TestLostDeliveryIsReadAgain(t *testing.T) {
 		if st.Checkpoint != last || st.Error != "" || !st.Running {
 			t.Errorf("status: %+v", st)
 		}
+	}
+}
+
+// caughtUp waits, without WaitFor (whose callers make a batch commit at
+// once), until every projection of r has applied seq.
+func caughtUp(t *testing.T, r *Runner, seq uint64) {
+	t.Helper()
+	err := r.waitUntil(testCtx(t), func() (bool, error) {
+		for _, w := range r.workers {
+			if w.checkpoint < seq {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("projections never applied %d: %v", seq, err)
+	}
+}
+
+// Live events that follow one another (a step's) are one transaction:
+// with nobody waiting, a batch stays open for the events after its first
+// (here for as long as it takes to fill it) and commits them together.
+func TestLiveEventsDeliveredTogetherAreOneCommit(t *testing.T) {
+	_, log := eventstest.Start(t)
+	const n = 5
+	r := startRunner(t, log, openDB(t, ""), config{linger: time.Hour, batch: n})
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	var last uint64
+	for i := range n - 1 {
+		last = s.conv("c1", &events.MessageReceived{Channel: "web", Text: fmt.Sprint("message ", i)})
+	}
+	caughtUp(t, r, last)
+	if got, want := r.Commits(), uint64(1); got != want {
+		t.Errorf("commits for %d live events: got %d, want %d", n, got, want)
+	}
+	if got, want := messages(t, r, "c1"), n-1; got != want {
+		t.Errorf("messages: got %d, want %d", got, want)
+	}
+}
+
+// A WaitFor caller does not wait for a batch to linger: the batch holding
+// the event it waits for commits at once (here the batch would otherwise
+// stay open for an hour), and the waiter is forgotten when it returns.
+func TestWaitForCommitsALingeringBatch(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	r := startRunner(t, log, openDB(t, ""), config{linger: time.Hour})
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
+	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := messages(t, r, "c1"), 2; got != want {
+		t.Errorf("messages: got %d, want %d", got, want)
+	}
+	if got, want := r.Commits(), uint64(1); got != want {
+		t.Errorf("commits: got %d, want %d (the three events lingered together until the waiter came)", got, want)
+	}
+	// A waiter that gives up is forgotten too.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := r.WaitFor(cctx, last+1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitFor with a cancelled context: got %v", err)
+	}
+	r.mu.Lock()
+	waits := len(r.waits)
+	r.mu.Unlock()
+	if waits != 0 {
+		t.Errorf("waiters left after WaitFor returned: %d", waits)
+	}
+}
+
+// With nobody waiting, a lingering batch still commits once its time is
+// up (lingerMax): a reader that does not wait sees the event then.
+func TestLingeringBatchCommitsWithoutAWaiter(t *testing.T) {
+	_, log := eventstest.Start(t)
+	r := startRunner(t, log, openDB(t, ""), config{})
+	seq := newSeeder(t, log).conv("c1", &events.MessageReceived{Channel: "web", Text: "hi"})
+	caughtUp(t, r, seq)
+	if got, want := messages(t, r, "c1"), 1; got != want {
+		t.Errorf("messages: got %d, want %d", got, want)
 	}
 }
