@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
 )
 
 func runExport(ctx context.Context, env *cliEnv, args []string) error {
@@ -35,34 +35,25 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	write := func(w io.Writer) (int, error) {
-		a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
-		if errors.Is(err, home.ErrStoreBusy) {
-			c, err := app.ServerClient(h, dir, env.getenv)
-			if err != nil {
-				return 0, err
-			}
-			return c.Export(ctx, conv, key, w)
-		}
-		if err != nil {
-			return 0, err
-		}
-		defer a.Close()
-		last, err := a.Log().Last(ctx, events.Conv(conv).Filter())
-		if err != nil {
-			return 0, err
-		}
-		if last == 0 {
-			return 0, fmt.Errorf("conversation %q has no events in %s", conv, dir)
-		}
-		return events.WriteExport(w, conv, key, a.Log().Read(ctx, events.Conv(conv).Filter(), 0))
-	}
 	var buf bytes.Buffer
 	w := io.Writer(env.stdout)
 	if *out != "" {
 		w = &buf // written atomically once complete
 	}
-	n, err := write(w)
+	var n int
+	err = onStore(ctx, env, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()}, func(a *app.App) error {
+		last, err := a.Log().Last(ctx, events.Conv(conv).Filter())
+		if err == nil && last == 0 {
+			err = fmt.Errorf("conversation %q has no events in %s", conv, dir)
+		}
+		if err == nil {
+			n, err = events.WriteExport(w, conv, key, a.Log().Read(ctx, events.Conv(conv).Filter(), 0))
+		}
+		return err
+	}, func(c web.Client) (err error) {
+		n, err = c.Export(ctx, conv, key, w)
+		return err
+	})
 	if err == nil && *out != "" {
 		err = home.WriteFileAtomic(*out, buf.Bytes(), 0o600)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
-	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -35,25 +34,16 @@ func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int,
 	// projections and a worker (no recovery scan, no scheduler: nothing
 	// but the fork and what it delegates runs).
 	logger := slog.New(slog.NewTextHandler(env.redactor().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.Open(ctx, dir, h, options(env, "replay --from-step", app.Options{Logger: logger}))
-	if errors.Is(err, home.ErrStoreBusy) {
-		c, err := app.ServerClient(h, dir, env.getenv)
-		if err != nil {
-			return err
-		}
+	return onStore(ctx, env, dir, h, options(env, "replay --from-step", app.Options{Logger: logger}), func(a *app.App) error {
+		return forkHere(ctx, env, a, runID, step, route)
+	}, func(c web.Client) error {
 		fk, err := c.Fork(ctx, runID, step, route)
-		if err != nil {
-			return err
+		if err == nil {
+			printFork(env, fk)
+			fmt.Fprintf(env.stdout, "the server runs it: %s/c/%s/runs\n", c.URL, fk.Conversation)
 		}
-		printFork(env, fk)
-		fmt.Fprintf(env.stdout, "the server runs it: %s/c/%s/runs\n", c.URL, fk.Conversation)
-		return nil
-	}
-	if err != nil {
 		return err
-	}
-	defer a.Close()
-	return forkHere(ctx, env, a, runID, step, route)
+	})
 }
 
 // forkHere forks on a stopped home, waits until the fork's run has

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
+	"github.com/my-agent-crew/crew/gateways/web"
 )
 
 func runInit(ctx context.Context, env *cliEnv, args []string) error {
@@ -59,4 +62,23 @@ func loadHome(env *cliEnv, dir string) (*home.Home, error) {
 	}
 	h.LoadSecrets(env.redactor(), env.environ)
 	return h, nil
+}
+
+// onStore runs here on an App opened with o when no server holds the
+// home's store, else there with the running server's client: the commands
+// that read or write the store work with the server up or down.
+func onStore(ctx context.Context, env *cliEnv, dir string, h *home.Home, o app.Options, here func(*app.App) error, there func(web.Client) error) error {
+	a, err := app.Open(ctx, dir, h, o)
+	if errors.Is(err, home.ErrStoreBusy) {
+		c, err := app.ServerClient(h, dir, env.getenv)
+		if err != nil {
+			return err
+		}
+		return there(c)
+	}
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return here(a)
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
-	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop/consolidate"
@@ -30,33 +28,23 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := consolidateHere(ctx, env, dir, h, agent)
-	if errors.Is(err, home.ErrStoreBusy) {
-		var c web.Client
-		if c, err = app.ServerClient(h, dir, env.getenv); err == nil {
-			p, err = c.Consolidate(ctx, agent)
-		}
+	if _, ok := h.Agents[agent]; !ok {
+		return fmt.Errorf("%w: %q is not a loaded agent of %s", consolidate.ErrUnknownAgent, agent, dir)
 	}
+	var p consolidate.Proposal
+	err = onStore(ctx, env, dir, h, options(env, "memory consolidate", app.Options{NoWorker: true}), func(a *app.App) (err error) {
+		fmt.Fprintln(env.stderr, a.Routes)
+		p, err = a.Memory.Consolidate(ctx, agent, consolidate.TriggerCLI)
+		return err
+	}, func(c web.Client) (err error) {
+		p, err = c.Consolidate(ctx, agent)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	printProposal(env.stdout, p)
 	return nil
-}
-
-// consolidateHere runs the service in this process on a stopped home, with
-// the crew serve would build. home.ErrStoreBusy means a server holds the store.
-func consolidateHere(ctx context.Context, env *cliEnv, dir string, h *home.Home, agent string) (consolidate.Proposal, error) {
-	if _, ok := h.Agents[agent]; !ok {
-		return consolidate.Proposal{}, fmt.Errorf("%w: %q is not a loaded agent of %s", consolidate.ErrUnknownAgent, agent, dir)
-	}
-	a, err := app.Open(ctx, dir, h, options(env, "memory consolidate", app.Options{NoWorker: true}))
-	if err != nil {
-		return consolidate.Proposal{}, err
-	}
-	defer a.Close()
-	fmt.Fprintln(env.stderr, a.Routes)
-	return a.Memory.Consolidate(ctx, agent, consolidate.TriggerCLI)
 }
 
 // printProposal shows what was filed and the diff.

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
-	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop/team"
 )
 
@@ -33,19 +32,14 @@ func runTeam(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	var msg string
-	a, err := app.Open(ctx, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()})
-	switch {
-	case errors.Is(err, home.ErrStoreBusy):
-		c, cerr := app.ServerClient(h, dir, env.getenv)
-		if cerr != nil {
-			return cerr
-		}
-		msg, err = c.RemoveWorktree(ctx, name, *teamID, *discard)
-	case err == nil:
-		defer a.Close()
+	err = onStore(ctx, env, dir, h, app.Options{StoreOnly: true, Secrets: env.redactor()}, func(a *app.App) (err error) {
 		// The server is stopped: no teammate holds a folder.
 		msg, err = team.New(team.Config{Log: a.Log(), Home: dir, Sandbox: a.Sandbox()}).Remove(ctx, name, *teamID, *discard)
-	}
+		return err
+	}, func(c web.Client) (err error) {
+		msg, err = c.RemoveWorktree(ctx, name, *teamID, *discard)
+		return err
+	})
 	if err != nil {
 		return err
 	}
