@@ -34,7 +34,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(env.redactor().Writer(env.stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := app.Open(ctx, dir, h, options(env, "serve", app.Options{Serve: true, Listen: addr, Logger: logger}))
+	a, err := app.Open(ctx, dir, h, options(env, "serve", app.Options{Serve: true, Listen: addr, Logger: logger, MemoryLimit: h.Config.MemoryLimit(env.getenv)}))
 	if info, ierr := home.ReadServeInfo(dir); errors.Is(err, home.ErrStoreBusy) && ierr == nil {
 		return fmt.Errorf("%w (pid %d, %s)", err, info.PID, info.URL)
 	}

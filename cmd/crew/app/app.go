@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +69,11 @@ type Options struct {
 	// the crew follows its files.
 	Serve  bool
 	Listen string
+	// MemoryLimit is the process's soft memory limit in bytes, set at
+	// Open (serve's: home.Config.MemoryLimit); 0 leaves it alone. Near it
+	// the collector runs before the heap doubles and the scavenger hands
+	// freed pages back (docs/performance.md, "Memory").
+	MemoryLimit int64
 	// Projections are the read models run (nil: projections.All); the
 	// test build holds them back to show a server catching up.
 	Projections func() []projections.Projection
@@ -151,6 +158,9 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		}
 	}()
 	ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if opts.MemoryLimit > 0 { // before the store: the server's rebuild at start is under it too
+		debug.SetMemoryLimit(opts.MemoryLimit)
+	}
 	if !opts.ReadOnly {
 		if a.store, err = openStore(ctx, dir, h.Config, opts.Secrets, a.log.With("component", "nats")); err != nil {
 			return nil, err
@@ -327,7 +337,8 @@ func (a *App) close() error {
 // counters (failed passes since start, turns in flight and queued) and
 // how often the connections to the event store were made again, and
 // the recall index's progress (it catches up in the background, after
-// ready: recall answers from what it has meanwhile).
+// ready: recall answers from what it has meanwhile), and serve's memory
+// limit.
 func (a *App) Health(ctx context.Context) (bool, any) {
 	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
 	details := map[string]any{"projections": statuses}
@@ -340,6 +351,9 @@ func (a *App) Health(ctx context.Context) (bool, any) {
 	if a.searchFeeder != nil {
 		details["recall"] = recallHealth(a.searchFeeder.Status(), statuses)
 	}
+	if a.opts.Serve {
+		details["memory"] = memoryHealth()
+	}
 	return ready, details
 }
 
@@ -348,6 +362,20 @@ type RecallHealth struct {
 	search.FeederStatus
 	// Lag is how many events of the log the index has not applied yet.
 	Lag uint64 `json:"lag"`
+}
+
+// MemoryHealth is the memory line of /healthz details: the soft limit the
+// Go runtime works to as the process has it now (Options.MemoryLimit,
+// else GOMEMLIMIT's; 0: none).
+type MemoryHealth struct {
+	LimitMB int64 `json:"limit_mb"`
+}
+
+func memoryHealth() MemoryHealth {
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 { // -1 reads it
+		return MemoryHealth{LimitMB: limit >> 20}
+	}
+	return MemoryHealth{}
 }
 
 func recallHealth(st search.FeederStatus, projections []projections.Status) RecallHealth {

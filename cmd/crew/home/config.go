@@ -17,7 +17,10 @@ type Config struct {
 	ConversationsInMemory int `yaml:"conversations_in_memory"`
 	// TurnsInFlight bounds the turns running at once (the others wait
 	// in order: loop.WorkerConfig.TurnsInFlight); 0: the default.
-	TurnsInFlight int            `yaml:"turns_in_flight"`
+	TurnsInFlight int `yaml:"turns_in_flight"`
+	// MemoryLimitMB is crew serve's soft memory limit in MiB
+	// (MemoryLimit); 0: DefaultMemoryLimitMB.
+	MemoryLimitMB int            `yaml:"memory_limit_mb"`
 	NATS          NATSConfig     `yaml:"nats"`
 	Listen        string         `yaml:"listen"`
 	AuthToken     string         `yaml:"auth_token"`
@@ -45,6 +48,26 @@ type Config struct {
 	ShellHosts []string `yaml:"shell_hosts"`
 
 	loc *time.Location // resolved Timezone, set by Load
+}
+
+// DefaultMemoryLimitMB is crew serve's soft memory limit unless
+// config.yaml memory_limit_mb says otherwise (docs/performance.md,
+// "Memory").
+const DefaultMemoryLimitMB = 256
+
+// MemoryLimit is the soft memory limit crew serve gives the Go runtime
+// (debug.SetMemoryLimit), in bytes: memory_limit_mb, else the default.
+// It is 0 (leave the runtime's alone) when the process environment sets
+// GOMEMLIMIT, which the runtime has read already and which wins.
+func (c Config) MemoryLimit(getenv func(string) string) int64 {
+	if getenv != nil && getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	mb := c.MemoryLimitMB
+	if mb <= 0 {
+		mb = DefaultMemoryLimitMB
+	}
+	return int64(mb) << 20
 }
 
 // ShellNetwork is what a shell command with network reaches
