@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools/schedule"
 )
 
 // TestSlotWithoutSchedulerOrClusterSaysSo: a process that runs no
@@ -36,5 +39,33 @@ func TestSlotReplyKeepsTheErrorKind(t *testing.T) {
 	}
 	if got := replyOf(errors.New("disk full")).err(); got == nil || got.Error() != "disk full" {
 		t.Errorf("an error of no kind came back as %v", got)
+	}
+}
+
+// TestAdderRefusesTheJobNotTheHarness: schedule_create tells the model
+// of a job the scheduler refuses for what it is (a bad cron, an id
+// taken), and reports any other failure as the harness's.
+func TestAdderRefusesTheJobNotTheHarness(t *testing.T) {
+	h := newHarness(t, ny(2026, 11, 30, 10, 2))
+	slot := NewSlot(nil)
+	add := slot.Adder()
+	job := schedule.Job{ID: "water", Agent: "coach", Name: "water", Cron: "*/5 * * * *", Prompt: "drink"}
+	if err := add.Add(t.Context(), job); err == nil || errors.Is(err, schedule.ErrNotScheduled) {
+		t.Fatalf("Add with no scheduler = %v, want the harness's error, not a refusal", err)
+	}
+	if err := slot.Set(h.start(Config{})); err != nil {
+		t.Fatal(err)
+	}
+	if err := add.Add(t.Context(), job); err != nil {
+		t.Fatalf("Add = %v", err)
+	}
+	if got := find[*events.JobScheduled](h.job("water")); got == nil || got.Prompt != "drink" || got.Cron != job.Cron {
+		t.Errorf("stored %+v, want the job", got)
+	}
+	for _, bad := range []schedule.Job{job, {ID: "bad", Agent: "coach", Cron: "not cron", Prompt: "x"}} {
+		err := add.Add(t.Context(), bad)
+		if !errors.Is(err, schedule.ErrNotScheduled) {
+			t.Errorf("Add(%s) = %v, want a refusal (schedule.ErrNotScheduled)", bad.ID, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
 )
@@ -117,8 +118,13 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	return j.rows(v.([]projections.Job)), nil
+}
+
+// rows are the page's rows of list, times in the owner's zone.
+func (j *SchedulerJobs) rows(list []projections.Job) []ui.JobRow {
 	var rows []ui.JobRow
-	for _, job := range v.([]projections.Job) {
+	for _, job := range list {
 		row := ui.JobRow{ID: job.ID, Agent: job.Agent, Name: cmp.Or(job.Name, job.ID), Origin: job.Origin, When: job.Cron,
 			Status: job.Status, LastStatus: job.LastStatus, LastError: job.LastError, LastConversation: job.LastConversation,
 			Runs: job.Runs, Failures: job.Failures, Cancelled: job.Cancelled != nil, Enabled: job.Enabled,
@@ -150,7 +156,7 @@ func (j *SchedulerJobs) Rows(ctx context.Context) ([]ui.JobRow, error) {
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows
 }
 
 func (j *SchedulerJobs) Cancel(ctx context.Context, id string) error {
@@ -159,4 +165,36 @@ func (j *SchedulerJobs) Cancel(ctx context.Context, id string) error {
 
 func (j *SchedulerJobs) RunNow(ctx context.Context, id string) error {
 	return j.Scheduler.RunNow(ctx, id)
+}
+
+// Crons are the jobs as list_crons and cancel_cron see them: the list
+// /api/jobs shows (the jobs projection merged with every agent.yaml
+// schedule), chat jobs cancelled through the scheduler, schedules turned
+// off in agent.yaml.
+func (j *SchedulerJobs) Crons() schedule.Crons { return crons{j} }
+
+type crons struct{ j *SchedulerJobs }
+
+func (c crons) List(ctx context.Context) ([]schedule.Cron, error) {
+	v, err := c.j.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list := v.([]projections.Job)
+	rows := c.j.rows(list)
+	var out []schedule.Cron
+	for i, j := range list {
+		r := rows[i]
+		out = append(out, schedule.Cron{ID: j.ID, Agent: j.Agent, Name: r.Name, Origin: j.Origin, When: r.When, What: r.What,
+			Enabled: j.Enabled, Status: j.Status, NextRun: r.NextRun, LastRun: r.LastFired, LastStatus: j.LastStatus, RetryAt: r.RetryAt})
+	}
+	return out, nil
+}
+
+func (c crons) Cancel(ctx context.Context, id, reason string) error {
+	return c.j.Scheduler.Cancel(ctx, id, reason)
+}
+
+func (c crons) Disable(ctx context.Context, id string) error {
+	return c.j.SetEnabled(ctx, id, false)
 }

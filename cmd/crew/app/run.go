@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/tools/schedule"
-	"github.com/my-agent-crew/crew/ui"
 	"go.etcd.io/bbolt"
 )
 
@@ -95,9 +92,9 @@ func start(ctx context.Context, a *App) (*running, error) {
 		r.Scheduler = scheduler.NewSlot(st.nc)
 	}
 	r.schedCfg = schedulerConfig(a, r)
-	w.create.Bind(jobAdder{r.Scheduler})
-	w.crons.Bind(cronJobs{&web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: r.Scheduler,
-		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.log, Fresh: a.freshness()}})
+	w.create.Bind(r.Scheduler.Adder())
+	w.crons.Bind((&web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: r.Scheduler,
+		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.log, Fresh: a.freshness()}).Crons())
 	if a.opts.Serve {
 		r.watch(ctx, a)
 	}
@@ -220,50 +217,4 @@ func dayEndList(db *bbolt.DB, teamBusy func(ctx context.Context, id string) bool
 		}
 		return out, err
 	}
-}
-
-// jobAdder adapts the scheduler to schedule_create.
-type jobAdder struct{ s *scheduler.Slot }
-
-func (a jobAdder) Add(ctx context.Context, j schedule.Job) error {
-	err := a.s.Add(ctx, scheduler.Job{ID: j.ID, Agent: j.Agent, Name: j.Name, Cron: j.Cron, Prompt: j.Prompt, At: j.At, SourceConversation: j.SourceConversation})
-	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrJobExists) {
-		return schedule.Refused(err)
-	}
-	return err
-}
-
-// cronJobs adapts the jobs list (the jobs projection merged with every
-// agent.yaml schedule, as /api/jobs shows it) to list_crons and
-// cancel_cron.
-type cronJobs struct{ j *web.SchedulerJobs }
-
-func (c cronJobs) List(ctx context.Context) ([]schedule.Cron, error) {
-	v, err := c.j.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := c.j.Rows(ctx)
-	if err != nil {
-		return nil, err
-	}
-	byID := map[string]ui.JobRow{}
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
-	var out []schedule.Cron
-	for _, j := range v.([]projections.Job) {
-		r := byID[j.ID]
-		out = append(out, schedule.Cron{ID: j.ID, Agent: j.Agent, Name: r.Name, Origin: j.Origin, When: r.When, What: r.What,
-			Enabled: j.Enabled, Status: j.Status, NextRun: r.NextRun, LastRun: r.LastFired, LastStatus: j.LastStatus, RetryAt: r.RetryAt})
-	}
-	return out, nil
-}
-
-func (c cronJobs) Cancel(ctx context.Context, id, reason string) error {
-	return c.j.Scheduler.Cancel(ctx, id, reason)
-}
-
-func (c cronJobs) Disable(ctx context.Context, id string) error {
-	return c.j.SetEnabled(ctx, id, false)
 }
