@@ -468,8 +468,12 @@ func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 func (r *Runner) linger(ctx context.Context, ch <-chan delivery, batch *[]delivery, size int, wait time.Duration) error {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	var newest uint64
+	for _, d := range *batch {
+		newest = max(newest, d.seq)
+	}
 	for {
-		waited, wanted := r.wanted(*batch)
+		waited, wanted := r.wanted(newest)
 		if wanted {
 			return nil
 		}
@@ -479,6 +483,7 @@ func (r *Runner) linger(ctx context.Context, ch <-chan delivery, batch *[]delive
 				return d.err
 			}
 			*batch = append(*batch, d)
+			newest = max(newest, d.seq)
 			if len(*batch) >= size {
 				return nil
 			}
@@ -492,16 +497,12 @@ func (r *Runner) linger(ctx context.Context, ch <-chan delivery, batch *[]delive
 }
 
 // wanted reports whether a WaitFor caller waits for an event at or before
-// batch's newest, with the channel closed when another one begins.
-func (r *Runner) wanted(batch []delivery) (<-chan struct{}, bool) {
-	var newest uint64
-	for _, d := range batch {
-		newest = max(newest, d.seq)
-	}
+// seq, with the channel closed when another one begins.
+func (r *Runner) wanted(seq uint64) (<-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for seq := range r.waits {
-		if seq <= newest {
+	for w := range r.waits {
+		if w <= seq {
 			return r.waited, true
 		}
 	}
