@@ -93,15 +93,27 @@ type Index struct {
 // IndexDir is where the index of a home lives.
 func IndexDir(home string) string { return filepath.Join(home, "data", "search") }
 
+// MaxSegmentDocs bounds the documents of one segment of the index, so
+// what a background merge reads (its segments' mapped pages) and builds
+// (their postings, in memory) stays tens of MB: bleve's default, 5
+// million, let one merge on a million-event home hold 290 MB
+// (docs/performance.md, "Memory"). A segment is merged only while it has
+// fewer than half; more segments cost a query a little more.
+const MaxSegmentDocs = 50_000
+
 // Open opens (or creates) the index under dir.
-func Open(dir string) (*Index, error) {
+func Open(dir string) (*Index, error) { return open(dir, MaxSegmentDocs) }
+
+// open opens the index with segments of at most maxDocs documents.
+func open(dir string, maxDocs int64) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
 	}
 	path := filepath.Join(dir, "index.bleve")
 	// Another process holding the index (a second serve on this home)
-	// is an error after a moment, never a hang.
-	cfg := map[string]any{"bolt_timeout": "3s"}
+	// is an error after a moment, never a hang. The merge plan's other
+	// options are scorch's defaults.
+	cfg := map[string]any{"bolt_timeout": "3s", "scorchMergePlanOptions": map[string]any{"MaxSegmentSize": maxDocs}}
 	idx, err := bleve.OpenUsing(path, cfg)
 	fresh := errors.Is(err, bleve.ErrorIndexPathDoesNotExist)
 	reset := false
