@@ -53,30 +53,32 @@ func AcquireLease(ctx context.Context, nc *nats.Conn, key, owner string, ttl tim
 // Leases is the lease bucket, opened once for many leases (a crew process
 // on a cluster takes one per conversation it runs).
 type Leases struct {
-	js jetstream.JetStream
-	kv jetstream.KeyValue
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	raised *Raise
 }
 
 // OpenLeases creates or opens the lease bucket (3 replicas on a cluster
-// that can place them).
+// that can place them; one found at fewer is raised, see Raised).
 func OpenLeases(ctx context.Context, nc *nats.Conn) (*Leases, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	cfg := jetstream.KeyValueConfig{Bucket: LeaseBucket, Description: "crew leases", LimitMarkerTTL: time.Second, History: 1}
-	if nc.ConnectedClusterName() != "" {
-		cfg.Replicas = ClusterReplicas
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
-	if cfg.Replicas > 1 && cannotReplicate(err) {
-		cfg.Replicas = 1
-		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
-	}
+	kv, raised, err := openKV(ctx, nc, js, jetstream.KeyValueConfig{Bucket: LeaseBucket, Description: "crew leases", LimitMarkerTTL: time.Second, History: 1})
 	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", LeaseBucket, err)
+		return nil, err
 	}
-	return &Leases{js: js, kv: kv}, nil
+	return &Leases{js: js, kv: kv, raised: raised}, nil
+}
+
+// Raised is the raise of the lease bucket's replicas OpenLeases made,
+// nil for none (or no bucket).
+func (ls *Leases) Raised() *Raise {
+	if ls == nil {
+		return nil
+	}
+	return ls.raised
 }
 
 // Acquire takes key for owner with ttl, as AcquireLease.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -399,50 +398,24 @@ func (h *scriptHost) Spill(n int, full string) (string, error) {
 	return ref, err
 }
 
-// storePath is where a script's store lives: per agent, and per job (a
-// scheduled job's conversations share it) or conversation.
-func (t *Turn) storePath() string {
-	scope := t.conv.ID()
+// ScriptStore keeps what scripts put with store.set, per agent and scope
+// (a job, or a conversation); script.Store in a bucket of the log's
+// cluster, so every crew process on it shares them.
+type ScriptStore interface {
+	Load(ctx context.Context, agent, scope string) (map[string]json.RawMessage, error)
+	Save(ctx context.Context, agent, scope string, m map[string]json.RawMessage) error
+}
+
+// storeScope is whose store a script reads and writes: per agent, and
+// per job (a scheduled job's conversations share it) or conversation.
+func (t *Turn) storeScope() (agent, scope string) {
+	scope = t.conv.ID()
 	t.conv.View(func(st *State) {
 		if job, ok := strings.CutPrefix(st.Channel, "job:"); ok && job != "" {
 			scope = "job-" + job
 		}
 	})
-	if t.deps.HomeDir == "" {
-		return "" // no home: the store lives for one script
-	}
-	return filepath.Join(t.deps.HomeDir, "data", "script_store", t.agent.ID, scope+".json")
-}
-
-func readStore(path string) map[string]json.RawMessage {
-	if path == "" {
-		return nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	json.Unmarshal(b, &m)
-	return m
-}
-
-func writeStore(path string, m map[string]json.RawMessage) error {
-	if path == "" {
-		return nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return t.agent.ID, scope
 }
 
 // answer runs the script in a child process; the result is what it
@@ -460,8 +433,17 @@ func (toolScript) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 	if err != nil {
 		return tools.Result{}, err
 	}
-	path := t.storePath()
-	out, err := script.Run(ctx, script.Config{Exe: exe, Args: []string{"__script"}, Script: a.Script, Store: readStore(path),
+	store := t.deps.Services.Scripts
+	agent, scope := t.storeScope()
+	var kept map[string]json.RawMessage
+	if store != nil {
+		if kept, err = store.Load(ctx, agent, scope); err != nil {
+			// The store is down: the script would start from nothing and
+			// overwrite what it kept.
+			return tools.Result{Output: "The script was not run: its store could not be read: " + err.Error(), IsError: true}, nil
+		}
+	}
+	out, err := script.Run(ctx, script.Config{Exe: exe, Args: []string{"__script"}, Script: a.Script, Store: kept,
 		TurnLeft: t.agent.MaxSteps*script.TurnCallsEach - used, Home: t.deps.HomeDir, Sandbox: t.deps.Services.Sandbox}, h)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -476,8 +458,8 @@ func (toolScript) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Resul
 			b.WriteString("\n")
 		}
 		b.WriteString(out.Error)
-	} else if out.Store != nil {
-		if err := writeStore(path, out.Store); err != nil {
+	} else if out.Store != nil && store != nil {
+		if err := store.Save(ctx, agent, scope, out.Store); err != nil {
 			b.WriteString("\n(The script's store could not be saved: " + err.Error() + ")")
 		}
 	}

@@ -90,8 +90,8 @@ func TestScriptNestedCallsRecordedInOrder(t *testing.T) {
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(h.deps.HomeDir, "data", "script_store", "master", h.conv+".json")); err != nil || string(b) != `{"n":1}` {
-		t.Errorf("store %s %v", b, err)
+	if m, err := h.deps.Services.Scripts.Load(t.Context(), "master", h.conv); err != nil || string(m["n"]) != "1" || len(m) != 1 {
+		t.Errorf("store %v %v, want n: 1", m, err)
 	}
 }
 

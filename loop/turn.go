@@ -100,6 +100,9 @@ type Services struct {
 	// Sandbox starts every child process of a turn (hooks, tool_script);
 	// nil: none starts.
 	Sandbox *shell.Sandbox
+	// Scripts keeps tool_script's stores (store.get/set); nil: a script's
+	// store lives for that script only.
+	Scripts ScriptStore
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

@@ -21,6 +21,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/script"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 	"github.com/nats-io/nuid"
@@ -192,7 +193,11 @@ var harnessNow = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harness {
 	t.Helper()
-	_, log := eventstest.Start(t)
+	srv, log := eventstest.Start(t)
+	scripts, err := events.OpenBucket(t.Context(), srv.Conn(), events.ScriptBucket, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are the test agent."), 0o600)
 	os.MkdirAll(filepath.Join(dir, "workspace"), 0o700)
@@ -235,7 +240,7 @@ func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harn
 		Tools:    reg,
 		Clock:    clockAt{now: func() time.Time { return h.now }},
 		Crew:     harnessCrew{h},
-		Services: loop.Services{Sandbox: box},
+		Services: loop.Services{Sandbox: box, Scripts: script.NewStore(scripts)},
 	}
 	return h
 }

@@ -103,8 +103,7 @@ func serveSecrets(env *cliEnv, dir string, h *home.Home, addr string) (wc web.Co
 	if wc.AuthToken != "" {
 		env.redactor().Add("CREW_AUTH_TOKEN", wc.AuthToken)
 	}
-	wc.Sessions, err = web.OpenSessions(filepath.Join(dir, "data", "web-sessions.json"))
-	return wc, generated, err
+	return wc, generated, nil
 }
 
 // announce prints where the crew serves and what runs it.

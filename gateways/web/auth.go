@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -10,17 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/ui"
+	"github.com/nats-io/nats.go"
 )
 
 // The auth token guards a server that listens beyond loopback. A browser
@@ -87,12 +90,14 @@ func entropyBits(s string) float64 {
 	return h * n
 }
 
-// Sessions are the logins of the web UI, by the SHA-256 of their id.
-// With a file, they survive a restart; the file is written 0600.
+// Sessions are the logins of the web UI, by the SHA-256 of their id: in
+// the log's cluster (events.SessionBucket, each with a TTL at its end), so
+// every crew process on it knows them and they survive a restart; or in
+// memory only.
 type Sessions struct {
+	b    *events.Bucket // nil: in memory
 	mu   sync.Mutex
-	path string
-	byID map[string]*session
+	byID map[string]session
 	now  func() time.Time
 }
 
@@ -103,43 +108,72 @@ type session struct {
 
 // NewSessions keeps sessions in memory only.
 func NewSessions() *Sessions {
-	return &Sessions{byID: map[string]*session{}, now: time.Now}
+	return &Sessions{byID: map[string]session{}, now: time.Now}
 }
 
-// OpenSessions keeps sessions in path (created 0600 on the first login).
-// A file other users can read is refused: it would let them log in.
-func OpenSessions(path string) (*Sessions, error) {
-	s := NewSessions()
-	s.path = path
+// SharedSessions keeps sessions in b (events.SessionBucket).
+func SharedSessions(b *events.Bucket) *Sessions {
+	return &Sessions{b: b, byID: map[string]session{}, now: time.Now}
+}
+
+// OpenSessions opens the sessions' bucket on nc and moves in, once, the
+// file an older build kept them in (MigrateFile); logger is told of a
+// raise of the bucket's replicas and of what moved.
+func OpenSessions(ctx context.Context, nc *nats.Conn, file string, logger *slog.Logger) (*Sessions, error) {
+	b, err := events.OpenBucket(ctx, nc, events.SessionBucket, "web UI logins")
+	if err != nil {
+		return nil, err
+	}
+	if r := b.Raised(); r != nil {
+		logger.Info("raised a bucket's replicas: the cluster can place them", "stream", r.Stream, "from", r.From, "to", r.To, "servers", r.Servers)
+	}
+	s := SharedSessions(b)
+	n, err := s.MigrateFile(ctx, file)
+	if n > 0 {
+		logger.Info("moved the web logins from a file into the log's bucket", "sessions", n, "from", file)
+	}
+	return s, err
+}
+
+// MigrateFile moves the sessions a home kept in path (a 0600 file, before
+// they lived in the cluster) into s once, then removes the file; a file
+// other users can read is refused, as it always was. It returns how many
+// live sessions it moved.
+func (s *Sessions) MigrateFile(ctx context.Context, path string) (int, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sessions %s: %w", path, err)
+		return 0, fmt.Errorf("sessions %s: %w", path, err)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("sessions %s: mode %04o is readable by others; run: chmod 600 %s", path, perm, path)
+		return 0, fmt.Errorf("sessions %s: mode %04o is readable by others; run: chmod 600 %s", path, perm, path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("sessions %s: %w", path, err)
+		return 0, fmt.Errorf("sessions %s: %w", path, err)
 	}
 	var file struct {
 		Sessions map[string]*session `json:"sessions"`
 	}
 	if err := json.Unmarshal(b, &file); err != nil {
-		return nil, fmt.Errorf("sessions %s: %w (delete it to log everyone out)", path, err)
+		return 0, fmt.Errorf("sessions %s: %w (delete it to log everyone out)", path, err)
 	}
+	moved := 0
 	for k, v := range file.Sessions {
-		if v != nil {
-			s.byID[k] = v
+		if v == nil || expired(*v, s.now()) || len(k) != 2*sha256.Size {
+			continue
 		}
+		if err := s.put(ctx, k, *v); err != nil {
+			return moved, fmt.Errorf("sessions %s: %w", path, err)
+		}
+		moved++
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pruneLocked()
-	return s, nil
+	if err := os.Remove(path); err != nil {
+		return moved, fmt.Errorf("sessions %s: %w", path, err)
+	}
+	return moved, nil
 }
 
 func sessionKey(id string) string {
@@ -148,94 +182,87 @@ func sessionKey(id string) string {
 }
 
 // Create starts a session and returns its id (the cookie value).
-func (s *Sessions) Create() (string, error) {
+func (s *Sessions) Create(ctx context.Context) (string, error) {
 	b := make([]byte, 32)
 	rand.Read(b)
 	id := base64.RawURLEncoding.EncodeToString(b)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
-	s.pruneLocked()
-	s.byID[sessionKey(id)] = &session{Created: now, Seen: now}
-	return id, s.saveLocked()
+	return id, s.put(ctx, sessionKey(id), session{Created: now, Seen: now})
 }
 
-// Valid reports whether id is a live session, and marks it seen.
-func (s *Sessions) Valid(id string) bool {
+// Valid reports whether id is a live session, and marks it seen. A
+// session that cannot be read is no login.
+func (s *Sessions) Valid(ctx context.Context, id string) bool {
 	if id == "" {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := sessionKey(id)
-	se := s.byID[k]
+	se, ok := s.get(ctx, k)
 	now := s.now()
-	if se == nil {
+	if !ok {
 		return false
 	}
 	if expired(se, now) {
-		delete(s.byID, k)
-		s.saveLocked()
+		s.delete(ctx, k)
 		return false
 	}
-	if now.Sub(se.Seen) > time.Hour { // write the file at most hourly per session
+	if now.Sub(se.Seen) > time.Hour { // written at most hourly per session
 		se.Seen = now
-		s.saveLocked()
+		s.put(ctx, k, se)
 	}
 	return true
 }
 
 // Delete ends a session (logout).
-func (s *Sessions) Delete(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byID, sessionKey(id))
-	return s.saveLocked()
+func (s *Sessions) Delete(ctx context.Context, id string) error {
+	return s.delete(ctx, sessionKey(id))
 }
 
-func expired(se *session, now time.Time) bool {
+func expired(se session, now time.Time) bool {
 	return now.Sub(se.Created) > SessionMaxAge || now.Sub(se.Seen) > SessionMaxIdle
 }
 
-func (s *Sessions) pruneLocked() {
-	now := s.now()
-	for k, se := range s.byID {
-		if expired(se, now) {
-			delete(s.byID, k)
-		}
+func (s *Sessions) get(ctx context.Context, k string) (session, bool) {
+	if s.b == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		se, ok := s.byID[k]
+		return se, ok
 	}
+	var se session
+	b, err := s.b.Get(ctx, k)
+	return se, err == nil && json.Unmarshal(b, &se) == nil
 }
 
-func (s *Sessions) saveLocked() error {
-	if s.path == "" {
+// put keeps se under k; in the bucket it vanishes when it would expire.
+func (s *Sessions) put(ctx context.Context, k string, se session) error {
+	if s.b == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.byID[k] = se
+		for k, se := range s.byID {
+			if expired(se, s.now()) {
+				delete(s.byID, k)
+			}
+		}
 		return nil
 	}
-	b, err := json.Marshal(map[string]any{"sessions": s.byID})
+	b, err := json.Marshal(se)
 	if err != nil {
 		return err
 	}
-	return writePrivate(s.path, b)
+	left := min(se.Created.Add(SessionMaxAge).Sub(s.now()), se.Seen.Add(SessionMaxIdle).Sub(s.now()))
+	return s.b.Put(ctx, k, b, max(left.Truncate(time.Second)+time.Second, time.Second))
 }
 
-// writePrivate replaces path with data, mode 0600, atomically.
-func writePrivate(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*") // 0600
-	if err != nil {
-		return err
+func (s *Sessions) delete(ctx context.Context, k string) error {
+	if s.b == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.byID, k)
+		return nil
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return s.b.Delete(ctx, k)
 }
 
 // Login throttling: a token (bearer or login form) is compared first, in
@@ -389,7 +416,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 
 func (s *server) loggedIn(r *http.Request) bool {
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && s.cfg.Sessions.Valid(c.Value)
+	return err == nil && s.cfg.Sessions.Valid(r.Context(), c.Value)
 }
 
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
@@ -414,7 +441,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		page(http.StatusUnauthorized, "That token is not this server's auth token (CREW_AUTH_TOKEN in the home's env file, or auth_token in config.yaml).")
 		return
 	}
-	id, err := s.cfg.Sessions.Create()
+	id, err := s.cfg.Sessions.Create(r.Context())
 	if err != nil {
 		s.logger().Error("save session", "err", err)
 		page(http.StatusInternalServerError, "Could not save the session: "+err.Error())
@@ -428,7 +455,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 // logout ends the browser's session and clears its cookie.
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if err := s.cfg.Sessions.Delete(c.Value); err != nil {
+		if err := s.cfg.Sessions.Delete(r.Context(), c.Value); err != nil {
 			s.logger().Error("save sessions", "err", err)
 		}
 	}

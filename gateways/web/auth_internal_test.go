@@ -3,6 +3,9 @@ package web
 import (
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
 // The wait doubles from 1 s after the 5th failure and stops at 60 s; during
@@ -51,31 +54,41 @@ func TestLoginWaitDoublesUpToAMinute(t *testing.T) {
 	}
 }
 
-// Sessions end 7 days idle or 30 days after login.
+// Sessions end 7 days idle or 30 days after login, in memory and in the
+// cluster's bucket alike.
 func TestSessionsExpire(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	s := NewSessions()
-	s.now = func() time.Time { return now }
-	idle, _ := s.Create()
-	busy, _ := s.Create()
-	for range 6 {
-		now = now.Add(24 * time.Hour)
-		if !s.Valid(busy) {
-			t.Fatal("busy session ended early")
-		}
+	srv, _ := eventstest.Start(t)
+	b, err := events.OpenBucket(t.Context(), srv.Conn(), events.SessionBucket, "test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	now = now.Add(25 * time.Hour)
-	if s.Valid(idle) {
-		t.Error("a session idle for more than 7 days is still valid")
-	}
-	for range 22 {
-		if !s.Valid(busy) {
-			t.Fatal("busy session ended before 30 days")
-		}
-		now = now.Add(24 * time.Hour)
-	}
-	now = now.Add(2 * 24 * time.Hour) // seen 3 days ago, but logged in 31 days ago
-	if s.Valid(busy) {
-		t.Error("a session older than 30 days is still valid")
+	for name, s := range map[string]*Sessions{"memory": NewSessions(), "bucket": SharedSessions(b)} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			now := time.Now()
+			s.now = func() time.Time { return now }
+			idle, _ := s.Create(ctx)
+			busy, _ := s.Create(ctx)
+			for range 6 {
+				now = now.Add(24 * time.Hour)
+				if !s.Valid(ctx, busy) {
+					t.Fatal("busy session ended early")
+				}
+			}
+			now = now.Add(25 * time.Hour)
+			if s.Valid(ctx, idle) {
+				t.Error("a session idle for more than 7 days is still valid")
+			}
+			for range 22 {
+				if !s.Valid(ctx, busy) {
+					t.Fatal("busy session ended before 30 days")
+				}
+				now = now.Add(24 * time.Hour)
+			}
+			now = now.Add(2 * 24 * time.Hour) // seen 3 days ago, but logged in 31 days ago
+			if s.Valid(ctx, busy) {
+				t.Error("a session older than 30 days is still valid")
+			}
+		})
 	}
 }

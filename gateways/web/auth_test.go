@@ -1,6 +1,9 @@
 package web_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Item 2: weak tokens are refused with the reason; generated ones pass.
@@ -60,17 +67,47 @@ func loginForm(t *testing.T, c *http.Client, base string) string {
 	return ""
 }
 
-// Item 2: the login cookie is a random session id, never the token; the
-// server keeps its hash in a 0600 file; logout ends it.
-func TestLoginCookieIsASessionNotTheToken(t *testing.T) {
-	token := web.GenerateToken()
-	cfg, _, _ := fullConfig(t, token)
-	file := filepath.Join(t.TempDir(), "sessions.json")
-	sessions, err := web.OpenSessions(file)
+// sessionBucket is a fresh events.SessionBucket on its own server, and
+// that server's connection.
+func sessionBucket(t *testing.T) (*events.Bucket, *nats.Conn) {
+	t.Helper()
+	srv, _ := eventstest.Start(t)
+	b, err := events.OpenBucket(t.Context(), srv.Conn(), events.SessionBucket, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Sessions = sessions
+	return b, srv.Conn()
+}
+
+// bucketText is every value the session bucket holds now, with its key.
+func bucketText(t *testing.T, nc *nats.Conn) string {
+	t.Helper()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(t.Context(), events.SessionBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for k := range keys.Keys() {
+		if e, err := kv.Get(t.Context(), k); err == nil {
+			b.WriteString(k + "=" + string(e.Value()) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Item 2: the login cookie is a random session id, never the token; the
+// server keeps its hash in the cluster's session bucket (issue 30 item 4:
+// every crew process on the cluster knows it); logout ends it.
+func TestLoginCookieIsASessionNotTheToken(t *testing.T) {
+	token := web.GenerateToken()
+	cfg, _, _ := fullConfig(t, token)
+	bucket, nc := sessionBucket(t)
+	cfg.Sessions = web.SharedSessions(bucket)
 	srv := newServer(t, cfg)
 	c := client(t)
 	csrf := loginForm(t, c, srv.URL)
@@ -94,13 +131,12 @@ func TestLoginCookieIsASessionNotTheToken(t *testing.T) {
 	if !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.MaxAge <= 0 || len(session.Value) < 40 {
 		t.Errorf("session cookie = %+v", session)
 	}
-	fi, err := os.Stat(file)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("sessions file: %v %v, want mode 0600", fi, err)
+	held := bucketText(t, nc)
+	if !strings.Contains(held, "created") {
+		t.Fatalf("the session bucket holds no session after a login: %q", held)
 	}
-	b, _ := os.ReadFile(file)
-	if strings.Contains(string(b), token) || strings.Contains(string(b), session.Value) {
-		t.Error("the sessions file holds the token or a session id, not a hash")
+	if strings.Contains(held, token) || strings.Contains(held, session.Value) {
+		t.Error("the session bucket holds the token or a session id, not a hash")
 	}
 	if resp, _ := c.Get(srv.URL + "/"); resp.StatusCode != 200 {
 		t.Errorf("GET / with the session = %d", resp.StatusCode)
@@ -113,36 +149,73 @@ func TestLoginCookieIsASessionNotTheToken(t *testing.T) {
 	if resp, _ := raw.Do(req); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("raw token as cookie = %d, want 303 to /login", resp.StatusCode)
 	}
-	// The session survives a restart (a new Sessions on the same file).
-	again, err := web.OpenSessions(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Another server on the same bucket (a restart, or a second crew
+	// process on the cluster) knows the session.
 	cfg2, _, _ := fullConfig(t, token)
-	cfg2.Sessions = again
+	cfg2.Sessions = web.SharedSessions(bucket)
 	srv2 := newServer(t, cfg2)
 	req = get(t, srv2.URL+"/")
 	req.AddCookie(session)
 	if resp, _ := raw.Do(req); resp.StatusCode != 200 {
-		t.Errorf("session after restart = %d", resp.StatusCode)
+		t.Errorf("session on a second server = %d", resp.StatusCode)
 	}
-	// Logout ends it.
+	// Logout on the first ends it on both.
 	resp, err = c.PostForm(srv.URL+"/logout", url.Values{"csrf": {csrf}})
 	if err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("logout = %v %v", resp, err)
 	}
-	req = get(t, srv.URL+"/")
-	req.AddCookie(session)
-	if resp, _ := raw.Do(req); resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("session after logout = %d, want 303", resp.StatusCode)
+	for _, u := range []string{srv.URL, srv2.URL} {
+		req = get(t, u+"/")
+		req.AddCookie(session)
+		if resp, _ := raw.Do(req); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("session after logout = %d, want 303", resp.StatusCode)
+		}
 	}
-	if b, _ := os.ReadFile(file); strings.Contains(string(b), "created") {
-		t.Errorf("sessions file after logout still holds a session: %s", b)
+	if held := bucketText(t, nc); strings.Contains(held, "created") {
+		t.Errorf("the session bucket after logout still holds a session: %s", held)
 	}
-	// A sessions file others can read is refused.
-	os.Chmod(file, 0o644)
-	if _, err := web.OpenSessions(file); err == nil || !strings.Contains(err.Error(), "chmod 600") {
-		t.Errorf("OpenSessions(0644) = %v", err)
+}
+
+// Issue 30 item 4: the sessions an older build kept in a 0600 file move
+// into the bucket once (the file goes; a second start moves nothing) and
+// still log in; one expired there is dropped; a file others can read is
+// refused, naming the fix.
+func TestSessionsFileOfAnOlderHomeMovesIntoTheBucket(t *testing.T) {
+	token := web.GenerateToken()
+	bucket, _ := sessionBucket(t)
+	sessions := web.SharedSessions(bucket)
+	// An older build's file: one live session, one logged in 40 days ago.
+	id := "old-browser-session-id-0123456789abcdefghijklmnop"
+	sum := sha256.Sum256([]byte(id))
+	now := time.Now().UTC()
+	file := filepath.Join(t.TempDir(), "web-sessions.json")
+	body := fmt.Sprintf(`{"sessions":{%q:{"created":%q,"seen":%q},%q:{"created":%q,"seen":%q}}}`,
+		hex.EncodeToString(sum[:]), now.Add(-time.Hour).Format(time.RFC3339), now.Format(time.RFC3339),
+		strings.Repeat("ab", 32), now.Add(-40*24*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sessions.MigrateFile(t.Context(), file); err != nil || n != 1 {
+		t.Fatalf("MigrateFile = %d, %v; want the one live session moved", n, err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the sessions file is still there after the move: %v", err)
+	}
+	if n, err := sessions.MigrateFile(t.Context(), file); err != nil || n != 0 {
+		t.Errorf("a second MigrateFile = %d, %v; want nothing to move", n, err)
+	}
+	cfg, _, _ := fullConfig(t, token)
+	cfg.Sessions = sessions
+	srv := newServer(t, cfg)
+	raw := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req := get(t, srv.URL+"/")
+	req.AddCookie(&http.Cookie{Name: "crew_session", Value: id})
+	if resp, err := raw.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the moved session's GET / = %v %v, want 200", resp, err)
+	}
+	os.WriteFile(file, []byte(body), 0o644)
+	if _, err := sessions.MigrateFile(t.Context(), file); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("MigrateFile(0644) = %v, want a refusal naming chmod 600", err)
 	}
 }
 
@@ -291,11 +364,8 @@ func newServer(t *testing.T, cfg web.Config) *httptest.Server {
 func TestSignOutOfferedWithAToken(t *testing.T) {
 	token := web.GenerateToken()
 	cfg, _, _ := fullConfig(t, token)
-	sessions, err := web.OpenSessions(filepath.Join(t.TempDir(), "sessions.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Sessions = sessions
+	bucket, _ := sessionBucket(t)
+	cfg.Sessions = web.SharedSessions(bucket)
 	srv := newServer(t, cfg)
 	c := client(t)
 	csrf := loginForm(t, c, srv.URL)

@@ -12,6 +12,8 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/cluster"
+	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/tools/script"
 	"github.com/nats-io/nats.go"
 	"go.etcd.io/bbolt"
 )
@@ -29,7 +31,9 @@ type store struct {
 	db   *bbolt.DB
 	// leases is the cluster's lease bucket with nats.url (several crew
 	// processes may share the cluster), nil on the embedded server.
-	leases *events.Leases
+	leases   *events.Leases
+	scripts  *script.Store // the home's state beside the log, shared on a cluster
+	sessions *web.Sessions
 }
 
 func dataDir(homeDir string) string { return filepath.Join(homeDir, "data") }
@@ -72,6 +76,12 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 		if err == nil {
 			err = s.log.SetReader(s.rc)
 		}
+	}
+	if err == nil { // the home's state beside the log (issue 30 item 4); an older home's files move in
+		s.scripts, err = script.OpenStore(ctx, s.nc, homeDir, logger)
+	}
+	if err == nil {
+		s.sessions, err = web.OpenSessions(ctx, s.nc, filepath.Join(dir, "web-sessions.json"), logger)
 	}
 	if err != nil {
 		s.Close()

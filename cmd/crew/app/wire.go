@@ -180,6 +180,9 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 			Sandbox:    a.box,
 		},
 	}
+	if a.store != nil {
+		w.Deps.Services.Scripts = a.store.scripts
+	}
 	if db != nil {
 		nlog := logger.With("component", "notes")
 		w.Convs.SetOpener(notes.WithEarlier(notes.WithCanvas(notes.Opener(a.Dir, cr, latestSummary(db), h.Config.Location(), time.Now, nlog),
