@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -304,9 +305,14 @@ func concurrentConversations(b *testing.B, n int, syncMode string) {
 	loadStart := loadAverage()
 	var peak float64
 	var refused atomic.Int64 // 503s answered (and sent again)
+	// Under the soft memory limit crew serve runs with by default
+	// (memory_limit_mb), as a user's process is; the limit is the
+	// process's, so it is put back after.
+	prevLimit := debug.SetMemoryLimit(-1)
+	b.Cleanup(func() { debug.SetMemoryLimit(prevLimit) })
 	for b.Loop() {
 		b.StopTimer()
-		a := benchApp(b, syncMode, &stepModel{steps: 3}, Options{})
+		a := benchApp(b, syncMode, &stepModel{steps: 3}, Options{MemoryLimit: home.DefaultMemoryLimitMB << 20})
 		ctx := context.Background()
 		// When each conversation's reply was stored: its run_finished.
 		var mu sync.Mutex
