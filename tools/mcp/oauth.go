@@ -38,9 +38,9 @@ import (
 // client registration where the authorization server offers it. Scopes,
 // when set, are asked for instead of those the server names.
 type OAuth struct {
-	ClientID     string
-	ClientSecret string
-	Scopes       []string
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
 }
 
 // refreshEarly: an access token is refreshed this long before it expires,

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -51,7 +50,8 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func
 			delete(agents, id)
 			continue
 		}
-		if err := checkMCP(&a, h, servers); err != nil {
+		var err error
+		if a.MCP, err = mcp.Usable(a.Dir, a.MCP, h.Config.MCPServers, servers); err != nil {
 			problems = append(problems, err.Error())
 			delete(agents, id)
 			continue
@@ -60,24 +60,6 @@ func buildCrew(h *home.Home, override []string, reg *tools.Registry, getenv func
 	}
 	sort.Strings(problems)
 	return &crewSet{home: h, agents: agents, roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), problems: problems, profile: profileJobs(h, agents, true), disabled: profileJobs(h, agents, false), catalog: h.Config.Catalog(), mcp: servers}
-}
-
-// checkMCP refuses an agent whose mcp: names a server config.yaml does not
-// declare, and drops from its list a declared one that cannot be used (its
-// problem is reported once, for the server).
-func checkMCP(a *loop.Agent, h *home.Home, usable []mcp.Server) error {
-	var keep []string
-	for _, name := range a.MCP {
-		if _, declared := h.Config.MCPServers[name]; !declared {
-			return fmt.Errorf("%s/agent.yaml: mcp: unknown server %q (config.yaml mcp_servers declares: %s)", a.Dir, name,
-				cmp.Or(strings.Join(slices.Sorted(maps.Keys(h.Config.MCPServers)), ", "), "none"))
-		}
-		if slices.ContainsFunc(usable, func(s mcp.Server) bool { return s.Name == name }) {
-			keep = append(keep, name)
-		}
-	}
-	a.MCP = keep
-	return nil
 }
 
 // Crew holds the current crewSet and reloads it when an agent's files

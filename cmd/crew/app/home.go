@@ -3,11 +3,8 @@ package app
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
-	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -117,94 +114,10 @@ func withBrowser(h *home.Home, a *home.Agent, names []string) []string {
 	return append(out, browser.ToolNames(a.Browser)...)
 }
 
-// envRef is a ${VAR} in an MCP header value.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// MCPServers are config.yaml's mcp_servers for the MCP pool, sorted by
-// name, their header values' ${VAR} taken from the env file or getenv. A
-// server whose header names a variable that is set nowhere is left out,
-// with a problem saying which. Every value resolved is added to r.
+// MCPServers are config.yaml's mcp_servers for the MCP pool
+// (mcp.Servers), their ${VAR} taken from the env file or getenv.
 func MCPServers(h *home.Home, r *events.Redactor, getenv func(string) string) (servers []mcp.Server, problems []string) {
-	for _, name := range slices.Sorted(maps.Keys(h.Config.MCPServers)) {
-		c := h.Config.MCPServers[name]
-		s := mcp.Server{Name: name, URL: c.URL, ReadOnly: c.ReadOnlyTools, Hidden: c.HiddenTools, AutonomousRun: c.Autonomous == "run",
-			Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Headers: map[string]string{}}
-		var missing []string
-		resolve := func(v string) string {
-			return envRef.ReplaceAllStringFunc(v, func(ref string) string {
-				name := envRef.FindStringSubmatch(ref)[1]
-				val := h.Getenv(name, getenv)
-				if val == "" {
-					missing = append(missing, name)
-				} else if len(val) >= events.MinEnvFileSecret {
-					r.Add(name, val) // also when it came from a process variable whose name does not look secret
-				}
-				return val
-			})
-		}
-		for k, v := range c.Headers {
-			s.Headers[k] = resolve(v)
-			if len(s.Headers[k]) >= events.MinEnvFileSecret {
-				r.Add("mcp_servers."+name+".headers."+k, s.Headers[k])
-			}
-		}
-		if c.URL != "" {
-			s.TokenFile = h.MCPTokenFile(name)
-			mcp.TeachGrant(s.TokenFile, name, r)
-		}
-		if o := c.OAuth; o != nil {
-			s.OAuth = &mcp.OAuth{ClientID: o.ClientID, ClientSecret: resolve(o.ClientSecret), Scopes: o.Scopes}
-			if len(s.OAuth.ClientSecret) >= events.MinEnvFileSecret {
-				r.Add("mcp_servers."+name+".oauth.client_secret", s.OAuth.ClientSecret)
-			}
-		}
-		if len(c.Command) > 0 {
-			s.Stdio = mcpStdio(h.Dir, name, c)
-			for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-				v := resolve(c.Env[k])
-				if len(v) >= events.MinEnvFileSecret {
-					r.Add("mcp_servers."+name+".env."+k, v) // env values never reach the log
-				}
-				s.Stdio.Env = append(s.Stdio.Env, k+"="+v)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			key := "headers"
-			if len(c.Command) > 0 {
-				key = "env"
-			} else if c.OAuth != nil && strings.Contains(c.OAuth.ClientSecret, "${") {
-				key = "headers or oauth.client_secret"
-			}
-			problems = append(problems, fmt.Sprintf("%s: mcp_servers.%s.%s: %s not set in %s or the environment; the server is not used",
-				filepath.Join(h.Dir, "config.yaml"), name, key, strings.Join(slices.Compact(missing), ", "), filepath.Join(h.Dir, "env")))
-			continue
-		}
-		servers = append(servers, s)
-	}
-	return servers, problems
-}
-
-// mcpStdio is a stdio entry's start: its paths made absolute against the
-// home dir, its working directory <home>/mcp/<name> unless set.
-func mcpStdio(dir, name string, c home.MCPServer) *mcp.Stdio {
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return filepath.Join(dir, p)
-	}
-	st := &mcp.Stdio{Command: c.Command, Dir: filepath.Join(dir, "mcp", name), Home: dir, Network: c.Network}
-	if c.Cwd != "" {
-		st.Dir = abs(c.Cwd)
-	}
-	for _, p := range c.Paths {
-		st.Paths = append(st.Paths, abs(p))
-	}
-	for _, p := range c.ReadPaths {
-		st.ReadPaths = append(st.ReadPaths, abs(p))
-	}
-	return st
+	return mcp.Servers(h.Dir, h.Config.MCPServers, func(k string) string { return h.Getenv(k, getenv) }, r)
 }
 
 // profileJobs are the schedules of the agents in loaded, as the

@@ -145,28 +145,6 @@ func TestBrowserToolsComeWithTheBrowserKey(t *testing.T) {
 	}
 }
 
-// An MCP header's ${VAR} taken from the process environment under a name
-// that does not look secret (GITHUB_PAT) is still a credential: once
-// resolved for the pool it is redacted wherever it would be shown (a server
-// echoing it in a result or an error, an event, a log line).
-func TestMCPHeaderFromProcessEnvIsRedacted(t *testing.T) {
-	h := &home.Home{Dir: t.TempDir(), Env: map[string]string{}, Config: &home.Config{MCPServers: map[string]home.MCPServer{
-		"gh": {URL: "https://mcp.example/mcp", Headers: map[string]string{"Authorization": "Bearer ${GITHUB_PAT}", "X-Org": "lit-${ORG_ID}-x"}},
-	}}}
-	r := events.NewRedactor()
-	h.LoadSecrets(r, nil)
-	env := map[string]string{"GITHUB_PAT": "ghp_only_in_process_env_42", "ORG_ID": "org77"}
-	servers, problems := MCPServers(h, r, func(k string) string { return env[k] })
-	if len(servers) != 1 || len(problems) != 0 {
-		t.Fatalf("servers %v problems %v", servers, problems)
-	}
-	for _, leak := range []string{"ghp_only_in_process_env_42", "lit-org77-x"} {
-		if got := r.String("echo " + leak); strings.Contains(got, leak) {
-			t.Errorf("resolved header value %q is not redacted: %q", leak, got)
-		}
-	}
-}
-
 // The search provider and its key come from config.yaml and the env
 // file; doctor names the key's variable, never its value.
 func TestWebSearchProviderKeyFromTheEnvFile(t *testing.T) {

@@ -3,6 +3,7 @@ package home
 import (
 	"time"
 
+	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
 
@@ -137,45 +138,9 @@ type Embeddings struct {
 	Route string `yaml:"route"`
 }
 
-// MCPServer is one entry of config.yaml mcp_servers: url (streamable
-// HTTP) or command (stdio, started in the sandbox).
-type MCPServer struct {
-	URL string `yaml:"url"`
-	// Command is the argv of a stdio server; Env its extra variables
-	// (values may name ${VAR}); Cwd its working directory (default
-	// <home>/mcp/<name>); Paths (read-write) and ReadPaths are what else
-	// it sees of the home; Network gives it the shell's network policy.
-	Command   []string          `yaml:"command"`
-	Env       map[string]string `yaml:"env"`
-	Cwd       string            `yaml:"cwd"`
-	Paths     []string          `yaml:"paths"`
-	ReadPaths []string          `yaml:"read_paths"`
-	Network   bool              `yaml:"network"`
-	// Headers go with every request; a value may name env variables as
-	// ${VAR}.
-	Headers        map[string]string `yaml:"headers"`
-	ReadOnlyTools  []string          `yaml:"read_only_tools"`
-	HiddenTools    []string          `yaml:"hidden_tools"`
-	TimeoutSeconds int               `yaml:"timeout_seconds"` // 0: 60
-	// OAuth configures crew mcp login for a remote server that asks for it
-	// (a 401 with protected-resource metadata): a client registered by
-	// hand; without it a login registers dynamically.
-	OAuth *MCPOAuth `yaml:"oauth"`
-	// Autonomous "run": the server's tools that are not read-only run
-	// unasked in autonomous conversations (jobs, delegated children,
-	// teammates), as built-in gated tools do; "" or "ask": they ask the
-	// owner in every seat (R-GATE-5).
-	Autonomous string `yaml:"autonomous"`
-}
-
-// MCPOAuth is an entry's oauth: the client id (and secret, a ${VAR} of
-// the env file) registered with the server's authorization server, and
-// the scopes to ask for instead of those the server names.
-type MCPOAuth struct {
-	ClientID     string   `yaml:"client_id"`
-	ClientSecret string   `yaml:"client_secret"`
-	Scopes       []string `yaml:"scopes"`
-}
+// MCPServer is one entry of config.yaml mcp_servers, in the MCP pool's
+// own config type (url or command; the pool resolves it: mcp.Servers).
+type MCPServer = mcp.Config
 
 // Config defaults (R-HOME-6).
 const (

@@ -36,6 +36,7 @@ var homeMayUse = map[string]string{
 	"loop/llm.ProviderOpenRouter":     "a route's provider name",
 	"tools/web/wall.CheckHostPattern": "web.hosts patterns checked where they are written",
 	"tools.WriteAtomicExact":          "the home's files written through the one atomic writer",
+	"tools/mcp.Config":                "config.yaml mcp_servers entries, in the MCP pool's own config type (a value)",
 	"tools/shell.Network":             "config.yaml's shell_ports and shell_hosts as the shell's network policy (a value)",
 	"gateways/web.CheckToken":         "an auth token checked as serve will check it",
 	"gateways/web.GenerateToken":      "the auth token serve writes into the env file",
