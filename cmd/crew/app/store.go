@@ -59,7 +59,7 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 			StoreDir: filepath.Join(dir, "nats"),
 			Sync:     cfg.NATS.Sync,
 			Listen:   cfg.NATS.Listen,
-			Logger:   logger,
+			Logger:   logger, CollectWhenQuiet: true,
 		})
 		if err == nil {
 			s.nc, s.rc = s.srv.Conn(), s.srv.ReadConn()
