@@ -51,34 +51,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	verb, imported := "imported", 0
-	if res.DryRun {
-		verb = "would import"
-	}
-	for _, s := range res.Servers {
-		if s.Skipped != "" {
-			fmt.Fprintf(env.stdout, "not imported %s: %s\n", s.From, s.Skipped)
-			continue
-		}
-		imported++
-		fmt.Fprintf(env.stdout, "%s %s: %s\n", verb, s.Name, s.Summary)
-		for _, n := range s.Notes {
-			fmt.Fprintf(env.stdout, "  %s\n", n)
-		}
-	}
-	if len(res.EnvVars) > 0 {
-		fmt.Fprintf(env.stdout, "secrets kept in %s/env, named in config.yaml as ${VAR}: %s\n", dir, strings.Join(res.EnvVars, ", "))
-	}
-	switch {
-	case res.DryRun:
-		fmt.Fprintln(env.stdout, "dry run: nothing written")
-	case res.Agent != "":
-		fmt.Fprintf(env.stdout, "agent %s may use them (mcp: in its agent.yaml); their tools ask before they run unless listed in read_only_tools; restart crew serve to load them\n", res.Agent)
-	case imported == 0:
-		fmt.Fprintln(env.stdout, "nothing imported")
-	default:
-		fmt.Fprintln(env.stdout, "no agent uses them yet: list them under mcp: in an agent.yaml (or rerun with --agent master); restart crew serve to load them")
-	}
+	res.Write(env.stdout, dir)
 	return nil
 }
 
@@ -142,11 +115,7 @@ func runMCPLogin(ctx context.Context, env *cliEnv, verb string, args []string) e
 		if err != nil {
 			return fmt.Errorf("crew mcp logout: %w", err)
 		}
-		if revoked {
-			fmt.Fprintf(env.stdout, "logged out of %s: the token is revoked at its authorization server and deleted here; its tools need login again\n", name)
-		} else {
-			fmt.Fprintf(env.stdout, "logged out of %s: the token is deleted here (its authorization server offers no revocation); its tools need login again\n", name)
-		}
+		fmt.Fprintln(env.stdout, mcp.LoggedOut(name, revoked))
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -157,13 +126,6 @@ func runMCPLogin(ctx context.Context, env *cliEnv, verb string, args []string) e
 	if err != nil {
 		return fmt.Errorf("crew mcp login: %w", err)
 	}
-	expires := "does not expire"
-	if !g.Token.Expiry.IsZero() {
-		expires = "expires " + g.Token.Expiry.UTC().Format(time.RFC3339)
-		if g.Token.RefreshToken != "" {
-			expires += ", refreshed before then"
-		}
-	}
-	fmt.Fprintf(env.stdout, "logged in to %s: the token (%s) is kept in %s (mode 600); a running crew serve uses it from its next request\n", name, expires, srv.TokenFile)
+	fmt.Fprintln(env.stdout, g.LoggedIn(srv))
 	return nil
 }

@@ -597,3 +597,26 @@ func revoke(ctx context.Context, client *http.Client, g *Grant, token, hint stri
 	}
 	return nil
 }
+
+// LoggedIn is what the owner is told once a login's browser came back:
+// where the grant is kept and how long it holds. No token is shown.
+func (g *Grant) LoggedIn(srv Server) string {
+	expires := "does not expire"
+	if g.Token != nil && !g.Token.Expiry.IsZero() {
+		expires = "expires " + g.Token.Expiry.UTC().Format(time.RFC3339)
+		if g.Token.RefreshToken != "" {
+			expires += ", refreshed before then"
+		}
+	}
+	return fmt.Sprintf("logged in to %s: the token (%s) is kept in %s (mode 600); a running crew serve uses it from its next request", srv.Name, expires, srv.TokenFile)
+}
+
+// LoggedOut is what the owner is told once Logout of the server name is
+// done; revoked is what Logout returned.
+func LoggedOut(name string, revoked bool) string {
+	how := "deleted here (its authorization server offers no revocation)"
+	if revoked {
+		how = "revoked at its authorization server and deleted here"
+	}
+	return fmt.Sprintf("logged out of %s: the token is %s; its tools need login again", name, how)
+}

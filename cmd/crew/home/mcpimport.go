@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -40,6 +41,40 @@ type MCPImport struct {
 	EnvVars []string // names added to <home>/env
 	Agent   string   // the agent whose mcp: list now names the imports ("" if none)
 	DryRun  bool
+}
+
+// Write tells the owner what the import of the home at dir did (or would
+// do, on a dry run): each server imported with its notes or skipped with
+// the reason, the secrets moved into the env file, and what is left to do.
+func (r *MCPImport) Write(w io.Writer, dir string) {
+	verb, imported := "imported", 0
+	if r.DryRun {
+		verb = "would import"
+	}
+	for _, s := range r.Servers {
+		if s.Skipped != "" {
+			fmt.Fprintf(w, "not imported %s: %s\n", s.From, s.Skipped)
+			continue
+		}
+		imported++
+		fmt.Fprintf(w, "%s %s: %s\n", verb, s.Name, s.Summary)
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+	if len(r.EnvVars) > 0 {
+		fmt.Fprintf(w, "secrets kept in %s/env, named in config.yaml as ${VAR}: %s\n", dir, strings.Join(r.EnvVars, ", "))
+	}
+	switch {
+	case r.DryRun:
+		fmt.Fprintln(w, "dry run: nothing written")
+	case r.Agent != "":
+		fmt.Fprintf(w, "agent %s may use them (mcp: in its agent.yaml); their tools ask before they run unless listed in read_only_tools; restart crew serve to load them\n", r.Agent)
+	case imported == 0:
+		fmt.Fprintln(w, "nothing imported")
+	default:
+		fmt.Fprintln(w, "no agent uses them yet: list them under mcp: in an agent.yaml (or rerun with --agent master); restart crew serve to load them")
+	}
 }
 
 // mcpFileEntry is one server as the MCP clients write it: command + args
