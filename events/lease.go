@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -115,15 +116,73 @@ func (ls *Leases) Holder(ctx context.Context, key string) (holder string, ok boo
 // Expired calls f with each key matching pattern (a KV key pattern such
 // as "conv.*") whose lease ran out from now on: its holder stopped
 // renewing it (died, or lost the cluster for a whole TTL). A release is
-// not an expiry. It returns when ctx ends; a broken watch is started
-// again.
+// not an expiry. It returns when ctx ends.
+//
+// Two ways find an expiry: a watch of the bucket, which tells it at once
+// — but the server's expiry marker lives a second, and a watch whose
+// consumer died with the bucket's leader server can stay silent for good
+// (events TestLeasesOfADeadHolderExpireWhenTheBucketLeaderDies) — and a
+// sweep every expirySweep, which reads the bucket afresh and tells the
+// keys held at the last sweep that are gone now without a release. A key
+// is told once each time it runs out (it is told anew once seen taken
+// again).
 func (ls *Leases) Expired(ctx context.Context, pattern string, f func(key string)) {
+	var mu sync.Mutex
+	told := map[string]time.Time{} // key → when it was told
+	tell := func(key string) {
+		mu.Lock()
+		recent := time.Since(told[key]) < 3*expirySweep
+		if !recent {
+			told[key] = time.Now()
+		}
+		for k, at := range told {
+			if time.Since(at) >= 3*expirySweep {
+				delete(told, k)
+			}
+		}
+		mu.Unlock()
+		if !recent {
+			f(key)
+		}
+	}
+	// The keys the watch saw taken or renewed since the last sweep: a
+	// lease shorter than a sweep's gap is still looked for.
+	var seenMu sync.Mutex
+	seen := map[string]bool{}
+	// A key taken again may run out again: told anew.
+	untell := func(key string) { mu.Lock(); delete(told, key); mu.Unlock() }
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ls.watchExpiries(ctx, pattern, tell, func(key string) { untell(key); seenMu.Lock(); seen[key] = true; seenMu.Unlock() })
+	})
+	wg.Go(func() {
+		ls.sweepExpiries(ctx, pattern, tell, untell, func() map[string]bool {
+			seenMu.Lock()
+			defer seenMu.Unlock()
+			s := seen
+			seen = map[string]bool{}
+			return s
+		})
+	})
+	wg.Wait()
+}
+
+// expirySweep is how often Expired reads the bucket afresh.
+const expirySweep = 2 * time.Second
+
+// watchExpiries tells each expiry marker a watch of pattern delivers, and
+// each key put to held; a broken watch is started again.
+func (ls *Leases) watchExpiries(ctx context.Context, pattern string, tell, held func(key string)) {
 	for ctx.Err() == nil {
 		w, err := ls.kv.Watch(ctx, pattern, jetstream.UpdatesOnly())
 		if err == nil {
 			for e := range w.Updates() {
-				if e != nil && e.Operation() == jetstream.KeyValuePurge {
-					f(e.Key())
+				switch {
+				case e == nil:
+				case e.Operation() == jetstream.KeyValuePurge:
+					tell(e.Key())
+				case e.Operation() == jetstream.KeyValuePut:
+					held(e.Key())
 				}
 			}
 			w.Stop()
@@ -131,6 +190,67 @@ func (ls *Leases) Expired(ctx context.Context, pattern string, f func(key string
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// sweepExpiries reads the keys of pattern every expirySweep and tells
+// those held at the last read, or seen held by the watch before this one
+// (seen hands them over), that are gone or purged now; a deleted one was
+// released. A read that fails is skipped: the next one compares with the
+// last good one.
+func (ls *Leases) sweepExpiries(ctx context.Context, pattern string, tell, untell func(key string), seen func() map[string]bool) {
+	held := map[string]bool{}
+	t := time.NewTicker(expirySweep)
+	defer t.Stop()
+	for {
+		maps.Copy(held, seen()) // taken before the read, so a key put after it is not taken for gone
+		now, err := ls.snapshot(ctx, pattern)
+		if err == nil {
+			for k := range held {
+				if op, ok := now[k]; !ok || op == jetstream.KeyValuePurge {
+					tell(k)
+				}
+			}
+			held = map[string]bool{}
+			for k, op := range now {
+				if op == jetstream.KeyValuePut {
+					held[k] = true
+					untell(k)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// snapshot is the last operation on each key of pattern (put, delete or
+// purge), read by a watch of its own that stops once it has them all.
+func (ls *Leases) snapshot(ctx context.Context, pattern string) (map[string]jetstream.KeyValueOp, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	w, err := ls.kv.Watch(ctx, pattern, jetstream.MetaOnly())
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	out := map[string]jetstream.KeyValueOp{}
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("lease watch closed")
+			}
+			if e == nil {
+				return out, nil
+			}
+			out[e.Key()] = e.Operation()
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -41,6 +41,9 @@ type Log struct {
 	redactor *Redactor
 	// raised is the raise of the stream's replicas Open recorded, if any.
 	raised *StreamReplicasRaised
+	// short is the replicas the stream was left at on a cluster of
+	// servers that should hold 3 (0: not short).
+	short, servers int
 	// fsync makes appends durable on the embedded server with sync
 	// "always" (Server.OpenLog, fsync.go); nil: the store's own setting.
 	fsync *storeSync
@@ -139,6 +142,9 @@ func Open(ctx context.Context, nc *nats.Conn, r *Redactor) (*Log, error) {
 	atomic := info.AllowAtomicPublish && info.Replicas > 1
 	loss := watchLoss(nc)
 	l := &Log{js: js, reads: js, loss: loss, readLoss: loss, stream: stream, atomic: atomic, batches: make(chan struct{}, batchSlots), redactor: r}
+	if nc.ConnectedClusterName() != "" && ClusterSize(nc) >= ClusterReplicas && info.Replicas < ClusterReplicas {
+		l.short, l.servers = info.Replicas, ClusterSize(nc)
+	}
 	if found > 0 && info.Replicas > found {
 		// Recorded once: a process that raised it at the same moment
 		// finds the record made (a conflict) and records nothing.
@@ -175,6 +181,11 @@ func foundReplicas(ctx context.Context, js jetstream.JetStream) (replicas int, l
 // Raised is the raise of the stream's replicas this Open made and
 // recorded, nil when it made none (R-ES-8).
 func (l *Log) Raised() *StreamReplicasRaised { return l.raised }
+
+// Short is the replica count Open had to leave the stream at although
+// the cluster has servers enough for 3 (some down, or short of room),
+// and how many; 0 when it is not short. The next Open tries again.
+func (l *Log) Short() (replicas, servers int) { return l.short, l.servers }
 
 // ClusterReplicas is the CREW stream's replica count on a cluster of at
 // least as many servers.

@@ -19,11 +19,25 @@ type Cluster struct {
 	opts    []*server.Options
 }
 
+// ClusterOption changes the options of server i (0-based) before it
+// starts.
+type ClusterOption func(i int, o *server.Options)
+
+// WithoutJetStream makes server i a plain NATS server of the cluster: it
+// routes clients and counts as a server, but holds no replica.
+func WithoutJetStream(i int) ClusterOption {
+	return func(j int, o *server.Options) {
+		if j == i {
+			o.JetStream = false
+		}
+	}
+}
+
 // StartCluster starts an n-server JetStream cluster and waits until each
 // accepts clients (a JetStream leader is elected a moment later; events.Open
 // waits for it). Ports are picked free on loopback just before (racy in
 // principle, as every such pick is).
-func StartCluster(t testing.TB, n int) *Cluster {
+func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, servers: make([]*server.Server, n), opts: make([]*server.Options, n)}
 	ports := freePorts(t, 2*n)
@@ -37,6 +51,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
 			Cluster: server.ClusterOpts{Name: "crew-test", Host: "127.0.0.1", Port: ports[n+i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		}
+		for _, o := range opts {
+			o(i, c.opts[i])
 		}
 	}
 	t.Cleanup(func() {

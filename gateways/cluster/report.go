@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -31,6 +33,19 @@ func Members(ctx context.Context, nc *nats.Conn) string {
 		line += " (no leader at the moment)"
 	}
 	return line
+}
+
+// TellReplicas logs what opening log did to the stream's replicas: a
+// raise at info, a stream left short of 3 on a cluster of enough
+// servers at warn (R-ES-8).
+func TellReplicas(logger *slog.Logger, log *events.Log) {
+	if r := log.Raised(); r != nil {
+		logger.Info("raised the event stream's replicas: the cluster can place them", "stream", events.StreamName, "from", r.From, "to", r.To, "servers", r.Servers)
+	}
+	if have, servers := log.Short(); have > 0 {
+		logger.Warn("the event stream stays short of its replicas: the cluster could not place them now (a server down, or short of room); tried again at the next start",
+			"stream", events.StreamName, "replicas", have, "want", events.ClusterReplicas, "servers", servers)
+	}
 }
 
 // Replication says how the log is kept on the cluster: servers known,
@@ -63,7 +78,31 @@ func Replication(ctx context.Context, nc *nats.Conn) string {
 		}
 		line += ")"
 	}
-	return line + raisedNote(ctx, stream)
+	if si.Config.Replicas < events.ClusterReplicas && events.ClusterSize(nc) >= events.ClusterReplicas {
+		line += fmt.Sprintf(", short of %d replicas: not raised yet (the cluster could not place them at the last start)", events.ClusterReplicas)
+	}
+	return line + raisedNote(ctx, stream) + bucketsNote(ctx, js, nc)
+}
+
+// bucketsNote tells the replicas of the KV buckets beside the log, and
+// which are short of 3 on a cluster of enough servers.
+func bucketsNote(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) string {
+	var parts []string
+	for _, name := range []string{events.LeaseBucket, events.ScriptBucket, events.SessionBucket} {
+		s, err := js.Stream(ctx, "KV_"+name)
+		if err != nil {
+			continue // not made yet
+		}
+		part := fmt.Sprintf("%s %d", name, s.CachedInfo().Config.Replicas)
+		if s.CachedInfo().Config.Replicas < events.ClusterReplicas && events.ClusterSize(nc) >= events.ClusterReplicas {
+			part += " (short of 3)"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; buckets " + strings.Join(parts, ", ")
 }
 
 // raisedNote tells the last raise of the stream's replicas recorded

@@ -87,9 +87,7 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 		s.Close()
 		return nil, err
 	}
-	if r := s.log.Raised(); r != nil {
-		logger.Info("raised the event stream's replicas: the cluster can place them", "stream", events.StreamName, "from", r.From, "to", r.To, "servers", r.Servers)
-	}
+	cluster.TellReplicas(logger, s.log)
 	if s.srv == nil {
 		// Other homes may share the cluster: this one's consumers are its
 		// own, named after its node id.
