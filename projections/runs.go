@@ -3,6 +3,8 @@ package projections
 import (
 	"bytes"
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -560,6 +562,33 @@ func GetRun(db *bbolt.DB, id string) (Run, error) {
 		return Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// FreshRuns finds runs for a caller that has just written (loop.ForkRuns):
+// it reads them once the projections have applied all the log held.
+type FreshRuns struct {
+	Log   *events.Log
+	DB    *bbolt.DB
+	Fresh Freshness
+}
+
+// RunConversation is run id's conversation and that conversation's title
+// ("" when untitled); ok false: no such run.
+func (r FreshRuns) RunConversation(ctx context.Context, id string) (conversation, title string, ok bool, err error) {
+	if err := ReadYourWrites(ctx, r.Log, r.Fresh); err != nil {
+		return "", "", false, err
+	}
+	run, err := GetRun(r.DB, id)
+	if errors.Is(err, ErrNotFound) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	if c, err := GetConversation(r.DB, run.Conversation); err == nil {
+		title = c.Title
+	}
+	return run.Conversation, title, true, nil
 }
 
 // nestDelegates puts each delegate call's child run, with its steps, under

@@ -6,7 +6,11 @@
 // is view.Stopped, team.View is view.Team).
 package view
 
-import "time"
+import (
+	"time"
+
+	"github.com/my-agent-crew/crew/events"
+)
 
 // Stopped is what Worker.Stop did: the run it stopped ("" when none) and
 // how many waiting messages it dropped.
@@ -47,4 +51,13 @@ type WorkerStats struct {
 	Limit    int `json:"limit"`
 	Queued   int `json:"queued"`
 	Retrying int `json:"retrying"`
+}
+
+// Forked is a fork made (loop.Forker): its conversation and run, where
+// it was copied from and the route it runs on.
+type Forked struct {
+	Conversation string            `json:"conversation"`
+	RunID        string            `json:"run_id"`
+	From         events.ForkOrigin `json:"from"`
+	Route        string            `json:"route"`
 }

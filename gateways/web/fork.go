@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 )
@@ -26,12 +26,7 @@ type Forker interface {
 
 // Forked is a fork made: its conversation and run, where it was copied
 // from and the route it runs on.
-type Forked struct {
-	Conversation string            `json:"conversation"`
-	RunID        string            `json:"run_id"`
-	From         events.ForkOrigin `json:"from"`
-	Route        string            `json:"route"`
-}
+type Forked = view.Forked
 
 // forkRequest is POST /api/runs/{id}/fork.
 type forkRequest struct {

@@ -191,13 +191,6 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	return w, nil
 }
 
-// callable checks a route against the home's providers, as the turn's
-// models will make it.
-func (w *wiring) callable(r llm.Route) error {
-	_, err := w.providers.Model(r)
-	return err
-}
-
 // close stops what the wiring holds: teams, background commands, the
 // browsers and the MCP sessions.
 func (w *wiring) close() {

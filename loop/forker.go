@@ -1,0 +1,143 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
+	"github.com/my-agent-crew/crew/loop/llm"
+)
+
+// Forker makes forks (R-X-2) on the store of the process that holds it:
+// crew serve for POST /api/runs/{id}/fork and the runs page, crew replay
+// --from-step on a stopped home. It reads the original and writes only
+// the new conversation, through its one writer, then kicks the worker.
+type Forker struct {
+	Log   ForkLog
+	Runs  ForkRuns
+	Convs *Convs
+	// HomeDir is the home: the original's spill/ folder is copied.
+	HomeDir string
+	// Routes says whether this home can call a route (a key for it, a
+	// script file that loads): llm.Providers.
+	Routes interface {
+		Model(llm.Route) (llm.Model, error)
+	}
+	Kicker Kicker
+	// Clock makes the fork's ids (nil: WallClock).
+	Clock Clock
+}
+
+// ForkLog is what a fork reads of the log: the original conversation.
+type ForkLog interface {
+	ReadAll(ctx context.Context, filter string, from uint64) ([]events.Envelope, error)
+}
+
+// ForkRuns finds a run a moment after it was stored (read-your-writes):
+// its conversation and that conversation's title ("" when untitled);
+// ok false: no such run.
+type ForkRuns interface {
+	RunConversation(ctx context.Context, runID string) (conversation, title string, ok bool, err error)
+}
+
+// Forked is a fork made (view.Forked).
+type Forked = view.Forked
+
+// Fork copies run at step into a new conversation on route and has the
+// worker continue it. Its errors are ErrForkRun, ErrForkStep,
+// ErrForkRoute and ErrForkRefused, or the store's.
+func (f Forker) Fork(ctx context.Context, runID string, step int, route string) (Forked, error) {
+	if err := events.ValidID(runID); err != nil {
+		return Forked{}, fmt.Errorf("run %q: %w: %v", runID, ErrForkRun, err)
+	}
+	r, err := llm.ParseRoute(route)
+	if err != nil {
+		return Forked{}, fmt.Errorf("%w %q: %v", ErrForkRoute, route, err)
+	}
+	if _, err := f.Routes.Model(r); err != nil {
+		return Forked{}, fmt.Errorf("%w %q: %v", ErrForkRoute, route, err)
+	}
+	orig, title, ok, err := f.Runs.RunConversation(ctx, runID)
+	if err != nil {
+		return Forked{}, err
+	}
+	if !ok {
+		return Forked{}, fmt.Errorf("run %s: %w", runID, ErrForkRun)
+	}
+	envs, err := f.Log.ReadAll(ctx, events.Conv(orig).Filter(), 0)
+	if err != nil {
+		return Forked{}, err
+	}
+	if title == "" {
+		title = orig
+	}
+	clock := f.Clock
+	if clock == nil {
+		clock = WallClock{}
+	}
+	spec := ForkSpec{Conversation: "fork-" + clock.NewID(), RunID: clock.NewID(), Route: r.String(),
+		Title: fmt.Sprintf("Fork of %s at step %d on %s", title, step, r.String())}
+	evs, err := ForkEvents(envs, runID, step, spec)
+	if err != nil {
+		return Forked{}, err
+	}
+	// tool_output_read finds a result by call id in the conversation's
+	// spill folder: the fork gets a copy of the original's.
+	if err := copySpill(filepath.Join(f.HomeDir, "spill"), orig, spec.Conversation); err != nil {
+		return Forked{}, fmt.Errorf("fork: copy the spilled results: %w", err)
+	}
+	c, err := f.Convs.Get(ctx, spec.Conversation)
+	if err != nil {
+		return Forked{}, err
+	}
+	if _, err := c.Append(ctx, func(st *State) ([]events.Event, error) {
+		if st.Seq != 0 {
+			return nil, fmt.Errorf("fork: conversation %s exists already", spec.Conversation)
+		}
+		return evs, nil
+	}); errors.Is(err, events.ErrTooLarge) {
+		return Forked{}, fmt.Errorf("%w: the history to step %d is too large to copy into one event (%v)", ErrForkRefused, step, err)
+	} else if err != nil {
+		return Forked{}, err
+	}
+	f.Kicker.Kick(spec.Conversation)
+	return Forked{Conversation: spec.Conversation, RunID: spec.RunID, Route: spec.Route,
+		From: events.ForkOrigin{Conversation: orig, RunID: runID, Step: step}}, nil
+}
+
+// copySpill copies spill/<from>/ to spill/<to>/ (nothing when there is none).
+func copySpill(spill, from, to string) error {
+	src, err := os.OpenRoot(filepath.Join(spill, from))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst := filepath.Join(spill, to)
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	return fs.WalkDir(src.FS(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == "." {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, path), 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil // only files the harness wrote
+		}
+		data, err := src.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, path), data, 0o600)
+	})
+}
