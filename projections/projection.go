@@ -176,6 +176,22 @@ func validate(ps []Projection) error {
 	return nil
 }
 
+// Lags are doctor's lines on the read models of All on a stopped home:
+// each one's checkpoint in db and how far it is behind last, the log's
+// last sequence.
+func Lags(db *bbolt.DB, last uint64) []string {
+	var lines []string
+	for _, p := range All() {
+		cp, err := Checkpoint(db, p.Name())
+		if err != nil {
+			lines = append(lines, fmt.Sprintf("  projection %s: %v", p.Name(), err))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  projection %s: at %d, lag %d", p.Name(), cp, last-min(cp, last)))
+	}
+	return lines
+}
+
 // Checkpoint returns the stream sequence projection name has applied up to
 // (0 for none). It works on a stopped home, for `crew doctor`.
 func Checkpoint(db *bbolt.DB, name string) (uint64, error) {

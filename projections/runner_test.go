@@ -432,3 +432,34 @@ func TestLingeringBatchCommitsWithoutAWaiter(t *testing.T) {
 		t.Errorf("messages: got %d, want %d", got, want)
 	}
 }
+
+// Lags, doctor's lines on a stopped home: one per read model, each its
+// checkpoint and how far behind the log's last sequence it is (none for
+// one beyond it).
+func TestLagsNameEveryProjection(t *testing.T) {
+	db := openDB(t, "")
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		if err := writeCheckpoint(tx, "runs", 5); err != nil {
+			return err
+		}
+		return writeCheckpoint(tx, "conversations", 99)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := Lags(db, 9)
+	if len(got) != len(All()) {
+		t.Fatalf("Lags = %q, want one line per projection of All", got)
+	}
+	for i, p := range All() {
+		want := fmt.Sprintf("  projection %s: at 0, lag 9", p.Name())
+		switch p.Name() {
+		case "runs":
+			want = "  projection runs: at 5, lag 4"
+		case "conversations":
+			want = "  projection conversations: at 99, lag 0"
+		}
+		if got[i] != want {
+			t.Errorf("line %d = %q, want %q", i, got[i], want)
+		}
+	}
+}

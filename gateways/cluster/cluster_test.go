@@ -3,6 +3,8 @@ package cluster
 import (
 	"errors"
 	"log/slog"
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
@@ -57,5 +59,20 @@ func TestMembersClaimConversationsOneAtATime(t *testing.T) {
 	var none *Member
 	if none.Holder() != "" || none.Claimer() != nil || Alive(nil) != nil {
 		t.Fatal("no member (the embedded server): want no holder, no claimer, no alive check")
+	}
+}
+
+// Report on a cluster that cannot be reached is the one line saying why,
+// not a hang nor an empty line.
+func TestReportOfAnUnreachableClusterSaysWhy(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	got := Report(t.Context(), events.ClientConfig{URL: url})
+	if !strings.Contains(got, "cannot connect") || strings.Contains(got, "replicas") {
+		t.Errorf("Report = %q, want the connection's error", got)
 	}
 }

@@ -14,6 +14,18 @@ import (
 
 // What crew doctor and serve say of the cluster, one line each.
 
+// Report connects to the cluster cc names on its own (the server may hold
+// the home) and says how the log is kept there and who shares it, read
+// only; a failed connection is the line.
+func Report(ctx context.Context, cc events.ClientConfig) string {
+	nc, err := events.Connect(cc)
+	if err != nil {
+		return err.Error()
+	}
+	defer nc.Close()
+	return Replication(ctx, nc) + "; " + Members(ctx, nc)
+}
+
 // Members says how many crew processes share the cluster and which leads.
 func Members(ctx context.Context, nc *nats.Conn) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/view"
@@ -144,6 +145,58 @@ func (c Client) Health(ctx context.Context) (HealthReport, error) {
 	h := body.Details
 	h.Status = body.Status
 	return h, nil
+}
+
+// HealthLines are doctor's lines of the server's /healthz: its status,
+// each projection's checkpoint and lag, and the turn worker's counters;
+// a server that does not answer within five seconds is one line saying
+// why.
+func (c Client) HealthLines(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	h, err := c.Health(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("  /healthz: %v", err)}
+	}
+	return h.Lines()
+}
+
+// Lines are doctor's lines of the report.
+func (h HealthReport) Lines() []string {
+	lines := []string{"  /healthz: " + h.Status}
+	for _, p := range h.Projections {
+		stopped := ""
+		if p.Error != "" {
+			stopped = ", stopped: " + p.Error
+		}
+		lines = append(lines, fmt.Sprintf("  projection %s: at %d, lag %d%s", p.Name, p.Checkpoint, p.Lag, stopped))
+	}
+	if t := h.Turns; t != nil {
+		line := fmt.Sprintf("  turns: %d in flight (turns_in_flight %d), %d queued, %d waiting to retry, %d failed passes since start",
+			t.InFlight, t.Limit, t.Queued, t.Retrying, t.FailedPasses)
+		if t.FailedPasses > 0 {
+			line += " (each is in the server's log at warn: \"turn pass failed\")"
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// Answers says whether a server answers /healthz at the client's URL
+// within three seconds, whatever its status.
+func (c Client) Answers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
 }
 
 // Consolidate asks the server to file a memory proposal for agent, as

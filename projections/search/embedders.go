@@ -100,3 +100,17 @@ func (e *HTTPEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	}
 	return out.Embeddings, out.PromptEvalCount, nil
 }
+
+// Report is doctor's line on recall: words alone (e nil: config.yaml
+// names no embedding route), or words and meaning from e, and whether
+// its key is missing.
+func Report(e *HTTPEmbedder) []string {
+	if e == nil {
+		return []string{"recall: BM25 (words) alone; set embeddings: {route: \"ollama:nomic-embed-text\"} in config.yaml to rank by meaning too"}
+	}
+	line := fmt.Sprintf("recall: BM25 and embeddings from %s at %s (reciprocal-rank fusion)", e.Name, e.BaseURL)
+	if e.OpenAI && e.APIKey == "" {
+		line += ", but OPENROUTER_API_KEY is not set: embedding fails and recall falls back to BM25"
+	}
+	return []string{line}
+}

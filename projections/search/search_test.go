@@ -672,3 +672,23 @@ func TestStartAfterWaitsBeforeCatchingUp(t *testing.T) {
 		x.Close()
 	}
 }
+
+// Report says which recall ranks: words alone without an embedding
+// route, words and meaning with one, and a missing key.
+func TestReportNamesTheRanking(t *testing.T) {
+	if got := Report(nil); len(got) != 1 || !strings.HasPrefix(got[0], "recall: BM25 (words) alone;") {
+		t.Errorf("Report(nil) = %q", got)
+	}
+	ollama := &HTTPEmbedder{Name: "ollama:nomic-embed-text", BaseURL: "http://127.0.0.1:11434"}
+	if got, want := Report(ollama), "recall: BM25 and embeddings from ollama:nomic-embed-text at http://127.0.0.1:11434 (reciprocal-rank fusion)"; len(got) != 1 || got[0] != want {
+		t.Errorf("Report(ollama) = %q, want %q", got, want)
+	}
+	keyless := &HTTPEmbedder{Name: "openrouter:e", BaseURL: "https://x.invalid/api/v1", OpenAI: true}
+	if got := Report(keyless); len(got) != 1 || !strings.HasSuffix(got[0], "falls back to BM25") {
+		t.Errorf("Report(no key) = %q, want the missing key named", got)
+	}
+	keyless.APIKey = "k"
+	if got := Report(keyless); strings.Contains(got[0], "not set") {
+		t.Errorf("Report(with key) = %q", got)
+	}
+}

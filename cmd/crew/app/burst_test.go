@@ -209,7 +209,7 @@ func TestFailedPassIsLoggedAtWarnAndCountedInHealthz(t *testing.T) {
 	if !warned {
 		t.Fatalf("no \"turn pass failed\" warning in the log:\n%s", logs.String())
 	}
-	if line := TurnsLine(*h.Turns); !strings.Contains(line, "1 failed passes since start") {
+	if line := strings.Join(h.Lines(), "\n"); !strings.Contains(line, "1 failed passes since start") {
 		t.Fatalf("doctor's line: %q", line)
 	}
 	// Raw JSON, as a monitor reads it.

@@ -5,17 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/my-agent-crew/crew/projections"
 	"maps"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/browser"
 	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/kit"
@@ -35,54 +36,9 @@ func ServerClient(h *home.Home, dir string, getenv func(string) string) (web.Cli
 	return web.Client{URL: info.URL, Token: token}, err
 }
 
-// ServerHealth is what the running server at url says of itself and of
-// its projections' lag.
-func ServerHealth(ctx context.Context, url string) []string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	health, err := web.Client{URL: url}.Health(ctx)
-	if err != nil {
-		return []string{fmt.Sprintf("  /healthz: %v", err)}
-	}
-	lines := []string{"  /healthz: " + health.Status}
-	for _, p := range health.Projections {
-		stopped := ""
-		if p.Error != "" {
-			stopped = ", stopped: " + p.Error
-		}
-		lines = append(lines, fmt.Sprintf("  projection %s: at %d, lag %d%s", p.Name, p.Checkpoint, p.Lag, stopped))
-	}
-	if t := health.Turns; t != nil {
-		lines = append(lines, TurnsLine(*t))
-	}
-	return lines
-}
-
-// TurnsLine is doctor's line for the turn worker's counters (/healthz
-// details.turns).
-func TurnsLine(t loop.WorkerStats) string {
-	line := fmt.Sprintf("  turns: %d in flight (turns_in_flight %d), %d queued, %d waiting to retry, %d failed passes since start",
-		t.InFlight, t.Limit, t.Queued, t.Retrying, t.FailedPasses)
-	if t.FailedPasses > 0 {
-		line += " (each is in the server's log at warn: \"turn pass failed\")"
-	}
-	return line
-}
-
-// ShellReport lists each protection of shell commands and hooks, and
-// whether this kernel gives it (each proven by running a command), under
-// the network policy of config.yaml (shell_ports, shell_hosts).
-func ShellReport(h *home.Home) []string {
-	box, err := shell.New(h.Config.ShellNetwork())
-	if err != nil {
-		return []string{"shell protections: " + err.Error()}
-	}
-	lines := []string{"shell protections (shell_run, script jobs and hooks; Landlock and Unix-socket block when shell_network: false or shell_write_paths is set):"}
-	for _, p := range box.Protections() {
-		lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Detail))
-	}
-	return lines
-}
+// ShellReport is doctor's section on shell commands (shell.Report)
+// under config.yaml's network policy.
+func ShellReport(h *home.Home) []string { return shell.Report(h.Config.ShellNetwork()) }
 
 // WebReport is what doctor says of the web tools (toolweb.Report).
 func WebReport(h *home.Home, getenv func(string) string) []string {
@@ -100,18 +56,9 @@ func DesktopReport(ctx context.Context, h *home.Home) []string {
 	return append([]string{desktop.HelperReport(ctx, h.Dir)}, h.ComputerReport()...)
 }
 
-// RecallReport is what doctor says of recall: words alone, or words and
-// meaning with which route.
+// RecallReport is what doctor says of recall (search.Report).
 func RecallReport(h *home.Home, getenv func(string) string) []string {
-	e := embedder(h, getenv)
-	if e == nil {
-		return []string{"recall: BM25 (words) alone; set embeddings: {route: \"ollama:nomic-embed-text\"} in config.yaml to rank by meaning too"}
-	}
-	line := fmt.Sprintf("recall: BM25 and embeddings from %s at %s (reciprocal-rank fusion)", e.Name, e.BaseURL)
-	if e.OpenAI && e.APIKey == "" {
-		line += ", but OPENROUTER_API_KEY is not set: embedding fails and recall falls back to BM25"
-	}
-	return []string{line}
+	return search.Report(embedder(h, getenv))
 }
 
 // AgentChecks runs the checks serve makes before it runs an agent
@@ -157,7 +104,7 @@ func MCPReport(ctx context.Context, h *home.Home, r *events.Redactor, getenv fun
 func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string) {
 	w := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	if h.Config.NATS.URL != "" {
-		w("event log: NATS %s: %s", events.RedactURL(h.Config.NATS.URL), ClusterReport(ctx, h.Config))
+		w("event log: NATS %s: %s", events.RedactURL(h.Config.NATS.URL), cluster.Report(ctx, h.Config.NATS.Client()))
 		w("projections: %s", filepath.Join(dir, "data", "projections.db"))
 	} else {
 		w("%s", home.StoreFiles(dir))
@@ -170,7 +117,7 @@ func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string)
 			return lines
 		}
 		w("  held by crew serve (pid %d) at %s", info.PID, info.URL)
-		return append(lines, ServerHealth(ctx, info.URL)...)
+		return append(lines, web.Client{URL: info.URL}.HealthLines(ctx)...)
 	}
 	if err != nil {
 		w("  cannot open: %v", err)
@@ -183,15 +130,7 @@ func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string)
 		return lines
 	}
 	w("  stream CREW: %d events, %s, sequences %d..%d", si.State.Msgs, home.HumanBytes(int64(si.State.Bytes)), si.State.FirstSeq, si.State.LastSeq)
-	for _, p := range projections.All() {
-		cp, err := projections.Checkpoint(a.DB(), p.Name())
-		if err != nil {
-			w("  projection %s: %v", p.Name(), err)
-			continue
-		}
-		w("  projection %s: at %d, lag %d", p.Name(), cp, si.State.LastSeq-min(cp, si.State.LastSeq))
-	}
-	return lines
+	return append(lines, projections.Lags(a.DB(), si.State.LastSeq)...)
 }
 
 // RunningServer names where the running crew serve of the home listens
@@ -199,20 +138,8 @@ func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string)
 // asking it), "" when none answers there.
 func RunningServer(ctx context.Context, dir string) string {
 	info, err := home.ReadServeInfo(dir)
-	if err != nil || info.URL == "" {
+	if err != nil || info.URL == "" || !(web.Client{URL: info.URL}).Answers(ctx) {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info.URL+"/healthz", nil)
-	if err != nil {
-		return ""
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	resp.Body.Close()
-	listen := cmp.Or(info.Listen, "?")
-	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", info.PID, listen, info.URL)
+	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", info.PID, cmp.Or(info.Listen, "?"), info.URL)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
+	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -62,7 +63,7 @@ func TestClusterStreamAtOneReplicaRaisedOnceLoggedAndShownByDoctor(t *testing.T)
 	if err != nil || len(raises) != 1 {
 		t.Fatalf("recorded raises = %d (%v), want one", len(raises), err)
 	}
-	report := ClusterReport(t.Context(), &home.Config{NATS: home.NATSConfig{URL: c.URL()}})
+	report := cluster.Report(t.Context(), events.ClientConfig{URL: c.URL()})
 	for _, want := range []string{"of 3 servers, stream CREW with 3 replicas", "raised from 1 to 3 replicas on "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("doctor's cluster line %q does not say %q", report, want)

@@ -48,8 +48,8 @@ func openStore(ctx context.Context, homeDir string, cfg *home.Config, secrets *e
 	}
 	s := &store{dir: dir, lock: lock}
 	if cfg.NATS.URL != "" {
-		cc := events.ClientConfig{URL: cfg.NATS.URL, Creds: cfg.NATS.Creds,
-			TLSCA: cfg.NATS.TLSCA, TLSCert: cfg.NATS.TLSCert, TLSKey: cfg.NATS.TLSKey, Logger: logger}
+		cc := cfg.NATS.Client()
+		cc.Logger = logger
 		if s.nc, err = events.Connect(cc); err == nil {
 			cc.Name = "crew-reads"
 			s.rc, err = events.Connect(cc)
@@ -152,16 +152,4 @@ func (s *store) stats() storeStats {
 // alive says whether the crew process holder still runs (cluster.Alive).
 func (s *store) alive() func(ctx context.Context, holder string) (bool, error) {
 	return cluster.Alive(s.leases)
-}
-
-// ClusterReport connects to nats.url on its own (the server may hold the
-// home) and reports the replication, read only.
-func ClusterReport(ctx context.Context, cfg *home.Config) string {
-	nc, err := events.Connect(events.ClientConfig{URL: cfg.NATS.URL, Creds: cfg.NATS.Creds,
-		TLSCA: cfg.NATS.TLSCA, TLSCert: cfg.NATS.TLSCert, TLSKey: cfg.NATS.TLSKey})
-	if err != nil {
-		return err.Error()
-	}
-	defer nc.Close()
-	return cluster.Replication(ctx, nc) + "; " + cluster.Members(ctx, nc)
 }

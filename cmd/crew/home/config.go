@@ -3,6 +3,7 @@ package home
 import (
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -89,6 +90,12 @@ type NATSConfig struct {
 	TLSCA   string `yaml:"tls_ca"`
 	TLSCert string `yaml:"tls_cert"`
 	TLSKey  string `yaml:"tls_key"`
+}
+
+// Client is how to reach URL: its credentials and TLS files (a value;
+// the App connects).
+func (n NATSConfig) Client() events.ClientConfig {
+	return events.ClientConfig{URL: n.URL, Creds: n.Creds, TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey}
 }
 
 // WebConfig is the web: block of config.yaml.

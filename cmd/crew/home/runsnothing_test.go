@@ -23,6 +23,7 @@ var homeMayUse = map[string]string{
 	"events.MinEnvFileSecret":         "how long a value must be to count as a secret",
 	"events.MinAuditKey":              "how long the audit key must be",
 	"events.SecretName":               "which variable names are secrets",
+	"events.ClientConfig":             "config.yaml's nats: as the client's settings (a value; the App connects)",
 	"events.RedactURL":                "a nats.url without its credentials, in a config error",
 	"loop/llm.ParseRoute":             "config.yaml routes checked where they are written",
 	"loop/llm.Catalog":                "config.yaml models: as the catalog's values",
