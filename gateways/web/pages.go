@@ -290,12 +290,16 @@ func (p *Pages) caughtUpOn(ctx context.Context, id string) {
 	}
 }
 
+// freshWait bounds how long a page or an API view waits for the
+// projections to apply what it shows.
+const freshWait = 2 * time.Second
+
 // caughtUp waits, at most two seconds, for the projections to apply seq.
 func (p *Pages) caughtUp(ctx context.Context, seq uint64) {
 	if p.Fresh == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, freshWait)
 	defer cancel()
 	_ = p.Fresh.WaitFor(ctx, seq) // on timeout or a stopped projection, render what there is
 }

@@ -16,6 +16,26 @@ import (
 type ProjectionViews struct {
 	DB    *bbolt.DB
 	Convs Histories // the conversations' model-visible history
+	// Log and Fresh, when set, make a view wait (at most two seconds, as
+	// a page does) for the projections to apply what the log held of it
+	// when it was asked for: a client reads what was stored before its
+	// request, and a conversation's status is as new as its history.
+	Log   *events.Log
+	Fresh projections.Freshness
+}
+
+// caughtUp waits, at most two seconds, for the projections to apply the
+// log's last event on filter; on a timeout or a stopped projection the
+// view answers with what there is.
+func (v ProjectionViews) caughtUp(ctx context.Context, filter string) {
+	if v.Log == nil || v.Fresh == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, freshWait)
+	defer cancel()
+	if seq, err := v.Log.Last(ctx, filter); err == nil && seq > 0 {
+		_ = v.Fresh.WaitFor(ctx, seq)
+	}
 }
 
 // Histories is the conversations' history as the model sees it, as JSON
@@ -37,10 +57,12 @@ type conversationView struct {
 var _ Views = ProjectionViews{}
 
 func (v ProjectionViews) Conversations(ctx context.Context, limit int) (any, error) {
+	v.caughtUp(ctx, events.Root+".>")
 	return projections.ListConversations(v.DB, limit)
 }
 
 func (v ProjectionViews) Conversation(ctx context.Context, id string) (any, error) {
+	v.caughtUp(ctx, events.Conv(id).Filter())
 	c, err := projections.GetConversation(v.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return nil, fmt.Errorf("conversation %q: %w", id, ErrNotFound)
@@ -64,10 +86,12 @@ func (v ProjectionViews) Conversation(ctx context.Context, id string) (any, erro
 }
 
 func (v ProjectionViews) Runs(ctx context.Context, conversation string) (any, error) {
+	v.caughtUp(ctx, events.Conv(conversation).Filter())
 	return projections.ListRuns(v.DB, conversation)
 }
 
 func (v ProjectionViews) Run(ctx context.Context, id string) (any, error) {
+	v.caughtUp(ctx, events.Root+".>") // a run's conversation is not known before
 	r, err := projections.GetRun(v.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return nil, fmt.Errorf("run %q: %w", id, ErrNotFound)
