@@ -1,8 +1,11 @@
 package loop
 
 import (
+	"encoding/json"
+
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/nats-io/nats.go"
 )
 
 // liveStreams redacts one model call's deltas before they are published
@@ -69,5 +72,18 @@ func (l *liveStreams) flush() {
 			out.ArgumentsDelta = rest
 			l.publish(out)
 		}
+	}
+}
+
+// LiveOn publishes a turn's deltas on events.LiveSubject of nc (core
+// NATS, not stored) for the SSE feed, as {"run_id", "delta"}: Deps.Live.
+// nil without a connection.
+func LiveOn(nc *nats.Conn) func(conv, runID string, d llm.Delta) {
+	if nc == nil {
+		return nil
+	}
+	return func(conv, runID string, d llm.Delta) {
+		b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
+		nc.Publish(events.LiveSubject(conv), b)
 	}
 }

@@ -113,6 +113,27 @@ type Pool struct {
 // crew appends an mcp_server_restarted event); call it before first use.
 func (p *Pool) OnRestart(f func(Restart)) { p.onRestart = f }
 
+// RecordRestarts stores each restart of a stdio server as
+// mcp_server_restarted on the server's scope (events.MCP) of log; one not
+// stored is logged. A nil log (a read-only crew) stores nothing. Call it
+// before first use, in place of OnRestart.
+func (p *Pool) RecordRestarts(log *events.Log) {
+	if log == nil {
+		return
+	}
+	p.OnRestart(func(r Restart) {
+		env, err := events.New(&events.MCPServerRestarted{Server: r.Server, Restarts: r.Restarts, Reason: r.Reason})
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = log.Append(ctx, events.MCP(r.Server), events.Any, env)
+		}
+		if err != nil {
+			p.logger.Warn("MCP server restart not stored", "server", r.Server, "err", err)
+		}
+	})
+}
+
 // Redact makes r (the home's secrets) redact what the pool says of its
 // servers: their commands, how they ended, their stderr; call it before
 // first use. Without it nothing is redacted.

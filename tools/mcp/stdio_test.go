@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/tools/shell/shelltest"
 )
@@ -119,4 +120,30 @@ func TestStdioServerSeesOnlyItsFolders(t *testing.T) {
 func call(t *testing.T, p *Pool, servers []string, name, args string) string {
 	t.Helper()
 	return run(t, p, servers, name, args).Output
+}
+
+// RecordRestarts stores what the pool tells of a restart as an
+// mcp_server_restarted event on the server's scope; with no log it
+// records nothing.
+func TestRecordRestartsStoresTheEvent(t *testing.T) {
+	_, log := eventstest.Start(t)
+	p := NewPool("test", nil, nil, nil)
+	defer p.Close()
+	p.RecordRestarts(nil)
+	if p.onRestart != nil {
+		t.Fatal("a nil log set a recorder")
+	}
+	p.RecordRestarts(log)
+	p.onRestart(Restart{Server: "ev", Restarts: 2, Reason: "ended by signal: killed"})
+	envs, err := log.ReadAll(t.Context(), events.MCP("ev").Filter(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) != 1 {
+		t.Fatalf("%d events stored, want 1", len(envs))
+	}
+	e, err := envs[0].Decode()
+	if r, ok := e.(*events.MCPServerRestarted); err != nil || !ok || *r != (events.MCPServerRestarted{Server: "ev", Restarts: 2, Reason: "ended by signal: killed"}) {
+		t.Errorf("stored %#v, %v", e, err)
+	}
 }

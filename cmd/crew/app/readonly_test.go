@@ -7,6 +7,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop"
 )
 
 // A read-only crew (crew replay, doctor) has no conversation log: its
@@ -35,7 +36,7 @@ func TestReadOnlyCrewsConversationsRefuseClearly(t *testing.T) {
 	}
 	defer a.Close()
 	_, err = a.Convs.Get(t.Context(), "web-1")
-	if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
+	if !errors.Is(err, loop.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("Convs.Get on a read-only crew = %v, want ErrReadOnly saying so", err)
 	}
 	if got := a.Convs.Secrets().String("key sk-the-homes-own-secret-0123456789"); strings.Contains(got, "0123456789") {

@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"iter"
 	"log/slog"
 	"time"
 
@@ -26,7 +23,6 @@ import (
 	"github.com/my-agent-crew/crew/tools/pdf"
 	"github.com/my-agent-crew/crew/tools/recall"
 	"github.com/my-agent-crew/crew/tools/schedule"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 	"go.etcd.io/bbolt"
 )
@@ -115,7 +111,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	w.Canvas = &canvas.Service{Log: log, Fresh: fresh,
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
-	appender := memlogOrNil(log, a.opts.Secrets)
+	appender := loop.Appender(loop.ReadOnlyLog{Secrets: a.opts.Secrets})
 	if db != nil {
 		w.Canvas.Store = projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}
 		appender = a.opts.ConversationLog(log)
@@ -141,20 +137,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w.Crew = cr
 	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, a.box, logger.With("component", "mcp"))
 	w.pool.Redact(a.opts.Secrets)
-	if log != nil {
-		mlog := logger.With("component", "mcp")
-		w.pool.OnRestart(func(r mcp.Restart) {
-			env, err := events.New(&events.MCPServerRestarted{Server: r.Server, Restarts: r.Restarts, Reason: r.Reason})
-			if err == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, err = log.Append(ctx, events.MCP(r.Server), events.Any, env)
-			}
-			if err != nil {
-				mlog.Warn("MCP server restart not stored", "server", r.Server, "err", err)
-			}
-		})
-	}
+	w.pool.RecordRestarts(log)
 	w.Models = mdl
 	if a.opts.Models != nil {
 		w.Models = a.opts.Models
@@ -172,7 +155,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		Crew:    cr,
 		Clock:   loop.WallClock{Zone: h.Config.Location()},
 		HomeDir: a.Dir,
-		Live:    live(a.Conn()),
+		Live:    loop.LiveOn(a.Conn()),
 		Services: loop.Services{
 			MCP:        w.pool,
 			Teams:      w.Teams,
@@ -205,33 +188,6 @@ func (w *wiring) close() {
 	w.pool.Close()
 }
 
-// memlogOrNil is the log as the conversations' appender; without one
-// (ReadOnly) a log that refuses every read and write (ErrReadOnly) and
-// redacts with the home's secrets: replay brings its own in-memory log.
-func memlogOrNil(log *events.Log, secrets *events.Redactor) loop.Appender {
-	if log == nil {
-		return readOnlyLog{secrets: secrets}
-	}
-	return log
-}
-
-// ErrReadOnly: a read-only crew (crew replay, doctor's checks) was asked
-// for a conversation; it opens no log.
-var ErrReadOnly = errors.New("a read-only crew (replay, doctor) opens no conversation log: its conversations cannot be read or written")
-
-// readOnlyLog is a read-only crew's conversation log: none.
-type readOnlyLog struct{ secrets *events.Redactor }
-
-func (l readOnlyLog) Read(context.Context, string, uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) { yield(events.Envelope{}, ErrReadOnly) }
-}
-func (l readOnlyLog) Last(context.Context, string) (uint64, error) { return 0, ErrReadOnly }
-func (l readOnlyLog) Append(context.Context, events.Scope, uint64, ...events.Envelope) ([]events.Envelope, error) {
-	return nil, ErrReadOnly
-}
-func (l readOnlyLog) Redactor() *events.Redactor { return l.secrets }
-func (l readOnlyLog) Sync(context.Context) error { return nil }
-
 // snapshots are the conversations' snapshots in the projections database
 // (none without one).
 func snapshots(db *bbolt.DB) loop.Snapshots {
@@ -239,18 +195,6 @@ func snapshots(db *bbolt.DB) loop.Snapshots {
 		return nil
 	}
 	return projections.Snapshots{DB: db}
-}
-
-// live publishes a turn's deltas on live.conv.<id> (not stored) for the
-// SSE feed; nil without a connection.
-func live(nc *nats.Conn) func(conv, runID string, d llm.Delta) {
-	if nc == nil {
-		return nil
-	}
-	return func(conv, runID string, d llm.Delta) {
-		b, _ := json.Marshal(map[string]any{"run_id": runID, "delta": d})
-		nc.Publish(events.LiveSubject(conv), b)
-	}
 }
 
 // latestSummary reads the previous conversation's summary on a channel
