@@ -3,6 +3,10 @@ package budget
 import (
 	"cmp"
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
@@ -44,4 +48,57 @@ func (l *Ledger) Embed(ctx context.Context, c llm.Payer, route string, texts []s
 		l.cfg.Logger.Error("budget: settle failed; the reservation stands at its worst case", "reservation", r.ReservationID, "err", serr)
 	}
 	return vecs, tokens, cost, err
+}
+
+// Embedder is an embedding route as recall calls it (search.Embedder).
+type Embedder interface {
+	Route() string
+	Embed(ctx context.Context, texts []string) ([][]float32, int, error)
+}
+
+// Embedder is e with every request reserved before it leaves and settled
+// when it returns (Embed, purpose embed, paid by no conversation); a
+// refused request is not made (the documents wait, and queries rank by
+// BM25 alone meanwhile).
+func (l *Ledger) Embedder(e Embedder) Embedder { return budgeted{e, l} }
+
+type budgeted struct {
+	Embedder
+	ledger *Ledger
+}
+
+func (b budgeted) Embed(ctx context.Context, texts []string) ([][]float32, int, error) {
+	vecs, tokens, _, err := b.ledger.Embed(ctx, llm.Payer{}, b.Route(), texts, b.Embedder.Embed)
+	return vecs, tokens, err
+}
+
+// EmbedScope is where embedding calls are recorded: model_called of
+// purpose embed, in the usage ledger with every other call.
+var EmbedScope = events.Scope(events.Root + ".recall.embed")
+
+// EmbedCalls records each embedding request recall made (its
+// search.EmbedUsage) as model_called of purpose embed on EmbedScope,
+// priced from catalog (a local ollama model costs nothing we count;
+// unknown: no cost); a request the budget refused was never made and is
+// not recorded. A record that cannot be stored is logged at warn.
+func EmbedCalls(log *events.Log, catalog *llm.Catalog, logger *slog.Logger) func(ctx context.Context, route string, texts, tokens int, latency time.Duration, err error) {
+	return func(ctx context.Context, route string, texts, tokens int, latency time.Duration, callErr error) {
+		if errors.Is(callErr, ErrBudget) {
+			return // refused before it left: no call was made
+		}
+		_, model, _ := strings.Cut(route, ":")
+		mc := &events.ModelCalled{Purpose: events.PurposeEmbed, Route: route, Model: model, InputTokens: tokens, LatencyMS: latency.Milliseconds()}
+		if callErr != nil {
+			mc.Error = callErr.Error()
+		} else if p := catalog.Price(route); p != nil {
+			cost := p.Cost(tokens, 0)
+			mc.CostUSD = &cost
+		} else if strings.HasPrefix(route, "ollama:") {
+			zero := 0.0
+			mc.CostUSD = &zero
+		}
+		if _, err := log.Append(context.WithoutCancel(ctx), EmbedScope, events.Any, events.MustNew(mc)); err != nil {
+			logger.Warn("recall: could not record an embedding call", "err", err)
+		}
+	}
 }

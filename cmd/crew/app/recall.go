@@ -2,19 +2,16 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/budget"
-	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/memory"
@@ -113,10 +110,9 @@ func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger
 	if he := embedder(h, getenv); he != nil {
 		var e search.Embedder = he
 		if ledger != nil {
-			e = budgeted{he, ledger}
+			e = ledger.Embedder(he)
 		}
-		usage := embedUsage(log, h, logger)
-		if err := x.EnableEmbeddings(e, usage, logger); err != nil {
+		if err := x.EnableEmbeddings(e, budget.EmbedCalls(log, h.Config.Catalog(), logger), logger); err != nil {
 			x.Close()
 			return nil, nil, nil, err
 		}
@@ -127,47 +123,6 @@ func openRecall(dir string, h *home.Home, log *events.Log, ledger *budget.Ledger
 		return nil, nil, nil, err
 	}
 	return x, f, func() { f.Close(); x.Close() }, nil
-}
-
-// budgeted is an embedding route whose every request the budget ledger
-// reserves before it leaves and settles when it returns, under purpose
-// embed, like every model call; a refused request is not made (the
-// documents wait, and queries rank by BM25 alone meanwhile).
-type budgeted struct {
-	search.Embedder
-	ledger *budget.Ledger
-}
-
-func (b budgeted) Embed(ctx context.Context, texts []string) ([][]float32, int, error) {
-	vecs, tokens, _, err := b.ledger.Embed(ctx, llm.Payer{}, b.Route(), texts, b.Embedder.Embed)
-	return vecs, tokens, err
-}
-
-// embedScope is where embedding calls are recorded: model_called of
-// purpose embed, in the usage ledger with every other call.
-var embedScope = events.Scope(events.Root + ".recall.embed")
-
-func embedUsage(log *events.Log, h *home.Home, logger *slog.Logger) search.EmbedUsage {
-	catalog := h.Config.Catalog()
-	return func(ctx context.Context, route string, texts, tokens int, latency time.Duration, callErr error) {
-		if errors.Is(callErr, budget.ErrBudget) {
-			return // refused before it left: no call was made
-		}
-		_, model, _ := strings.Cut(route, ":")
-		mc := &events.ModelCalled{Purpose: events.PurposeEmbed, Route: route, Model: model, InputTokens: tokens, LatencyMS: latency.Milliseconds()}
-		if callErr != nil {
-			mc.Error = callErr.Error()
-		} else if p := catalog.Price(route); p != nil {
-			cost := p.Cost(tokens, 0)
-			mc.CostUSD = &cost
-		} else if strings.HasPrefix(route, "ollama:") {
-			zero := 0.0
-			mc.CostUSD = &zero // a local model costs nothing we count
-		}
-		if _, err := log.Append(context.WithoutCancel(ctx), embedScope, events.Any, events.MustNew(mc)); err != nil {
-			logger.Warn("recall: could not record an embedding call", "err", err)
-		}
-	}
 }
 
 // openSearch opens serve's recall index beside the projections. An index
