@@ -146,6 +146,7 @@ func (a *App) openSearch(ctx context.Context) {
 	}
 	a.Search, a.searchFeeder, a.closeSearch = x, f, closeX
 	a.wiring.recall.x.Store(x)
+	go x.ReleaseMappedEvery(ctx, releaseMappedEvery) // as projections.db's (docs/performance.md, "Memory")
 	go func() {
 		if f.WaitFor(ctx, a.startSeq) == nil {
 			debug.FreeOSMemory()

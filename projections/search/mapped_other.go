@@ -1,0 +1,5 @@
+//go:build !linux
+
+package search
+
+func releaseMapped(map[string]bool) error { return nil }
