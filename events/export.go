@@ -178,6 +178,28 @@ type Verified struct {
 	Proven bool
 }
 
+// Verdict is what crew verify says of the intact export file it read
+// (checked with a key, if haveKey, which why names) and the exit code:
+// 0 only for "intact, written by this home"; 1 for a file without keyed
+// hashes checked against a home that has a key (they were stripped, or
+// another writer made it), said on stderr (toStderr); 3 for "origin not
+// proven" unless integrityOnly asked for no more than the hash chain.
+func (v Verified) Verdict(file, why string, haveKey, integrityOnly bool) (line string, code int, toStderr bool) {
+	head := fmt.Sprintf("ok: %d events of conversation %s", v.Events, v.Conversation)
+	if code = 3; integrityOnly {
+		code = 0
+	}
+	switch {
+	case v.Proven:
+		return fmt.Sprintf("%s: intact, written by this home (%s)", head, why), 0, false
+	case !v.Keyed && haveKey:
+		return fmt.Sprintf("%s: line 1: no keyed hash, but this home has an audit key (%s): its keyed hashes were removed, or this home did not write it", file, why), 1, true
+	case !v.Keyed:
+		return head + ": hash chain intact; origin not proven: the file has no keyed hashes (an export from before keyed chains, or they were removed)", code, false
+	}
+	return fmt.Sprintf("%s: hash chain intact; origin not proven (%s)", head, why), code, false
+}
+
 // VerifyExport checks an export's hash chain, sequence order and end line,
 // and with a key its keyed chain. It returns what the export holds when
 // intact, else a *BrokenLineError naming the first broken line. Without a

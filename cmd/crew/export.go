@@ -97,25 +97,14 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "%s: %v\n", fs.Arg(0), err)
 		return exitError{1}
 	}
-	// Exit codes: 0 only for "intact, written by this home"; 1 for a
-	// broken file, or one without keyed hashes checked against a home that
-	// has a key (they were stripped, or another writer made it); 3 for
-	// "origin not proven" unless --no-key asked for integrity only.
-	head := fmt.Sprintf("ok: %d events of conversation %s", v.Events, v.Conversation)
-	switch {
-	case v.Proven:
-		fmt.Fprintf(env.stdout, "%s: intact, written by this home (%s)\n", head, why)
-		return nil
-	case !v.Keyed && key != nil:
-		fmt.Fprintf(env.stderr, "%s: line 1: no keyed hash, but this home has an audit key (%s): its keyed hashes were removed, or this home did not write it\n", fs.Arg(0), why)
-		return exitError{1}
-	case !v.Keyed:
-		fmt.Fprintf(env.stdout, "%s: hash chain intact; origin not proven: the file has no keyed hashes (an export from before keyed chains, or they were removed)\n", head)
-	default:
-		fmt.Fprintf(env.stdout, "%s: hash chain intact; origin not proven (%s)\n", head, why)
+	line, code, toStderr := v.Verdict(fs.Arg(0), why, key != nil, *noKey)
+	w := env.stdout
+	if toStderr {
+		w = env.stderr
 	}
-	if *noKey {
-		return nil
+	fmt.Fprintln(w, line)
+	if code != 0 {
+		return exitError{code}
 	}
-	return exitError{3}
+	return nil
 }
