@@ -145,6 +145,23 @@ func TestMCPStdioServersEndToEnd(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	eventstest.Eventually(t, "server-everything gone", func() bool { return len(processesWith("CREW_TEST_MARKER="+marker)) == 0 })
+	// The crew has seen its process end (a call made before it has may
+	// meet the dead session and be told it may or may not have run).
+	eventstest.Eventually(t, "the crew sees server-everything's process ended", func() bool {
+		var st struct {
+			Servers []struct {
+				Name      string
+				LastEnded string `json:"last_ended"`
+			}
+		}
+		getJSON(t, s.url+"/api/mcp", &st)
+		for _, sv := range st.Servers {
+			if sv.Name == "everything" && sv.LastEnded != "" {
+				return true
+			}
+		}
+		return false
+	})
 	if got := say("add again", "summed again", `call:mcp__everything__get-sum {"a":1,"b":2}`); !strings.Contains(got, "The sum of 1 and 2 is 3") {
 		t.Errorf("get-sum after the server was killed: %q", got)
 	}
