@@ -282,12 +282,7 @@ func (p *Pages) render() func(string) string {
 // caughtUpOn waits, at most two seconds, for the projections to apply
 // every event the log holds of conversation id.
 func (p *Pages) caughtUpOn(ctx context.Context, id string) {
-	if p.Log == nil {
-		return
-	}
-	if seq, err := p.Log.Last(ctx, events.Conv(id).Filter()); err == nil && seq > 0 {
-		p.caughtUp(ctx, seq)
-	}
+	caughtUpOn(ctx, p.Log, p.Fresh, events.Conv(id).Filter())
 }
 
 // freshWait bounds how long a page or an API view waits for the
@@ -295,13 +290,28 @@ func (p *Pages) caughtUpOn(ctx context.Context, id string) {
 const freshWait = 2 * time.Second
 
 // caughtUp waits, at most two seconds, for the projections to apply seq.
-func (p *Pages) caughtUp(ctx context.Context, seq uint64) {
-	if p.Fresh == nil {
+func (p *Pages) caughtUp(ctx context.Context, seq uint64) { caughtUp(ctx, p.Fresh, seq) }
+
+// caughtUpOn waits, at most two seconds, for fresh to apply the log's
+// last event on filter; with no log or no freshness it does not wait.
+func caughtUpOn(ctx context.Context, log *events.Log, fresh projections.Freshness, filter string) {
+	if log == nil || fresh == nil {
+		return
+	}
+	if seq, err := log.Last(ctx, filter); err == nil && seq > 0 {
+		caughtUp(ctx, fresh, seq)
+	}
+}
+
+// caughtUp waits, at most two seconds, for fresh to apply seq; on a
+// timeout or a stopped projection the caller shows what there is.
+func caughtUp(ctx context.Context, fresh projections.Freshness, seq uint64) {
+	if fresh == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, freshWait)
 	defer cancel()
-	_ = p.Fresh.WaitFor(ctx, seq) // on timeout or a stopped projection, render what there is
+	_ = fresh.WaitFor(ctx, seq)
 }
 
 // agentName is an agent as the roster names it.

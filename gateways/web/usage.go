@@ -36,16 +36,7 @@ type Usage struct {
 // caughtUp waits up to two seconds for the ledger to reach the log's end;
 // past that the page shows what it has.
 func (u *Usage) caughtUp(ctx context.Context) {
-	if u.Log == nil || u.Fresh == nil {
-		return
-	}
-	seq, err := u.Log.Last(ctx, events.Root+".>")
-	if err != nil || seq == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	u.Fresh.WaitFor(ctx, seq)
+	caughtUpOn(ctx, u.Log, u.Fresh, events.Root+".>")
 }
 
 // defaultUsageDays is the window when from is not given: the last 30 days.

@@ -28,14 +28,7 @@ type ProjectionViews struct {
 // log's last event on filter; on a timeout or a stopped projection the
 // view answers with what there is.
 func (v ProjectionViews) caughtUp(ctx context.Context, filter string) {
-	if v.Log == nil || v.Fresh == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, freshWait)
-	defer cancel()
-	if seq, err := v.Log.Last(ctx, filter); err == nil && seq > 0 {
-		_ = v.Fresh.WaitFor(ctx, seq)
-	}
+	caughtUpOn(ctx, v.Log, v.Fresh, filter)
 }
 
 // Histories is the conversations' history as the model sees it, as JSON
