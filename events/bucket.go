@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -49,6 +50,14 @@ type Raise struct {
 	Stream   string
 	From, To int
 	Servers  int
+}
+
+// Tell logs r at info on logger (a bucket's opener tells it); nil, no
+// raise, tells nothing.
+func (r *Raise) Tell(logger *slog.Logger) {
+	if r != nil {
+		logger.Info("raised a bucket's replicas: the cluster can place them", "stream", r.Stream, "from", r.From, "to", r.To, "servers", r.Servers)
+	}
 }
 
 // OpenBucket creates or opens the bucket name (3 replicas on a cluster

@@ -57,9 +57,7 @@ type Member struct {
 func Join(ctx context.Context, leases *events.Leases, node, dir, what string, logger *slog.Logger) (*Member, error) {
 	host, _ := os.Hostname()
 	m := &Member{id: node + "-" + strings.ToLower(nuid.Next()[12:]), leases: leases, logger: logger}
-	if r := leases.Raised(); r != nil {
-		logger.Info("raised a bucket's replicas: the cluster can place them", "stream", r.Stream, "from", r.From, "to", r.To, "servers", r.Servers)
-	}
+	leases.Raised().Tell(logger)
 	m.desc = fmt.Sprintf("crew %s pid %d on %s (home %s, process %s)", what, os.Getpid(), host, dir, m.id)
 	var err error
 	if m.self, err = leases.Acquire(ctx, processKey(m.id), m.desc, LeaseTTL); err != nil {

@@ -124,9 +124,7 @@ func OpenSessions(ctx context.Context, nc *nats.Conn, file string, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	if r := b.Raised(); r != nil {
-		logger.Info("raised a bucket's replicas: the cluster can place them", "stream", r.Stream, "from", r.From, "to", r.To, "servers", r.Servers)
-	}
+	b.Raised().Tell(logger)
 	s := SharedSessions(b)
 	n, err := s.MigrateFile(ctx, file)
 	if n > 0 {

@@ -32,9 +32,7 @@ func OpenStore(ctx context.Context, nc *nats.Conn, home string, logger *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	if r := b.Raised(); r != nil {
-		logger.Info("raised a bucket's replicas: the cluster can place them", "stream", r.Stream, "from", r.From, "to", r.To, "servers", r.Servers)
-	}
+	b.Raised().Tell(logger)
 	s := NewStore(b)
 	n, err := s.MigrateFiles(ctx, FilesDir(home))
 	if n > 0 {
