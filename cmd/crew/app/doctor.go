@@ -47,7 +47,7 @@ func WebReport(h *home.Home, getenv func(string) string) []string {
 
 // BrowserReport is what doctor says of the browser (browser.Report).
 func BrowserReport(h *home.Home) []string {
-	return browser.Report(h.Config.BrowserEnabled, findChromium(), h.Dir, h.BrowserUsers())
+	return browser.Report(h.Config.BrowserEnabled, browser.Find(), h.Dir, h.BrowserUsers())
 }
 
 // DesktopReport says whether the desktop helper answers on the home's

@@ -100,15 +100,13 @@ func withTools(names, extra []string) []string {
 	return out
 }
 
-// findChromium finds the browser; a variable so tests can pretend.
-var findChromium = browser.Find
-
 // withBrowser is names with the browser tools the agent's browser key
-// gives, when config.yaml enables the browser and a Chromium is found.
+// gives, when config.yaml enables the browser and a Chromium is found on
+// the PATH (browser.Find).
 // Browser tools listed under tools: do not count: they come with the key.
 func withBrowser(h *home.Home, a *home.Agent, names []string) []string {
 	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.HasPrefix(n, "browser_") })
-	if !h.Config.BrowserEnabled || a.Browser == "" || findChromium() == "" {
+	if !h.Config.BrowserEnabled || a.Browser == "" || browser.Find() == "" {
 		return out
 	}
 	return append(out, browser.ToolNames(a.Browser)...)

@@ -88,11 +88,16 @@ func TestComputerOnGivesTheFourTools(t *testing.T) {
 }
 
 // The browser tools come with agent.yaml's browser key on a machine with
-// browser_enabled and a Chromium, never through tools:; doctor says which.
+// browser_enabled and a Chromium on the PATH, never through tools:;
+// doctor says which.
 func TestBrowserToolsComeWithTheBrowserKey(t *testing.T) {
-	defer func(f func() string) { findChromium = f }(findChromium)
-	chromium := "/usr/bin/chromium"
-	findChromium = func() string { return chromium }
+	bin := t.TempDir()
+	chromium := filepath.Join(bin, "chromium")
+	writeTestFile(t, chromium, "#!/bin/sh\n")
+	if err := os.Chmod(chromium, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
 	dir := newTestHome(t)
 	writeTestFile(t, filepath.Join(dir, "agents", "reader", "agent.yaml"), "name: r\nbrowser: read\nbrowser_hosts: [example.com, 'intra.lan:8443']\ntools: [workspace_list]\n")
 	writeTestFile(t, filepath.Join(dir, "agents", "doer", "agent.yaml"), "name: d\nbrowser: act\nbrowser_ask_patterns: ['(?i)archive']\n")
@@ -122,10 +127,12 @@ func TestBrowserToolsComeWithTheBrowserKey(t *testing.T) {
 	if p.Browser != "read" || strings.Join(p.BrowserHosts, ",") != "example.com,intra.lan:8443" {
 		t.Errorf("policy %+v", p)
 	}
-	if r := strings.Join(BrowserReport(h), "\n"); !strings.Contains(r, "browser: enabled, Chromium /usr/bin/chromium") {
+	if r := strings.Join(BrowserReport(h), "\n"); !strings.Contains(r, "browser: enabled, Chromium "+chromium) {
 		t.Errorf("report: %s", r)
 	}
-	chromium = ""
+	if err := os.Remove(chromium); err != nil {
+		t.Fatal(err)
+	}
 	if got := names(h, "reader"); got != "workspace_list" {
 		t.Errorf("no Chromium, reader got %s", got)
 	}
