@@ -110,6 +110,13 @@ func startServe(t *testing.T, home string, env ...string) *server {
 // launchServe starts `crew serve` and waits for it to print its URL.
 func launchServe(t *testing.T, home string, env ...string) *server {
 	t.Helper()
+	return launchServeWithin(t, home, 60*time.Second, env...)
+}
+
+// launchServeWithin is launchServe waiting at most within for the URL;
+// a child that exits before it fails t at once, with its stderr.
+func launchServeWithin(t testing.TB, home string, within time.Duration, env ...string) *server {
+	t.Helper()
 	cmd := exec.Command(crewBin, "serve", "--listen", "127.0.0.1:0")
 	cmd.Env = append(append(os.Environ(), "CREW_HOME="+home), env...)
 	stdout, err := cmd.StdoutPipe()
@@ -145,10 +152,22 @@ func launchServe(t *testing.T, home string, env ...string) *server {
 	case s.url = <-urls:
 	case err := <-s.done:
 		t.Fatalf("crew serve exited before serving: %v\n%s", err, s.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("crew serve printed no URL in 60s\n%s", s.stderr)
+	case <-time.After(within):
+		t.Fatalf("crew serve printed no URL in %s\n%s", within, s.stderr)
 	}
 	return s
+}
+
+// failIfExited fails t at once, with the child's stderr, if crew serve
+// has exited (a benchmark's waits would otherwise run to their end).
+func (s *server) failIfExited(t testing.TB) {
+	t.Helper()
+	select {
+	case err := <-s.done:
+		s.done <- err // keep it for whoever waits next
+		t.Fatalf("crew serve exited: %v\n%s", err, s.stderr)
+	default:
+	}
 }
 
 func waitHealthy(t *testing.T, url string) {
@@ -163,7 +182,7 @@ func waitHealthy(t *testing.T, url string) {
 	})
 }
 
-func (s *server) stop(t *testing.T) {
+func (s *server) stop(t testing.TB) {
 	t.Helper()
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {

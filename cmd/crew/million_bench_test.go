@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,7 +74,9 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 	for b.Loop() {
 		// A home just written (by this run) is started within the
 		// stream's duplicate window, as after a crash right after a burst.
-		b.Logf("home written %s before the first start", time.Since(written).Round(time.Second))
+		if !written.IsZero() {
+			b.Logf("home written %s before the first start", time.Since(written).Round(time.Second))
+		}
 		cold := timeServe(b, home, 10*time.Second)
 		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s, CPU %s), peak RSS %s",
 			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.cpu.Round(time.Millisecond), cold.peakAtReady)
@@ -183,42 +183,15 @@ type serveRun struct {
 // more, and stops it.
 func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 	b.Helper()
-	cmd := exec.Command(crewBin, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "CREW_HOME="+home)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
+	// The URL comes within a second or two whatever the lag; a child that
+	// exits fails the run at once, with its stderr.
+	s := launchServeWithin(b, home, 10*time.Minute)
+	defer s.stop(b)
+	pid, url := s.cmd.Process.Pid, s.url
 	run := serveRun{began: began}
-	sample := func() { run.peak = run.peak.max(rss(cmd.Process.Pid)) }
-	var url string
-	for url == "" {
-		select {
-		case url = <-urls:
-		case <-time.After(time.Millisecond):
-			sample()
-			if time.Since(began) > 10*time.Minute {
-				b.Fatal("no URL in 10 minutes")
-			}
-		}
-	}
+	sample := func() { run.peak = run.peak.max(rss(pid)) }
+	sample()
 	client := &http.Client{Timeout: 5 * time.Second}
 	for sampled := time.Now(); ; time.Sleep(2 * time.Millisecond) {
 		resp, err := client.Get(url + "/healthz")
@@ -237,7 +210,7 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 			}
 			if resp.StatusCode == http.StatusOK {
 				run.ready = time.Since(began)
-				run.cpu = cpuTime(cmd.Process.Pid)
+				run.cpu = cpuTime(pid)
 				if h.Details.Recall == nil {
 					b.Fatal("/healthz has no recall details")
 				}
@@ -248,6 +221,7 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 		if time.Since(sampled) > 500*time.Millisecond {
 			sample()
 			sampled = time.Now()
+			s.failIfExited(b)
 		}
 		if time.Since(began) > 30*time.Minute {
 			b.Fatal("not ready in 30 minutes")
@@ -259,6 +233,7 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 	// background; the process counts as caught up once it has.
 	for lag := run.recallLag; lag > 0; time.Sleep(100 * time.Millisecond) {
 		sample()
+		s.failIfExited(b)
 		resp, err := client.Get(url + "/healthz")
 		if err != nil {
 			b.Fatal(err)
@@ -282,11 +257,12 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 		}
 	}
 	run.recalled = time.Since(began)
-	run.recallCPU = cpuTime(cmd.Process.Pid) - run.cpu
+	run.recallCPU = cpuTime(pid) - run.cpu
 	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		sample()
 	}
-	run.settled = rss(cmd.Process.Pid)
+	s.failIfExited(b)
+	run.settled = rss(pid)
 	run.peak = run.peak.max(run.settled)
 	return run
 }

@@ -107,69 +107,24 @@ type benchServer struct {
 	stop func()
 }
 
-// benchServe starts crew serve on home and waits for /healthz 200.
+// benchServe starts crew serve on home and waits for /healthz 200; a
+// child that exits fails the benchmark at once, with its stderr.
 func benchServe(b *testing.B, home string) benchServer {
 	b.Helper()
-	cmd := exec.Command(crewBin, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "CREW_HOME="+home)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	stop := func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	b.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			stop()
-		}
-	})
-	urls := make(chan string, 1)
-	go func() {
-		buf := make([]byte, 4096)
-		var seen string
-		for {
-			n, err := out.Read(buf)
-			seen += string(buf[:n])
-			if m := servingLine.FindStringSubmatch(seen); m != nil {
-				urls <- m[1]
-				io.Copy(io.Discard, out)
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-urls:
-	case <-time.After(10 * time.Minute):
-		b.Fatal("crew serve printed no URL in 10 minutes")
-	}
+	s := launchServeWithin(b, home, 10*time.Minute)
 	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
+		if resp, err := http.Get(s.url + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				break
 			}
 		}
+		s.failIfExited(b)
 		if time.Now().After(deadline) {
 			b.Fatal("not ready in 30 minutes")
 		}
 	}
-	return benchServer{url: url, pid: cmd.Process.Pid, stop: stop}
+	return benchServer{url: s.url, pid: s.cmd.Process.Pid, stop: func() { s.stop(b) }}
 }
 
 // waitQuiet waits until process pid has used under 5% of a core for 3
