@@ -53,6 +53,17 @@ type WorkerStats struct {
 	Retrying int `json:"retrying"`
 }
 
+// ClusterStats is what /healthz and doctor show of a crew process on a
+// shared cluster (gateways/cluster).
+type ClusterStats struct {
+	// AdoptFailures counts the looks for conversations with work that no
+	// process holds (every 10 s) that could not read the projections'
+	// list of them since start; each is logged at warn, and the next
+	// look tries again. LastAdoptError is the last one's error.
+	AdoptFailures  uint64 `json:"adopt_failures"`
+	LastAdoptError string `json:"last_adopt_error,omitempty"`
+}
+
 // Forked is a fork made (loop.Forker): its conversation and run, where
 // it was copied from and the route it runs on.
 type Forked struct {

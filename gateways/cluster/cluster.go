@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/nats-io/nuid"
@@ -50,13 +51,17 @@ type Member struct {
 	leases *events.Leases
 	self   *events.Lease
 	logger *slog.Logger
+
+	adoptEvery time.Duration // adoptEvery; shorter in tests
+	mu         sync.Mutex
+	stats      view.ClusterStats
 }
 
 // Join takes the life lease of this process on leases (node is the
 // NATS node's name; what names the command, "serve", and dir the home).
 func Join(ctx context.Context, leases *events.Leases, node, dir, what string, logger *slog.Logger) (*Member, error) {
 	host, _ := os.Hostname()
-	m := &Member{id: node + "-" + strings.ToLower(nuid.Next()[12:]), leases: leases, logger: logger}
+	m := &Member{id: node + "-" + strings.ToLower(nuid.Next()[12:]), leases: leases, logger: logger, adoptEvery: adoptEvery}
 	leases.Raised().Tell(logger)
 	m.desc = fmt.Sprintf("crew %s pid %d on %s (home %s, process %s)", what, os.Getpid(), host, dir, m.id)
 	var err error
@@ -105,6 +110,13 @@ func (m *Member) Claimer() loop.Claimer {
 		return nil
 	}
 	return m.claim
+}
+
+// Stats are m's counters for /healthz and doctor.
+func (m *Member) Stats() view.ClusterStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
 }
 
 // Lost is closed when this process could not renew its life lease for a
@@ -219,7 +231,7 @@ const adoptEvery = 10 * time.Second
 // running or with messages waiting that no process holds a lease on.
 // One waiting on the owner (an approval, a question) is left alone.
 func (m *Member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
-	t := time.NewTicker(adoptEvery)
+	t := time.NewTicker(m.adoptEvery)
 	defer t.Stop()
 	var lastErr error
 	for {
@@ -230,6 +242,13 @@ func (m *Member) adopt(ctx context.Context, db *bbolt.DB, w *loop.Worker) {
 		}
 		ids, err := projections.Recoverable(db)
 		if err != nil {
+			// A conversation left with work stays so until a look
+			// succeeds: said, counted, and tried again next tick.
+			m.mu.Lock()
+			m.stats.AdoptFailures++
+			m.stats.LastAdoptError = err.Error()
+			m.mu.Unlock()
+			m.logger.Warn("cannot list the conversations with work to adopt; trying again", "every", m.adoptEvery, "err", err)
 			continue
 		}
 		var unread []string

@@ -1,15 +1,21 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
+	"go.etcd.io/bbolt"
 )
 
 // R-ES-8: two crew processes on one cluster. A conversation one claims is
@@ -75,4 +81,58 @@ func TestReportOfAnUnreachableClusterSaysWhy(t *testing.T) {
 	if !strings.Contains(got, "cannot connect") || strings.Contains(got, "replicas") {
 		t.Errorf("Report = %q, want the connection's error", got)
 	}
+}
+
+// A look for conversations to adopt that cannot read the projections is
+// logged at warn and counted (doctor and /healthz show it), not skipped in
+// silence: a conversation left with work would stay so unseen.
+func TestAdoptThatCannotReadTheProjectionsIsToldAndCounted(t *testing.T) {
+	srv, _ := eventstest.Start(t)
+	ls, err := events.OpenLeases(t.Context(), srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	m, err := Join(t.Context(), ls, "n1", t.TempDir(), "serve", slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "projections.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // every read of it fails now
+	m.adoptEvery = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); m.adopt(ctx, db, nil) }()
+	eventstest.Eventually(t, "two failed looks counted", func() bool { return m.Stats().AdoptFailures >= 2 })
+	cancel()
+	<-done
+	st := m.Stats()
+	if !strings.Contains(st.LastAdoptError, "database not open") {
+		t.Errorf("LastAdoptError = %q, want the read's error", st.LastAdoptError)
+	}
+	if n := strings.Count(logs.String(), "level=WARN msg=\"cannot list the conversations with work to adopt"); uint64(n) != st.AdoptFailures {
+		t.Errorf("%d warnings logged for %d failed looks:\n%s", n, st.AdoptFailures, logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger on another goroutine writes to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -124,6 +124,9 @@ type HealthReport struct {
 	// Turns is the turn worker's counters; nil from a server without a
 	// worker.
 	Turns *view.WorkerStats `json:"turns"`
+	// Cluster is the crew process's counters on a shared cluster; nil
+	// on the embedded server.
+	Cluster *view.ClusterStats `json:"cluster"`
 }
 
 // Health is /healthz: the server's status, its projections and its turn
@@ -176,6 +179,13 @@ func (h HealthReport) Lines() []string {
 			t.InFlight, t.Limit, t.Queued, t.Retrying, t.FailedPasses)
 		if t.FailedPasses > 0 {
 			line += " (each is in the server's log at warn: \"turn pass failed\")"
+		}
+		lines = append(lines, line)
+	}
+	if c := h.Cluster; c != nil {
+		line := fmt.Sprintf("  cluster: %d failed looks for conversations to adopt since start", c.AdoptFailures)
+		if c.AdoptFailures > 0 {
+			line += " (each is in the server's log at warn; the last: " + c.LastAdoptError + ")"
 		}
 		lines = append(lines, line)
 	}

@@ -23,6 +23,7 @@ func TestClientHealthLines(t *testing.T) {
 			return true, map[string]any{
 				"projections": []projections.Status{{Name: "runs", Checkpoint: 7, Lag: 2}, {Name: "jobs", Checkpoint: 3, Lag: 6, Error: "beyond the stream"}},
 				"turns":       view.WorkerStats{InFlight: 1, Limit: 4, Queued: 2, FailedPasses: 1},
+				"cluster":     view.ClusterStats{AdoptFailures: 2, LastAdoptError: "database not open"},
 			}
 		}}))
 	c := web.Client{URL: srv.URL}
@@ -31,6 +32,7 @@ func TestClientHealthLines(t *testing.T) {
 		"  projection runs: at 7, lag 2",
 		"  projection jobs: at 3, lag 6, stopped: beyond the stream",
 		"  turns: 1 in flight (turns_in_flight 4), 2 queued, 0 waiting to retry, 1 failed passes since start (each is in the server's log at warn: \"turn pass failed\")",
+		"  cluster: 2 failed looks for conversations to adopt since start (each is in the server's log at warn; the last: database not open)",
 	}
 	if got := c.HealthLines(t.Context()); !slices.Equal(got, want) {
 		t.Errorf("HealthLines =\n%q\nwant\n%q", got, want)

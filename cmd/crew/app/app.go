@@ -333,12 +333,9 @@ func (a *App) close() error {
 }
 
 // Health is /healthz: ready once the projections have caught up with
-// what the log held at start; its details also carry the turn worker's
-// counters (failed passes since start, turns in flight and queued) and
-// how often the connections to the event store were made again, and
-// the recall index's progress (it catches up in the background, after
-// ready: recall answers from what it has meanwhile), and serve's memory
-// limit.
+// what the log held at start; its details carry the turn worker's, the
+// event store connections', the recall index's, the cluster member's
+// counters and serve's memory limit (docs/api.md says what each means).
 func (a *App) Health(ctx context.Context) (bool, any) {
 	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
 	details := map[string]any{"projections": statuses}
@@ -347,6 +344,9 @@ func (a *App) Health(ctx context.Context) (bool, any) {
 	}
 	if a.store != nil {
 		details["event_store"] = a.store.stats()
+	}
+	if a.member != nil {
+		details["cluster"] = a.member.Stats()
 	}
 	if a.searchFeeder != nil {
 		details["recall"] = recallHealth(a.searchFeeder.Status(), statuses)
