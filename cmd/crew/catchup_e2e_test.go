@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/my-agent-crew/crew/cmd/crew/faults"
 )
 
 // HTTP answers while the projections catch up (a home whose projections
@@ -29,7 +31,7 @@ func TestHealthzAnswersWhileProjectionsCatchUp(t *testing.T) {
 	if err := os.WriteFile(hold, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s = launchServe(t, home, holdProjectionsEnv+"="+hold)
+	s = launchServe(t, home, faults.HoldProjectionsEnv+"="+hold)
 	var health struct {
 		Status string `json:"status"`
 		Lag    uint64 `json:"lag"`

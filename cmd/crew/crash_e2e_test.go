@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/faults"
 	"github.com/my-agent-crew/crew/events"
 )
 
@@ -172,7 +173,7 @@ func crashEveryAppend(t *testing.T, template, script, text string, check func(t 
 		if out, err := exec.Command("cp", "-a", template, home).CombinedOutput(); err != nil {
 			t.Fatalf("copy home: %v %s", err, out)
 		}
-		s := startServe(t, home, routes, fmt.Sprintf("%s=%d", crashAfterAppendEnv, n))
+		s := startServe(t, home, routes, fmt.Sprintf("%s=%d", faults.CrashAfterAppendEnv, n))
 		crashed, posted := false, false
 		var c crashHistory
 		for deadline := time.Now().Add(60 * time.Second); ; {

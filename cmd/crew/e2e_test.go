@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	crewBin = filepath.Join(dir, "crew")
-	// crewtest compiles in the fault-injection point (crashpoint_crewtest.go).
+	// crewtest compiles in the fault-injection points (cmd/crew/faults).
 	build := exec.Command("go", "build", "-tags", "crewtest", "-o", crewBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/faults"
 	"github.com/my-agent-crew/crew/events/eventstest"
 )
 
@@ -382,9 +383,9 @@ func TestReplayTableEveryFeature(t *testing.T) {
 	}
 
 	// The crash: the first server kills itself once the row's tool call
-	// is stored (the crashpoint seam); the second takes the run up.
+	// is stored (the faults package's crash point); the second takes the run up.
 	convs := map[string]string{}
-	s := launchServe(t, home, append(env, crashAfterTypeEnv+"=tool_called")...)
+	s := launchServe(t, home, append(env, faults.CrashAfterTypeEnv+"=tool_called")...)
 	waitHealthy(t, s.url)
 	convs["crash_resumed"] = send(t, s, rows[0])
 	select {

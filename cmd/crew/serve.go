@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
+	"github.com/my-agent-crew/crew/cmd/crew/faults"
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/gateways/web"
 )
@@ -128,7 +129,6 @@ func announce(ctx context.Context, env *cliEnv, a *app.App, url string, took tim
 // projections).
 func options(env *cliEnv, as string, o app.Options) app.Options {
 	o.As, o.Getenv, o.Secrets = as, env.getenv, env.redactor()
-	o.Projections, o.ConversationLog, o.TelegramCheckpoint = servedProjections, conversationLog, telegramCheckpoint
-	o.JobRetryDelays = jobRetryDelays
+	faults.Apply(&o)
 	return o
 }

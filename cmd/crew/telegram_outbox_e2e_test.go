@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-agent-crew/crew/cmd/crew/faults"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/telegram"
 )
@@ -63,7 +64,7 @@ func TestTelegramSendSurvivesSIGKILLAtEveryPoint(t *testing.T) {
 				return n
 			}
 			word := fmt.Sprintf("crash-%s-%d", c.point, chat)
-			s := startServe(t, home, "MY_AGENT_ROUTES=fake:echo", crashAtTelegramEnv+"="+c.point)
+			s := startServe(t, home, "MY_AGENT_ROUTES=fake:echo", faults.CrashAtTelegramEnv+"="+c.point)
 			say(word)
 			select {
 			case <-s.done:
