@@ -1,9 +1,12 @@
 package projections
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"go.etcd.io/bbolt"
 )
 
@@ -50,5 +53,46 @@ func TestConversationsParks(t *testing.T) {
 	var p Projection = Conversations{}
 	if _, ok := p.(parker); !ok {
 		t.Fatal("Conversations is no parker: an undecodable conversation event would not be shown parked")
+	}
+}
+
+// The record cache's bound is one batch: a Runner forgets it at each
+// commit, so the next batch reads the record from bbolt again. Here a
+// conversation's record is changed in bbolt between batches (as nothing
+// but the Runner does; it stands for "what the cache would hide") before
+// each of four batches of the same conversation: a cache kept past its
+// commit would put back its stale count and lose the change.
+func TestRecordCacheIsForgottenAtEachCommit(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	db := openDB(t, "")
+	r := startRunner(t, log, db, config{})
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	if err := r.WaitFor(ctx, s.conv("c1", &events.MessageReceived{Channel: "web", Text: "first"})); err != nil {
+		t.Fatal(err)
+	}
+	for batch := range 4 {
+		outside := 100 * (batch + 1)
+		if err := db.Update(func(btx *bbolt.Tx) error {
+			b := btx.Bucket([]byte(bucketConversations))
+			var c Conversation
+			if _, err := getJSON(b, []byte("c1"), &c); err != nil {
+				return err
+			}
+			c.Messages = outside
+			return (&Tx{Tx: btx}).putJSON(b, []byte("c1"), c)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WaitFor(ctx, s.conv("c1", &events.MessageReceived{Channel: "web", Text: fmt.Sprint("batch ", batch)})); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := messages(t, r, "c1"), outside+1; got != want {
+			t.Fatalf("batch %d: messages %d, want %d (the record read from bbolt, plus this batch's one)", batch, got, want)
+		}
+	}
+	if got := r.Commits(); got < 5 {
+		t.Errorf("%d commits for five batches", got)
 	}
 }

@@ -116,6 +116,7 @@ func BenchmarkToolStep(b *testing.B) {
 			ctx := context.Background()
 			done := 0
 			var lat []time.Duration
+			var ids []string
 			seq0, fsyncs0, commits0 := lastSeq(b, a), a.Log().Fsyncs(), a.Runner.Commits()
 			b.ResetTimer()
 			for i := 0; done < b.N; i++ {
@@ -137,12 +138,20 @@ func BenchmarkToolStep(b *testing.B) {
 				if len(m.at) != steps {
 					b.Fatalf("the turn called the model %d times, want %d", len(m.at), steps)
 				}
+				ids = append(ids, conv.ID())
 				for j := 1; j < len(m.at); j++ {
 					lat = append(lat, m.at[j].Sub(m.at[j-1]))
 				}
 				done += steps
 			}
 			b.StopTimer()
+			// Every conversation answered once: its one run finished, its
+			// answer the last message (a step lost or stored twice shows).
+			for _, id := range ids {
+				if ok, runs := answeredOnceIn(b, a, id, steps); !ok {
+					b.Fatalf("%s not answered once: %d runs finished", id, runs)
+				}
+			}
 			// The stream's stored messages: the turn's own (opening, run start
 			// and end: 0.3 a step here) included.
 			b.ReportMetric(float64(lastSeq(b, a)-seq0)/float64(done), "msgs/step")
@@ -443,6 +452,12 @@ func progress(b *testing.B, n int, answered func() int) func() {
 // 3-step turn answered ("done" its last message, nothing queued, no run
 // open) and how many runs of it finished.
 func answeredOnce(tb testing.TB, a *App, id string) (bool, int) {
+	return answeredOnceIn(tb, a, id, 3)
+}
+
+// answeredOnceIn is answeredOnce of a turn of steps steps: the message,
+// steps-1 tool calls with their results, the answer.
+func answeredOnceIn(tb testing.TB, a *App, id string, steps int) (bool, int) {
 	tb.Helper()
 	ctx := context.Background()
 	st, err := loop.LoadState(ctx, a.Log(), nil, id)
@@ -456,7 +471,7 @@ func answeredOnce(tb testing.TB, a *App, id string) (bool, int) {
 		}
 		runs++
 	}
-	ok := len(st.Queued) == 0 && st.OpenRun == "" && runs == 1 && len(st.Messages) == 6 && st.Messages[5].Text == "done"
+	ok := len(st.Queued) == 0 && st.OpenRun == "" && runs == 1 && len(st.Messages) == 2*steps && st.Messages[2*steps-1].Text == "done"
 	return ok, runs
 }
 
