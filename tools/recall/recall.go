@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
 )
@@ -21,31 +22,21 @@ import (
 // Scopes a recall may be narrowed to.
 var Scopes = []string{"conversations", "memory", "canvas", "all"}
 
-// Query is one recall.
-type Query struct {
-	Text  string
-	Scope string // one of Scopes; "" is all
-	Since time.Time
-	Agent string
-	Limit int
-}
+// Query is one recall (its Scope one of Scopes); the shape is the
+// search projection's too, so it lives below both.
+type Query = view.RecallQuery
 
 // Hit is one thing found.
-type Hit struct {
-	Kind    string
-	Source  string // "conversation web-20261014 · 2026-10-14 · step 3"
-	Link    string // the owner's page for it
-	Ref     string // what recall_open takes
-	Snippet string
-}
+type Hit = view.RecallHit
 
-// Index is the search projection as the tools see it; it applies the reach
-// rules of env's seat.
+// Index is the search projection as the tools see it
+// (projections/search.Recall); it applies the reach rules of the seat of
+// agent in conversation conv.
 type Index interface {
-	Recall(ctx context.Context, env tools.Env, q Query) ([]Hit, error)
+	Recall(ctx context.Context, agent, conv string, q Query) ([]Hit, error)
 	// Open returns the text around the hit ref names, or ok false when
 	// there is none the seat can reach.
-	Open(ctx context.Context, env tools.Env, ref string) (text string, ok bool, err error)
+	Open(ctx context.Context, agent, conv, ref string) (text string, ok bool, err error)
 }
 
 // Tools returns recall and recall_open over idx (nil: they say recall is
@@ -101,7 +92,7 @@ func (r Recall) Run(ctx context.Context, env tools.Env, a recallArgs) (tools.Res
 	if r.idx == nil {
 		return tools.Failf("recall is not available in this process"), nil
 	}
-	hits, err := r.idx.Recall(ctx, env, q)
+	hits, err := r.idx.Recall(ctx, env.AgentID, env.Conversation, q)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("recall: %w", err)
 	}
@@ -159,7 +150,7 @@ func (o Open) Run(ctx context.Context, env tools.Env, a openArgs) (tools.Result,
 	if o.idx == nil {
 		return tools.Failf("recall is not available in this process"), nil
 	}
-	text, ok, err := o.idx.Open(ctx, env, strings.TrimSpace(a.Source))
+	text, ok, err := o.idx.Open(ctx, env.AgentID, env.Conversation, strings.TrimSpace(a.Source))
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("recall_open: %w", err)
 	}

@@ -13,15 +13,16 @@ import (
 
 type fakeIndex struct {
 	got  recall.Query
+	seat string // the agent and conversation asked for
 	hits []recall.Hit
 }
 
-func (f *fakeIndex) Recall(_ context.Context, _ tools.Env, q recall.Query) ([]recall.Hit, error) {
-	f.got = q
+func (f *fakeIndex) Recall(_ context.Context, agent, conv string, q recall.Query) ([]recall.Hit, error) {
+	f.got, f.seat = q, agent+" in "+conv
 	return f.hits, nil
 }
 
-func (f *fakeIndex) Open(_ context.Context, _ tools.Env, ref string) (string, bool, error) {
+func (f *fakeIndex) Open(_ context.Context, _, _ string, ref string) (string, bool, error) {
 	return "around " + ref, ref == "crew.conv.c1.message_received@7", nil
 }
 
@@ -41,8 +42,8 @@ func TestRecallToolsFenceSnippetsAndOnlyRead(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("recall: %v %+v", err, res)
 	}
-	if idx.got.Scope != "conversations" || idx.got.Since.IsZero() || idx.got.Text != "radiator" {
-		t.Errorf("query %+v", idx.got)
+	if idx.got.Scope != "conversations" || idx.got.Since.IsZero() || idx.got.Text != "radiator" || idx.seat != "main in c1" {
+		t.Errorf("query %+v of %s", idx.got, idx.seat)
 	}
 	if !strings.HasPrefix(res.Output, "1. conversation c1 · 2026-10-14 (message) — recall_open \"crew.conv.c1.message_received@7\"\n"+fence.Marker) {
 		t.Errorf("output:\n%s", res.Output)

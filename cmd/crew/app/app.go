@@ -28,7 +28,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
-	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/nats-io/nats.go"
 	"go.etcd.io/bbolt"
@@ -115,12 +114,6 @@ type App struct {
 	Listener net.Listener
 	startSeq uint64
 	caughtUp atomic.Bool
-
-	// Search is the recall index (Serve only; nil when it could not be
-	// opened).
-	Search       *search.Index
-	searchFeeder *search.Feeder
-	closeSearch  func()
 
 	*wiring  // nil with StoreOnly
 	*running // nil without a worker
@@ -211,7 +204,7 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	}
 	if opts.Serve && a.store != nil {
 		// The search index catches up in the background: nothing waits.
-		a.openSearch(ctx)
+		a.openSearch()
 	}
 	if opts.ReadOnly || opts.NoWorker {
 		return a, nil
@@ -304,9 +297,6 @@ func (a *App) close() error {
 	if a.wiring != nil {
 		a.wiring.close()
 	}
-	if a.closeSearch != nil {
-		a.closeSearch()
-	}
 	if a.running != nil && a.running.marked {
 		home.ClearRunning(a.Dir)
 	}
@@ -348,20 +338,13 @@ func (a *App) Health(ctx context.Context) (bool, any) {
 	if a.member != nil {
 		details["cluster"] = a.member.Stats()
 	}
-	if a.searchFeeder != nil {
-		details["recall"] = recallHealth(a.searchFeeder.Status(), statuses)
+	if h, ok := a.recall.Health(statuses); ok {
+		details["recall"] = h
 	}
 	if a.opts.Serve {
 		details["memory"] = memoryHealth()
 	}
 	return ready, details
-}
-
-// RecallHealth is the recall index's line of /healthz details.
-type RecallHealth struct {
-	search.FeederStatus
-	// Lag is how many events of the log the index has not applied yet.
-	Lag uint64 `json:"lag"`
 }
 
 // MemoryHealth is the memory line of /healthz details: the soft limit the
@@ -376,16 +359,6 @@ func memoryHealth() MemoryHealth {
 		return MemoryHealth{LimitMB: limit >> 20}
 	}
 	return MemoryHealth{}
-}
-
-func recallHealth(st search.FeederStatus, projections []projections.Status) RecallHealth {
-	h := RecallHealth{FeederStatus: st}
-	for _, p := range projections {
-		if p.LastSeq > st.Checkpoint {
-			h.Lag = max(h.Lag, p.LastSeq-st.Checkpoint)
-		}
-	}
-	return h
 }
 
 // CatchingUp says how many events the projections still have to apply

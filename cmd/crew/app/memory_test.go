@@ -12,7 +12,6 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 )
 
@@ -30,10 +29,10 @@ func TestHealthzCarriesTheRecallIndexLag(t *testing.T) {
 	}
 	type health struct {
 		Details struct {
-			Recall *RecallHealth `json:"recall"`
+			Recall *search.Health `json:"recall"`
 		} `json:"details"`
 	}
-	read := func() RecallHealth {
+	read := func() search.Health {
 		t.Helper()
 		resp, err := http.Get(srv.URL + "/healthz")
 		if err != nil {
@@ -56,16 +55,4 @@ func TestHealthzCarriesTheRecallIndexLag(t *testing.T) {
 		r := read()
 		return r.Lag == 0 && r.Checkpoint >= last && r.Running
 	})
-}
-
-// The recall line's lag is what the log holds past the index's
-// checkpoint.
-func TestRecallHealthLagIsTheLogPastTheCheckpoint(t *testing.T) {
-	h := recallHealth(search.FeederStatus{Checkpoint: 5, Running: true}, []projections.Status{{Name: "conversations", LastSeq: 9}})
-	if h.Lag != 4 || h.Checkpoint != 5 {
-		t.Fatalf("recall health %+v, want lag 4 at checkpoint 5", h)
-	}
-	if h := recallHealth(search.FeederStatus{Checkpoint: 9}, []projections.Status{{LastSeq: 9}}); h.Lag != 0 {
-		t.Fatalf("caught up: lag %d", h.Lag)
-	}
 }

@@ -128,7 +128,7 @@ func (a *App) Web(base web.Config) web.Config {
 	c.CatchingUp = a.CatchingUp
 	c.Teams = a.Teams
 	c.Forks = a.Forker()
-	c.Search = a.Search
+	c.Search = a.recall.Index()
 	c.MCP = a.pool.States
 	if token, err := a.Home.MCPToken(a.opts.Getenv, true); err != nil {
 		a.log.Warn("/mcp left out: no bearer token", "err", err)

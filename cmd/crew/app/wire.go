@@ -14,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/notes"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/tools/desktop"
@@ -38,7 +39,7 @@ import (
 // background runner, the persona proposer, the clock and the owner's
 // timezone); a call brings only its own facts
 // (tools.Env).
-func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *recallIndex) []tools.Tool {
+func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *search.Recall) []tools.Tool {
 	out := append(tools.Builtins(s), loop.Tools()...)
 	out = append(out, recall.Tools(rc, s)...)
 	out = append(out, create, kit.SkillRead(), pdf.Tool(s.Sandbox))
@@ -81,7 +82,7 @@ type wiring struct {
 	net       *netTools
 	pool      *mcp.Pool
 	// recall is what the recall tools search: serve's index, once open.
-	recall *recallIndex
+	recall *search.Recall
 	// background runs shell_run's background commands (Deps.Background).
 	background *loop.Background
 }
@@ -123,7 +124,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	cr := &Crew{}
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
-	w.recall = &recallIndex{master: home.MasterID}
+	w.recall = search.NewRecall(home.MasterID)
 	// The services the tools keep, built before the registry: the memory
 	// service files persona proposals and calls the models (w.models: the
 	// ledger's, opened once the crew is loaded).
@@ -186,6 +187,7 @@ func (w *wiring) close() {
 	}
 	w.net.Close()
 	w.pool.Close()
+	w.recall.Close()
 }
 
 // snapshots are the conversations' snapshots in the projections database
