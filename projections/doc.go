@@ -19,10 +19,10 @@
 //     conversation's, a run's) are decoded once and written once at the
 //     commit (recordCache). Catching up fills the batches; live events
 //     that follow one another (a step's) share one: a batch short of the
-//     bound stays open for at most 5 ms for what follows, and commits at
+//     bound stays open for at most 50 ms for what follows, and commits at
 //     once when a WaitFor caller waits for one of its events, so a reader
 //     that waits sees an event as soon as it would alone, and one that
-//     does not sees it at most 5 ms later.
+//     does not sees it at most 50 ms later.
 //     A projection behind the others (added by an upgrade, rebuilt) is its
 //     own group and catches up beside them without holding them.
 //   - At-least-once delivery, exactly-once apply: a batch is applied and each

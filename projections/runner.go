@@ -247,16 +247,18 @@ const (
 // batchMax is the most events one bbolt transaction applies. A batch is
 // whatever the consumer has already delivered, up to batchMax: catching up
 // fills it. A batch short of batchMax (live events: a step's four come
-// within a millisecond or two) stays open for what follows for at most
-// lingerMax, and commits at once when a WaitFor caller waits for one of
-// its events (a page, a live feed, a read of one's writes): a reader that
-// waits sees an event as soon as before, one that does not sees it at
-// most lingerMax later, and a step's events cost one transaction instead
-// of one each. maxAckPending lets one batch be fetched while the one
-// before is applied.
+// within a millisecond or two, a turn's steps a millisecond apart) stays
+// open for what follows for at most lingerMax, and commits at once when a
+// WaitFor caller waits for one of its events (a page, a live feed, a read
+// of one's writes): a reader that waits sees an event as soon as before,
+// one that does not sees it at most lingerMax later, and a busy turn's
+// steps cost one transaction every lingerMax instead of one each (a
+// commit of the ten projections is about 0.6 ms of CPU: at 5 ms it was
+// 0.15 ms of a step's 1.2, docs/performance.md). maxAckPending lets one
+// batch be fetched while the one before is applied.
 const (
 	batchMax      = 4000
-	lingerMax     = 5 * time.Millisecond
+	lingerMax     = 50 * time.Millisecond
 	maxAckPending = 2 * batchMax
 )
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,68 +105,78 @@ func benchApp(b testing.TB, syncMode string, m llm.Model, opts Options) *App {
 func BenchmarkToolStep(b *testing.B) {
 	b.Run("raw_fsync", rawFsync)
 	for _, syncMode := range []string{events.SyncAlways, events.SyncInterval} {
-		b.Run(syncMode, func(b *testing.B) {
-			const steps = 10
-			m := &stepModel{steps: steps}
-			a := benchApp(b, syncMode, m, Options{NoWorker: true}) // the turn runs here
-			agent, ok := a.Crew.Agent(home.MasterID)
-			if !ok {
-				b.Fatal("no master agent")
-			}
-			agent.MaxSteps = steps + 1
-			ctx := context.Background()
-			done := 0
-			var lat []time.Duration
-			var ids []string
-			seq0, fsyncs0, commits0 := lastSeq(b, a), a.Log().Fsyncs(), a.Runner.Commits()
-			b.ResetTimer()
-			for i := 0; done < b.N; i++ {
-				conv, err := a.Convs.Get(ctx, fmt.Sprint("bench-", i))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
-					return []events.Event{&events.ConversationOpened{Agent: home.MasterID, Channel: "web"}, &events.MessageReceived{Channel: "web", Text: "go"}}, nil
-				}); err != nil {
-					b.Fatal(err)
-				}
-				m.mu.Lock()
-				m.at = m.at[:0]
-				m.mu.Unlock()
-				if err := loop.NewTurn(agent, a.Deps, conv).Run(ctx); err != nil {
-					b.Fatal(err)
-				}
-				if len(m.at) != steps {
-					b.Fatalf("the turn called the model %d times, want %d", len(m.at), steps)
-				}
-				ids = append(ids, conv.ID())
-				for j := 1; j < len(m.at); j++ {
-					lat = append(lat, m.at[j].Sub(m.at[j-1]))
-				}
-				done += steps
-			}
-			b.StopTimer()
-			// Every conversation answered once: its one run finished, its
-			// answer the last message (a step lost or stored twice shows).
-			for _, id := range ids {
-				if ok, runs := answeredOnceIn(b, a, id, steps); !ok {
-					b.Fatalf("%s not answered once: %d runs finished", id, runs)
-				}
-			}
-			// The stream's stored messages: the turn's own (opening, run start
-			// and end: 0.3 a step here) included.
-			b.ReportMetric(float64(lastSeq(b, a)-seq0)/float64(done), "msgs/step")
-			// The fsyncs the log made (ADR 0008: one per decision, shared
-			// by appends at the same moment; none with interval).
-			b.ReportMetric(float64(a.Log().Fsyncs()-fsyncs0)/float64(done), "fsyncs/step")
-			// The projections' bbolt transactions beside the steps (a
-			// step's live events share one while nobody waits for them).
-			b.ReportMetric(float64(a.Runner.Commits()-commits0)/float64(done), "proj-commits/step")
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms/step")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms/step")
-		})
+		b.Run(syncMode, func(b *testing.B) { toolStep(b, syncMode, Options{NoWorker: true}) }) // the turn runs here
 	}
+}
+
+// toolStep is one BenchmarkToolStep run with sync mode syncMode on the
+// App opts open.
+func toolStep(b *testing.B, syncMode string, opts Options) {
+	const steps = 10
+	m := &stepModel{steps: steps}
+	a := benchApp(b, syncMode, m, opts)
+	agent, ok := a.Crew.Agent(home.MasterID)
+	if !ok {
+		b.Fatal("no master agent")
+	}
+	agent.MaxSteps = steps + 1
+	ctx := context.Background()
+	done := 0
+	var lat []time.Duration
+	var ids []string
+	seq0, fsyncs0, commits0 := lastSeq(b, a), a.Log().Fsyncs(), a.Runner.Commits()
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	for i := 0; done < b.N; i++ {
+		conv, err := a.Convs.Get(ctx, fmt.Sprint("bench-", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+			return []events.Event{&events.ConversationOpened{Agent: home.MasterID, Channel: "web"}, &events.MessageReceived{Channel: "web", Text: "go"}}, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		m.mu.Lock()
+		m.at = m.at[:0]
+		m.mu.Unlock()
+		if err := loop.NewTurn(agent, a.Deps, conv).Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if len(m.at) != steps {
+			b.Fatalf("the turn called the model %d times, want %d", len(m.at), steps)
+		}
+		ids = append(ids, conv.ID())
+		for j := 1; j < len(m.at); j++ {
+			lat = append(lat, m.at[j].Sub(m.at[j-1]))
+		}
+		done += steps
+	}
+	b.StopTimer()
+	// The CPU the whole process spent (every goroutine: the turn, the
+	// server, the projections, the collector), less noisy than the
+	// latencies on a shared machine.
+	cpu := processCPU(b) - cpu0
+	// Every conversation answered once: its one run finished, its
+	// answer the last message (a step lost or stored twice shows).
+	for _, id := range ids {
+		if ok, runs := answeredOnceIn(b, a, id, steps); !ok {
+			b.Fatalf("%s not answered once: %d runs finished", id, runs)
+		}
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(done), "cpu-ms/step")
+	// The stream's stored messages: the turn's own (opening, run start
+	// and end: 0.3 a step here) included.
+	b.ReportMetric(float64(lastSeq(b, a)-seq0)/float64(done), "msgs/step")
+	// The fsyncs the log made (ADR 0008: one per decision, shared
+	// by appends at the same moment; none with interval).
+	b.ReportMetric(float64(a.Log().Fsyncs()-fsyncs0)/float64(done), "fsyncs/step")
+	// The projections' bbolt transactions beside the steps (a
+	// step's live events share one while nobody waits for them).
+	b.ReportMetric(float64(a.Runner.Commits()-commits0)/float64(done), "proj-commits/step")
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms/step")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms/step")
 }
 
 // BenchmarkConcurrentConversations: 1,000 conversations at once (sync
@@ -473,6 +484,15 @@ func answeredOnceIn(tb testing.TB, a *App, id string, steps int) (bool, int) {
 	}
 	ok := len(st.Queued) == 0 && st.OpenRun == "" && runs == 1 && len(st.Messages) == 2*steps && st.Messages[2*steps-1].Text == "done"
 	return ok, runs
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // lastSeq is the stream's last sequence: messages stored so far.
