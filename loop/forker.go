@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/view"
@@ -43,6 +45,9 @@ type ForkLog interface {
 // ok false: no such run.
 type ForkRuns interface {
 	RunConversation(ctx context.Context, runID string) (conversation, title string, ok bool, err error)
+	// RunEnded is how the run stands once what was written is read: its
+	// status and reason, and its steps.
+	RunEnded(ctx context.Context, runID string) (status, reason string, steps int, err error)
 }
 
 // Forked is a fork made (view.Forked).
@@ -108,6 +113,70 @@ func (f Forker) Fork(ctx context.Context, runID string, step int, route string) 
 	f.Kicker.Kick(spec.Conversation)
 	return Forked{Conversation: spec.Conversation, RunID: spec.RunID, Route: spec.Route,
 		From: events.ForkOrigin{Conversation: orig, RunID: runID, Step: step}}, nil
+}
+
+// ForkEnd is how a fork made on a stopped home stands once the worker has
+// nothing left to run: crew replay --from-step waits for it and prints it.
+type ForkEnd struct {
+	Forked
+	// Waiting is the approval the fork's run waits on; Open says its run
+	// is still open otherwise. Either way crew serve takes it up.
+	Waiting *Approval
+	Open    bool
+	// Status, Reason and Steps are the run's, as the runs view has them.
+	Status, Reason string
+	Steps          int
+	// LastReply is the conversation's last assistant text ("" if none).
+	LastReply string
+}
+
+// Ended waits until worker is idle (the fork's run and whatever it
+// delegated have run or wait on the owner) and says how fk stands.
+func (f Forker) Ended(ctx context.Context, fk Forked, worker interface{ Idle() bool }) (ForkEnd, error) {
+	for !worker.Idle() {
+		select {
+		case <-ctx.Done():
+			return ForkEnd{}, fmt.Errorf("stopped while the fork ran: crew serve takes it up (conversation %s)", fk.Conversation)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	end := ForkEnd{Forked: fk}
+	var err error
+	if end.Status, end.Reason, end.Steps, err = f.Runs.RunEnded(ctx, fk.RunID); err != nil {
+		return ForkEnd{}, err
+	}
+	c, err := f.Convs.Get(ctx, fk.Conversation)
+	if err != nil {
+		return ForkEnd{}, err
+	}
+	c.View(func(st *State) {
+		end.Open, end.Waiting = st.OpenRun != "", st.PendingApproval()
+		for i := len(st.Messages) - 1; i >= 0 && end.LastReply == ""; i-- {
+			if m := st.Messages[i]; m.Role == RoleAssistant {
+				end.LastReply = m.Text
+			}
+		}
+	})
+	return end, nil
+}
+
+// Write prints how the fork stands, as crew replay --from-step shows it.
+func (e ForkEnd) Write(w io.Writer) {
+	switch {
+	case e.Waiting != nil:
+		fmt.Fprintf(w, "the fork waits for your approval of %s (%s): start crew serve and answer it on the web or Telegram\n", e.Waiting.Tool, e.Waiting.ID)
+	case e.Open:
+		fmt.Fprintf(w, "the fork's run is still open: crew serve takes it up\n")
+	default:
+		fmt.Fprintf(w, "run %s %s after %d steps on %s", e.RunID, e.Status, e.Steps, e.Route)
+		if e.Reason != "" {
+			fmt.Fprintf(w, " (%s)", e.Reason)
+		}
+		fmt.Fprintln(w)
+	}
+	if e.LastReply != "" {
+		fmt.Fprintf(w, "last reply: %s\n", e.LastReply)
+	}
 }
 
 // copySpill copies spill/<from>/ to spill/<to>/ (nothing when there is none).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
@@ -22,6 +23,10 @@ func (r oneRun) RunConversation(_ context.Context, id string) (string, string, b
 		return "", "", false, nil
 	}
 	return r.conv, r.title, true, nil
+}
+
+func (r oneRun) RunEnded(_ context.Context, id string) (string, string, int, error) {
+	return "halted:" + id, "max_steps", 7, nil
 }
 
 // routesOf calls only the routes it lists.
@@ -120,5 +125,99 @@ func TestForkerRefusals(t *testing.T) {
 	}
 	if after, err := h.log.Last(t.Context(), events.Root+".>"); err != nil || after != before {
 		t.Errorf("a refused fork wrote: the log's last sequence %d, %v; was %d", after, err, before)
+	}
+}
+
+// worker is an Idle whose first busy polls run the kicked conversations'
+// turns, as the worker would.
+type worker struct {
+	h      *harness
+	kicked []string
+	polls  int
+}
+
+func (w *worker) Kick(conv string) { w.kicked = append(w.kicked, conv) }
+
+func (w *worker) Idle() bool {
+	w.polls++
+	if len(w.kicked) == 0 {
+		return true
+	}
+	conv, err := w.h.convs.Get(w.h.t.Context(), w.kicked[0])
+	if err != nil {
+		w.h.t.Fatal(err)
+	}
+	w.kicked = w.kicked[1:]
+	if err := loop.NewTurn(w.h.agent, w.h.deps, conv).Run(w.h.t.Context()); err != nil {
+		w.h.t.Fatalf("fork turn: %v", err)
+	}
+	return false
+}
+
+// Forker.Ended waits for the worker to be idle, then tells the fork's run
+// as the runs view has it and the conversation's last reply; a fork not
+// yet run is open; a context ended while the worker is busy names the
+// fork, which crew serve takes up.
+func TestForkerEndedWaitsForTheWorker(t *testing.T) {
+	h, run, _ := forkRecording(t)
+	h.models["fake:echo"] = &fakeModel{route: "fake:echo", replies: []reply{say("done on echo")}}
+	w := &worker{h: h}
+	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv}, Convs: h.convs, HomeDir: t.TempDir(),
+		Routes: routesOf{"fake:echo"}, Kicker: w, Clock: ids{n: new(int)}}
+	fk, err := f.Fork(t.Context(), run, 2, "fake:echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kicked := w.kicked
+	w.kicked = nil
+	before, err := f.Ended(t.Context(), fk, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.Open || before.Waiting != nil || before.LastReply != "hi" {
+		t.Errorf("before its turn: open %v, waiting %v, last reply %q; want open, the original's last reply", before.Open, before.Waiting, before.LastReply)
+	}
+	w.kicked, w.polls = kicked, 0
+	got, err := f.Ended(t.Context(), fk, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loop.ForkEnd{Forked: fk, Status: "halted:" + fk.RunID, Reason: "max_steps", Steps: 7, LastReply: "done on echo"}
+	if got != want || w.polls != 2 {
+		t.Errorf("after its turn: %+v after %d polls, want %+v after 2", got, w.polls, want)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := f.Ended(ctx, fk, idleNever{}); err == nil || !strings.Contains(err.Error(), fk.Conversation) {
+		t.Errorf("cancelled while busy: %v, want an error naming %s", err, fk.Conversation)
+	}
+}
+
+// idleNever is a worker that is always busy.
+type idleNever struct{}
+
+func (idleNever) Idle() bool { return false }
+
+// ForkEnd.Write says what crew replay --from-step prints: the approval
+// the fork waits on, that its run is open, or how it ended, then its last
+// reply.
+func TestForkEndWrite(t *testing.T) {
+	fk := loop.Forked{Conversation: "fork-1", RunID: "r9", Route: "fake:echo"}
+	for _, c := range []struct {
+		end  loop.ForkEnd
+		want string
+	}{
+		{loop.ForkEnd{Forked: fk, Waiting: &loop.Approval{ID: "a1", Tool: "shell"}, Open: true, LastReply: "may I?"},
+			"the fork waits for your approval of shell (a1): start crew serve and answer it on the web or Telegram\nlast reply: may I?\n"},
+		{loop.ForkEnd{Forked: fk, Open: true}, "the fork's run is still open: crew serve takes it up\n"},
+		{loop.ForkEnd{Forked: fk, Status: "done", Steps: 3, LastReply: "ok"}, "run r9 done after 3 steps on fake:echo\nlast reply: ok\n"},
+		{loop.ForkEnd{Forked: fk, Status: "halted", Reason: "max_steps", Steps: 5}, "run r9 halted after 5 steps on fake:echo (max_steps)\n"},
+	} {
+		var b strings.Builder
+		c.end.Write(&b)
+		if b.String() != c.want {
+			t.Errorf("%+v wrote %q, want %q", c.end, b.String(), c.want)
+		}
 	}
 }

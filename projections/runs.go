@@ -591,6 +591,19 @@ func (r FreshRuns) RunConversation(ctx context.Context, id string) (conversation
 	return run.Conversation, title, true, nil
 }
 
+// RunEnded is run id's status, reason and steps once the projections have
+// applied what the log holds.
+func (r FreshRuns) RunEnded(ctx context.Context, id string) (status, reason string, steps int, err error) {
+	if err := ReadYourWrites(ctx, r.Log, r.Fresh); err != nil {
+		return "", "", 0, err
+	}
+	run, err := GetRun(r.DB, id)
+	if err != nil {
+		return "", "", 0, err
+	}
+	return run.Status, run.Reason, run.Totals.Steps, nil
+}
+
 // nestDelegates puts each delegate call's child run, with its steps, under
 // the call, up to maxChildDepth.
 func nestDelegates(tx *bbolt.Tx, r *Run, depth int) error {

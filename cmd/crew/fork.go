@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/projections"
 )
 
 // runFork is crew replay --from-step N --route X: through the running
@@ -49,56 +46,17 @@ func runFork(ctx context.Context, env *cliEnv, homeFlag, runID string, step int,
 // forkHere forks on a stopped home, waits until the fork's run has
 // finished or waits on the owner, and reports it.
 func forkHere(ctx context.Context, env *cliEnv, a *app.App, runID string, step int, route string) error {
-	fk, err := a.Forker().Fork(ctx, runID, step, route)
+	f := a.Forker()
+	fk, err := f.Fork(ctx, runID, step, route)
 	if err != nil {
 		return err
 	}
 	printFork(env, fk)
-	for !a.Worker.Idle() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stopped while the fork ran: crew serve takes it up (conversation %s)", fk.Conversation)
-		case <-time.After(50 * time.Millisecond):
-		}
+	end, err := f.Ended(ctx, fk, a.Worker)
+	if err == nil {
+		end.Write(env.stdout)
 	}
-	if err := projections.ReadYourWrites(ctx, a.Log(), a.Runner); err != nil {
-		return err
-	}
-	c, err := a.Convs.Get(ctx, fk.Conversation)
-	if err != nil {
-		return err
-	}
-	var open, text string
-	var waiting *loop.Approval
-	c.View(func(st *loop.State) {
-		open, waiting = st.OpenRun, st.PendingApproval()
-		for i := len(st.Messages) - 1; i >= 0; i-- {
-			if m := st.Messages[i]; m.Role == loop.RoleAssistant && m.Text != "" {
-				text = m.Text
-				break
-			}
-		}
-	})
-	run, err := projections.GetRun(a.DB(), fk.RunID)
-	if err != nil {
-		return err
-	}
-	switch {
-	case waiting != nil:
-		fmt.Fprintf(env.stdout, "the fork waits for your approval of %s (%s): start crew serve and answer it on the web or Telegram\n", waiting.Tool, waiting.ID)
-	case open != "":
-		fmt.Fprintf(env.stdout, "the fork's run is still open: crew serve takes it up\n")
-	default:
-		fmt.Fprintf(env.stdout, "run %s %s after %d steps on %s", fk.RunID, run.Status, run.Totals.Steps, fk.Route)
-		if run.Reason != "" {
-			fmt.Fprintf(env.stdout, " (%s)", run.Reason)
-		}
-		fmt.Fprintln(env.stdout)
-	}
-	if text != "" {
-		fmt.Fprintf(env.stdout, "last reply: %s\n", text)
-	}
-	return nil
+	return err
 }
 
 func printFork(env *cliEnv, fk web.Forked) {
