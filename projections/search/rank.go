@@ -7,22 +7,15 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/my-agent-crew/crew/events/view"
 )
 
 // Passage is a piece of text to rank with Rank: a paragraph of a file.
-type Passage struct {
-	Title string
-	Text  string
-}
+type Passage = view.Passage
 
 // Ranked is a passage Rank found: its index in the passages given, its
 // score and its snippet, marked as Search marks a hit's.
-type Ranked struct {
-	Index   int
-	Score   float64
-	Snippet string
-	Marks   [][2]int
-}
+type Ranked = view.Ranked
 
 // Rank ranks passages for text by BM25 the way Search ranks the index —
 // the same analysis (English stemming), query (the words, the phrase

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/my-agent-crew/crew/events/view"
 )
 
 // Passage is a piece of a memory file a search ranks: a paragraph, or one
@@ -16,16 +18,11 @@ type Passage struct {
 	Text  string
 }
 
-// Ranked is a passage found, with its snippet: the text around the first
-// word of the query, as recall shows a hit.
-type Ranked struct {
-	Passage
-	Snippet string
-}
-
-// Ranker ranks passages by relevance to query, best first, at most limit:
-// the server hands in recall's BM25 (projections/search.Rank).
-type Ranker func(ctx context.Context, query string, passages []Passage, limit int) ([]Ranked, error)
+// Ranker ranks passages by relevance to query, best first, at most limit,
+// each found with its snippet (the text around the first word of the
+// query, as recall shows a hit): the server hands in recall's BM25
+// (projections/search.Rank).
+type Ranker func(ctx context.Context, query string, passages []view.Passage, limit int) ([]view.Ranked, error)
 
 // Option configures Tools.
 type Option func(*options)
@@ -90,18 +87,26 @@ func rankResult(ctx context.Context, tool string, rank Ranker, query string, ps 
 	if rank == nil {
 		return "", 0, fmt.Errorf("%s: searching is not available in this process", tool)
 	}
-	found, err := rank(ctx, query, ps, maxHits)
+	in := make([]view.Passage, len(ps))
+	for i, p := range ps {
+		in[i] = view.Passage{Title: p.Title, Text: p.Text}
+	}
+	found, err := rank(ctx, query, in, maxHits)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: %w", tool, err)
 	}
 	var b strings.Builder
-	for i, r := range found {
+	for i, f := range found {
+		if f.Index < 0 || f.Index >= len(ps) {
+			return "", 0, fmt.Errorf("%s: the ranking returned passage %d of %d", tool, f.Index, len(ps))
+		}
+		r := ps[f.Index]
 		fmt.Fprintf(&b, "%d. %s:%d", i+1, r.Path, r.Line)
 		if r.Title != "" {
 			b.WriteString(" — " + r.Title)
 		}
 		fmt.Fprintf(&b, " (%s)\n", kindOf(r.Path))
-		for l := range strings.Lines(r.Snippet) {
+		for l := range strings.Lines(f.Snippet) {
 			b.WriteString("   " + strings.TrimRight(l, "\n") + "\n")
 		}
 		// A line written after the run read outside content carries its
@@ -109,7 +114,7 @@ func rankResult(ctx context.Context, tool string, rank Ranker, query string, ps 
 		// shows it, so the result never passes such a line off as the
 		// owner's own (R-X-7).
 		for _, mark := range untrustedMark.FindAllString(r.Text, -1) {
-			if !strings.Contains(r.Snippet, mark) {
+			if !strings.Contains(f.Snippet, mark) {
 				b.WriteString("   " + mark + "\n")
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/memory"
 )
@@ -201,7 +202,7 @@ func TestMemorySearch(t *testing.T) {
 
 // wordRank is a ranker for these tests: passages holding more of the
 // query's words (any case, as substrings) first, ties in the order given.
-func wordRank(ctx context.Context, query string, ps []memory.Passage, limit int) ([]memory.Ranked, error) {
+func wordRank(ctx context.Context, query string, ps []view.Passage, limit int) ([]view.Ranked, error) {
 	words := strings.Fields(strings.ToLower(query))
 	type scored struct{ i, n int }
 	var found []scored
@@ -217,9 +218,9 @@ func wordRank(ctx context.Context, query string, ps []memory.Passage, limit int)
 		}
 	}
 	slices.SortStableFunc(found, func(a, b scored) int { return b.n - a.n })
-	var out []memory.Ranked
+	var out []view.Ranked
 	for _, f := range found[:min(limit, len(found))] {
-		out = append(out, memory.Ranked{Passage: ps[f.i], Snippet: ps[f.i].Text})
+		out = append(out, view.Ranked{Index: f.i, Snippet: ps[f.i].Text})
 	}
 	return out, nil
 }

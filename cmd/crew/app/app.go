@@ -26,8 +26,10 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/nats-io/nats.go"
 	"go.etcd.io/bbolt"
@@ -213,6 +215,21 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		return nil, err
 	}
 	return a, nil
+}
+
+// openSearch opens serve's recall index beside the projections. An index
+// that cannot be opened costs recall, never the server: it says to
+// rebuild. The index answers at once from what it has; it catches up
+// once the projections have.
+func (a *App) openSearch() {
+	cfg := search.Config{Dir: search.IndexDir(a.Dir), Log: a.Log(), Start: a.startSeq, After: a.Runner, ReleaseEvery: releaseMappedEvery,
+		Logger: a.log.With("component", "search")}
+	if e := embedder(a.Home, a.opts.Getenv); e != nil {
+		cfg.Embedder, cfg.Usage = a.Ledger.Embedder(e), budget.EmbedCalls(a.Log(), a.Home.Config.Catalog(), cfg.Logger)
+	}
+	if err := a.recall.Start(cfg); err != nil {
+		a.log.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
+	}
 }
 
 // releaseMappedEvery is how often serve hands projections.db's touched

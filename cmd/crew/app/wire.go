@@ -48,7 +48,7 @@ func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.Cro
 	out = append(out, canvas.Tools(cv, s)...)
 	out = append(out, team.Tools(teams)...)
 	out = append(out, desktop.Tools()...)
-	return append(out, memory.Tools(s, memory.WithRanker(rankPassages))...)
+	return append(out, memory.Tools(s, memory.WithRanker(search.Rank))...)
 }
 
 // wiring is what runs turns on the store, built the same for every entry
