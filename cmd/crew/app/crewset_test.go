@@ -46,29 +46,29 @@ func TestKitSubAgentsJoinTheCrew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := buildCrew(h, nil, reg, os.Getenv, events.NewRedactor())
-	rev, ok := set.agents["reviewer"]
+	set := crewFiles{dir: dir, reg: reg, getenv: os.Getenv, secrets: events.NewRedactor()}.build(h)
+	rev, ok := set.Agents["reviewer"]
 	if !ok {
-		t.Fatalf("reviewer not in the crew; problems: %v", set.problems)
+		t.Fatalf("reviewer not in the crew; problems: %v", set.Problems)
 	}
-	master := set.agents[home.MasterID]
+	master := set.Agents[home.MasterID]
 	if rev.Persona != "You review changes. Be specific." || !slices.Equal(rev.Tools, []string{"workspace_read", "workspace_grep"}) ||
 		!slices.Equal(rev.Routes, master.Routes) || rev.Workspace != master.Workspace {
 		t.Errorf("reviewer = %+v", rev)
 	}
-	drafter, ok := set.agents["pong-drafter"]
+	drafter, ok := set.Agents["pong-drafter"]
 	if !ok || !slices.Equal(drafter.Routes, []string{"fake:echo"}) || slices.Contains(drafter.Tools, loop.DelegateTool) ||
 		drafter.Workspace != filepath.Join(dir, "agents", "pong", "workspace") {
 		t.Errorf("pong-drafter = %+v (%v)", drafter, ok)
 	}
-	if !strings.Contains(set.roster, "; skills: delegation") {
-		t.Errorf("roster lists no skills:\n%s", set.roster)
+	if !strings.Contains(set.Roster, "; skills: delegation") {
+		t.Errorf("roster lists no skills:\n%s", set.Roster)
 	}
-	if !strings.Contains(set.roster, "- reviewer (reviewer): Reviews a change. (kit sub-agent)") {
-		t.Errorf("roster:\n%s", set.roster)
+	if !strings.Contains(set.Roster, "- reviewer (reviewer): Reviews a change. (kit sub-agent)") {
+		t.Errorf("roster:\n%s", set.Roster)
 	}
-	if len(set.problems) != 1 || !strings.Contains(set.problems[0], "master.md") {
-		t.Errorf("problems = %v, want the colliding master.md", set.problems)
+	if len(set.Problems) != 1 || !strings.Contains(set.Problems[0], "master.md") {
+		t.Errorf("problems = %v, want the colliding master.md", set.Problems)
 	}
 	// Its persona is its whole persona: no AGENTS.md, SOUL.md or MEMORY.md.
 	sys, err := loop.SystemPrompt(loop.Prompt{AgentDir: rev.Dir, Persona: rev.Persona, HomeDir: dir, Now: time.Now()})
@@ -95,7 +95,8 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr := newCrew(dir, h, nil, reg, os.Getenv, events.NewRedactor(), slog.New(slog.DiscardHandler))
+	cr, files := &Crew{}, crewFiles{dir: dir, reg: reg, getenv: os.Getenv, secrets: events.NewRedactor()}
+	cr.Start(files, home.MasterID, slog.New(slog.DiscardHandler), files.build(h))
 	p := filepath.Join(dir, "agents", "pong", ".agents", "agents", "drafter.md")
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err := os.WriteFile(p, []byte("---\ndescription: Drafts mail.\n---\nYou draft mail.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cr.reloadIfChanged()
+	cr.ReloadIfChanged()
 	a, ok := cr.Agent("pong-drafter")
 	if !ok || a.Persona != "You draft mail." {
 		t.Fatalf("after adding the file: pong-drafter = %+v (%v)", a, ok)
@@ -111,7 +112,7 @@ func TestCrewReloadsOnKitSubAgentEdit(t *testing.T) {
 	if err := os.WriteFile(p, []byte("---\ndescription: Drafts mail.\n---\nYou draft short mail.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cr.reloadIfChanged()
+	cr.ReloadIfChanged()
 	if a, _ := cr.Agent("pong-drafter"); a.Persona != "You draft short mail." {
 		t.Errorf("after editing the file: persona = %q", a.Persona)
 	}

@@ -105,9 +105,10 @@ func start(ctx context.Context, a *App) (*running, error) {
 func (r *running) watch(ctx context.Context, a *App) {
 	w := a.wiring
 	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	w.Crew.onReload = func(set *crewSet) {
+	w.Crew.Before(func(l *loop.Loaded[crewSet]) {
 		// A value added to <home>/env is redacted from now on; removed
 		// ones stay redacted (they may still be in flight).
+		set := l.With
 		a.opts.Secrets.Load(set.home.EnvSecrets(), nil)
 		set.home.ConfigSecrets(a.opts.Secrets)
 		w.net.reload(set.home, a.opts.Getenv)
@@ -115,11 +116,11 @@ func (r *running) watch(ctx context.Context, a *App) {
 		if err := r.Scheduler.SetProfile(watchCtx, set.profile); err != nil {
 			a.log.Error("schedules not reloaded", "err", err)
 		}
-	}
+	})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.Crew.watch(watchCtx, 2*time.Second)
+		w.Crew.Watch(watchCtx, 2*time.Second)
 	}()
 	r.stopWatch = func() { stop(); <-done }
 }

@@ -134,9 +134,10 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	if w.Registry, err = tools.New(allTools(svc, w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
 		return nil, err
 	}
-	cr.load(a.Dir, h, override, w.Registry, getenv, a.opts.Secrets, logger.With("component", "crew"))
+	files := crewFiles{a.Dir, override, w.Registry, getenv, a.opts.Secrets}
+	cr.Start(files, home.MasterID, logger.With("component", "crew"), files.build(h))
 	w.Crew = cr
-	w.pool = mcp.NewPool(home.CrewVersion(), cr.get().mcp, a.box, logger.With("component", "mcp"))
+	w.pool = mcp.NewPool(home.CrewVersion(), cr.Current().With.mcp, a.box, logger.With("component", "mcp"))
 	w.pool.Redact(a.opts.Secrets)
 	w.pool.RecordRestarts(log)
 	w.Models = mdl
@@ -144,7 +145,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Models = a.opts.Models
 	}
 	if log != nil {
-		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.get().home }, logger.With("component", "budget"), a.member.Holder(), a.store.alive()); err != nil {
+		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.Current().With.home }, logger.With("component", "budget"), a.member.Holder(), a.store.alive()); err != nil {
 			w.close()
 			return nil, err
 		}
