@@ -439,7 +439,12 @@ func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 			last = r.linger(ctx, ch, &batch, size, linger)
 		}
 		if len(batch) > 0 {
-			if err := r.handle(g, batch); err != nil {
+			err := r.handle(g, batch)
+			// The array is reused: what the next, smaller batches leave
+			// of it would hold this one's events (and their messages)
+			// for as long as the process lives.
+			clear(batch)
+			if err != nil {
 				if gap := (*gapError)(nil); errors.As(err, &gap) {
 					return gap
 				}
