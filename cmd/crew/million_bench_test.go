@@ -32,7 +32,10 @@ import (
 // file-backed parts. Opt-in (minutes): go test -run '^$' -bench
 // ServeMillionEvents -benchtime 1x -timeout 60m ./cmd/crew/
 // (CREW_BENCH_HOME=<dir> keeps the home for the next run;
-// CREW_BENCH_RECALL_ZERO=1 starts the recall index at zero too).
+// CREW_BENCH_RECALL_ZERO=1 starts the recall index at zero too;
+// CREW_BENCH_HEAPPROFILE=<file> has each crew serve write its heap
+// profiles, at its highest RSS and every 5 s, to <file>.cold, .warm and
+// .burst, and <file>.<start>.last: see timeServe).
 func BenchmarkServeMillionEvents(b *testing.B) {
 	total := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("CREW_BENCH_EVENTS")); err == nil && v > 0 {
@@ -77,12 +80,12 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 		if !written.IsZero() {
 			b.Logf("home written %s before the first start", time.Since(written).Round(time.Second))
 		}
-		cold := timeServe(b, home, 10*time.Second)
+		cold := timeServe(b, home, "cold", 10*time.Second)
 		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s, CPU %s), peak RSS %s",
 			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.cpu.Round(time.Millisecond), cold.peakAtReady)
 		b.Logf("recall index: %d events behind at ready, caught up %s after process start (CPU %s); peak RSS over both catch-ups %s, RSS 10 s after %s",
 			cold.recallLag, cold.recalled.Round(time.Millisecond), cold.recallCPU.Round(time.Millisecond), cold.peak, cold.settled)
-		warm := timeServe(b, home, 10*time.Second)
+		warm := timeServe(b, home, "warm", 10*time.Second)
 		b.Logf("everything caught up: /healthz 200 after %s from process start (CPU %s), RSS 10 s after ready %s (peak %s)",
 			warm.ready.Round(time.Millisecond), warm.cpu.Round(time.Millisecond), warm.settled, warm.peak)
 		// A burst, and serve started at once: within the duplicate window.
@@ -91,7 +94,7 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 			b.Fatal(err)
 		}
 		burstAt := time.Now()
-		fresh := timeServe(b, home, 10*time.Second)
+		fresh := timeServe(b, home, "burst", 10*time.Second)
 		b.Logf("started %s after a burst of %d events: /healthz 200 after %s, recall caught up after %s, RSS 10 s after %s (peak %s)",
 			fresh.began.Sub(burstAt).Round(time.Millisecond), burstConvs*(1+4*turns), fresh.ready.Round(time.Millisecond), fresh.recalled.Round(time.Millisecond), fresh.settled, fresh.peak)
 		b.Logf("load average at the end: %s", loadAverage())
@@ -159,11 +162,56 @@ func storedEvents(b *testing.B, home string) uint64 {
 // resident is a process's resident set: all of it (VmRSS), its anonymous
 // memory (heap, stacks: RssAnon) and its file-backed pages (the binary,
 // the memory-mapped projections.db and index segments: RssFile, page
-// cache the kernel can take back).
-type resident struct{ total, anon, file int64 }
+// cache the kernel can take back), and at a peak or the end which files
+// those are (files).
+type resident struct {
+	total, anon, file int64
+	files             string
+}
 
 func (r resident) String() string {
-	return fmt.Sprintf("%d MB (anonymous %d MB, file-backed %d MB)", r.total>>20, r.anon>>20, r.file>>20)
+	s := fmt.Sprintf("%d MB (anonymous %d MB, file-backed %d MB", r.total>>20, r.anon>>20, r.file>>20)
+	if r.files != "" {
+		s += ": " + r.files
+	}
+	return s + ")"
+}
+
+// withFiles is r with the file-backed part of process pid's resident
+// set by file: the binary, projections.db, the recall index's segments
+// and the rest (from /proc/<pid>/smaps).
+func (r resident) withFiles(pid int) resident {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return r
+	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	var bin, db, index, other int64
+	var path string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-"): // a mapping's first line
+			path = ""
+			if len(f) >= 6 {
+				path = f[5]
+			}
+		case len(f) == 3 && f[0] == "Rss:" && strings.HasPrefix(path, "/"):
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			switch {
+			case path == exe:
+				bin += kb << 10
+			case strings.HasSuffix(path, "projections.db"):
+				db += kb << 10
+			case strings.Contains(path, "index.bleve"):
+				index += kb << 10
+			default:
+				other += kb << 10
+			}
+		}
+	}
+	r.files = fmt.Sprintf("binary %d, projections.db %d, recall index %d, other %d", bin>>20, db>>20, index>>20, other>>20)
+	return r
 }
 
 type serveRun struct {
@@ -180,17 +228,27 @@ type serveRun struct {
 
 // timeServe starts crew serve on home, waits for /healthz 200, then for
 // the recall index to catch up (sampling its RSS all along), waits settle
-// more, and stops it.
-func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
+// more, and stops it. With CREW_BENCH_HEAPPROFILE=<file> the child (the
+// test build) writes its heap profiles to <file>.<start>
+// (eventstest.HeapProfiles).
+func timeServe(b *testing.B, home, start string, settle time.Duration) serveRun {
 	b.Helper()
+	var env []string
+	if path := os.Getenv(eventstest.HeapProfileEnv); path != "" {
+		env = append(env, eventstest.HeapProfileEnv+"="+path+"."+start)
+	}
 	began := time.Now()
 	// The URL comes within a second or two whatever the lag; a child that
 	// exits fails the run at once, with its stderr.
-	s := launchServeWithin(b, home, 10*time.Minute)
+	s := launchServeWithin(b, home, 10*time.Minute, env...)
 	defer s.stop(b)
 	pid, url := s.cmd.Process.Pid, s.url
 	run := serveRun{began: began}
-	sample := func() { run.peak = run.peak.max(rss(pid)) }
+	sample := func() {
+		if now := rss(pid); now.total > run.peak.total {
+			run.peak = now.withFiles(pid)
+		}
+	}
 	sample()
 	client := &http.Client{Timeout: 5 * time.Second}
 	for sampled := time.Now(); ; time.Sleep(2 * time.Millisecond) {
@@ -262,7 +320,7 @@ func timeServe(b *testing.B, home string, settle time.Duration) serveRun {
 		sample()
 	}
 	s.failIfExited(b)
-	run.settled = rss(pid)
+	run.settled = rss(pid).withFiles(pid)
 	run.peak = run.peak.max(run.settled)
 	return run
 }

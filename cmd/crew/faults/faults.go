@@ -1,8 +1,8 @@
 // Package faults is the end-to-end tests' fault injection: with -tags
 // crewtest (TestMain builds crew so) and a CREW_TEST_ variable set, a crew
 // serve kills itself after a chosen append or at a point of a Telegram
-// send, holds its projections back, or retries failed jobs sooner. No
-// other build can: there Apply leaves the App's defaults.
+// send, holds its projections back, retries failed jobs sooner or writes
+// heap profiles. No other build can: there Apply leaves the App's defaults.
 package faults
 
 import (

@@ -17,6 +17,7 @@ import (
 )
 
 func init() {
+	eventstest.HeapProfiles(os.Getenv(eventstest.HeapProfileEnv)) // CREW_BENCH_HEAPPROFILE=<file>
 	if n, err := strconv.Atoi(os.Getenv(CrashAfterAppendEnv)); err == nil && n > 0 {
 		conversationLog = func(a loop.Appender) loop.Appender { return eventstest.CrashAfter(a, n) }
 	}
