@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -40,21 +41,8 @@ func runStop(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *all {
-		list, _ := got["stopped"].([]any)
-		for _, v := range list {
-			m, _ := v.(map[string]any)
-			fmt.Fprintf(env.stdout, "stopped %v (run %v, %v waiting dropped)\n", m["conversation_id"], orNone(m["run_id"]), m["dropped"])
-		}
-		return nil
+	for _, st := range got {
+		fmt.Fprintf(env.stdout, "stopped %s (run %s, %d waiting dropped)\n", st.Conversation, cmp.Or(st.RunID, "none"), st.Dropped)
 	}
-	fmt.Fprintf(env.stdout, "stopped %s (run %v, %v waiting dropped)\n", conv, orNone(got["run_id"]), got["dropped"])
 	return nil
-}
-
-func orNone(v any) any {
-	if s, ok := v.(string); !ok || s == "" {
-		return "none"
-	}
-	return v
 }

@@ -232,6 +232,9 @@ func TestCrewStopCLI(t *testing.T) {
 	if run.Status != "stopped" || run.StoppedBy != "cli" {
 		t.Fatalf("run = %+v, want stopped by cli", run)
 	}
+	if want := "stopped " + id + " (run " + c.LastRunID + ", 0 waiting dropped)\n"; out != want {
+		t.Errorf("crew stop printed %q, want %q", out, want)
+	}
 	if _, errOut, code := crew(t, home, "stop", "--all"); code == 0 || !strings.Contains(errOut, "no conversation has a run open") {
 		t.Fatalf("crew stop --all with nothing running = %d %q", code, errOut)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/view"
+	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/mcp"
 )
@@ -248,9 +249,9 @@ func (c Client) Consolidate(ctx context.Context, agent string) (view.Proposal, e
 
 // Stop asks the server to stop conversation (scope run, queue or all; ""
 // is all), by cli, as crew stop does; conversation "" stops every running
-// conversation of the home (POST /api/stop). It returns the server's
-// answer: {"run_id","dropped"} or {"stopped":[…]}.
-func (c Client) Stop(ctx context.Context, conversation, scope string) (map[string]any, error) {
+// conversation of the home (POST /api/stop). It returns what was stopped:
+// the one conversation, or every conversation stopped.
+func (c Client) Stop(ctx context.Context, conversation, scope string) ([]inbound.StoppedConversation, error) {
 	path, body := "/api/stop", map[string]string{"by": events.StopByCLI}
 	if conversation != "" {
 		path = "/api/conversations/" + conversation + "/stop"
@@ -283,9 +284,15 @@ func (c Client) Stop(ctx context.Context, conversation, scope string) (map[strin
 		}
 		return nil, fmt.Errorf("the running server answered %s: %s", resp.Status, bytes.TrimSpace(out))
 	}
-	var v map[string]any
-	if err := json.Unmarshal(out, &v); err != nil {
+	var all struct{ Stopped []inbound.StoppedConversation }
+	one := inbound.StoppedConversation{Conversation: conversation}
+	if conversation == "" {
+		err = json.Unmarshal(out, &all)
+	} else if err = json.Unmarshal(out, &one.Stopped); err == nil {
+		all.Stopped = append(all.Stopped, one)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("read the server's answer: %w", err)
 	}
-	return v, nil
+	return all.Stopped, nil
 }
