@@ -10,7 +10,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/mcp"
-	"github.com/my-agent-crew/crew/tools/schedule"
 )
 
 const (
@@ -22,7 +21,7 @@ const (
 // their kinds: one the owner listed in read_only_tools, one not, and one
 // of a server set to autonomous: run.
 func gateTools(t *testing.T) []tools.Tool {
-	list := allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)
+	list := allTools(tools.Services{}, listOnly())
 	if _, err := tools.New(list...); err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (r *running) watch(ctx context.Context, a *App) {
 		set := l.With
 		a.opts.Secrets.Load(set.home.EnvSecrets(), nil)
 		set.home.ConfigSecrets(a.opts.Secrets)
-		w.net.reload(set.home, a.opts.Getenv)
+		w.search.SetSearch(searchConfig(set.home, a.opts.Getenv))
 		w.pool.Configure(set.mcp)
 		if err := r.Scheduler.SetProfile(watchCtx, set.profile); err != nil {
 			a.log.Error("schedules not reloaded", "err", err)

@@ -17,7 +17,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
-	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -51,7 +50,7 @@ func toolDocs(t *testing.T) map[string]string {
 // adds what it can call).
 func TestToolSchemasMatchDocsAndRequest(t *testing.T) {
 	docs := toolDocs(t)
-	list := allTools(tools.Services{}, schedule.NewCreateTool(tools.Services{}), &schedule.CronTools{}, nil, nil, nil, nil)
+	list := allTools(tools.Services{}, listOnly())
 	loopOwn := map[string]bool{}
 	for _, lt := range loop.Tools() {
 		loopOwn[lt.Def().Name] = true

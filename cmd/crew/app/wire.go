@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools"
+	"github.com/my-agent-crew/crew/tools/browser"
 	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/kit"
@@ -24,29 +25,32 @@ import (
 	"github.com/my-agent-crew/crew/tools/pdf"
 	"github.com/my-agent-crew/crew/tools/recall"
 	"github.com/my-agent-crew/crew/tools/schedule"
+	"github.com/my-agent-crew/crew/tools/web"
 	"github.com/nats-io/nuid"
 	"go.etcd.io/bbolt"
 )
 
 // allTools is every registry tool, one registration per tool family: the
 // built-ins (workspace, shell), the loop's own, schedule_create,
-// skill_read, pdf_read, the web and browser tools (nt: their settings),
-// the canvas tools (cv: the canvas service), the team tools, the desktop
-// tools and the memory tools. Which of them an agent gets follows from
+// skill_read, pdf_read, the web and browser tools, the canvas tools, the
+// team tools, the desktop tools and the memory tools, each family with
+// its service of w (nil where a command lists tools without running them:
+// web_search has no provider, the browser tools no browser). Which of them an agent gets follows from
 // each tool's declaration (Def.Default) and its agent.yaml. A new tool
 // family is one line here. s are the services the families' tools keep
 // (the home's secrets, the sandbox every child process starts in, the
 // background runner, the persona proposer, the clock and the owner's
 // timezone); a call brings only its own facts
 // (tools.Env).
-func allTools(s tools.Services, create *schedule.CreateTool, crons *schedule.CronTools, nt *netTools, cv *canvas.Service, teams *team.Runtime, rc *search.Recall) []tools.Tool {
+func allTools(s tools.Services, w *wiring) []tools.Tool {
 	out := append(tools.Builtins(s), loop.Tools()...)
-	out = append(out, recall.Tools(rc, s)...)
-	out = append(out, create, kit.SkillRead(), pdf.Tool(s.Sandbox))
-	out = append(out, crons.Tools()...)
-	out = append(out, nt.tools(s.Sandbox)...)
-	out = append(out, canvas.Tools(cv, s)...)
-	out = append(out, team.Tools(teams)...)
+	out = append(out, recall.Tools(w.recall, s)...)
+	out = append(out, w.create, kit.SkillRead(), pdf.Tool(s.Sandbox))
+	out = append(out, w.crons.Tools()...)
+	out = append(out, web.Tools(w.search, nil, s.Sandbox)...) // dialling through the one wall
+	out = append(out, browser.Tools(w.browsers)...)
+	out = append(out, canvas.Tools(w.Canvas, s)...)
+	out = append(out, team.Tools(w.Teams)...)
 	out = append(out, desktop.Tools()...)
 	return append(out, memory.Tools(s, memory.WithRanker(search.Rank))...)
 }
@@ -79,7 +83,8 @@ type wiring struct {
 	create    *schedule.CreateTool
 	crons     *schedule.CronTools
 	providers *llm.Providers // the keys read at Open: serve drops them from the environment after
-	net       *netTools
+	search    *web.Settings  // the provider web_search asks (replaced on reload)
+	browsers  *browser.Manager
 	pool      *mcp.Pool
 	// recall is what the recall tools search: serve's index, once open.
 	recall *search.Recall
@@ -104,7 +109,8 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	svc := tools.Services{Secrets: a.opts.Secrets, Sandbox: a.box, Clock: time.Now, Location: h.Config.Location()}
 	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: Providers(h, getenv)}
-	w.net = newNetTools(a.Dir, h, getenv, logger.With("component", "browser"))
+	w.search, w.browsers = &web.Settings{}, browser.NewManager(browser.Config{Home: a.Dir, Logger: logger.With("component", "browser")})
+	w.search.SetSearch(searchConfig(h, getenv)) // browsers start on first use
 	log, db := a.Log(), a.DB()
 	var fresh canvas.Freshness
 	if a.Runner != nil {
@@ -131,7 +137,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w.Memory = newMemory(log, h, cr, llm.ModelsFunc(w.models), logger.With("component", "memory"))
 	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
 	svc.Background, svc.Proposer = w.background, w.Memory
-	if w.Registry, err = tools.New(allTools(svc, w.create, w.crons, w.net, w.Canvas, w.Teams, w.recall)...); err != nil {
+	if w.Registry, err = tools.New(allTools(svc, w)...); err != nil {
 		return nil, err
 	}
 	files := crewFiles{a.Dir, override, w.Registry, getenv, a.opts.Secrets}
@@ -186,7 +192,7 @@ func (w *wiring) close() {
 	if w.background != nil {
 		w.background.Close() // kills the background commands; their ends are stored for the next start
 	}
-	w.net.Close()
+	w.browsers.Close()
 	w.pool.Close()
 	w.recall.Close()
 }
