@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
 	"github.com/my-agent-crew/crew/events"
@@ -43,23 +42,6 @@ func runMemory(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	printProposal(env.stdout, p)
+	p.Write(env.stdout)
 	return nil
-}
-
-// printProposal shows what was filed and the diff.
-func printProposal(w io.Writer, p consolidate.Proposal) {
-	fmt.Fprintf(w, "proposal %s for %s: %s (+%d −%d)\n", p.ID, p.Agent, p.Kind, p.Added, p.Removed)
-	if p.Reason != "" {
-		fmt.Fprintf(w, "  %s\n", p.Reason)
-	}
-	if p.Status == consolidate.StatusApplied {
-		fmt.Fprintf(w, "applied to MEMORY.md; to undo: POST /api/memory/proposals/%s/rollback, or Roll back on /memory\n", p.ID)
-	} else {
-		fmt.Fprintf(w, "waits for you: Approve or Reject on /memory, or POST /api/memory/proposals/%s {\"decision\":\"approve\"}\n", p.ID)
-	}
-	fmt.Fprintln(w)
-	for _, l := range p.Diff {
-		fmt.Fprintf(w, "%c %s\n", l.Op, l.Text)
-	}
 }
