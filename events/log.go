@@ -47,7 +47,15 @@ type Log struct {
 	// fsync makes appends durable on the embedded server with sync
 	// "always" (Server.OpenLog, fsync.go); nil: the store's own setting.
 	fsync *storeSync
+	// embedded: the log's server is this process's own (Server.OpenLog).
+	embedded bool
 }
+
+// Embedded reports whether the log's server is this process's own
+// embedded server (Server.OpenLog): it starts and stops with the process,
+// so what a consumer keeps on it needs to outlive the process no more
+// than the server does.
+func (l *Log) Embedded() bool { return l.embedded }
 
 // SetReader sends the log's reads (direct gets, ordered consumers) on nc:
 // the server answers a direct get inline in the asking connection's read

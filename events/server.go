@@ -141,7 +141,7 @@ func (s *Server) OpenLog(ctx context.Context, r *Redactor) (*Log, error) {
 	if err := l.SetReader(s.rc); err != nil {
 		return nil, err
 	}
-	l.fsync = s.fsync
+	l.fsync, l.embedded = s.fsync, true
 	return l, nil
 }
 

@@ -204,7 +204,7 @@ func (r *Runner) consumer(ctx context.Context, durable string, checkpoint uint64
 		info := cons.CachedInfo()
 		if info.AckFloor.Stream == checkpoint && info.NumAckPending == 0 &&
 			info.Config.FilterSubject == allEvents && info.Config.AckPolicy == jetstream.AckAllPolicy &&
-			info.Config.MaxAckPending == maxAckPending {
+			info.Config.MaxAckPending == maxAckPending && info.Config.MemoryStorage == r.memoryConsumer() {
 			return cons, nil
 		}
 		r.logger.Info("projection consumer out of step with its checkpoint; recreating it",
@@ -221,6 +221,7 @@ func (r *Runner) consumer(ctx context.Context, durable string, checkpoint uint64
 		AckWait:       r.cfg.ackWait,
 		MaxAckPending: maxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MemoryStorage: r.memoryConsumer(),
 	}
 	if checkpoint > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, checkpoint+1
@@ -230,6 +231,18 @@ func (r *Runner) consumer(ctx context.Context, durable string, checkpoint uint64
 		return nil, fmt.Errorf("create consumer %s from %d: %w", durable, checkpoint+1, err)
 	}
 	return cons, nil
+}
+
+// memoryConsumer reports whether the consumers keep their state (what was
+// delivered and acknowledged) in the server's memory rather than in files
+// of its own: on the embedded server, which lives no longer than this
+// process, and whose consumer file would otherwise be written anew (a
+// temporary file created, written and renamed) up to ten times a second
+// while events flow — about a tenth of the projections' CPU per live
+// event (docs/performance.md). The bbolt checkpoint is the truth either
+// way: a consumer the server no longer has at Open is made again from it.
+func (r *Runner) memoryConsumer() bool {
+	return r.log.Embedded()
 }
 
 // allEvents is every projection's filter.
@@ -274,8 +287,11 @@ type delivery struct {
 	err     error
 }
 
-// read fills in d's sequence and decoded envelope.
-func (d *delivery) read() {
+// read fills in d's sequence and envelope, its payload decoded when
+// payload says one of the group's members is given an event of its
+// subject's scope kind and type (an event none reads, such as the
+// ledger's reservations, costs its envelope alone).
+func (d *delivery) read(payload func(kind, typ string) bool) {
 	meta, err := d.msg.Metadata()
 	if err != nil {
 		d.metaErr = err
@@ -283,9 +299,21 @@ func (d *delivery) read() {
 	}
 	d.seq = meta.Sequence.Stream
 	d.env, d.derr = events.DecodeStored(d.msg.Subject(), d.seq, d.msg.Data())
-	if d.derr == nil {
+	if d.derr == nil && payload(subjectKind(d.env.Subject), d.env.Type) {
 		d.env = d.env.Decoded()
 	}
+}
+
+// wanted reports whether one of g's members is given events of kind and
+// typ (a member stopped since is still counted: the answer may only be
+// too wide).
+func (g *group) wanted(kind, typ string) bool {
+	for _, w := range g.members {
+		if wants(w.p, kind, typ) {
+			return true
+		}
+	}
+	return false
 }
 
 // run feeds g until ctx ends or g stops. A gap in what the consumer
@@ -391,7 +419,7 @@ func (r *Runner) consume(ctx context.Context, g *group) *gapError {
 			msg, err := msgs.Next(jetstream.NextContext(pumpCtx))
 			d := delivery{msg: msg, err: err}
 			if err == nil {
-				d.read()
+				d.read(g.wanted)
 				if r.cfg.lose != nil && d.metaErr == nil && r.cfg.lose(d.seq) {
 					continue
 				}

@@ -528,3 +528,66 @@ func TestRunnerHoldsNoEventAfterItsBatch(t *testing.T) {
 		t.Errorf("%d of the catch-up batch's %d events still held after the live batch committed", held, n)
 	}
 }
+
+// On the embedded server the projections' consumer keeps its state in the
+// server's memory (no consumer file rewritten as events flow): a restart
+// of the server, which is a restart of the process, finds no consumer,
+// and the next Open makes it again from the bbolt checkpoint, so every
+// event is applied once, none lost and none twice. A consumer left in
+// files by an older build is made again in memory.
+func TestEmbeddedConsumerIsInMemoryAndMadeAgainFromTheCheckpoint(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	srv, log := eventstest.Start(t, eventstest.WithStoreDir(dir))
+	s := newSeeder(t, log)
+	s.conv("c1", &events.ConversationOpened{Agent: "coach", Channel: "web"})
+	seq := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "one"})
+	db := openDB(t, "")
+	r := startRunner(t, log, db, config{})
+	if err := r.WaitFor(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	if info := consumerInfo(t, log, "conversations"); !info.Config.MemoryStorage {
+		t.Errorf("the embedded server's projections consumer keeps its state in files")
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// An older build's consumer, in files, acknowledged up to the
+	// checkpoint: made again, in memory.
+	name := consumerName(log, "conversations")
+	if err := log.Stream().DeleteConsumer(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Stream().CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, FilterSubject: allEvents,
+		AckPolicy: jetstream.AckAllPolicy, MaxAckPending: maxAckPending, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq + 1}); err != nil {
+		t.Fatal(err)
+	}
+	r = startRunner(t, log, db, config{})
+	if info := consumerInfo(t, log, "conversations"); !info.Config.MemoryStorage {
+		t.Errorf("a consumer in files left by an older build was kept")
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+
+	_, log = eventstest.Start(t, eventstest.WithStoreDir(dir))
+	if _, err := log.Stream().Consumer(ctx, name); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("consumer after the server's restart: %v, want it gone", err)
+	}
+	s.log = log
+	last := s.conv("c1", &events.MessageReceived{Channel: "web", Text: "two"})
+	r = startRunner(t, log, db, config{})
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := messages(t, r, "c1"), 2; got != want {
+		t.Errorf("messages after the restart: got %d, want %d", got, want)
+	}
+	for _, st := range r.Status(ctx) {
+		if st.Checkpoint != last || st.Skipped != 0 || st.Error != "" {
+			t.Errorf("status after the restart: %+v", st)
+		}
+	}
+}

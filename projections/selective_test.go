@@ -68,3 +68,31 @@ func dumpTx(tx *bbolt.Tx, p Projection) []byte {
 	}
 	return buf.Bytes()
 }
+
+// The Runner decodes an event's payload only when one of the group's
+// members is given it: the ledger's reservations and settlements, which
+// no projection reads, cost their envelope alone; a group of the job
+// projection alone decodes no conversation's events.
+func TestGroupDecodesOnlyWhatAMemberIsGiven(t *testing.T) {
+	group := func(ps ...Projection) *group {
+		g := &group{}
+		for _, p := range ps {
+			g.members = append(g.members, &worker{p: p})
+		}
+		return g
+	}
+	all := group(All()...)
+	for _, typ := range []string{events.TypeBudgetReserved, events.TypeBudgetSettled} {
+		if all.wanted("budget", typ) {
+			t.Errorf("the projections decode %s, which none reads", typ)
+		}
+	}
+	for _, typ := range []string{events.TypeModelCalled, events.TypeToolCalled, events.TypeToolCompleted} {
+		if !all.wanted("conv", typ) {
+			t.Errorf("the projections do not decode a conversation's %s", typ)
+		}
+	}
+	if group(Jobs{}).wanted("conv", events.TypeModelCalled) {
+		t.Errorf("the job projection's group decodes a conversation's model_called")
+	}
+}
