@@ -3,6 +3,7 @@ package loop
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -193,6 +194,22 @@ func AddKitAgents(homeDir, master string, agents map[string]Agent, override bool
 		}
 	}
 	return problems
+}
+
+// Checks are doctor's lines on agents: each one CheckAgent refuses (serve
+// skips it) and each kit file of an agent that does not load, by agent
+// id in order.
+func Checks(homeDir string, agents map[string]Agent, reg *tools.Registry) []string {
+	var lines []string
+	for _, id := range slices.Sorted(maps.Keys(agents)) {
+		if err := CheckAgent(agents[id], reg); err != nil {
+			lines = append(lines, fmt.Sprintf("agent %s will be skipped: %v", id, err))
+		}
+		for _, err := range kit.Check(homeDir, agents[id].Dir) {
+			lines = append(lines, fmt.Sprintf("agent %s: %v", id, err))
+		}
+	}
+	return lines
 }
 
 // CheckAgent refuses settings the loop cannot honour: unknown tool names,

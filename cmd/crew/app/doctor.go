@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -19,7 +17,6 @@ import (
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/browser"
 	"github.com/my-agent-crew/crew/tools/desktop"
-	"github.com/my-agent-crew/crew/tools/kit"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 	toolweb "github.com/my-agent-crew/crew/tools/web"
@@ -63,19 +60,9 @@ func RecallReport(h *home.Home, getenv func(string) string) []string {
 
 // AgentChecks runs the checks serve makes before it runs an agent
 // (routes, tool names, shell patterns) against the App's tools, so a
-// skipped agent shows in doctor too.
+// skipped agent shows in doctor too (loop.Checks).
 func (a *App) AgentChecks() []string {
-	var lines []string
-	agents := loopAgents(a.Home, nil, a.Registry.Defaults())
-	for _, id := range slices.Sorted(maps.Keys(agents)) {
-		if err := loop.CheckAgent(agents[id], a.Registry); err != nil {
-			lines = append(lines, fmt.Sprintf("agent %s will be skipped: %v", id, err))
-		}
-		for _, err := range kit.Check(a.Home.Dir, agents[id].Dir) {
-			lines = append(lines, fmt.Sprintf("agent %s: %v", id, err))
-		}
-	}
-	return lines
+	return loop.Checks(a.Home.Dir, loopAgents(a.Home, nil, a.Registry.Defaults()), a.Registry)
 }
 
 // MCPReport is what crew doctor says of each MCP server of config.yaml
