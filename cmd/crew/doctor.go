@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -38,30 +37,20 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(w, "  skipped: %v\n", p)
 	}
 
-	printLines(w, home.Versions())
-	printLines(w, app.StoreReport(ctx, dir, h))
-	printLines(w, h.NATSAccess())
-	printLines(w, h.WebTrust(env.getenv))
-	printLines(w, app.ShellReport(h))
-	printLines(w, h.Routes(env.getenv))
-	printLines(w, app.WebReport(h, env.getenv))
-	printLines(w, app.RecallReport(h, env.getenv))
-	printLines(w, app.BrowserReport(h))
-	printLines(w, app.MCPReport(ctx, h, env.redactor(), env.getenv))
-	printLines(w, app.DesktopReport(ctx, h))
+	// Each section is a feature's own lines (its package's Report), in
+	// this order; the agents' checks need the crew built, read-only.
+	sections := [][]string{home.Versions(), app.StoreReport(ctx, dir, h), h.NATSAccess(), h.WebTrust(env.getenv),
+		app.ShellReport(h), h.Routes(env.getenv), app.WebReport(h, env.getenv), app.RecallReport(h, env.getenv),
+		app.BrowserReport(h), app.MCPReport(ctx, h, env.redactor(), env.getenv), app.DesktopReport(ctx, h)}
 	a, err := app.Open(ctx, dir, h, app.Options{ReadOnly: true, Getenv: env.getenv, Secrets: env.redactor()})
 	if err != nil {
-		fmt.Fprintf(w, "tools: %v\n", err)
-		return nil
+		sections = append(sections, []string{fmt.Sprintf("tools: %v", err)})
+	} else {
+		defer a.Close()
+		sections = append(sections, a.AgentChecks())
 	}
-	defer a.Close()
-	printLines(w, a.AgentChecks())
-	return nil
-}
-
-// printLines prints report lines, one a line.
-func printLines(w io.Writer, lines []string) {
-	for _, l := range lines {
+	for _, l := range slices.Concat(sections...) {
 		fmt.Fprintln(w, l)
 	}
+	return nil
 }
