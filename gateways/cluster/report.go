@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -45,19 +44,6 @@ func Members(ctx context.Context, nc *nats.Conn) string {
 		line += " (no leader at the moment)"
 	}
 	return line
-}
-
-// TellReplicas logs what opening log did to the stream's replicas: a
-// raise at info, a stream left short of 3 on a cluster of enough
-// servers at warn (R-ES-8).
-func TellReplicas(logger *slog.Logger, log *events.Log) {
-	if r := log.Raised(); r != nil {
-		logger.Info("raised the event stream's replicas: the cluster can place them", "stream", events.StreamName, "from", r.From, "to", r.To, "servers", r.Servers)
-	}
-	if have, servers := log.Short(); have > 0 {
-		logger.Warn("the event stream stays short of its replicas: the cluster could not place them now (a server down, or short of room); tried again at the next start",
-			"stream", events.StreamName, "replicas", have, "want", events.ClusterReplicas, "servers", servers)
-	}
 }
 
 // Replication says how the log is kept on the cluster: servers known,

@@ -35,7 +35,7 @@ func TestStreamLeftShortOfReplicasIsWarnedAndShown(t *testing.T) {
 	if have, servers := log.Short(); have != 1 || servers != 3 {
 		t.Fatalf("Short() = %d on %d servers, want 1 on 3", have, servers)
 	}
-	TellReplicas(logger, log)
+	log.TellReplicas(logger)
 	if !strings.Contains(out.String(), "level=WARN") || !strings.Contains(out.String(), "stays short of its replicas") || !strings.Contains(out.String(), "replicas=1 want=3 servers=3") {
 		t.Errorf("the opener's log does not warn of the shortfall:\n%s", out.String())
 	}
@@ -48,7 +48,7 @@ func TestStreamLeftShortOfReplicasIsWarnedAndShown(t *testing.T) {
 	// A log that is not short says nothing at warn.
 	out.Reset()
 	_, single := eventstest.Start(t)
-	TellReplicas(logger, single)
+	single.TellReplicas(logger)
 	if out.Len() != 0 {
 		t.Errorf("a single-server log logged: %s", out.String())
 	}

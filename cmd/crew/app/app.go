@@ -182,18 +182,18 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		}
 	}
 	if a.store != nil {
-		if a.Runner, err = projections.Open(ctx, a.store.log, a.store.db, a.log.With("component", "projections"), opts.Projections()...); err != nil {
+		if a.Runner, err = projections.Open(ctx, a.store.Log(), a.store.DB(), a.log.With("component", "projections"), opts.Projections()...); err != nil {
 			return nil, err
 		}
 		// Ready once projections have caught up with what the log held at start.
-		if a.startSeq, err = a.store.log.Last(ctx, "crew.>"); err != nil {
+		if a.startSeq, err = a.store.Log().Last(ctx, "crew.>"); err != nil {
 			return nil, err
 		}
 		if opts.Serve {
 			// The pages of projections.db that catch-up and page views
 			// touch would stay in the resident set: handed back every
 			// few seconds (docs/performance.md, "Memory").
-			go projections.ReleaseMappedEvery(ctx, a.store.db, releaseMappedEvery)
+			go projections.ReleaseMappedEvery(ctx, a.store.DB(), releaseMappedEvery)
 		}
 	}
 	if opts.Serve {
@@ -239,10 +239,10 @@ const releaseMappedEvery = 5 * time.Second
 // join takes this process's life lease on a shared cluster, when the
 // command runs turns or model calls (opts.As); a lost lease ends Lost.
 func (a *App) join(ctx context.Context) error {
-	if a.opts.As == "" || a.store.leases == nil {
+	if a.opts.As == "" || a.store.Leases() == nil {
 		return nil
 	}
-	m, err := cluster.Join(ctx, a.store.leases, a.store.log.Node(), a.Dir, a.opts.As, a.log.With("component", "cluster"))
+	m, err := cluster.Join(ctx, a.store.Leases(), a.store.Log().Node(), a.Dir, a.opts.As, a.log.With("component", "cluster"))
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (a *App) Log() *events.Log {
 	if a.store == nil {
 		return nil
 	}
-	return a.store.log
+	return a.store.Log()
 }
 
 // DB is the projections database (nil with ReadOnly).
@@ -277,7 +277,7 @@ func (a *App) DB() *bbolt.DB {
 	if a.store == nil {
 		return nil
 	}
-	return a.store.db
+	return a.store.DB()
 }
 
 // Conn is the NATS connection (nil with ReadOnly).
@@ -285,7 +285,7 @@ func (a *App) Conn() *nats.Conn {
 	if a.store == nil {
 		return nil
 	}
-	return a.store.nc
+	return a.store.Conn()
 }
 
 // Lost is closed when this process lost its cluster lease: its peers
@@ -350,7 +350,7 @@ func (a *App) Health(ctx context.Context) (bool, any) {
 		details["turns"] = a.Worker.Stats()
 	}
 	if a.store != nil {
-		details["event_store"] = a.store.stats()
+		details["event_store"] = a.store.Stats()
 	}
 	if a.member != nil {
 		details["cluster"] = a.member.Stats()

@@ -247,8 +247,9 @@ func TestCrewKeepsAnsweringWhenItsConnectionsAreCut(t *testing.T) {
 		}
 	}
 	send(0, 30)
-	for _, nc := range []*nats.Conn{a.store.nc, a.store.rc} {
-		if err := a.store.srv.Disconnect(nc); err != nil {
+	srv := a.store.Server()
+	for _, nc := range []*nats.Conn{srv.Conn(), srv.ReadConn()} {
+		if err := srv.Disconnect(nc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -273,7 +274,7 @@ func TestCrewKeepsAnsweringWhenItsConnectionsAreCut(t *testing.T) {
 		return ready
 	})
 	_, details := a.Health(ctx)
-	if st := details.(map[string]any)["event_store"].(storeStats); st.Reconnects == 0 || st.ReadReconnects == 0 {
+	if st := details.(map[string]any)["event_store"].(events.StoreStats); st.Reconnects == 0 || st.ReadReconnects == 0 {
 		t.Fatalf("/healthz event_store %+v: want each connection's reconnect counted", st)
 	}
 	eventstest.EventuallyWithin(t, 10*time.Second, "both losses logged", func() bool {

@@ -59,7 +59,7 @@ func TestClusterStreamAtOneReplicaRaisedOnceLoggedAndShownByDoctor(t *testing.T)
 	if _, logged := open("b"); strings.Contains(logged, "raised") {
 		t.Errorf("the second process raised again:\n%s", logged)
 	}
-	raises, err := first.log.ReadAll(t.Context(), events.ClusterScope.Filter(), 0)
+	raises, err := first.Log().ReadAll(t.Context(), events.ClusterScope.Filter(), 0)
 	if err != nil || len(raises) != 1 {
 		t.Fatalf("recorded raises = %d (%v), want one", len(raises), err)
 	}

@@ -45,10 +45,10 @@ type running struct {
 func start(ctx context.Context, a *App) (*running, error) {
 	st, h, w, logger := a.store, a.Home, a.wiring, a.log
 	r := &running{Scheduler: scheduler.NewSlot(nil), stopWatch: func() {}}
-	cfg := loop.WorkerConfig{Log: st.log, Convs: w.Convs, Deps: w.Deps,
+	cfg := loop.WorkerConfig{Log: st.Log(), Convs: w.Convs, Deps: w.Deps,
 		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.Claimer(), TurnsInFlight: h.Config.TurnsInFlight}
 	if a.opts.Serve {
-		lastSeq, err := st.log.Last(ctx, events.Root+".>")
+		lastSeq, err := st.Log().Last(ctx, events.Root+".>")
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +64,7 @@ func start(ctx context.Context, a *App) (*running, error) {
 			if err := a.Runner.WaitFor(ctx, lastSeq); err != nil {
 				return nil, err
 			}
-			return projections.Recoverable(st.db)
+			return projections.Recoverable(st.DB())
 		}
 	}
 	var err error
@@ -80,21 +80,21 @@ func start(ctx context.Context, a *App) (*running, error) {
 		// (RunSingletons).
 		r.stopTeams = w.Teams.Run(ctx)
 	}
-	r.Summaries = &summarize.Summarizer{Log: st.log, Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: dayEndList(st.db, w.Teams.Busy),
+	r.Summaries = &summarize.Summarizer{Log: st.Log(), Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: dayEndList(st.DB(), w.Teams.Busy),
 		Fresh: a.Runner, Clock: w.Deps.Clock}
 	r.Inbound = &inbound.Inbound{
 		Convs: w.Convs, Kick: r.Worker, Master: home.MasterID, Crew: w.Crew, Clock: w.Deps.Clock, Home: a.Dir,
 	}
-	r.Approvals = &inbound.Approvals{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
-	r.Questions = &inbound.Questions{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
-	r.Stops = &inbound.Stops{Log: st.log, DB: st.db, Fresh: a.Runner, Worker: r.Worker}
+	r.Approvals = &inbound.Approvals{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker}
+	r.Questions = &inbound.Questions{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker}
+	r.Stops = &inbound.Stops{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker}
 	if a.member != nil { // a standby asks the leader's scheduler
-		r.Scheduler = scheduler.NewSlot(st.nc)
+		r.Scheduler = scheduler.NewSlot(st.Conn())
 	}
 	r.schedCfg = schedulerConfig(a, r)
 	w.create.Bind(r.Scheduler.Adder())
-	w.crons.Bind((&web.SchedulerJobs{DB: st.db, Location: h.Config.Location(), Scheduler: r.Scheduler,
-		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.log, Fresh: a.freshness()}).Crons())
+	w.crons.Bind((&web.SchedulerJobs{DB: st.DB(), Location: h.Config.Location(), Scheduler: r.Scheduler,
+		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.Log(), Fresh: a.freshness()}).Crons())
 	if a.opts.Serve {
 		r.watch(ctx, a)
 	}
@@ -147,9 +147,9 @@ func schedulerConfig(a *App, r *running) scheduler.Config {
 		sweep = func(ctx context.Context) {
 			// A peer may have asked for an approval this process never
 			// loaded, or decided one it holds stale.
-			if ids, err := projections.Recoverable(st.db); err == nil {
+			if ids, err := projections.Recoverable(st.DB()); err == nil {
 				for _, id := range ids {
-					if pc, err := projections.GetConversation(st.db, id); err != nil || len(pc.PendingApprovals) == 0 {
+					if pc, err := projections.GetConversation(st.DB(), id); err != nil || len(pc.PendingApprovals) == 0 {
 						continue
 					}
 					if conv, err := w.Convs.Get(ctx, id); err == nil {
@@ -166,7 +166,7 @@ func schedulerConfig(a *App, r *running) scheduler.Config {
 		}})
 	}
 	return scheduler.Config{
-		Log: st.log, Convs: w.Convs, Kick: r.Worker, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
+		Log: st.Log(), Convs: w.Convs, Kick: r.Worker, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
 		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
 		RetryDelays: a.opts.JobRetryDelays,
 		Periodic: append([]scheduler.Periodic{

@@ -155,10 +155,10 @@ func (a *App) banner() string {
 // replication, or where the embedded server listens.
 func (a *App) Describe(ctx context.Context) string {
 	st := a.store
-	if st.srv == nil {
-		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(a.Home.Config.NATS.URL), cluster.Replication(ctx, st.nc))
+	if st.Server() == nil {
+		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(a.Home.Config.NATS.URL), cluster.Replication(ctx, st.Conn()))
 	}
-	if url := st.srv.ClientURL(); url != "" {
+	if url := st.Server().ClientURL(); url != "" {
 		return fmt.Sprintf("embedded NATS is reachable at %s: nats --server %s stream info CREW", url, url)
 	}
 	return ""

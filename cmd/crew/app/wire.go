@@ -7,6 +7,7 @@ import (
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/cluster"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/consolidate"
@@ -151,7 +152,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Models = a.opts.Models
 	}
 	if log != nil {
-		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.Current().With.home }, logger.With("component", "budget"), a.member.Holder(), a.store.alive()); err != nil {
+		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.Current().With.home }, logger.With("component", "budget"), a.member.Holder(), cluster.Alive(a.store.Leases())); err != nil {
 			w.close()
 			return nil, err
 		}

@@ -12,10 +12,23 @@ import (
 // home's store.
 var ErrStoreBusy = errors.New("the event store is in use by a running crew serve")
 
+// DataLock is the home's flock on data/crew.lock.
+type DataLock struct {
+	f   *os.File
+	dir string
+}
+
+// Close releases the lock and removes data/serve.json: what a server
+// holding it wrote of itself is not true after.
+func (l *DataLock) Close() error {
+	os.Remove(filepath.Join(l.dir, "serve.json"))
+	return l.f.Close()
+}
+
 // LockData makes the home's data folder and takes its flock
 // (data/crew.lock), so one process at a time opens the store: ErrStoreBusy
-// when another holds it. Closing the file releases the lock.
-func LockData(homeDir string) (*os.File, error) {
+// when another holds it.
+func LockData(homeDir string) (*DataLock, error) {
 	dir := filepath.Join(homeDir, "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -31,5 +44,5 @@ func LockData(homeDir string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("open store: lock: %w", err)
 	}
-	return lock, nil
+	return &DataLock{f: lock, dir: dir}, nil
 }
