@@ -232,9 +232,9 @@ func (a *App) openSearch() {
 	}
 }
 
-// releaseMappedEvery is how often serve hands projections.db's touched
-// pages back to the kernel.
-const releaseMappedEvery = 5 * time.Second
+// releaseMappedEvery is how often serve hands projections.db's and the
+// recall index's touched pages back (docs/performance.md, "Memory").
+const releaseMappedEvery = time.Second
 
 // join takes this process's life lease on a shared cluster, when the
 // command runs turns or model calls (opts.As); a lost lease ends Lost.
