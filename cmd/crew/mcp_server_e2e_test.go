@@ -125,6 +125,16 @@ func TestCrewAsMCPServerThroughServe(t *testing.T) {
 		t.Fatalf("crew_send = %q %v (error %v)", got, out, isErr)
 	}
 	conv := out["conversation_id"].(string)
+	// Read right after crew_send answered: the listing and the read see
+	// what crew_send saw (the run ended), not the projections a lingering
+	// batch behind.
+	got, out, isErr = call("crew_conversations", map[string]any{"query": conv}, nil)
+	if rows, _ := out["conversations"].([]any); isErr || len(rows) != 1 || rows[0].(map[string]any)["status"] != "idle" {
+		t.Errorf("crew_conversations right after crew_send = %q %v (error %v), want %s idle", got, out, isErr, conv)
+	}
+	if got, out, isErr = call("crew_read", map[string]any{"conversation": conv}, nil); isErr || !strings.Contains(got, "Hello from the crew.") {
+		t.Errorf("crew_read right after crew_send = %q %v (error %v)", got, out, isErr)
+	}
 	var c struct{ Channel string }
 	getJSON(t, s.url+"/api/conversations/"+conv, &c)
 	if c.Channel != "mcp" {

@@ -252,6 +252,7 @@ func (g *gateway) conversations(ctx context.Context, _ *sdk.CallToolRequest, in 
 	if in.Limit > 0 {
 		limit = min(in.Limit, maxList)
 	}
+	g.caughtUpOn(ctx, events.Root+".>")
 	all, err := projections.ListConversations(g.cfg.DB, 0)
 	if err != nil {
 		return nil, ConversationsResult{}, err
@@ -298,6 +299,7 @@ type ReadResult struct {
 }
 
 func (g *gateway) read(ctx context.Context, _ *sdk.CallToolRequest, in ReadArgs) (*sdk.CallToolResult, ReadResult, error) {
+	g.caughtUp(ctx, in.Conversation)
 	if _, err := projections.GetConversation(g.cfg.DB, in.Conversation); err != nil {
 		return refusal(fmt.Errorf("conversation %q: %w", in.Conversation, err)), ReadResult{}, nil
 	}
@@ -383,13 +385,23 @@ func (g *gateway) stop(ctx context.Context, _ *sdk.CallToolRequest, in StatusArg
 }
 
 // caughtUp waits, at most two seconds, for the projections to apply the
-// conversation's latest event: a status read right after crew_send
-// answered sees what crew_send saw.
+// conversation's latest event: a status or a read right after crew_send
+// answered sees what crew_send saw, not a batch the projections still
+// hold open (for at most 50 ms).
 func (g *gateway) caughtUp(ctx context.Context, conv string) {
-	if g.cfg.Fresh == nil || events.ValidID(conv) != nil {
+	if events.ValidID(conv) != nil {
 		return
 	}
-	seq, err := g.cfg.Log.Last(ctx, events.Conv(conv).Filter())
+	g.caughtUpOn(ctx, events.Conv(conv).Filter())
+}
+
+// caughtUpOn waits, at most two seconds, for the projections to apply the
+// log's latest event on filter (crew_conversations: all of them).
+func (g *gateway) caughtUpOn(ctx context.Context, filter string) {
+	if g.cfg.Fresh == nil {
+		return
+	}
+	seq, err := g.cfg.Log.Last(ctx, filter)
 	if err != nil || seq == 0 {
 		return
 	}
