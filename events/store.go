@@ -92,14 +92,30 @@ func OpenStore(ctx context.Context, cfg StoreConfig) (_ *Store, err error) {
 	return s, nil
 }
 
-// Log is the event log.
-func (s *Store) Log() *Log { return s.log }
+// Log is the event log (nil of a nil Store: a command that opens none).
+func (s *Store) Log() *Log {
+	if s == nil {
+		return nil
+	}
+	return s.log
+}
 
-// DB is the projections database.
-func (s *Store) DB() *bbolt.DB { return s.db }
+// DB is the projections database (nil of a nil Store).
+func (s *Store) DB() *bbolt.DB {
+	if s == nil {
+		return nil
+	}
+	return s.db
+}
 
-// Conn is the connection appends, subscriptions and consumers use.
-func (s *Store) Conn() *nats.Conn { return s.nc }
+// Conn is the connection appends, subscriptions and consumers use (nil
+// of a nil Store).
+func (s *Store) Conn() *nats.Conn {
+	if s == nil {
+		return nil
+	}
+	return s.nc
+}
 
 // Server is the embedded server, nil on a cluster (Client.URL).
 func (s *Store) Server() *Server { return s.srv }

@@ -100,6 +100,10 @@ func TestStoreOnTheEmbeddedServerOrAtAURL(t *testing.T) {
 			t.Errorf("%s: %v (lock closed %d times), want %q", c.name, err, l.closed, c.want)
 		}
 	}
+	var none *events.Store // a command that opens no store (ReadOnly)
+	if none.Log() != nil || none.DB() != nil || none.Conn() != nil {
+		t.Error("a nil store has parts")
+	}
 	if err := a.Close(); err != nil || la.closed != 1 {
 		t.Errorf("close: %v, lock closed %d times", err, la.closed)
 	}

@@ -25,11 +25,13 @@ import (
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/cluster"
+	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
+	"github.com/my-agent-crew/crew/tools/script"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/nats-io/nats.go"
 	"go.etcd.io/bbolt"
@@ -101,8 +103,12 @@ type App struct {
 	opts Options
 	log  *slog.Logger
 
-	store  *store // nil with ReadOnly
-	member *cluster.Member
+	store *events.Store // nil with ReadOnly
+	// The home's state beside the log (issue 30 item 4), shared on a
+	// cluster: the scripts' stores and the web logins (nil with ReadOnly).
+	scripts  *script.Store
+	sessions *web.Sessions
+	member   *cluster.Member
 	// box starts every child process the crew's agents cause (nil with
 	// ReadOnly: nothing starts).
 	box *shell.Sandbox
@@ -157,7 +163,7 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		debug.SetMemoryLimit(opts.MemoryLimit)
 	}
 	if !opts.ReadOnly {
-		if a.store, err = openStore(ctx, dir, h.Config, opts.Secrets, a.log.With("component", "nats")); err != nil {
+		if err := a.openStore(ctx); err != nil {
 			return nil, err
 		}
 		if err := a.join(ctx); err != nil {
@@ -236,6 +242,34 @@ func (a *App) openSearch() {
 // recall index's touched pages back (docs/performance.md, "Memory").
 const releaseMappedEvery = time.Second
 
+// openStore locks the home's data dir and opens its store as config.yaml
+// says (the embedded server on data/nats, or nats.url), and beside the
+// log the scripts' stores and the web logins.
+func (a *App) openStore(ctx context.Context) error {
+	logger, nc := a.log.With("component", "nats"), a.Home.Config.NATS
+	lock, err := home.LockData(a.Dir)
+	if err != nil {
+		return err
+	}
+	var node string // this home's consumers' on a shared cluster
+	if nc.URL != "" {
+		if node, err = home.NodeID(a.Dir); err != nil {
+			lock.Close()
+			return fmt.Errorf("nats.url %s: %w", events.RedactURL(nc.URL), err)
+		}
+	}
+	dir := filepath.Join(a.Dir, "data")
+	if a.store, err = events.OpenStore(ctx, events.StoreConfig{Dir: dir, Client: nc.Client(), Node: node, Secrets: a.opts.Secrets, Lock: lock, Logger: logger,
+		Server: events.ServerConfig{Sync: nc.Sync, Listen: nc.Listen, CollectWhenQuiet: true}}); err != nil {
+		return err
+	}
+	if a.scripts, err = script.OpenStore(ctx, a.store.Conn(), a.Dir, logger); err != nil { // an older home's files move in
+		return err
+	}
+	a.sessions, err = web.OpenSessions(ctx, a.store.Conn(), filepath.Join(dir, "web-sessions.json"), logger)
+	return err
+}
+
 // join takes this process's life lease on a shared cluster, when the
 // command runs turns or model calls (opts.As); a lost lease ends Lost.
 func (a *App) join(ctx context.Context) error {
@@ -265,28 +299,13 @@ func (a *App) join(ctx context.Context) error {
 func (a *App) Sandbox() *shell.Sandbox { return a.box }
 
 // Log is the event log (nil with ReadOnly).
-func (a *App) Log() *events.Log {
-	if a.store == nil {
-		return nil
-	}
-	return a.store.Log()
-}
+func (a *App) Log() *events.Log { return a.store.Log() }
 
 // DB is the projections database (nil with ReadOnly).
-func (a *App) DB() *bbolt.DB {
-	if a.store == nil {
-		return nil
-	}
-	return a.store.DB()
-}
+func (a *App) DB() *bbolt.DB { return a.store.DB() }
 
 // Conn is the NATS connection (nil with ReadOnly).
-func (a *App) Conn() *nats.Conn {
-	if a.store == nil {
-		return nil
-	}
-	return a.store.Conn()
-}
+func (a *App) Conn() *nats.Conn { return a.store.Conn() }
 
 // Lost is closed when this process lost its cluster lease: its peers
 // think it dead and take its work over, so it must stop.

@@ -34,7 +34,7 @@ func TestClusterStreamAtOneReplicaRaisedOnceLoggedAndShownByDoctor(t *testing.T)
 		_, err := js.CreateStream(ctx, events.StreamConfig())
 		return err == nil
 	})
-	open := func(name string) (*store, string) {
+	open := func(name string) (*App, string) {
 		dir := filepath.Join(t.TempDir(), name)
 		if _, err := home.Init(dir); err != nil {
 			t.Fatal(err)
@@ -45,8 +45,8 @@ func TestClusterStreamAtOneReplicaRaisedOnceLoggedAndShownByDoctor(t *testing.T)
 		}
 		h.Config.NATS.URL = c.URL()
 		var out bytes.Buffer
-		s, err := openStore(t.Context(), dir, h.Config, nil, slog.New(slog.NewTextHandler(&out, nil)))
-		if err != nil {
+		s := &App{Dir: dir, Home: h, log: slog.New(slog.NewTextHandler(&out, nil))}
+		if err := s.openStore(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })

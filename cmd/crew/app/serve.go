@@ -107,7 +107,7 @@ func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gatewa
 func (a *App) Web(base web.Config) web.Config {
 	db, h := a.DB(), a.Home
 	c := base
-	c.Log, c.Sessions = a.Log(), a.store.sessions
+	c.Log, c.Sessions = a.Log(), a.sessions
 	c.Views = web.ProjectionViews{DB: db, Convs: a.Convs, Log: a.Log(), Fresh: a.freshness()}
 	c.Pages = &web.Pages{DB: db, Crew: loop.CrewView{Crew: a.Crew}, MCP: a.pool.States, Banner: a.banner(), Home: a.Dir,
 		Location: h.Config.Location(), Clock: time.Now, Fresh: a.Runner}

@@ -19,7 +19,7 @@ import (
 
 // openHomeStore makes a home in dir (nats.url when url is set) and opens
 // its store as serve does; logged is what it logged.
-func openHomeStore(t *testing.T, dir, url string) (s *store, logged string) {
+func openHomeStore(t *testing.T, dir, url string) (s *App, logged string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); os.IsNotExist(err) {
 		if _, err := home.Init(dir); err != nil {
@@ -32,8 +32,8 @@ func openHomeStore(t *testing.T, dir, url string) (s *store, logged string) {
 	}
 	h.Config.NATS.URL = url
 	var out bytes.Buffer
-	s, err = openStore(t.Context(), dir, h.Config, nil, slog.New(slog.NewTextHandler(&out, nil)))
-	if err != nil {
+	s = &App{Dir: dir, Home: h, log: slog.New(slog.NewTextHandler(&out, nil))}
+	if err := s.openStore(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return s, out.String()

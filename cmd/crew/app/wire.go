@@ -173,7 +173,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		},
 	}
 	if a.store != nil {
-		w.Deps.Services.Scripts = a.store.scripts
+		w.Deps.Services.Scripts = a.scripts
 	}
 	if db != nil {
 		nlog := logger.With("component", "notes")
