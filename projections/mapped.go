@@ -26,7 +26,17 @@ func ReleaseMapped(db *bbolt.DB) error {
 	})
 }
 
-// ReleaseMappedEvery runs ReleaseMapped every interval until ctx ends.
+// ReleaseExecutable drops the pages of this process's own executable
+// (its code and read-only data) from its resident set, as ReleaseMapped
+// does projections.db's: they are page cache too, and the kernel maps in
+// the pages around each one used, so the package inits and a catch-up
+// left 40-45 MB of crew's 80 MB binary resident (docs/performance.md,
+// "Memory"). The next use of a page faults it in again from the page
+// cache. A no-op where the platform has no madvise.
+func ReleaseExecutable() error { return releaseExecutable() }
+
+// ReleaseMappedEvery runs ReleaseMapped and ReleaseExecutable every
+// interval until ctx ends.
 func ReleaseMappedEvery(ctx context.Context, db *bbolt.DB, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -35,6 +45,9 @@ func ReleaseMappedEvery(ctx context.Context, db *bbolt.DB, interval time.Duratio
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			// A failure leaves the binary's pages resident, nothing else:
+			// the next tick tries again.
+			_ = ReleaseExecutable()
 			if err := ReleaseMapped(db); err != nil && ctx.Err() == nil {
 				// A closed database ends the loop; nothing else can fail
 				// here that a later tick would not see again.

@@ -3,3 +3,5 @@
 package projections
 
 func releaseMapped(data uintptr, size int64) error { return nil }
+
+func releaseExecutable() error { return nil }

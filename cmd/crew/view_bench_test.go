@@ -79,7 +79,7 @@ func BenchmarkViewManyConversations(b *testing.B) {
 			view(i)
 		}
 		waitQuiet(b, s.pid)
-		idle := memOf(s.pid)
+		idle, idleFiles := memOf(s.pid), rss(s.pid).withFiles(s.pid)
 		start := time.Now()
 		for i := range n {
 			view(i)
@@ -87,8 +87,8 @@ func BenchmarkViewManyConversations(b *testing.B) {
 		took := time.Since(start)
 		waitQuiet(b, s.pid)
 		after := memOf(s.pid)
-		b.Logf("%d conversations viewed in %s (%.0f pages/s); RSS idle %d MB (anonymous %d MB), after %d MB (anonymous %d MB); load average %s",
-			n, took.Round(time.Millisecond), float64(n)/took.Seconds(), idle.rss>>20, idle.anon>>20, after.rss>>20, after.anon>>20, loadAverage())
+		b.Logf("%d conversations viewed in %s (%.0f pages/s); RSS idle %s, after %s; load average %s",
+			n, took.Round(time.Millisecond), float64(n)/took.Seconds(), idleFiles, rss(s.pid).withFiles(s.pid), loadAverage())
 		b.ReportMetric(float64(idle.rss>>20), "idle-RSS-MB")
 		b.ReportMetric(float64(after.rss>>20), "after-RSS-MB")
 		b.ReportMetric(float64(after.anon>>20), "after-anon-MB")
