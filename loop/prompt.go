@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -201,40 +202,54 @@ func (t *Turn) systemPrompt(p Prompt) (string, error) {
 
 // promptStamp identifies the files SystemPrompt reads for p: each file's
 // and each listed folder's entries' size, times and inode, or absence.
-// Any write, rename, addition or removal changes it.
+// Any write, rename, addition or removal changes it. A step makes one
+// (R-HOME-4), so it costs the stats and little else: no formatting, and
+// a folder found missing is not listed.
 func promptStamp(p Prompt) string {
-	var b strings.Builder
+	b := make([]byte, 0, 1024)
 	if p.Persona == "" {
 		for _, name := range []string{"AGENTS.md", "SOUL.md", "MEMORY.md"} {
-			stampFile(&b, filepath.Join(p.AgentDir, name))
+			b, _ = stampFile(b, filepath.Join(p.AgentDir, name))
 		}
 	}
 	var dirs []string
 	if p.HomeDir != "" {
 		owner := filepath.Join(p.HomeDir, "users", "owner")
-		stampFile(&b, filepath.Join(owner, "USER.md"))
+		b, _ = stampFile(b, filepath.Join(owner, "USER.md"))
 		dirs = append(dirs, filepath.Join(owner, "facts"))
 	}
 	for _, dir := range append(dirs, kit.Dirs(p.HomeDir, p.AgentDir)...) {
-		stampFile(&b, dir)
+		var isDir bool
+		if b, isDir = stampFile(b, dir); !isDir {
+			continue
+		}
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			stampFile(&b, filepath.Join(dir, e.Name()))
+			b, _ = stampFile(b, filepath.Join(dir, e.Name()))
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
-func stampFile(b *strings.Builder, path string) {
-	b.WriteString(path)
+// stampFile appends path's line of the stamp to b and reports whether
+// path is a folder.
+func stampFile(b []byte, path string) ([]byte, bool) {
+	b = append(b, path...)
 	fi, err := os.Stat(path) // through symlinks, as the reads go
 	if err != nil {
-		b.WriteString(" -\n")
-		return
+		return append(b, " -\n"...), false
 	}
-	fmt.Fprintf(b, " %d %d", fi.Size(), fi.ModTime().UnixNano())
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, fi.Size(), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		fmt.Fprintf(b, " %d %d.%d", st.Ino, st.Ctim.Sec, st.Ctim.Nsec)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, uint64(st.Ino), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(st.Ctim.Sec), 10)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, int64(st.Ctim.Nsec), 10)
 	}
-	b.WriteByte('\n')
+	return append(b, '\n'), fi.IsDir()
 }
