@@ -70,11 +70,17 @@ type Config struct {
 	ConvsInMemory int
 }
 
-// Caps are the budgets in force.
+// Caps are the budgets in force (R-X-5): config.yaml's budget: block is
+// this type (cmd/crew/home decodes it), and each agent's daily cap comes
+// from its agent.yaml.
 type Caps struct {
-	DailyUSD       float64
-	UnknownCallUSD float64
-	AgentDailyUSD  map[string]float64
+	// DailyUSD caps the whole crew's model spend per day (the owner's);
+	// 0: no cap.
+	DailyUSD float64 `yaml:"daily_usd"`
+	// UnknownCallUSD is what a call of unknown price reserves; 0:
+	// DefaultUnknownCallUSD.
+	UnknownCallUSD float64            `yaml:"unknown_call_usd"`
+	AgentDailyUSD  map[string]float64 `yaml:"-"` // by agent id; none: no cap of its own
 }
 
 func (l *Ledger) capsNow() Caps {

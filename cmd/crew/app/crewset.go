@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 
@@ -70,7 +71,8 @@ func (f crewFiles) build(h *home.Home) *loop.Loaded[crewSet] {
 	}
 	sort.Strings(problems)
 	return &loop.Loaded[crewSet]{Agents: agents, Roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), Problems: problems,
-		Catalog: h.Config.Catalog(), With: crewSet{home: h, profile: profileJobs(h, agents, true), disabled: profileJobs(h, agents, false), mcp: servers}}
+		Catalog: h.Config.Catalog(), With: crewSet{home: h, mcp: servers,
+			profile: scheduler.Profile(maps.Keys(agents), h.Schedules, true), disabled: scheduler.Profile(maps.Keys(agents), h.Schedules, false)}}
 }
 
 // Crew is the home's crew, reloaded from its files when they change

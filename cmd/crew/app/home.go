@@ -3,18 +3,14 @@ package app
 import (
 	"cmp"
 	"context"
-	"log/slog"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/projections/search"
@@ -23,7 +19,6 @@ import (
 	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/web"
-	"github.com/nats-io/nuid"
 )
 
 // What the loaded home gives the running crew, in the shapes its packages
@@ -116,50 +111,6 @@ func withBrowser(h *home.Home, a *home.Agent, names []string) []string {
 // (mcp.Servers), their ${VAR} taken from the env file or getenv.
 func MCPServers(h *home.Home, r *events.Redactor, getenv func(string) string) (servers []mcp.Server, problems []string) {
 	return mcp.Servers(h.Dir, h.Config.MCPServers, func(k string) string { return h.Getenv(k, getenv) }, r)
-}
-
-// profileJobs are the schedules of the agents in loaded, as the
-// scheduler's jobs: the enabled ones (on), or those written down with
-// enabled: false (listed, not run).
-func profileJobs(h *home.Home, loaded map[string]loop.Agent, on bool) []scheduler.Job {
-	var jobs []scheduler.Job
-	for id, a := range h.Agents {
-		if _, ok := loaded[id]; !ok {
-			continue
-		}
-		for _, sc := range a.Schedules {
-			if sc.On() != on {
-				continue
-			}
-			jobs = append(jobs, scheduler.Job{
-				ID: scheduler.ProfileJobID(id, sc.Name), Agent: id, Name: sc.Name, Cron: sc.Cron, Prompt: sc.Prompt, Command: sc.Command,
-				Script: sc.Script, ThenPrompt: sc.ThenPrompt, ApprovalTTLSeconds: sc.ApprovalTTLSeconds, Consolidate: sc.Consolidate,
-			})
-		}
-	}
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
-	return jobs
-}
-
-// caps are the budgets config.yaml and the agents' agent.yaml set (R-X-5).
-func caps(h *home.Home) budget.Caps {
-	c := budget.Caps{DailyUSD: h.Config.Budget.DailyUSD, UnknownCallUSD: h.Config.Budget.UnknownCallUSD, AgentDailyUSD: map[string]float64{}}
-	for id, a := range h.Agents {
-		if a.DailyCapUSD > 0 {
-			c.AgentDailyUSD[id] = a.DailyCapUSD
-		}
-	}
-	return c
-}
-
-// openLedger opens the budget ledger over log; current is the home in
-// force (a reload changes the caps). On a cluster shared by several crew
-// processes, holder names this one and alive tells whether another still
-// runs (budget.Config); "" and nil otherwise.
-func openLedger(ctx context.Context, log *events.Log, current func() *home.Home, logger *slog.Logger, holder string, alive func(context.Context, string) (bool, error)) (*budget.Ledger, error) {
-	h := current()
-	return budget.Open(ctx, budget.Config{Log: log, Location: h.Config.Location(), Clock: time.Now, NewID: nuid.Next, Logger: logger,
-		Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return caps(current()) }, Holder: holder, Alive: alive})
 }
 
 // searchConfig is config.yaml's web_search with its provider's key from

@@ -152,7 +152,12 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		w.Models = a.opts.Models
 	}
 	if log != nil {
-		if w.Ledger, err = openLedger(ctx, log, func() *home.Home { return cr.Current().With.home }, logger.With("component", "budget"), a.member.Holder(), cluster.Alive(a.store.Leases())); err != nil {
+		// The caps are the home's in force (a reload changes them); on a
+		// cluster, Holder names this process and Alive tells whether
+		// another still runs.
+		if w.Ledger, err = budget.Open(ctx, budget.Config{Log: log, Location: h.Config.Location(), Clock: time.Now, NewID: nuid.Next,
+			Logger: logger.With("component", "budget"), Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return cr.Current().With.home.Caps() },
+			Holder: a.member.Holder(), Alive: cluster.Alive(a.store.Leases())}); err != nil {
 			w.close()
 			return nil, err
 		}

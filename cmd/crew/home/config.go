@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 )
@@ -121,13 +123,20 @@ type ModelConfig struct {
 	OutputUSDPerMTok *float64 `yaml:"output_usd_per_mtok"`
 }
 
-// BudgetConfig is the budget: block of config.yaml (R-X-5).
-type BudgetConfig struct {
-	// DailyUSD caps the whole crew's model spend per day (the owner's);
-	// 0: no cap.
-	DailyUSD float64 `yaml:"daily_usd"`
-	// UnknownCallUSD is what a call of unknown price reserves; 0: 0.05.
-	UnknownCallUSD float64 `yaml:"unknown_call_usd"`
+// BudgetConfig is the budget: block of config.yaml (R-X-5), in the
+// budget ledger's own type (Home.Caps adds the agents' caps).
+type BudgetConfig = budget.Caps
+
+// Caps are the budgets config.yaml and the agents' agent.yaml set.
+func (h *Home) Caps() budget.Caps {
+	c := h.Config.Budget
+	c.AgentDailyUSD = map[string]float64{}
+	for id, a := range h.Agents {
+		if a.DailyCapUSD > 0 {
+			c.AgentDailyUSD[id] = a.DailyCapUSD
+		}
+	}
+	return c
 }
 
 // WebSearch is the web_search: block of config.yaml: which provider the
@@ -219,24 +228,9 @@ type Agent struct {
 // ComputerOn reports whether agent.yaml says computer: "on".
 func (a *Agent) ComputerOn() bool { return a.Computer == "on" }
 
-// Schedule is one entry of schedules: in agent.yaml. Exactly one of Prompt,
-// Command, Script and Consolidate is set; ThenPrompt only goes with Script.
-type Schedule struct {
-	Name               string `yaml:"name"`
-	Cron               string `yaml:"cron"`
-	Prompt             string `yaml:"prompt"`
-	Command            string `yaml:"command"`
-	Script             string `yaml:"script"`
-	Consolidate        bool   `yaml:"consolidate"` // rewrite MEMORY.md from the week's notes as a proposal (R-MEM-2)
-	ThenPrompt         string `yaml:"then_prompt"`
-	ApprovalTTLSeconds int    `yaml:"approval_ttl_seconds"` // 0: inherit from the agent
-	// Enabled false keeps the schedule written down without running it
-	// (the examples crew init installs ship that way). nil: enabled.
-	Enabled *bool `yaml:"enabled"`
-}
-
-// On reports whether the schedule runs.
-func (s Schedule) On() bool { return s.Enabled == nil || *s.Enabled }
+// Schedule is one entry of schedules: in agent.yaml, in the scheduler's
+// own config type (scheduler.Profile makes its jobs).
+type Schedule = scheduler.Schedule
 
 // AgentTelegram is the telegram: block of agent.yaml.
 type AgentTelegram struct {

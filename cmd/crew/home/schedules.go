@@ -1,16 +1,27 @@
 package home
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/my-agent-crew/crew/gateways/scheduler"
+)
+
+// Schedules are agent id's schedules: in agent.yaml (none for an agent
+// the home does not hold, such as a kit sub-agent).
+func (h *Home) Schedules(id string) []scheduler.Schedule {
+	if a := h.Agents[id]; a != nil {
+		return a.Schedules
+	}
+	return nil
+}
 
 // EnabledSchedules names the enabled schedules of agent id, for the
 // roster.
 func (h *Home) EnabledSchedules(id string) []string {
 	var names []string
-	if cfg := h.Agents[id]; cfg != nil {
-		for _, sc := range cfg.Schedules {
-			if sc.On() {
-				names = append(names, sc.Name)
-			}
+	for _, sc := range h.Schedules(id) {
+		if sc.On() {
+			names = append(names, sc.Name)
 		}
 	}
 	return names
