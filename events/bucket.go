@@ -162,39 +162,50 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 }
 
 // openKV creates or updates a KV bucket as cfg says, at 3 replicas on a
-// cluster (none before, or a bucket found at fewer on a cluster of at
-// least 3 servers: raised, and told), else 1.
+// cluster (openReplicated).
 func openKV(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, *Raise, error) {
+	return openReplicated(ctx, nc, js, "KV_"+cfg.Bucket, func(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
+		cfg.Replicas = replicas
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	})
+}
+
+// openReplicated creates or updates the stream behind a bucket with
+// create, at 3 replicas on a cluster (none before, or one found at fewer
+// on a cluster of at least 3 servers: raised, and told), else 1.
+func openReplicated[T any](ctx context.Context, nc *nats.Conn, js jetstream.JetStream, stream string, create func(ctx context.Context, replicas int) (T, error)) (T, *Raise, error) {
 	var found int
+	replicas := 1
 	if nc.ConnectedClusterName() != "" {
-		cfg.Replicas = ClusterReplicas
-		found = foundStreamReplicas(ctx, js, "KV_"+cfg.Bucket)
+		replicas = ClusterReplicas
+		found = foundStreamReplicas(ctx, js, stream)
 	}
-	create := func() (jetstream.KeyValue, error) {
+	try := func() (T, error) {
 		tryCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return js.CreateOrUpdateKeyValue(tryCtx, cfg)
+		return create(tryCtx, replicas)
 	}
-	kv, err := create()
+	b, err := try()
 	// As for the log: a forming cluster of enough servers answers
 	// "cannot replicate" until its peers are known.
-	for deadline := time.Now().Add(10 * time.Second); cfg.Replicas > 1 && cannotReplicate(err) &&
+	for deadline := time.Now().Add(10 * time.Second); replicas > 1 && cannotReplicate(err) &&
 		ClusterSize(nc) >= ClusterReplicas && time.Now().Before(deadline) && ctx.Err() == nil; {
 		time.Sleep(100 * time.Millisecond)
-		kv, err = create()
+		b, err = try()
 	}
-	if cfg.Replicas > 1 && cannotReplicate(err) {
-		cfg.Replicas = 1
-		kv, err = create()
+	if replicas > 1 && cannotReplicate(err) {
+		replicas = 1
+		b, err = try()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+		var none T
+		return none, nil, fmt.Errorf("bucket %s: %w", stream, err)
 	}
 	var raised *Raise
-	if found > 0 && cfg.Replicas > found {
-		raised = &Raise{Stream: "KV_" + cfg.Bucket, From: found, To: cfg.Replicas, Servers: ClusterSize(nc)}
+	if found > 0 && replicas > found {
+		raised = &Raise{Stream: stream, From: found, To: replicas, Servers: ClusterSize(nc)}
 	}
-	return kv, raised, nil
+	return b, raised, nil
 }
 
 // foundStreamReplicas is a stream's replica count as found (0: none yet,

@@ -165,7 +165,7 @@ func (t *Turn) toolEnv() tools.Env {
 		Workspace:    ws,
 		AgentID:      t.agent.ID,
 		Conversation: t.conv.ID(),
-		SpillDir:     spillDir(t.deps.HomeDir, t.conv.ID()),
+		Spills:       t.spills(),
 		Agent:        t.agent.Policy,
 		AgentDir:     t.agent.Dir,
 		HomeDir:      t.deps.HomeDir,
@@ -177,13 +177,17 @@ func (t *Turn) toolEnv() tools.Env {
 // secrets are the home's secrets, the redactor of the log t appends to.
 func (t *Turn) secrets() *events.Redactor { return t.conv.convs.Secrets() }
 
-// spillDir is where conv's cut tool outputs are kept: spill/<conv> in
-// the home; "" without a home.
-func spillDir(home, conv string) string {
-	if home == "" {
-		return ""
+// spills are where the turn's cut outputs and result images are kept:
+// Services.Spills (crew serve's object store), else spill/ of the home
+// in files; nil without either.
+func (t *Turn) spills() tools.Spills {
+	if s := t.deps.Services.Spills; s != nil {
+		return s
 	}
-	return filepath.Join(home, "spill", conv)
+	if t.deps.HomeDir == "" {
+		return nil
+	}
+	return tools.SpillDir(filepath.Join(t.deps.HomeDir, "spill"))
 }
 
 func unknownTool(name string) string {

@@ -194,7 +194,7 @@ func (c *stepCall) history(ctx context.Context, route string) ([]llm.Message, er
 	if !vision {
 		blind = c.t.blind()
 	}
-	return withToolImages(msgs, view, c.t.deps.HomeDir, blind), nil
+	return withToolImages(ctx, msgs, view, c.t.spills(), blind), nil
 }
 
 // view is the history as the model reads it: canvas notes placed, then
@@ -354,7 +354,7 @@ func (c *stepCall) keep(m Message) (spill string, ok bool) {
 		return m.Spill, true
 	}
 	env := c.t.toolEnv()
-	if env.SpillDir == "" {
+	if env.Spills == nil {
 		return "", true
 	}
 	p, err := tools.Spill(c.t.secrets(), env, m.ToolCallID, m.Text)

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
 )
 
 // Forker makes forks (R-X-2) on the store of the process that holds it:
@@ -23,8 +21,9 @@ type Forker struct {
 	Log   ForkLog
 	Runs  ForkRuns
 	Convs *Convs
-	// HomeDir is the home: the original's spill/ folder is copied.
-	HomeDir string
+	// Spills keep the conversations' cut outputs: the original's are
+	// copied (none without).
+	Spills tools.Spills
 	// Routes says whether this home can call a route (a key for it, a
 	// script file that loads): llm.Providers.
 	Routes interface {
@@ -91,10 +90,12 @@ func (f Forker) Fork(ctx context.Context, runID string, step int, route string) 
 	if err != nil {
 		return Forked{}, err
 	}
-	// tool_output_read finds a result by call id in the conversation's
-	// spill folder: the fork gets a copy of the original's.
-	if err := copySpill(filepath.Join(f.HomeDir, "spill"), orig, spec.Conversation); err != nil {
-		return Forked{}, fmt.Errorf("fork: copy the spilled results: %w", err)
+	// tool_output_read finds a result by call id among the conversation's
+	// spills: the fork gets a copy of the original's.
+	if f.Spills != nil {
+		if err := f.Spills.Copy(ctx, orig, spec.Conversation); err != nil {
+			return Forked{}, fmt.Errorf("fork: copy the spilled results: %w", err)
+		}
 	}
 	c, err := f.Convs.Get(ctx, spec.Conversation)
 	if err != nil {
@@ -177,36 +178,4 @@ func (e ForkEnd) Write(w io.Writer) {
 	if e.LastReply != "" {
 		fmt.Fprintf(w, "last reply: %s\n", e.LastReply)
 	}
-}
-
-// copySpill copies spill/<from>/ to spill/<to>/ (nothing when there is none).
-func copySpill(spill, from, to string) error {
-	src, err := os.OpenRoot(filepath.Join(spill, from))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst := filepath.Join(spill, to)
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return err
-	}
-	return fs.WalkDir(src.FS(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == "." {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, path), 0o700)
-		}
-		if !d.Type().IsRegular() {
-			return nil // only files the harness wrote
-		}
-		data, err := src.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, path), data, 0o600)
-	})
 }

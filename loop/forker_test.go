@@ -13,6 +13,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
 )
 
 // oneRun is a ForkRuns that knows one run.
@@ -58,7 +59,7 @@ func TestForkerForksARunAndKicksTheWorker(t *testing.T) {
 	os.MkdirAll(filepath.Dir(spilled), 0o700)
 	os.WriteFile(spilled, []byte("the whole output"), 0o600)
 	var kicked []string
-	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv, title: "Reading"}, Convs: h.convs, HomeDir: home,
+	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv, title: "Reading"}, Convs: h.convs, Spills: tools.SpillDir(filepath.Join(home, "spill")),
 		Routes: routesOf{"fake:echo"}, Kicker: loop.KickFunc(func(c string) { kicked = append(kicked, c) }), Clock: ids{n: new(int)}}
 
 	got, err := f.Fork(t.Context(), run, 2, "fake:echo")
@@ -102,7 +103,7 @@ func TestForkerForksARunAndKicksTheWorker(t *testing.T) {
 // not parse or that this home cannot call, a step the run does not have.
 func TestForkerRefusals(t *testing.T) {
 	h, run, _ := forkRecording(t)
-	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv}, Convs: h.convs, HomeDir: t.TempDir(),
+	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv}, Convs: h.convs, Spills: tools.SpillDir(t.TempDir()),
 		Routes: routesOf{"fake:echo"}, Kicker: loop.KickFunc(func(c string) { t.Errorf("kicked %s", c) }), Clock: ids{n: new(int)}}
 	before, err := h.log.Last(t.Context(), events.Root+".>")
 	if err != nil {
@@ -162,7 +163,7 @@ func TestForkerEndedWaitsForTheWorker(t *testing.T) {
 	h, run, _ := forkRecording(t)
 	h.models["fake:echo"] = &fakeModel{route: "fake:echo", replies: []reply{say("done on echo")}}
 	w := &worker{h: h}
-	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv}, Convs: h.convs, HomeDir: t.TempDir(),
+	f := loop.Forker{Log: h.log, Runs: oneRun{run: run, conv: h.conv}, Convs: h.convs, Spills: tools.SpillDir(t.TempDir()),
 		Routes: routesOf{"fake:echo"}, Kicker: w, Clock: ids{n: new(int)}}
 	fk, err := f.Fork(t.Context(), run, 2, "fake:echo")
 	if err != nil {

@@ -1,15 +1,16 @@
 package loop
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
 )
 
@@ -36,7 +37,7 @@ const imageLine = "[Images returned by tool calls — inserted by the harness, n
 // newest tool results — those after the last assistant message — in a
 // user message right after them; blind (why this route is shown none) ""
 // when the route can see.
-func withToolImages(msgs []llm.Message, hist []Message, home, blind string) []llm.Message {
+func withToolImages(ctx context.Context, msgs []llm.Message, hist []Message, spills tools.Spills, blind string) []llm.Message {
 	last := -1 // the last tool message of the trailing group
 	var group []Message
 	for i := len(hist) - 1; i >= 0 && hist[i].Role != RoleAssistant; i-- {
@@ -59,7 +60,7 @@ func withToolImages(msgs []llm.Message, hist []Message, home, blind string) []ll
 			case len(parts) >= maxStepImages:
 				notes = append(notes, what+": left out, too many images in one step")
 			default:
-				url, err := dataURL(home, p)
+				url, err := dataURL(ctx, spills, p)
 				if err != nil {
 					notes = append(notes, what+": could not be read ("+err.Error()+")")
 					continue
@@ -95,23 +96,22 @@ func withToolImages(msgs []llm.Message, hist []Message, home, blind string) []ll
 	return append(out, msgs[at:]...)
 }
 
-// dataURL reads a kept image (a path under spill/ of the home) as a data
-// URL.
-func dataURL(home string, p events.ToolPart) (string, error) {
-	if !filepath.IsLocal(p.Path) || !strings.HasPrefix(path.Clean(p.Path), "spill/") {
+// dataURL reads a kept image (a path spill/<conversation>/<file>, as
+// tools.SpillImage named it) from spills as a data URL.
+func dataURL(ctx context.Context, spills tools.Spills, p events.ToolPart) (string, error) {
+	conv, name, ok := strings.Cut(strings.TrimPrefix(path.Clean(p.Path), "spill/"), "/")
+	if !filepath.IsLocal(p.Path) || !strings.HasPrefix(path.Clean(p.Path), "spill/") || !ok || strings.Contains(name, "/") {
 		return "", fmt.Errorf("%q is not a kept image", p.Path)
 	}
-	f := filepath.Join(home, filepath.FromSlash(p.Path))
-	fi, err := os.Stat(f)
+	if spills == nil {
+		return "", fmt.Errorf("%q: no spills here", p.Path)
+	}
+	data, err := spills.Get(ctx, conv, name)
 	if err != nil {
 		return "", err
 	}
-	if fi.Size() > maxImageBytes {
-		return "", fmt.Errorf("%d bytes, more than %d", fi.Size(), maxImageBytes)
-	}
-	data, err := os.ReadFile(f)
-	if err != nil {
-		return "", err
+	if len(data) > maxImageBytes {
+		return "", fmt.Errorf("%d bytes, more than %d", len(data), maxImageBytes)
 	}
 	mime := p.MIME
 	if mime == "" {

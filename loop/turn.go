@@ -103,6 +103,9 @@ type Services struct {
 	// Scripts keeps tool_script's stores (store.get/set); nil: a script's
 	// store lives for that script only.
 	Scripts ScriptStore
+	// Spills keep cut outputs and result images (tools.Spill); nil: files
+	// under the home's spill/, none without a home.
+	Spills tools.Spills
 }
 
 // Turn runs one pass of the loop on a conversation: it starts a run for

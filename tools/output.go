@@ -1,10 +1,10 @@
 package tools
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -36,15 +36,16 @@ func Truncate(out string, max int) (shown string, truncated bool) {
 		out[:cut], max, total, max), true
 }
 
-// Spill saves the full output of call callID in env.SpillDir (created if
-// needed) atomically, redacted with r (the home's secrets), and returns
-// its path relative to the home directory, "spill/<conversation>/<file>",
-// for the tool_completed event.
+// Spill saves the full output of call callID in env's spills (Env.Spills,
+// else files under env.SpillDir), redacted with r (the home's secrets),
+// and returns its path relative to the home directory,
+// "spill/<conversation>/<file>", for the tool_completed event: the name
+// tool_output_read and the pages find it by.
 func Spill(r *events.Redactor, env Env, callID, full string) (relPath string, err error) {
 	return spillFile(r, env, callID, spillName(callID), []byte(full))
 }
 
-// SpillImage saves the n-th image part of call callID in env.SpillDir and
+// SpillImage saves the n-th image part of call callID in env's spills and
 // returns its path relative to the home, as Spill does. The MIME type must
 // be an image type; it names the file's extension.
 func SpillImage(r *events.Redactor, env Env, callID string, n int, mime string, data []byte) (relPath string, err error) {
@@ -59,21 +60,31 @@ func SpillImage(r *events.Redactor, env Env, callID string, n int, mime string, 
 var imageExt = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
 
 func spillFile(r *events.Redactor, env Env, callID, name string, data []byte) (string, error) {
-	if env.SpillDir == "" || !filepath.IsAbs(env.SpillDir) {
-		return "", fmt.Errorf("tools: spill: SpillDir %q is not an absolute path", env.SpillDir)
-	}
-	if err := os.MkdirAll(env.SpillDir, 0o700); err != nil {
-		return "", fmt.Errorf("tools: spill: %w", err)
-	}
-	root, err := os.OpenRoot(env.SpillDir)
+	store, conv, err := env.spills()
 	if err != nil {
 		return "", fmt.Errorf("tools: spill: %w", err)
 	}
-	defer root.Close()
-	if err := WriteAtomic(r, root, name, data, 0o600); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), spillWait)
+	defer cancel()
+	if err := store.Put(ctx, conv, name, r.Bytes(data)); err != nil {
 		return "", fmt.Errorf("tools: spill %s: %w", callID, err)
 	}
-	return path.Join("spill", filepath.Base(env.SpillDir), name), nil
+	return path.Join("spill", conv, name), nil
+}
+
+// spills are where env's spills go, and its conversation: Env.Spills, or
+// files in the folder above Env.SpillDir.
+func (env Env) spills() (Spills, string, error) {
+	if env.Spills != nil {
+		if events.ValidID(env.Conversation) != nil {
+			return nil, "", fmt.Errorf("no conversation to keep spills under (%q)", env.Conversation)
+		}
+		return env.Spills, env.Conversation, nil
+	}
+	if env.SpillDir == "" || !filepath.IsAbs(env.SpillDir) {
+		return nil, "", fmt.Errorf("SpillDir %q is not an absolute path", env.SpillDir)
+	}
+	return SpillDir(filepath.Dir(env.SpillDir)), filepath.Base(env.SpillDir), nil
 }
 
 // spillName maps a call id to a file name: ids made of safe characters are

@@ -81,8 +81,11 @@ type Env struct {
 	Workspace    string // absolute path of the agent's workspace
 	AgentID      string // the agent making the call
 	Conversation string
-	SpillDir     string // <home>/spill/<conversation>
-	Agent        AgentPolicy
+	SpillDir     string // <home>/spill/<conversation>: Spills in files when Spills is nil
+	// Spills keep the conversation's cut outputs and result images
+	// (crew serve's: the log's object store).
+	Spills Spills
+	Agent  AgentPolicy
 	// AgentDir is the agent's folder (MEMORY.md, memory/, skills/, .agents/)
 	// and HomeDir the home (users/owner/, wiki/, skills/, .agents/): only
 	// the memory, wiki and skill tools use them, never a path argument.

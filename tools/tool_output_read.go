@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"unicode/utf8"
 )
 
@@ -48,11 +46,11 @@ func (ToolOutputRead) Run(ctx context.Context, env Env, a toolOutputReadArgs) (R
 		limit = defaultOutputChars
 	}
 	limit = min(limit, maxOutputChars)
-	if !filepath.IsAbs(env.SpillDir) {
-		return Result{}, fmt.Errorf("tools: tool_output_read: SpillDir %q is not an absolute path", env.SpillDir)
+	store, conv, err := env.spills()
+	if err != nil {
+		return Result{}, fmt.Errorf("tools: tool_output_read: %w", err)
 	}
-
-	data, err := readSpill(env.SpillDir, spillName(a.CallID))
+	data, err := store.Get(ctx, conv, spillName(a.CallID))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Failf("no saved output for call_id %q in this conversation (only outputs that were cut are saved)", a.CallID), nil
 	}
@@ -71,15 +69,6 @@ func (ToolOutputRead) Run(ctx context.Context, env Env, a toolOutputReadArgs) (R
 		note = fmt.Sprintf("%d characters remain; call again with offset %d", total-last, last)
 	}
 	return Result{Output: fmt.Sprintf("%s\n[characters %d–%d of %d; %s]", full[start:end], a.Offset, last, total, note)}, nil
-}
-
-func readSpill(dir, name string) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	return root.ReadFile(name)
 }
 
 // runeIndex returns the byte index of the n-th rune of s, or len(s).

@@ -97,7 +97,7 @@ func TestServeOnThreeNodeCluster(t *testing.T) {
 	}
 	s2.stop(t)
 	out, _, code := crew(t, home, "doctor")
-	if code != 0 || !regexp.MustCompile(`event log: NATS nats://127\.0\.0\.1:\d+,.*: cluster "crew-test" of 3 servers, stream CREW with 3 replicas \(leader n\d, n\d current, n\d current\); buckets crew_leases 3, crew_script_store 3, crew_web_sessions 3; crew processes: 1 \(leader crew serve pid `+strconv.Itoa(s.cmd.Process.Pid)+` `).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`event log: NATS nats://127\.0\.0\.1:\d+,.*: cluster "crew-test" of 3 servers, stream CREW with 3 replicas \(leader n\d, n\d current, n\d current\); buckets crew_leases 3, crew_script_store 3, crew_web_sessions 3, crew_spill 3; crew processes: 1 \(leader crew serve pid `+strconv.Itoa(s.cmd.Process.Pid)+` `).MatchString(out) {
 		t.Errorf("doctor: code %d\n%s", code, out)
 	}
 	s.stop(t)

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/my-agent-crew/crew/events"
 )
 
 // leakForms is every form of secret the scan looks for: raw, JSON-escaped
@@ -282,7 +284,7 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 	s.stop(t)
 
 	// The raw bytes of everything the server wrote under the home (the
-	// JetStream blocks, projections.db, spill/, memory/, the facts, the
+	// JetStream blocks (the spills' object store's too), projections.db, memory/, the facts, the
 	// wiki), except the env file and the planted file.
 	var disk, blocks bytes.Buffer
 	var spilled bool
@@ -290,8 +292,8 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 		if err != nil || fi.IsDir() || p == filepath.Join(home, "env") || p == planted || p == plantedLong {
 			return nil
 		}
-		if strings.Contains(p, string(filepath.Separator)+"spill"+string(filepath.Separator)) {
-			spilled = true
+		if strings.Contains(p, string(filepath.Separator)+"OBJ_"+events.SpillBucket+string(filepath.Separator)) && strings.HasSuffix(p, ".blk") {
+			spilled = true // the spills' object store, in the embedded server's files
 		}
 		b, _ := os.ReadFile(p)
 		if strings.HasPrefix(p, filepath.Join(home, "data", "nats")) {
@@ -338,7 +340,7 @@ func TestSecretNeverWrittenAnywhere(t *testing.T) {
 		"pages and API":      {pages.String(), []string{"visible-marker-reply", "visible-marker-cat"}},
 		"server output":      {s.stdout.String() + s.stderr.String(), []string{"crew is serving on"}},
 	}
-	for _, f := range []string{"data/projections.db", "memory", "spill"} {
+	for _, f := range []string{"data/projections.db", "memory", "data/nats/jetstream/$G/streams/OBJ_" + events.SpillBucket} {
 		if !strings.Contains(disk.String(), filepath.Join(home, f)) {
 			t.Errorf("control: nothing under %s was scanned", f)
 		}

@@ -82,16 +82,17 @@ func Replication(ctx context.Context, nc *nats.Conn) string {
 	return line + raisedNote(ctx, stream) + bucketsNote(ctx, js, nc)
 }
 
-// bucketsNote tells the replicas of the KV buckets beside the log, and
+// bucketsNote tells the replicas of the KV buckets and the object store
+// beside the log, and
 // which are short of 3 on a cluster of enough servers.
 func bucketsNote(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) string {
 	var parts []string
-	for _, name := range []string{events.LeaseBucket, events.ScriptBucket, events.SessionBucket} {
-		s, err := js.Stream(ctx, "KV_"+name)
+	for _, name := range []string{"KV_" + events.LeaseBucket, "KV_" + events.ScriptBucket, "KV_" + events.SessionBucket, "OBJ_" + events.SpillBucket} {
+		s, err := js.Stream(ctx, name)
 		if err != nil {
 			continue // not made yet
 		}
-		part := fmt.Sprintf("%s %d", name, s.CachedInfo().Config.Replicas)
+		part := fmt.Sprintf("%s %d", name[strings.Index(name, "_")+1:], s.CachedInfo().Config.Replicas)
 		if s.CachedInfo().Config.Replicas < events.ClusterReplicas && events.ClusterSize(nc) >= events.ClusterReplicas {
 			part += " (short of 3)"
 		}

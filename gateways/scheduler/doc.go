@@ -1,5 +1,5 @@
 // Package scheduler runs agents' scheduled jobs (R-JOB, SPEC §9) on gocron,
-// in the owner's timezone, and the daily spill/ housekeeping.
+// in the owner's timezone.
 //
 // # Delivery semantics
 //

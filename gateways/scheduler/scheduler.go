@@ -60,13 +60,6 @@ type Config struct {
 	RunConsolidate func(ctx context.Context, agent string) (output string, err error)
 	// ScriptTimeout bounds one script run (default 5 min).
 	ScriptTimeout time.Duration
-	// SpillDir is <home>/spill; empty disables housekeeping.
-	SpillDir string
-	// SpillMaxAge is how old a spill file gets before the sweep deletes
-	// it (default 7 days); SweepEvery how often the sweep runs after the
-	// one at start (default 24 h).
-	SpillMaxAge time.Duration
-	SweepEvery  time.Duration
 	// Periodic are other sweeps on the same scheduler, such as the
 	// approval expiry sweep (R-GATE-3).
 	Periodic []Periodic
@@ -131,7 +124,7 @@ type entry struct {
 const maxJobID = 100
 
 // Start folds the job scopes from the log, resumes open firings, catches
-// up jobs missed while down, schedules every job and sweeps spill/.
+// up jobs missed while down, and schedules every job.
 func Start(ctx context.Context, cfg Config) (*Scheduler, error) {
 	if cfg.Log == nil || cfg.Convs == nil || cfg.Kick == nil {
 		return nil, errors.New("start scheduler: Log, Convs and Kick are required")
@@ -147,12 +140,6 @@ func Start(ctx context.Context, cfg Config) (*Scheduler, error) {
 	}
 	if cfg.ScriptTimeout == 0 {
 		cfg.ScriptTimeout = 5 * time.Minute
-	}
-	if cfg.SpillMaxAge == 0 {
-		cfg.SpillMaxAge = 7 * 24 * time.Hour
-	}
-	if cfg.SweepEvery == 0 {
-		cfg.SweepEvery = 24 * time.Hour
 	}
 	if cfg.RetryDelays == nil {
 		cfg.RetryDelays = DefaultRetryDelays
@@ -211,13 +198,6 @@ func Start(ctx context.Context, cfg Config) (*Scheduler, error) {
 		if err := s.schedule(e); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("start scheduler: job %s: %w", e.job.ID, err)
-		}
-	}
-	if cfg.SpillDir != "" {
-		s.sweep()
-		if _, err := s.cron.NewJob(gocron.DurationJob(cfg.SweepEvery), gocron.NewTask(s.sweep), gocron.WithName("housekeeping")); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("start scheduler: housekeeping: %w", err)
 		}
 	}
 	for _, p := range cfg.Periodic {

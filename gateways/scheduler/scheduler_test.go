@@ -3,9 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -401,102 +398,6 @@ func TestAddAndCancelWithoutRestart(t *testing.T) {
 	if err := s2.Cancel(t.Context(), "standup", "no"); !errors.Is(err, ErrProfileJob) {
 		t.Errorf("Cancel(profile) = %v, want ErrProfileJob", err)
 	}
-}
-
-func TestHousekeeping(t *testing.T) {
-	h := newHarness(t, time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
-	dir := filepath.Join(t.TempDir(), "spill")
-	if err := os.MkdirAll(filepath.Join(dir, "c1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	now := h.clock.Now()
-	write := func(name string, age time.Duration) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	old := write("c1/old.txt", 8*24*time.Hour)
-	fresh := write("c1/fresh.txt", 6*24*time.Hour+12*time.Hour)
-	h.start(Config{SpillDir: dir})
-	if _, err := os.Stat(old); !os.IsNotExist(err) {
-		t.Errorf("old spill file kept at start: %v", err)
-	}
-	if _, err := os.Stat(fresh); err != nil {
-		t.Errorf("fresh spill file deleted: %v", err)
-	}
-	// A day later the fresh one is 7.5 days old.
-	h.timers(1)
-	h.clock.Advance(24 * time.Hour)
-	eventstest.Eventually(t, "the daily sweep", func() bool {
-		_, err := os.Stat(fresh)
-		return os.IsNotExist(err)
-	})
-}
-
-func TestSweepGoesOnPastErrors(t *testing.T) {
-	dir := t.TempDir()
-	locked := filepath.Join(dir, "locked")
-	if err := os.MkdirAll(locked, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{filepath.Join(dir, "a"), filepath.Join(locked, "b")} {
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if os.Getuid() == 0 {
-		t.Skip("root ignores directory permissions")
-	}
-	if err := os.Chmod(locked, 0o500); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(locked, 0o755) })
-	n, err := sweepDir(dir, time.Now().Add(time.Hour))
-	if n != 1 || err == nil || !strings.Contains(err.Error(), "locked") {
-		t.Errorf("sweepDir = %d, %v; want 1 deleted and an error naming locked/b", n, err)
-	}
-	if n, err := sweepDir(filepath.Join(dir, "missing"), time.Now()); n != 0 || err != nil {
-		t.Errorf("sweepDir(missing) = %d, %v", n, err)
-	}
-}
-
-// lockedBuffer is a log sink safe for the scheduler's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
-func TestFailedSweepIsLoggedAndTheLoopGoesOn(t *testing.T) {
-	h := newHarness(t, time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	h.start(Config{SpillDir: filepath.Join(file, "spill"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if n := logs.count("spill sweep failed"); n != 1 {
-		t.Fatalf("%d failures logged at start, want 1:\n%s", n, logs.b.String())
-	}
-	h.timers(1)
-	h.clock.Advance(24 * time.Hour)
-	eventstest.Eventually(t, "the next sweep", func() bool { return logs.count("spill sweep failed") == 2 })
 }
 
 // R-JOB, issue 28: a one-shot whose run fails is retried after 10 s and

@@ -42,8 +42,11 @@ type Pages struct {
 	CatchingUp CatchingUp
 	// Fresh is the projections' read-your-writes (the Runner), so a page
 	// rendered right after an event shows it; nil: no waiting.
-	Fresh    projections.Freshness
-	Home     string
+	Fresh projections.Freshness
+	Home  string
+	// Spills keep the images tool results carried (tools.Spills; crew
+	// serve's: the log's object store); nil: files under Home's spill/.
+	Spills   Spills
 	Location *time.Location
 	Clock    func() time.Time
 	// SignOut offers the sign-out form (the server asks for a token); New

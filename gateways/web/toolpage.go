@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -10,8 +12,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -46,26 +50,33 @@ var partName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(png|jpg|g
 
 var partTypes = map[string]string{".png": "image/png", ".jpg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
 
-// part serves one image of a conversation's tool results, from
-// <home>/spill/<conversation>/ only.
+// Spills are where a conversation's kept images are read (tools.Spills).
+type Spills interface {
+	Get(ctx context.Context, conv, name string) ([]byte, error)
+}
+
+// part serves one image of a conversation's tool results, from its
+// spills only.
 func (s *server) part(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
-	if events.ValidID(id) != nil || !partName.MatchString(name) || s.cfg.Pages == nil || s.cfg.Pages.Home == "" {
+	if events.ValidID(id) != nil || !partName.MatchString(name) || s.cfg.Pages == nil || s.cfg.Pages.Spills == nil && s.cfg.Pages.Home == "" {
 		http.NotFound(w, r)
 		return
 	}
-	root, err := os.OpenRoot(filepath.Join(s.cfg.Pages.Home, "spill", id))
+	spills := s.cfg.Pages.Spills
+	if spills == nil {
+		spills = tools.SpillDir(filepath.Join(s.cfg.Pages.Home, "spill"))
+	}
+	data, err := spills.Get(r.Context(), id, name)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.logger().Error("part", "conversation", id, "name", name, "err", err)
+		}
 		http.NotFound(w, r)
 		return
 	}
-	defer root.Close()
-	f, fi, ok := s.openRegular(w, r, root, "part", id, name)
-	if !ok {
-		return
-	}
-	defer f.Close()
-	serveInert(w, r, partTypes[path.Ext(name)], f, fi)
+	setInert(w, partTypes[path.Ext(name)])
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 }
 
 // openRegular opens name under root for a conversation's file route: a
@@ -91,9 +102,15 @@ func (s *server) openRegular(w http.ResponseWriter, r *http.Request, root *os.Ro
 // serveInert serves f as content type ct that the browser may neither
 // sniff into another type nor run anything in.
 func serveInert(w http.ResponseWriter, r *http.Request, ct string, f *os.File, fi fs.FileInfo) {
+	setInert(w, ct)
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+// setInert sets the headers that make a served file inert: its type, no
+// sniffing, no scripts, cached privately.
+func setInert(w http.ResponseWriter, ct string) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")
 	w.Header().Set("Cache-Control", "private, max-age=3600")
-	http.ServeContent(w, r, "", fi.ModTime(), f)
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -167,7 +166,7 @@ func schedulerConfig(a *App, r *running) scheduler.Config {
 	}
 	return scheduler.Config{
 		Log: st.Log(), Convs: w.Convs, Kick: r.Worker, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
-		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job, SpillDir: filepath.Join(a.Dir, "spill"),
+		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job,
 		RetryDelays: a.opts.JobRetryDelays,
 		Periodic: append([]scheduler.Periodic{
 			{Name: "approval-expiry", Every: 5 * time.Second, Run: sweep},

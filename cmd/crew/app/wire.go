@@ -132,9 +132,8 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	cr := &Crew{}
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
 	w.recall = search.NewRecall(home.MasterID)
-	// The services the tools keep, built before the registry: the memory
-	// service files persona proposals and calls the models (w.models: the
-	// ledger's, opened once the crew is loaded).
+	// The tools' services, before the registry: memory files persona
+	// proposals and calls w.models (the ledger's, opened after the crew).
 	w.Memory = newMemory(log, h, cr, llm.ModelsFunc(w.models), logger.With("component", "memory"))
 	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
 	svc.Background, svc.Proposer = w.background, w.Memory
@@ -179,6 +178,10 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	if a.store != nil {
 		w.Deps.Services.Scripts = a.scripts
+		if w.Deps.Services.Spills, err = tools.OpenSpills(ctx, a.store.Conn(), a.Dir, tools.SpillMaxAge, logger); err != nil {
+			w.close()
+			return nil, err
+		}
 	}
 	if db != nil {
 		nlog := logger.With("component", "notes")
@@ -188,8 +191,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	return w, nil
 }
 
-// close stops what the wiring holds: teams, background commands, the
-// browsers and the MCP sessions.
+// close stops what the wiring holds: teams, background commands, browsers, MCP.
 func (w *wiring) close() {
 	if w.Ledger != nil {
 		w.Ledger.Close() // stores the settlements no next call carried
