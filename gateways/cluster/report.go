@@ -122,3 +122,16 @@ func raisedNote(ctx context.Context, stream jetstream.Stream) string {
 	}
 	return fmt.Sprintf(", raised from %d to %d replicas on %s", r.From, r.To, env.Time.UTC().Format(time.RFC3339))
 }
+
+// Describe is what serve prints about where its log is: on an external
+// server or cluster (url, shown without its password) its replication,
+// on the embedded server where it listens ("" when in-process only).
+func Describe(ctx context.Context, st *events.Store, url string) string {
+	if st.Server() == nil {
+		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(url), Replication(ctx, st.Conn()))
+	}
+	if u := st.Server().ClientURL(); u != "" {
+		return fmt.Sprintf("embedded NATS is reachable at %s: nats --server %s stream info CREW", u, u)
+	}
+	return ""
+}

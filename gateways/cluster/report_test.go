@@ -53,3 +53,33 @@ func TestStreamLeftShortOfReplicasIsWarnedAndShown(t *testing.T) {
 		t.Errorf("a single-server log logged: %s", out.String())
 	}
 }
+
+// What serve prints of its log: where the embedded server listens (nothing
+// when in-process only), or the replication of the server at nats.url,
+// named without its password.
+func TestDescribeSaysWhereTheLogIs(t *testing.T) {
+	ctx := t.Context()
+	open := func(cfg events.StoreConfig) *events.Store {
+		t.Helper()
+		cfg.Dir, cfg.Logger = t.TempDir(), slog.New(slog.DiscardHandler)
+		s, err := events.OpenStore(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	if got := Describe(ctx, open(events.StoreConfig{}), ""); got != "" {
+		t.Errorf("in-process only: %q, want nothing", got)
+	}
+	listening := open(events.StoreConfig{Server: events.ServerConfig{Listen: "127.0.0.1:-1"}})
+	u := listening.Server().ClientURL()
+	if got, want := Describe(ctx, listening, ""), "embedded NATS is reachable at "+u+": nats --server "+u+" stream info CREW"; got != want {
+		t.Errorf("listening: %q, want %q", got, want)
+	}
+	withPassword := strings.Replace(u, "nats://", "nats://crew:secret@", 1)
+	got := Describe(ctx, open(events.StoreConfig{Client: events.ClientConfig{URL: u}, Node: "n1"}), withPassword)
+	if !strings.HasPrefix(got, "event log on NATS nats://crew:xxxxx@127.0.0.1:") || !strings.Contains(got, "stream CREW with 1 replicas") || strings.Contains(got, "secret") {
+		t.Errorf("at nats.url: %q", got)
+	}
+}

@@ -246,27 +246,23 @@ const releaseMappedEvery = time.Second
 // says (the embedded server on data/nats, or nats.url), and beside the
 // log the scripts' stores and the web logins.
 func (a *App) openStore(ctx context.Context) error {
-	logger, nc := a.log.With("component", "nats"), a.Home.Config.NATS
 	lock, err := home.LockData(a.Dir)
 	if err != nil {
 		return err
 	}
-	var node string // this home's consumers' on a shared cluster
-	if nc.URL != "" {
-		if node, err = home.NodeID(a.Dir); err != nil {
-			lock.Close()
-			return fmt.Errorf("nats.url %s: %w", events.RedactURL(nc.URL), err)
-		}
-	}
-	dir := filepath.Join(a.Dir, "data")
-	if a.store, err = events.OpenStore(ctx, events.StoreConfig{Dir: dir, Client: nc.Client(), Node: node, Secrets: a.opts.Secrets, Lock: lock, Logger: logger,
-		Server: events.ServerConfig{Sync: nc.Sync, Listen: nc.Listen, CollectWhenQuiet: true}}); err != nil {
+	cfg, err := a.Home.Config.NATS.Store(a.Dir)
+	if err != nil {
+		lock.Close()
 		return err
 	}
-	if a.scripts, err = script.OpenStore(ctx, a.store.Conn(), a.Dir, logger); err != nil { // an older home's files move in
+	cfg.Secrets, cfg.Lock, cfg.Logger = a.opts.Secrets, lock, a.log.With("component", "nats")
+	if a.store, err = events.OpenStore(ctx, cfg); err != nil {
 		return err
 	}
-	a.sessions, err = web.OpenSessions(ctx, a.store.Conn(), filepath.Join(dir, "web-sessions.json"), logger)
+	if a.scripts, err = script.OpenStore(ctx, a.store.Conn(), a.Dir, cfg.Logger); err != nil { // an older home's files move in
+		return err
+	}
+	a.sessions, err = web.OpenSessions(ctx, a.store.Conn(), filepath.Join(cfg.Dir, "web-sessions.json"), cfg.Logger)
 	return err
 }
 

@@ -151,15 +151,7 @@ func (a *App) banner() string {
 	return ""
 }
 
-// Describe is what serve prints about the log: the external cluster's
-// replication, or where the embedded server listens.
+// Describe is what serve prints about the log (cluster.Describe).
 func (a *App) Describe(ctx context.Context) string {
-	st := a.store
-	if st.Server() == nil {
-		return fmt.Sprintf("event log on NATS %s: %s", events.RedactURL(a.Home.Config.NATS.URL), cluster.Replication(ctx, st.Conn()))
-	}
-	if url := st.Server().ClientURL(); url != "" {
-		return fmt.Sprintf("embedded NATS is reachable at %s: nats --server %s stream info CREW", url, url)
-	}
-	return ""
+	return cluster.Describe(ctx, a.store, a.Home.Config.NATS.URL)
 }

@@ -1,6 +1,8 @@
 package home
 
 import (
+	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
@@ -98,6 +100,22 @@ type NATSConfig struct {
 // the App connects).
 func (n NATSConfig) Client() events.ClientConfig {
 	return events.ClientConfig{URL: n.URL, Creds: n.Creds, TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey}
+}
+
+// Store is where the home at homeDir keeps its log, as events.OpenStore
+// takes it (a value; the App opens it): the embedded server under data/,
+// or URL with this home's node id (data/node-id, made once).
+func (n NATSConfig) Store(homeDir string) (events.StoreConfig, error) {
+	c := events.StoreConfig{Dir: filepath.Join(homeDir, "data"), Client: n.Client(), Server: events.ServerConfig{Sync: n.Sync, Listen: n.Listen, CollectWhenQuiet: true}}
+	if n.URL == "" {
+		return c, nil
+	}
+	node, err := NodeID(homeDir)
+	if err != nil {
+		return c, fmt.Errorf("nats.url %s: %w", events.RedactURL(n.URL), err)
+	}
+	c.Node = node
+	return c, nil
 }
 
 // WebConfig is the web: block of config.yaml.

@@ -25,6 +25,8 @@ var homeMayUse = map[string]string{
 	"events.SecretName":               "which variable names are secrets",
 	"events.ClientConfig":             "config.yaml's nats: as the client's settings (a value; the App connects)",
 	"events.RedactURL":                "a nats.url without its credentials, in a config error",
+	"events.StoreConfig":              "config.yaml's nats: as where the home keeps its log (a value; the App opens it)",
+	"events.ServerConfig":             "config.yaml's nats: sync and listen as the embedded server's settings (a value)",
 	"loop/budget.Caps":                "config.yaml's budget: and the agents' daily caps, in the ledger's own type (a value)",
 	"loop/llm.ParseRoute":             "config.yaml routes checked where they are written",
 	"loop/llm.Catalog":                "config.yaml models: as the catalog's values",
