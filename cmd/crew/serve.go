@@ -30,7 +30,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	start := time.Now()
 	addr := cmp.Or(*listen, h.Config.Listen)
-	wc, generated, err := serveSecrets(env, dir, h, addr)
+	wc, generated, err := serveSecrets(env, h, addr)
 	if err != nil {
 		return err
 	}
@@ -91,20 +91,12 @@ func serveHome(env *cliEnv, flagValue string) (string, *home.Home, error) {
 // audit key, and the auth token a non-loopback address needs (generated
 // says serve made it). The token, however it was set or made, is never
 // written down.
-func serveSecrets(env *cliEnv, dir string, h *home.Home, addr string) (wc web.Config, generated bool, err error) {
+func serveSecrets(env *cliEnv, h *home.Home, addr string) (wc web.Config, generated bool, err error) {
 	if wc.AuditKey, err = h.AuditKey(env.redactor(), env.getenv); err != nil {
 		return wc, false, err
 	}
-	if wc.AuthToken, generated, err = h.ServeAuth(env.redactor(), addr, env.getenv); err != nil {
-		return wc, false, err
-	}
-	if err := home.CheckListen(addr, wc.AuthToken); err != nil {
-		return wc, false, err
-	}
-	if wc.AuthToken != "" {
-		env.redactor().Add("CREW_AUTH_TOKEN", wc.AuthToken)
-	}
-	return wc, generated, nil
+	wc.AuthToken, generated, err = h.ServeAuth(env.redactor(), addr, env.getenv)
+	return wc, generated, err
 }
 
 // announce prints where the crew serves and what runs it.

@@ -116,7 +116,8 @@ func (h *Home) AuthToken(getenv func(string) string) (token, source string) {
 // true); web.hosts needs a token. A generated token is added to r. The
 // CREW_AUTH_TOKEN serve made for /mcp (MCPToken) is no web token on a
 // loopback listen without web.hosts: "" is returned, and the loopback UI
-// asks no login as before.
+// asks no login as before. The token returned, wherever it came from, is
+// added to r, and a non-loopback addr is refused without one (CheckListen).
 func (h *Home) ServeAuth(r *events.Redactor, addr string, getenv func(string) string) (token string, generated bool, err error) {
 	loopback, err := IsLoopback(addr)
 	if err != nil {
@@ -154,7 +155,10 @@ func (h *Home) ServeAuth(r *events.Redactor, addr string, getenv func(string) st
 		return "", false, fmt.Errorf("web.hosts in %s names %v, but no auth token is set: other names need one (CREW_AUTH_TOKEN in %s; crew serve --listen on a non-loopback address generates it)",
 			filepath.Join(h.Dir, "config.yaml"), h.Config.Web.Hosts, filepath.Join(h.Dir, "env"))
 	}
-	return token, generated, nil
+	if token != "" {
+		r.Add(AuthTokenVar, token)
+	}
+	return token, generated, CheckListen(addr, token)
 }
 
 // checkConfigMode refuses a config.yaml that holds a secret (auth_token)

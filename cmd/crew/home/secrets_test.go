@@ -244,3 +244,24 @@ func TestMCPTokenIsAGeneratedAuthTokenThatLeavesLoopbackWebOpen(t *testing.T) {
 		t.Errorf("a migrated token turned on login on loopback")
 	}
 }
+
+// ServeAuth teaches the redactor the token it settles, wherever it came
+// from (here the process environment, which no LoadSecrets read into this
+// redactor), so serve's own log never shows it.
+func TestServeAuthRedactsTheTokenItReturns(t *testing.T) {
+	h := authHome(t, "", "")
+	const token = "Zq8vN3kLp2Xw7RtY5mJc9HbF4sGd6AeU"
+	r := events.NewRedactor()
+	got, generated, err := h.ServeAuth(r, "0.0.0.0:7420", func(k string) string {
+		if k == AuthTokenVar {
+			return token
+		}
+		return ""
+	})
+	if err != nil || got != token || generated {
+		t.Fatalf("ServeAuth = %q %v %v, want the environment's token, not generated", got, generated, err)
+	}
+	if s := r.String("Bearer " + token); strings.Contains(s, token) {
+		t.Errorf("the redactor lets the token through: %q", s)
+	}
+}
