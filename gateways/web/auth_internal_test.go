@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -90,5 +91,27 @@ func TestSessionsExpire(t *testing.T) {
 				t.Error("a session older than 30 days is still valid")
 			}
 		})
+	}
+}
+
+// The login throttle remembers at most maxThrottled addresses: after
+// maxThrottled+1 failing addresses it holds maxThrottled, the oldest
+// failure let go first, the newest kept.
+func TestLoginThrottleStaysAtItsBound(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	th := newThrottle()
+	th.now = func() time.Time { return now }
+	addr := func(i int) string {
+		return "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255)
+	}
+	for i := range maxThrottled + 1 {
+		th.check(addr(i), func() bool { return false })
+		now = now.Add(time.Millisecond)
+	}
+	if got := len(th.m); got != maxThrottled {
+		t.Fatalf("%d addresses remembered after %d, want %d", got, maxThrottled+1, maxThrottled)
+	}
+	if th.m[addr(0)] != nil || th.m[addr(maxThrottled)] == nil {
+		t.Error("not the oldest address let go for the newest")
 	}
 }
