@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/refusal"
 	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/projections"
@@ -22,8 +23,12 @@ import (
 type Memory struct {
 	Service Consolidator
 	DB      *bbolt.DB // the projections database
-	// Fresh is the projections' read-your-writes (the Runner).
+	// Fresh is the projections' read-your-writes (the Runner); with Log,
+	// a listing or a read waits (at most two seconds, as a view does) for
+	// what the log held when it was asked: a proposal a run filed is
+	// listed once the run's end is seen.
 	Fresh    projections.Freshness
+	Log      *events.Log
 	Location *time.Location
 }
 
@@ -96,9 +101,22 @@ func (m *Memory) shown(ctx context.Context, p view.Proposal) (any, error) {
 	return m.get(p.ID)
 }
 
-func (m *Memory) Proposals(ctx context.Context, agent string) (any, error) { return m.list(agent) }
+func (m *Memory) Proposals(ctx context.Context, agent string) (any, error) {
+	m.caughtUp(ctx)
+	return m.list(agent)
+}
 
-func (m *Memory) Proposal(ctx context.Context, id string) (any, error) { return m.get(id) }
+func (m *Memory) Proposal(ctx context.Context, id string) (any, error) {
+	m.caughtUp(ctx)
+	return m.get(id)
+}
+
+// caughtUp waits, at most two seconds, for the memory projection to apply
+// what the log holds (an agent's proposals are on its own scope, filed by
+// any conversation).
+func (m *Memory) caughtUp(ctx context.Context) {
+	caughtUpOn(ctx, m.Log, m.Fresh, events.Root+".>")
+}
 
 func (m *Memory) Consolidate(ctx context.Context, agent, trigger string) (any, error) {
 	p, err := m.Service.Consolidate(ctx, agent, trigger)
@@ -128,6 +146,7 @@ func (m *Memory) Rollback(ctx context.Context, id, channel string) (any, error) 
 const memoryPageRows = 50
 
 func (m *Memory) Rows(ctx context.Context, agent string) ([]ui.ProposalRow, error) {
+	m.caughtUp(ctx)
 	list, err := m.list(agent)
 	if err != nil {
 		return nil, err

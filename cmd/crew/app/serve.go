@@ -113,7 +113,7 @@ func (a *App) Web(base web.Config) web.Config {
 		Location: h.Config.Location(), Clock: time.Now, Fresh: a.Runner}
 	c.Jobs = &web.SchedulerJobs{DB: db, Location: h.Config.Location(), Scheduler: a.Scheduler, Profile: a.Crew.Profile, Disabled: a.Crew.Disabled, Toggle: a.Crew.SetScheduleEnabled,
 		Log: a.Log(), Fresh: a.freshness()}
-	c.Memory = &web.Memory{Service: a.Memory, DB: db, Fresh: a.Runner, Location: h.Config.Location()}
+	c.Memory = &web.Memory{Service: a.Memory, DB: db, Fresh: a.Runner, Log: a.Log(), Location: h.Config.Location()}
 	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), Fresh: a.Runner,
 		Budget: func() any { return a.Ledger.Today() }}
 	c.Canvas = a.canvasAPI()
