@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,3 +124,40 @@ func TestHealthLagIsTheLogPastTheCheckpoint(t *testing.T) {
 type waitFor func(seq uint64)
 
 func (w waitFor) WaitFor(_ context.Context, seq uint64) error { w(seq); return nil }
+
+// While the projections and then the index catch up, the collector runs
+// at CatchUpGC; once the index holds Start it runs at the runtime's
+// percent again. An owner's GOGC (not 100) is left as it is.
+func TestCatchUpGCHoldsUntilTheIndexCaughtUp(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	_, log := eventstest.Start(t)
+	seq, err := log.Append(t.Context(), events.Conv("c1"), 0, events.MustNew(&events.MessageReceived{Channel: "web", Text: "hello"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ owner, during int }{{100, CatchUpGC}, {200, 200}} {
+		debug.SetGCPercent(c.owner)
+		waiting, release := make(chan struct{}), make(chan struct{})
+		r := NewRecall("main")
+		err := r.Start(Config{Dir: t.TempDir(), Log: log, Start: seq[0].Seq, CatchUpGC: CatchUpGC, Logger: slog.New(slog.DiscardHandler),
+			After: waitFor(func(uint64) { close(waiting); <-release })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-waiting // the projections "catching up"
+		if got := gcPercent(); got != c.during {
+			t.Errorf("GOGC %d: while catching up %d, want %d", c.owner, got, c.during)
+		}
+		close(release)
+		eventstest.Eventually(t, "the collector's percent back once caught up", func() bool { return gcPercent() == c.owner })
+		r.Close()
+	}
+}
+
+// gcPercent is the collector's percent (GOGC), read by setting it and
+// putting it back.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}

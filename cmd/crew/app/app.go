@@ -229,7 +229,7 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 // once the projections have.
 func (a *App) openSearch() {
 	cfg := search.Config{Dir: search.IndexDir(a.Dir), Log: a.Log(), Start: a.startSeq, After: a.Runner, ReleaseEvery: releaseMappedEvery,
-		Logger: a.log.With("component", "search")}
+		CatchUpGC: search.CatchUpGC, Logger: a.log.With("component", "search")}
 	if e := embedder(a.Home, a.opts.Getenv); e != nil {
 		cfg.Embedder, cfg.Usage = a.Ledger.Embedder(e), budget.EmbedCalls(a.Log(), a.Home.Config.Catalog(), cfg.Logger)
 	}
