@@ -67,6 +67,26 @@ type Config struct {
 	IdleTimeout time.Duration
 }
 
+// Env is the providers' settings from the environment getenv reads
+// (OPENROUTER_API_KEY, OPENROUTER_BASE_URL, OLLAMA_HOST), with catalog.
+func Env(getenv func(string) string, catalog *Catalog) Config {
+	return Config{OpenRouterAPIKey: getenv("OPENROUTER_API_KEY"), OpenRouterBaseURL: getenv("OPENROUTER_BASE_URL"),
+		OllamaHost: getenv("OLLAMA_HOST"), Catalog: catalog}
+}
+
+// Endpoint is where provider's HTTP API answers and the key it takes
+// (openrouter's is OpenAI's API shape), for the callers that speak to it
+// themselves (recall's embeddings); false for a provider with none.
+func (p *Providers) Endpoint(provider string) (baseURL, key string, ok bool) {
+	switch provider {
+	case ProviderOllama:
+		return p.ollamaBase, "", true
+	case ProviderOpenRouter:
+		return strings.TrimSpace(p.cfg.OpenRouterBaseURL), p.cfg.OpenRouterAPIKey, true
+	}
+	return "", "", false
+}
+
 // Providers turns routes into models.
 type Providers struct {
 	cfg        Config

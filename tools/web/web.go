@@ -24,11 +24,21 @@ const (
 // none).
 var Providers = map[string]string{ProviderSearXNG: "", ProviderBrave: "BRAVE_API_KEY", ProviderTavily: "TAVILY_API_KEY"}
 
-// SearchConfig is config.yaml's web_search with its key resolved.
+// SearchConfig is config.yaml's web_search: block (cmd/crew/home decodes
+// it), with its provider's key once Keyed.
 type SearchConfig struct {
-	Provider string // "" when none is configured
-	URL      string // the endpoint (searxng: the instance; others: their API unless set)
-	Key      string // the provider's API key, from <home>/env or the environment
+	Provider string `yaml:"provider"` // searxng, brave or tavily; "" when none is configured
+	URL      string `yaml:"url"`      // the endpoint (searxng: the instance; others: their API unless set)
+	Key      string `yaml:"-"`        // the provider's API key, from <home>/env or the environment
+}
+
+// Keyed is c with its provider's API key (Providers names its variable)
+// as getenv reads it.
+func (c SearchConfig) Keyed(getenv func(string) string) SearchConfig {
+	if k := Providers[c.Provider]; k != "" {
+		c.Key = getenv(k)
+	}
+	return c
 }
 
 // Settings is what the web tools read at each call; the server replaces

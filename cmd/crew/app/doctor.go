@@ -39,7 +39,7 @@ func ShellReport(h *home.Home) []string { return shell.Report(h.Config.ShellNetw
 
 // WebReport is what doctor says of the web tools (toolweb.Report).
 func WebReport(h *home.Home, getenv func(string) string) []string {
-	return toolweb.Report(searchConfig(h, getenv))
+	return toolweb.Report(h.Config.WebSearch.Keyed(h.Lookup(getenv)))
 }
 
 // BrowserReport is what doctor says of the browser (browser.Report).

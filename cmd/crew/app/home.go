@@ -18,7 +18,6 @@ import (
 	"github.com/my-agent-crew/crew/tools/browser"
 	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/mcp"
-	"github.com/my-agent-crew/crew/tools/web"
 )
 
 // What the loaded home gives the running crew, in the shapes its packages
@@ -28,12 +27,7 @@ import (
 // Providers are the model providers with the keys of the home's env file
 // or the process environment (getenv).
 func Providers(h *home.Home, getenv func(string) string) *llm.Providers {
-	return llm.NewProviders(llm.Config{
-		OpenRouterAPIKey:  h.Getenv("OPENROUTER_API_KEY", getenv),
-		OpenRouterBaseURL: h.Getenv("OPENROUTER_BASE_URL", getenv),
-		OllamaHost:        h.Getenv("OLLAMA_HOST", getenv),
-		Catalog:           h.Config.Catalog(),
-	})
+	return llm.NewProviders(llm.Env(h.Lookup(getenv), h.Config.Catalog()))
 }
 
 // models is the process's model cache over Providers, and the routes that
@@ -41,7 +35,7 @@ func Providers(h *home.Home, getenv func(string) string) *llm.Providers {
 // no provider reachable) with the note serve prints about it.
 func models(ctx context.Context, h *home.Home, getenv func(string) string) (m *llm.ModelCache, override []string, note string, err error) {
 	providers := Providers(h, getenv)
-	override, note, err = llm.Override(ctx, providers, func(k string) string { return h.Getenv(k, getenv) })
+	override, note, err = llm.Override(ctx, providers, h.Lookup(getenv))
 	return llm.NewModelCache(providers), override, note, err
 }
 
@@ -110,38 +104,18 @@ func withBrowser(h *home.Home, a *home.Agent, names []string) []string {
 // MCPServers are config.yaml's mcp_servers for the MCP pool
 // (mcp.Servers), their ${VAR} taken from the env file or getenv.
 func MCPServers(h *home.Home, r *events.Redactor, getenv func(string) string) (servers []mcp.Server, problems []string) {
-	return mcp.Servers(h.Dir, h.Config.MCPServers, func(k string) string { return h.Getenv(k, getenv) }, r)
+	return mcp.Servers(h.Dir, h.Config.MCPServers, h.Lookup(getenv), r)
 }
 
-// searchConfig is config.yaml's web_search with its provider's key from
-// the env file or the process environment (getenv).
-func searchConfig(h *home.Home, getenv func(string) string) web.SearchConfig {
-	c := web.SearchConfig{Provider: h.Config.WebSearch.Provider, URL: h.Config.WebSearch.URL}
-	if k := web.Providers[c.Provider]; k != "" {
-		c.Key = h.Getenv(k, getenv)
-	}
-	return c
-}
-
-// embedder is the embedding route config.yaml names for recall, with the
-// provider's address and key from the env file or the environment; nil
-// when none is set (BM25 alone).
+// embedder is the embedding route config.yaml names for recall, at its
+// provider's address with its key (llm.Providers.Endpoint); nil when none
+// is set (BM25 alone).
 func embedder(h *home.Home, getenv func(string) string) *search.HTTPEmbedder {
 	route := h.Config.Embeddings.Route
-	provider, model, ok := strings.Cut(route, ":")
-	if route == "" || !ok {
-		return nil
-	}
-	e := &search.HTTPEmbedder{Name: route, Model: model}
-	switch provider {
-	case "ollama":
-		e.BaseURL = llm.OllamaBase(h.Getenv("OLLAMA_HOST", getenv))
-	case "openrouter":
-		e.OpenAI = true
-		e.BaseURL = cmp.Or(strings.TrimSpace(h.Getenv("OPENROUTER_BASE_URL", getenv)), llm.DefaultOpenRouterBaseURL)
-		e.APIKey = h.Getenv("OPENROUTER_API_KEY", getenv)
-	default:
+	provider, model, _ := strings.Cut(route, ":")
+	base, key, ok := Providers(h, getenv).Endpoint(provider)
+	if !ok || model == "" {
 		return nil // the schema allows no other
 	}
-	return e
+	return &search.HTTPEmbedder{Name: route, Model: model, BaseURL: base, APIKey: key, OpenAI: provider == llm.ProviderOpenRouter}
 }

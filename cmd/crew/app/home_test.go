@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -159,7 +160,7 @@ func TestWebSearchProviderKeyFromTheEnvFile(t *testing.T) {
 	writeTestFile(t, filepath.Join(dir, "config.yaml"), "web_search: {provider: brave}\n")
 	writeTestFile(t, filepath.Join(dir, "env"), "BRAVE_API_KEY=bk-123\n")
 	h := loadTestHome(t, dir)
-	if c := searchConfig(h, func(string) string { return "" }); c.Provider != "brave" || c.Key != "bk-123" {
+	if c := h.Config.WebSearch.Keyed(h.Lookup(func(string) string { return "" })); c.Provider != "brave" || c.Key != "bk-123" {
 		t.Errorf("search config %+v", c)
 	}
 	if r := strings.Join(WebReport(h, func(string) string { return "" }), "\n"); !strings.Contains(r, "web_search: brave (BRAVE_API_KEY set)") || strings.Contains(r, "bk-123") {
@@ -213,6 +214,38 @@ func TestMCPImportedServersResolve(t *testing.T) {
 		}
 		if s.Name == "github" && !slices.Contains(s.Stdio.Env, "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_importedSecret123") {
 			t.Errorf("github's env resolves to %v", s.Stdio.Env)
+		}
+	}
+}
+
+// Recall embeds at the route config.yaml names, at its provider's
+// address with its key from the env file or the process environment; no
+// route is BM25 alone.
+func TestEmbedderFollowsTheRouteAndItsProvider(t *testing.T) {
+	dir := newTestHome(t)
+	writeTestFile(t, filepath.Join(dir, "env"), "OPENROUTER_API_KEY=or-key-123\nOLLAMA_HOST=0.0.0.0:9999\n")
+	proc := func(k string) string {
+		if k == "OPENROUTER_BASE_URL" {
+			return " https://router.example.test/v1 "
+		}
+		return ""
+	}
+	for _, c := range []struct{ route, want string }{
+		{"", "<nil>"},
+		{"ollama:nomic-embed-text", "ollama:nomic-embed-text nomic-embed-text http://127.0.0.1:9999  false"},
+		{"openrouter:openai/text-embedding-3-small", "openrouter:openai/text-embedding-3-small openai/text-embedding-3-small https://router.example.test/v1 or-key-123 true"},
+	} {
+		cfg := "timezone: UTC\n"
+		if c.route != "" {
+			cfg = "embeddings: {route: '" + c.route + "'}\n"
+		}
+		writeTestFile(t, filepath.Join(dir, "config.yaml"), cfg)
+		got := "<nil>"
+		if e := embedder(loadTestHome(t, dir), proc); e != nil {
+			got = strings.Join([]string{e.Name, e.Model, e.BaseURL, e.APIKey, strconv.FormatBool(e.OpenAI)}, " ")
+		}
+		if got != c.want {
+			t.Errorf("route %q: embedder %q, want %q", c.route, got, c.want)
 		}
 	}
 }

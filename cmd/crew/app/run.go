@@ -110,7 +110,7 @@ func (r *running) watch(ctx context.Context, a *App) {
 		set := l.With
 		a.opts.Secrets.Load(set.home.EnvSecrets(), nil)
 		set.home.ConfigSecrets(a.opts.Secrets)
-		w.search.SetSearch(searchConfig(set.home, a.opts.Getenv))
+		w.search.SetSearch(set.home.Config.WebSearch.Keyed(set.home.Lookup(a.opts.Getenv)))
 		w.pool.Configure(set.mcp)
 		if err := r.Scheduler.SetProfile(watchCtx, set.profile); err != nil {
 			a.log.Error("schedules not reloaded", "err", err)

@@ -111,7 +111,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	svc := tools.Services{Secrets: a.opts.Secrets, Sandbox: a.box, Clock: time.Now, Location: h.Config.Location()}
 	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: Providers(h, getenv)}
 	w.search, w.browsers = &web.Settings{}, browser.NewManager(browser.Config{Home: a.Dir, Logger: logger.With("component", "browser")})
-	w.search.SetSearch(searchConfig(h, getenv)) // browsers start on first use
+	w.search.SetSearch(h.Config.WebSearch.Keyed(h.Lookup(getenv))) // browsers start on first use
 	log, db := a.Log(), a.DB()
 	var fresh canvas.Freshness
 	if a.Runner != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
+	"github.com/my-agent-crew/crew/tools/web"
 )
 
 // Config is config.yaml. Keys and ranges are pinned by
@@ -158,12 +159,9 @@ func (h *Home) Caps() budget.Caps {
 }
 
 // WebSearch is the web_search: block of config.yaml: which provider the
-// web_search tool asks. Its API key, when it needs one, lives in the env
-// file (BRAVE_API_KEY, TAVILY_API_KEY).
-type WebSearch struct {
-	Provider string `yaml:"provider"` // searxng, brave or tavily; empty: none
-	URL      string `yaml:"url"`      // searxng: the instance; others: replaces their API endpoint
-}
+// web_search tool asks, in the web tools' own type. Its API key, when it
+// needs one, lives in the env file (BRAVE_API_KEY, TAVILY_API_KEY).
+type WebSearch = web.SearchConfig
 
 // Embeddings is the embeddings: block of config.yaml: the route recall
 // embeds documents and queries with, "ollama:<model>" or

@@ -75,6 +75,12 @@ func (h *Home) Getenv(key string, osGetenv func(string) string) string {
 	return h.Env[key]
 }
 
+// Lookup is Getenv with osGetenv: a variable of the process environment
+// or else of the env file.
+func (h *Home) Lookup(osGetenv func(string) string) func(string) string {
+	return func(key string) string { return h.Getenv(key, osGetenv) }
+}
+
 func loadConfig(path string) (*Config, error) {
 	c := defaultConfig()
 	f, err := loadYAML(path, "config.schema.json", &c)

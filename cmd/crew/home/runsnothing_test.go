@@ -38,6 +38,7 @@ var homeMayUse = map[string]string{
 	"loop/llm.ProviderFake":           "a route's provider name",
 	"loop/llm.ProviderOllama":         "a route's provider name",
 	"loop/llm.ProviderOpenRouter":     "a route's provider name",
+	"tools/web.SearchConfig":          "config.yaml's web_search:, in the web tools' own type (a value)",
 	"tools/web/wall.CheckHostPattern": "web.hosts patterns checked where they are written",
 	"tools.WriteAtomicExact":          "the home's files written through the one atomic writer",
 	"gateways/scheduler.Schedule":     "agent.yaml's schedules: entries, in the scheduler's own config type (a value)",
