@@ -75,9 +75,9 @@ type Deps struct {
 	// nil: WallClock in UTC.
 	Clock Clock
 	// HomeDir is the home: users/owner/ for the system prompt, the kit's
-	// hooks and skills, the script store, and spill/, where the text a
-	// tool_completed does not store (over MaxStoredOutput) is kept;
-	// "": none of these.
+	// hooks and skills, and spill/ when Services.Spills is nil (where the
+	// text a tool_completed does not store, over MaxStoredOutput, is
+	// kept); "": none of these.
 	HomeDir string
 	// Live receives text and tool-call argument deltas while the model
 	// writes (lossy: for display only, never stored).

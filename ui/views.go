@@ -227,7 +227,7 @@ type TodoLine struct {
 type ToolPage struct {
 	Title   string
 	URL     string
-	Images  []string // URLs of the result's images (served from spill/)
+	Images  []string // URLs of the result's images (served from the conversation's spills)
 	Outline bool
 }
 
