@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/app"
@@ -100,16 +98,10 @@ func runMCPLogin(ctx context.Context, env *cliEnv, verb string, args []string) e
 	}
 	name := fs.Arg(0)
 	servers, problems := app.MCPServers(h, env.redactor(), env.getenv)
-	i := slices.IndexFunc(servers, func(s mcp.Server) bool { return s.Name == name })
-	if i < 0 {
-		for _, p := range problems {
-			if strings.Contains(p, "mcp_servers."+name+".") {
-				return fmt.Errorf("crew mcp %s: %s", verb, p)
-			}
-		}
-		return fmt.Errorf("crew mcp %s: no MCP server %q in config.yaml mcp_servers (declared: %s)", verb, name, strings.Join(h.MCPNames(), ", "))
+	srv, err := mcp.Named(servers, problems, h.MCPNames(), name)
+	if err != nil {
+		return fmt.Errorf("crew mcp %s: %w", verb, err)
 	}
-	srv := servers[i]
 	if verb == "logout" {
 		revoked, err := mcp.Logout(ctx, srv, nil)
 		if err != nil {

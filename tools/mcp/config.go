@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -143,6 +144,21 @@ func (c Config) stdio(home, name string) *Stdio {
 		st.ReadPaths = append(st.ReadPaths, abs(p))
 	}
 	return st
+}
+
+// Named is the server called name among servers (Servers'), or an error
+// saying why there is none: the problem that left it out, or that
+// config.yaml declares no such server (declared are the names it has).
+func Named(servers []Server, problems, declared []string, name string) (Server, error) {
+	if i := slices.IndexFunc(servers, func(s Server) bool { return s.Name == name }); i >= 0 {
+		return servers[i], nil
+	}
+	for _, p := range problems {
+		if strings.Contains(p, "mcp_servers."+name+".") {
+			return Server{}, errors.New(p)
+		}
+	}
+	return Server{}, fmt.Errorf("no MCP server %q in config.yaml mcp_servers (declared: %s)", name, strings.Join(declared, ", "))
 }
 
 // Usable is what an agent's mcp: list (in the agent.yaml of dir) keeps

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,6 +112,19 @@ func TestServersLeaveOutWhatDoesNotResolve(t *testing.T) {
 	}
 	if !slices.Equal(problems, want) {
 		t.Errorf("problems\n%q\nwant\n%q", problems, want)
+	}
+
+	// Named finds a usable server, says why a declared one is not usable,
+	// and names those declared for one that is not.
+	declared := slices.Sorted(maps.Keys(configs))
+	if s, err := Named(servers, problems, declared, "oauth"); err != nil || s.Name != "oauth" || s.OAuth == nil {
+		t.Errorf("Named oauth = %+v, %v", s, err)
+	}
+	if _, err := Named(servers, problems, declared, "b"); err == nil || err.Error() != want[1] {
+		t.Errorf("Named b: %v, want its problem", err)
+	}
+	if _, err := Named(servers, problems, declared, "zz"); err == nil || err.Error() != `no MCP server "zz" in config.yaml mcp_servers (declared: a, b, c, fine, oauth)` {
+		t.Errorf("Named zz: %v, want the declared names", err)
 	}
 }
 
