@@ -18,7 +18,8 @@ func BenchmarkPromptStamp(b *testing.B) {
 		}
 	}
 	p := Prompt{AgentDir: dir, HomeDir: dir}
+	var buf []byte
 	for b.Loop() {
-		promptStamp(p)
+		buf = promptStamp(buf[:0], p)
 	}
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -175,7 +176,7 @@ func readText(path string) (string, error) {
 type promptMemo struct {
 	in    Prompt
 	day   string
-	stamp string
+	stamp []byte
 	text  string
 }
 
@@ -184,29 +185,34 @@ type promptMemo struct {
 // holds at every step: the files are looked at — stat'ed — every time,
 // read again when one changed, was added or was removed). The text is
 // redacted again each time: a secret learnt since is not sent either.
+// The stamps are made in two buffers the pass keeps (the memo's and
+// t.stampBuf), so a step's stamp allocates nothing once they have grown.
 func (t *Turn) systemPrompt(p Prompt) (string, error) {
 	day := p.Now.In(cmp.Or(p.Location, time.UTC)).Format(time.DateOnly)
-	stamp := promptStamp(p)
+	stamp := promptStamp(t.stampBuf[:0], p)
 	key := p
 	key.Now = time.Time{}
-	if m := t.prompt; m.text != "" && m.in == key && m.day == day && m.stamp == stamp {
+	if m := t.prompt; m.text != "" && m.in == key && m.day == day && bytes.Equal(m.stamp, stamp) {
+		t.stampBuf = stamp
 		return p.Secrets.String(m.text), nil
 	}
 	text, err := SystemPrompt(p)
 	if err != nil {
+		t.stampBuf = stamp
 		return "", err
 	}
+	t.stampBuf = t.prompt.stamp // the old memo's buffer is the next step's
 	t.prompt = promptMemo{in: key, day: day, stamp: stamp, text: text}
 	return text, nil
 }
 
-// promptStamp identifies the files SystemPrompt reads for p: each file's
-// and each listed folder's entries' size, times and inode, or absence.
-// Any write, rename, addition or removal changes it. A step makes one
-// (R-HOME-4), so it costs the stats and little else: no formatting, and
-// a folder found missing is not listed.
-func promptStamp(p Prompt) string {
-	b := make([]byte, 0, 1024)
+// promptStamp appends to b what identifies the files SystemPrompt reads
+// for p: each file's and each listed folder's entries' size, times and
+// inode, or absence. Any write, rename, addition or removal changes it.
+// A step makes one (R-HOME-4), so it costs the stats and little else: no
+// formatting, no file information kept, and a folder found missing is
+// not listed.
+func promptStamp(b []byte, p Prompt) []byte {
 	if p.Persona == "" {
 		for _, name := range []string{"AGENTS.md", "SOUL.md", "MEMORY.md"} {
 			b, _ = stampFile(b, filepath.Join(p.AgentDir, name))
@@ -228,28 +234,29 @@ func promptStamp(p Prompt) string {
 			b, _ = stampFile(b, filepath.Join(dir, e.Name()))
 		}
 	}
-	return string(b)
+	return b
 }
 
 // stampFile appends path's line of the stamp to b and reports whether
-// path is a folder.
+// path is a folder. It stats into a Stat_t of its own (os.Stat would
+// allocate its file information).
 func stampFile(b []byte, path string) ([]byte, bool) {
 	b = append(b, path...)
-	fi, err := os.Stat(path) // through symlinks, as the reads go
+	var st syscall.Stat_t
+	err := syscall.Stat(path, &st) // through symlinks, as the reads go
+	for err == syscall.EINTR {
+		err = syscall.Stat(path, &st)
+	}
 	if err != nil {
 		return append(b, " -\n"...), false
 	}
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, fi.Size(), 10)
+	b = strconv.AppendInt(b, int64(st.Size), 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, uint64(st.Ino), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(st.Ctim.Sec), 10)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, int64(st.Ctim.Nsec), 10)
-	}
-	return append(b, '\n'), fi.IsDir()
+	b = strconv.AppendInt(b, st.Mtim.Nano(), 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(st.Ino), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, st.Ctim.Nano(), 10)
+	return append(b, '\n'), st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 }

@@ -146,6 +146,8 @@ type Turn struct {
 	// was assembled from: while its files stay unchanged, a step stats
 	// them instead of reading them again.
 	prompt promptMemo
+	// stampBuf is the spare buffer of systemPrompt's stamps.
+	stampBuf []byte
 }
 
 // NewTurn prepares a pass over conv for agent.
