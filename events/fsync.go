@@ -40,8 +40,12 @@ type storeSync struct {
 	rounds atomic.Uint64 // fsync rounds made, for tests
 }
 
-func newStoreSync(storeDir string) *storeSync {
-	s := &storeSync{dir: filepath.Join(storeDir, "jetstream", "$G", "streams", StreamName)}
+func newStoreSync(storeDir string) *storeSync { return newStreamSync(storeDir, StreamName) }
+
+// newStreamSync is a storeSync of stream's message blocks (a bucket's or
+// an object store's beside the log: Server.StreamSync).
+func newStreamSync(storeDir, stream string) *storeSync {
+	s := &storeSync{dir: filepath.Join(storeDir, "jetstream", "$G", "streams", stream)}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }

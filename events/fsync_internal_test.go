@@ -224,3 +224,37 @@ func TestFsyncFailureStays(t *testing.T) {
 		t.Fatal("Sync after a failed fsync succeeded")
 	}
 }
+
+// An object stored beside the log (a spill a tool_completed names) is as
+// durable as the event with sync "always": Objects.Put returns after an
+// fsync round of its own stream's blocks (Server.StreamSync); with
+// "interval", and on a cluster (no Server), there is none to run.
+func TestObjectPutIsFsyncedWithSyncAlways(t *testing.T) {
+	srv, _ := startSynced(t, SyncAlways)
+	ctx := t.Context()
+	stream := ObjectsStream("crew_test_objects")
+	o, err := OpenObjects(ctx, srv.Conn(), "crew_test_objects", "test", 0, srv.StreamSync(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Put(ctx, "c1/out.txt", bytes.Repeat([]byte("x"), 300_000)); err != nil { // more than one chunk
+		t.Fatal(err)
+	}
+	ss := srv.streams[stream]
+	if ss == nil || ss.rounds.Load() != 1 {
+		t.Fatalf("a Put made %v fsync rounds of %s, want 1", ss, stream)
+	}
+	if f := ss.f; f == nil || !strings.Contains(f.Name(), filepath.Join("streams", stream, "msgs")) {
+		t.Fatalf("the round synced %v, want a block of %s", f, stream)
+	}
+	if got, err := o.Get(ctx, "c1/out.txt"); err != nil || len(got) != 300_000 {
+		t.Fatalf("read back %d bytes (%v)", len(got), err)
+	}
+	if srv.StreamSync(stream) == nil || (*Server)(nil).StreamSync(stream) != nil {
+		t.Error("StreamSync: none with sync always, or one without a server")
+	}
+	plain, _ := startSynced(t, SyncInterval)
+	if plain.StreamSync(stream) != nil {
+		t.Error("a server with sync interval fsyncs an object store's writes")
+	}
+}

@@ -24,24 +24,32 @@ type Objects struct {
 	store  jetstream.ObjectStore
 	name   string
 	raised *Raise
+	sync   func() error // after each Put; nil: none
 }
+
+// ObjectsStream is the stream the object store bucket keeps its objects
+// on.
+func ObjectsStream(bucket string) string { return "OBJ_" + bucket }
 
 // OpenObjects creates or opens the object store name (3 replicas on a
 // cluster that can place them, one found at fewer raised, as for
-// buckets); ttl > 0 is how long an object is kept after its write.
-func OpenObjects(ctx context.Context, nc *nats.Conn, name, description string, ttl time.Duration) (*Objects, error) {
+// buckets); ttl > 0 is how long an object is kept after its write. sync,
+// when set, runs after each Put, before it returns: on the embedded
+// server with sync "always", Server.StreamSync(ObjectsStream(name)), so
+// an object a stored event names survives a power cut as the event does.
+func OpenObjects(ctx context.Context, nc *nats.Conn, name, description string, ttl time.Duration, sync func() error) (*Objects, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", name, err)
 	}
-	store, raised, err := openReplicated(ctx, nc, js, "OBJ_"+name, func(ctx context.Context, replicas int) (jetstream.ObjectStore, error) {
+	store, raised, err := openReplicated(ctx, nc, js, ObjectsStream(name), func(ctx context.Context, replicas int) (jetstream.ObjectStore, error) {
 		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, Description: description,
 			TTL: ttl, Storage: jetstream.FileStorage, Replicas: replicas})
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Objects{store: store, name: name, raised: raised}, nil
+	return &Objects{store: store, name: name, raised: raised, sync: sync}, nil
 }
 
 // Name is the object store's name.
@@ -55,6 +63,11 @@ func (o *Objects) Raised() *Raise { return o.raised }
 func (o *Objects) Put(ctx context.Context, name string, data []byte) error {
 	if _, err := o.store.PutBytes(ctx, name, data); err != nil {
 		return fmt.Errorf("object store %s %s: %w", o.name, name, err)
+	}
+	if o.sync != nil {
+		if err := o.sync(); err != nil {
+			return fmt.Errorf("object store %s %s: %w", o.name, name, err)
+		}
 	}
 	return nil
 }

@@ -51,6 +51,11 @@ type Server struct {
 	rc *nats.Conn // reads
 	// fsync is the log's fsync with sync "always", nil with "interval".
 	fsync *storeSync
+	// streams are the fsyncs of the other streams StreamSync was asked
+	// for (with "always"), by name, under the store at storeDir.
+	storeDir string
+	syncMu   sync.Mutex
+	streams  map[string]*storeSync
 	// quiet stops the collector of CollectWhenQuiet; wg waits for it.
 	quiet chan struct{}
 	wg    sync.WaitGroup
@@ -106,7 +111,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ns.Shutdown()
 		return nil, errors.New("start nats: server not ready after 30s")
 	}
-	s := &Server{ns: ns, fsync: fsync}
+	s := &Server{ns: ns, fsync: fsync, storeDir: cfg.StoreDir}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -256,7 +261,36 @@ func (s *Server) Close() error {
 	if s.fsync != nil {
 		s.fsync.close()
 	}
+	s.syncMu.Lock()
+	for _, ss := range s.streams {
+		ss.close()
+	}
+	s.syncMu.Unlock()
 	return err
+}
+
+// StreamSync is what makes the writes to stream (a bucket's or an object
+// store's beside the log, such as ObjectsStream(SpillBucket)) as durable
+// as the log's with sync "always": it returns once every message stored
+// on stream before it was called is on disk (one fsync serving every
+// caller at that moment, as for the log: ADR 0008). nil with "interval",
+// where the server's periodic sync serves them all, and of a nil Server
+// (nats.url: the cluster's servers sync as they are set to).
+func (s *Server) StreamSync(stream string) func() error {
+	if s == nil || s.fsync == nil { // a cluster's (no server of ours), or "interval"
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.streams == nil {
+		s.streams = map[string]*storeSync{}
+	}
+	ss := s.streams[stream]
+	if ss == nil {
+		ss = newStreamSync(s.storeDir, stream)
+		s.streams[stream] = ss
+	}
+	return ss.Sync
 }
 
 // slogAdapter routes nats-server logs to slog.

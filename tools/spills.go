@@ -105,11 +105,13 @@ type ObjectSpills struct{ o *events.Objects }
 var _ Spills = (*ObjectSpills)(nil)
 
 // OpenSpills opens the spills' object store on nc, each kept maxAge after
-// its write, and moves in, once, the files an older build kept under
-// <home>/spill (MigrateFiles); logger is told of a raise of the store's
-// replicas and of what moved.
-func OpenSpills(ctx context.Context, nc *nats.Conn, home string, maxAge time.Duration, logger *slog.Logger) (*ObjectSpills, error) {
-	o, err := events.OpenObjects(ctx, nc, events.SpillBucket, "cut tool outputs and result images", maxAge)
+// its write and made durable by sync before its Put returns (nil: the
+// server's own sync; events.OpenObjects), and moves in, once, the files an
+// older build kept under <home>/spill (MigrateFiles: a file goes once its
+// object is durable); logger is told of a raise of the store's replicas
+// and of what moved.
+func OpenSpills(ctx context.Context, nc *nats.Conn, home string, maxAge time.Duration, sync func() error, logger *slog.Logger) (*ObjectSpills, error) {
+	o, err := events.OpenObjects(ctx, nc, events.SpillBucket, "cut tool outputs and result images", maxAge, sync)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func TestSpillsInTheObjectStoreAreReadThroughAnotherOpening(t *testing.T) {
 	srv, _ := eventstest.Start(t)
 	ctx := t.Context()
 	logger := slog.New(slog.DiscardHandler)
-	a, err := OpenSpills(ctx, srv.Conn(), t.TempDir(), time.Hour, logger)
+	a, err := OpenSpills(ctx, srv.Conn(), t.TempDir(), time.Hour, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestSpillsInTheObjectStoreAreReadThroughAnotherOpening(t *testing.T) {
 	if err != nil || rel != "spill/c1/call_1.txt" {
 		t.Fatalf("Spill = %q, %v", rel, err)
 	}
-	b, err := OpenSpills(ctx, srv.Conn(), t.TempDir(), time.Hour, logger)
+	b, err := OpenSpills(ctx, srv.Conn(), t.TempDir(), time.Hour, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestOldHomesSpillFilesMoveIntoTheObjectStoreOnce(t *testing.T) {
 	}
 	open := func() (*ObjectSpills, string) {
 		var logs strings.Builder
-		s, err := OpenSpills(t.Context(), srv.Conn(), home, time.Hour, slog.New(slog.NewTextHandler(&logs, nil)))
+		s, err := OpenSpills(t.Context(), srv.Conn(), home, time.Hour, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}

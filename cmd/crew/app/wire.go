@@ -178,7 +178,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	if a.store != nil {
 		w.Deps.Services.Scripts = a.scripts
-		if w.Deps.Services.Spills, err = tools.OpenSpills(ctx, a.store.Conn(), a.Dir, tools.SpillMaxAge, logger); err != nil {
+		if w.Deps.Services.Spills, err = tools.OpenSpills(ctx, a.store.Conn(), a.Dir, tools.SpillMaxAge, a.store.Server().StreamSync(events.ObjectsStream(events.SpillBucket)), logger); err != nil {
 			w.close()
 			return nil, err
 		}
