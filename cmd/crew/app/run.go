@@ -12,7 +12,6 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // running is the crew at work on the store: the turn worker, the inbound
@@ -79,7 +78,7 @@ func start(ctx context.Context, a *App) (*running, error) {
 		// (RunSingletons).
 		r.stopTeams = w.Teams.Run(ctx)
 	}
-	r.Summaries = &summarize.Summarizer{Log: st.Log(), Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: dayEndList(st.DB(), w.Teams.Busy),
+	r.Summaries = &summarize.Summarizer{Log: st.Log(), Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: scheduler.DayEndList(st.DB(), w.Teams.Busy),
 		Fresh: a.Runner, Clock: w.Deps.Clock}
 	r.Inbound = &inbound.Inbound{
 		Convs: w.Convs, Kick: r.Worker, Master: home.MasterID, Crew: w.Crew, Clock: w.Deps.Clock, Home: a.Dir,
@@ -90,7 +89,12 @@ func start(ctx context.Context, a *App) (*running, error) {
 	if a.member != nil { // a standby asks the leader's scheduler
 		r.Scheduler = scheduler.NewSlot(st.Conn())
 	}
-	r.schedCfg = schedulerConfig(a, r)
+	r.schedCfg = scheduler.Config{
+		Log: st.Log(), Convs: w.Convs, Kick: r.Worker, Location: h.Config.Location(), Logger: a.log.With("component", "scheduler"),
+		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job, RetryDelays: a.opts.JobRetryDelays,
+		Periodic: scheduler.Sweeps{DB: st.DB(), Convs: w.Convs, Worker: r.Worker, Summaries: r.Summaries, Ledger: w.Ledger,
+			Cluster: a.member != nil, Logger: a.log}.Periodic(),
+	}
 	w.create.Bind(r.Scheduler.Adder())
 	w.crons.Bind((&web.SchedulerJobs{DB: st.DB(), Location: h.Config.Location(), Scheduler: r.Scheduler,
 		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.Log(), Fresh: a.freshness()}).Crons())
@@ -136,54 +140,6 @@ func (r *running) close(a *App) {
 	r.Worker.Close()
 }
 
-// schedulerConfig is the scheduler with its sweeps: the approval expiry,
-// the day end, and on a cluster the budget sweep.
-func schedulerConfig(a *App, r *running) scheduler.Config {
-	st, w, logger := a.store, a.wiring, a.log
-	sweep := r.Worker.SweepOnce
-	var periodic []scheduler.Periodic
-	if a.member != nil {
-		sweep = func(ctx context.Context) {
-			// A peer may have asked for an approval this process never
-			// loaded, or decided one it holds stale.
-			if ids, err := projections.Recoverable(st.DB()); err == nil {
-				for _, id := range ids {
-					if pc, err := projections.GetConversation(st.DB(), id); err != nil || len(pc.PendingApprovals) == 0 {
-						continue
-					}
-					if conv, err := w.Convs.Get(ctx, id); err == nil {
-						conv.Refresh(ctx)
-					}
-				}
-			}
-			r.Worker.SweepOnce(ctx)
-		}
-		periodic = append(periodic, scheduler.Periodic{Name: "budget-sweep", Every: 30 * time.Second, Run: func(ctx context.Context) {
-			if err := w.Ledger.SettleDead(ctx); err != nil {
-				logger.Error("budget: settling what stopped processes left open", "err", err)
-			}
-		}})
-	}
-	return scheduler.Config{
-		Log: st.Log(), Convs: w.Convs, Kick: r.Worker, Location: a.Home.Config.Location(), Logger: logger.With("component", "scheduler"),
-		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job,
-		RetryDelays: a.opts.JobRetryDelays,
-		Periodic: append([]scheduler.Periodic{
-			{Name: "approval-expiry", Every: 5 * time.Second, Run: sweep},
-			{Name: "day-end", Every: 10 * time.Minute, Run: func(ctx context.Context) {
-				select {
-				case <-r.Worker.Recovered():
-				default:
-					return // the conversation list is still catching up
-				}
-				if err := r.Summaries.CloseDay(ctx); err != nil {
-					logger.Error("day end: some conversations were not closed", "err", err)
-				}
-			}},
-		}, periodic...),
-	}
-}
-
 // startScheduler starts the scheduler (with its sweeps) on the process
 // that runs the singletons; stop stops it.
 func (a *App) startScheduler(ctx context.Context) (stop func(), err error) {
@@ -201,20 +157,4 @@ func (a *App) startScheduler(ctx context.Context) (stop func(), err error) {
 		a.Scheduler.Set(nil)
 		s.Close()
 	}, nil
-}
-
-// dayEndList lists the conversations for the day-end sweep from the
-// conversations projection.
-// A lead whose team still has work in hand is not settled (R-TEAM).
-func dayEndList(db *bbolt.DB, teamBusy func(ctx context.Context, id string) bool) func(context.Context) ([]summarize.Conversation, error) {
-	return func(ctx context.Context) ([]summarize.Conversation, error) {
-		list, err := projections.ListConversations(db, 0)
-		out := make([]summarize.Conversation, len(list))
-		for i, c := range list {
-			settled := c.Closed == nil && c.Status == projections.ConversationIdle && c.Queued == 0
-			out[i] = summarize.Conversation{ID: c.ID, Channel: c.Channel, Day: c.Day,
-				Settled: settled && (c.Day == "" || !teamBusy(ctx, c.ID))}
-		}
-		return out, err
-	}
 }
