@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,7 +31,11 @@ import (
 // right after a burst of 10,000 more events (within the stream's
 // duplicate window, as after a crash right after a burst), the RSS 10 s
 // after it caught up again. Each RSS is given with its anonymous and
-// file-backed parts. Opt-in (minutes): go test -run '^$' -bench
+// file-backed parts. After each start it reads a sample of the
+// conversations (the first, the middle and the last Populate wrote, and
+// the burst's first, middle and last) through GET /api/conversations/{id}
+// and fails unless each holds every question Populate wrote, each
+// answered once (checkPopulated). Opt-in (minutes): go test -run '^$' -bench
 // ServeMillionEvents -benchtime 1x -timeout 60m ./cmd/crew/
 // (CREW_BENCH_HOME=<dir> keeps the home for the next run;
 // CREW_BENCH_RECALL_ZERO=1 starts the recall index at zero too;
@@ -80,12 +86,13 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 		if !written.IsZero() {
 			b.Logf("home written %s before the first start", time.Since(written).Round(time.Second))
 		}
-		cold := timeServe(b, home, "cold", 10*time.Second)
+		sample := []int{0, convs / 2, convs - 1}
+		cold := timeServe(b, home, "cold", 10*time.Second, sample, turns)
 		b.Logf("projections at zero: first HTTP answer %s after process start, /healthz 200 after %s (%.0f events/s, CPU %s), peak RSS %s",
 			cold.firstAnswer.Round(time.Millisecond), cold.ready.Round(time.Millisecond), float64(last)/cold.ready.Seconds(), cold.cpu.Round(time.Millisecond), cold.peakAtReady)
 		b.Logf("recall index: %d events behind at ready, caught up %s after process start (CPU %s); peak RSS after ready %s, over both catch-ups %s, RSS 10 s after %s",
 			cold.recallLag, cold.recalled.Round(time.Millisecond), cold.recallCPU.Round(time.Millisecond), cold.peakAfterReady, cold.peak, cold.settled)
-		warm := timeServe(b, home, "warm", 10*time.Second)
+		warm := timeServe(b, home, "warm", 10*time.Second, sample, turns)
 		b.Logf("everything caught up: /healthz 200 after %s from process start (CPU %s), RSS 10 s after ready %s (peak %s)",
 			warm.ready.Round(time.Millisecond), warm.cpu.Round(time.Millisecond), warm.settled, warm.peak)
 		// A burst, and serve started at once: within the duplicate window.
@@ -94,7 +101,7 @@ func BenchmarkServeMillionEvents(b *testing.B) {
 			b.Fatal(err)
 		}
 		burstAt := time.Now()
-		fresh := timeServe(b, home, "burst", 10*time.Second)
+		fresh := timeServe(b, home, "burst", 10*time.Second, append(sample, first, first+burstConvs/2, first+burstConvs-1), turns)
 		b.Logf("started %s after a burst of %d events: /healthz 200 after %s, recall caught up after %s, RSS 10 s after %s (peak %s)",
 			fresh.began.Sub(burstAt).Round(time.Millisecond), burstConvs*(1+4*turns), fresh.ready.Round(time.Millisecond), fresh.recalled.Round(time.Millisecond), fresh.settled, fresh.peak)
 		b.Logf("load average at the end: %s", loadAverage())
@@ -230,10 +237,12 @@ type serveRun struct {
 
 // timeServe starts crew serve on home, waits for /healthz 200, then for
 // the recall index to catch up (sampling its RSS all along), waits settle
-// more, and stops it. With CREW_BENCH_HEAPPROFILE=<file> the child (the
+// more, checks that each conversation numbered in convs holds what
+// Populate wrote for it, turns turns (checkConversations), and stops it.
+// With CREW_BENCH_HEAPPROFILE=<file> the child (the
 // test build) writes its heap profiles to <file>.<start>
 // (eventstest.HeapProfiles).
-func timeServe(b *testing.B, home, start string, settle time.Duration) serveRun {
+func timeServe(b *testing.B, home, start string, settle time.Duration, convs []int, turns int) serveRun {
 	b.Helper()
 	var env []string
 	if path := os.Getenv(eventstest.HeapProfileEnv); path != "" {
@@ -329,7 +338,79 @@ func timeServe(b *testing.B, home, start string, settle time.Duration) serveRun 
 	s.failIfExited(b)
 	run.settled = rss(pid).withFiles(pid)
 	run.peak = run.peak.max(run.settled)
+	// After the RSS: reading them loads the conversations' states.
+	if err := checkConversations(client, url, convs, turns); err != nil {
+		b.Fatalf("%s start: %v", start, err)
+	}
 	return run
+}
+
+// historyMessage is a message of GET /api/conversations/{id}'s history,
+// as far as checkPopulated looks.
+type historyMessage struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// checkConversations reads the conversations numbered in convs through
+// the server at url (GET /api/conversations/{id}) and checks each with
+// checkPopulated: an error naming each conversation that is missing or
+// holds other than what Populate wrote for it.
+func checkConversations(client *http.Client, url string, convs []int, turns int) error {
+	var errs []error
+	for _, i := range convs {
+		id := eventstest.PopulatedID(i)
+		resp, err := client.Get(url + "/api/conversations/" + id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("conversation %s: %w", id, err))
+			continue
+		}
+		var c struct {
+			History []historyMessage `json:"history"`
+		}
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
+			err = fmt.Errorf("GET /api/conversations/%s: %s %s", id, resp.Status, body)
+		} else if err = json.NewDecoder(resp.Body).Decode(&c); err == nil {
+			err = checkPopulated(c.History, turns)
+		}
+		resp.Body.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("conversation %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkPopulated checks a conversation's history against what
+// eventstest.PopulateFrom wrote for it: turns questions
+// (eventstest.PopulatedTurn), in order, each followed by its answer once,
+// and nothing else. The error says how many of each it holds, or the
+// first message that differs.
+func checkPopulated(history []historyMessage, turns int) error {
+	var questions, answers int
+	for _, m := range history {
+		switch m.Role {
+		case "user":
+			questions++
+		case "assistant":
+			answers++
+		}
+	}
+	if len(history) != 2*turns || questions != turns || answers != turns {
+		return fmt.Errorf("%d messages (%d questions, %d answers), want %d questions each answered once", len(history), questions, answers, turns)
+	}
+	for i, m := range history {
+		question, answer := eventstest.PopulatedTurn(i / 2)
+		want := historyMessage{Role: "user", Text: question}
+		if i%2 == 1 {
+			want = historyMessage{Role: "assistant", Text: answer}
+		}
+		if m != want {
+			return fmt.Errorf("message %d is %s %q, want %s %q", i, m.Role, m.Text, want.Role, want.Text)
+		}
+	}
+	return nil
 }
 
 func (r resident) max(o resident) resident {

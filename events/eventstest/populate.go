@@ -31,16 +31,17 @@ func PopulateFrom(ctx context.Context, log *events.Log, agent string, first, con
 	for range writers {
 		wg.Go(func() {
 			for i := range ids {
-				id := fmt.Sprintf("c%06d", i)
+				id := PopulatedID(i)
 				envs := []events.Envelope{stamp(events.MustNew(&events.ConversationOpened{Agent: agent, Channel: "web", Title: "conversation " + id}), day)}
 				for n := range turns {
 					run := fmt.Sprintf("r%06d-%03d", i, n)
 					at := day.Add(time.Duration(n) * time.Minute)
+					question, answer := PopulatedTurn(n)
 					envs = append(envs,
-						stamp(events.MustNew(&events.MessageReceived{Channel: "web", Text: fmt.Sprintf("Question %d: what should I eat before tomorrow's run? Keep it simple.", n)}), at),
+						stamp(events.MustNew(&events.MessageReceived{Channel: "web", Text: question}), at),
 						stamp(events.MustNew(&events.RunStarted{RunID: run, Agent: agent, Trigger: "message"}), at),
 						stamp(events.MustNew(&events.ModelCalled{RunID: run, Step: 1, Route: "fake", Model: "fake:echo",
-							Text: "Oats with a banana two hours before, water, and nothing new on race day.", InputTokens: 900, OutputTokens: 40, CostUSD: &cost, LatencyMS: 800}), at),
+							Text: answer, InputTokens: 900, OutputTokens: 40, CostUSD: &cost, LatencyMS: 800}), at),
 						stamp(events.MustNew(&events.RunFinished{RunID: run, Status: events.RunDone}), at),
 					)
 				}
@@ -73,6 +74,16 @@ feed:
 		return 0, err
 	}
 	return log.Last(ctx, events.Root+".>")
+}
+
+// PopulatedID is the id of conversation i of Populate's.
+func PopulatedID(i int) string { return fmt.Sprintf("c%06d", i) }
+
+// PopulatedTurn is the owner's question and the model's answer of turn n
+// (from 0) of each conversation Populate writes: what its history holds.
+func PopulatedTurn(n int) (question, answer string) {
+	return fmt.Sprintf("Question %d: what should I eat before tomorrow's run? Keep it simple.", n),
+		"Oats with a banana two hours before, water, and nothing new on race day."
 }
 
 func stamp(env events.Envelope, at time.Time) events.Envelope {
