@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -969,44 +968,4 @@ func (r *ReplayReport) Write(w io.Writer) (diverged bool) {
 	}
 	fmt.Fprintf(w, "run %s of %s replayed: %d events identical, no tool run, no network\n", r.RunID, r.Conversation, len(r.Lines))
 	return false
-}
-
-// ReplayEvents reads what a replay of a run of conversation conv reads:
-// the conversation's events and its team's (the board, the mailboxes, and
-// a teammate's lead's conversation, whose workspace it works in), in
-// stream order, since a lead's or a teammate's turn reads the board.
-func ReplayEvents(ctx context.Context, log Reader, conv string) ([]events.Envelope, error) {
-	var envs []events.Envelope
-	read := func(filter string) error {
-		for env, err := range log.Read(ctx, filter, 0) {
-			if err != nil {
-				return err
-			}
-			envs = append(envs, env)
-		}
-		return nil
-	}
-	if err := read(events.Conv(conv).Filter()); err != nil {
-		return nil, err
-	}
-	team := conv
-	for _, env := range envs {
-		if env.Type == events.TypeConversationOpened {
-			if e, err := env.Decode(); err == nil && e.(*events.ConversationOpened).Team != "" {
-				team = e.(*events.ConversationOpened).Team
-			}
-			break
-		}
-	}
-	filters := []string{events.Team(team).Filter(), events.MailOf(team)}
-	if team != conv {
-		filters = append(filters, events.Conv(team).Filter())
-	}
-	for _, filter := range filters {
-		if err := read(filter); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortStableFunc(envs, func(x, y events.Envelope) int { return cmp.Compare(x.Seq, y.Seq) })
-	return envs, nil
 }

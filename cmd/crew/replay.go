@@ -82,7 +82,7 @@ func recordedRun(ctx context.Context, env *cliEnv, dir string, h *home.Home, run
 			return fmt.Errorf("run %s: %w (is the projection rebuilt? crew projections rebuild)", runID, err)
 		}
 		agent = run.Agent
-		envs, err = loop.ReplayEvents(ctx, a.Log(), run.Conversation)
+		envs, err = events.Recorded(ctx, a.Log(), run.Conversation)
 		return err
 	}, func(c web.Client) error {
 		agent, envs, err = c.RecordedRun(ctx, runID)

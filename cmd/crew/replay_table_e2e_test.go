@@ -415,6 +415,22 @@ func TestReplayTableEveryFeature(t *testing.T) {
 	if teammateConv != "" {
 		runsOf["teammate_seat"] = finishedRuns(t, s.url, teammateConv, 1)
 	}
+	// With crew serve running, crew replay reads the run through the
+	// server (GET /api/runs/{id}/recorded): the team's runs replay as they
+	// do on the stopped home below, the teammate's board and lead included.
+	t.Run("team_running_server", func(t *testing.T) {
+		for _, name := range []string{"teammate", "teammate_seat"} {
+			if len(runsOf[name]) == 0 {
+				t.Fatalf("no finished run recorded for %s", name)
+			}
+			for _, run := range runsOf[name] {
+				out, errOut, code := crewEnv(t, home, []string{"MY_AGENT_ROUTES=fake:echo"}, "replay", run.RunID)
+				if code != 0 || !strings.Contains(out, "events identical") {
+					t.Errorf("replay of %s run %s through the running server: code %d\n%s%s", name, run.RunID, code, out, errOut)
+				}
+			}
+		}
+	})
 	s.stop(t)
 
 	// Replays read neither the routes nor the files the recording had.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -84,27 +83,19 @@ func (c Client) Export(ctx context.Context, conv string, key []byte, w io.Writer
 	return n, nil
 }
 
-// RecordedRun returns the run's agent and its conversation's events.
+// RecordedRun returns the run's agent and what its replay reads
+// (GET /api/runs/{id}/recorded: events.Recorded on the server's log).
 func (c Client) RecordedRun(ctx context.Context, runID string) (string, []events.Envelope, error) {
 	var run struct {
-		Agent        string `json:"agent"`
-		Conversation string `json:"conversation"`
+		Agent string `json:"agent"`
 	}
 	if err := c.get(ctx, "/api/runs/"+runID, func(r io.Reader) error { return json.NewDecoder(r).Decode(&run) }); err != nil {
 		return "", nil, err
 	}
 	var envs []events.Envelope
-	err := c.get(ctx, "/api/conversations/"+run.Conversation+"/export", func(r io.Reader) error {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 64<<20)
-		for sc.Scan() {
-			var l events.ExportLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Type == "" {
-				continue // the end line
-			}
-			envs = append(envs, events.Envelope{Type: l.Type, V: l.V, ID: l.ID, Time: l.Time, Data: l.Data, Subject: l.Subject, Seq: l.Seq})
-		}
-		return sc.Err()
+	err := c.get(ctx, "/api/runs/"+runID+"/recorded", func(r io.Reader) (err error) {
+		envs, err = events.ReadRecorded(r)
+		return err
 	})
 	return run.Agent, envs, err
 }

@@ -83,11 +83,11 @@ func (v ProjectionViews) Runs(ctx context.Context, conversation string) (any, er
 	return projections.ListRuns(v.DB, conversation)
 }
 
-func (v ProjectionViews) Run(ctx context.Context, id string) (any, error) {
+func (v ProjectionViews) Run(ctx context.Context, id string) (projections.Run, error) {
 	v.caughtUp(ctx, events.Root+".>") // a run's conversation is not known before
 	r, err := projections.GetRun(v.DB, id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return nil, fmt.Errorf("run %q: %w", id, ErrNotFound)
+		return projections.Run{}, fmt.Errorf("run %q: %w", id, ErrNotFound)
 	}
 	return r, err
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/ui"
@@ -38,7 +39,7 @@ type Views interface {
 	Conversations(ctx context.Context, limit int) (any, error)
 	Conversation(ctx context.Context, id string) (any, error) // ErrNotFound when unknown
 	Runs(ctx context.Context, conversation string) (any, error)
-	Run(ctx context.Context, id string) (any, error) // ErrNotFound when unknown
+	Run(ctx context.Context, id string) (projections.Run, error) // ErrNotFound when unknown
 }
 
 // ErrNotFound is returned by Views for unknown ids.
@@ -148,6 +149,7 @@ func (s *server) routes() *router {
 	mux.HandleFunc("GET /api/conversations/{id}/runs", s.listRuns)
 	mux.HandleFunc("GET /api/conversations/{id}/export", s.export)
 	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/runs/{id}/recorded", s.recorded)
 	if cfg.Inbound != nil {
 		mux.HandleFunc("POST /api/inbound", s.inbound)
 	}
@@ -358,6 +360,31 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.cfg.Views.Run(r.Context(), id)
 	s.reply(w, r, v, err)
+}
+
+// recorded streams what a replay of the run reads (events.Recorded: its
+// conversation and its team's board, mailboxes and lead), so crew replay
+// against a running server replays what it replays on a stopped home.
+func (s *server) recorded(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	run, err := s.cfg.Views.Run(r.Context(), id)
+	if err != nil {
+		s.reply(w, r, nil, err)
+		return
+	}
+	envs, err := events.Recorded(r.Context(), s.cfg.Log, run.Conversation)
+	if err != nil {
+		s.reply(w, r, nil, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if err := events.WriteRecorded(w, run.Conversation, envs); err != nil {
+		// Headers are sent; the missing end line makes the client refuse it.
+		s.logger().Error("recorded events failed", "run", id, "err", err)
+	}
 }
 
 // export streams the conversation's events from the log (not from a

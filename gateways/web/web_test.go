@@ -12,6 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
+	"github.com/my-agent-crew/crew/projections"
 )
 
 type fakeViews struct{}
@@ -19,7 +20,9 @@ type fakeViews struct{}
 func (fakeViews) Conversations(context.Context, int) (any, error)   { return []string{}, nil }
 func (fakeViews) Conversation(context.Context, string) (any, error) { return nil, web.ErrNotFound }
 func (fakeViews) Runs(context.Context, string) (any, error)         { return []string{}, nil }
-func (fakeViews) Run(context.Context, string) (any, error)          { return nil, web.ErrNotFound }
+func (fakeViews) Run(context.Context, string) (projections.Run, error) {
+	return projections.Run{}, web.ErrNotFound
+}
 
 var _ web.Views = fakeViews{}
 
