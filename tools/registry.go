@@ -9,7 +9,8 @@ import (
 // Registry holds the tools a harness offers, by name.
 type Registry struct {
 	byName map[string]Tool
-	names  []string // sorted
+	names  []string       // sorted
+	index  map[string]int // a name's place in names
 }
 
 // New returns a registry of tools. Names must be unique and non-empty.
@@ -30,6 +31,10 @@ func New(tools ...Tool) (*Registry, error) {
 		r.names = append(r.names, name)
 	}
 	slices.Sort(r.names)
+	r.index = make(map[string]int, len(r.names))
+	for i, n := range r.names {
+		r.index[n] = i
+	}
 	return r, nil
 }
 
@@ -56,13 +61,28 @@ func (r *Registry) Defaults() []string {
 
 // Defs returns the definitions of the named tools sorted by name, so the
 // prompt is the same whatever order config lists them in. Unknown names are
-// skipped (check them against Lookup when loading config); nil names means
-// every tool.
+// skipped (check them against Lookup when loading config), a name listed
+// twice is declared once; nil names means every tool. A step asks for its
+// declarations, so the names are looked up, not searched for.
 func (r *Registry) Defs(names []string) []Def {
-	var out []Def
-	for _, n := range r.names {
-		if names == nil || slices.Contains(names, n) {
-			out = append(out, r.byName[n].Def())
+	if names == nil {
+		names = r.names
+	}
+	asked := make([]bool, len(r.names))
+	n := 0
+	for _, name := range names {
+		if i, ok := r.index[name]; ok && !asked[i] {
+			asked[i] = true
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Def, 0, n)
+	for i, ok := range asked {
+		if ok {
+			out = append(out, r.byName[r.names[i]].Def())
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -52,6 +53,7 @@ func TestRegistryDefsLookupRun(t *testing.T) {
 		{nil, []string{"alpha", "mid", "zeta"}},
 		{[]string{"zeta", "alpha"}, []string{"alpha", "zeta"}},
 		{[]string{"alpha", "unknown"}, []string{"alpha"}},
+		{[]string{"zeta", "alpha", "zeta"}, []string{"alpha", "zeta"}}, // a name listed twice is declared once
 		{[]string{}, nil},
 	}
 	for _, tt := range tests {
@@ -155,6 +157,36 @@ func TestRegistryDefaultsFollowDeclarations(t *testing.T) {
 	for _, tl := range Builtins(Services{}) {
 		if !tl.Def().Default {
 			t.Errorf("built-in %s is not offered by default", tl.Def().Name)
+		}
+	}
+}
+
+// declaredTool returns the declaration it holds, as a Func does.
+type declaredTool struct {
+	fakeTool
+	def Def
+}
+
+func (d declaredTool) Def() Def { return d.def }
+
+// BenchmarkRegistryDefs is a step's declarations lookup: 47 tools of 60,
+// listed in agent.yaml's order (not sorted).
+func BenchmarkRegistryDefs(b *testing.B) {
+	var all []Tool
+	var names []string
+	for i := range 60 {
+		all = append(all, declaredTool{fakeTool{}, Def{Name: fmt.Sprintf("tool_%02d", (i*37)%60), Params: json.RawMessage(`{"type":"object"}`)}})
+	}
+	for i := range 47 {
+		names = append(names, fmt.Sprintf("tool_%02d", (i*13)%60))
+	}
+	r, err := New(all...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if len(r.Defs(names)) != 47 {
+			b.Fatal("not 47 declarations")
 		}
 	}
 }
