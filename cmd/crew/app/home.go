@@ -14,7 +14,6 @@ import (
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/projections/search"
-	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/browser"
 	"github.com/my-agent-crew/crew/tools/desktop"
 	"github.com/my-agent-crew/crew/tools/mcp"
@@ -67,12 +66,7 @@ func loopAgents(h *home.Home, override, defaults []string) map[string]loop.Agent
 			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
 			TelegramApprovalTTL: time.Duration(max(a.Telegram.ApprovalTTLSeconds, 0)) * time.Second,
 			Delegates:           a.Delegates, MCP: a.MCP, ScriptCalls: a.ScriptCalls,
-			Policy: tools.AgentPolicy{
-				ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
-				ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
-				Browser: a.Browser, BrowserHosts: a.BrowserHosts, BrowserAskPatterns: a.BrowserAskPatterns,
-				ComputerApps: a.ComputerApps,
-			},
+			Policy: a.Policy(),
 		}
 	}
 	return out

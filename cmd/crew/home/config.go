@@ -8,6 +8,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/loop/budget"
+	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/tools/web"
@@ -239,6 +240,17 @@ type Agent struct {
 	// ComputerApps are the apps computer_act may touch.
 	Computer     string   `yaml:"computer"`
 	ComputerApps []string `yaml:"computer_apps"`
+}
+
+// Policy is what the agent.yaml's shell, browser and computer keys allow,
+// as the tools' policy (tools.ValidatePolicy checks it).
+func (a *Agent) Policy() tools.AgentPolicy {
+	return tools.AgentPolicy{
+		ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
+		ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
+		Browser: a.Browser, BrowserHosts: a.BrowserHosts, BrowserAskPatterns: a.BrowserAskPatterns,
+		ComputerApps: a.ComputerApps,
+	}
 }
 
 // ComputerOn reports whether agent.yaml says computer: "on".

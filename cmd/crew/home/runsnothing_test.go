@@ -40,6 +40,7 @@ var homeMayUse = map[string]string{
 	"loop/llm.ProviderOpenRouter":     "a route's provider name",
 	"tools/web.SearchConfig":          "config.yaml's web_search:, in the web tools' own type (a value)",
 	"tools/web/wall.CheckHostPattern": "web.hosts patterns checked where they are written",
+	"tools.AgentPolicy":               "agent.yaml's shell, browser and computer keys as the tools' policy (a value)",
 	"tools.WriteAtomicExact":          "the home's files written through the one atomic writer",
 	"gateways/scheduler.Schedule":     "agent.yaml's schedules: entries, in the scheduler's own config type (a value)",
 	"tools/mcp.Config":                "config.yaml mcp_servers entries, in the MCP pool's own config type (a value)",
