@@ -58,8 +58,13 @@ type Runtime struct {
 	run    *running
 	teams  map[string]*Team
 	convOf map[string]string // member conversation → team
-	leases map[string]lease  // by member conversation
-	passes map[string]bool   // team → kicked again while its pass ran
+	// used is each kept fold's last use (a tick of clock): the least
+	// recently used idle one is let go past maxTeams (trim).
+	used     map[string]uint64
+	clock    uint64
+	maxTeams int
+	leases   map[string]lease // by member conversation
+	passes   map[string]bool  // team → kicked again while its pass ran
 
 	// replay, when set, is what the boards are read from instead of
 	// cfg.Log (Replaying).
@@ -78,7 +83,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Git == "" {
 		cfg.Git = "git"
 	}
-	r := &Runtime{cfg: cfg, teams: map[string]*Team{}, convOf: map[string]string{}, leases: map[string]lease{}, passes: map[string]bool{}}
+	r := &Runtime{cfg: cfg, teams: map[string]*Team{}, convOf: map[string]string{}, used: map[string]uint64{}, maxTeams: maxTeams, leases: map[string]lease{}, passes: map[string]bool{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -185,10 +190,25 @@ func (r *Runtime) follow(ru *running, filters []string, from uint64) {
 				team, member := r.convOf[scope.ID()]
 				_, lead := r.teams[scope.ID()]
 				r.mu.Unlock()
-				if member {
+				switch {
+				case member:
 					r.Kick(team)
-				} else if lead {
+				case lead:
 					r.Kick(scope.ID())
+				case strings.Contains(scope.ID(), "-t-"):
+					// A member of a team whose fold was let go (trim): its
+					// conversation's seat names the team.
+					if conv, err := r.cfg.Convs.Get(ru.ctx, scope.ID()); err == nil {
+						var seat string
+						conv.View(func(st *loop.State) {
+							if st.Member != "" {
+								seat = st.Team
+							}
+						})
+						if seat != "" {
+							r.Kick(seat)
+						}
+					}
 				}
 			}
 		}
@@ -236,6 +256,7 @@ func (r *Runtime) Kick(team string) {
 			if !again {
 				delete(r.passes, team)
 				r.mu.Unlock()
+				r.trim(ru.ctx)
 				return
 			}
 			r.passes[team] = false
@@ -255,6 +276,10 @@ func (r *Runtime) Idle() bool {
 func (r *Runtime) Team(ctx context.Context, id string) (*Team, error) {
 	r.mu.Lock()
 	t := r.teams[id]
+	if t != nil {
+		r.clock++
+		r.used[id] = r.clock
+	}
 	r.mu.Unlock()
 	if t != nil {
 		return t, t.View(ctx, func(*Board, *Mailboxes) {})
@@ -278,8 +303,11 @@ func (r *Runtime) Team(ctx context.Context, id string) (*Team, error) {
 	} else {
 		r.teams[id] = t
 	}
+	r.clock++
+	r.used[id] = r.clock
 	r.mu.Unlock()
 	r.learn(t)
+	r.trim(ctx)
 	return t, nil
 }
 
@@ -292,8 +320,10 @@ func (r *Runtime) learn(t *Team) {
 	}
 	t.mu.Unlock()
 	r.mu.Lock()
-	for _, c := range convs {
-		r.convOf[c] = t.id
+	if r.teams[t.id] == t { // not let go meanwhile (trim)
+		for _, c := range convs {
+			r.convOf[c] = t.id
+		}
 	}
 	r.mu.Unlock()
 }
