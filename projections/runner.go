@@ -26,6 +26,9 @@ type Runner struct {
 	wg     sync.WaitGroup
 
 	commits atomic.Uint64 // transactions committed by the groups
+	// caughtUp is 1 + the highest sequence CatchingUp found every
+	// projection caught up with (0: none yet).
+	caughtUp atomic.Uint64
 
 	mu      sync.Mutex
 	closed  bool
@@ -766,6 +769,35 @@ func (r *Runner) Ready(ctx context.Context, seq uint64) (bool, []Status) {
 		}
 	}
 	return ready, statuses
+}
+
+// CatchingUp says how many events the projections still have to apply
+// of the log up to seq (what it held at start, for /healthz); false once
+// they have (or stopped: then /healthz says why). Once caught up with a
+// sequence it answers at once for it.
+func (r *Runner) CatchingUp(ctx context.Context, seq uint64) (uint64, bool) {
+	if r.caughtUp.Load() > seq {
+		return 0, false
+	}
+	ready, statuses := r.Ready(ctx, seq)
+	var left uint64
+	for _, st := range statuses {
+		if st.Error != "" {
+			return 0, false
+		}
+		if st.Checkpoint < seq {
+			left = max(left, seq-st.Checkpoint)
+		}
+	}
+	if ready {
+		for {
+			old := r.caughtUp.Load()
+			if old > seq || r.caughtUp.CompareAndSwap(old, seq+1) {
+				break
+			}
+		}
+	}
+	return left, !ready
 }
 
 // Status reports every projection's progress. If the stream cannot be

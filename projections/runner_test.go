@@ -591,3 +591,33 @@ func TestEmbeddedConsumerIsInMemoryAndMadeAgainFromTheCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// CatchingUp counts what the slowest projection still has to apply of the
+// log up to a sequence, and says caught up once every one holds it; a
+// sequence further on is still counted (the answer is per sequence).
+func TestCatchingUpCountsWhatIsLeftUpToTheSequence(t *testing.T) {
+	ctx := testCtx(t)
+	_, log := eventstest.Start(t)
+	r := startRunner(t, log, openDB(t, ""), config{})
+	s := newSeeder(t, log)
+	first := s.conv("c1", &events.ConversationOpened{Agent: "master", Channel: "web"})
+	if left, catching := r.CatchingUp(ctx, first+3); !catching || left < 3 {
+		t.Fatalf("before the events: left %d, catching %v; want at least 3 left, catching", left, catching)
+	}
+	var last uint64
+	for range 3 {
+		last = s.conv("c1", &events.MessageReceived{Channel: "web", Text: "hi"})
+	}
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if left, catching := r.CatchingUp(ctx, last); catching || left != 0 {
+		t.Fatalf("caught up: left %d, catching %v; want 0, false", left, catching)
+	}
+	if left, catching := r.CatchingUp(ctx, last); catching || left != 0 {
+		t.Fatalf("asked again: left %d, catching %v; want 0, false", left, catching)
+	}
+	if left, catching := r.CatchingUp(ctx, last+2); !catching || left != 2 {
+		t.Fatalf("further on: left %d, catching %v; want 2, true", left, catching)
+	}
+}

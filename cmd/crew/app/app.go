@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -121,7 +120,6 @@ type App struct {
 	// Listener is the HTTP port (Serve only).
 	Listener net.Listener
 	startSeq uint64
-	caughtUp atomic.Bool
 
 	*wiring  // nil with StoreOnly
 	*running // nil without a worker
@@ -394,26 +392,9 @@ func memoryHealth() MemoryHealth {
 }
 
 // CatchingUp says how many events the projections still have to apply
-// of what the log held at start; false once they have (or stopped: then
-// /healthz says why).
+// of what the log held at start (projections.Runner.CatchingUp).
 func (a *App) CatchingUp(ctx context.Context) (uint64, bool) {
-	if a.caughtUp.Load() {
-		return 0, false
-	}
-	ready, statuses := a.Runner.Ready(ctx, a.startSeq)
-	var left uint64
-	for _, st := range statuses {
-		if st.Error != "" {
-			return 0, false
-		}
-		if st.Checkpoint < a.startSeq {
-			left = max(left, a.startSeq-st.Checkpoint)
-		}
-	}
-	if ready {
-		a.caughtUp.Store(true)
-	}
-	return left, !ready
+	return a.Runner.CatchingUp(ctx, a.startSeq)
 }
 
 // freshness is the projections' Freshness, nil without a Runner (ReadOnly,
