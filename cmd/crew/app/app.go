@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"path/filepath"
 	"runtime/debug"
@@ -372,23 +371,9 @@ func (a *App) Health(ctx context.Context) (bool, any) {
 		details["recall"] = h
 	}
 	if a.opts.Serve {
-		details["memory"] = memoryHealth()
+		details["memory"] = events.ProcessMemory()
 	}
 	return ready, details
-}
-
-// MemoryHealth is the memory line of /healthz details: the soft limit the
-// Go runtime works to as the process has it now (Options.MemoryLimit,
-// else GOMEMLIMIT's; 0: none).
-type MemoryHealth struct {
-	LimitMB int64 `json:"limit_mb"`
-}
-
-func memoryHealth() MemoryHealth {
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 { // -1 reads it
-		return MemoryHealth{LimitMB: limit >> 20}
-	}
-	return MemoryHealth{}
 }
 
 // CatchingUp says how many events the projections still have to apply
