@@ -42,6 +42,7 @@ type Bucket struct {
 	name   string
 	max    int64
 	raised *Raise
+	sync   func() error // after each write; nil: none
 }
 
 // Raise is a raise of a stream's replicas that opening it made: found
@@ -60,9 +61,16 @@ func (r *Raise) Tell(logger *slog.Logger) {
 	}
 }
 
+// BucketStream is the stream the KV bucket keeps its values on.
+func BucketStream(bucket string) string { return "KV_" + bucket }
+
 // OpenBucket creates or opens the bucket name (3 replicas on a cluster
-// that can place them; one found at fewer is raised, see Raised).
-func OpenBucket(ctx context.Context, nc *nats.Conn, name, description string) (*Bucket, error) {
+// that can place them; one found at fewer is raised, see Raised). sync,
+// when set, runs after each Put, Create and Delete, before it returns:
+// on the embedded server with sync "always",
+// Server.StreamSync(BucketStream(name)), so an acknowledged write (a
+// login, a script's store) survives a power cut as an event does.
+func OpenBucket(ctx context.Context, nc *nats.Conn, name, description string, sync func() error) (*Bucket, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", name, err)
@@ -72,7 +80,7 @@ func OpenBucket(ctx context.Context, nc *nats.Conn, name, description string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Bucket{js: js, kv: kv, name: name, max: nc.MaxPayload() - appendHeadroom, raised: raised}, nil
+	return &Bucket{js: js, kv: kv, name: name, max: nc.MaxPayload() - appendHeadroom, raised: raised, sync: sync}, nil
 }
 
 // Name is the bucket's name.
@@ -128,7 +136,7 @@ func (b *Bucket) Put(ctx context.Context, key string, value []byte, ttl time.Dur
 	if err != nil {
 		return fmt.Errorf("bucket %s key %s: %w", b.name, key, err)
 	}
-	return nil
+	return b.synced(key)
 }
 
 // Create sets key to value only if it holds none; ErrExists otherwise.
@@ -147,7 +155,7 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte, ttl time.
 	if err != nil {
 		return fmt.Errorf("bucket %s key %s: %w", b.name, key, err)
 	}
-	return nil
+	return b.synced(key)
 }
 
 // Delete removes key; deleting a key that holds nothing is no error.
@@ -158,13 +166,24 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := b.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("bucket %s key %s: %w", b.name, key, err)
 	}
+	return b.synced(key)
+}
+
+// synced runs the bucket's sync after a write to key (none set: nothing).
+func (b *Bucket) synced(key string) error {
+	if b.sync == nil {
+		return nil
+	}
+	if err := b.sync(); err != nil {
+		return fmt.Errorf("bucket %s key %s: %w", b.name, key, err)
+	}
 	return nil
 }
 
 // openKV creates or updates a KV bucket as cfg says, at 3 replicas on a
 // cluster (openReplicated).
 func openKV(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, *Raise, error) {
-	return openReplicated(ctx, nc, js, "KV_"+cfg.Bucket, func(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
+	return openReplicated(ctx, nc, js, BucketStream(cfg.Bucket), func(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
 		cfg.Replicas = replicas
 		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	})

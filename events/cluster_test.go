@@ -287,7 +287,7 @@ func TestClusterBucketAtOneReplicaGrowsToThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := events.OpenBucket(t.Context(), nc, events.ScriptBucket, "test")
+	b, err := events.OpenBucket(t.Context(), nc, events.ScriptBucket, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestClusterBucketAtOneReplicaGrowsToThree(t *testing.T) {
 	if v, err := b.Get(t.Context(), "kept"); err != nil || string(v) != "yes" {
 		t.Errorf("the raised bucket's key = %q (%v), want it kept", v, err)
 	}
-	again, err := events.OpenBucket(t.Context(), nc, events.ScriptBucket, "test")
+	again, err := events.OpenBucket(t.Context(), nc, events.ScriptBucket, "test", nil)
 	if err != nil || again.Raised() != nil {
 		t.Errorf("a second open raised again: %+v (%v)", again.Raised(), err)
 	}

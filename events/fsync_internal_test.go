@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func startSynced(t *testing.T, mode string) (*Server, *Log) {
@@ -256,5 +257,42 @@ func TestObjectPutIsFsyncedWithSyncAlways(t *testing.T) {
 	plain, _ := startSynced(t, SyncInterval)
 	if plain.StreamSync(stream) != nil {
 		t.Error("a server with sync interval fsyncs an object store's writes")
+	}
+}
+
+// A bucket's write (a login, a script's store) is as durable as an event
+// with sync "always": Put, Create and Delete return after an fsync round
+// of the bucket's own stream (Server.StreamSync(BucketStream(name))).
+func TestBucketWritesAreFsyncedWithSyncAlways(t *testing.T) {
+	srv, _ := startSynced(t, SyncAlways)
+	ctx := t.Context()
+	stream := BucketStream("crew_test_bucket")
+	b, err := OpenBucket(ctx, srv.Conn(), "crew_test_bucket", "test", srv.StreamSync(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := srv.streams[stream]
+	if ss == nil {
+		t.Fatalf("no fsync of %s", stream)
+	}
+	writes := []func() error{
+		func() error { return b.Put(ctx, "a", []byte("1"), 0) },
+		func() error { return b.Put(ctx, "b", []byte("2"), time.Hour) },
+		func() error { return b.Create(ctx, "c", []byte("3"), 0) },
+		func() error { return b.Delete(ctx, "a") },
+	}
+	for i, w := range writes {
+		if err := w(); err != nil {
+			t.Fatal(err)
+		}
+		if got := ss.rounds.Load(); got != uint64(i+1) {
+			t.Fatalf("after write %d: %d fsync rounds of %s, want %d", i, got, stream, i+1)
+		}
+	}
+	if f := ss.f; f == nil || !strings.Contains(f.Name(), filepath.Join("streams", stream, "msgs")) {
+		t.Fatalf("the rounds synced %v, want a block of %s", f, stream)
+	}
+	if got, err := b.Get(ctx, "b"); err != nil || string(got) != "2" {
+		t.Fatalf("read back %q (%v)", got, err)
 	}
 }

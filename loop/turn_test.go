@@ -194,7 +194,7 @@ var harnessNow = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 func newHarness(t *testing.T, routes map[string][]reply, ts ...tools.Tool) *harness {
 	t.Helper()
 	srv, log := eventstest.Start(t)
-	scripts, err := events.OpenBucket(t.Context(), srv.Conn(), events.ScriptBucket, "test")
+	scripts, err := events.OpenBucket(t.Context(), srv.Conn(), events.ScriptBucket, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

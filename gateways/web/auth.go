@@ -118,9 +118,10 @@ func SharedSessions(b *events.Bucket) *Sessions {
 
 // OpenSessions opens the sessions' bucket on nc and moves in, once, the
 // file an older build kept them in (MigrateFile); logger is told of a
-// raise of the bucket's replicas and of what moved.
-func OpenSessions(ctx context.Context, nc *nats.Conn, file string, logger *slog.Logger) (*Sessions, error) {
-	b, err := events.OpenBucket(ctx, nc, events.SessionBucket, "web UI logins")
+// raise of the bucket's replicas and of what moved. sync runs after each
+// write (events.OpenBucket).
+func OpenSessions(ctx context.Context, nc *nats.Conn, file string, sync func() error, logger *slog.Logger) (*Sessions, error) {
+	b, err := events.OpenBucket(ctx, nc, events.SessionBucket, "web UI logins", sync)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func TestLoginWaitDoublesUpToAMinute(t *testing.T) {
 // cluster's bucket alike.
 func TestSessionsExpire(t *testing.T) {
 	srv, _ := eventstest.Start(t)
-	b, err := events.OpenBucket(t.Context(), srv.Conn(), events.SessionBucket, "test")
+	b, err := events.OpenBucket(t.Context(), srv.Conn(), events.SessionBucket, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

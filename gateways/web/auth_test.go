@@ -72,7 +72,7 @@ func loginForm(t *testing.T, c *http.Client, base string) string {
 func sessionBucket(t *testing.T) (*events.Bucket, *nats.Conn) {
 	t.Helper()
 	srv, _ := eventstest.Start(t)
-	b, err := events.OpenBucket(t.Context(), srv.Conn(), events.SessionBucket, "test")
+	b, err := events.OpenBucket(t.Context(), srv.Conn(), events.SessionBucket, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

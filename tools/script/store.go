@@ -26,9 +26,10 @@ func NewStore(b *events.Bucket) *Store { return &Store{b: b} }
 
 // OpenStore opens the stores' bucket on nc and moves in, once, the files
 // an older build kept in the home (MigrateFiles); logger is told of a
-// raise of the bucket's replicas and of what moved.
-func OpenStore(ctx context.Context, nc *nats.Conn, home string, logger *slog.Logger) (*Store, error) {
-	b, err := events.OpenBucket(ctx, nc, events.ScriptBucket, "tool_script stores")
+// raise of the bucket's replicas and of what moved. sync runs after each
+// write (events.OpenBucket).
+func OpenStore(ctx context.Context, nc *nats.Conn, home string, sync func() error, logger *slog.Logger) (*Store, error) {
+	b, err := events.OpenBucket(ctx, nc, events.ScriptBucket, "tool_script stores", sync)
 	if err != nil {
 		return nil, err
 	}

@@ -256,10 +256,10 @@ func (a *App) openStore(ctx context.Context) error {
 	if a.store, err = events.OpenStore(ctx, cfg); err != nil {
 		return err
 	}
-	if a.scripts, err = script.OpenStore(ctx, a.store.Conn(), a.Dir, cfg.Logger); err != nil { // an older home's files move in
+	if a.scripts, err = script.OpenStore(ctx, a.store.Conn(), a.Dir, a.store.Server().StreamSync(events.BucketStream(events.ScriptBucket)), cfg.Logger); err != nil { // an older home's files move in
 		return err
 	}
-	a.sessions, err = web.OpenSessions(ctx, a.store.Conn(), filepath.Join(cfg.Dir, "web-sessions.json"), cfg.Logger)
+	a.sessions, err = web.OpenSessions(ctx, a.store.Conn(), filepath.Join(cfg.Dir, "web-sessions.json"), a.store.Server().StreamSync(events.BucketStream(events.SessionBucket)), cfg.Logger)
 	return err
 }
 
