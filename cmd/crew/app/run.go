@@ -32,6 +32,7 @@ type running struct {
 	// singletons, else a door to it.
 	Scheduler *scheduler.Slot
 	schedCfg  scheduler.Config
+	jobs      *web.SchedulerJobs // the jobs' view and controls (web, the crons tool)
 	stopWatch func()
 	stopTeams func() // a fork's team passes (serve's run with the singletons)
 	marked    bool   // the home is marked running (Serve)
@@ -96,8 +97,9 @@ func start(ctx context.Context, a *App) (*running, error) {
 			Cluster: a.member != nil, Logger: a.log}.Periodic(),
 	}
 	w.create.Bind(r.Scheduler.Adder())
-	w.crons.Bind((&web.SchedulerJobs{DB: st.DB(), Location: h.Config.Location(), Scheduler: r.Scheduler,
-		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.Log(), Fresh: a.freshness()}).Crons())
+	r.jobs = &web.SchedulerJobs{DB: st.DB(), Location: h.Config.Location(), Scheduler: r.Scheduler,
+		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.Log(), Fresh: a.freshness()}
+	w.crons.Bind(r.jobs.Crons())
 	if a.opts.Serve {
 		r.watch(ctx, a)
 	}

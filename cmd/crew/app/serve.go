@@ -111,8 +111,7 @@ func (a *App) Web(base web.Config) web.Config {
 	c.Views = web.ProjectionViews{DB: db, Convs: a.Convs, Log: a.Log(), Fresh: a.freshness()}
 	c.Pages = &web.Pages{DB: db, Crew: loop.CrewView{Crew: a.Crew}, MCP: a.pool.States, Banner: a.banner(), Home: a.Dir, Spills: a.Deps.Services.Spills,
 		Location: h.Config.Location(), Clock: time.Now, Fresh: a.Runner}
-	c.Jobs = &web.SchedulerJobs{DB: db, Location: h.Config.Location(), Scheduler: a.Scheduler, Profile: a.Crew.Profile, Disabled: a.Crew.Disabled, Toggle: a.Crew.SetScheduleEnabled,
-		Log: a.Log(), Fresh: a.freshness()}
+	c.Jobs = a.jobs
 	c.Memory = &web.Memory{Service: a.Memory, DB: db, Fresh: a.Runner, Log: a.Log(), Location: h.Config.Location()}
 	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), Fresh: a.Runner,
 		Budget: func() any { return a.Ledger.Today() }}
