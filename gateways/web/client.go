@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,6 +108,29 @@ func (c Client) MCP(ctx context.Context) ([]mcp.State, error) {
 	}
 	err := c.get(ctx, "/api/mcp", func(r io.Reader) error { return json.NewDecoder(r).Decode(&body) })
 	return body.Servers, err
+}
+
+// RunningMCP is MCP within five seconds, as mcp.Report asks the running
+// server: false when there is none at the client's URL (URL "") or it
+// does not answer.
+func (c Client) RunningMCP(ctx context.Context) ([]mcp.State, bool) {
+	if c.URL == "" {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	states, err := c.MCP(ctx)
+	return states, err == nil
+}
+
+// Running is doctor's line naming the crew serve at the client's URL, its
+// pid and the address it listens on, as it wrote them at start; "" when
+// none answers there.
+func (c Client) Running(ctx context.Context, pid int, listen string) string {
+	if c.URL == "" || !c.Answers(ctx) {
+		return ""
+	}
+	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", pid, cmp.Or(listen, "?"), c.URL)
 }
 
 // HealthReport is /healthz as the running server answers it.

@@ -1,12 +1,10 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -73,16 +71,11 @@ func MCPReport(ctx context.Context, h *home.Home, r *events.Redactor, getenv fun
 	// The stdio servers start as serve starts them, in a sandbox of the
 	// home's network policy (nil when config.yaml's is bad: none starts).
 	box, _ := shell.New(h.Config.ShellNetwork())
-	return mcp.Report(ctx, home.CrewVersion(), servers, problems, box, r, func(ctx context.Context) ([]mcp.State, bool) {
-		c, err := ServerClient(h, h.Dir, getenv)
-		if err != nil {
-			return nil, false
-		}
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		states, err := c.MCP(ctx)
-		return states, err == nil
-	})
+	c, err := ServerClient(h, h.Dir, getenv)
+	if err != nil {
+		c = web.Client{} // no server: the servers as they answer now
+	}
+	return mcp.Report(ctx, home.CrewVersion(), servers, problems, box, r, c.RunningMCP)
 }
 
 // StoreReport is doctor's lines on the event store and the projections'
@@ -120,13 +113,12 @@ func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string)
 	return append(lines, projections.Lags(a.DB(), si.State.LastSeq)...)
 }
 
-// RunningServer names where the running crew serve of the home listens
-// and its real URL (what it wrote to data/serve.json at start, checked by
-// asking it), "" when none answers there.
+// RunningServer is doctor's line on the home's running crew serve, as it
+// wrote data/serve.json at start (web.Client.Running); "" when none answers.
 func RunningServer(ctx context.Context, dir string) string {
 	info, err := home.ReadServeInfo(dir)
-	if err != nil || info.URL == "" || !(web.Client{URL: info.URL}).Answers(ctx) {
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", info.PID, cmp.Or(info.Listen, "?"), info.URL)
+	return web.Client{URL: info.URL}.Running(ctx, info.PID, info.Listen)
 }
