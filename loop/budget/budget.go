@@ -115,8 +115,11 @@ type Ledger struct {
 	last      uint64
 	open      map[string]events.BudgetReserved
 	convs     *convSpend            // conversation (and its descendants) → settled + open, its cap as last reserved; bounded
-	agentDay  map[[2]string]float64 // {agent, day} → settled + open
+	agentDay  map[[2]string]float64 // {agent, day} → settled + open; the last daysKept days
 	globalDay map[string]float64
+	// dayFloor is the oldest day the day sums keep ("": none let go
+	// yet); a day before it is decided on by no cap again.
+	dayFloor string
 	// pending are settlements applied here and not stored yet: the next
 	// reservation carries them (BudgetReserved.Settles), or flush stores
 	// them within flushAfter.
@@ -155,6 +158,7 @@ func (l *Ledger) refold(ctx context.Context) error {
 	l.last = 0
 	l.open = map[string]events.BudgetReserved{}
 	l.convs, l.agentDay, l.globalDay = newConvSpend(cmp.Or(l.cfg.ConvsInMemory, convsInMemory)), map[[2]string]float64{}, map[string]float64{}
+	l.dayFloor = ""
 	for env, err := range l.cfg.Log.Read(ctx, events.BudgetScope.Filter(), 1) {
 		if err != nil {
 			return fmt.Errorf("budget: %w", err)
@@ -207,10 +211,40 @@ func (l *Ledger) add(r events.BudgetReserved, usd float64) {
 	for _, c := range l.convsOf(r.Conversation, r.Ancestors) {
 		l.convs.entry(c, l.pinned).usd += usd
 	}
+	if _, ok := l.globalDay[r.Day]; !ok && r.Day >= l.dayFloor {
+		l.keepDays(r.Day)
+	}
+	if r.Day < l.dayFloor {
+		return // a day let go: its late settlement changes no cap's decision
+	}
 	if r.Agent != "" {
 		l.agentDay[[2]string{r.Agent, r.Day}] += usd
 	}
 	l.globalDay[r.Day] += usd
+}
+
+// daysKept is how many days the day sums keep: the caps decide on the
+// owner's current day, and a week covers a reservation made before
+// midnight and settled after, a change of timezone and a clock set back.
+const daysKept = 7
+
+// keepDays adds day to the day sums and lets go of the oldest days past
+// daysKept, so the sums stay bounded however long the process runs.
+func (l *Ledger) keepDays(day string) {
+	l.globalDay[day] = 0
+	if len(l.globalDay) <= daysKept {
+		return
+	}
+	days := slices.Sorted(maps.Keys(l.globalDay))
+	l.dayFloor = days[len(days)-daysKept]
+	for _, d := range days[:len(days)-daysKept] {
+		delete(l.globalDay, d)
+	}
+	for k := range l.agentDay {
+		if k[1] < l.dayFloor {
+			delete(l.agentDay, k)
+		}
+	}
 }
 
 func (l *Ledger) convsOf(conv string, ancestors []string) []string {

@@ -81,3 +81,55 @@ func TestBudgetConversationSpendStaysAtItsBound(t *testing.T) {
 		t.Fatalf("%d calls went out, want %d", got, want)
 	}
 }
+
+// The ledger keeps the day sums of the last daysKept (7) days: after N+1
+// days of calls it holds 7 days, the crew's and each agent's, in the
+// process that ran them and in one opened on the same log; today's cap
+// still refuses the call that would pass it.
+func TestBudgetDaySumsStayAtTheirBound(t *testing.T) {
+	_, log := eventstest.Start(t)
+	const kept, days = 7, 10
+	day := 0
+	clock := func() time.Time { return time.Date(2026, 12, 1+day, 9, 0, 0, 0, time.UTC) }
+	openAt := func() *budget.Ledger {
+		t.Helper()
+		l, err := budget.Open(t.Context(), budget.Config{Log: log, Location: time.UTC, NewID: newID, Catalog: catalog(), Clock: clock,
+			Caps: func() budget.Caps { return budget.Caps{AgentDailyUSD: map[string]float64{"coach": 0.025}} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := openAt()
+	m := &countingModel{cost: usd(0.01)}
+	mdl, _ := l.Models(llm.ModelsFunc(func(string) (llm.Model, error) { return m, nil })).Model(priced)
+	for day = range days {
+		for _, agent := range []string{"master", "coach"} {
+			if _, err := mdl.Call(t.Context(), pay(llm.Payer{Agent: agent, Conversation: fmt.Sprintf("web-%s-%d", agent, day)})); err != nil {
+				t.Fatalf("day %d, %s: %v", day, agent, err)
+			}
+		}
+		if g, a := budget.DaysHeld(l); g > kept || a > 2*kept {
+			t.Fatalf("after %d days the ledger holds %d days of the crew's sums and %d of the agents', bound %d", day+1, g, a, kept)
+		}
+	}
+	if g, a := budget.DaysHeld(l); g != kept || a != 2*kept {
+		t.Fatalf("after %d days: %d and %d day sums held, want %d and %d", days, g, a, kept, 2*kept)
+	}
+	if got := l.Today(); got.GlobalUSD < 0.019 || got.Agents["coach"] < 0.009 {
+		t.Fatalf("today's spend after the old days went: %+v, want $0.02 for the crew, $0.01 for coach", got)
+	}
+	// Today's cap still decides: coach spent $0.01 of $0.025, a second
+	// cent passes, a third's worst case does not.
+	if _, err := mdl.Call(t.Context(), pay(llm.Payer{Agent: "coach", Conversation: "web-coach-more"})); err != nil {
+		t.Fatalf("coach's second cent today: %v", err)
+	}
+	var r *budget.Refusal
+	if _, err := mdl.Call(t.Context(), pay(llm.Payer{Agent: "coach", Conversation: "web-coach-more"})); !errors.As(err, &r) || r.Budget != "agent_day" {
+		t.Fatalf("coach past today's cap: %v, want refused on its agent_day budget", err)
+	}
+	again := openAt()
+	if g, a := budget.DaysHeld(again); g != kept || a != 2*kept {
+		t.Fatalf("a reopened ledger holds %d and %d day sums, want %d and %d", g, a, kept, 2*kept)
+	}
+}

@@ -6,3 +6,10 @@ func ConvsHeld(l *Ledger) int {
 	defer l.mu.Unlock()
 	return l.convs.len()
 }
+
+// DaysHeld is how many days' sums l keeps in memory.
+func DaysHeld(l *Ledger) (global, agent int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.globalDay), len(l.agentDay)
+}
