@@ -374,15 +374,29 @@ func encodeBody(env Envelope) ([]byte, error) {
 
 // Last returns the stream sequence of the last event matching filter, or 0
 // when there is none.
+//
+// A stream without a leader (just created on a cluster, or between two
+// leaders) is asked again for as long as an append would wait for one
+// (publishPatience), so a crew process started with its cluster does not
+// stop on the first "no responders".
 func (l *Log) Last(ctx context.Context, filter string) (uint64, error) {
-	msg, err := l.stream.GetLastMsgForSubject(ctx, filter)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
+	deadline := time.Now().Add(publishPatience)
+	for {
+		msg, err := l.stream.GetLastMsgForSubject(ctx, filter)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return 0, nil
+		case err == nil:
+			return msg.Sequence, nil
+		case noLeader(err) && ctx.Err() == nil && time.Now().Before(deadline):
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
 		return 0, fmt.Errorf("last sequence of %s: %w", filter, err)
 	}
-	return msg.Sequence, nil
 }
 
 // Read yields the events matching filter with stream sequence ≥ from, in

@@ -474,6 +474,11 @@ func TestOneShotFailsForGoodAfterThreeRetries(t *testing.T) {
 		if wait == 0 {
 			break
 		}
+		// The retry is stored after the completion: wait for it too.
+		eventstest.Eventually(t, "its retry", func() bool {
+			r := lastOf[*events.JobRetryScheduled](h.job("eggs"))
+			return r != nil && r.Attempt == i+2
+		})
 		if r := lastOf[*events.JobRetryScheduled](h.job("eggs")); r == nil || r.Attempt != i+2 || !r.RetryAt.Equal(h.clock.Now().Add(wait)) {
 			t.Fatalf("after failure %d: job_retry_scheduled = %+v, want attempt %d in %s", i+1, r, i+2, wait)
 		}
