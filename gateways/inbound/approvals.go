@@ -7,19 +7,12 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // Approvals decides approvals by id for the gateways (the approve and deny
 // forms, the API, Telegram's buttons) through the one decision path,
 // loop.Worker.Decide.
-type Approvals struct {
-	Log *events.Log
-	DB  *bbolt.DB // the projections database, with the approvals index
-	// Fresh is the projections' read-your-writes (the Runner).
-	Fresh  projections.Freshness
-	Worker *loop.Worker
-}
+type Approvals struct{ ByID }
 
 // Decide finds the approval's conversation and decides it there.
 func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (string, error) {
@@ -40,12 +33,7 @@ func (c *Approvals) Decide(ctx context.Context, approvalID string, approve, alwa
 // Questions answers questions (ask_user) by id for the gateways (the
 // answer box, the API, Telegram's buttons and replies) through the one
 // answer path, loop.Worker.Answer.
-type Questions struct {
-	Log    *events.Log
-	DB     *bbolt.DB             // the projections database, with the questions index
-	Fresh  projections.Freshness // the projections' read-your-writes (the Runner)
-	Worker *loop.Worker
-}
+type Questions struct{ ByID }
 
 // Answer finds the question's conversation and answers it there.
 func (c *Questions) Answer(ctx context.Context, questionID, answer, channel string) error {

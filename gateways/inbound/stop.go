@@ -8,19 +8,12 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // Stops stops conversations for the gateways (the chat page's Stop button,
 // the API, Telegram's /stop, crew stop) through the one stop,
 // loop.Worker.Stop (issue 27).
-type Stops struct {
-	Log *events.Log
-	DB  *bbolt.DB // the projections database
-	// Fresh is the projections' read-your-writes (the Runner).
-	Fresh  projections.Freshness
-	Worker *loop.Worker
-}
+type Stops struct{ ByID }
 
 // StoppedConversation is what a stop did to one conversation.
 type StoppedConversation struct {

@@ -19,13 +19,9 @@ import (
 // configuration (it runs on the process that runs the singletons) and the
 // reload watch.
 type running struct {
-	Worker  *loop.Worker
-	Inbound *inbound.Inbound
-	// Approvals decides approvals by id (web forms and API, Telegram).
-	Approvals *inbound.Approvals
-	Questions *inbound.Questions
-	// Stops is the owner's stop (web, API, Telegram, crew stop).
-	Stops *inbound.Stops
+	Worker *loop.Worker
+	// Doors are the gateways' ways in: Inbound, Approvals, Questions, Stops.
+	inbound.Doors
 	// Summaries summarizes and closes conversations (day end, on demand).
 	Summaries *summarize.Summarizer
 	// Scheduler is the running scheduler on the process that runs the
@@ -81,12 +77,8 @@ func start(ctx context.Context, a *App) (*running, error) {
 	}
 	r.Summaries = &summarize.Summarizer{Log: st.Log(), Convs: w.Convs, Crew: w.Crew, Models: w.Models, List: scheduler.DayEndList(st.DB(), w.Teams.Busy),
 		Fresh: a.Runner, Clock: w.Deps.Clock}
-	r.Inbound = &inbound.Inbound{
-		Convs: w.Convs, Kick: r.Worker, Master: home.MasterID, Crew: w.Crew, Clock: w.Deps.Clock, Home: a.Dir,
-	}
-	r.Approvals = &inbound.Approvals{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker}
-	r.Questions = &inbound.Questions{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker}
-	r.Stops = &inbound.Stops{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker}
+	r.Doors = inbound.NewDoors(&inbound.Inbound{Convs: w.Convs, Kick: r.Worker, Master: home.MasterID, Crew: w.Crew, Clock: w.Deps.Clock, Home: a.Dir},
+		inbound.ByID{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker})
 	if a.member != nil { // a standby asks the leader's scheduler
 		r.Scheduler = scheduler.NewSlot(st.Conn())
 	}
