@@ -171,8 +171,12 @@ func (p *Pool) Configure(servers []Server) {
 	p.servers = next
 }
 
-// Close ends every session.
+// Close ends every session; a nil pool (a crew whose wiring failed
+// before it) has none.
 func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	old := p.servers
 	p.servers = map[string]*server{}

@@ -456,3 +456,9 @@ func TestMCPInputSchemaReducedAndNamesChecked(t *testing.T) {
 		}
 	}
 }
+
+// A crew whose wiring failed before its pool was made closes a nil one.
+func TestNilPoolCloses(t *testing.T) {
+	var p *Pool
+	p.Close()
+}

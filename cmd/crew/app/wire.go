@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
@@ -93,10 +92,6 @@ type wiring struct {
 	background *loop.Background
 }
 
-// models are the wiring's Models as the memory service calls them: it is
-// built before the ledger that wraps them.
-func (w *wiring) models(route string) (llm.Model, error) { return w.Models.Model(route) }
-
 // wire builds a's wiring; with ReadOnly there is no store under it (no
 // ledger, and the services' stores are absent: their tools never run).
 func wire(ctx context.Context, a *App) (*wiring, error) {
@@ -110,34 +105,50 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	svc := tools.Services{Secrets: a.opts.Secrets, Sandbox: a.box, Clock: time.Now, Location: h.Config.Location()}
 	w := &wiring{Routes: note, Override: override, create: schedule.NewCreateTool(svc), crons: &schedule.CronTools{}, providers: Providers(h, getenv)}
+	log, db := a.Log(), a.DB()
+	cr := &Crew{}
+	w.Models = mdl
+	if a.opts.Models != nil {
+		w.Models = a.opts.Models
+	}
+	if log != nil {
+		// First, so every model the crew calls, the memory service's too,
+		// is behind it. The caps are the home's in force (a reload changes
+		// them); on a cluster, Holder names this process and Alive tells
+		// whether another still runs.
+		if w.Ledger, err = budget.Open(ctx, budget.Config{Log: log, Location: h.Config.Location(), Clock: time.Now, NewID: nuid.Next,
+			Logger: logger.With("component", "budget"), Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return cr.Current().With.home.Caps() },
+			Holder: a.member.Holder(), Alive: cluster.Alive(a.store.Leases())}); err != nil {
+			return nil, err
+		}
+		w.Models = w.Ledger.Models(w.Models)
+	}
 	w.search, w.browsers = &web.Settings{}, browser.NewManager(browser.Config{Home: a.Dir, Logger: logger.With("component", "browser")})
 	w.search.SetSearch(h.Config.WebSearch.Keyed(h.Lookup(getenv))) // browsers start on first use
-	log, db := a.Log(), a.DB()
-	var fresh canvas.Freshness
-	if a.Runner != nil {
-		fresh = a.Runner
-	}
-	w.Canvas = &canvas.Service{Log: log, Fresh: fresh,
+	w.Canvas = &canvas.Service{Log: log, Fresh: a.freshness(),
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
-	appender := loop.Appender(loop.ReadOnlyLog{Secrets: a.opts.Secrets})
+	// Without a store (ReadOnly) the conversations refuse to write and
+	// keep no snapshots, and the canvas tools never run.
+	appender, snaps := loop.Appender(loop.ReadOnlyLog{Secrets: a.opts.Secrets}), loop.Snapshots(nil)
 	if db != nil {
 		w.Canvas.Store = projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}
-		appender = a.opts.ConversationLog(log)
+		appender, snaps = a.opts.ConversationLog(log), projections.Snapshots{DB: db}
 	}
-	w.Convs = loop.NewConvs(appender, snapshots(db))
+	w.Convs = loop.NewConvs(appender, snaps)
 	w.Convs.SetLogger(logger.With("component", "conversations"))
 	if n := h.Config.ConversationsInMemory; n > 0 {
 		w.Convs.SetIdleLimit(n)
 	}
-	cr := &Crew{}
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
 	w.recall = search.NewRecall(home.MasterID)
 	// The tools' services, before the registry: memory files persona
-	// proposals and calls w.models (the ledger's, opened after the crew).
-	w.Memory = newMemory(log, h, cr, llm.ModelsFunc(w.models), logger.With("component", "memory"))
+	// proposals.
+	w.Memory = consolidate.New(consolidate.Config{Log: log, Models: w.Models, Clock: loop.WallClock{Zone: h.Config.Location()},
+		Logger: logger.With("component", "memory"), Crew: cr})
 	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
 	svc.Background, svc.Proposer = w.background, w.Memory
 	if w.Registry, err = tools.New(allTools(svc, w)...); err != nil {
+		w.close()
 		return nil, err
 	}
 	files := crewFiles{a.Dir, override, w.Registry, getenv, a.opts.Secrets}
@@ -146,22 +157,6 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w.pool = mcp.NewPool(home.CrewVersion(), cr.Current().With.mcp, a.box, logger.With("component", "mcp"))
 	w.pool.Redact(a.opts.Secrets)
 	w.pool.RecordRestarts(log)
-	w.Models = mdl
-	if a.opts.Models != nil {
-		w.Models = a.opts.Models
-	}
-	if log != nil {
-		// The caps are the home's in force (a reload changes them); on a
-		// cluster, Holder names this process and Alive tells whether
-		// another still runs.
-		if w.Ledger, err = budget.Open(ctx, budget.Config{Log: log, Location: h.Config.Location(), Clock: time.Now, NewID: nuid.Next,
-			Logger: logger.With("component", "budget"), Catalog: h.Config.Catalog(), Caps: func() budget.Caps { return cr.Current().With.home.Caps() },
-			Holder: a.member.Holder(), Alive: cluster.Alive(a.store.Leases())}); err != nil {
-			w.close()
-			return nil, err
-		}
-		w.Models = w.Ledger.Models(w.Models)
-	}
 	w.Deps = loop.Deps{
 		Models:  w.Models,
 		Tools:   w.Registry,
@@ -205,15 +200,6 @@ func (w *wiring) close() {
 	w.recall.Close()
 }
 
-// snapshots are the conversations' snapshots in the projections database
-// (none without one).
-func snapshots(db *bbolt.DB) loop.Snapshots {
-	if db == nil {
-		return nil
-	}
-	return projections.Snapshots{DB: db}
-}
-
 // latestSummary reads the previous conversation's summary on a channel
 // from the summaries projection, for the turn notes.
 func latestSummary(db *bbolt.DB) notes.LatestSummary {
@@ -221,10 +207,4 @@ func latestSummary(db *bbolt.DB) notes.LatestSummary {
 		sum, ok, err := projections.LatestSummary(db, agent, channel, exclude)
 		return notes.Summary{Channel: channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}, ok, err
 	}
-}
-
-// newMemory wires the consolidation service (R-MEM-2) onto the log.
-func newMemory(log *events.Log, h *home.Home, crew loop.Crew, models llm.Models, logger *slog.Logger) *consolidate.Service {
-	return consolidate.New(consolidate.Config{Log: log, Models: models, Clock: loop.WallClock{Zone: h.Config.Location()}, Logger: logger,
-		Crew: crew})
 }
