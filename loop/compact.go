@@ -2,12 +2,14 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
@@ -648,6 +650,9 @@ func (c *stepCall) summarise(ctx context.Context, route, instruction, text strin
 	rep, err := model.Call(ctx, req)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
+	}
+	if _, ok := errors.AsType[*budget.StoreError](err); ok {
+		return "", err // no call left: the pass fails and runs again (onRoute)
 	}
 	mc := modelCalled(c.s.openRun, c.step, route, rep, t.deps.Clock.Now().Sub(start))
 	mc.Purpose, mc.ToolCalls = events.PurposeCompaction, nil

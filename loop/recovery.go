@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 )
 
@@ -173,6 +174,12 @@ func (c *stepCall) onRoute(ctx context.Context, route string) (mc *events.ModelC
 		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
+		}
+		if _, ok := errors.AsType[*budget.StoreError](cerr); ok {
+			// The ledger could not store the call's reservation, so the
+			// call never left: the store failed, not the route. The pass
+			// fails and the worker runs it again, as for any store error.
+			return nil, nil, cerr
 		}
 		c.cutText = streamed.String()
 		r := &events.ModelRetried{RunID: c.s.openRun, Step: c.step, Route: route, Error: oneLine(cerr),

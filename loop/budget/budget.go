@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"math"
@@ -44,9 +45,18 @@ import (
 // of unknown price reserves.
 const DefaultUnknownCallUSD = 0.05
 
+// Store is the part of events.Log the ledger reads and writes.
+type Store interface {
+	Read(ctx context.Context, filter string, from uint64) iter.Seq2[events.Envelope, error]
+	Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error)
+	Sync(ctx context.Context) error
+}
+
+var _ Store = (*events.Log)(nil)
+
 // Config wires a Ledger.
 type Config struct {
-	Log      *events.Log
+	Log      Store
 	Location *time.Location // the owner's days
 	Clock    func() time.Time
 	NewID    func() string
@@ -106,6 +116,16 @@ type Refusal struct {
 func (r *Refusal) Error() string        { return r.Sentence }
 func (r *Refusal) Is(target error) bool { return target == ErrBudget }
 
+// StoreError is a reservation the ledger could not decide on or store:
+// reading its events, the append or its fsync failed (a stream without a
+// leader for a moment). It is the harness failing, never the call, and
+// nothing left: the caller fails its own work as for any other store
+// error (the loop's pass is run again). A *Refusal is never one.
+type StoreError struct{ Err error }
+
+func (e *StoreError) Error() string { return e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
+
 // Ledger holds the fold of the budget events and decides on reservations.
 type Ledger struct {
 	cfg Config
@@ -124,6 +144,11 @@ type Ledger struct {
 	// reservation carries them (BudgetReserved.Settles), or flush stores
 	// them within flushAfter.
 	pending []events.BudgetSettled
+	// unsure are reservations whose append failed without a conflict:
+	// the store may have taken one and lost its answer. The next refold
+	// (a conflict is bound to follow if it did) settles each it finds
+	// open at zero, since its call never left.
+	unsure  []string
 	flusher *time.Timer
 	closed  bool
 }
@@ -180,6 +205,15 @@ func (l *Ledger) refold(ctx context.Context) error {
 		}
 	}
 	l.pending = kept
+	for _, id := range l.unsure {
+		if _, ok := l.open[id]; ok {
+			s := events.BudgetSettled{ReservationID: id}
+			l.apply(&s)
+			l.pending = append(l.pending, s)
+			l.armLocked()
+		}
+	}
+	l.unsure = nil
 	return nil
 }
 
@@ -287,8 +321,10 @@ func (l *Ledger) reserveUSD(ctx context.Context, c llm.Payer, purpose, route str
 		r.Ancestors = nil
 	}
 	res, err := l.reserveLocked(ctx, r, caps)
-	if err != nil {
+	if _, refused := errors.AsType[*Refusal](err); refused {
 		return nil, err
+	} else if err != nil {
+		return nil, &StoreError{Err: err}
 	}
 	// Stored under the lock, fsynced outside it (ADR 0008): the
 	// reservations of conversations calling at the same moment share one
@@ -297,7 +333,7 @@ func (l *Ledger) reserveUSD(ctx context.Context, c llm.Payer, purpose, route str
 	if err := l.cfg.Log.Sync(ctx); err != nil {
 		zero := 0.0
 		l.SettleLater(res, &zero, err)
-		return nil, fmt.Errorf("budget: reserve: %w", err)
+		return nil, &StoreError{Err: fmt.Errorf("budget: reserve: %w", err)}
 	}
 	return res, nil
 }
@@ -321,6 +357,9 @@ func (l *Ledger) reserveLocked(ctx context.Context, r events.BudgetReserved, cap
 			res.Settles = nil
 			return res, nil
 		} else if !errors.Is(err, events.ErrConflict) || attempt >= 10 {
+			if !errors.Is(err, events.ErrConflict) {
+				l.unsure = append(l.unsure, r.ReservationID)
+			}
 			return nil, fmt.Errorf("budget: reserve: %w", err)
 		}
 		// Another writer reserved meanwhile: decide again on its events.
@@ -432,12 +471,34 @@ func (l *Ledger) SettleLater(r *Reservation, cost *float64, callErr error) {
 	}
 	l.apply(s)
 	l.pending = append(l.pending, *s)
-	if l.flusher == nil && !l.closed {
-		l.flusher = time.AfterFunc(flushAfter, func() {
-			if err := l.Flush(context.Background()); err != nil {
-				l.cfg.Logger.Error("budget: storing settlements failed; the next start settles them from the recorded calls", "err", err)
-			}
-		})
+	l.armLocked()
+}
+
+// armLocked starts the flusher unless it runs (l.mu held). A flush that
+// fails starts it again: the settlements stay pending, stored by the next
+// reservation or the next flush, and a stop before either leaves their
+// reservations open for the next start to settle from the recorded calls.
+func (l *Ledger) armLocked() {
+	if l.flusher != nil || l.closed {
+		return
+	}
+	l.flusher = time.AfterFunc(flushAfter, func() {
+		if err := l.Flush(context.Background()); err != nil {
+			l.cfg.Logger.Warn("budget: storing settlements failed; trying again", "in", flushAfter, "err", err)
+			l.mu.Lock()
+			l.armLocked()
+			l.mu.Unlock()
+		}
+	})
+}
+
+// settleOrLater settles r, or, when the settlement cannot be stored now,
+// settles it here and stores it later (SettleLater): a failed append
+// neither fails the call nor leaves the reservation at its worst case.
+func (l *Ledger) settleOrLater(ctx context.Context, r *Reservation, cost *float64, callErr error) {
+	if err := l.Settle(ctx, r, cost, callErr); err != nil {
+		l.cfg.Logger.Warn("budget: storing a settlement failed; it is stored with the next reservation", "reservation", r.ReservationID, "err", err)
+		l.SettleLater(r, cost, callErr)
 	}
 }
 

@@ -44,9 +44,7 @@ func (l *Ledger) Embed(ctx context.Context, c llm.Payer, route string, texts []s
 		v := price.Cost(cmp.Or(tokens, estimate), 0)
 		cost = &v
 	}
-	if serr := l.Settle(context.WithoutCancel(ctx), r, cost, err); serr != nil {
-		l.cfg.Logger.Error("budget: settle failed; the reservation stands at its worst case", "reservation", r.ReservationID, "err", serr)
-	}
+	l.settleOrLater(context.WithoutCancel(ctx), r, cost, err)
 	return vecs, tokens, cost, err
 }
 

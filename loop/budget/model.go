@@ -26,7 +26,8 @@ type metered struct {
 	m     llm.Model
 }
 
-// Call reserves, calls, settles.
+// Call reserves, calls, settles. A reservation the ledger could not store
+// is a *StoreError (the call did not leave), a refused one a *Refusal.
 func (m *metered) Call(ctx context.Context, req llm.Request) (llm.Reply, error) {
 	req.Route = m.route
 	r, err := m.l.Reserve(ctx, req)
@@ -41,8 +42,8 @@ func (m *metered) Call(ctx context.Context, req llm.Request) (llm.Reply, error) 
 		// The turn goes on to run the tools and call again: the next
 		// reservation stores this settlement (one fsync per decision).
 		m.l.SettleLater(r, rep.CostUSD, callErr)
-	} else if err := m.l.Settle(events.Deferred(context.WithoutCancel(ctx)), r, rep.CostUSD, callErr); err != nil {
-		m.l.cfg.Logger.Error("budget: settle failed; the reservation stands at its worst case", "reservation", r.ReservationID, "err", err)
+	} else {
+		m.l.settleOrLater(events.Deferred(context.WithoutCancel(ctx)), r, rep.CostUSD, callErr)
 	}
 	return rep, callErr
 }
