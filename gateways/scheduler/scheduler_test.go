@@ -52,18 +52,24 @@ func ny(y int, m time.Month, d, hh, mm int) time.Time {
 // would) and closes it at cleanup.
 func (h *harness) start(cfg Config) *Scheduler {
 	h.t.Helper()
+	s, err := Start(h.t.Context(), h.config(cfg))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(s.Close)
+	return s
+}
+
+// config is cfg on the harness's log, clock and zone, kicking into
+// h.kicks.
+func (h *harness) config(cfg Config) Config {
 	cfg.Log, cfg.Convs, cfg.Clock, cfg.Location = h.log, loop.NewConvs(h.log, nil), h.clock, h.loc
 	cfg.Kick = loop.KickFunc(func(conv string) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.kicks = append(h.kicks, conv)
 	})
-	s, err := Start(h.t.Context(), cfg)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(s.Close)
-	return s
+	return cfg
 }
 
 func (h *harness) kicked(conv string) bool {

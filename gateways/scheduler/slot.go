@@ -21,7 +21,8 @@ const schedulerSubject = "rpc.crew.scheduler"
 // over NATS, so schedule_create and the jobs page work on every crew
 // process sharing a cluster.
 type Slot struct {
-	nc *nats.Conn // nil without a cluster
+	nc  *nats.Conn // nil without a cluster
+	cfg Config     // what Start starts the scheduler with
 
 	mu  sync.Mutex
 	cur *Scheduler
@@ -29,12 +30,33 @@ type Slot struct {
 }
 
 // NewSlot is the slot of a process on nc (nil without a cluster), with no
-// scheduler running here yet.
-func NewSlot(nc *nats.Conn) *Slot { return &Slot{nc: nc} }
+// scheduler running here yet: Start runs cfg's here.
+func NewSlot(nc *nats.Conn, cfg Config) *Slot { return &Slot{nc: nc, cfg: cfg} }
 
-// Set installs the running scheduler (nil: this process stopped leading)
+// Start starts the slot's scheduler, with its sweeps and the profile
+// jobs, on the process that runs the singletons (the cluster's leader, or
+// the only one) and answers the standbys while it runs; stop stops it,
+// after which the slot is a door to the leader's again.
+func (s *Slot) Start(ctx context.Context, jobs []Job) (stop func(), err error) {
+	cfg := s.cfg
+	cfg.Jobs = jobs
+	sched, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.set(sched); err != nil {
+		sched.Close()
+		return nil, err
+	}
+	return func() {
+		s.set(nil)
+		sched.Close()
+	}, nil
+}
+
+// set installs the running scheduler (nil: this process stopped leading)
 // and answers the standbys' requests while it runs.
-func (s *Slot) Set(sched *Scheduler) error {
+func (s *Slot) set(sched *Scheduler) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sub != nil {

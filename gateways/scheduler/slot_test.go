@@ -13,7 +13,7 @@ import (
 // TestSlotWithoutSchedulerOrClusterSaysSo: a process that runs no
 // scheduler and shares no cluster refuses plainly, changing nothing.
 func TestSlotWithoutSchedulerOrClusterSaysSo(t *testing.T) {
-	s := NewSlot(nil)
+	s := NewSlot(nil, Config{})
 	err := s.Add(context.Background(), Job{ID: "j1"})
 	if err == nil || err.Error() != "scheduler: not running" {
 		t.Fatalf("Add = %v, want scheduler: not running", err)
@@ -44,18 +44,26 @@ func TestSlotReplyKeepsTheErrorKind(t *testing.T) {
 
 // TestAdderRefusesTheJobNotTheHarness: schedule_create tells the model
 // of a job the scheduler refuses for what it is (a bad cron, an id
-// taken), and reports any other failure as the harness's.
+// taken), and reports any other failure as the harness's; the slot's
+// Start runs its scheduler here and stop takes it away again.
 func TestAdderRefusesTheJobNotTheHarness(t *testing.T) {
 	h := newHarness(t, ny(2026, 11, 30, 10, 2))
-	slot := NewSlot(nil)
+	slot := NewSlot(nil, h.config(Config{}))
 	add := slot.Adder()
 	job := schedule.Job{ID: "water", Agent: "coach", Name: "water", Cron: "*/5 * * * *", Prompt: "drink"}
 	if err := add.Add(t.Context(), job); err == nil || errors.Is(err, schedule.ErrNotScheduled) {
 		t.Fatalf("Add with no scheduler = %v, want the harness's error, not a refusal", err)
 	}
-	if err := slot.Set(h.start(Config{})); err != nil {
+	stop, err := slot.Start(t.Context(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		stop()
+		if err := add.Add(t.Context(), schedule.Job{ID: "later", Agent: "coach", Cron: "*/5 * * * *", Prompt: "x"}); err == nil || err.Error() != "scheduler: not running" {
+			t.Errorf("Add after stop = %v, want scheduler: not running", err)
+		}
+	}()
 	if err := add.Add(t.Context(), job); err != nil {
 		t.Fatalf("Add = %v", err)
 	}

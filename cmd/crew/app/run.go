@@ -12,6 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/nats-io/nats.go"
 )
 
 // running is the crew at work on the store: the turn worker, the inbound
@@ -27,7 +28,6 @@ type running struct {
 	// Scheduler is the running scheduler on the process that runs the
 	// singletons, else a door to it.
 	Scheduler *scheduler.Slot
-	schedCfg  scheduler.Config
 	jobs      *web.SchedulerJobs // the jobs' view and controls (web, the crons tool)
 	stopWatch func()
 	stopTeams func() // a fork's team passes (serve's run with the singletons)
@@ -39,7 +39,7 @@ type running struct {
 // otherwise (a fork) it runs only what it is kicked for.
 func start(ctx context.Context, a *App) (*running, error) {
 	st, h, w, logger := a.store, a.Home, a.wiring, a.log
-	r := &running{Scheduler: scheduler.NewSlot(nil), stopWatch: func() {}}
+	r := &running{stopWatch: func() {}}
 	cfg := loop.WorkerConfig{Log: st.Log(), Convs: w.Convs, Deps: w.Deps,
 		Logger: logger.With("component", "loop"), SweepEvery: -1, Claim: a.member.Claimer(), TurnsInFlight: h.Config.TurnsInFlight}
 	if a.opts.Serve {
@@ -79,15 +79,16 @@ func start(ctx context.Context, a *App) (*running, error) {
 		Fresh: a.Runner, Clock: w.Deps.Clock}
 	r.Doors = inbound.NewDoors(&inbound.Inbound{Convs: w.Convs, Kick: r.Worker, Master: home.MasterID, Crew: w.Crew, Clock: w.Deps.Clock, Home: a.Dir},
 		inbound.ByID{Log: st.Log(), DB: st.DB(), Fresh: a.Runner, Worker: r.Worker})
-	if a.member != nil { // a standby asks the leader's scheduler
-		r.Scheduler = scheduler.NewSlot(st.Conn())
+	var standbys *nats.Conn // on a cluster, a standby asks the leader's scheduler
+	if a.member != nil {
+		standbys = st.Conn()
 	}
-	r.schedCfg = scheduler.Config{
+	r.Scheduler = scheduler.NewSlot(standbys, scheduler.Config{
 		Log: st.Log(), Convs: w.Convs, Kick: r.Worker, Location: h.Config.Location(), Logger: a.log.With("component", "scheduler"),
 		RunScript: scheduler.ShellScripts(a.Dir, w.Crew, a.box), RunConsolidate: w.Memory.Job, RetryDelays: a.opts.JobRetryDelays,
 		Periodic: scheduler.Sweeps{DB: st.DB(), Convs: w.Convs, Worker: r.Worker, Summaries: r.Summaries, Ledger: w.Ledger,
 			Cluster: a.member != nil, Logger: a.log}.Periodic(),
-	}
+	})
 	w.create.Bind(r.Scheduler.Adder())
 	r.jobs = &web.SchedulerJobs{DB: st.DB(), Location: h.Config.Location(), Scheduler: r.Scheduler,
 		Profile: w.Crew.Profile, Disabled: w.Crew.Disabled, Toggle: w.Crew.SetScheduleEnabled, Log: st.Log(), Fresh: a.freshness()}
@@ -132,23 +133,4 @@ func (r *running) close(a *App) {
 	}
 	a.wiring.Teams.Close()
 	r.Worker.Close()
-}
-
-// startScheduler starts the scheduler (with its sweeps) on the process
-// that runs the singletons; stop stops it.
-func (a *App) startScheduler(ctx context.Context) (stop func(), err error) {
-	cfg := a.schedCfg
-	cfg.Jobs = a.Crew.Profile()
-	s, err := scheduler.Start(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Scheduler.Set(s); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return func() {
-		a.Scheduler.Set(nil)
-		s.Close()
-	}, nil
 }

@@ -34,7 +34,7 @@ func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Wr
 	}
 	start := func(ctx context.Context) (func(), error) {
 		var s cluster.Singletons
-		stop, err := a.startScheduler(ctx)
+		stop, err := a.Scheduler.Start(ctx, a.Crew.Profile())
 		if err != nil {
 			return nil, err
 		}
