@@ -131,7 +131,11 @@ func (r *Runtime) idle(ctx context.Context, t *Team) bool {
 				busy = true
 			case cur != nil && cur.ID != v.assigned:
 				busy = true
-			case cur == nil && len(b.Ready()) > 0:
+			case cur == nil && r.claimable(b) != nil:
+				// A ready task no pass would claim (its worktree binding
+				// is broken) keeps nothing: mending the binding is an
+				// event of the team (or a start's reconciling pass),
+				// which opens the fold again.
 				busy = true
 			}
 		})

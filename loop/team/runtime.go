@@ -588,10 +588,7 @@ func (r *Runtime) autoClaim(ctx context.Context, t *Team, member string) (*Task,
 		if b.Current(member) != nil {
 			return nil, nil
 		}
-		for _, tk := range b.Ready() {
-			if _, refusal := r.taskDir(b, tk); refusal != "" {
-				continue // a broken binding is not claimed (fail closed)
-			}
+		if tk := r.claimable(b); tk != nil {
 			cp := *tk
 			claimed = &cp
 			return []events.Event{&events.TaskClaimed{TaskID: tk.ID, Owner: member, How: "auto"}}, nil
@@ -603,6 +600,18 @@ func (r *Runtime) autoClaim(ctx context.Context, t *Team, member string) (*Task,
 	}
 	claimed.How = "auto"
 	return claimed, nil
+}
+
+// claimable is the first ready task a pass would claim for an idle
+// member: one whose folder can be resolved (a broken binding is not
+// claimed: fail closed); nil: none.
+func (r *Runtime) claimable(b *Board) *Task {
+	for _, tk := range b.Ready() {
+		if _, refusal := r.taskDir(b, tk); refusal == "" {
+			return tk
+		}
+	}
+	return nil
 }
 
 // assignment is the delivered item that gives a member its task.
