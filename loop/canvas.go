@@ -1,6 +1,37 @@
 package loop
 
-import "github.com/my-agent-crew/crew/events"
+import (
+	"context"
+	"fmt"
+
+	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/refusal"
+)
+
+// ErrUnknownConversation: FocusCanvas on a conversation no agent took up.
+var ErrUnknownConversation = refusal.ErrUnknownConversation
+
+// FocusCanvas stores the conversation's open canvas and selection (the
+// owner's, canvas_focused) through its writer, so it is ordered with the
+// conversation's other events, and returns its sequence: the canvas notes
+// of the next message carry it. ErrUnknownConversation for a conversation
+// no agent took up.
+func (cs *Convs) FocusCanvas(ctx context.Context, id string, f events.CanvasFocused) (uint64, error) {
+	c, err := cs.Get(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	stored, err := c.Append(ctx, func(st *State) ([]events.Event, error) {
+		if st.Agent == "" {
+			return nil, fmt.Errorf("conversation %q: %w", id, ErrUnknownConversation)
+		}
+		return []events.Event{&f}, nil
+	})
+	if err != nil || len(stored) == 0 {
+		return 0, err
+	}
+	return stored[len(stored)-1].Seq, nil
+}
 
 // CanvasMarks is the canvas fold (R-CTX-3): what this conversation knows
 // of each canvas, folded from canvas tool results (a script's too) and

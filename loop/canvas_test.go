@@ -2,11 +2,13 @@ package loop_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools/fence"
@@ -115,5 +117,46 @@ func TestCanvasNoteReplacedByFixedLineFromNextTurn(t *testing.T) {
 	wantFirst := loop.Frame + "\nmemory of one\n" + loop.EndFrame + "\n\n" + loop.CanvasShownLine + "\n\none"
 	if len(got) != 2 || got[0] != wantFirst || !strings.Contains(got[1], "canvas of two") {
 		t.Errorf("the next turn reads:\n%q", got)
+	}
+}
+
+// The owner's open canvas is stored on the conversation through its
+// writer, at the sequence FocusCanvas answers; a conversation no agent
+// took up is refused and nothing is stored.
+func TestFocusCanvasStoresOnTheConversationOnly(t *testing.T) {
+	_, log := eventstest.Start(t)
+	convs := loop.NewConvs(log, nil)
+	ctx := t.Context()
+	conv, err := convs.Get(ctx, "focus-c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.ConversationOpened{Agent: "master", Channel: "web"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := convs.FocusCanvas(ctx, "focus-c1", events.CanvasFocused{Artifact: "a1", FromLine: 2, ToLine: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *events.CanvasFocused
+	for env, err := range log.Read(ctx, events.Conv("focus-c1").Filter(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := env.Decode(); err == nil && env.Seq == seq {
+			got, _ = e.(*events.CanvasFocused)
+		}
+	}
+	if got == nil || got.Artifact != "a1" || got.FromLine != 2 || got.ToLine != 3 {
+		t.Errorf("the conversation's event at %d: %+v, want the focus", seq, got)
+	}
+	before, _ := log.Last(ctx, events.Root+".>")
+	if _, err := convs.FocusCanvas(ctx, "nobody-here", events.CanvasFocused{Artifact: "a1"}); !errors.Is(err, loop.ErrUnknownConversation) {
+		t.Errorf("focus on no conversation: %v, want ErrUnknownConversation", err)
+	}
+	if after, _ := log.Last(ctx, events.Root+".>"); after != before {
+		t.Errorf("a refused focus stored something: last %d → %d", before, after)
 	}
 }

@@ -232,6 +232,9 @@ func TestInitThenServeAnswersHealthz(t *testing.T) {
 	eventstest.Eventually(t, "serve to say it runs on fake:echo", func() bool {
 		return strings.Contains(s.stdout.String(), "every agent runs on fake:echo")
 	})
+	if page := getPage(t, s.url+"/"); !strings.Contains(page, "Running on fake:echo: no OPENROUTER_API_KEY") {
+		t.Errorf("the home page shows no fake:echo banner:\n%s", page)
+	}
 	var list []map[string]any
 	if status := getJSON(t, s.url+"/api/conversations", &list); status != 200 {
 		t.Errorf("GET /api/conversations = %d", status)

@@ -72,6 +72,13 @@ var (
 	ErrConsolidateModel = errors.New("consolidate: every model route failed")
 )
 
+// A conversation's writer (loop.Convs).
+var (
+	// ErrUnknownConversation means the log holds no conversation with the
+	// id (no agent took it up): nothing is written to it.
+	ErrUnknownConversation = errors.New("no such conversation")
+)
+
 // Summaries and closing (loop/summarize).
 var (
 	// ErrSummarizeUnknownConversation means the log holds no conversation

@@ -320,6 +320,7 @@ func statusOf(err error) (status int, code string, ok bool) {
 		{scheduler.ErrProfileJob, http.StatusConflict, "refused"},
 		{scheduler.ErrCancelled, http.StatusConflict, "refused"},
 		{refusal.ErrSummarizeUnknownConversation, http.StatusNotFound, "not_found"},
+		{refusal.ErrUnknownConversation, http.StatusNotFound, "not_found"},
 		{refusal.ErrNothingToSummarize, http.StatusConflict, "refused"},
 		{refusal.ErrNotClosable, http.StatusConflict, "refused"},
 		{canvas.ErrNotFound, http.StatusNotFound, "not_found"},

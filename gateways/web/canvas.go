@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,10 +25,8 @@ type CanvasAPI struct {
 	// Crew is the agents whose workspaces hold a canvas's source file,
 	// read again on a reimport; nil: no reimport.
 	Crew Agents
-	// Focus stores a conversation's open canvas (canvas_focused on the
-	// conversation) and returns its sequence; ErrNotFound for no such
-	// conversation.
-	Focus func(ctx context.Context, conversation string, f events.CanvasFocused) (uint64, error)
+	// Focus stores a conversation's open canvas (loop.Convs).
+	Focus Focuser
 	// Fresh is the projections' read-your-writes (the Runner).
 	Fresh projections.Freshness
 	// CDNs are the hosts a render may load scripts, styles and fonts from
@@ -332,7 +329,7 @@ func (s *server) routesCanvas(mux *router) {
 			}
 		}
 		f := events.CanvasFocused{Artifact: req.Artifact, FromLine: req.FromLine, ToLine: req.ToLine}
-		seq, err := c.Focus(r.Context(), id, f)
+		seq, err := c.Focus.FocusCanvas(r.Context(), id, f)
 		if err == nil && c.Fresh != nil {
 			err = c.Fresh.WaitFor(r.Context(), seq)
 		}

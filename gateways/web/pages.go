@@ -34,7 +34,8 @@ type Pages struct {
 	// The chat shows the images of an agent's workspace inbox/ that
 	// messages name; none without a crew.
 	Crew Crew
-	// MCP gives the MCP servers' states for the roster; nil shows none.
+	// MCP gives the MCP servers' states for the roster (New sets it from
+	// Config.MCP); nil shows none.
 	MCP    func() []mcp.State
 	Banner string
 	// CatchingUp, when set, puts "catching up: N events left" at the top

@@ -187,6 +187,9 @@ func (s *server) routes() *router {
 		if cfg.Pages.CatchingUp == nil {
 			cfg.Pages.CatchingUp = cfg.CatchingUp
 		}
+		if cfg.Pages.MCP == nil {
+			cfg.Pages.MCP = cfg.MCP
+		}
 		s.routesSite(mux)
 	}
 	if cfg.Jobs != nil {

@@ -26,3 +26,14 @@ func Override(ctx context.Context, providers *Providers, getenv func(string) str
 	}
 	return nil, "models: " + strings.Join(usable, ", ") + " available", nil
 }
+
+// Banner is the line the UI shows at the top when Override fell back to
+// fake:echo (override is its answer, getenv what it read): no model is
+// configured, so the owner is told how to get one. A fake:echo chosen by
+// MY_AGENT_ROUTES, or any other route, shows none.
+func Banner(override []string, getenv func(string) string) string {
+	if len(override) == 1 && override[0] == "fake:echo" && getenv("MY_AGENT_ROUTES") == "" {
+		return "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
+	}
+	return ""
+}

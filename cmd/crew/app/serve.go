@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -15,6 +14,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/projections"
 )
 
@@ -101,53 +101,37 @@ func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gatewa
 	return g, nil
 }
 
-// Web is the web gateway's configuration: the crew's parts, on top of
-// what serve decides itself in base (the token, the hosts, the sessions,
-// the audit key).
+// Web is the web gateway's configuration: the crew's store and parts,
+// and its doors, on top of what serve decides itself in base (the token,
+// the hosts, the audit key).
 func (a *App) Web(base web.Config) web.Config {
-	db, h := a.DB(), a.Home
-	c := base
-	c.Log, c.Sessions = a.Log(), a.sessions
-	c.Views = web.ProjectionViews{DB: db, Convs: a.Convs, Log: a.Log(), Fresh: a.freshness()}
-	c.Pages = &web.Pages{DB: db, Crew: loop.CrewView{Crew: a.Crew}, MCP: a.pool.States, Banner: a.banner(), Home: a.Dir, Spills: a.Deps.Services.Spills,
-		Location: h.Config.Location(), Clock: time.Now, Fresh: a.Runner}
+	c := base.On(web.Store{Log: a.Log(), DB: a.DB(), Fresh: a.freshness(), Convs: a.Convs, Home: a.Dir, Spills: a.Deps.Services.Spills,
+		Location: a.Home.Config.Location(), Sessions: a.sessions, Live: events.LiveFeed(a.Conn()), Search: a.recall.Index()},
+		web.Running{Crew: loop.CrewView{Crew: a.Crew}, Banner: llm.Banner(a.Override, a.Home.Lookup(a.opts.Getenv)), Memory: a.Memory,
+			Budget: func() any { return a.Ledger.Today() }, Canvas: a.Canvas})
 	c.Jobs = a.jobs
-	c.Memory = &web.Memory{Service: a.Memory, DB: db, Fresh: a.Runner, Log: a.Log(), Location: h.Config.Location()}
-	c.Usage = &web.Usage{DB: db, Location: h.Config.Location(), Log: a.Log(), Fresh: a.Runner,
-		Budget: func() any { return a.Ledger.Today() }}
-	c.Canvas = a.canvasAPI()
 	c.Conversations = a.Summaries
 	c.Inbound = a.Inbound
 	c.Approvals = a.Approvals
 	c.Questions = a.Questions
 	c.Stops = a.Stops
 	c.Tasks = a.Stops
-	c.Live = events.LiveFeed(a.Conn())
 	c.Health = a.Health
 	c.CatchingUp = a.CatchingUp
 	c.Teams = a.Teams
 	c.Forks = a.Forker()
-	c.Search = a.recall.Index()
 	c.MCP = a.pool.States
 	if token, err := a.Home.MCPToken(a.opts.Getenv, true); err != nil {
 		a.log.Warn("/mcp left out: no bearer token", "err", err)
 	} else {
 		a.opts.Secrets.Add(home.AuthTokenVar, token)
-		c.MCPEndpoint = mcpserver.Handler(mcpserver.Config{Log: a.Log(), DB: db, Convs: a.Convs, Inbound: a.Inbound, Stops: a.Stops, Fresh: a.Runner, Home: a.Dir,
+		c.MCPEndpoint = mcpserver.Handler(mcpserver.Config{Log: a.Log(), DB: a.DB(), Convs: a.Convs, Inbound: a.Inbound, Stops: a.Stops, Fresh: a.Runner, Home: a.Dir,
 			Version: home.CrewVersion(), Logger: a.log.With("component", "mcpserver")}, token)
 	}
 	if c.Logger == nil {
 		c.Logger = a.log.With("component", "web")
 	}
 	return c
-}
-
-// banner is what the UI shows at the top, if anything.
-func (a *App) banner() string {
-	if len(a.Override) == 1 && a.Override[0] == "fake:echo" && a.Home.Getenv("MY_AGENT_ROUTES", a.opts.Getenv) == "" {
-		return "Running on fake:echo: no OPENROUTER_API_KEY and no reachable Ollama, so replies only echo your message. Add a key to the env file and restart."
-	}
-	return ""
 }
 
 // Describe is what serve prints about the log (cluster.Describe).
