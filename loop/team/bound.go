@@ -15,6 +15,37 @@ import (
 // member's conversation event finds its team by its seat).
 const maxTeams = 256
 
+// trimSoon trims on the runtime's own context, off the path of the call
+// that opened a fold: a trim past many busy teams reads each one's
+// conversations, and must not spend the deadline of the Workdir, Prompt or
+// Stop that asked for a team (Workdir then said "no claimed task", Stop
+// ""). One trim runs at a time; a call meanwhile has it trim once more.
+func (r *Runtime) trimSoon() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.teams) <= r.maxTeams || r.ctx.Err() != nil {
+		return
+	}
+	if r.trimming {
+		r.trimAgain = true
+		return
+	}
+	r.trimming = true
+	r.wg.Go(func() {
+		for {
+			r.trim(r.ctx)
+			r.mu.Lock()
+			if !r.trimAgain || r.ctx.Err() != nil {
+				r.trimming, r.trimAgain = false, false
+				r.mu.Unlock()
+				return
+			}
+			r.trimAgain = false
+			r.mu.Unlock()
+		}
+	})
+}
+
 // trim lets go of the least recently used idle folds while more than
 // maxTeams are kept. A team that is not idle stays, so the bound is
 // exceeded only by the teams with work in flight.

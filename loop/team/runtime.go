@@ -65,6 +65,10 @@ type Runtime struct {
 	maxTeams int
 	leases   map[string]lease // by member conversation
 	passes   map[string]bool  // team → kicked again while its pass ran
+	// trimming: a trimSoon runs (again: asked once more meanwhile); wg
+	// is its, waited for by Close.
+	trimming, trimAgain bool
+	wg                  sync.WaitGroup
 
 	// replay, when set, is what the boards are read from instead of
 	// cfg.Log (Replaying).
@@ -215,7 +219,7 @@ func (r *Runtime) follow(ru *running, filters []string, from uint64) {
 	})
 }
 
-// Close stops the runtime and waits for its passes.
+// Close stops the runtime and waits for its passes and its trim.
 func (r *Runtime) Close() {
 	r.mu.Lock()
 	r.cancel()
@@ -227,6 +231,7 @@ func (r *Runtime) Close() {
 	if ru != nil {
 		ru.wg.Wait()
 	}
+	r.wg.Wait()
 }
 
 // Kick schedules a pass over a team; one pass at a time per team, and
@@ -265,11 +270,12 @@ func (r *Runtime) Kick(team string) {
 	})
 }
 
-// Idle reports whether no team pass is running (tests wait on it).
+// Idle reports whether no team pass or trim is running (tests wait on
+// it).
 func (r *Runtime) Idle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.passes) == 0
+	return len(r.passes) == 0 && !r.trimming
 }
 
 // Team returns team id's fold, caught up.
@@ -307,7 +313,7 @@ func (r *Runtime) Team(ctx context.Context, id string) (*Team, error) {
 	r.used[id] = r.clock
 	r.mu.Unlock()
 	r.learn(t)
-	r.trim(ctx)
+	r.trimSoon()
 	return t, nil
 }
 

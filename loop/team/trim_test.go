@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
@@ -47,6 +49,47 @@ func twoTeams(t *testing.T, board func(id string) []events.Event) (*team.Runtime
 		t.Fatal(err)
 	}
 	return rt, log, convs
+}
+
+// A call that opens a fold past the bound does not wait for the trim:
+// the trim runs on the runtime's own context, so a slow one (many busy
+// teams, each read) cannot spend the 10 s of a Stop, Workdir or Prompt
+// — Stop answered "" and Workdir "no claimed task". Here the trim is held
+// on lead-a's fold while Stop asks about lead-b's member.
+func TestTeamCallDoesNotWaitOnTheTrim(t *testing.T) {
+	rt, _, _ := twoTeams(t, func(string) []events.Event {
+		return []events.Event{&events.TeamConfirmed{ProposalID: "prop_1", Plan: "p"}}
+	})
+	ctx := context.Background()
+	ta, err := rt.Team(ctx, "lead-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	defer free()
+	go ta.View(ctx, func(*team.Board, *team.Mailboxes) { close(holding); <-release })
+	<-holding
+	answer := make(chan string, 1)
+	go func() {
+		answer <- rt.Stop(loop.Seat{Team: "lead-b", Member: "ann", Conversation: team.MemberConversation("lead-b", "ann")})
+	}()
+	var got string
+	select {
+	case got = <-answer:
+	case <-time.After(30 * time.Second):
+		free()
+		got = <-answer
+		t.Errorf("Stop waited for the trim of another team's fold (answered %q once it was let go on)", got)
+	}
+	free()
+	if want := "the lead asked this teammate to shut down (request req_1)"; got != want {
+		t.Errorf("Stop = %q, want %q", got, want)
+	}
+	eventstest.Eventually(t, "the trim let lead-a go", func() bool {
+		return rt.Idle() && slices.Equal(team.Kept(rt), []string{"lead-b"})
+	})
 }
 
 // A team whose only ready task has a broken worktree binding is judged
