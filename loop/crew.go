@@ -54,6 +54,32 @@ func (a Agent) ChannelApprovalTTL(channel string) time.Duration {
 	return 0
 }
 
+// Running is a as the crew runs it: override, when set, for its routes;
+// defaults for its tools when its agent.yaml lists none; then those its
+// other keys give (grants, in order), each once, the tools of a grant's
+// Family listed under tools: left out; and its id for a name it lacks.
+func (a Agent) Running(override, defaults []string, grants ...tools.Grant) Agent {
+	if override != nil {
+		a.Routes = override
+	}
+	names := a.Tools
+	if len(names) == 0 {
+		names = defaults
+	}
+	a.Tools = slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+		return slices.ContainsFunc(grants, func(g tools.Grant) bool { return g.Family != "" && strings.HasPrefix(n, g.Family) })
+	})
+	for _, g := range grants {
+		for _, n := range g.Names {
+			if !slices.Contains(a.Tools, n) {
+				a.Tools = append(a.Tools, n)
+			}
+		}
+	}
+	a.Name = cmp.Or(a.Name, a.ID)
+	return a
+}
+
 // Roster is the crew as every agent's system prompt shows it: one line per
 // agent with the facts read from the running crew (R-CTX-1), its skills
 // read from the kit of homeDir, and schedules naming an agent's enabled

@@ -21,38 +21,44 @@ const (
 	MaxCallsPerReply = 8
 )
 
-// Agent is what a turn needs of an agent's configuration.
+// Agent is what a turn needs of an agent's configuration. The keys of
+// agent.yaml it reads carry their yaml names: cmd/crew/home's Agent
+// inlines it, so a new key the loop reads is a field here and a property
+// of schemas/agent.schema.json. The fields tagged "-" are set where the
+// agent is loaded (its id, folders and approval lifetimes) or run
+// (Persona).
 type Agent struct {
-	ID              string
-	Dir             string // the agent's folder: AGENTS.md, SOUL.md
-	Workspace       string
-	Routes          []string
-	EscalationRoute string
+	ID              string   `yaml:"-"`
+	Dir             string   `yaml:"-"` // the agent's folder: AGENTS.md, SOUL.md
+	Workspace       string   `yaml:"-"`
+	Routes          []string `yaml:"routes"`
+	EscalationRoute string   `yaml:"escalation_route"`
 	// VisionRoutes can see images: image_read uses them, and a turn on
 	// one of them gets attachments as images.
-	VisionRoutes []string
-	Tools        []string // registry tools the agent may use
-	MCP          []string // the MCP servers whose tools it may find (tool_search)
+	VisionRoutes []string `yaml:"vision_routes"`
+	Tools        []string `yaml:"tools"` // registry tools the agent may use
+	MCP          []string `yaml:"mcp"`   // the MCP servers whose tools it may find (tool_search)
 	// ScriptCalls "gated" lets tool_script call tools that change things,
 	// each through the gate; otherwise scripts call read-only tools only.
-	ScriptCalls     string
-	Autonomous      bool
-	MaxSteps        int
-	CostCapUSD      float64
-	ToolOutputChars int
-	ApprovalTTL     time.Duration
+	ScriptCalls     string        `yaml:"script_calls"`
+	Autonomous      bool          `yaml:"autonomous"`
+	MaxSteps        int           `yaml:"max_steps"`
+	CostCapUSD      float64       `yaml:"cost_cap_usd"`
+	ToolOutputChars int           `yaml:"tool_output_chars"`
+	ApprovalTTL     time.Duration `yaml:"-"`
 	// TelegramApprovalTTL, when set, is the approval lifetime on a
 	// Telegram chat (ChannelApprovalTTL).
-	TelegramApprovalTTL time.Duration
-	Policy              tools.AgentPolicy
+	TelegramApprovalTTL time.Duration     `yaml:"-"`
+	Policy              tools.AgentPolicy `yaml:",inline"`
 	// Delegates are the agents this one may delegate to; empty: any other.
-	Delegates []string
+	Delegates []string `yaml:"delegates"`
 	// Name and Description are how the crew's roster shows the agent.
-	Name, Description string
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
 	// Persona, when set, is the whole persona instead of the folder's
 	// AGENTS.md, SOUL.md and MEMORY.md: a kit sub-agent (.agents/agents/*.md)
 	// is a role with a prompt and no memory of its own.
-	Persona string
+	Persona string `yaml:"-"`
 }
 
 // Deps are the turn's edges, each a named seam: the models, the tools,

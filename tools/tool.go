@@ -182,7 +182,9 @@ type CanvasTurn struct {
 	Writes  map[string]int
 }
 
-// AgentPolicy is the part of an agent's config that tools consult.
+// AgentPolicy is the part of an agent's config that tools consult:
+// agent.yaml's shell, browser and computer keys, by their yaml names
+// (loop.Agent inlines it).
 //
 // The shell patterns are Go regular expressions (RE2 syntax, see
 // regexp/syntax), matched unanchored against the whole command string: use
@@ -194,28 +196,37 @@ type CanvasTurn struct {
 // every command (fail closed); invalid allow patterns never match.
 // Validate patterns when loading config with ValidatePolicy.
 type AgentPolicy struct {
-	ShellAskPatterns   []string
-	ShellAllowPatterns []string
-	ShellDenyPatterns  []string
+	ShellAskPatterns   []string `yaml:"shell_ask_patterns"`
+	ShellAllowPatterns []string `yaml:"shell_allow_patterns"`
+	ShellDenyPatterns  []string `yaml:"shell_deny_patterns"`
 	// ShellNetwork false runs shell commands sandboxed without network; nil
 	// or true leaves the network alone.
-	ShellNetwork *bool
+	ShellNetwork *bool `yaml:"shell_network"`
 	// ShellWritePaths, when set, runs shell commands sandboxed: they may
 	// write only beneath the workspace, these paths (relative ones are taken
 	// from the workspace) and a private temp dir.
-	ShellWritePaths []string
+	ShellWritePaths []string `yaml:"shell_write_paths"`
 	// Browser is agent.yaml's browser: "read", "act", or "" (no browser
 	// tools). BrowserHosts are the hosts browser_navigate visits without
 	// asking (a name matches itself and its subdomains; host:port only
 	// that port); BrowserAskPatterns are regular expressions, matched
 	// case-insensitively against an element's name, that make browser_act
 	// and browser_download ask, in addition to the built-in ones.
-	Browser            string
-	BrowserHosts       []string
-	BrowserAskPatterns []string
+	Browser            string   `yaml:"browser"`
+	BrowserHosts       []string `yaml:"browser_hosts"`
+	BrowserAskPatterns []string `yaml:"browser_ask_patterns"`
 	// ComputerApps are the apps computer_act may touch (agent.yaml
 	// computer_apps): X11 WM_CLASS class names or executable base names.
-	ComputerApps []string
+	ComputerApps []string `yaml:"computer_apps"`
+}
+
+// A Grant is the tools an agent.yaml key gives beside tools:, declared by
+// the key's feature (browser.Grant, team.Grant, desktop.Grant). Family,
+// when set, is the prefix of the tools the key alone gives: listed under
+// tools:, they do not count.
+type Grant struct {
+	Names  []string
+	Family string
 }
 
 // Tool is one callable tool.

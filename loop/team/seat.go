@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools"
 )
 
 // The tools of each seat. The lead's come from its agent.yaml (team:
@@ -19,6 +20,15 @@ var (
 		"send_message", "create_worktree", "request_shutdown", "request_plan", "review_plan"}
 	MemberTools = []string{"list_tasks", "get_task", "claim_task", "update_task", "complete_task", "send_message", "list_teammates", "submit_plan"}
 )
+
+// Grant is what leading teams gives an agent (leads: agent.yaml's team:
+// lead, or the master unless team: none): the lead's tools.
+func Grant(leads bool) tools.Grant {
+	if !leads {
+		return tools.Grant{}
+	}
+	return tools.Grant{Names: LeadTools}
+}
 
 // Leads reports whether an agent's tools make it a lead.
 func Leads(a loop.Agent) bool { return slices.Contains(a.Tools, "spawn_teammate") }

@@ -38,6 +38,17 @@ func ToolNames(mode string) []string {
 	return nil
 }
 
+// Grant is what agent.yaml's browser: mode gives an agent: ToolNames(mode)
+// when config.yaml enables the browser (enabled) and this machine has a
+// Chromium (Find). Browser tools listed under tools: never count.
+func Grant(enabled bool, mode string) tools.Grant {
+	g := tools.Grant{Family: "browser_"}
+	if enabled && mode != "" && Find() != "" {
+		g.Names = ToolNames(mode)
+	}
+	return g
+}
+
 // Tools returns the eight browser tools on m (nil: each says the browser
 // is not available), for tools.New.
 func Tools(m *Manager) []tools.Tool {

@@ -38,6 +38,16 @@ const (
 // Names lists the four tools.
 var Names = []string{ActTool, ObserveTool, ScreenshotTool, StateTool}
 
+// Grant is what agent.yaml's computer: "on" gives an agent (on): the four
+// tools, which come by that key only (cmd/crew/home refuses them under
+// tools:).
+func Grant(on bool) tools.Grant {
+	if !on {
+		return tools.Grant{}
+	}
+	return tools.Grant{Names: Names}
+}
+
 // callTimeout bounds one request (an outline of a big app takes seconds).
 const callTimeout = 60 * time.Second
 

@@ -1,12 +1,8 @@
 package app
 
 import (
-	"cmp"
 	"context"
-	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -38,61 +34,17 @@ func models(ctx context.Context, h *home.Home, getenv func(string) string) (m *l
 	return llm.NewModelCache(providers), override, note, err
 }
 
-// loopAgents maps the loaded agent configs to what the loop needs:
-// override, when set, replaces every agent's routes, and defaults is what
-// an agent gets whose agent.yaml lists no tools (the registry's Defaults).
+// loopAgents are the loaded agents as the loop runs them
+// (loop.Agent.Running of what agent.yaml says): override, when set, for
+// every agent's routes, defaults for the tools of one whose agent.yaml
+// lists none (the registry's Defaults), and the tools its browser:, team:
+// and computer: keys give.
 func loopAgents(h *home.Home, override, defaults []string) map[string]loop.Agent {
 	out := map[string]loop.Agent{}
 	for id, a := range h.Agents {
-		routes := a.Routes
-		if override != nil {
-			routes = override
-		}
-		names := a.Tools
-		if len(names) == 0 {
-			names = defaults
-		}
-		names = withBrowser(h, a, names)
-		if a.Leads() {
-			names = withTools(names, team.LeadTools)
-		}
-		if a.ComputerOn() { // by computer: "on", never by tools:
-			names = withTools(names, desktop.Names)
-		}
-		out[id] = loop.Agent{
-			ID: id, Name: cmp.Or(a.Name, id), Description: a.Description, Dir: a.Dir, Workspace: filepath.Join(a.Dir, "workspace"),
-			Routes: routes, EscalationRoute: a.EscalationRoute, VisionRoutes: a.VisionRoutes, Tools: names,
-			Autonomous: a.Autonomous, MaxSteps: a.MaxSteps, CostCapUSD: a.CostCapUSD,
-			ToolOutputChars: a.ToolOutputChars, ApprovalTTL: a.EffectiveApprovalTTL(h.Config),
-			TelegramApprovalTTL: time.Duration(max(a.Telegram.ApprovalTTLSeconds, 0)) * time.Second,
-			Delegates:           a.Delegates, MCP: a.MCP, ScriptCalls: a.ScriptCalls,
-			Policy: a.Policy(),
-		}
+		out[id] = a.Agent.Running(override, defaults, browser.Grant(h.Config.BrowserEnabled, a.Policy.Browser), team.Grant(a.Leads()), desktop.Grant(a.ComputerOn()))
 	}
 	return out
-}
-
-// withTools is names with extra added, those it lacks, in order.
-func withTools(names, extra []string) []string {
-	out := slices.Clone(names)
-	for _, n := range extra {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// withBrowser is names with the browser tools the agent's browser key
-// gives, when config.yaml enables the browser and a Chromium is found on
-// the PATH (browser.Find).
-// Browser tools listed under tools: do not count: they come with the key.
-func withBrowser(h *home.Home, a *home.Agent, names []string) []string {
-	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.HasPrefix(n, "browser_") })
-	if !h.Config.BrowserEnabled || a.Browser == "" || browser.Find() == "" {
-		return out
-	}
-	return append(out, browser.ToolNames(a.Browser)...)
 }
 
 // MCPServers are config.yaml's mcp_servers for the MCP pool

@@ -155,7 +155,7 @@ func checkAgent(f *yamlFile, a *Agent, c *Config) error {
 			return f.errAt([]string{"tools", strconv.Itoa(i)}, key, fmt.Sprintf(`%s: %s comes with computer: "on", not with tools`, key, t))
 		}
 	}
-	if len(a.ComputerApps) > 0 && !a.ComputerOn() {
+	if len(a.Policy.ComputerApps) > 0 && !a.ComputerOn() {
 		return f.errAtKey(nil, "computer_apps", "computer_apps", `computer_apps: set computer: "on" too, or the apps are listed for nothing`)
 	}
 	for i := range a.Schedules {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
+	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/budget"
-	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/mcp"
 	"github.com/my-agent-crew/crew/tools/shell"
 	"github.com/my-agent-crew/crew/tools/web"
@@ -207,50 +207,19 @@ func (c *Config) Location() *time.Location {
 // Agent is one agent.yaml. ID and Dir come from where the file lives, not
 // from its content. Keys and ranges are pinned by schemas/agent.schema.json.
 type Agent struct {
-	ID  string `yaml:"-"` // "master" for the home root, else the folder name under agents/
-	Dir string `yaml:"-"` // absolute folder holding agent.yaml
+	// Agent are the keys the loop reads (routes, tools, max_steps, the
+	// shell, browser and computer_apps policy, …), in the loop's own type;
+	// its ID, Dir, Workspace and approval lifetimes are set at load.
+	loop.Agent `yaml:",inline"`
 
-	Name               string        `yaml:"name"`
-	Description        string        `yaml:"description"`
-	Routes             []string      `yaml:"routes"`
-	EscalationRoute    string        `yaml:"escalation_route"`
-	VisionRoutes       []string      `yaml:"vision_routes"`
-	Tools              []string      `yaml:"tools"`
-	Delegates          []string      `yaml:"delegates"`
-	Team               string        `yaml:"team"` // "lead", "none"; empty: lead for the master
-	Autonomous         bool          `yaml:"autonomous"`
-	MaxSteps           int           `yaml:"max_steps"`
-	CostCapUSD         float64       `yaml:"cost_cap_usd"`
-	DailyCapUSD        float64       `yaml:"daily_cap_usd"` // per day (the owner's); 0: none
-	ToolOutputChars    int           `yaml:"tool_output_chars"`
+	Team               string        `yaml:"team"`                 // "lead", "none"; empty: lead for the master
+	DailyCapUSD        float64       `yaml:"daily_cap_usd"`        // per day (the owner's); 0: none
 	ApprovalTTLSeconds int           `yaml:"approval_ttl_seconds"` // 0: inherit from config.yaml
 	Schedules          []Schedule    `yaml:"schedules"`
 	Telegram           AgentTelegram `yaml:"telegram"`
-	ShellAskPatterns   []string      `yaml:"shell_ask_patterns"`
-	ShellAllowPatterns []string      `yaml:"shell_allow_patterns"`
-	ShellDenyPatterns  []string      `yaml:"shell_deny_patterns"`
-	ShellNetwork       *bool         `yaml:"shell_network"` // nil: not set
-	ShellWritePaths    []string      `yaml:"shell_write_paths"`
-	Browser            string        `yaml:"browser"` // "read", "act" or "": the browser tools
-	BrowserHosts       []string      `yaml:"browser_hosts"`
-	BrowserAskPatterns []string      `yaml:"browser_ask_patterns"`
-	MCP                []string      `yaml:"mcp"`          // servers of config.yaml mcp_servers
-	ScriptCalls        string        `yaml:"script_calls"` // read_only (default) or gated: what tool_script may call
 	// Computer "on" gives the agent the four computer_* tools (R-DSK);
-	// ComputerApps are the apps computer_act may touch.
-	Computer     string   `yaml:"computer"`
-	ComputerApps []string `yaml:"computer_apps"`
-}
-
-// Policy is what the agent.yaml's shell, browser and computer keys allow,
-// as the tools' policy (tools.ValidatePolicy checks it).
-func (a *Agent) Policy() tools.AgentPolicy {
-	return tools.AgentPolicy{
-		ShellAskPatterns: a.ShellAskPatterns, ShellAllowPatterns: a.ShellAllowPatterns, ShellDenyPatterns: a.ShellDenyPatterns,
-		ShellNetwork: a.ShellNetwork, ShellWritePaths: a.ShellWritePaths,
-		Browser: a.Browser, BrowserHosts: a.BrowserHosts, BrowserAskPatterns: a.BrowserAskPatterns,
-		ComputerApps: a.ComputerApps,
-	}
+	// computer_apps are the apps computer_act may touch.
+	Computer string `yaml:"computer"`
 }
 
 // ComputerOn reports whether agent.yaml says computer: "on".
@@ -281,11 +250,11 @@ func (a *Agent) Leads() bool { return a.Team == "lead" || (a.Team == "" && a.ID 
 const MasterID = "master"
 
 func defaultAgent() Agent {
-	return Agent{
+	return Agent{Agent: loop.Agent{
 		MaxSteps:        DefaultMaxSteps,
 		CostCapUSD:      DefaultCostCapUSD,
 		ToolOutputChars: DefaultToolOutputChars,
-	}
+	}}
 }
 
 // EffectiveApprovalTTL resolves the approval TTL of the agent: its own value

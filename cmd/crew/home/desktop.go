@@ -16,7 +16,7 @@ func (h *Home) ComputerReport() []string {
 		if !a.ComputerOn() {
 			continue
 		}
-		apps := strings.Join(a.ComputerApps, ", ")
+		apps := strings.Join(a.Policy.ComputerApps, ", ")
 		if apps == "" {
 			apps = "none (computer_act refuses everything)"
 		}
@@ -32,7 +32,7 @@ func (h *Home) ComputerReport() []string {
 func (h *Home) BrowserUsers() []string {
 	var users []string
 	for _, id := range slices.Sorted(maps.Keys(h.Agents)) {
-		if m := h.Agents[id].Browser; m != "" {
+		if m := h.Agents[id].Policy.Browser; m != "" {
 			users = append(users, id+" ("+m+")")
 		}
 	}
@@ -43,5 +43,5 @@ func (h *Home) BrowserUsers() []string {
 // barred from Unix sockets (only shell_network: false bars them).
 func shellReachesDisplay(a *Agent) bool {
 	hasShell := len(a.Tools) == 0 || slices.Contains(a.Tools, "shell_run")
-	return hasShell && (a.ShellNetwork == nil || *a.ShellNetwork)
+	return hasShell && (a.Policy.ShellNetwork == nil || *a.Policy.ShellNetwork)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Home is a loaded home directory.
@@ -155,7 +156,9 @@ func loadAgent(id, dir string, cfg *Config) (*Agent, error) {
 	if err := checkAgent(f, &a, cfg); err != nil {
 		return nil, err
 	}
-	a.ID, a.Dir = id, dir
+	a.ID, a.Dir, a.Workspace = id, dir, filepath.Join(dir, "workspace")
+	a.ApprovalTTL = a.EffectiveApprovalTTL(cfg)
+	a.TelegramApprovalTTL = time.Duration(max(a.Telegram.ApprovalTTLSeconds, 0)) * time.Second
 	return &a, nil
 }
 

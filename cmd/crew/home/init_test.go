@@ -275,7 +275,7 @@ func TestInitInstallsExampleAgents(t *testing.T) {
 		}
 	}
 	ledger := h.Agents["ledger"]
-	if ledger.ShellNetwork == nil || *ledger.ShellNetwork {
+	if ledger.Policy.ShellNetwork == nil || *ledger.Policy.ShellNetwork {
 		t.Error("ledger: shell_network is not false")
 	}
 	for _, banned := range []string{"delegate", "user_memory_save", "wiki_apply", "wiki_get", "fetch_url", "web_search"} {

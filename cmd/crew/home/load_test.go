@@ -33,6 +33,9 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown nested key", "agent.yaml",
 			"name: x\ntelegram:\n  # chats\n  alowed_chat_ids: [1]\n",
 			`%s:4:3: unknown key "telegram.alowed_chat_ids" (did you mean "telegram.allowed_chat_ids"?)`, "telegram.alowed_chat_ids"},
+		{"unknown key of the inlined policy", "agent.yaml",
+			"name: x\nshell_alow_patterns: ['^ls']\n",
+			`%s:2:1: unknown key "shell_alow_patterns" (did you mean "shell_allow_patterns"?)`, "shell_alow_patterns"},
 		{"unknown key by prefix", "agent.yaml",
 			"name: x\ncost_cap: 1\n",
 			`%s:2:1: unknown key "cost_cap" (did you mean "cost_cap_usd"?)`, "cost_cap"},
@@ -261,7 +264,7 @@ func TestDefaults(t *testing.T) {
 	}
 
 	m := h.Agents[MasterID]
-	gotA := []any{m.MaxSteps, m.CostCapUSD, m.ToolOutputChars, m.ApprovalTTLSeconds, m.EffectiveApprovalTTL(c), m.ShellNetwork == nil}
+	gotA := []any{m.MaxSteps, m.CostCapUSD, m.ToolOutputChars, m.ApprovalTTLSeconds, m.EffectiveApprovalTTL(c), m.Policy.ShellNetwork == nil}
 	wantA := []any{12, 0.50, 8000, 0, 600 * time.Second, true}
 	if !slices.Equal(gotA, wantA) {
 		t.Errorf("master = %v, want %v", gotA, wantA)
@@ -312,7 +315,7 @@ shell_write_paths: [/tmp/ledger]
 		t.Fatalf("Problems = %v", h.Problems)
 	}
 	a := h.Agents["ledger"]
-	if a.ShellNetwork == nil || *a.ShellNetwork || a.Telegram.AllowedChatIDs[0] != -1001234567890 ||
+	if a.Policy.ShellNetwork == nil || *a.Policy.ShellNetwork || a.Telegram.AllowedChatIDs[0] != -1001234567890 ||
 		a.Schedules[1].ThenPrompt != "Summarise." || a.CostCapUSD != 1.25 || h.Config.Location().String() != "Asia/Ho_Chi_Minh" {
 		t.Errorf("ledger = %+v", a)
 	}

@@ -86,10 +86,8 @@ func (w schemaWalker) compareStruct(path string, s map[string]any, typ reflect.T
 	}
 	props, _ := s["properties"].(map[string]any)
 	fields := map[string]reflect.StructField{}
-	for i := range typ.NumField() {
-		if k := yamlKey(typ.Field(i)); k != "" {
-			fields[k] = typ.Field(i)
-		}
+	for _, f := range yamlFields(typ) {
+		fields[yamlKey(f)] = f
 	}
 	for _, k := range sortedKeys(fields) {
 		p, ok := props[k].(map[string]any)

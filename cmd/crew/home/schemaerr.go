@@ -229,10 +229,8 @@ func yamlKeysAt(t reflect.Type, loc []string) []string {
 		return nil
 	}
 	var keys []string
-	for i := range t.NumField() {
-		if k := yamlKey(t.Field(i)); k != "" {
-			keys = append(keys, k)
-		}
+	for _, f := range yamlFields(t) {
+		keys = append(keys, yamlKey(f))
 	}
 	return keys
 }
@@ -245,12 +243,28 @@ func deref(t reflect.Type) reflect.Type {
 }
 
 func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		if yamlKey(t.Field(i)) == key {
-			return t.Field(i), true
+	for _, f := range yamlFields(t) {
+		if yamlKey(f) == key {
+			return f, true
 		}
 	}
 	return reflect.StructField{}, false
+}
+
+// yamlFields are the fields of struct t that are YAML keys, those of an
+// inlined struct (yaml:",inline", as home.Agent inlines loop.Agent)
+// among them.
+func yamlFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if _, opts, _ := strings.Cut(f.Tag.Get("yaml"), ","); opts == "inline" && f.IsExported() {
+			out = append(out, yamlFields(f.Type)...)
+		} else if yamlKey(f) != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // yamlKey is the YAML key of a struct field, "" for fields that are not keys.
