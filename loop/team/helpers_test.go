@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,6 +120,10 @@ type harness struct {
 	rt     *team.Runtime
 	ws     string // the lead's workspace
 	home   string // the crew home the tools are told of; "" none
+	// wrap, when set, is what the runtime reads conversations through;
+	// logger is the runtime's (nil: none). Both are taken by start.
+	wrap   func(team.Convs) team.Convs
+	logger *slog.Logger
 }
 
 const leadConv = "web-1"
@@ -150,7 +155,11 @@ func (h *harness) start() {
 	t := h.t
 	h.convs = loop.NewConvs(h.log, nil)
 	box := shelltest.New(t) // a fresh process's own
-	h.rt = team.New(team.Config{Log: h.log, Convs: h.convs, Crew: loop.Agents(h.agents), Sandbox: box})
+	var convs team.Convs = h.convs
+	if h.wrap != nil {
+		convs = h.wrap(convs)
+	}
+	h.rt = team.New(team.Config{Log: h.log, Convs: convs, Crew: loop.Agents(h.agents), Sandbox: box, Logger: h.logger})
 	reg, err := tools.New(append(tools.Builtins(tools.Services{Sandbox: box}), team.Tools(h.rt)...)...)
 	if err != nil {
 		t.Fatal(err)

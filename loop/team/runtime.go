@@ -21,10 +21,18 @@ import (
 // runtime delivers.
 const Channel = "team"
 
+// Convs is where the runtime reads and writes conversations
+// (*loop.Convs).
+type Convs interface {
+	Get(ctx context.Context, id string) (*loop.Conv, error)
+}
+
+var _ Convs = (*loop.Convs)(nil)
+
 // Config wires a Runtime.
 type Config struct {
 	Log   *events.Log
-	Convs *loop.Convs
+	Convs Convs
 	// Crew is the crew the teammates are agents of.
 	Crew   loop.Crew
 	Logger *slog.Logger
@@ -65,6 +73,9 @@ type Runtime struct {
 	maxTeams int
 	leases   map[string]lease // by member conversation
 	passes   map[string]bool  // team → kicked again while its pass ran
+	// rerouting are the member conversations whose event kickSeat tries
+	// again to route.
+	rerouting map[string]bool
 	// trimming: a trimSoon runs (again: asked once more meanwhile); wg
 	// is its, waited for by Close.
 	trimming, trimAgain bool
@@ -87,7 +98,8 @@ func New(cfg Config) *Runtime {
 	if cfg.Git == "" {
 		cfg.Git = "git"
 	}
-	r := &Runtime{cfg: cfg, teams: map[string]*Team{}, convOf: map[string]string{}, used: map[string]uint64{}, maxTeams: maxTeams, leases: map[string]lease{}, passes: map[string]bool{}}
+	r := &Runtime{cfg: cfg, teams: map[string]*Team{}, convOf: map[string]string{}, used: map[string]uint64{}, maxTeams: maxTeams, leases: map[string]lease{}, passes: map[string]bool{},
+		rerouting: map[string]bool{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -202,21 +214,86 @@ func (r *Runtime) follow(ru *running, filters []string, from uint64) {
 				case strings.Contains(scope.ID(), "-t-"):
 					// A member of a team whose fold was let go (trim): its
 					// conversation's seat names the team.
-					if conv, err := r.cfg.Convs.Get(ru.ctx, scope.ID()); err == nil {
-						var seat string
-						conv.View(func(st *loop.State) {
-							if st.Member != "" {
-								seat = st.Team
-							}
-						})
-						if seat != "" {
-							r.Kick(seat)
-						}
-					}
+					r.kickSeat(ru, scope.ID())
 				}
 			}
 		}
 	})
+}
+
+// kickSeat kicks the team conversation conv is a member of. A
+// conversation that cannot be loaded now (the store) is tried again after
+// a pause until it loads or the passes stop: no later pass would derive
+// this kick again, since its team was let go as idle and only its own
+// events kick it.
+func (r *Runtime) kickSeat(ru *running, conv string) {
+	if r.routeSeat(ru, conv) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rerouting[conv] {
+		return // its retry is under way
+	}
+	r.rerouting[conv] = true
+	ru.wg.Go(func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.rerouting, conv)
+			r.mu.Unlock()
+		}()
+		for pause := rerouteFirst; ; pause = min(2*pause, rerouteMax) {
+			select {
+			case <-ru.ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			if r.routeSeat(ru, conv) {
+				return
+			}
+		}
+	})
+}
+
+// routeSeat kicks conv's team (none when conv has no seat); false: conv
+// could not be loaded, try again. One that cannot be decoded is dropped:
+// the worker parks it, and the next start's reconciling pass sees its
+// team.
+func (r *Runtime) routeSeat(ru *running, conv string) (done bool) {
+	seat, err := r.seatOf(ru.ctx, conv)
+	if _, undecodable := errors.AsType[*events.DecodeError](err); undecodable {
+		r.cfg.Logger.Error("team runtime: a member conversation's event not routed to its team: its log cannot be read", "conversation", conv, "err", err)
+		return true
+	}
+	if err != nil && ru.ctx.Err() == nil {
+		r.cfg.Logger.Warn("team runtime: a member conversation's event not routed to its team yet: the conversation could not be loaded; trying again", "conversation", conv, "err", err)
+		return false
+	}
+	if seat != "" {
+		r.Kick(seat)
+	}
+	return true
+}
+
+// The pauses of kickSeat's retries: doubling from rerouteFirst.
+const (
+	rerouteFirst = time.Second
+	rerouteMax   = 30 * time.Second
+)
+
+// seatOf is the team conv's seat names ("": none, not a member).
+func (r *Runtime) seatOf(ctx context.Context, conv string) (string, error) {
+	c, err := r.cfg.Convs.Get(ctx, conv)
+	if err != nil {
+		return "", err
+	}
+	var seat string
+	c.View(func(st *loop.State) {
+		if st.Member != "" {
+			seat = st.Team
+		}
+	})
+	return seat, nil
 }
 
 // Close stops the runtime and waits for its passes and its trim.
