@@ -51,6 +51,9 @@ type Member struct {
 	leases *events.Leases
 	self   *events.Lease
 	logger *slog.Logger
+	// lost is closed once the life lease is lost and that is logged;
+	// stop ends the watch (Close), told is closed when it has ended.
+	lost, stop, told chan struct{}
 
 	adoptEvery time.Duration // adoptEvery; shorter in tests
 	mu         sync.Mutex
@@ -61,14 +64,27 @@ type Member struct {
 // NATS node's name; what names the command, "serve", and dir the home).
 func Join(ctx context.Context, leases *events.Leases, node, dir, what string, logger *slog.Logger) (*Member, error) {
 	host, _ := os.Hostname()
-	m := &Member{id: node + "-" + strings.ToLower(nuid.Next()[12:]), leases: leases, logger: logger, adoptEvery: adoptEvery}
+	m := &Member{id: node + "-" + strings.ToLower(nuid.Next()[12:]), leases: leases, logger: logger, adoptEvery: adoptEvery,
+		lost: make(chan struct{}), stop: make(chan struct{}), told: make(chan struct{})}
 	leases.Raised().Tell(logger)
 	m.desc = fmt.Sprintf("crew %s pid %d on %s (home %s, process %s)", what, os.Getpid(), host, dir, m.id)
 	var err error
 	if m.self, err = leases.Acquire(ctx, processKey(m.id), m.desc, LeaseTTL); err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
+	go m.watchLife()
 	return m, nil
+}
+
+// watchLife logs the loss of the life lease and closes lost, until Close.
+func (m *Member) watchLife() {
+	defer close(m.told)
+	select {
+	case <-m.self.Lost():
+		m.logger.Error("lost this process's lease (the cluster was unreachable for its whole TTL; peers take its work over): stopping")
+		close(m.lost)
+	case <-m.stop:
+	}
 }
 
 // Alive says whether the crew process holder still runs (its life lease
@@ -120,12 +136,20 @@ func (m *Member) Stats() view.ClusterStats {
 }
 
 // Lost is closed when this process could not renew its life lease for a
-// whole TTL: its peers think it dead and settle its reservations, so it
-// must stop.
-func (m *Member) Lost() <-chan struct{} { return m.self.Lost() }
+// whole TTL (it is logged at error): its peers think it dead, settle its
+// reservations and take its work over, so it must stop. nil (never
+// closed) for no member.
+func (m *Member) Lost() <-chan struct{} {
+	if m == nil {
+		return nil
+	}
+	return m.lost
+}
 
-// Close gives the life lease back.
+// Close stops watching the life lease and gives it back.
 func (m *Member) Close() {
+	close(m.stop)
+	<-m.told
 	if err := m.self.Release(context.Background()); err != nil {
 		m.logger.Warn("process lease not released; it expires by itself", "err", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.etcd.io/bbolt"
 )
 
@@ -116,6 +117,53 @@ func TestAdoptThatCannotReadTheProjectionsIsToldAndCounted(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "level=WARN msg=\"cannot list the conversations with work to adopt"); uint64(n) != st.AdoptFailures {
 		t.Errorf("%d warnings logged for %d failed looks:\n%s", n, st.AdoptFailures, logs.String())
+	}
+}
+
+// A life lease another process took (its key written over, as after this
+// process went unheard for a whole TTL) closes Lost once the loss is logged
+// at error; Close then returns and gives nothing back that is not ours.
+func TestLostLifeLeaseIsToldAndClosesLost(t *testing.T) {
+	srv, _ := eventstest.Start(t)
+	ls, err := events.OpenLeases(t.Context(), srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	m, err := Join(t.Context(), ls, "n1", t.TempDir(), "serve", slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Lost():
+		t.Fatal("Lost closed while the lease is held")
+	default:
+	}
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), events.LeaseBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), processKey(m.Holder()), []byte("another process")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Lost():
+	case <-time.After(3 * LeaseTTL):
+		t.Fatal("Lost not closed after the life lease was taken")
+	}
+	if !strings.Contains(logs.String(), `level=ERROR msg="lost this process's lease`) {
+		t.Errorf("the loss is not logged at error:\n%s", logs.String())
+	}
+	m.Close()
+	if holder, ok, err := ls.Holder(t.Context(), processKey(m.Holder())); err != nil || !ok || holder != "another process" {
+		t.Errorf("after Close the key is held by %q (%v, %v), want the other process still", holder, ok, err)
+	}
+	if (*Member)(nil).Lost() != nil {
+		t.Error("no member (the embedded server): want a nil Lost, never closed")
 	}
 }
 

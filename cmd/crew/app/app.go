@@ -123,9 +123,7 @@ type App struct {
 	*wiring  // nil with StoreOnly
 	*running // nil without a worker
 
-	cancel   context.CancelFunc
-	lostDone chan struct{}
-	lost     chan struct{}
+	cancel context.CancelFunc
 
 	leadMu   sync.Mutex
 	stopLead func()
@@ -149,7 +147,7 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	if opts.ConversationLog == nil {
 		opts.ConversationLog = func(a loop.Appender) loop.Appender { return a }
 	}
-	a := &App{Dir: dir, Home: h, opts: opts, log: opts.Logger, lost: make(chan struct{})}
+	a := &App{Dir: dir, Home: h, opts: opts, log: opts.Logger}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -265,26 +263,12 @@ func (a *App) openStore(ctx context.Context) error {
 
 // join takes this process's life lease on a shared cluster, when the
 // command runs turns or model calls (opts.As); a lost lease ends Lost.
-func (a *App) join(ctx context.Context) error {
+func (a *App) join(ctx context.Context) (err error) {
 	if a.opts.As == "" || a.store.Leases() == nil {
 		return nil
 	}
-	m, err := cluster.Join(ctx, a.store.Leases(), a.store.Log().Node(), a.Dir, a.opts.As, a.log.With("component", "cluster"))
-	if err != nil {
-		return err
-	}
-	a.member = m
-	a.lostDone = make(chan struct{})
-	go func() {
-		defer close(a.lostDone)
-		select {
-		case <-m.Lost():
-			a.log.Error("lost this process's lease (the cluster was unreachable for its whole TTL; peers take its work over): stopping")
-			close(a.lost)
-		case <-ctx.Done():
-		}
-	}()
-	return nil
+	a.member, err = cluster.Join(ctx, a.store.Leases(), a.store.Log().Node(), a.Dir, a.opts.As, a.log.With("component", "cluster"))
+	return err
 }
 
 // Sandbox is where every child process of the crew starts (nil with
@@ -301,8 +285,9 @@ func (a *App) DB() *bbolt.DB { return a.store.DB() }
 func (a *App) Conn() *nats.Conn { return a.store.Conn() }
 
 // Lost is closed when this process lost its cluster lease: its peers
-// think it dead and take its work over, so it must stop.
-func (a *App) Lost() <-chan struct{} { return a.lost }
+// think it dead and take its work over, so it must stop
+// (cluster.Member.Lost; never without a cluster).
+func (a *App) Lost() <-chan struct{} { return a.member.Lost() }
 
 // Close takes the crew down in the reverse order of Open: the singletons,
 // the worker and what runs beside it, the HTTP port, the projections, the
@@ -342,7 +327,6 @@ func (a *App) close() error {
 		a.cancel()
 	}
 	if a.member != nil {
-		<-a.lostDone
 		a.member.Close()
 	}
 	if a.store != nil {
