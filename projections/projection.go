@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -176,11 +177,15 @@ func validate(ps []Projection) error {
 	return nil
 }
 
-// Lags are doctor's lines on the read models of All on a stopped home:
-// each one's checkpoint in db and how far it is behind last, the log's
-// last sequence.
-func Lags(db *bbolt.DB, last uint64) []string {
-	var lines []string
+// Lags are doctor's lines on a stopped home's log and its read models:
+// the stream (events.Log.Describe), then each projection of All, its
+// checkpoint in db and how far it is behind the stream's last sequence.
+func Lags(ctx context.Context, log *events.Log, db *bbolt.DB) []string {
+	line, last, err := log.Describe(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("  %v", err)}
+	}
+	lines := []string{line}
 	for _, p := range All() {
 		cp, err := Checkpoint(db, p.Name())
 		if err != nil {

@@ -435,10 +435,16 @@ func TestLingeringBatchCommitsWithoutAWaiter(t *testing.T) {
 	}
 }
 
-// Lags, doctor's lines on a stopped home: one per read model, each its
-// checkpoint and how far behind the log's last sequence it is (none for
-// one beyond it).
+// Lags, doctor's lines on a stopped home: the stream's, then one per read
+// model, each its checkpoint and how far behind the log's last sequence
+// it is (none for one beyond it); a stream that cannot be asked is one
+// line saying why.
 func TestLagsNameEveryProjection(t *testing.T) {
+	srv, log := eventstest.Start(t)
+	seed := newSeeder(t, log)
+	for range 9 {
+		seed.conv("c1", &events.MessageReceived{Channel: "web", Text: "hi"})
+	}
 	db := openDB(t, "")
 	if err := db.Update(func(tx *bbolt.Tx) error {
 		if err := writeCheckpoint(tx, "runs", 5); err != nil {
@@ -448,10 +454,14 @@ func TestLagsNameEveryProjection(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got := Lags(db, 9)
-	if len(got) != len(All()) {
-		t.Fatalf("Lags = %q, want one line per projection of All", got)
+	got := Lags(t.Context(), log, db)
+	if len(got) != 1+len(All()) {
+		t.Fatalf("Lags = %q, want the stream's line and one per projection of All", got)
 	}
+	if !strings.HasPrefix(got[0], "  stream CREW: 9 events, ") || !strings.HasSuffix(got[0], ", sequences 1..9") {
+		t.Errorf("line 0 = %q, want the stream's", got[0])
+	}
+	got = got[1:]
 	for i, p := range All() {
 		want := fmt.Sprintf("  projection %s: at 0, lag 9", p.Name())
 		switch p.Name() {
@@ -461,8 +471,12 @@ func TestLagsNameEveryProjection(t *testing.T) {
 			want = "  projection conversations: at 99, lag 0"
 		}
 		if got[i] != want {
-			t.Errorf("line %d = %q, want %q", i, got[i], want)
+			t.Errorf("line %d = %q, want %q", i+1, got[i], want)
 		}
+	}
+	srv.Close()
+	if got := Lags(t.Context(), log, db); len(got) != 1 || !strings.HasPrefix(got[0], "  stream CREW: ") {
+		t.Errorf("Lags of a closed server = %q, want one line saying why", got)
 	}
 }
 

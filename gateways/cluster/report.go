@@ -13,16 +13,18 @@ import (
 
 // What crew doctor and serve say of the cluster, one line each.
 
-// Report connects to the cluster cc names on its own (the server may hold
-// the home) and says how the log is kept there and who shares it, read
-// only; a failed connection is the line.
+// Report is doctor's line on the log on the cluster cc names (its URL
+// shown without its password): it connects on its own (the server may
+// hold the home) and says how the log is kept there and who shares it,
+// read only, or why it could not connect.
 func Report(ctx context.Context, cc events.ClientConfig) string {
+	head := "event log: NATS " + events.RedactURL(cc.URL) + ": "
 	nc, err := events.Connect(cc)
 	if err != nil {
-		return err.Error()
+		return head + err.Error()
 	}
 	defer nc.Close()
-	return Replication(ctx, nc) + "; " + Members(ctx, nc)
+	return head + Replication(ctx, nc) + "; " + Members(ctx, nc)
 }
 
 // Members says how many crew processes share the cluster and which leads.

@@ -124,13 +124,19 @@ func (c Client) RunningMCP(ctx context.Context) ([]mcp.State, bool) {
 }
 
 // Running is doctor's line naming the crew serve at the client's URL, its
-// pid and the address it listens on, as it wrote them at start; "" when
+// pid and the address it listens on, as it wrote them at start; none when
 // none answers there.
-func (c Client) Running(ctx context.Context, pid int, listen string) string {
+func (c Client) Running(ctx context.Context, pid int, listen string) []string {
 	if c.URL == "" || !c.Answers(ctx) {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", pid, cmp.Or(listen, "?"), c.URL)
+	return []string{fmt.Sprintf("server: crew serve (pid %d) listens on %s: %s", pid, cmp.Or(listen, "?"), c.URL)}
+}
+
+// HeldBy is doctor's lines on a store that the crew serve of pid at the
+// client's URL holds: which, then what its /healthz says (HealthLines).
+func (c Client) HeldBy(ctx context.Context, pid int) []string {
+	return append([]string{fmt.Sprintf("  held by crew serve (pid %d) at %s", pid, c.URL)}, c.HealthLines(ctx)...)
 }
 
 // HealthReport is /healthz as the running server answers it.

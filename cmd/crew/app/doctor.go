@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"slices"
 
 	"github.com/my-agent-crew/crew/cmd/crew/home"
 	"github.com/my-agent-crew/crew/events"
@@ -20,8 +20,28 @@ import (
 	toolweb "github.com/my-agent-crew/crew/tools/web"
 )
 
-// What crew doctor reports of the parts the App builds from the home, one
-// report line per string; doctor prints them. None names a secret's value.
+// Doctor is what crew doctor says of the home h at dir after its config,
+// one line a string: the running server and the agents, then each
+// feature's section (its package's Report, from the parts the App builds
+// of the home) in this order, last the agents' checks on the crew built
+// read-only. None names a secret's value: r, the home's secrets, redacts
+// what the MCP servers say.
+func Doctor(ctx context.Context, dir string, h *home.Home, r *events.Redactor, getenv func(string) string) []string {
+	info, _ := home.ReadServeInfo(dir) // none: no URL, where no server answers
+	token, _ := h.AuthToken(getenv)
+	server := web.Client{URL: info.URL, Token: token}
+	sections := [][]string{server.Running(ctx, info.PID, info.Listen), h.AgentsLoaded(), home.Versions(), storeReport(ctx, dir, h),
+		h.NATSAccess(), h.WebTrust(getenv), shell.Report(h.Config.ShellNetwork()), h.Routes(getenv),
+		toolweb.Report(h.Config.WebSearch.Keyed(h.Lookup(getenv))), search.Report(embedder(h, getenv)),
+		browser.Report(h.Config.BrowserEnabled, browser.Find(), h.Dir, h.BrowserUsers()), mcpReport(ctx, h, r, getenv, server),
+		{desktop.HelperReport(ctx, h.Dir)}, h.ComputerReport()}
+	a, err := Open(ctx, dir, h, Options{ReadOnly: true, Getenv: getenv, Secrets: r})
+	if err != nil {
+		return append(slices.Concat(sections...), fmt.Sprintf("tools: %v", err))
+	}
+	defer a.Close()
+	return append(slices.Concat(sections...), a.AgentChecks()...)
+}
 
 // ServerClient asks the server that holds the store of the home at dir
 // (as the command named it), with the auth token serve uses.
@@ -31,31 +51,6 @@ func ServerClient(h *home.Home, dir string, getenv func(string) string) (web.Cli
 	return web.Client{URL: info.URL, Token: token}, err
 }
 
-// ShellReport is doctor's section on shell commands (shell.Report)
-// under config.yaml's network policy.
-func ShellReport(h *home.Home) []string { return shell.Report(h.Config.ShellNetwork()) }
-
-// WebReport is what doctor says of the web tools (toolweb.Report).
-func WebReport(h *home.Home, getenv func(string) string) []string {
-	return toolweb.Report(h.Config.WebSearch.Keyed(h.Lookup(getenv)))
-}
-
-// BrowserReport is what doctor says of the browser (browser.Report).
-func BrowserReport(h *home.Home) []string {
-	return browser.Report(h.Config.BrowserEnabled, browser.Find(), h.Dir, h.BrowserUsers())
-}
-
-// DesktopReport says whether the desktop helper answers on the home's
-// socket, and which agents have the computer tools.
-func DesktopReport(ctx context.Context, h *home.Home) []string {
-	return append([]string{desktop.HelperReport(ctx, h.Dir)}, h.ComputerReport()...)
-}
-
-// RecallReport is what doctor says of recall (search.Report).
-func RecallReport(h *home.Home, getenv func(string) string) []string {
-	return search.Report(embedder(h, getenv))
-}
-
 // AgentChecks runs the checks serve makes before it runs an agent
 // (routes, tool names, shell patterns) against the App's tools, so a
 // skipped agent shows in doctor too (loop.Checks).
@@ -63,62 +58,37 @@ func (a *App) AgentChecks() []string {
 	return loop.Checks(a.Home.Dir, loopAgents(a.Home, nil, a.Registry.Defaults()), a.Registry)
 }
 
-// MCPReport is what crew doctor says of each MCP server of config.yaml
+// mcpReport is what crew doctor says of each MCP server of config.yaml
 // (mcp.Report): as the running server has them when one runs, else as
 // they answer now. What it says is redacted with r, the home's secrets.
-func MCPReport(ctx context.Context, h *home.Home, r *events.Redactor, getenv func(string) string) []string {
+func mcpReport(ctx context.Context, h *home.Home, r *events.Redactor, getenv func(string) string, server web.Client) []string {
 	servers, problems := MCPServers(h, r, getenv)
 	// The stdio servers start as serve starts them, in a sandbox of the
 	// home's network policy (nil when config.yaml's is bad: none starts).
 	box, _ := shell.New(h.Config.ShellNetwork())
-	c, err := ServerClient(h, h.Dir, getenv)
-	if err != nil {
-		c = web.Client{} // no server: the servers as they answer now
-	}
-	return mcp.Report(ctx, home.CrewVersion(), servers, problems, box, r, c.RunningMCP)
+	return mcp.Report(ctx, home.CrewVersion(), servers, problems, box, r, server.RunningMCP)
 }
 
-// StoreReport is doctor's lines on the event store and the projections'
+// storeReport is doctor's lines on the event store and the projections'
 // lag, from the running server when there is one, else by opening the
 // store.
-func StoreReport(ctx context.Context, dir string, h *home.Home) (lines []string) {
-	w := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+func storeReport(ctx context.Context, dir string, h *home.Home) []string {
+	var lines []string
 	if h.Config.NATS.URL != "" {
-		w("event log: NATS %s: %s", events.RedactURL(h.Config.NATS.URL), cluster.Report(ctx, h.Config.NATS.Client()))
-		w("projections: %s", filepath.Join(dir, "data", "projections.db"))
-	} else {
-		w("%s", home.StoreFiles(dir))
+		lines = append(lines, cluster.Report(ctx, h.Config.NATS.Client()))
 	}
+	lines = append(lines, h.StoreFiles())
 	a, err := Open(ctx, dir, h, Options{StoreOnly: true})
 	if errors.Is(err, home.ErrStoreBusy) {
-		info, ierr := home.ReadServeInfo(dir)
-		if ierr != nil {
-			w("  held by another process: %v", ierr)
-			return lines
+		info, err := home.ReadServeInfo(dir)
+		if err != nil {
+			return append(lines, fmt.Sprintf("  held by another process: %v", err))
 		}
-		w("  held by crew serve (pid %d) at %s", info.PID, info.URL)
-		return append(lines, web.Client{URL: info.URL}.HealthLines(ctx)...)
+		return append(lines, web.Client{URL: info.URL}.HeldBy(ctx, info.PID)...)
 	}
 	if err != nil {
-		w("  cannot open: %v", err)
-		return lines
+		return append(lines, fmt.Sprintf("  cannot open: %v", err))
 	}
 	defer a.Close()
-	si, err := a.Log().Stream().Info(ctx)
-	if err != nil {
-		w("  stream: %v", err)
-		return lines
-	}
-	w("  stream CREW: %d events, %s, sequences %d..%d", si.State.Msgs, home.HumanBytes(int64(si.State.Bytes)), si.State.FirstSeq, si.State.LastSeq)
-	return append(lines, projections.Lags(a.DB(), si.State.LastSeq)...)
-}
-
-// RunningServer is doctor's line on the home's running crew serve, as it
-// wrote data/serve.json at start (web.Client.Running); "" when none answers.
-func RunningServer(ctx context.Context, dir string) string {
-	info, err := home.ReadServeInfo(dir)
-	if err != nil {
-		return ""
-	}
-	return web.Client{URL: info.URL}.Running(ctx, info.PID, info.Listen)
+	return append(lines, projections.Lags(ctx, a.Log(), a.DB())...)
 }

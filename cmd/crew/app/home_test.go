@@ -110,7 +110,7 @@ func TestBrowserToolsComeWithTheBrowserKey(t *testing.T) {
 	if got := names(h, "reader"); strings.Contains(got, "browser") {
 		t.Errorf("browser_enabled unset, reader got %s", got)
 	}
-	if r := strings.Join(BrowserReport(h), "\n"); !strings.Contains(r, "browser: off") || !strings.Contains(r, "doer (act), reader (read)") {
+	if r := doctorSays(t, h); !strings.Contains(r, "browser: off") || !strings.Contains(r, "doer (act), reader (read)") {
 		t.Errorf("report: %s", r)
 	}
 	writeTestFile(t, filepath.Join(dir, "config.yaml"), "browser_enabled: true\n")
@@ -128,7 +128,7 @@ func TestBrowserToolsComeWithTheBrowserKey(t *testing.T) {
 	if p.Browser != "read" || strings.Join(p.BrowserHosts, ",") != "example.com,intra.lan:8443" {
 		t.Errorf("policy %+v", p)
 	}
-	if r := strings.Join(BrowserReport(h), "\n"); !strings.Contains(r, "browser: enabled, Chromium "+chromium) {
+	if r := doctorSays(t, h); !strings.Contains(r, "browser: enabled, Chromium "+chromium) {
 		t.Errorf("report: %s", r)
 	}
 	if err := os.Remove(chromium); err != nil {
@@ -137,7 +137,7 @@ func TestBrowserToolsComeWithTheBrowserKey(t *testing.T) {
 	if got := names(h, "reader"); got != "workspace_list" {
 		t.Errorf("no Chromium, reader got %s", got)
 	}
-	if r := strings.Join(BrowserReport(h), "\n"); !strings.Contains(r, "no Chromium found") {
+	if r := doctorSays(t, h); !strings.Contains(r, "no Chromium found") {
 		t.Errorf("report: %s", r)
 	}
 	writeTestFile(t, filepath.Join(dir, "agents", "reader", "agent.yaml"), "name: r\nbrowser: write\n")
@@ -163,7 +163,7 @@ func TestWebSearchProviderKeyFromTheEnvFile(t *testing.T) {
 	if c := h.Config.WebSearch.Keyed(h.Lookup(func(string) string { return "" })); c.Provider != "brave" || c.Key != "bk-123" {
 		t.Errorf("search config %+v", c)
 	}
-	if r := strings.Join(WebReport(h, func(string) string { return "" }), "\n"); !strings.Contains(r, "web_search: brave (BRAVE_API_KEY set)") || strings.Contains(r, "bk-123") {
+	if r := doctorSays(t, h); !strings.Contains(r, "web_search: brave (BRAVE_API_KEY set)") || strings.Contains(r, "bk-123") {
 		t.Errorf("report:\n%s", r)
 	}
 }

@@ -2,6 +2,7 @@ package home
 
 import (
 	"fmt"
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"io/fs"
 	"maps"
@@ -52,11 +53,26 @@ func moduleVersion(bi *debug.BuildInfo) string {
 	return v
 }
 
-// StoreFiles names the event store of the home at dir, its size on disk,
-// and the projections database.
-func StoreFiles(dir string) string {
-	natsDir := filepath.Join(dir, "data", "nats")
-	return fmt.Sprintf("event store: %s (%s on disk), projections: %s", natsDir, HumanBytes(dirSize(natsDir)), filepath.Join(dir, "data", "projections.db"))
+// AgentsLoaded is doctor's lines on the agents loaded and on those
+// skipped, each with why.
+func (h *Home) AgentsLoaded() []string {
+	lines := []string{"agents: " + strings.Join(slices.Sorted(maps.Keys(h.Agents)), ", ")}
+	for _, p := range h.Problems {
+		lines = append(lines, fmt.Sprintf("  skipped: %v", p))
+	}
+	return lines
+}
+
+// StoreFiles names the home's event store, its size on disk, and the
+// projections database; only the database with nats.url (the log is on
+// that server).
+func (h *Home) StoreFiles() string {
+	db := filepath.Join(h.Dir, "data", "projections.db")
+	if h.Config.NATS.URL != "" {
+		return "projections: " + db
+	}
+	natsDir := filepath.Join(h.Dir, "data", "nats")
+	return fmt.Sprintf("event store: %s (%s on disk), projections: %s", natsDir, events.HumanBytes(dirSize(natsDir)), db)
 }
 
 // NATSAccess says how to inspect the embedded server with the nats CLI.
@@ -165,19 +181,6 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// HumanBytes writes n in B, KiB, MiB or GiB.
-func HumanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // CrewVersion is this build's module version, as MCP servers are told it.

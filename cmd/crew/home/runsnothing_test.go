@@ -25,6 +25,7 @@ var homeMayUse = map[string]string{
 	"events.SecretName":               "which variable names are secrets",
 	"events.ClientConfig":             "config.yaml's nats: as the client's settings (a value; the App connects)",
 	"events.RedactURL":                "a nats.url without its credentials, in a config error",
+	"events.HumanBytes":               "the store's size on disk, written as doctor writes sizes",
 	"events.StoreConfig":              "config.yaml's nats: as where the home keeps its log (a value; the App opens it)",
 	"events.ServerConfig":             "config.yaml's nats: sync and listen as the embedded server's settings (a value)",
 	"loop.Agent":                      "agent.yaml's keys the loop reads, in the loop's own type, inlined in Agent (a value)",

@@ -23,15 +23,16 @@ func WriteServeInfo(homeDir string, info ServeInfo) error {
 	return WriteFileAtomic(filepath.Join(homeDir, "data", "serve.json"), b, 0o600)
 }
 
-// ReadServeInfo reads data/serve.json of the home at homeDir.
+// ReadServeInfo reads data/serve.json of the home at homeDir; the zero
+// ServeInfo (no URL) with the error when it cannot.
 func ReadServeInfo(homeDir string) (ServeInfo, error) {
 	var info ServeInfo
 	b, err := os.ReadFile(filepath.Join(homeDir, "data", "serve.json"))
 	if err != nil {
-		return info, fmt.Errorf("the store is locked but no running server was found: %w", err)
+		return ServeInfo{}, fmt.Errorf("the store is locked but no running server was found: %w", err)
 	}
 	if err := json.Unmarshal(b, &info); err != nil {
-		return info, fmt.Errorf("read %s: %w", filepath.Join(homeDir, "data", "serve.json"), err)
+		return ServeInfo{}, fmt.Errorf("read %s: %w", filepath.Join(homeDir, "data", "serve.json"), err)
 	}
 	return info, nil
 }
