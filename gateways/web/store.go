@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/projections/search"
 	"github.com/my-agent-crew/crew/tools/canvas"
@@ -64,12 +65,15 @@ type Running struct {
 	// Canvas is the canvas service (/api/artifacts, the canvas pages);
 	// nil leaves the canvas out.
 	Canvas *canvas.Service
+	// Doors are the crew's ways in (inbound.NewDoors): POST /api/inbound,
+	// and by id the approvals, the questions, the stops and the background
+	// tasks; a nil door leaves its routes out.
+	Doors inbound.Doors
 }
 
 // On is c serving a crew's store st: the API's views, the pages, memory,
 // usage and the canvas read st, with what r gives them; the logins, the
-// live feed and search are st's. The doors (inbound, approvals, stops…)
-// stay c's.
+// live feed and search are st's, the doors r's.
 func (c Config) On(st Store, r Running) Config {
 	c.Log = st.Log
 	c.Sessions = st.Sessions
@@ -84,6 +88,25 @@ func (c Config) On(st Store, r Running) Config {
 	c.Usage = &Usage{DB: st.DB, Location: st.Location, Log: st.Log, Fresh: st.Fresh, Budget: r.Budget}
 	if r.Canvas != nil {
 		c.Canvas = &CanvasAPI{Service: r.Canvas, Crew: r.Crew, Focus: st.Convs, Fresh: st.Fresh}
+	}
+	return c.through(r.Doors)
+}
+
+// through is c with the doors of d that are there (a nil pointer in an
+// interface field would look like a door).
+func (c Config) through(d inbound.Doors) Config {
+	if d.Inbound != nil {
+		c.Inbound = d.Inbound
+	}
+	if d.Approvals != nil {
+		c.Approvals = d.Approvals
+	}
+	if d.Questions != nil {
+		c.Questions = d.Questions
+	}
+	if d.Stops != nil {
+		c.Stops = d.Stops
+		c.Tasks = d.Stops
 	}
 	return c
 }

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 )
 
 // Config.On builds every view on the store it is given: the API's view of
 // a conversation just stored, the pages with the running crew's banner,
-// usage with today's budget; a part the crew lacks (memory, canvas) leaves
-// its routes out, and the base's own settings stay.
+// usage with today's budget; a part the crew lacks (memory, canvas, a
+// door) leaves its routes out, and the base's own settings stay.
 func TestOnBuildsTheViewsOnTheStore(t *testing.T) {
 	ctx := t.Context()
 	log, db, runner := projected(t)
@@ -55,5 +56,15 @@ func TestOnBuildsTheViewsOnTheStore(t *testing.T) {
 	}
 	if code, _ := get("/api/memory/proposals"); code != 404 {
 		t.Errorf("GET /api/memory/proposals without a memory service: %d, want 404", code)
+	}
+	// The doors that are there, and no nil one dressed as a door.
+	if cfg.Inbound != nil || cfg.Approvals != nil || cfg.Questions != nil || cfg.Stops != nil || cfg.Tasks != nil {
+		t.Errorf("On without doors: inbound %v, approvals %v, questions %v, stops %v, tasks %v; want none",
+			cfg.Inbound, cfg.Approvals, cfg.Questions, cfg.Stops, cfg.Tasks)
+	}
+	stops := &inbound.Stops{}
+	cfg = base.On(web.Store{Log: log, DB: db, Convs: loop.NewConvs(log, nil)}, web.Running{Doors: inbound.Doors{Stops: stops}})
+	if cfg.Stops != stops || cfg.Tasks != stops || cfg.Inbound != nil || cfg.Approvals != nil {
+		t.Errorf("On with the stops door only: stops %v, tasks %v, inbound %v, approvals %v", cfg.Stops, cfg.Tasks, cfg.Inbound, cfg.Approvals)
 	}
 }

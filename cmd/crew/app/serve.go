@@ -108,14 +108,9 @@ func (a *App) Web(base web.Config) web.Config {
 	c := base.On(web.Store{Log: a.Log(), DB: a.DB(), Fresh: a.freshness(), Convs: a.Convs, Home: a.Dir, Spills: a.Deps.Services.Spills,
 		Location: a.Home.Config.Location(), Sessions: a.sessions, Live: events.LiveFeed(a.Conn()), Search: a.recall.Index()},
 		web.Running{Crew: loop.CrewView{Crew: a.Crew}, Banner: llm.Banner(a.Override, a.Home.Lookup(a.opts.Getenv)), Memory: a.Memory,
-			Budget: func() any { return a.Ledger.Today() }, Canvas: a.Canvas})
+			Budget: func() any { return a.Ledger.Today() }, Canvas: a.Canvas, Doors: a.Doors})
 	c.Jobs = a.jobs
 	c.Conversations = a.Summaries
-	c.Inbound = a.Inbound
-	c.Approvals = a.Approvals
-	c.Questions = a.Questions
-	c.Stops = a.Stops
-	c.Tasks = a.Stops
 	c.Health = a.Health
 	c.CatchingUp = a.CatchingUp
 	c.Teams = a.Teams
