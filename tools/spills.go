@@ -160,56 +160,22 @@ func (s *ObjectSpills) Copy(ctx context.Context, from, to string) error {
 }
 
 // MigrateFiles moves the spills a home kept in files under dir
-// (<conversation>/<name>) into s, once: one already in s stays; each
-// file is removed once it is in s, then its folder and dir. It returns
-// how many files it moved; one it cannot read or place stops it, naming
-// the file, and is left where it is.
-func (s *ObjectSpills) MigrateFiles(ctx context.Context, dir string) (moved int, err error) {
-	convs, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("migrate spills: %w", err)
-	}
-	for _, c := range convs {
-		if !c.IsDir() {
-			continue
-		}
-		files, err := os.ReadDir(filepath.Join(dir, c.Name()))
+// (<conversation>/<name>) into s, once (events.MigrateFiles): one already
+// in s stays. It returns how many files it moved.
+func (s *ObjectSpills) MigrateFiles(ctx context.Context, dir string) (int, error) {
+	n, err := events.MigrateFiles(dir, func(conv, file string, data []byte) error {
+		name := objectName(conv, file)
+		has, err := s.o.Has(ctx, name)
 		if err != nil {
-			return moved, fmt.Errorf("migrate spills: %w", err)
+			return err
 		}
-		for _, f := range files {
-			path := filepath.Join(dir, c.Name(), f.Name())
-			if !f.Type().IsRegular() {
-				continue
-			}
-			if strings.HasSuffix(f.Name(), ".tmp") || strings.HasPrefix(f.Name(), ".") {
-				os.Remove(path) // a write cut by a crash, never renamed into place
-				continue
-			}
-			name := objectName(c.Name(), f.Name())
-			has, err := s.o.Has(ctx, name)
-			if err != nil {
-				return moved, fmt.Errorf("migrate spill %s: %w", path, err)
-			}
-			if !has {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					return moved, fmt.Errorf("migrate spill %s: %w", path, err)
-				}
-				if err := s.o.Put(ctx, name, b); err != nil {
-					return moved, fmt.Errorf("migrate spill %s: %w", path, err)
-				}
-				moved++
-			}
-			if err := os.Remove(path); err != nil {
-				return moved, fmt.Errorf("migrate spill %s: %w", path, err)
-			}
+		if has {
+			return events.ErrExists
 		}
-		os.Remove(filepath.Join(dir, c.Name())) // empty now, unless something else is in it
+		return s.o.Put(ctx, name, data)
+	})
+	if err != nil {
+		return n, fmt.Errorf("migrate spills: %w", err)
 	}
-	os.Remove(dir)
-	return moved, nil
+	return n, nil
 }

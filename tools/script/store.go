@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -77,55 +75,22 @@ func (s *Store) Save(ctx context.Context, agent, scope string, m map[string]json
 func FilesDir(home string) string { return filepath.Join(home, "data", "script_store") }
 
 // MigrateFiles moves the stores a home kept in files under dir (FilesDir)
-// into s, once: a store already in s is newer and stays; each file is
-// removed once its store is in s, then the folder. It returns how many
-// stores it moved; a file it cannot read or place stops it, naming the
-// file, and is left where it is.
-func (s *Store) MigrateFiles(ctx context.Context, dir string) (moved int, err error) {
-	agents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
+// into s, once (events.MigrateFiles): a store already in s is newer and
+// stays; a file not named <scope>.json is left. It returns how many
+// stores it moved; one that is not JSON stops it, naming the file.
+func (s *Store) MigrateFiles(ctx context.Context, dir string) (int, error) {
+	n, err := events.MigrateFiles(dir, func(agent, file string, data []byte) error {
+		scope, ok := strings.CutSuffix(file, ".json")
+		if !ok {
+			return events.ErrSkip
+		}
+		if !json.Valid(data) {
+			return errors.New("not JSON (fix or delete it)")
+		}
+		return s.b.Create(ctx, storeKey(agent, scope), data, 0)
+	})
 	if err != nil {
-		return 0, fmt.Errorf("migrate script stores: %w", err)
+		return n, fmt.Errorf("migrate script stores: %w", err)
 	}
-	for _, a := range agents {
-		if !a.IsDir() {
-			continue
-		}
-		files, err := os.ReadDir(filepath.Join(dir, a.Name()))
-		if err != nil {
-			return moved, fmt.Errorf("migrate script stores: %w", err)
-		}
-		for _, f := range files {
-			scope, ok := strings.CutSuffix(f.Name(), ".json")
-			path := filepath.Join(dir, a.Name(), f.Name())
-			if !ok || f.IsDir() {
-				if strings.HasSuffix(f.Name(), ".json.tmp") {
-					os.Remove(path) // a write cut by a crash, never renamed into place
-				}
-				continue
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return moved, fmt.Errorf("migrate script store %s: %w", path, err)
-			}
-			if !json.Valid(b) {
-				return moved, fmt.Errorf("migrate script store %s: not JSON (fix or delete it)", path)
-			}
-			err = s.b.Create(ctx, storeKey(a.Name(), scope), b, 0)
-			if err != nil && !errors.Is(err, events.ErrExists) {
-				return moved, fmt.Errorf("migrate script store %s: %w", path, err)
-			}
-			if err == nil {
-				moved++
-			}
-			if err := os.Remove(path); err != nil {
-				return moved, fmt.Errorf("migrate script store %s: %w", path, err)
-			}
-		}
-		os.Remove(filepath.Join(dir, a.Name())) // empty now, unless something else is in it
-	}
-	os.Remove(dir)
-	return moved, nil
+	return n, nil
 }
