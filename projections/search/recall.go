@@ -74,6 +74,15 @@ const CatchUpGC = 50
 // ErrNotOpen is what the recall tools are told when no index is open.
 var ErrNotOpen = errors.New("the search index is not open in this process")
 
+// Serve is Start for serve: an index that cannot be opened costs recall,
+// never the server. It is logged at error with what to do, and recall
+// stays off (the tools say so, ErrNotOpen).
+func (r *Recall) Serve(cfg Config) {
+	if err := r.Start(cfg); err != nil {
+		cfg.Logger.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
+	}
+}
+
 // Start opens the index at cfg.Dir (an older build's is started again
 // empty) and catches it up with cfg.Log in the background: recall
 // answers at once from what the index has. Close stops it.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,26 @@ import (
 	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/projections"
 )
+
+// Serve on an index that cannot be opened (its folder is a file) logs at
+// error what to do and leaves recall off: the tools are told no index is
+// open, the server carries on.
+func TestServeOfAnIndexThatCannotOpenLeavesRecallOff(t *testing.T) {
+	_, log := eventstest.Start(t)
+	dir := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(dir, []byte("not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	r := NewRecall("main")
+	r.Serve(Config{Dir: dir, Log: log, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := r.Recall(t.Context(), "main", "web-main", view.RecallQuery{Text: "plan"}); !errors.Is(err, ErrNotOpen) || r.Index() != nil {
+		t.Errorf("recall after a failed Serve: %v, want ErrNotOpen and no index", err)
+	}
+	if got := logs.String(); !strings.Contains(got, `level=ERROR msg="recall is off`) || !strings.Contains(got, "crew projections rebuild search") {
+		t.Errorf("the failure is not logged at error with what to do:\n%s", got)
+	}
+}
 
 // Recall answers the recall tools and the turn notes from the index Start
 // opened, under each seat's reach; before Start and after Close it says

@@ -164,8 +164,6 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 		if err := a.join(ctx); err != nil {
 			return nil, err
 		}
-	}
-	if !opts.ReadOnly {
 		// Before the crew starts, so the first command (a resumed run, a
 		// job) already runs under the owner's network policy.
 		if a.box, err = shell.New(h.Config.ShellNetwork()); err != nil {
@@ -218,19 +216,17 @@ func Open(ctx context.Context, dir string, h *home.Home, opts Options) (_ *App, 
 	return a, nil
 }
 
-// openSearch opens serve's recall index beside the projections. An index
-// that cannot be opened costs recall, never the server: it says to
-// rebuild. The index answers at once from what it has; it catches up
-// once the projections have.
+// openSearch opens serve's recall index beside the projections
+// (search.Recall.Serve), its embeddings behind the ledger. The index
+// answers at once from what it has; it catches up once the projections
+// have.
 func (a *App) openSearch() {
 	cfg := search.Config{Dir: search.IndexDir(a.Dir), Log: a.Log(), Start: a.startSeq, After: a.Runner, ReleaseEvery: releaseMappedEvery,
 		CatchUpGC: search.CatchUpGC, Logger: a.log.With("component", "search")}
 	if e := embedder(a.Home, a.opts.Getenv); e != nil {
 		cfg.Embedder, cfg.Usage = a.Ledger.Embedder(e), budget.EmbedCalls(a.Log(), a.Home.Config.Catalog(), cfg.Logger)
 	}
-	if err := a.recall.Start(cfg); err != nil {
-		a.log.Error("recall is off: the search index cannot be opened; stop the server and run crew projections rebuild search", "err", err)
-	}
+	a.recall.Serve(cfg)
 }
 
 // releaseMappedEvery is how often serve hands projections.db's and the
