@@ -58,6 +58,9 @@ func TestDoorsByIDFindWhatInboundStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cur, err := d.Inbound.Current(ctx, "", "web"); cur != acc.ConversationID || err != nil {
+		t.Errorf("Current of agent \"\" (the master) = %q, %v; want %s", cur, err, acc.ConversationID)
+	}
 	// Found at once (read your writes): stopped if its turn still runs,
 	// else nothing to stop; once the turn is over, nothing to stop.
 	if _, err := d.Stops.Stop(ctx, acc.ConversationID, events.StopAll, events.StopByWeb); err != nil && !errors.Is(err, loop.ErrNothingRunning) {

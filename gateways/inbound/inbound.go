@@ -369,8 +369,12 @@ func (in *Inbound) checkAttachments(agent string, paths []string) error {
 }
 
 // Current is the id of the conversation a message from agent's channel
-// without conversation_id would go to now.
+// (agent "": the master, as in a Message) without conversation_id would
+// go to now.
 func (in *Inbound) Current(ctx context.Context, agent, channel string) (string, error) {
+	if agent == "" {
+		agent = in.Master
+	}
 	conv, err := in.today(ctx, DailyID(agent, in.Master, channel, in.now()))
 	if err != nil {
 		return "", err

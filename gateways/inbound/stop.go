@@ -98,22 +98,3 @@ func (s *Stops) Spend(runID string) string {
 	}
 	return loop.Ending{CostUSD: r.Totals.CostUSD, UnknownCostCalls: r.Totals.UnknownCostCalls}.Spend()
 }
-
-// StopCurrent stops the conversation a message from agent's channel goes to
-// now (Telegram's /stop: the chat's running turn and its queue), and says
-// the run's spend so far. A channel with no conversation today has nothing
-// running.
-func (s *Stops) StopCurrent(ctx context.Context, in *Inbound, agent, channel, by string) (loop.Stopped, string, error) {
-	id, err := in.Current(ctx, agent, channel)
-	if err != nil {
-		return loop.Stopped{}, "", err
-	}
-	got, err := s.Stop(ctx, id, events.StopAll, by)
-	if errors.Is(err, ErrUnknownConversation) {
-		err = fmt.Errorf("%w: this chat has no conversation open today", loop.ErrNothingRunning)
-	}
-	if err != nil {
-		return loop.Stopped{}, "", err
-	}
-	return got, s.Spend(got.RunID), nil
-}

@@ -1,7 +1,6 @@
 package telegram_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 	const chat = int64(5151)
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-		Log: c.log, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 50 * time.Millisecond,
-		Status: func(context.Context) (running, queued, waiting []string, err error) {
-			return nil, nil, []string{"master: gate thrice"}, nil
-		},
+		Log: c.log, DB: c.db, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 50 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +120,8 @@ func TestApprovalsFollowTheOwnerAcrossChannels(t *testing.T) {
 		})
 	}
 	e.say(t, chat, "/status")
-	sees("the status", "Waiting for you (/approve or /deny the latest): master: gate thrice")
+	// The conversation is named by its first message (projections.Overview).
+	sees("the status", "Waiting for you (/approve or /deny the latest): master: gate the web note")
 	e.say(t, chat, "/approve")
 	eventstest.Eventually(t, "the third approval decided by /approve", func() bool {
 		d := pending(acc.ConversationID)

@@ -19,8 +19,11 @@ import (
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
+	"github.com/my-agent-crew/crew/loop/summarize"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/nats-io/nuid"
+	"go.etcd.io/bbolt"
 )
 
 // scriptModel answers by the last user message, statelessly:
@@ -119,21 +122,43 @@ func (gated) Run(context.Context, tools.Env, json.RawMessage) (tools.Result, err
 }
 func (gated) NeedsApproval() bool { return true }
 
-// crew is a real log, worker and inbound door with the scripted model.
+// crew is a real log, projections, worker and the gateways' doors
+// (inbound.NewDoors) with the scripted model.
 type crew struct {
 	log       *events.Log
+	db        *bbolt.DB // the projections database, kept by a running Runner
 	in        *inbound.Inbound
-	approver  *approver
-	answerer  *answerer
+	approver  *inbound.Approvals
+	answerer  *inbound.Questions
+	stops     *inbound.Stops
+	summaries *summarize.Summarizer
 	worker    *loop.Worker
 	workspace string
 	logs      *syncBuffer
 	logger    *slog.Logger
 }
 
+// The doors the App hands the gateway are its parts.
+var (
+	_ telegram.Receiver = (*inbound.Inbound)(nil)
+	_ telegram.Approver = (*inbound.Approvals)(nil)
+	_ telegram.Answerer = (*inbound.Questions)(nil)
+	_ telegram.Stopper  = (*inbound.Stops)(nil)
+)
+
 func newCrew(t *testing.T) *crew {
 	t.Helper()
 	_, log := eventstest.Start(t)
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "projections.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are a test."), 0o600)
 	reg, err := tools.New(gated{})
@@ -153,90 +178,17 @@ func newCrew(t *testing.T) *crew {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
+	d := inbound.NewDoors(&inbound.Inbound{Convs: convs, Kick: w, Master: "master", Crew: deps.Crew, Clock: loop.WallClock{Zone: time.UTC}},
+		inbound.ByID{Log: log, DB: db, Fresh: runner, Worker: w})
 	buf := &syncBuffer{}
 	return &crew{
-		log: log,
-		in: &inbound.Inbound{Convs: convs, Kick: w, Master: "master", Crew: deps.Crew,
-			Clock: loop.WallClock{Zone: time.UTC}},
-		approver:  &approver{log: log, worker: w},
-		answerer:  &answerer{log: log, worker: w},
+		log: log, db: db, in: d.Inbound, approver: d.Approvals, answerer: d.Questions, stops: d.Stops,
+		summaries: &summarize.Summarizer{Log: log, Convs: convs, Crew: deps.Crew, Models: deps.Models, Fresh: runner, Clock: loop.WallClock{Zone: time.UTC}},
 		worker:    w,
 		workspace: dir,
 		logs:      buf,
 		logger:    slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-}
-
-// approver is what cmd/crew does: find the approval's conversation, decide.
-type approver struct {
-	log    *events.Log
-	worker *loop.Worker
-}
-
-var _ telegram.Approver = (*approver)(nil)
-
-func (a *approver) Decide(ctx context.Context, id string, approve, always bool, channel string) (string, error) {
-	envs, err := a.log.ReadAll(ctx, events.Root+".conv.*."+events.TypeApprovalRequested, 0)
-	if err != nil {
-		return "", err
-	}
-	for _, env := range envs {
-		e, err := env.Decode()
-		if err != nil {
-			return "", err
-		}
-		if e.(*events.ApprovalRequested).ApprovalID == id {
-			return a.worker.Decide(ctx, events.ScopeOf(env.Subject).ID(), id, approve, always, channel)
-		}
-	}
-	return "", loop.ErrUnknownApproval
-}
-
-// answerer is what cmd/crew does: find the question's conversation, answer.
-type answerer struct {
-	log    *events.Log
-	worker *loop.Worker
-}
-
-var _ telegram.Answerer = (*answerer)(nil)
-
-func (a *answerer) Answer(ctx context.Context, id, answer, channel string) error {
-	envs, err := a.log.ReadAll(ctx, events.Root+".conv.*."+events.TypeQuestionAsked, 0)
-	if err != nil {
-		return err
-	}
-	for _, env := range envs {
-		e, err := env.Decode()
-		if err != nil {
-			return err
-		}
-		if e.(*events.QuestionAsked).QuestionID == id {
-			return a.worker.Answer(ctx, events.ScopeOf(env.Subject).ID(), id, answer, channel)
-		}
-	}
-	return loop.ErrUnknownQuestion
-}
-
-// Outcome is what cmd/crew does: how an approval or a question was settled.
-func (a *answerer) Outcome(ctx context.Context, kind, id string) (string, error) {
-	for _, typ := range []string{events.TypeQuestionAsked, events.TypeApprovalRequested} {
-		envs, err := a.log.ReadAll(ctx, events.Root+".conv.*."+typ, 0)
-		if err != nil {
-			return "", err
-		}
-		for _, env := range envs {
-			e, err := env.Decode()
-			if err != nil {
-				return "", err
-			}
-			q, isQ := e.(*events.QuestionAsked)
-			r, isA := e.(*events.ApprovalRequested)
-			if (isQ && q.QuestionID == id) || (isA && r.ApprovalID == id) {
-				return a.worker.Outcome(ctx, events.ScopeOf(env.Subject).ID(), id)
-			}
-		}
-	}
-	return "", nil
 }
 
 // question is the latest question asked in conv (nil: none yet).

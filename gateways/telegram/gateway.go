@@ -18,12 +18,17 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/summarize"
+	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools"
+	"go.etcd.io/bbolt"
 )
 
-// Receiver stores an owner's message: *inbound.Inbound.
+// Receiver stores an owner's message and names the conversation a
+// chat's next message goes to (agent "": the master), which /new and
+// /stop act on: *inbound.Inbound.
 type Receiver interface {
 	Receive(ctx context.Context, m inbound.Message) (inbound.Accepted, error)
+	Current(ctx context.Context, agent, channel string) (string, error)
 }
 
 // Approver decides approvals by id: the same object the web gateway uses.
@@ -35,6 +40,18 @@ type Approver interface {
 // gateway uses.
 type Answerer interface {
 	Answer(ctx context.Context, questionID, answer, channel string) error
+}
+
+// Stopper stops a conversation and says what a run has cost so far:
+// *inbound.Stops, the owner's one stop.
+type Stopper interface {
+	Stop(ctx context.Context, conversation, scope, by string) (loop.Stopped, error)
+	Spend(runID string) string
+}
+
+// Closer closes a conversation with a summary: *summarize.Summarizer.
+type Closer interface {
+	Close(ctx context.Context, id string) (summary string, err error)
 }
 
 // Config wires a Gateway.
@@ -63,23 +80,22 @@ type Config struct {
 	LongPoll time.Duration
 	// HTTPClient defaults to a client with a timeout above LongPoll.
 	HTTPClient *http.Client
-	// NewConversation closes the chat's current conversation (summarized)
-	// when the owner sends /new, so the next message starts a new one that
-	// is told the summary. nil: /new is an ordinary message.
-	// summarize.ErrUnknownConversation means the chat has none open today.
-	NewConversation func(ctx context.Context, channel string) (summary string, err error)
+	// Conversations answers /new: it closes the chat's current
+	// conversation (summarized), so the next message starts a new one
+	// that is told the summary. nil: /new is an ordinary message.
+	Conversations Closer
 	// Artifact is the latest version of a canvas as a file, for a reply
 	// line "FILE: artifact:<id>" (sent as a document, an image as a
 	// photo). nil leaves such lines as text.
 	Artifact func(id string) (name, mime string, data []byte, err error)
-	// Status answers /status: the conversations running, with messages
-	// queued, and waiting for the owner (projections.Overview). nil:
-	// /status is an ordinary message.
-	Status func(ctx context.Context) (running, queued, waiting []string, err error)
-	// Stop answers /stop: it stops the chat's conversation (its running
-	// turn and its queue) and says what it stopped and the run's spend so
-	// far; nil: /stop is an ordinary message.
-	Stop func(ctx context.Context, channel string) (stopped loop.Stopped, spend string, err error)
+	// DB is the projections database, which answers /status: the
+	// conversations running, with messages queued, and waiting for the
+	// owner (projections.Overview). nil: /status is an ordinary message.
+	DB *bbolt.DB
+	// Stops answers /stop: it stops the chat's conversation (its running
+	// turn and its queue), and the reply says what it stopped and the
+	// run's spend so far; nil: /stop is an ordinary message.
+	Stops Stopper
 	// RetryMin and RetryMax bound the backoff of a send that failed with
 	// a 5xx or a network error, and of a failing poll (default 1 s, 30 s).
 	RetryMin, RetryMax time.Duration
@@ -395,13 +411,13 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 		return g.answer(ctx, m.Chat.ID, ref, id, msg.Text)
 	}
 	switch {
-	case cmd == "/status" && g.cfg.Status != nil:
-		running, queued, waiting, err := g.cfg.Status(ctx)
+	case cmd == "/status" && g.cfg.DB != nil:
+		running, queued, waiting, err := projections.Overview(g.cfg.DB)
 		return g.notice(ctx, m.Chat.ID, ref, statusText(running, queued, waiting, g.questionsWaiting(m.Chat.ID), err))
 	case cmd == "/approve" || cmd == "/deny":
 		return g.decideLatest(ctx, m.Chat.ID, ref, cmd == "/approve")
-	case cmd == "/stop" && g.cfg.Stop != nil:
-		got, spend, err := g.cfg.Stop(ctx, msg.Channel)
+	case cmd == "/stop" && g.cfg.Stops != nil:
+		got, spend, err := g.stopChat(ctx, msg.Channel)
 		if err != nil {
 			text, ok := userText(err)
 			if !ok {
@@ -411,8 +427,11 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 		}
 		return g.notice(ctx, m.Chat.ID, ref, StopText(got, spend))
 	}
-	if cmd == "/new" && g.cfg.NewConversation != nil {
-		_, err := g.cfg.NewConversation(ctx, msg.Channel)
+	if cmd == "/new" && g.cfg.Conversations != nil {
+		id, err := g.cfg.Inbound.Current(ctx, "", msg.Channel)
+		if err == nil {
+			_, err = g.cfg.Conversations.Close(ctx, id)
+		}
 		if errors.Is(err, summarize.ErrUnknownConversation) {
 			err = errors.New("this chat has no conversation open today; just write")
 		}
@@ -435,6 +454,24 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 		return g.notice(ctx, m.Chat.ID, ref, text)
 	}
 	return err
+}
+
+// stopChat stops the conversation the chat's next message goes to (its
+// running turn and its queue) and says the run's spend so far. A chat
+// with no conversation today has nothing running.
+func (g *Gateway) stopChat(ctx context.Context, channel string) (loop.Stopped, string, error) {
+	id, err := g.cfg.Inbound.Current(ctx, "", channel)
+	if err != nil {
+		return loop.Stopped{}, "", err
+	}
+	got, err := g.cfg.Stops.Stop(ctx, id, events.StopAll, events.StopByTelegram)
+	if errors.Is(err, inbound.ErrUnknownConversation) {
+		err = fmt.Errorf("%w: this chat has no conversation open today", loop.ErrNothingRunning)
+	}
+	if err != nil {
+		return loop.Stopped{}, "", err
+	}
+	return got, g.cfg.Stops.Spend(got.RunID), nil
 }
 
 // questionsWaiting are the questions whose card chatID holds, as /status

@@ -2,7 +2,6 @@ package telegram_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -321,43 +320,56 @@ func TestChildApprovalReachesRootChat(t *testing.T) {
 	})
 }
 
-// /new closes the chat's conversation (through NewConversation) instead of
-// being stored as a message.
+// /new closes the chat's conversation with a summary (the real
+// summarizer) instead of being stored as a message; without one open
+// today it says so; the next message opens the day's next conversation.
 func TestNewCommandStartsANewConversation(t *testing.T) {
 	c := newCrew(t)
 	s := newBotServer(t)
-	asked := make(chan string, 1)
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: testToken, APIURL: s.URL, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-		Log: c.log, Inbound: c.in, Approvals: c.approver, Logger: c.logger, PollEvery: 20 * time.Millisecond,
-		NewConversation: func(ctx context.Context, channel string) (string, error) {
-			asked <- channel
-			return "a summary", nil
-		},
+		Log: c.log, Inbound: c.in, Approvals: c.approver, Conversations: c.summaries, Logger: c.logger, PollEvery: 20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	s.push(textUpdate(1, chat, "/new"))
-	select {
-	case ch := <-asked:
-		if ch != "telegram:42" {
-			t.Errorf("closed the conversation of %q", ch)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("/new never reached NewConversation")
-	}
-	eventstest.Eventually(t, "the confirmation", func() bool {
-		for _, m := range s.sentTo(chat) {
-			if strings.Contains(m.Text, "next message starts a new one") {
-				return true
+	sent := func(what, want string) {
+		t.Helper()
+		eventstest.Eventually(t, what, func() bool {
+			for _, m := range s.sentTo(chat) {
+				if strings.Contains(m.Text, want) {
+					return true
+				}
 			}
-		}
-		return false
-	})
-	if got := c.received(t); len(got) != 0 {
-		t.Errorf("/new was stored as a message: %+v", got)
+			return false
+		})
+	}
+	s.push(textUpdate(1, chat, "/new"))
+	sent("the refusal", "Not started: this chat has no conversation open today; just write")
+	s.push(textUpdate(2, chat, "hello"))
+	sent("the reply", "echo: hello")
+	first, err := c.in.Current(t.Context(), "", "telegram:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.push(textUpdate(3, chat, "/new"))
+	sent("the confirmation", "next message starts a new one")
+	envs, err := c.log.ReadAll(t.Context(), events.Conv(first).Subject(events.TypeConversationClosed), 0)
+	if err != nil || len(envs) != 1 {
+		t.Fatalf("%s closed %d times (%v), want once", first, len(envs), err)
+	}
+	if d, _ := envs[0].Decode(); d.(*events.ConversationClosed).Reason != "owner" {
+		t.Errorf("closed %+v, want by the owner", d)
+	}
+	s.push(textUpdate(4, chat, "again"))
+	sent("the next reply", "echo: again")
+	got := c.received(t)
+	if len(got) != 2 || got[0].Text != "hello" || got[1].Text != "again" {
+		t.Fatalf("stored %+v, want hello and again (/new is no message)", got)
+	}
+	if next, _ := c.in.Current(t.Context(), "", "telegram:42"); next != first+"-2" {
+		t.Errorf("the next message went to %s, want %s-2", next, first)
 	}
 }
 

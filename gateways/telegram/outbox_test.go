@@ -2,7 +2,6 @@ package telegram_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -242,9 +241,8 @@ func TestTelegramPlainMessageAnswersTheWaitingQuestion(t *testing.T) {
 	const chat = int64(7104)
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-		Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Outcome: c.answerer.Outcome,
+		Log: c.log, DB: c.db, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Outcome: c.answerer.Outcome,
 		Logger: c.logger, PollEvery: 50 * time.Millisecond,
-		Status: func(context.Context) (running, queued, waiting []string, err error) { return nil, nil, nil, nil },
 	})
 	if err != nil {
 		t.Fatal(err)

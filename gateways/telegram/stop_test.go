@@ -1,7 +1,6 @@
 package telegram_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/telegram"
-	"github.com/my-agent-crew/crew/loop"
 )
 
 // Issue 27 against the real telegram-test-api: /stop stops the chat's
@@ -24,14 +22,7 @@ func TestTelegramStopWithdrawsTheCard(t *testing.T) {
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
 		Log: c.log, Inbound: c.in, Approvals: c.approver, Outcome: c.answerer.Outcome, Logger: c.logger, PollEvery: 50 * time.Millisecond,
-		Stop: func(ctx context.Context, channel string) (loop.Stopped, string, error) {
-			id, err := c.in.Current(ctx, "master", channel)
-			if err != nil {
-				return loop.Stopped{}, "", err
-			}
-			got, err := c.worker.Stop(ctx, id, events.StopAll, events.StopByTelegram)
-			return got, "$0.0000", err
-		},
+		Stops: c.stops,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/projections"
 )
 
 // What crew serve adds to the crew: the singletons and the web gateway's
@@ -78,22 +77,9 @@ func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gatewa
 	master := a.Home.Agents[home.MasterID]
 	g, err := telegram.Start(ctx, telegram.Config{
 		Token: token, APIURL: a.Home.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
-		Workspace: filepath.Join(master.Dir, "workspace"), Log: a.Log(), Inbound: a.Inbound, Approvals: a.Approvals,
-		Questions: a.Questions, Outcome: a.Questions.Outcome, Logger: a.log.With("component", "telegram"), Home: a.Dir, Artifact: a.Canvas.File,
-		Checkpoint: a.opts.TelegramCheckpoint,
-		NewConversation: func(ctx context.Context, channel string) (string, error) {
-			id, err := a.Inbound.Current(ctx, home.MasterID, channel)
-			if err != nil {
-				return "", err
-			}
-			return a.Summaries.Close(ctx, id)
-		},
-		Status: func(context.Context) (running, queued, waiting []string, err error) {
-			return projections.Overview(a.DB())
-		},
-		Stop: func(ctx context.Context, channel string) (loop.Stopped, string, error) {
-			return a.Stops.StopCurrent(ctx, a.Inbound, home.MasterID, channel, events.StopByTelegram)
-		},
+		Workspace: filepath.Join(master.Dir, "workspace"), Log: a.Log(), DB: a.DB(), Inbound: a.Inbound, Approvals: a.Approvals,
+		Questions: a.Questions, Outcome: a.Questions.Outcome, Stops: a.Stops, Conversations: a.Summaries,
+		Logger: a.log.With("component", "telegram"), Home: a.Dir, Artifact: a.Canvas.File, Checkpoint: a.opts.TelegramCheckpoint,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
