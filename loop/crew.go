@@ -238,6 +238,26 @@ func Checks(homeDir string, agents map[string]Agent, reg *tools.Registry) []stri
 	return lines
 }
 
+// SkipBroken leaves out of agents each one the loop cannot run
+// (CheckAgent against reg, then servers: the MCP servers of its mcp: it
+// keeps, or why it cannot have them) and says why, a line each; the
+// others run, with the servers kept (R-HOME-3).
+func SkipBroken(agents map[string]Agent, reg *tools.Registry, servers func(Agent) ([]string, error)) (problems []string) {
+	for id, a := range agents {
+		err := CheckAgent(a, reg)
+		if err == nil {
+			a.MCP, err = servers(a)
+		}
+		if err != nil {
+			problems = append(problems, err.Error())
+			delete(agents, id)
+			continue
+		}
+		agents[id] = a
+	}
+	return problems
+}
+
 // CheckAgent refuses settings the loop cannot honour: unknown tool names,
 // invalid shell patterns, unparsable routes.
 func CheckAgent(a Agent, reg *tools.Registry) error {

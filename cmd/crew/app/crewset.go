@@ -57,18 +57,9 @@ func (f crewFiles) build(h *home.Home) *loop.Loaded[crewSet] {
 	servers, mcpProblems := MCPServers(h, f.secrets, f.getenv)
 	problems = append(problems, mcpProblems...)
 	problems = append(problems, loop.AddKitAgents(h.Dir, home.MasterID, agents, f.override != nil)...)
-	for id, a := range agents {
-		err := loop.CheckAgent(a, f.reg)
-		if err == nil {
-			a.MCP, err = mcp.Usable(a.Dir, a.MCP, h.Config.MCPServers, servers)
-		}
-		if err != nil {
-			problems = append(problems, err.Error())
-			delete(agents, id)
-			continue
-		}
-		agents[id] = a
-	}
+	problems = append(problems, loop.SkipBroken(agents, f.reg, func(a loop.Agent) ([]string, error) {
+		return mcp.Usable(a.Dir, a.MCP, h.Config.MCPServers, servers)
+	})...)
 	sort.Strings(problems)
 	return &loop.Loaded[crewSet]{Agents: agents, Roster: loop.Roster(h.Dir, home.MasterID, agents, h.EnabledSchedules), Problems: problems,
 		Catalog: h.Config.Catalog(), With: crewSet{home: h, mcp: servers,

@@ -204,8 +204,9 @@ func (c *Config) Location() *time.Location {
 	return time.UTC
 }
 
-// Agent is one agent.yaml. ID and Dir come from where the file lives, not
-// from its content. Keys and ranges are pinned by schemas/agent.schema.json.
+// Agent is one agent.yaml. ID, Dir and Workspace come from where the file
+// lives, not from its content. Keys and ranges are pinned by
+// schemas/agent.schema.json.
 type Agent struct {
 	// Agent are the keys the loop reads (routes, tools, max_steps, the
 	// shell, browser and computer_apps policy, …), in the loop's own type;
