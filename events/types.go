@@ -662,6 +662,19 @@ type ConversationSummarized struct {
 func (*ConversationSummarized) EventType() string { return TypeConversationSummarized }
 func (*ConversationSummarized) EventVersion() int { return 1 }
 
+// ChannelSummary is the latest conversation summary of an agent on a
+// channel: what the next conversation there is told as "Previous
+// conversation" (R-CTX-2). The summaries projection stores it and the
+// turn notes read it.
+type ChannelSummary struct {
+	Conversation string    `json:"conversation"`
+	Agent        string    `json:"agent"`
+	Channel      string    `json:"channel"`
+	Summary      string    `json:"summary"`
+	LastAt       time.Time `json:"last_at"`
+	ThroughSeq   uint64    `json:"through_seq"`
+}
+
 // HookRan records one run of an owner's hook command (R-LOOP-8).
 type HookRan struct {
 	RunID      string `json:"run_id"`

@@ -1,8 +1,6 @@
 package projections
 
 import (
-	"time"
-
 	"github.com/my-agent-crew/crew/events"
 	"go.etcd.io/bbolt"
 )
@@ -14,18 +12,6 @@ const (
 	bucketSummaryConvs  = "summary_convs"
 	bucketSummaryLatest = "summary_latest"
 )
-
-// ChannelSummary is the latest conversation summary of an agent on a
-// channel: what the next conversation there is told as "Previous
-// conversation" (R-CTX-2).
-type ChannelSummary struct {
-	Conversation string    `json:"conversation"`
-	Agent        string    `json:"agent"`
-	Channel      string    `json:"channel"`
-	Summary      string    `json:"summary"`
-	LastAt       time.Time `json:"last_at"`
-	ThroughSeq   uint64    `json:"through_seq"`
-}
 
 // Summaries projects conversation_summarized events by agent and channel.
 type Summaries struct{}
@@ -73,23 +59,27 @@ func (Summaries) Apply(tx *Tx, env events.Envelope) error {
 		}
 		latest := tx.Bucket([]byte(bucketSummaryLatest))
 		key := []byte(c.Agent + "\x00" + c.Channel)
-		var prev ChannelSummary
+		var prev events.ChannelSummary
 		if _, err := tx.getJSON(latest, key, &prev); err != nil {
 			return err
 		}
 		if prev.Conversation != "" && prev.Conversation != id && prev.LastAt.After(e.LastAt) {
 			return nil // an older conversation summarised late
 		}
-		return tx.putJSON(latest, key, ChannelSummary{Conversation: id, Agent: c.Agent, Channel: c.Channel,
+		return tx.putJSON(latest, key, events.ChannelSummary{Conversation: id, Agent: c.Agent, Channel: c.Channel,
 			Summary: e.Summary, LastAt: e.LastAt, ThroughSeq: e.ThroughSeq})
 	}
 	return nil
 }
 
-// LatestSummary returns the latest summary of another conversation of
-// agent on channel than exclude; ok false when there is none.
-func LatestSummary(db *bbolt.DB, agent, channel, exclude string) (s ChannelSummary, ok bool, err error) {
-	err = db.View(func(tx *bbolt.Tx) error {
+// ChannelSummaries reads the summaries projection of DB: the turn notes'
+// previous conversations (loop/notes.Summaries).
+type ChannelSummaries struct{ DB *bbolt.DB }
+
+// Latest returns the latest summary of another conversation of agent on
+// channel than exclude; ok false when there is none.
+func (c ChannelSummaries) Latest(agent, channel, exclude string) (s events.ChannelSummary, ok bool, err error) {
+	err = c.DB.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(bucketSummaryLatest))
 		if b == nil {
 			return nil // not projected yet: no summary

@@ -11,7 +11,7 @@ import (
 // R-CTX-2: the previous conversation is the latest one summarised for the
 // same agent on the same channel; a late summary of an older conversation
 // does not replace a newer one.
-func TestLatestSummaryIsPerAgentAndChannel(t *testing.T) {
+func TestChannelSummariesLatestIsPerAgentAndChannel(t *testing.T) {
 	_, log := eventstest.Start(t)
 	s := newSeeder(t, log)
 	day1 := time.Date(2026, 11, 28, 23, 30, 0, 0, time.UTC)
@@ -28,17 +28,18 @@ func TestLatestSummaryIsPerAgentAndChannel(t *testing.T) {
 	if err := Rebuild(t.Context(), log, db, Summaries{}); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := LatestSummary(db, "master", "web", "web-30")
+	sums := ChannelSummaries{DB: db}
+	got, ok, err := sums.Latest("master", "web", "web-30")
 	if err != nil || !ok || got.Conversation != "web-29" || got.Summary != "web of the 29th" || !got.LastAt.Equal(day2) {
 		t.Errorf("master web = %+v %v %v", got, ok, err)
 	}
-	if got, ok, _ := LatestSummary(db, "master", "telegram:42", "tg-30"); !ok || got.Summary != "telegram" {
+	if got, ok, _ := sums.Latest("master", "telegram:42", "tg-30"); !ok || got.Summary != "telegram" {
 		t.Errorf("master telegram = %+v %v", got, ok)
 	}
-	if _, ok, _ := LatestSummary(db, "coach", "web", "x"); ok {
+	if _, ok, _ := sums.Latest("coach", "web", "x"); ok {
 		t.Error("coach has a summary it never made")
 	}
-	if _, ok, _ := LatestSummary(db, "master", "web", "web-29"); ok {
+	if _, ok, _ := sums.Latest("master", "web", "web-29"); ok {
 		t.Error("a conversation is told its own summary as the previous one")
 	}
 }

@@ -1,5 +1,5 @@
 // Package notes composes the turn notes (R-CTX-2): what travels with a
-// turn-opening message (Opener, the loop's Conv opener), and the transcript
+// turn-opening message (New, the loop's Conv opener), and the transcript
 // and prompt of a conversation summary (Transcript, SummaryPrompt).
 //
 // # Turn notes

@@ -6,24 +6,62 @@ import (
 	"strings"
 	"time"
 
+	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/tools/canvas"
 	"github.com/my-agent-crew/crew/tools/kit"
 )
 
-// LatestSummary returns the summary of the latest other conversation than
-// exclude of agent on channel; ok false when there is none. It is a read
-// of a projection, but what the opener makes of it is stored with the
-// message (TurnNotes), so a replay reads the same notes.
-type LatestSummary func(agent, channel, exclude string) (s Summary, ok bool, err error)
+// Summaries are the conversations' summaries by channel (the summaries
+// projection: projections.ChannelSummaries). Latest is the summary of the
+// latest other conversation than exclude of agent on channel; ok false
+// when there is none. It is a read of a projection, but what the opener
+// makes of it is stored with the message (TurnNotes), so a replay reads
+// the same notes.
+type Summaries interface {
+	Latest(agent, channel, exclude string) (s events.ChannelSummary, ok bool, err error)
+}
 
-// Opener computes what travels with every turn-opening message, whatever
+// Config is what the turn notes are made from.
+type Config struct {
+	Home      string    // the home: the kit commands it declares
+	Crew      loop.Crew // the agents, each with its folder of notes
+	Summaries Summaries // nil: no previous conversation is told
+	// Canvas tells what changed in the conversation's canvases (nil: no
+	// canvas notes).
+	Canvas *canvas.Service
+	// Earlier finds the "earlier, on this topic" hits (nil: none).
+	Earlier  Earlier
+	Location *time.Location   // the owner's days (nil: UTC)
+	Clock    func() time.Time // nil: time.Now
+	Logger   *slog.Logger     // where a note that could not be made is said (nil: nowhere)
+}
+
+// New is the crew's opener: the kit command and the turn notes (opener),
+// then the canvas notes (WithCanvas) and the "earlier, on this topic"
+// section (WithEarlier).
+func New(c Config) loop.Opener {
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	open := opener(c.Home, c.Crew, c.Summaries, c.Location, c.Clock, c.Logger)
+	if c.Canvas != nil {
+		open = WithCanvas(open, c.Canvas, c.Logger)
+	}
+	return WithEarlier(open, c.Earlier, c.Logger)
+}
+
+// opener computes what travels with every turn-opening message, whatever
 // door it came through (web, Telegram, the API, a job, a delegation): the
 // kit command's prompt for "/name args", and the turn notes — the previous
 // conversation's summary on the same channel and the agent's notes of
 // yesterday and today, told only as far as they changed since this
 // conversation was last told (R-CTX-2). A failure to read them costs the
 // notes, never the message.
-func Opener(homeDir string, crew loop.Crew, latest LatestSummary, loc *time.Location, clock func() time.Time, logger *slog.Logger) loop.Opener {
+func opener(homeDir string, crew loop.Crew, sums Summaries, loc *time.Location, clock func() time.Time, logger *slog.Logger) loop.Opener {
 	return func(ctx context.Context, o loop.Opening) loop.Opened {
 		var out loop.Opened
 		a, ok := crew.Agent(o.Agent)
@@ -42,13 +80,13 @@ func Opener(homeDir string, crew loop.Crew, latest LatestSummary, loc *time.Loca
 			}
 		}
 		var prev Summary
-		if Talked(o.Channel) {
-			sum, ok, err := latest(o.Agent, o.Channel, o.Conversation)
+		if Talked(o.Channel) && sums != nil {
+			sum, ok, err := sums.Latest(o.Agent, o.Channel, o.Conversation)
 			if err != nil {
 				logger.Warn("previous conversation not read", "conversation", o.Conversation, "err", err)
 			}
 			if ok {
-				prev = Summary{Channel: o.Channel, Conversation: sum.Conversation, Text: sum.Text, LastAt: sum.LastAt}
+				prev = Summary{Channel: o.Channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}
 			}
 		}
 		if a.Persona != "" {

@@ -27,7 +27,6 @@ import (
 	"github.com/my-agent-crew/crew/tools/schedule"
 	"github.com/my-agent-crew/crew/tools/web"
 	"github.com/nats-io/nuid"
-	"go.etcd.io/bbolt"
 )
 
 // allTools is every registry tool, one registration per tool family: the
@@ -179,9 +178,8 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 		}
 	}
 	if db != nil {
-		nlog := logger.With("component", "notes")
-		w.Convs.SetOpener(notes.WithEarlier(notes.WithCanvas(notes.Opener(a.Dir, cr, latestSummary(db), h.Config.Location(), time.Now, nlog),
-			w.Canvas, nlog), w.recall.Earlier, nlog))
+		w.Convs.SetOpener(notes.New(notes.Config{Home: a.Dir, Crew: cr, Summaries: projections.ChannelSummaries{DB: db}, Canvas: w.Canvas,
+			Earlier: w.recall.Earlier, Location: h.Config.Location(), Logger: logger.With("component", "notes")}))
 	}
 	return w, nil
 }
@@ -198,13 +196,4 @@ func (w *wiring) close() {
 	w.browsers.Close()
 	w.pool.Close()
 	w.recall.Close()
-}
-
-// latestSummary reads the previous conversation's summary on a channel
-// from the summaries projection, for the turn notes.
-func latestSummary(db *bbolt.DB) notes.LatestSummary {
-	return func(agent, channel, exclude string) (notes.Summary, bool, error) {
-		sum, ok, err := projections.LatestSummary(db, agent, channel, exclude)
-		return notes.Summary{Channel: channel, Conversation: sum.Conversation, Text: sum.Summary, LastAt: sum.LastAt}, ok, err
-	}
 }
