@@ -2,15 +2,11 @@ package scheduler
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
-	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 )
 
 // The day end settles an idle conversation with nothing queued; a closed
@@ -18,40 +14,14 @@ import (
 // a conversation of no day is settled whatever its team does (R-TEAM).
 func TestDayEndListSettlesIdleConversationsButBusyLeads(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	convs := loop.NewConvs(log, nil)
-	add := func(id string, evs ...events.Event) {
-		conv, err := convs.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conv.Append(ctx, func(*loop.State) ([]events.Event, error) { return evs, nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	log, db, runner := projectionstest.Start(t)
+	add := func(id string, evs ...events.Event) { projectionstest.Append(t, log, runner, events.Conv(id), evs...) }
 	const day = "2026-12-01"
 	add("idle", &events.ConversationOpened{Agent: "master", Channel: "web", Day: day})
 	add("lead", &events.ConversationOpened{Agent: "master", Channel: "web", Day: day})
 	add("noday", &events.ConversationOpened{Agent: "master", Channel: "api"})
 	add("closed", &events.ConversationOpened{Agent: "master", Channel: "web", Day: day}, &events.ConversationClosed{Reason: "done"})
 	add("waiting", &events.ConversationOpened{Agent: "master", Channel: "web", Day: day}, &events.MessageReceived{Channel: "web", Text: "hi"})
-	last, err := log.Last(ctx, events.Root+".>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.WaitFor(ctx, last); err != nil {
-		t.Fatal(err)
-	}
 	busy := func(_ context.Context, id string) bool { return id == "lead" || id == "noday" }
 	list, err := DayEndList(db, busy)(ctx)
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +13,6 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // R-OBS-1, issue 28: a job's events (started, failed, retried, done) and
@@ -24,24 +20,13 @@ import (
 // as they are stored — a failed job_completed as job_failed — and the
 // sidebar's activity strip, also in a tab opened afterwards.
 func TestJobEventsAndTelegramGiveUpsOnActivityFeedAndStrip(t *testing.T) {
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	srv := httptest.NewServer(web.New(web.Config{Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now}}))
-	t.Cleanup(srv.Close)
+	h := newHarness(t)
+	log := h.log
+	url := h.serve(t, web.Config{Pages: h.pages()})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/activity", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/activity", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +81,7 @@ func TestJobEventsAndTelegramGiveUpsOnActivityFeedAndStrip(t *testing.T) {
 	// newest first, the give-up and the failure marked as problems.
 	var page string
 	eventstest.Eventually(t, "the sidebar's activity strip", func() bool {
-		r, err := http.Get(srv.URL + "/fragments/sidebar")
+		r, err := http.Get(url + "/fragments/sidebar")
 		if err != nil {
 			return false
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 )
 
 // feed reads an SSE response and reports each frame's id on ids, with
@@ -64,7 +65,7 @@ func feed(t *testing.T, resp *http.Response, ids chan<- [2]int, frames chan<- st
 // bytes each run) and returns its sequence.
 func liveChat(t *testing.T) (srv *httptest.Server, runner *projections.Runner, add func(events.Event) uint64) {
 	t.Helper()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	srv = httptest.NewServer(web.New(web.Config{
 		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
 		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner},

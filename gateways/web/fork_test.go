@@ -6,19 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // fakeForker answers as the real one does for run "r1" (steps 1 to 3,
@@ -38,37 +32,22 @@ func (f *fakeForker) Fork(_ context.Context, run string, step int, route string)
 	return web.Forked{Conversation: "fork-1", RunID: "fr1", Route: route, From: events.ForkOrigin{Conversation: "c1", RunID: run, Step: step}}, nil
 }
 
-func newForkSite(t *testing.T) (*httptest.Server, *fakeForker) {
+func newForkSite(t *testing.T) (string, *fakeForker) {
 	t.Helper()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	h := newHarness(t)
 	f := &fakeForker{}
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Forks: f,
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
-	}))
-	t.Cleanup(srv.Close)
-	return srv, f
+	return h.serve(t, web.Config{Forks: f, Pages: h.pages()}), f
 }
 
 // The runs page's fork form follows the form rules (R-X-2 through the
 // web): no or a wrong CSRF token, or another origin, is 403 and forks
 // nothing; with the token it forks and redirects to the fork's runs.
 func TestForkFormNeedsCSRFTokenAndSameOrigin(t *testing.T) {
-	srv, f := newForkSite(t)
+	site, f := newForkSite(t)
 	c := client(t)
-	tok := csrfOf(t, c, srv.URL)
+	tok := csrfOf(t, c, site)
 	post := func(form url.Values, origin string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/runs/r1/fork", strings.NewReader(form.Encode()))
+		req, _ := http.NewRequest(http.MethodPost, site+"/runs/r1/fork", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if origin != "" {
 			req.Header.Set("Origin", origin)
@@ -95,15 +74,15 @@ func TestForkFormNeedsCSRFTokenAndSameOrigin(t *testing.T) {
 	if len(f.asked) != 0 {
 		t.Fatalf("a refused form forked: %v", f.asked)
 	}
-	if r := post(form, srv.URL); r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/c/fork-1/runs" {
+	if r := post(form, site); r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/c/fork-1/runs" {
 		t.Errorf("fork form with token = %d to %q", r.StatusCode, r.Header.Get("Location"))
 	}
 	form.Set("from_step", "two")
-	if r := post(form, srv.URL); r.StatusCode != 400 {
+	if r := post(form, site); r.StatusCode != 400 {
 		t.Errorf("fork form with a bad step = %d", r.StatusCode)
 	}
 	// The JSON route takes JSON only (a cross-site form cannot send it).
-	resp, _ := c.Post(srv.URL+"/api/runs/r1/fork", "application/x-www-form-urlencoded", strings.NewReader("from_step=2&route=a:b"))
+	resp, _ := c.Post(site+"/api/runs/r1/fork", "application/x-www-form-urlencoded", strings.NewReader("from_step=2&route=a:b"))
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("form-encoded API fork = %d, want 415", resp.StatusCode)
 	}
@@ -114,7 +93,7 @@ func TestForkFormNeedsCSRFTokenAndSameOrigin(t *testing.T) {
 
 // POST /api/runs/{id}/fork maps the fork's errors to statuses and codes.
 func TestForkAPIErrors(t *testing.T) {
-	srv, _ := newForkSite(t)
+	site, _ := newForkSite(t)
 	for _, tc := range []struct {
 		path, body string
 		status     int
@@ -129,7 +108,7 @@ func TestForkAPIErrors(t *testing.T) {
 		{"/api/runs/nope/fork", `{"from_step":1,"route":"openrouter:a/b"}`, 404, "not_found"},
 		{"/api/runs/no.pe/fork", `{"from_step":1,"route":"openrouter:a/b"}`, 400, "invalid_id"},
 	} {
-		resp, err := http.Post(srv.URL+tc.path, "application/json", bytes.NewReader([]byte(tc.body)))
+		resp, err := http.Post(site+tc.path, "application/json", bytes.NewReader([]byte(tc.body)))
 		if err != nil {
 			t.Fatal(err)
 		}

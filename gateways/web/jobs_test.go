@@ -3,17 +3,15 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/scheduler"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 	"github.com/my-agent-crew/crew/tools/schedule"
-	"go.etcd.io/bbolt"
 )
 
 // list_crons after schedule_create in the same run, or GET /api/jobs after
@@ -23,7 +21,7 @@ import (
 // under load, in a mid-session CI).
 func TestJobListingReadsItsWrites(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	env, err := events.New(&events.JobScheduled{Agent: "master", Name: "standup", Cron: "0 9 * * 1-5", Prompt: "plan", Origin: events.OriginChat})
 	if err != nil {
 		t.Fatal(err)
@@ -50,31 +48,13 @@ func TestJobListingReadsItsWrites(t *testing.T) {
 	}
 }
 
-// projected is an embedded log with every projection running on a bbolt
-// file of the test's own.
-func projected(t *testing.T) (*events.Log, *bbolt.DB, *projections.Runner) {
-	t.Helper()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	return log, db, runner
-}
-
 // list_crons sees what /api/jobs shows: a chat job from the projection
 // and a profile schedule from agent.yaml, with the page's texts;
 // cancel_cron cancels through the scheduler and turns a schedule off
 // through agent.yaml.
 func TestCronsAreTheJobsList(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	env, err := events.New(&events.JobScheduled{Agent: "master", Name: "standup", Cron: "0 9 * * 1-5", Prompt: "plan", Origin: events.OriginChat})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,8 @@
 package web_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +12,6 @@ import (
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // The chat page and its fragment render the history (Markdown included)
@@ -24,29 +19,16 @@ import (
 // conversation does not wait for a page being rendered.
 func TestChatRendersOutsideConversationLock(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	convs := loop.NewConvs(log, nil)
-	pages := &web.Pages{DB: db, Location: time.UTC, Clock: time.Now}
+	h := newHarness(t)
+	convs := loop.NewConvs(h.log, nil)
+	pages := h.pages()
 	rendering, release := make(chan struct{}, 16), make(chan struct{})
 	web.SetMarkdown(pages, func(text string) string {
 		rendering <- struct{}{}
 		<-release
 		return web.Markdown(text)
 	})
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, Pages: pages,
-	}))
-	t.Cleanup(srv.Close)
+	url := h.serve(t, web.Config{Pages: pages})
 
 	conv, err := convs.Get(ctx, "c1")
 	if err != nil {
@@ -65,7 +47,7 @@ func TestChatRendersOutsideConversationLock(t *testing.T) {
 		&events.RunStarted{RunID: "r1", Agent: "master", Trigger: "message"},
 		&events.ModelCalled{RunID: "r1", Step: 1, Route: "a", Model: "m", Text: "**first** answer"},
 		&events.RunFinished{RunID: "r1", Status: events.RunDone})
-	if err := runner.WaitFor(ctx, seq); err != nil {
+	if err := h.runner.WaitFor(ctx, seq); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,7 +55,7 @@ func TestChatRendersOutsideConversationLock(t *testing.T) {
 		var wg sync.WaitGroup
 		var body string
 		wg.Go(func() {
-			resp, err := http.Get(srv.URL + path)
+			resp, err := http.Get(url + path)
 			if err != nil {
 				t.Error(err)
 				return

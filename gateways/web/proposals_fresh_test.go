@@ -1,16 +1,12 @@
 package web_test
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 )
 
 // A proposal stored is listed, read and shown on /memory by the next
@@ -19,17 +15,7 @@ import (
 // as the other views do. Without the wait each read came too soon.
 func TestMemoryViewsReadWhatWasStoredBeforeThem(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	log, db, runner := projectionstest.Start(t)
 	m := &web.Memory{DB: db, Fresh: runner, Log: log, Location: time.UTC}
 	for i, id := range []string{"p1", "p2", "p3"} {
 		if _, err := log.Append(ctx, events.Agent("pong"), events.Any, events.MustNew(&events.MemoryProposed{ProposalID: id, Agent: "pong",

@@ -12,6 +12,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 )
 
 // Config.On builds every view on the store it is given: the API's view of
@@ -20,7 +21,7 @@ import (
 // door) leaves its routes out, and the base's own settings stay.
 func TestOnBuildsTheViewsOnTheStore(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	if _, err := log.Append(ctx, events.Conv("c1"), events.Any,
 		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),
 		events.MustNew(&events.MessageReceived{Channel: "web", Text: "hello from the store"})); err != nil {

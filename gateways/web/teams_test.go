@@ -16,6 +16,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/team"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 )
 
 // R-TEAM in the UI: a lead conversation's team page shows the members
@@ -26,7 +27,7 @@ import (
 // card.
 func TestTeamPageAndChatShowTheTeam(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	convs := loop.NewConvs(log, nil)
 	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
 	srv := httptest.NewServer(web.New(web.Config{
@@ -148,7 +149,7 @@ func (f *seenFresh) WaitFor(ctx context.Context, seq uint64) error {
 // Chromium: Stop the team stayed on a stopped team).
 func TestTeamPageReadsProjectionsAsOfItsFeedStart(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	convs := loop.NewConvs(log, nil)
 	rt := team.New(team.Config{Log: log, Convs: convs, Crew: anyAgent{t: t}})
 	fresh := &seenFresh{Freshness: runner}

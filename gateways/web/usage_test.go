@@ -1,22 +1,16 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // R-LOOP-5: GET /api/usage sums the ledger over the owner's days by each
@@ -24,25 +18,14 @@ import (
 // draws the plot on the server.
 func TestUsageAPIAndPage(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	h := newHarness(t)
+	log := h.log
 	loc := time.FixedZone("owner", -5*3600)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, loc)
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Location: loc, Clock: func() time.Time { return now }},
-		Usage: &web.Usage{DB: db, Location: loc, Clock: func() time.Time { return now }},
-	}))
-	t.Cleanup(srv.Close)
+	url := h.serve(t, web.Config{
+		Pages: &web.Pages{DB: h.db, Location: loc, Clock: func() time.Time { return now }},
+		Usage: &web.Usage{DB: h.db, Location: loc, Clock: func() time.Time { return now }},
+	})
 
 	usd := func(v float64) *float64 { return &v }
 	var last uint64
@@ -74,7 +57,7 @@ func TestUsageAPIAndPage(t *testing.T) {
 		&events.ModelCalled{RunID: "r2", Step: 1, Purpose: events.PurposeEscalation, Route: "openrouter:big", Model: "big", InputTokens: 10, OutputTokens: 1, CostUSD: usd(0.5)},
 		&events.ModelCalled{Purpose: events.PurposeSummary, Route: "openrouter:a/b", Model: "a/b", CostUSD: usd(0.125)})
 	add(events.Agent("coach"), now, &events.ModelCalled{Purpose: events.PurposeConsolidate, Route: "openrouter:a/b", Model: "a/b", CostUSD: usd(0.0625)})
-	if err := runner.WaitFor(ctx, last); err != nil {
+	if err := h.runner.WaitFor(ctx, last); err != nil {
 		t.Fatal(err)
 	}
 
@@ -91,7 +74,7 @@ func TestUsageAPIAndPage(t *testing.T) {
 	}
 	fetch := func(query string) (int, reply, string) {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/api/usage" + query)
+		resp, err := http.Get(url + "/api/usage" + query)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +126,7 @@ func TestUsageAPIAndPage(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(srv.URL + "/usage?from=2026-11-30&to=2026-12-01")
+	resp, err := http.Get(url + "/usage?from=2026-11-30&to=2026-12-01")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 	"go.etcd.io/bbolt"
 )
 
@@ -65,7 +66,7 @@ func TestUndecodableConversationParkedInAPI(t *testing.T) {
 // later when nobody waits for it.
 func TestAPIViewsReadTheirWrites(t *testing.T) {
 	ctx := t.Context()
-	log, db, runner := projected(t)
+	log, db, runner := projectionstest.Start(t)
 	v := web.ProjectionViews{DB: db, Convs: loop.NewConvs(log, nil), Log: log, Fresh: runner}
 	if _, err := log.Append(ctx, events.Conv("c1"), events.Any,
 		events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"}),

@@ -1,75 +1,29 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // pagesSite serves the pages over a real log and projections; appendTo
 // stores events in a conversation and waits until they are projected.
 func pagesSite(t *testing.T, home string) (page func(path string) string, appendTo func(conv string, evs ...events.Event)) {
 	t.Helper()
-	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	convs := loop.NewConvs(log, nil)
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Home: home},
-	}))
-	t.Cleanup(srv.Close)
+	h := newHarness(t)
+	pages := h.pages()
+	pages.Home = home
+	url := h.serve(t, web.Config{Pages: pages})
 	appendTo = func(conv string, evs ...events.Event) {
 		t.Helper()
-		c, err := convs.Get(ctx, conv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored, err := c.Append(ctx, func(*loop.State) ([]events.Event, error) { return evs, nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := runner.WaitFor(ctx, stored[len(stored)-1].Seq); err != nil {
-			t.Fatal(err)
-		}
+		h.add(t, conv, evs...)
 	}
-	page = func(path string) string {
-		t.Helper()
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s = %d\n%s", path, resp.StatusCode, b)
-		}
-		return string(b)
-	}
-	return page, appendTo
+	return func(path string) string { t.Helper(); return getBody(t, url+path) }, appendTo
 }
 
 // toolStatus is the status word of the tool card of call id in html.
