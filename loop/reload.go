@@ -142,18 +142,25 @@ func (c *Reloading[T]) ReloadIfChanged() {
 	c.logProblems(next)
 }
 
-// Watch checks for changes every interval until ctx ends.
-func (c *Reloading[T]) Watch(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.ReloadIfChanged()
+// Watch checks for changes every interval until ctx ends or stop; stop
+// waits for a reload under way to end.
+func (c *Reloading[T]) Watch(ctx context.Context, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.ReloadIfChanged()
+			}
 		}
-	}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func (c *Reloading[T]) logProblems(l *Loaded[T]) {

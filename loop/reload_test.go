@@ -1,12 +1,14 @@
 package loop
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A Reloading crew loads again only when its stamp changes, tells Before
@@ -85,4 +87,28 @@ func (f *files) Load() (*Loaded[int], error) {
 	defer f.mu.Unlock()
 	f.loads++
 	return f.next, f.err
+}
+
+// Watch reloads a crew whose files changed on its own; stop ends it and
+// returns once it has, and so does a watch whose context ended.
+func TestReloadingWatchFollowsUntilStop(t *testing.T) {
+	f := &files{stamp: "1"}
+	c := &Reloading[int]{}
+	c.Start(f, "master", slog.New(slog.DiscardHandler), &Loaded[int]{Agents: map[string]Agent{"master": {ID: "master"}}, Roster: "one"})
+	stop := c.Watch(t.Context(), 10*time.Millisecond)
+	f.mu.Lock()
+	f.stamp, f.next = "2", &Loaded[int]{Agents: map[string]Agent{"master": {ID: "master"}}, Roster: "two"}
+	f.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Roster() != "two" {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not reload the changed crew within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+	stop()
+	ctx, cancel := context.WithCancel(t.Context())
+	stop = c.Watch(ctx, time.Hour)
+	cancel()
+	stop() // returns: the watch ended with its context
 }

@@ -107,20 +107,15 @@ func (r *running) watch(ctx context.Context, a *App) {
 		// A value added to <home>/env is redacted from now on; removed
 		// ones stay redacted (they may still be in flight).
 		set := l.With
-		a.opts.Secrets.Load(set.home.EnvSecrets(), nil)
-		set.home.ConfigSecrets(a.opts.Secrets)
+		set.home.LoadSecrets(a.opts.Secrets, nil)
 		w.search.SetSearch(set.home.Config.WebSearch.Keyed(set.home.Lookup(a.opts.Getenv)))
 		w.pool.Configure(set.mcp)
 		if err := r.Scheduler.SetProfile(watchCtx, set.profile); err != nil {
 			a.log.Error("schedules not reloaded", "err", err)
 		}
 	})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Crew.Watch(watchCtx, 2*time.Second)
-	}()
-	r.stopWatch = func() { stop(); <-done }
+	stopWatch := w.Crew.Watch(watchCtx, 2*time.Second)
+	r.stopWatch = func() { stop(); stopWatch() }
 }
 
 // close stops the reload watch, the teams and the worker (App.Close

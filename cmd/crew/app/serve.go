@@ -75,16 +75,12 @@ func (a *App) setStopLead(stop func()) {
 // startTelegram starts the Telegram gateway for the master agent.
 func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gateway, error) {
 	master := a.Home.Agents[home.MasterID]
-	g, err := telegram.Start(ctx, telegram.Config{
+	return telegram.Start(ctx, telegram.Config{
 		Token: token, APIURL: a.Home.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
 		Workspace: filepath.Join(master.Dir, "workspace"), Log: a.Log(), DB: a.DB(), Inbound: a.Inbound, Approvals: a.Approvals,
 		Questions: a.Questions, Outcome: a.Questions.Outcome, Stops: a.Stops, Conversations: a.Summaries,
 		Logger: a.log.With("component", "telegram"), Home: a.Dir, Artifact: a.Canvas.File, Checkpoint: a.opts.TelegramCheckpoint,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("telegram: %w", err)
-	}
-	return g, nil
 }
 
 // Web is the web gateway's configuration: the crew's store and parts,
