@@ -21,6 +21,7 @@ type taskView struct {
 	Started    string `json:"started"`
 	State      string `json:"state"`
 	ExitCode   *int   `json:"exit_code"`
+	Failure    string `json:"failure"`
 	StoppedBy  string `json:"stopped_by"`
 	OutputTail string `json:"output_tail"`
 }
@@ -88,7 +89,10 @@ func TestStopBackgroundTaskOverHTTP(t *testing.T) {
 	defer api.Close()
 	home := initHome(t)
 	s := startServe(t, home, "MY_AGENT_ROUTES=openrouter:vendor/model", "OPENROUTER_API_KEY=test-key-bg", "OPENROUTER_BASE_URL="+api.URL+"/v1")
-	cmd := "echo task-ready; trap 'echo task-got-term; exit 3' TERM; sleep 300 & wait"
+	// The trap is set before task-ready is printed: a stop sent once the
+	// list shows task-ready finds the shell trapping TERM (printed first, a
+	// stop could beat the trap and end the shell on SIGTERM's default).
+	cmd := "trap 'echo task-got-term; exit 3' TERM; echo task-ready; sleep 300 & wait"
 	_, acc := postJSON(t, s.url+"/api/inbound", map[string]any{"text": "start: " + cmd})
 	conv := acc["conversation_id"].(string)
 	approveUntil(t, s.url, conv, "to end its turn on the placeholder", settled)
@@ -132,8 +136,13 @@ func TestStopBackgroundTaskOverHTTP(t *testing.T) {
 		return len(list) == 1 && list[0].State == "stopped"
 	})
 	task = tasksOf(t, s.url, conv)[0]
-	if task.StoppedBy != "api" || task.ExitCode == nil || *task.ExitCode != -1 || !strings.Contains(task.OutputTail, "task-got-term") {
-		t.Fatalf("stopped task = %+v", task)
+	if task.StoppedBy != "api" || task.ExitCode == nil || *task.ExitCode != -1 || !strings.Contains(task.OutputTail, "task-got-term") ||
+		!strings.Contains(task.Failure, "stopped by the owner (api) (it exited 3 on SIGTERM)") {
+		code := "none"
+		if task.ExitCode != nil {
+			code = strconv.Itoa(*task.ExitCode)
+		}
+		t.Fatalf("stopped task = %+v (exit code %s)", task, code)
 	}
 	if code, body := postStop(t, stop, nil); code != http.StatusConflict || errCode(body) != "already_finished" {
 		t.Fatalf("second stop = %d %v, want 409 already_finished", code, body)
