@@ -56,7 +56,32 @@ const DefaultIdleConversations = 1000
 
 // NewConvs returns the writer set over log; snaps may be nil.
 func NewConvs(log Appender, snaps Snapshots) *Convs {
-	return &Convs{log: log, snaps: snaps, convs: map[string]*Conv{}, recent: list.New(), keepIdle: DefaultIdleConversations}
+	return NewConvsFrom(ConvsConfig{Log: log, Snapshots: snaps})
+}
+
+// ConvsConfig is what a crew's conversations are built from.
+type ConvsConfig struct {
+	Log       Appender
+	Snapshots Snapshots // nil: every load reads the conversation's whole subject
+	// Opener computes what travels with each turn-opening message (nil:
+	// nothing does).
+	Opener Opener
+	// IdleLimit bounds the conversation states kept in memory
+	// (SetIdleLimit); 0: DefaultIdleConversations.
+	IdleLimit int
+	// Logger says when a load discarded a snapshot it could not read (an
+	// older version's, or a damaged one) and rebuilt the state from the
+	// log; nil: nothing is said.
+	Logger *slog.Logger
+}
+
+// NewConvsFrom returns the writer set c describes.
+func NewConvsFrom(c ConvsConfig) *Convs {
+	cs := &Convs{log: c.Log, snaps: c.Snapshots, opener: c.Opener, logger: c.Logger, convs: map[string]*Conv{}, recent: list.New(), keepIdle: DefaultIdleConversations}
+	if c.IdleLimit > 0 {
+		cs.SetIdleLimit(c.IdleLimit)
+	}
+	return cs
 }
 
 // Secrets are the home's secrets: the redactor of the log cs writes to.
@@ -67,11 +92,6 @@ func (cs *Convs) Secrets() *events.Redactor { return cs.log.Redactor() }
 // open run, nothing queued, no approval pending, nobody waiting on them)
 // are dropped. Call it before the first Get.
 func (cs *Convs) SetIdleLimit(n int) { cs.keepIdle = max(n, 1) }
-
-// SetLogger is where a load says it discarded a snapshot it could not
-// read (an older version's, or a damaged one) and rebuilt the state from
-// the log. Call it before the first Get.
-func (cs *Convs) SetLogger(l *slog.Logger) { cs.logger = l }
 
 // Loaded is how many conversation states are in memory.
 func (cs *Convs) Loaded() int {

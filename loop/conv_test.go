@@ -18,11 +18,10 @@ import (
 // message carries them.
 func TestSteerAfterQueuedMessageCarriesNoNotes(t *testing.T) {
 	_, log := eventstest.Start(t)
-	convs := loop.NewConvs(log, nil)
 	note := "- 09:00 ate oats"
-	convs.SetOpener(func(ctx context.Context, o loop.Opening) loop.Opened {
+	convs := loop.NewConvsFrom(loop.ConvsConfig{Log: log, Opener: func(ctx context.Context, o loop.Opening) loop.Opened {
 		return loop.Opened{Notes: notes.Compose(o.Told, []notes.Item{{Key: "memory/2026-11-30.md", Title: "Today's notes", Content: note}})}
-	})
+	}})
 	ctx := t.Context()
 	conv, err := convs.Get(ctx, "steer-notes")
 	if err != nil {

@@ -36,8 +36,17 @@ func TestIdleConversationsAreBoundedAndReloaded(t *testing.T) {
 		}
 	}
 
-	convs := loop.NewConvs(log, nil)
-	convs.SetIdleLimit(2)
+	// No limit given: the default, far above six.
+	unbounded := loop.NewConvsFrom(loop.ConvsConfig{Log: log})
+	for i := range 6 {
+		if _, err := unbounded.Get(ctx, fmt.Sprintf("c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := unbounded.Loaded(); n != 6 {
+		t.Fatalf("without a limit %d states in memory, want all 6 (DefaultIdleConversations)", n)
+	}
+	convs := loop.NewConvsFrom(loop.ConvsConfig{Log: log, IdleLimit: 2})
 	for i := range 6 {
 		if _, err := convs.Get(ctx, fmt.Sprintf("c%d", i)); err != nil {
 			t.Fatal(err)

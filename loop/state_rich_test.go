@@ -103,8 +103,7 @@ func TestSnapshotOfThePreviousVersionIsRebuiltFromTheLog(t *testing.T) {
 	}
 	snaps := &memSnapshots{data: map[string][]byte{"c": old}}
 	var said bytes.Buffer
-	convs := loop.NewConvs(log, snaps)
-	convs.SetLogger(slog.New(slog.NewTextHandler(&said, nil)))
+	convs := loop.NewConvsFrom(loop.ConvsConfig{Log: log, Snapshots: snaps, Logger: slog.New(slog.NewTextHandler(&said, nil))})
 	c, err := convs.Get(t.Context(), "c")
 	if err != nil {
 		t.Fatal(err)

@@ -126,20 +126,18 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	w.search.SetSearch(h.Config.WebSearch.Keyed(h.Lookup(getenv))) // browsers start on first use
 	w.Canvas = &canvas.Service{Log: log, Fresh: a.freshness(),
 		MaxBytes: h.Config.CanvasMaxBytes, Master: home.MasterID, Clock: time.Now, NewID: nuid.Next}
+	w.recall = search.NewRecall(home.MasterID)
 	// Without a store (ReadOnly) the conversations refuse to write and
-	// keep no snapshots, and the canvas tools never run.
-	appender, snaps := loop.Appender(loop.ReadOnlyLog{Secrets: a.opts.Secrets}), loop.Snapshots(nil)
+	// keep no snapshots or notes, and the canvas tools never run.
+	cc := loop.ConvsConfig{Log: loop.ReadOnlyLog{Secrets: a.opts.Secrets}, IdleLimit: h.Config.ConversationsInMemory, Logger: logger.With("component", "conversations")}
 	if db != nil {
 		w.Canvas.Store = projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}
-		appender, snaps = a.opts.ConversationLog(log), projections.Snapshots{DB: db}
+		cc.Log, cc.Snapshots = a.opts.ConversationLog(log), projections.Snapshots{DB: db}
+		cc.Opener = notes.New(notes.Config{Home: a.Dir, Crew: cr, Summaries: projections.ChannelSummaries{DB: db}, Canvas: w.Canvas,
+			Earlier: w.recall.Earlier, Location: h.Config.Location(), Logger: logger.With("component", "notes")})
 	}
-	w.Convs = loop.NewConvs(appender, snaps)
-	w.Convs.SetLogger(logger.With("component", "conversations"))
-	if n := h.Config.ConversationsInMemory; n > 0 {
-		w.Convs.SetIdleLimit(n)
-	}
+	w.Convs = loop.NewConvsFrom(cc)
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
-	w.recall = search.NewRecall(home.MasterID)
 	// The tools' services, before the registry: memory files persona
 	// proposals.
 	w.Memory = consolidate.New(consolidate.Config{Log: log, Models: w.Models, Clock: loop.WallClock{Zone: h.Config.Location()},
@@ -177,10 +175,6 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 			return nil, err
 		}
 	}
-	if db != nil {
-		w.Convs.SetOpener(notes.New(notes.Config{Home: a.Dir, Crew: cr, Summaries: projections.ChannelSummaries{DB: db}, Canvas: w.Canvas,
-			Earlier: w.recall.Earlier, Location: h.Config.Location(), Logger: logger.With("component", "notes")}))
-	}
 	return w, nil
 }
 
@@ -190,9 +184,7 @@ func (w *wiring) close() {
 		w.Ledger.Close() // stores the settlements no next call carried
 	}
 	w.Teams.Close()
-	if w.background != nil {
-		w.background.Close() // kills the background commands; their ends are stored for the next start
-	}
+	w.background.Close() // kills the background commands; their ends are stored for the next start
 	w.browsers.Close()
 	w.pool.Close()
 	w.recall.Close()
