@@ -67,6 +67,39 @@ func TestSpillsInTheObjectStoreAreReadThroughAnotherOpening(t *testing.T) {
 	}
 }
 
+// A spill goes once its max age after its write has passed (the object
+// store's TTL: crew serve opens it with SpillMaxAge, 7 days, and no sweep
+// runs); here the age is one second.
+func TestSpillsGoAfterTheirMaxAge(t *testing.T) {
+	if SpillMaxAge != 7*24*time.Hour {
+		t.Errorf("SpillMaxAge = %v, want 7 days", SpillMaxAge)
+	}
+	srv, _ := eventstest.Start(t)
+	ctx := t.Context()
+	s, err := OpenSpills(ctx, srv.Conn(), t.TempDir(), time.Second, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "c1", "call_1.txt", []byte("the whole output")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Get(ctx, "c1", "call_1.txt"); err != nil || string(b) != "the whole output" {
+		t.Fatalf("Get right after Put = %q, %v", b, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := s.Get(ctx, "c1", "call_1.txt")
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the spill is still there 30 s after its max age of 1 s")
+		}
+	}
+}
+
 // An older home kept its spills in files under spill/<conversation>/;
 // the first open moves them into the object store (the files and their
 // folders go, a write a crash cut is dropped) and says so; the second

@@ -15,11 +15,13 @@ import (
 //go:embed skel
 var skel embed.FS
 
-// initDirs are created by Init, relative to the home (R-HOME-1).
+// initDirs are created by Init, relative to the home (R-HOME-1). No
+// spill/: cut tool outputs are kept in the log's object store
+// (tools.OpenSpills moves an older home's spill/ in once).
 var initDirs = []string{
 	".", "memory", "workspace", "agents",
 	"users/owner/facts", "skills", ".agents/commands",
-	"spill", "logs", "data",
+	"logs", "data",
 }
 
 // initFiles maps a skeleton file to where Init puts it and its mode.

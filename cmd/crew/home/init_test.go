@@ -21,10 +21,14 @@ func TestInitCreatesWorkingHome(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("Init = %v, %v; want true, nil", created, err)
 	}
-	for _, d := range []string{"memory", "workspace", "agents", "users/owner/facts", "skills", ".agents/commands", "spill", "logs", "data"} {
+	for _, d := range []string{"memory", "workspace", "agents", "users/owner/facts", "skills", ".agents/commands", "logs", "data"} {
 		if fi, err := os.Stat(filepath.Join(dir, d)); err != nil || !fi.IsDir() {
 			t.Errorf("dir %s: %v", d, err)
 		}
+	}
+	// Spills are kept in the log's object store: no spill/ folder.
+	if _, err := os.Lstat(filepath.Join(dir, "spill")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("init made spill/ (%v), want none", err)
 	}
 	for _, f := range []string{"config.yaml", "agent.yaml", "AGENTS.md", "SOUL.md", "MEMORY.md", "users/owner/USER.md", "env"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
