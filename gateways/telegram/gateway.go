@@ -244,8 +244,11 @@ func BotID(token string) string {
 func (g *Gateway) storedOffset(ctx context.Context) (int64, error) {
 	subject := events.Telegram(g.bot).Subject(events.TypeTelegramOffset)
 	last, err := g.cfg.Log.Last(ctx, subject)
-	if err != nil || last == 0 {
-		return 0, err
+	if err != nil {
+		return 0, fmt.Errorf("telegram: read offset: %w", err)
+	}
+	if last == 0 {
+		return 0, nil
 	}
 	envs, err := g.cfg.Log.ReadAll(ctx, subject, last)
 	if err != nil {

@@ -133,12 +133,18 @@ func (g *Gateway) loadMark(ctx context.Context) (events.TelegramOutboxPosition, 
 	var mark events.TelegramOutboxPosition
 	subject := events.Telegram(g.bot).Subject(events.TypeTelegramOutboxPosition)
 	last, err := g.cfg.Log.Last(ctx, subject)
-	if err != nil || last == 0 {
-		return mark, err
+	if err != nil {
+		return mark, fmt.Errorf("telegram: read outbox mark: %w", err)
+	}
+	if last == 0 {
+		return mark, nil
 	}
 	envs, err := g.cfg.Log.ReadAll(ctx, subject, last)
-	if err != nil || len(envs) == 0 {
-		return mark, err
+	if err != nil {
+		return mark, fmt.Errorf("telegram: read outbox mark: %w", err)
+	}
+	if len(envs) == 0 {
+		return mark, nil
 	}
 	e, err := envs[0].Decode()
 	if err != nil {
