@@ -316,3 +316,30 @@ func TestClusterBucketAtOneReplicaGrowsToThree(t *testing.T) {
 		t.Errorf("Put of a bad key = %v, want ErrInvalidID", err)
 	}
 }
+
+// OpenStore without a Logger discards what it would tell: a raise of the
+// stream's replicas on opening (here a one-replica stream on a cluster of
+// 3) opens the store and panics nowhere.
+func TestOpenStoreWithoutALoggerTellsARaiseToNobody(t *testing.T) {
+	c := eventstest.StartCluster(t, 3)
+	nc, err := events.Connect(events.ClientConfig{URL: c.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	eventstest.Eventually(t, "a one-replica stream on the forming cluster", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, events.StreamConfig())
+		return err == nil
+	})
+	s, err := events.OpenStore(t.Context(), events.StoreConfig{Dir: t.TempDir(), Client: events.ClientConfig{URL: c.URL()}, Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r := s.Log().Raised(); r == nil || r.From != 1 || r.To != 3 {
+		t.Errorf("Raised() = %+v, want from 1 to 3", r)
+	}
+}

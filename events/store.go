@@ -28,7 +28,9 @@ type StoreConfig struct {
 	Secrets *Redactor
 	// Lock keeps other processes out of the store (the home's flock);
 	// Close closes it last, as does an OpenStore that fails.
-	Lock   io.Closer
+	Lock io.Closer
+	// Logger is told of the connections' losses, the embedded server's
+	// lines and a raise of the stream's replicas; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -49,6 +51,9 @@ type Store struct {
 // Secrets (telling what opening it did to the stream's replicas), on a
 // cluster the lease bucket, and Dir/projections.db.
 func OpenStore(ctx context.Context, cfg StoreConfig) (_ *Store, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	s := &Store{lock: cfg.Lock}
 	defer func() {
 		if err != nil {
