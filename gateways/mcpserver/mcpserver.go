@@ -398,16 +398,7 @@ func (g *gateway) caughtUp(ctx context.Context, conv string) {
 // caughtUpOn waits, at most two seconds, for the projections to apply the
 // log's latest event on filter (crew_conversations: all of them).
 func (g *gateway) caughtUpOn(ctx context.Context, filter string) {
-	if g.cfg.Fresh == nil {
-		return
-	}
-	seq, err := g.cfg.Log.Last(ctx, filter)
-	if err != nil || seq == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_ = g.cfg.Fresh.WaitFor(ctx, seq)
+	projections.Reader{Log: g.cfg.Log, Fresh: g.cfg.Fresh}.CaughtUp(ctx, filter)
 }
 
 // clientName is the client's name as initialize gave it, cleaned for the

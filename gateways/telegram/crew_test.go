@@ -126,7 +126,8 @@ func (gated) NeedsApproval() bool { return true }
 // (inbound.NewDoors) with the scripted model.
 type crew struct {
 	log       *events.Log
-	db        *bbolt.DB // the projections database, kept by a running Runner
+	db        *bbolt.DB // the projections database, kept by runner
+	runner    *projections.Runner
 	in        *inbound.Inbound
 	approver  *inbound.Approvals
 	answerer  *inbound.Questions
@@ -182,7 +183,7 @@ func newCrew(t *testing.T) *crew {
 		inbound.ByID{Log: log, DB: db, Fresh: runner, Worker: w})
 	buf := &syncBuffer{}
 	return &crew{
-		log: log, db: db, in: d.Inbound, approver: d.Approvals, answerer: d.Questions, stops: d.Stops,
+		log: log, db: db, runner: runner, in: d.Inbound, approver: d.Approvals, answerer: d.Questions, stops: d.Stops,
 		summaries: &summarize.Summarizer{Log: log, Convs: convs, Crew: deps.Crew, Models: deps.Models, Fresh: runner, Clock: loop.WallClock{Zone: time.UTC}},
 		worker:    w,
 		workspace: dir,

@@ -92,6 +92,10 @@ type Config struct {
 	// conversations running, with messages queued, and waiting for the
 	// owner (projections.Overview). nil: /status is an ordinary message.
 	DB *bbolt.DB
+	// Fresh is the projections' read-your-writes (the Runner): /status
+	// waits for them to apply what the log holds (projections.Reader),
+	// so a message stored just before is in it. nil: no waiting.
+	Fresh projections.Freshness
 	// Stops answers /stop: it stops the chat's conversation (its running
 	// turn and its queue), and the reply says what it stopped and the
 	// run's spend so far; nil: /stop is an ordinary message.
@@ -415,7 +419,7 @@ func (g *Gateway) handleMessage(ctx context.Context, updateID int64, m *message)
 	}
 	switch {
 	case cmd == "/status" && g.cfg.DB != nil:
-		running, queued, waiting, err := projections.Overview(g.cfg.DB)
+		running, queued, waiting, err := projections.Reader{DB: g.cfg.DB, Log: g.cfg.Log, Fresh: g.cfg.Fresh}.Overview(ctx)
 		return g.notice(ctx, m.Chat.ID, ref, statusText(running, queued, waiting, g.questionsWaiting(m.Chat.ID), err))
 	case cmd == "/approve" || cmd == "/deny":
 		return g.decideLatest(ctx, m.Chat.ID, ref, cmd == "/approve")

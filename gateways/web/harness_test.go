@@ -38,7 +38,7 @@ func (h *harness) pages() *web.Pages {
 // serve serves the gateway on cfg, closed at cleanup, and returns its
 // URL; the log, the views and a healthy health check are h's where cfg
 // leaves them.
-func (h *harness) serve(t *testing.T, cfg web.Config) string {
+func (h *harness) serve(t testing.TB, cfg web.Config) string {
 	t.Helper()
 	if cfg.Log == nil {
 		cfg.Log = h.log

@@ -9,7 +9,6 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
 )
 
@@ -172,7 +171,7 @@ func (s *server) memoryPage(r *http.Request, csrf, errText string) (templ.Compon
 	}
 	v := ui.MemoryView{Shell: sh, Agent: agent, Error: errText, Proposals: rows}
 	if s.cfg.Pages.DB != nil {
-		writes, err := projections.ListMemoryWrites(s.cfg.Pages.DB, agent, true, 50)
+		writes, err := s.cfg.Pages.reader().MemoryWrites(r.Context(), agent, true, 50)
 		if err != nil {
 			return nil, err
 		}

@@ -63,7 +63,8 @@ type Pages struct {
 }
 
 func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell, error) {
-	list, err := projections.ListConversations(p.DB, 100)
+	read := p.reader()
+	list, err := read.Conversations(ctx, 100)
 	if err != nil {
 		return ui.Shell{}, err
 	}
@@ -87,7 +88,8 @@ func (p *Pages) shell(ctx context.Context, title, active, csrf string) (ui.Shell
 			banner = strings.TrimSpace(fmt.Sprintf("catching up: %d events left (the lists may be incomplete; messages are kept and answered once done)", left) + " " + banner)
 		}
 	}
-	recent, err := projections.RecentActivity(p.DB, 5)
+	read.NoWait = true // caught up with the log for the list above
+	recent, err := read.Activity(ctx, 5)
 	if err != nil {
 		return ui.Shell{}, err
 	}
@@ -289,9 +291,11 @@ func (p *Pages) caughtUpOn(ctx context.Context, id string) {
 	caughtUpOn(ctx, p.Log, p.Fresh, events.Conv(id).Filter())
 }
 
-// freshWait bounds how long a page or an API view waits for the
-// projections to apply what it shows.
-const freshWait = 2 * time.Second
+// reader reads p's projections once they have applied what the log
+// held (projections.Reader).
+func (p *Pages) reader() projections.Reader {
+	return projections.Reader{DB: p.DB, Log: p.Log, Fresh: p.Fresh}
+}
 
 // caughtUp waits, at most two seconds, for the projections to apply seq.
 func (p *Pages) caughtUp(ctx context.Context, seq uint64) { caughtUp(ctx, p.Fresh, seq) }
@@ -299,12 +303,7 @@ func (p *Pages) caughtUp(ctx context.Context, seq uint64) { caughtUp(ctx, p.Fres
 // caughtUpOn waits, at most two seconds, for fresh to apply the log's
 // last event on filter; with no log or no freshness it does not wait.
 func caughtUpOn(ctx context.Context, log *events.Log, fresh projections.Freshness, filter string) {
-	if log == nil || fresh == nil {
-		return
-	}
-	if seq, err := log.Last(ctx, filter); err == nil && seq > 0 {
-		caughtUp(ctx, fresh, seq)
-	}
+	projections.Reader{Log: log, Fresh: fresh}.CaughtUp(ctx, filter)
 }
 
 // caughtUp waits, at most two seconds, for fresh to apply seq; on a
@@ -313,7 +312,7 @@ func caughtUp(ctx context.Context, fresh projections.Freshness, seq uint64) {
 	if fresh == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, freshWait)
+	ctx, cancel := context.WithTimeout(ctx, projections.FreshWait)
 	defer cancel()
 	_ = fresh.WaitFor(ctx, seq)
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -92,6 +93,32 @@ func TestChatRendersOutsideConversationLock(t *testing.T) {
 		wg.Wait()
 		if !strings.Contains(body, "<strong>first</strong> answer") {
 			t.Errorf("GET %s does not show the rendered answer:\n%s", path, body)
+		}
+	}
+}
+
+// The sidebar drawn right after a conversation opened and a job fired
+// lists both, though the projections' live batch holds an event up to
+// 50 ms before it commits: the list and the activity strip wait for the
+// projections to apply what the log held (projections.Reader). Without
+// the wait each sidebar came too soon.
+func TestSidebarShowsWhatWasStoredJustBefore(t *testing.T) {
+	h := newHarness(t)
+	pages := h.pages()
+	pages.Fresh = h.runner
+	url := h.serve(t, web.Config{Pages: pages})
+	for i := 1; i <= 3; i++ {
+		conv, job := fmt.Sprintf("c%d", i), fmt.Sprintf("tea-%d", i)
+		if _, err := h.log.Append(t.Context(), events.Conv(conv), 0, events.MustNew(&events.ConversationOpened{Agent: "master", Channel: "web"})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.log.Append(t.Context(), events.Job(job), 0, events.MustNew(&events.JobFired{Agent: "chef", Due: time.Now(),
+			Conversation: "job-" + job, Origin: events.OriginChat})); err != nil {
+			t.Fatal(err)
+		}
+		side := getBody(t, url+"/fragments/sidebar")
+		if !strings.Contains(side, `href="/c/`+conv+`"`) || !strings.Contains(side, "Job "+job+" started") {
+			t.Errorf("the sidebar right after %s opened and job %s fired:\n%s", conv, job, side)
 		}
 	}
 }
