@@ -79,7 +79,7 @@ func TestMCPDescriptionReachesModelOnlyFenced(t *testing.T) {
 		scriptCall("print(tools.search(\"notes\")[0][\"description\"])\nprint(tools.describe(\"mcp__hostile__notes\")[\"description\"])"),
 		say("done"),
 	}}, reader)
-	pool := mcp.NewPool("test", []mcp.Server{{Name: "hostile", URL: hostileMCP(t), ReadOnly: []string{"notes"}}}, nil, nil)
+	pool := mcp.NewPool(mcp.PoolConfig{Version: "test", Servers: []mcp.Server{{Name: "hostile", URL: hostileMCP(t), ReadOnly: []string{"notes"}}}})
 	t.Cleanup(pool.Close)
 	h.deps.Services.MCP = pool
 	h.agent.MCP = []string{"hostile"}
@@ -125,7 +125,7 @@ func TestScriptRedescribedWhenMCPToolsChange(t *testing.T) {
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 	writer := &counter{name: "writer", write: true}
 	h := newHarness(t, map[string][]reply{"fake:a": {say("first"), say("second")}}, writer)
-	pool := mcp.NewPool("test", []mcp.Server{{Name: "s", URL: ts.URL, ReadOnly: []string{"one", "two"}}}, nil, nil)
+	pool := mcp.NewPool(mcp.PoolConfig{Version: "test", Servers: []mcp.Server{{Name: "s", URL: ts.URL, ReadOnly: []string{"one", "two"}}}})
 	t.Cleanup(pool.Close)
 	h.deps.Services.MCP, h.agent.MCP = pool, []string{"s"}
 	scriptDesc := func(call int) string {

@@ -73,10 +73,9 @@ func TestOAuthLoginRefreshLogout(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "secrets", "mcp", "secure.json")
 	srv := Server{Name: "secure", URL: as.MCP, TokenFile: file}
 	var ahead atomic.Int64
-	p := NewPool("t", nil, nil, nil)
-	p.clock = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	r := events.NewRedactor()
-	p.Redact(r)
+	p := NewPool(PoolConfig{Version: "t", Secrets: r})
+	p.clock = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	p.Configure([]Server{srv})
 	defer p.Close()
 	ctx := context.Background()
@@ -194,7 +193,7 @@ func TestOAuthLoginWithAConfiguredClient(t *testing.T) {
 	if g.ClientID != "crew-by-hand" || as.Registrations() != 0 {
 		t.Errorf("grant %+v, registrations %d", g, as.Registrations())
 	}
-	p := NewPool("t", []Server{srv}, nil, nil)
+	p := NewPool(PoolConfig{Version: "t", Servers: []Server{srv}})
 	defer p.Close()
 	if res := callEcho(t, p, "hand"); res.IsError || !strings.Contains(res.Output, "protected echo: hand") {
 		t.Fatalf("%+v (%s)", res, as.Refused())

@@ -109,19 +109,42 @@ type Pool struct {
 	secrets   *events.Redactor
 }
 
-// OnRestart sets what is told of each restart of a stdio server (the
-// crew appends an mcp_server_restarted event); call it before first use.
+// OnRestart sets what is told of each restart of a stdio server in place
+// of PoolConfig.Restarts; call it before first use.
 func (p *Pool) OnRestart(f func(Restart)) { p.onRestart = f }
 
-// RecordRestarts stores each restart of a stdio server as
-// mcp_server_restarted on the server's scope (events.MCP) of log; one not
-// stored is logged. A nil log (a read-only crew) stores nothing. Call it
-// before first use, in place of OnRestart.
-func (p *Pool) RecordRestarts(log *events.Log) {
-	if log == nil {
-		return
+// PoolConfig is what a pool is built from.
+type PoolConfig struct {
+	Version string // the client version the servers are told
+	Servers []Server
+	// Sandbox is where the stdio servers start (nil: none starts).
+	Sandbox *shell.Sandbox
+	// Secrets (the home's) redact what the pool says of its servers:
+	// their commands, how they ended, their stderr (nil: nothing is).
+	Secrets *events.Redactor
+	// Restarts is the log each restart of a stdio server is stored in, as
+	// mcp_server_restarted on the server's scope (events.MCP); one not
+	// stored is logged. nil (a read-only crew): none is stored.
+	Restarts *events.Log
+	Logger   *slog.Logger
+}
+
+// NewPool returns a pool over c's servers; nothing connects until used.
+func NewPool(c PoolConfig) *Pool {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	p.OnRestart(func(r Restart) {
+	p := &Pool{version: c.Version, box: c.Sandbox, logger: c.Logger, clock: time.Now, secrets: c.Secrets, servers: map[string]*server{}}
+	if c.Restarts != nil {
+		p.onRestart = p.record(c.Restarts)
+	}
+	p.Configure(c.Servers)
+	return p
+}
+
+// record stores a restart in log.
+func (p *Pool) record(log *events.Log) func(Restart) {
+	return func(r Restart) {
 		env, err := events.New(&events.MCPServerRestarted{Server: r.Server, Restarts: r.Restarts, Reason: r.Reason})
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -131,23 +154,7 @@ func (p *Pool) RecordRestarts(log *events.Log) {
 		if err != nil {
 			p.logger.Warn("MCP server restart not stored", "server", r.Server, "err", err)
 		}
-	})
-}
-
-// Redact makes r (the home's secrets) redact what the pool says of its
-// servers: their commands, how they ended, their stderr; call it before
-// first use. Without it nothing is redacted.
-func (p *Pool) Redact(r *events.Redactor) { p.secrets = r }
-
-// NewPool returns a pool over servers; nothing connects until used. Its
-// stdio servers start in box (nil: none starts).
-func NewPool(version string, servers []Server, box *shell.Sandbox, logger *slog.Logger) *Pool {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{version: version, box: box, logger: logger, clock: time.Now, servers: map[string]*server{}}
-	p.Configure(servers)
-	return p
 }
 
 // Configure replaces the declared servers: one whose declaration changed

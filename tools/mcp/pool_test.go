@@ -95,7 +95,7 @@ func TestMCPToolNamesNormalisedAndArgumentsNeverNull(t *testing.T) {
 	g := newGoServer(t)
 	g.add("get-sum", true, 0, func(string) *sdk.CallToolResult { return text("42") })
 	g.add("odd.name/x", false, 0, func(string) *sdk.CallToolResult { return text("odd") })
-	p := NewPool("test", []Server{{Name: "calc", URL: g.url(), ReadOnly: []string{"get-sum"}, Headers: map[string]string{"X-Test": "secret-header"}}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "calc", URL: g.url(), ReadOnly: []string{"get-sum"}, Headers: map[string]string{"X-Test": "secret-header"}}}})
 	defer p.Close()
 	list, probs := p.Tools(t.Context(), []string{"calc"})
 	if len(probs) != 0 {
@@ -139,7 +139,7 @@ func TestMCPCollisionRefusedNamingBoth(t *testing.T) {
 	g.add("a_b", false, 0, func(string) *sdk.CallToolResult { return text("2") })
 	g.add("secret", false, 0, func(string) *sdk.CallToolResult { return text("3") })
 	g.add("fine", false, 0, func(string) *sdk.CallToolResult { return text("4") })
-	p := NewPool("test", []Server{{Name: "s", URL: g.url(), Hidden: []string{"secret"}}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "s", URL: g.url(), Hidden: []string{"secret"}}}})
 	defer p.Close()
 	list, probs := p.Tools(t.Context(), []string{"s"})
 	if got := strings.Join(names(list), ","); got != "mcp__s__fine" {
@@ -168,7 +168,7 @@ func TestMCPResultKeepsImagesAndStructuredContent(t *testing.T) {
 	g.add("bad", true, 0, func(string) *sdk.CallToolResult {
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "no such city"}}}
 	})
-	p := NewPool("test", []Server{{Name: "w", URL: g.url()}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "w", URL: g.url()}}})
 	defer p.Close()
 	res := run(t, p, []string{"w"}, "mcp__w__pic", `{"text":"x"}`)
 	if len(res.Parts) != 1 || res.Parts[0].Kind != tools.PartImage || res.Parts[0].MIME != "image/png" || string(res.Parts[0].Data) != string(png) {
@@ -190,7 +190,7 @@ func TestMCPResultKeepsImagesAndStructuredContent(t *testing.T) {
 func TestMCPListChangedRelists(t *testing.T) {
 	g := newGoServer(t)
 	g.add("one", true, 0, func(string) *sdk.CallToolResult { return text("1") })
-	p := NewPool("test", []Server{{Name: "s", URL: g.url()}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "s", URL: g.url()}}})
 	defer p.Close()
 	if list, _ := p.Tools(t.Context(), []string{"s"}); len(list) != 1 {
 		t.Fatalf("first list %v", names(list))
@@ -222,7 +222,7 @@ func TestMCPListChangedRelists(t *testing.T) {
 func TestMCPTimeoutIsAResult(t *testing.T) {
 	g := newGoServer(t)
 	g.add("slow", true, time.Minute, func(string) *sdk.CallToolResult { return text("late") })
-	p := NewPool("test", []Server{{Name: "s", URL: g.url(), Timeout: 300 * time.Millisecond}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "s", URL: g.url(), Timeout: 300 * time.Millisecond}}})
 	defer p.Close()
 	res := run(t, p, []string{"s"}, "mcp__s__slow", `{}`)
 	if !res.IsError || !strings.Contains(res.Output, `did not answer the call of slow within 300ms`) {
@@ -236,7 +236,7 @@ func TestMCPTimeoutIsAResult(t *testing.T) {
 func TestMCPReconnectsAndDownServerIsAResult(t *testing.T) {
 	g := newGoServer(t)
 	g.add("ping", true, 0, func(string) *sdk.CallToolResult { return text("pong") })
-	p := NewPool("test", []Server{{Name: "s", URL: g.url()}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "s", URL: g.url()}}})
 	defer p.Close()
 	if res := run(t, p, []string{"s"}, "mcp__s__ping", `{}`); res.IsError {
 		t.Fatal(res.Output)
@@ -292,7 +292,7 @@ func TestMCPHeadersStayWithTheDeclaredHost(t *testing.T) {
 		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	p := NewPool("test", []Server{{Name: "r", URL: redirector.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_declared_only", "X-Api-Key": "k-declared-only"}}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "r", URL: redirector.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_declared_only", "X-Api-Key": "k-declared-only"}}}})
 	defer p.Close()
 	p.Tools(t.Context(), []string{"r"})
 	mu.Lock()
@@ -372,7 +372,7 @@ func fencedOnly(t *testing.T, what, s string) int {
 // schema the model is given keeps only its structure.
 func TestMCPToolDescriptionFencedAsUntrusted(t *testing.T) {
 	g := evilServer(t)
-	p := NewPool("test", []Server{{Name: "evil", URL: g.url(), ReadOnly: []string{"notes"}}}, nil, nil)
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "evil", URL: g.url(), ReadOnly: []string{"notes"}}}})
 	defer p.Close()
 	list, probs := p.Tools(t.Context(), []string{"evil"})
 	if len(probs) != 0 || len(list) != 1 {

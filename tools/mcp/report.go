@@ -67,8 +67,7 @@ func stateLines(states []State) []string {
 // statusLines connect to every server now, one line a server and one for
 // each of its problems.
 func statusLines(ctx context.Context, version string, servers []Server, box *shell.Sandbox, r *events.Redactor) []string {
-	pool := NewPool(version, servers, box, nil)
-	pool.Redact(r)
+	pool := NewPool(PoolConfig{Version: version, Servers: servers, Sandbox: box, Secrets: r})
 	defer pool.Close()
 	var lines []string
 	for _, st := range pool.Status(ctx) {

@@ -49,9 +49,9 @@ func TestStdioServerRestartsAfterItIsKilled(t *testing.T) {
 	js := npmServer(t, "server-everything")
 	home := t.TempDir()
 	marker := "CREW_TEST_MARKER=" + strconv.FormatInt(int64(os.Getpid()), 10) + "-" + filepath.Base(home)
-	p := NewPool("test", []Server{{Name: "ev", Stdio: &Stdio{
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "ev", Stdio: &Stdio{
 		Command: []string{"node", js, "stdio"}, Env: []string{marker}, Dir: filepath.Join(home, "mcp", "ev"), Home: home,
-	}}}, shelltest.New(t), nil)
+	}}}, Sandbox: shelltest.New(t)})
 	defer p.Close()
 	var mu sync.Mutex
 	var restarts []Restart
@@ -101,9 +101,9 @@ func TestStdioServerSeesOnlyItsFolders(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "note.txt"), []byte("inside the workspace"), 0o644)
 	os.WriteFile(filepath.Join(home, "env"), []byte("SECRET_TOKEN=abcdefgh"), 0o600)
 	os.MkdirAll(filepath.Join(home, "data"), 0o755)
-	p := NewPool("test", []Server{{Name: "fs", ReadOnly: []string{"read_text_file", "list_directory"}, Stdio: &Stdio{
+	p := NewPool(PoolConfig{Version: "test", Servers: []Server{{Name: "fs", ReadOnly: []string{"read_text_file", "list_directory"}, Stdio: &Stdio{
 		Command: []string{"node", js, home}, Dir: filepath.Join(home, "mcp", "fs"), Home: home, ReadPaths: []string{ws},
-	}}}, shelltest.New(t), nil)
+	}}}, Sandbox: shelltest.New(t)})
 	defer p.Close()
 	if got := call(t, p, []string{"fs"}, "mcp__fs__read_text_file", `{"path":"`+filepath.Join(ws, "note.txt")+`"}`); !strings.Contains(got, "inside the workspace") {
 		t.Fatalf("read inside = %q", got)
@@ -122,18 +122,16 @@ func call(t *testing.T, p *Pool, servers []string, name, args string) string {
 	return run(t, p, servers, name, args).Output
 }
 
-// RecordRestarts stores what the pool tells of a restart as an
+// PoolConfig.Restarts stores what the pool tells of a restart as an
 // mcp_server_restarted event on the server's scope; with no log it
 // records nothing.
-func TestRecordRestartsStoresTheEvent(t *testing.T) {
+func TestPoolRestartsAreStored(t *testing.T) {
 	_, log := eventstest.Start(t)
-	p := NewPool("test", nil, nil, nil)
-	defer p.Close()
-	p.RecordRestarts(nil)
-	if p.onRestart != nil {
+	if p := NewPool(PoolConfig{Version: "test"}); p.onRestart != nil {
 		t.Fatal("a nil log set a recorder")
 	}
-	p.RecordRestarts(log)
+	p := NewPool(PoolConfig{Version: "test", Restarts: log})
+	defer p.Close()
 	p.onRestart(Restart{Server: "ev", Restarts: 2, Reason: "ended by signal: killed"})
 	envs, err := log.ReadAll(t.Context(), events.MCP("ev").Filter(), 0)
 	if err != nil {

@@ -138,8 +138,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	}
 	w.Convs = loop.NewConvsFrom(cc)
 	w.Teams = team.New(team.Config{Log: log, Convs: w.Convs, Logger: logger.With("component", "team"), Home: a.Dir, Crew: cr, Sandbox: a.box})
-	// The tools' services, before the registry: memory files persona
-	// proposals.
+	// The tools' services, before the registry: memory files persona proposals.
 	w.Memory = consolidate.New(consolidate.Config{Log: log, Models: w.Models, Clock: loop.WallClock{Zone: h.Config.Location()},
 		Logger: logger.With("component", "memory"), Crew: cr})
 	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
@@ -151,9 +150,8 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	files := crewFiles{a.Dir, override, w.Registry, getenv, a.opts.Secrets}
 	cr.Start(files, home.MasterID, logger.With("component", "crew"), files.build(h))
 	w.Crew = cr
-	w.pool = mcp.NewPool(home.CrewVersion(), cr.Current().With.mcp, a.box, logger.With("component", "mcp"))
-	w.pool.Redact(a.opts.Secrets)
-	w.pool.RecordRestarts(log)
+	w.pool = mcp.NewPool(mcp.PoolConfig{Version: home.CrewVersion(), Servers: cr.Current().With.mcp, Sandbox: a.box, Secrets: a.opts.Secrets,
+		Restarts: log, Logger: logger.With("component", "mcp")})
 	w.Deps = loop.Deps{
 		Models:  w.Models,
 		Tools:   w.Registry,
