@@ -44,6 +44,11 @@ type Background struct {
 	closed bool
 	tasks  map[string]*bgTask // running here, by task id
 	wg     sync.WaitGroup
+
+	// stored, set only by this package's tests, runs after a task's
+	// task_started is stored and before the task starts: a stop delivered
+	// there must still end it.
+	stored func(id string)
 }
 
 // bgTask is a background command running in this process.
@@ -73,45 +78,78 @@ func NewBackground(convs *Convs, box *shell.Sandbox, newID func() string, logger
 	return &Background{convs: convs, box: box, newID: newID, logger: logger, ctx: ctx, cancel: cancel, tasks: map[string]*bgTask{}}
 }
 
-// Start runs c in the background for the call env describes: task_started
-// is stored first, then the command starts.
+// Start runs c in the background for the call env describes: the task is
+// listed here first, then task_started is stored, then the command starts.
+// Listed before its store, it is found by every stop that can name it (a
+// stop needs task_started in the log), whether stored here or read from a
+// peer by Sync; a stop that comes before the command starts ends it
+// before it runs. A store that fails lists it no more.
 func (b *Background) Start(env tools.Env, c shell.Command) (string, error) {
 	if env.Conversation == "" {
 		return "", errors.New("no conversation to report to")
 	}
+	id := "bg-" + b.newID()
+	tctx, tcancel := context.WithCancelCause(b.ctx)
+	t := &bgTask{conv: env.Conversation, cancel: tcancel, out: newTaskOutput(TaskOutputHead, TaskOutputTail), done: make(chan struct{})}
 	b.mu.Lock()
-	closed := b.closed
-	b.mu.Unlock()
-	if closed {
+	if b.closed {
+		b.mu.Unlock()
+		tcancel(nil)
 		return "", errors.New("the server is stopping")
 	}
-	id := "bg-" + b.newID()
+	b.tasks[id] = t
+	b.wg.Add(1) // Close waits for this start: the task runs or is let go
+	b.mu.Unlock()
+	if err := b.storeStart(env, id, c); err != nil {
+		b.mu.Lock()
+		delete(b.tasks, id)
+		b.mu.Unlock()
+		tcancel(nil)
+		close(t.done)
+		b.wg.Done()
+		return "", err
+	}
+	if b.stored != nil {
+		b.stored(id)
+	}
+	b.mu.Lock()
+	closed := b.closed
+	if closed {
+		delete(b.tasks, id)
+	}
+	b.mu.Unlock()
+	if closed {
+		// Stored as started: its end says it never ran.
+		tcancel(nil)
+		close(t.done)
+		go func() {
+			defer b.wg.Done()
+			b.reportUnrun(env, id, c)
+		}()
+		return "", errors.New("the server is stopping")
+	}
+	go func() {
+		defer b.wg.Done()
+		b.run(tctx, env, id, c, t)
+	}()
+	return id, nil
+}
+
+// storeStart stores task id's task_started in env's conversation.
+func (b *Background) storeStart(env tools.Env, id string, c shell.Command) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	cv, err := b.convs.Get(ctx, env.Conversation)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if _, err := cv.Append(ctx, func(st *State) ([]events.Event, error) {
+	_, err = cv.Append(ctx, func(st *State) ([]events.Event, error) {
 		if st.Closed {
 			return nil, fmt.Errorf("conversation %s is closed", env.Conversation)
 		}
 		return []events.Event{&events.TaskStarted{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script}}, nil
-	}); err != nil {
-		return "", err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		// Stored as started: its end says it never ran.
-		b.wg.Go(func() { b.reportUnrun(env, id, c) })
-		return "", errors.New("the server is stopping")
-	}
-	tctx, tcancel := context.WithCancelCause(b.ctx)
-	t := &bgTask{conv: env.Conversation, cancel: tcancel, out: newTaskOutput(TaskOutputHead, TaskOutputTail), done: make(chan struct{})}
-	b.tasks[id] = t
-	b.wg.Go(func() { b.run(tctx, env, id, c, t) })
-	return id, nil
+	})
+	return err
 }
 
 func (b *Background) run(ctx context.Context, env tools.Env, id string, c shell.Command, t *bgTask) {
@@ -120,7 +158,14 @@ func (b *Background) run(ctx context.Context, env tools.Env, id string, c shell.
 	// Everything it prints goes to the task's output, whose tail the task
 	// list shows while it runs.
 	c.Stdout, c.Stderr = t.out, t.out
-	out, err := b.box.Run(ctx, c)
+	// A task stopped (or a server stopping) before this point is not
+	// started; one stopped from here on is killed by Run as it starts.
+	begun := ctx.Err() == nil
+	var out shell.Output
+	var err error
+	if begun {
+		out, err = b.box.Run(ctx, c)
+	}
 	n := &events.TaskNotification{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script,
 		ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut}
 	n.Output, n.Dropped = t.out.headTail()
@@ -128,10 +173,14 @@ func (b *Background) run(ctx context.Context, env tools.Env, id string, c shell.
 	switch {
 	case ctx.Err() != nil && errors.As(context.Cause(ctx), &stop):
 		n.StoppedBy, n.Failure = stop.by, "killed: stopped by "+stopWho(stop.by)
-		if n.ExitCode >= 0 && n.Signal == "" {
+		if !begun {
+			n.Failure += " before it started"
+		} else if n.ExitCode >= 0 && n.Signal == "" {
 			n.Failure += fmt.Sprintf(" (it exited %d on SIGTERM)", n.ExitCode)
 		}
 		n.ExitCode = -1
+	case !begun:
+		n.Failure, n.ExitCode = "killed: the server stopped before it ran", -1
 	case err != nil && b.ctx.Err() != nil:
 		n.Failure, n.ExitCode = "killed: the server stopped", -1
 	case err != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/shell"
+	"github.com/nats-io/nuid"
 )
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -129,5 +130,89 @@ func TestBackgroundShellAskedFirst(t *testing.T) {
 	args := []byte(`{"command":"make","run_in_background":true}`)
 	if v, _ := loop.Gate(builtin("shell_run"), tools.Env{}, args, false, nil); v != loop.Ask {
 		t.Errorf("verdict = %v, want Ask", v)
+	}
+}
+
+// A stop delivered between task_started stored and the task's start
+// still ends it (the window Start had: the task was listed in memory only
+// after its store, so a stop read in between found nothing to kill and
+// the task ran on while its state said stopping). The seam OnStored
+// delivers the stop exactly there: from this server (StopTask) and from a
+// peer of the cluster (its StopTask stores the stop, this server's worker
+// reads it and calls Sync). The task ends stopped by whoever asked, and
+// nothing of it is left running.
+func TestStopInTheStartWindowEndsTheTask(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		by   string
+		stop func(t *testing.T, h *harness, bg *loop.Background, id string)
+	}{
+		{"this server", events.StopByAPI, func(t *testing.T, h *harness, bg *loop.Background, id string) {
+			if _, err := bg.StopTask(t.Context(), h.conv, id, events.StopByAPI); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}},
+		{"a peer", events.StopByTelegram, func(t *testing.T, h *harness, bg *loop.Background, id string) {
+			peer := loop.NewBackground(loop.NewConvs(h.log, nil), h.box, nuid.Next, nil)
+			defer peer.Close()
+			if _, err := peer.StopTask(t.Context(), h.conv, id, events.StopByTelegram); err != nil {
+				t.Errorf("the peer's stop: %v", err)
+			}
+			if err := bg.Sync(t.Context(), h.conv); err != nil { // as the worker does when it reads the stop
+				t.Errorf("sync: %v", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			track := trackShell(t, h)
+			bg := h.background()
+			defer bg.Close()
+			h.send("hello")
+			var hooked string
+			bg.OnStored(func(id string) {
+				hooked = id
+				tc.stop(t, h, bg, id)
+			})
+			id, err := bg.Start(tools.Env{Conversation: h.conv, CallID: "call-1", RunID: "run-1"}, shell.Command{Script: "sleep 300", Dir: "/"})
+			if err != nil || hooked != id {
+				t.Fatalf("start = %q, %v (the seam saw %q)", id, err, hooked)
+			}
+			n := waitTask(t, h, 1)
+			if n.TaskID != id || n.StoppedBy != tc.by || n.ExitCode != -1 || !strings.HasPrefix(n.Failure, "killed: stopped by the owner ("+tc.by+")") {
+				t.Fatalf("notification = %+v", n)
+			}
+			list, err := bg.Tasks(t.Context(), h.conv)
+			if err != nil || len(list) != 1 || list[0].State != loop.TaskStopped || list[0].StoppedBy != tc.by {
+				t.Fatalf("tasks = %+v, %v; want it stopped by %s", list, err, tc.by)
+			}
+			if g := trackedGroups(t, track); len(g) != 0 || bg.Listed() != 0 {
+				t.Fatalf("after its end: process groups %v still tracked, %d tasks held", g, bg.Listed())
+			}
+		})
+	}
+}
+
+// A task whose task_started cannot be stored is not run and not held: the
+// call gets the store's error and no stop can be told it runs.
+func TestBackgroundStartNotStoredRunsNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	track := trackShell(t, h)
+	bg := h.background()
+	defer bg.Close()
+	h.send("hello")
+	h.append(&events.ConversationClosed{Reason: "idle"})
+	bg.OnStored(func(id string) { t.Errorf("task %s reached its start unstored", id) })
+	if id, err := bg.Start(tools.Env{Conversation: h.conv}, shell.Command{Script: "sleep 300", Dir: "/"}); err == nil || !strings.Contains(err.Error(), "is closed") {
+		t.Fatalf("start on a closed conversation = %q, %v", id, err)
+	}
+	if n := bg.Listed(); n != 0 {
+		t.Errorf("%d tasks held after a start that was not stored", n)
+	}
+	if n := len(eventsOf[*events.TaskStarted](h.events())); n != 0 {
+		t.Errorf("%d task_started stored", n)
+	}
+	if g := trackedGroups(t, track); len(g) != 0 {
+		t.Errorf("process groups %v run", g)
 	}
 }
