@@ -1,7 +1,6 @@
 package inbound_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,9 +12,8 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/loop"
 	"github.com/my-agent-crew/crew/loop/llm"
-	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 	"github.com/my-agent-crew/crew/tools"
-	"go.etcd.io/bbolt"
 )
 
 // The doors of NewDoors share their parts: the doors by id find, through
@@ -24,17 +22,7 @@ import (
 // error for an id it does not know.
 func TestDoorsByIDFindWhatInboundStored(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "projections.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	log, db, runner := projectionstest.Start(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("You are a test."), 0o600)
 	reg, err := tools.New()

@@ -2,9 +2,7 @@ package telegram_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/my-agent-crew/crew/gateways/telegram"
 	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/tools/canvas"
-	"go.etcd.io/bbolt"
 )
 
 // A reply line "FILE: artifact:<id>" sends that canvas's latest version:
@@ -22,18 +19,8 @@ import (
 // and a canvas that does not exist gets a line saying so.
 func TestTelegramFileArtifactSendsTheCanvas(t *testing.T) {
 	c := newCrew(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	runner, err := projections.Open(t.Context(), c.log, db, nil, projections.Canvases{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runner.Close(context.Background())
 	n := 0
-	svc := &canvas.Service{Store: projections.CanvasStore{DB: db, NotFound: canvas.ErrNotFound}, Log: c.log, Fresh: runner,
+	svc := &canvas.Service{Store: projections.CanvasStore{DB: c.db, NotFound: canvas.ErrNotFound}, Log: c.log, Fresh: c.runner,
 		Clock: time.Now, NewID: func() string { n++; return "art" + string(rune('0'+n)) }}
 	doc, err := svc.Create(t.Context(), canvas.Write{Title: "Trip plan", Kind: events.KindMarkdown, Content: "# Trip\n", Op: events.OpCreate, Author: "master"})
 	if err != nil {

@@ -1,23 +1,17 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
 	"github.com/my-agent-crew/crew/ui"
-	"go.etcd.io/bbolt"
 )
 
 // R-DEL in the UI: the master's chat pins the delegate's card (running,
@@ -26,24 +20,12 @@ import (
 // runs page nests the child run under the delegate step.
 func TestDelegatePinnedInMastersChat(t *testing.T) {
 	ctx := t.Context()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	h := newHarness(t)
+	log, runner := h.log, h.runner
 	convs := loop.NewConvs(log, nil)
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now,
-			Agents: []ui.AgentRow{{ID: "master", Name: "Assistant"}, {ID: "coach", Name: "Health coach"}}},
-	}))
-	t.Cleanup(srv.Close)
+	pages := h.pages()
+	pages.Agents = []ui.AgentRow{{ID: "master", Name: "Assistant"}, {ID: "coach", Name: "Health coach"}}
+	url := h.serve(t, web.Config{Pages: pages})
 
 	child := loop.ChildID("c1", "t1")
 	appendTo := func(conv string, evs ...events.Event) {
@@ -62,7 +44,7 @@ func TestDelegatePinnedInMastersChat(t *testing.T) {
 	}
 	page := func(path string) string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + path)
+		resp, err := http.Get(url + path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +14,8 @@ import (
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/gateways/web"
-	"github.com/my-agent-crew/crew/projections"
+	"github.com/my-agent-crew/crew/projections/projectionstest"
 	"github.com/my-agent-crew/crew/projections/search"
-	"go.etcd.io/bbolt"
 )
 
 // The owner's search: GET /api/search answers hits with their source and
@@ -27,11 +25,6 @@ import (
 func TestSearchAPIAndPage(t *testing.T) {
 	ctx := t.Context()
 	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	envs := []events.Envelope{
 		events.MustNew(&events.ConversationOpened{Agent: "main", Channel: "web", Day: "2026-10-14"}),
 		events.MustNew(&events.MessageReceived{Channel: "web", Text: "what about the flat's heating <script>alert(1)</script>?"}),
@@ -43,11 +36,7 @@ func TestSearchAPIAndPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	last, _ := log.Last(ctx, events.Root+".>")
-	runner, err := projections.Open(ctx, log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	db, runner := projectionstest.Open(t, log) // catching up on what is there
 	if err := runner.WaitFor(ctx, last); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
 	"go.etcd.io/bbolt"
 )
 
@@ -37,27 +36,13 @@ func (a *nopApprover) Decide(context.Context, string, bool, bool, string) (strin
 
 func newSite(t *testing.T, token string) (*httptest.Server, *nopApprover) {
 	t.Helper()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	convs := loop.NewConvs(log, nil)
+	h := newHarness(t)
+	convs := loop.NewConvs(h.log, nil)
 	in := &inbound.Inbound{Convs: convs, Kick: loop.KickFunc(func(string) {}), Master: "master", Crew: loop.Agents{"master": {ID: "master"}},
 		Clock: loop.WallClock{Zone: time.UTC}}
 	ap := &nopApprover{}
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, AuthToken: token,
-		Inbound: in, Approvals: ap, Questions: ap,
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now},
-	}))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, web.Config{Log: h.log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil }, AuthToken: token,
+		Inbound: in, Approvals: ap, Questions: ap, Pages: h.pages()})
 	return srv, ap
 }
 

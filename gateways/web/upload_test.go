@@ -2,14 +2,12 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"image"
 	"image/png"
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,13 +15,10 @@ import (
 	"time"
 
 	"github.com/my-agent-crew/crew/events"
-	"github.com/my-agent-crew/crew/events/eventstest"
 	"github.com/my-agent-crew/crew/events/view"
 	"github.com/my-agent-crew/crew/gateways/inbound"
 	"github.com/my-agent-crew/crew/gateways/web"
 	"github.com/my-agent-crew/crew/loop"
-	"github.com/my-agent-crew/crew/projections"
-	"go.etcd.io/bbolt"
 )
 
 // uploadSite is a site whose agents share one workspace.
@@ -35,29 +30,16 @@ type uploadSite struct {
 
 func newUploadSite(t *testing.T) *uploadSite {
 	t.Helper()
-	_, log := eventstest.Start(t)
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "p.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	runner, err := projections.Open(t.Context(), log, db, nil, projections.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
+	h := newHarness(t)
 	ws := filepath.Join(t.TempDir(), "workspace")
 	os.MkdirAll(ws, 0o700)
-	convs := loop.NewConvs(log, nil)
+	convs := loop.NewConvs(h.log, nil)
 	in := &inbound.Inbound{Convs: convs, Kick: loop.KickFunc(func(string) {}), Master: "master", Crew: loop.Agents{"master": {ID: "master", Workspace: ws}},
 		Clock: loop.WallClock{Zone: time.UTC}}
-	srv := httptest.NewServer(web.New(web.Config{
-		Log: log, Views: fakeViews{}, Health: func(context.Context) (bool, any) { return true, nil },
-		Inbound: in, Approvals: &nopApprover{},
-		Pages: &web.Pages{DB: db, Location: time.UTC, Clock: time.Now, Fresh: runner, Crew: listed{"master": {ID: "master", Workspace: ws}}},
-	}))
-	t.Cleanup(srv.Close)
-	return &uploadSite{url: srv.URL, ws: ws, log: log}
+	pages := h.pages()
+	pages.Fresh, pages.Crew = h.runner, listed{"master": {ID: "master", Workspace: ws}}
+	url := h.serve(t, web.Config{Inbound: in, Approvals: &nopApprover{}, Pages: pages})
+	return &uploadSite{url: url, ws: ws, log: h.log}
 }
 
 func pngBytes(t *testing.T) []byte {
