@@ -99,17 +99,21 @@ func Alive(leases *events.Leases) func(ctx context.Context, holder string) (bool
 	}
 }
 
-// Run leads the singletons (start starts them) while m holds the leader
-// lease, takes over the conversations whose holder died and adopts those
-// with work that nobody holds (db: the projections), on w; stop ends all
-// three and waits for them.
-func (m *Member) Run(ctx context.Context, w *loop.Worker, db *bbolt.DB, start func(ctx context.Context) (stop func(), err error)) (stop func()) {
+// Run runs the singletons (start starts them). Without a cluster (m nil)
+// they start here at once, and start's error is Run's. On one, m leads
+// them while it holds the leader lease, takes over the conversations
+// whose holder died and adopts those with work that nobody holds (db: the
+// projections), on w. stop ends it all and waits.
+func (m *Member) Run(ctx context.Context, w *loop.Worker, db *bbolt.DB, start func(ctx context.Context) (stop func(), err error)) (stop func(), err error) {
+	if m == nil {
+		return start(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { m.lead(ctx, start) })
 	wg.Go(func() { m.takeOver(ctx, w) })
 	wg.Go(func() { m.adopt(ctx, db, w) })
-	return func() { cancel(); wg.Wait() }
+	return func() { cancel(); wg.Wait() }, nil
 }
 
 // Holder is m's budget holder, "" for none.
@@ -230,12 +234,14 @@ type Singletons struct {
 	stops []func()
 }
 
+// Add adds what stops one of them.
 func (s *Singletons) Add(stop func()) {
 	s.mu.Lock()
 	s.stops = append(s.stops, stop)
 	s.mu.Unlock()
 }
 
+// Stop stops them, the last added first; a second Stop stops nothing.
 func (s *Singletons) Stop() {
 	s.mu.Lock()
 	stops := s.stops

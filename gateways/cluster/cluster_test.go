@@ -184,3 +184,28 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Without a cluster (no Member) Run starts the singletons at once and
+// returns start's error; Singletons stop in reverse order of Add, once.
+func TestRunWithoutAClusterStartsAtOnce(t *testing.T) {
+	var m *Member
+	var s Singletons
+	var order []string
+	stop, err := m.Run(t.Context(), nil, nil, func(context.Context) (func(), error) {
+		s.Add(func() { order = append(order, "scheduler") })
+		s.Add(func() { order = append(order, "telegram") })
+		return s.Stop, nil
+	})
+	if err != nil || len(order) != 0 {
+		t.Fatalf("Run = %v, stopped %v before stop", err, order)
+	}
+	stop()
+	stop()
+	if strings.Join(order, ",") != "telegram,scheduler" {
+		t.Errorf("stopped %v, want telegram then scheduler, once", order)
+	}
+	refused := errors.New("scheduler: no")
+	if _, err := m.Run(t.Context(), nil, nil, func(context.Context) (func(), error) { return nil, refused }); !errors.Is(err, refused) {
+		t.Errorf("Run of a start that fails = %v, want its error", err)
+	}
+}

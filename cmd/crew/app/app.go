@@ -125,8 +125,7 @@ type App struct {
 
 	cancel context.CancelFunc
 
-	leadMu   sync.Mutex
-	stopLead func()
+	singletons cluster.Singletons // what RunSingletons started; Close stops it
 }
 
 // Open builds the crew of the home at dir (loaded as h) as opts say.
@@ -294,13 +293,7 @@ func (a *App) Close() error {
 }
 
 func (a *App) close() error {
-	a.leadMu.Lock()
-	stop := a.stopLead
-	a.stopLead = nil
-	a.leadMu.Unlock()
-	if stop != nil {
-		stop()
-	}
+	a.singletons.Stop()
 	if a.running != nil {
 		a.running.close(a)
 	}

@@ -53,23 +53,12 @@ func (a *App) RunSingletons(ctx context.Context, telegramToken string, out io.Wr
 		}
 		return s.Stop, nil
 	}
-	m := a.member
-	if m == nil {
-		stop, err := start(ctx)
-		if err != nil {
-			return err
-		}
-		a.setStopLead(stop)
-		return nil
+	stop, err := a.member.Run(ctx, a.Worker, a.DB(), start)
+	if err != nil {
+		return err
 	}
-	a.setStopLead(m.Run(ctx, a.Worker, a.DB(), start))
+	a.singletons.Add(stop)
 	return nil
-}
-
-func (a *App) setStopLead(stop func()) {
-	a.leadMu.Lock()
-	a.stopLead = stop
-	a.leadMu.Unlock()
 }
 
 // startTelegram starts the Telegram gateway for the master agent.
