@@ -265,6 +265,27 @@ func TestContextCancelKillsProcessGroup(t *testing.T) {
 	waitGone(t, dir)
 }
 
+// graceStop is a stop's cause as loop.Background gives it: SIGTERM first.
+type graceStop struct{}
+
+func (graceStop) Error() string            { return "stopped" }
+func (graceStop) TermGrace() time.Duration { return 100 * time.Millisecond }
+
+// A command whose stop came before it started (loop.Background: a task
+// stopped between its start and Run) is killed as it starts: Run answers
+// the cut, not the command's end, and nothing of it is left.
+func TestRunStoppedBeforeItStartsIsKilled(t *testing.T) {
+	box := newSandbox(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(graceStop{})
+	out, err := box.Run(ctx, Command{Script: "sleep 100 & echo $! > pid; wait", Dir: dir})
+	if !errors.Is(err, context.Canceled) || out.ExitCode != -1 {
+		t.Errorf("Run = %+v, %v; want it cut (context.Canceled, exit -1)", out, err)
+	}
+	waitGone(t, dir)
+}
+
 func TestLeftoverBackgroundProcessIsKilled(t *testing.T) {
 	box := newSandbox(t)
 	dir := t.TempDir()
