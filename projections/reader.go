@@ -42,6 +42,17 @@ func (r Reader) CaughtUp(ctx context.Context, filter string) {
 	}
 }
 
+// Applied waits, at most FreshWait, for the projections to apply stream
+// sequence seq (one the reader stored or was told of).
+func (r Reader) Applied(ctx context.Context, seq uint64) {
+	if r.NoWait || r.Fresh == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, FreshWait)
+	defer cancel()
+	_ = r.Fresh.WaitFor(ctx, seq)
+}
+
 // Conversations is ListConversations once caught up.
 func (r Reader) Conversations(ctx context.Context, limit int) ([]Conversation, error) {
 	r.CaughtUp(ctx, events.Root+".>")

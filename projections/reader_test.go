@@ -38,10 +38,12 @@ func TestReaderReadsWhatWasStoredBeforeIt(t *testing.T) {
 	f := &countingFresh{}
 	read = projections.Reader{DB: db, Log: log, Fresh: f}
 	read.Activity(t.Context(), 5)
+	read.Applied(t.Context(), 1)
 	read.NoWait = true
 	read.MemoryWrites(t.Context(), "", true, 5)
 	read.Conversations(t.Context(), 5)
-	if f.waits != 1 {
-		t.Errorf("%d waits asked, want 1: NoWait still waited", f.waits)
+	read.Applied(t.Context(), 1)
+	if f.waits != 2 {
+		t.Errorf("%d waits asked, want 2 (Activity, Applied): NoWait still waited", f.waits)
 	}
 }

@@ -309,12 +309,7 @@ func caughtUpOn(ctx context.Context, log *events.Log, fresh projections.Freshnes
 // caughtUp waits, at most two seconds, for fresh to apply seq; on a
 // timeout or a stopped projection the caller shows what there is.
 func caughtUp(ctx context.Context, fresh projections.Freshness, seq uint64) {
-	if fresh == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, projections.FreshWait)
-	defer cancel()
-	_ = fresh.WaitFor(ctx, seq)
+	projections.Reader{Fresh: fresh}.Applied(ctx, seq)
 }
 
 // agentName is an agent as the roster names it.
