@@ -25,8 +25,6 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		return exitError{1}
 	}
 	fmt.Fprintf(w, "config: ok (timezone %s, nats.sync %s, listen %s)\n", h.Config.Timezone, h.Config.NATS.Sync, h.Config.Listen)
-	for _, l := range app.Doctor(ctx, dir, h, env.redactor(), env.getenv) {
-		fmt.Fprintln(w, l)
-	}
+	app.Doctor(ctx, dir, h, env.redactor(), env.getenv, w)
 	return nil
 }
