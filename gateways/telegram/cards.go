@@ -153,7 +153,7 @@ func (c *cards) drop(id string, chatID, messageID int64) {
 // settleMissed edits the tracked copies of cards settled while the gateway
 // was down (the follower only sees what is stored from its start on).
 func (g *Gateway) settleMissed(ctx context.Context) {
-	if g.cfg.Outcome == nil {
+	if g.cfg.Questions == nil {
 		return
 	}
 	g.cards.mu.Lock()
@@ -165,7 +165,7 @@ func (g *Gateway) settleMissed(ctx context.Context) {
 	}
 	g.cards.mu.Unlock()
 	for id, kind := range pending {
-		outcome, err := g.cfg.Outcome(ctx, kind, id)
+		outcome, err := g.cfg.Questions.Outcome(ctx, kind, id)
 		if err != nil {
 			if ctx.Err() == nil {
 				g.cfg.Logger.Warn("telegram: card outcome unknown", "card_id", id, "error", err)

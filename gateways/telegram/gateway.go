@@ -36,10 +36,12 @@ type Approver interface {
 	Decide(ctx context.Context, approvalID string, approve, always bool, channel string) (decision string, err error)
 }
 
-// Answerer answers questions (ask_user) by id: the same object the web
-// gateway uses.
+// Answerer answers questions (ask_user) by id, and says how an approval
+// or a question (kind events.CardApproval, CardQuestion) was settled (""
+// while it waits): *inbound.Questions, the object the web gateway uses.
 type Answerer interface {
 	Answer(ctx context.Context, questionID, answer, channel string) error
+	Outcome(ctx context.Context, kind, id string) (string, error)
 }
 
 // Stopper stops a conversation and says what a run has cost so far:
@@ -65,13 +67,10 @@ type Config struct {
 	Log       *events.Log
 	Inbound   Receiver
 	Approvals Approver
-	// Questions answers the questions sent here (buttons, replies); nil:
-	// questions are not sent. Outcome, when set, says how an approval or a
-	// question (kind events.CardApproval, CardQuestion) was settled ("" while
-	// it waits): at start the copies of cards settled while the gateway
-	// was down are edited.
+	// Questions answers the questions sent here (buttons, replies), and
+	// at start the copies of cards settled while the gateway was down are
+	// edited as it says; nil: questions are not sent, copies not edited.
 	Questions Answerer
-	Outcome   func(ctx context.Context, kind, id string) (string, error)
 	Logger    *slog.Logger
 	// PollEvery is the pause after a getUpdates that returned nothing sooner
 	// than this (an emulator that does not long-poll) or failed (default 1 s).

@@ -94,7 +94,7 @@ func startOutboxGateway(t *testing.T, c *crew, e *emulator, api string, chat int
 	t.Helper()
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: api, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-		Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Outcome: c.answerer.Outcome,
+		Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer,
 		Logger: c.logger, PollEvery: 50 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 	})
 	if err != nil {
@@ -241,7 +241,7 @@ func TestTelegramPlainMessageAnswersTheWaitingQuestion(t *testing.T) {
 	const chat = int64(7104)
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-		Log: c.log, DB: c.db, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Outcome: c.answerer.Outcome,
+		Log: c.log, DB: c.db, Inbound: c.in, Approvals: c.approver, Questions: c.answerer,
 		Logger: c.logger, PollEvery: 50 * time.Millisecond,
 	})
 	if err != nil {

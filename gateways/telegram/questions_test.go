@@ -29,7 +29,7 @@ func TestQuestionsFollowTheOwnerAcrossChannelsAndRestarts(t *testing.T) {
 	start := func() *telegram.Gateway {
 		g, err := telegram.Start(t.Context(), telegram.Config{
 			Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-			Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Outcome: c.answerer.Outcome,
+			Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer,
 			Logger: c.logger, PollEvery: 50 * time.Millisecond,
 		})
 		if err != nil {

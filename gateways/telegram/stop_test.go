@@ -21,7 +21,7 @@ func TestTelegramStopWithdrawsTheCard(t *testing.T) {
 	const chat = int64(6161)
 	g, err := telegram.Start(t.Context(), telegram.Config{
 		Token: e.token, APIURL: e.url, AllowedChatIDs: []int64{chat}, Workspace: c.workspace,
-		Log: c.log, Inbound: c.in, Approvals: c.approver, Outcome: c.answerer.Outcome, Logger: c.logger, PollEvery: 50 * time.Millisecond,
+		Log: c.log, Inbound: c.in, Approvals: c.approver, Questions: c.answerer, Logger: c.logger, PollEvery: 50 * time.Millisecond,
 		Stops: c.stops,
 	})
 	if err != nil {

@@ -15,10 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// running is the crew at work on the store: the turn worker, the inbound
-// door, the approvals and questions, the summarizer, the scheduler's
-// configuration (it runs on the process that runs the singletons) and the
-// reload watch.
+// running is the crew at work on the store: the turn worker, the
+// gateways' doors, the summarizer, the scheduler's slot (its scheduler
+// runs on the process that runs the singletons) and the reload watch.
 type running struct {
 	Worker *loop.Worker
 	// Doors are the gateways' ways in: Inbound, Approvals, Questions, Stops.

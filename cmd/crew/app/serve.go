@@ -67,7 +67,7 @@ func (a *App) startTelegram(ctx context.Context, token string) (*telegram.Gatewa
 	return telegram.Start(ctx, telegram.Config{
 		Token: token, APIURL: a.Home.Config.Telegram.APIURL, AllowedChatIDs: master.Telegram.AllowedChatIDs,
 		Workspace: filepath.Join(master.Dir, "workspace"), Log: a.Log(), DB: a.DB(), Inbound: a.Inbound, Approvals: a.Approvals,
-		Questions: a.Questions, Outcome: a.Questions.Outcome, Stops: a.Stops, Conversations: a.Summaries, Fresh: a.freshness(),
+		Questions: a.Questions, Stops: a.Stops, Conversations: a.Summaries, Fresh: a.freshness(),
 		Logger: a.log.With("component", "telegram"), Home: a.Dir, Artifact: a.Canvas.File, Checkpoint: a.opts.TelegramCheckpoint,
 	})
 }
