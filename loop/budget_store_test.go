@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,16 +15,18 @@ import (
 	"github.com/nats-io/nuid"
 )
 
-// reserveFailsOnce is the real log whose first budget_reserved append
-// fails as a stream without a leader answers (a NATS leader kill), with
-// nothing stored.
+// reserveFailsOnce is the real log whose at-th budget_reserved append
+// (the first when at is 0) fails as a stream without a leader answers (a
+// NATS leader kill), with nothing stored.
 type reserveFailsOnce struct {
 	*events.Log
-	failed atomic.Bool
+	at       int32
+	reserves atomic.Int32
+	failed   atomic.Bool
 }
 
 func (l *reserveFailsOnce) Append(ctx context.Context, scope events.Scope, expect uint64, envs ...events.Envelope) ([]events.Envelope, error) {
-	if scope == events.BudgetScope && len(envs) > 0 && envs[0].Type == events.TypeBudgetReserved && l.failed.CompareAndSwap(false, true) {
+	if scope == events.BudgetScope && len(envs) > 0 && envs[0].Type == events.TypeBudgetReserved && l.reserves.Add(1) >= max(l.at, 1) && l.failed.CompareAndSwap(false, true) {
 		return nil, &events.StoreError{Kind: events.ErrStoreUnavailable, Err: nats.ErrNoResponders}
 	}
 	return l.Log.Append(ctx, scope, expect, envs...)
@@ -69,6 +72,72 @@ func TestBudgetStoreFailureRetriesThePassNotFailsTheRun(t *testing.T) {
 	}
 	if got := l.Today().GlobalUSD; math.Abs(got-0.01) > 1e-9 {
 		t.Errorf("spent %v, want the call's 0.01", got)
+	}
+}
+
+// The same from inside a tool: image_read's vision call whose reservation
+// cannot be stored never left, so the store failed, not the tool. The
+// pass fails, the worker runs it again, image_read is run again (not
+// closed as interrupted, nor told to the model as a tool error) and the
+// run finishes done, the image described once.
+func TestBudgetStoreFailureInAToolRetriesThePass(t *testing.T) {
+	h := newHarness(t, nil)
+	models, _ := scripted(t, h, [][2]string{
+		{"fake:a", "- tool_calls: [{name: image_read, arguments: {path: inbox/meal.jpg}}]\n- text: Bữa ăn có phở.\n"},
+		{"fake:eye", "- text: 'A bowl of phở with beef.'\n- text: 'described twice'\n"},
+	})
+	h.agent.Routes = []string{"fake:a"}
+	h.agent.VisionRoutes = []string{"fake:eye"}
+	h.agent.Tools = append(h.agent.Tools, "image_read")
+	writePhoto(t, h.agent.Workspace, "inbox/meal.jpg")
+	store := &reserveFailsOnce{Log: h.log, at: 2} // the first is the step's, the second the vision call's
+	l, err := budget.Open(t.Context(), budget.Config{Log: store, Location: time.UTC, Clock: func() time.Time { return h.now }, NewID: nuid.Next,
+		Catalog: llm.NewCatalog(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.deps.Models = l.Models(h.deps.Models)
+	h.send("ăn gì?")
+	w := h.startWorker(func(int) time.Duration { return 10 * time.Millisecond })
+	waitFor(t, "the run finished", func() bool { return len(eventsOf[*events.RunFinished](h.events())) > 0 })
+	waitFor(t, "idle", w.Idle)
+	evs := h.events()
+	if !store.failed.Load() {
+		t.Fatal("the vision call's reservation never failed: the test tested nothing")
+	}
+	if f := lastFinish(t, evs); f.Status != events.RunDone {
+		t.Fatalf("finish = %+v, want done", f)
+	}
+	if st := w.Stats(); st.FailedPasses != 1 {
+		t.Errorf("failed passes = %d, want 1 (the store's failure, retried)", st.FailedPasses)
+	}
+	var results []*events.ToolCompleted
+	for _, c := range eventsOf[*events.ToolCompleted](evs) {
+		if c.Tool == "image_read" {
+			results = append(results, c)
+		}
+	}
+	if len(results) != 1 || results[0].IsError || !strings.Contains(results[0].Output, "A bowl of phở with beef.") {
+		t.Fatalf("image_read results = %+v, want one, the description", results)
+	}
+	if n := len(models["fake:eye"].msgs); n != 1 {
+		t.Errorf("%d vision calls sent, want 1", n)
+	}
+	var vision []*events.ModelCalled
+	for _, mc := range eventsOf[*events.ModelCalled](evs) {
+		if mc.Purpose == events.PurposeVision {
+			vision = append(vision, mc)
+		}
+	}
+	if len(vision) != 1 || vision[0].Error != "" {
+		t.Errorf("vision model_called = %+v, want one, answered (none for the call that never left)", vision)
+	}
+	if n := len(eventsOf[*events.RunFinished](evs)); n != 1 {
+		t.Errorf("%d runs finished, want 1", n)
+	}
+	reserved, settled := budgetEvents(t, h.log)
+	if reserved != 3 || settled != 3 || l.OpenReservations() != 0 {
+		t.Errorf("%d reserved, %d settled, %d open; want 3, 3, 0", reserved, settled, l.OpenReservations())
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 )
@@ -47,7 +49,9 @@ func (imageRead) Run(context.Context, tools.Env, json.RawMessage) (tools.Result,
 	return tools.Result{}, fmt.Errorf("image_read is answered by the turn")
 }
 
-func (imageRead) traits() traits { return traits{} }
+// resumes: a call cut before its answer (a restart, or a pass failed on
+// the store) is run again, not closed as interrupted: it only reads.
+func (imageRead) traits() traits { return traits{resumes: true} }
 
 func (imageRead) vet(t *Turn, c events.ToolCallRequest) (string, string, bool) {
 	if len(t.agent.VisionRoutes) == 0 {
@@ -80,6 +84,12 @@ func (imageRead) answer(ctx context.Context, t *Turn, c *toolCall) (tools.Result
 			MaxTokens: t.spec(route).MaxOutputTokens})
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()
+		}
+		if _, ok := errors.AsType[*budget.StoreError](err); ok {
+			// The ledger could not store the call's reservation, so it
+			// never left: the store failed, not the route. The pass fails
+			// and the worker runs it again, this call with it (resumes).
+			return tools.Result{}, err
 		}
 		mc := modelCalled(c.runID, c.step, route, rep, t.deps.Clock.Now().Sub(start))
 		mc.Purpose, mc.ToolCalls = events.PurposeVision, nil
