@@ -207,6 +207,53 @@ func (b *Background) reportUnrun(env tools.Env, id string, c shell.Command) {
 	}
 }
 
+// LeftFailure is the failure of a task whose server crashed while it ran:
+// the next start's shell tracker killed what was left of it.
+const LeftFailure = "killed: the server stopped before it ended (crash)"
+
+// EndLeft stores the end of every background task of conversation whose
+// start has no end and that does not run here: a crashed server's,
+// whose process the next start's shell tracker killed. Each end is a
+// task_notification as any other (exit -1, LeftFailure): it tells the
+// conversation and opens its next round, unless a stop of the task was
+// asked (then it says who, and opens none). It lists the tasks it ended.
+func (b *Background) EndLeft(ctx context.Context, conversation string) ([]string, error) {
+	cv, err := b.convs.Get(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	if err := cv.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	var ended []string
+	_, err = cv.Append(ctx, func(st *State) ([]events.Event, error) {
+		ended = ended[:0]
+		var out []events.Event
+		for _, id := range sortedKeys(st.Tasks) {
+			t := st.Tasks[id]
+			if t.End != nil || b.runsHere(id) {
+				continue
+			}
+			n := &events.TaskNotification{TaskID: id, CallID: t.CallID, FromRun: t.FromRun, Command: t.Command, ExitCode: -1, Failure: LeftFailure}
+			if t.StopBy != "" {
+				n.StoppedBy = t.StopBy
+				n.Failure = "killed: stopped by " + stopWho(t.StopBy) + "; " + strings.TrimPrefix(LeftFailure, "killed: ")
+			}
+			out = append(out, n)
+			ended = append(ended, id)
+		}
+		return out, nil
+	})
+	return ended, err
+}
+
+// runsHere says whether task id runs in this process.
+func (b *Background) runsHere(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tasks[id] != nil
+}
+
 // stopWho names who stopped a task, for its notification.
 func stopWho(by string) string {
 	if by == events.StopByModel {

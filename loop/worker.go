@@ -46,6 +46,12 @@ type WorkerConfig struct {
 	// has returned, so turns kicked meanwhile wait for it. An error is
 	// logged and Recover tried again.
 	Recover func(ctx context.Context) ([]string, error)
+	// LeftTasks, after Recover (the projections have caught up), lists
+	// the conversations with a background task whose start has no end:
+	// after a crash, tasks whose process is gone (the shell tracker killed
+	// it). Each such task gets its end stored (Background.EndLeft) before
+	// any pass runs. nil: none is looked for.
+	LeftTasks func(ctx context.Context) ([]string, error)
 	// SweepEvery is how often expired approvals are decided (default 5 s);
 	// negative: never here, because the caller runs SweepOnce on its own
 	// scheduler.
@@ -225,7 +231,9 @@ func (w *Worker) recover() {
 	for try := 0; ; try++ {
 		var err error
 		if ids, err = w.cfg.Recover(w.ctx); err == nil {
-			break
+			if err = w.endLeftTasks(); err == nil {
+				break
+			}
 		}
 		if w.ctx.Err() != nil {
 			return
@@ -250,6 +258,31 @@ func (w *Worker) recover() {
 	w.mu.Lock()
 	w.recovering = false
 	w.mu.Unlock()
+}
+
+// endLeftTasks stores the end of every background task a crashed server
+// left (LeftTasks), before the gate for passes opens.
+func (w *Worker) endLeftTasks() error {
+	bg := w.cfg.Deps.Services.Background
+	if w.cfg.LeftTasks == nil || bg == nil {
+		return nil
+	}
+	convs, err := w.cfg.LeftTasks(w.ctx)
+	if err != nil {
+		return err
+	}
+	for _, conv := range convs {
+		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+		ended, err := bg.EndLeft(ctx, conv)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("end the background tasks a crash left in %s: %w", conv, err)
+		}
+		if len(ended) > 0 {
+			w.cfg.Logger.Warn("background tasks left by a crashed server ended", "conversation", conv, "tasks", ended)
+		}
+	}
+	return nil
 }
 
 // Recovered is closed once the recovery scan has run: from then on turns

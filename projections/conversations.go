@@ -103,10 +103,11 @@ func (Conversations) Name() string { return "conversations" }
 // Wants: every conversation event.
 func (Conversations) Wants(kind, _ string) bool { return kind == "conv" }
 
-// Version 2 added bucketConvOpen, 3 bucketTasks: an older database's
+// Version 2 added bucketConvOpen, 3 bucketTasks, 4 bucketTasksRunning: an
+// older database's
 // conversations are projected again (in the background) when this build
 // opens it.
-func (Conversations) Version() int { return 3 }
+func (Conversations) Version() int { return 4 }
 
 // PendingApproval is an approval waiting for the owner.
 type PendingApproval struct {
@@ -135,15 +136,17 @@ type PendingQuestion struct {
 
 // bucketApprovals maps approval id → conversation id; bucketQuestions
 // question id → conversation id; bucketTasks background task id →
-// conversation id.
+// conversation id; bucketTasksRunning the same for the tasks whose start
+// has no end yet (LeftTasks).
 const (
-	bucketApprovals = "approvals"
-	bucketQuestions = "questions"
-	bucketTasks     = "tasks"
+	bucketApprovals    = "approvals"
+	bucketQuestions    = "questions"
+	bucketTasks        = "tasks"
+	bucketTasksRunning = "tasks_running"
 )
 
 func (Conversations) Buckets() []string {
-	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen, bucketQuestions, bucketTasks}
+	return []string{bucketConversations, bucketConvByUpdated, bucketApprovals, bucketConvOpen, bucketQuestions, bucketTasks, bucketTasksRunning}
 }
 
 // FindTask returns the conversation a background task belongs to.
@@ -245,7 +248,13 @@ func (Conversations) Apply(tx *Tx, env events.Envelope) error {
 		if err := tx.Bucket([]byte(bucketTasks)).Put([]byte(e.TaskID), []byte(id)); err != nil {
 			return err
 		}
+		if err := tx.Bucket([]byte(bucketTasksRunning)).Put([]byte(e.TaskID), []byte(id)); err != nil {
+			return err
+		}
 	case *events.TaskNotification:
+		if err := tx.Bucket([]byte(bucketTasksRunning)).Delete([]byte(e.TaskID)); err != nil {
+			return err
+		}
 		if e.StoppedBy == "" { // a stopped task's end opens no round
 			c.Queued++ // a background command ended: it opens the next round
 			c.Halted, c.Ended = "", nil
@@ -454,6 +463,30 @@ func ListConversations(db *bbolt.DB, limit int) ([]Conversation, error) {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return out, nil
+}
+
+// LeftTasks lists the conversations with a background task whose start
+// has no end, by id: after a crash, the tasks its server left (R-TEAM §8).
+// It reads their index: O(tasks not ended).
+func LeftTasks(db *bbolt.DB) ([]string, error) {
+	var ids []string
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketTasksRunning))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, conv []byte) error {
+			if !slices.Contains(ids, string(conv)) {
+				ids = append(ids, string(conv))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("conversations with background tasks not ended: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // Recoverable lists the conversations that may have work after a restart:

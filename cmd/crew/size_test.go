@@ -17,7 +17,7 @@ import (
 // change that needs it, saying why, or move the code where it belongs.
 const (
 	mainCeiling = 1120 // goal 1,200: package main, files directly in cmd/crew, test-build (crewtest) files included
-	rootCeiling = 2309 // goal 2,400: all of cmd/crew but cmd/crew/home
+	rootCeiling = 2310 // goal 2,400: all of cmd/crew but cmd/crew/home
 	runServeMax = 60   // lines of runServe, its signature and closing brace included
 )
 

@@ -60,6 +60,7 @@ func start(ctx context.Context, a *App) (*running, error) {
 			}
 			return projections.Recoverable(st.DB())
 		}
+		cfg.LeftTasks = func(context.Context) ([]string, error) { return projections.LeftTasks(st.DB()) }
 	}
 	var err error
 	if r.Worker, err = loop.StartWorker(ctx, cfg); err != nil {
