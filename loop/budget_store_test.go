@@ -186,3 +186,43 @@ func budgetEvents(t *testing.T, log *events.Log) (reserved, settled int) {
 	}
 	return reserved, settled
 }
+
+// A script's llm.* question whose reservation cannot be stored never left
+// either: no model_called, and the script is told the store failed, not
+// the model, so it may ask again; the pass goes on (failing it would close
+// the whole script as interrupted: a script is never run twice).
+func TestBudgetStoreFailureOfAScriptQuestionIsToldToTheScript(t *testing.T) {
+	h := newHarness(t, map[string][]reply{"fake:a": {
+		scriptCall("c = llm.classify(\"the file\", [\"file\", \"dir\"])\nprint(c.get(\"error\"))"),
+		say("done"),
+	}}, &counter{name: "reader", out: "the file"}) // a script is offered with a tool to call
+	h.deps.HomeDir = t.TempDir()
+	store := &reserveFailsOnce{Log: h.log, at: 2} // the first is the step's, the second the question's
+	l, err := budget.Open(t.Context(), budget.Config{Log: store, Location: time.UTC, Clock: func() time.Time { return h.now }, NewID: nuid.Next,
+		Catalog: llm.NewCatalog(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.deps.Models = l.Models(h.deps.Models)
+	h.send("go")
+	h.turn()
+	evs := h.events()
+	if !store.failed.Load() {
+		t.Fatal("the question's reservation never failed: the test tested nothing")
+	}
+	if f := lastFinish(t, evs); f.Status != events.RunDone {
+		t.Fatalf("finish = %+v, want done", f)
+	}
+	done := eventsOf[*events.ToolCompleted](evs)
+	if len(done) != 1 || !strings.Contains(done[0].Output, "the model was not asked: the event store could not record its budget reservation") {
+		t.Fatalf("tool_script results = %+v, want the store's failure told", done)
+	}
+	for _, mc := range eventsOf[*events.ModelCalled](evs) {
+		if mc.Purpose == events.PurposeScript {
+			t.Errorf("a model_called for the question that never left: %+v", mc)
+		}
+	}
+	if n := h.models["fake:a"].calls(); n != 2 {
+		t.Errorf("%d calls sent, want the two steps", n)
+	}
+}

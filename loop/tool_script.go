@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/my-agent-crew/crew/events"
+	"github.com/my-agent-crew/crew/loop/budget"
 	"github.com/my-agent-crew/crew/loop/llm"
 	"github.com/my-agent-crew/crew/tools"
 	"github.com/my-agent-crew/crew/tools/fence"
@@ -267,9 +269,9 @@ func (h *scriptHost) Run(ctx context.Context, n int, name string, args json.RawM
 // Ask answers llm.classify and llm.summarise on the agent's first route,
 // with no tools: a model call of purpose script, in the turn's cost cap.
 func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *float64, string, error) {
-	var cost, budget float64
-	h.t.conv.View(func(st *State) { cost, budget = st.CostUSD, st.Budget(h.t.agent.CostCapUSD) })
-	if budget > 0 && cost >= budget {
+	var cost, limit float64
+	h.t.conv.View(func(st *State) { cost, limit = st.CostUSD, st.Budget(h.t.agent.CostCapUSD) })
+	if limit > 0 && cost >= limit {
 		return "", false, nil, "STOP: the turn's cost cap is reached; the script's model question was not asked.", nil
 	}
 	if len(h.t.agent.Routes) == 0 {
@@ -296,6 +298,12 @@ func (h *scriptHost) Ask(ctx context.Context, a script.LLMAsk) (string, bool, *f
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", false, nil, "", ctx.Err()
+		}
+		if _, ok := errors.AsType[*budget.StoreError](err); ok {
+			// The call never left (no model_called): the store failed, not
+			// the model. The script is told so and may ask again; failing
+			// the pass would close the whole script as interrupted.
+			return "the model was not asked: the event store could not record its budget reservation (" + oneLine(err) + "); ask again", true, nil, "", nil
 		}
 		mc := &events.ModelCalled{RunID: h.c.runID, Step: h.c.step, Purpose: events.PurposeScript, Route: route, Model: modelOf(route), Error: oneLine(err)}
 		if err := h.t.emit(ctx, mc); err != nil {
