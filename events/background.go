@@ -59,6 +59,9 @@ type TaskStarted struct {
 	CallID  string `json:"call_id,omitempty"`
 	FromRun string `json:"from_run,omitempty"` // the run whose call started it
 	Command string `json:"command"`
+	// Holder, on a cluster, is the crew process that runs it (its life
+	// lease's name): only that process's death ends it from outside.
+	Holder string `json:"holder,omitempty"`
 }
 
 func (*TaskStarted) EventType() string { return TypeTaskStarted }

@@ -37,6 +37,10 @@ type Background struct {
 	box    *shell.Sandbox
 	newID  func() string
 	logger *slog.Logger
+	// holder names this process on a cluster ("" none) and alive says
+	// whether another still runs (OnCluster).
+	holder string
+	alive  func(ctx context.Context, holder string) (bool, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -76,6 +80,18 @@ func NewBackground(convs *Convs, box *shell.Sandbox, newID func() string, logger
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Background{convs: convs, box: box, newID: newID, logger: logger, ctx: ctx, cancel: cancel, tasks: map[string]*bgTask{}}
+}
+
+// OnCluster makes b a member of a cluster: holder names this process in
+// every task_started, and alive says whether the process another task's
+// holder names still runs (EndLeft ends only those whose holder is gone).
+// holder "" (no cluster) changes nothing. It returns b; call it before
+// Start.
+func (b *Background) OnCluster(holder string, alive func(ctx context.Context, holder string) (bool, error)) *Background {
+	if holder != "" {
+		b.holder, b.alive = holder, alive
+	}
+	return b
 }
 
 // Start runs c in the background for the call env describes: the task is
@@ -147,7 +163,7 @@ func (b *Background) storeStart(env tools.Env, id string, c shell.Command) error
 		if st.Closed {
 			return nil, fmt.Errorf("conversation %s is closed", env.Conversation)
 		}
-		return []events.Event{&events.TaskStarted{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script}}, nil
+		return []events.Event{&events.TaskStarted{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script, Holder: b.holder}}, nil
 	})
 	return err
 }
@@ -217,21 +233,51 @@ const LeftFailure = "killed: the server stopped before it ended (crash)"
 // task_notification as any other (exit -1, LeftFailure): it tells the
 // conversation and opens its next round, unless a stop of the task was
 // asked (then it says who, and opens none). It lists the tasks it ended.
-func (b *Background) EndLeft(ctx context.Context, conversation string) ([]string, error) {
+// On a cluster (OnCluster) only a task whose holder is gone is ended, a
+// live peer's never; held counts the tasks left for a peer that still
+// holds its life lease (one that crashed less than a lease's TTL ago
+// looks alive until then: look again later).
+func (b *Background) EndLeft(ctx context.Context, conversation string) (ended []string, held int, err error) {
 	cv, err := b.convs.Get(ctx, conversation)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := cv.Refresh(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var ended []string
+	// On a cluster a task is its holder's: ended only once that process
+	// is gone (its life lease lapsed). One stored without a holder on a
+	// cluster (an older build's) may be a live peer's: left alone.
+	gone := map[string]bool{}
+	if b.holder != "" {
+		var holders []string
+		cv.View(func(st *State) {
+			for _, t := range st.Tasks {
+				if t.End == nil && t.Holder != "" && t.Holder != b.holder && !slices.Contains(holders, t.Holder) {
+					holders = append(holders, t.Holder)
+				}
+			}
+		})
+		for _, h := range holders {
+			live, err := b.alive(ctx, h)
+			if err != nil {
+				return nil, 0, fmt.Errorf("is the process %s running task(s) of %s alive: %w", h, conversation, err)
+			}
+			gone[h] = !live
+		}
+	}
 	_, err = cv.Append(ctx, func(st *State) ([]events.Event, error) {
-		ended = ended[:0]
+		ended, held = ended[:0], 0
 		var out []events.Event
 		for _, id := range sortedKeys(st.Tasks) {
 			t := st.Tasks[id]
 			if t.End != nil || b.runsHere(id) {
+				continue
+			}
+			if b.holder != "" && !gone[t.Holder] {
+				if t.Holder != "" && t.Holder != b.holder {
+					held++
+				}
 				continue
 			}
 			n := &events.TaskNotification{TaskID: id, CallID: t.CallID, FromRun: t.FromRun, Command: t.Command, ExitCode: -1, Failure: LeftFailure}
@@ -244,7 +290,7 @@ func (b *Background) EndLeft(ctx context.Context, conversation string) ([]string
 		}
 		return out, nil
 	})
-	return ended, err
+	return ended, held, err
 }
 
 // runsHere says whether task id runs in this process.
@@ -562,7 +608,7 @@ func (f *BackgroundTasks) apply(env events.Envelope, _ foldOn) {
 		if f.Tasks == nil {
 			f.Tasks = map[string]*Task{}
 		}
-		f.Tasks[e.TaskID] = &Task{ID: e.TaskID, CallID: e.CallID, FromRun: e.FromRun, Command: e.Command, Started: env.Time}
+		f.Tasks[e.TaskID] = &Task{ID: e.TaskID, CallID: e.CallID, FromRun: e.FromRun, Command: e.Command, Started: env.Time, Holder: e.Holder}
 	case *events.TaskStopRequested:
 		f.stop(e.TaskID, e.By)
 	case *events.RunStopRequested:

@@ -1,7 +1,9 @@
 package loop_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -214,5 +216,69 @@ func TestBackgroundStartNotStoredRunsNothing(t *testing.T) {
 	}
 	if g := trackedGroups(t, track); len(g) != 0 {
 		t.Errorf("process groups %v run", g)
+	}
+}
+
+// The cluster rule of ending the tasks a crashed server left: a task is
+// its holder's. A member ends only those whose holder is gone (its life
+// lease lapsed); one of a live peer is never ended, only counted held
+// (and ended once that peer is gone); one stored with no holder on a
+// cluster (an older build's) is left alone. A single process without a
+// cluster ends every task left.
+func TestEndLeftEndsOnlyTheTasksOfAGoneHolder(t *testing.T) {
+	h := newHarness(t, nil)
+	h.send("hello")
+	cv, err := h.convs.Get(t.Context(), h.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cv.Append(t.Context(), func(*loop.State) ([]events.Event, error) {
+		return []events.Event{
+			&events.TaskStarted{TaskID: "bg-dead", Command: "sleep 1", Holder: "proc-dead"},
+			&events.TaskStarted{TaskID: "bg-live", Command: "sleep 2", Holder: "proc-live"},
+			&events.TaskStarted{TaskID: "bg-none", Command: "sleep 3"},
+		}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{"proc-live": true, "proc-me": true}
+	var asked []string
+	alive := func(_ context.Context, holder string) (bool, error) {
+		asked = append(asked, holder)
+		return live[holder], nil
+	}
+	member := loop.NewBackground(loop.NewConvs(h.log, nil), h.box, nuid.Next, nil).OnCluster("proc-me", alive)
+	defer member.Close()
+	ended, held, err := member.EndLeft(t.Context(), h.conv)
+	if err != nil || fmt.Sprint(ended) != "[bg-dead]" || held != 1 {
+		t.Fatalf("a member's EndLeft = %v, held %d, %v; want [bg-dead] ended, 1 held (asked %v)", ended, held, err, asked)
+	}
+	list, err := member.Tasks(t.Context(), h.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, v := range list {
+		states[v.ID] = v.State
+		if v.ID == "bg-dead" && (v.Failure != loop.LeftFailure || v.ExitCode == nil || *v.ExitCode != -1) {
+			t.Errorf("the gone holder's task ended as %+v", v)
+		}
+	}
+	if states["bg-dead"] != loop.TaskFailed || states["bg-live"] != loop.TaskRunning || states["bg-none"] != loop.TaskRunning {
+		t.Fatalf("states after a member's EndLeft = %v", states)
+	}
+	// Once the live peer is gone too, its task is ended; the one with no
+	// holder still is not.
+	live["proc-live"] = false
+	if ended, held, err = member.EndLeft(t.Context(), h.conv); err != nil || fmt.Sprint(ended) != "[bg-live]" || held != 0 {
+		t.Fatalf("after the peer's death, EndLeft = %v, held %d, %v; want [bg-live], 0 held", ended, held, err)
+	}
+	single := loop.NewBackground(loop.NewConvs(h.log, nil), h.box, nuid.Next, nil).OnCluster("", alive)
+	defer single.Close()
+	if ended, held, err = single.EndLeft(t.Context(), h.conv); err != nil || fmt.Sprint(ended) != "[bg-none]" || held != 0 {
+		t.Fatalf("a single process's EndLeft = %v, held %d, %v; want [bg-none]", ended, held, err)
+	}
+	if n := len(eventsOf[*events.TaskNotification](h.events())); n != 3 {
+		t.Fatalf("%d task notifications stored, want 3 (one per task)", n)
 	}
 }

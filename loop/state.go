@@ -255,6 +255,8 @@ type Task struct {
 	FromRun string    `json:"from_run,omitempty"`
 	Command string    `json:"command"`
 	Started time.Time `json:"started"`
+	// Holder is the cluster process that runs it ("" a single process).
+	Holder string `json:"holder,omitempty"`
 	// StopBy is who asked for it to stop ("" none yet); the first ask
 	// counts.
 	StopBy string `json:"stop_by,omitempty"`

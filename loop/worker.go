@@ -260,29 +260,64 @@ func (w *Worker) recover() {
 	w.mu.Unlock()
 }
 
+// LeftTasksEvery is how often a cluster member looks again at the
+// background tasks it found left for a peer still holding its life lease
+// (one that crashed less than the lease's TTL ago looks alive until then).
+const LeftTasksEvery = 5 * time.Second
+
 // endLeftTasks stores the end of every background task a crashed server
-// left (LeftTasks), before the gate for passes opens.
+// left (LeftTasks), before the gate for passes opens. On a cluster, while
+// some are left for a peer that looks alive, it looks again every
+// LeftTasksEvery until none is.
 func (w *Worker) endLeftTasks() error {
+	held, err := w.endLeft()
+	if err != nil || held == 0 {
+		return err
+	}
+	w.wg.Go(func() {
+		t := time.NewTicker(LeftTasksEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.ctx.Done():
+				return
+			case <-t.C:
+			}
+			held, err := w.endLeft()
+			if err != nil {
+				w.cfg.Logger.Error("end the background tasks a crashed peer left", "err", err)
+			} else if held == 0 {
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// endLeft ends what LeftTasks lists and counts the tasks left for a peer
+// that looks alive.
+func (w *Worker) endLeft() (held int, err error) {
 	bg := w.cfg.Deps.Services.Background
 	if w.cfg.LeftTasks == nil || bg == nil {
-		return nil
+		return 0, nil
 	}
 	convs, err := w.cfg.LeftTasks(w.ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, conv := range convs {
 		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
-		ended, err := bg.EndLeft(ctx, conv)
+		ended, n, err := bg.EndLeft(ctx, conv)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("end the background tasks a crash left in %s: %w", conv, err)
+			return 0, fmt.Errorf("end the background tasks a crash left in %s: %w", conv, err)
 		}
+		held += n
 		if len(ended) > 0 {
 			w.cfg.Logger.Warn("background tasks left by a crashed server ended", "conversation", conv, "tasks", ended)
 		}
 	}
-	return nil
+	return held, nil
 }
 
 // Recovered is closed once the recovery scan has run: from then on turns

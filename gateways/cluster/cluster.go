@@ -124,6 +124,13 @@ func (m *Member) Holder() string {
 	return m.id
 }
 
+// Alive says whether the crew process holder still runs (its life lease
+// is held), for loop.Background.OnCluster.
+func (m *Member) Alive(ctx context.Context, holder string) (bool, error) {
+	_, ok, err := m.leases.Holder(ctx, processKey(holder))
+	return ok, err
+}
+
 // Claimer is m's loop.Claimer, nil for none.
 func (m *Member) Claimer() loop.Claimer {
 	if m == nil {

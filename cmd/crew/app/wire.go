@@ -141,7 +141,7 @@ func wire(ctx context.Context, a *App) (*wiring, error) {
 	// The tools' services, before the registry: memory files persona proposals.
 	w.Memory = consolidate.New(consolidate.Config{Log: log, Models: w.Models, Clock: loop.WallClock{Zone: h.Config.Location()},
 		Logger: logger.With("component", "memory"), Crew: cr})
-	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background"))
+	w.background = loop.NewBackground(w.Convs, a.box, nuid.Next, logger.With("component", "background")).OnCluster(a.member.Holder(), a.member.Alive)
 	svc.Background, svc.Proposer = w.background, w.Memory
 	if w.Registry, err = tools.New(allTools(svc, w)...); err != nil {
 		w.close()
