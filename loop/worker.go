@@ -274,6 +274,7 @@ func (w *Worker) endLeftTasks() error {
 	if err != nil || held == 0 {
 		return err
 	}
+	w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", LeftTasksEvery)
 	w.wg.Go(func() {
 		t := time.NewTicker(LeftTasksEvery)
 		defer t.Stop()
