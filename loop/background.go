@@ -94,6 +94,9 @@ func (b *Background) OnCluster(holder string, alive func(ctx context.Context, ho
 	return b
 }
 
+// Clustered says whether b is a member of a cluster (OnCluster).
+func (b *Background) Clustered() bool { return b.holder != "" }
+
 // Start runs c in the background for the call env describes: the task is
 // listed here first, then task_started is stored, then the command starts.
 // Listed before its store, it is found by every stop that can name it (a

@@ -260,21 +260,28 @@ func (w *Worker) recover() {
 	w.mu.Unlock()
 }
 
-// LeftTasksEvery is how often a cluster member looks again at the
-// background tasks it found left for a peer still holding its life lease
-// (one that crashed less than the lease's TTL ago looks alive until then).
+// LeftTasksEvery is how often a cluster member looks again for
+// background tasks whose holder is gone: a peer that crashed (its life
+// lease lapsed), whether or not it starts again.
 const LeftTasksEvery = 5 * time.Second
 
 // endLeftTasks stores the end of every background task a crashed server
-// left (LeftTasks), before the gate for passes opens. On a cluster, while
-// some are left for a peer that looks alive, it looks again every
-// LeftTasksEvery until none is.
+// left (LeftTasks), before the gate for passes opens. A cluster member
+// then looks again every LeftTasksEvery for as long as it runs: a peer
+// that looked alive at this start (it crashed less than its lease's TTL
+// ago) or dies later leaves tasks only it could have ended.
 func (w *Worker) endLeftTasks() error {
 	held, err := w.endLeft()
-	if err != nil || held == 0 {
+	if err != nil {
 		return err
 	}
-	w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", LeftTasksEvery)
+	bg := w.cfg.Deps.Services.Background
+	if w.cfg.LeftTasks == nil || bg == nil || !bg.Clustered() {
+		return nil
+	}
+	if held > 0 {
+		w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", LeftTasksEvery)
+	}
 	w.wg.Go(func() {
 		t := time.NewTicker(LeftTasksEvery)
 		defer t.Stop()
@@ -284,11 +291,8 @@ func (w *Worker) endLeftTasks() error {
 				return
 			case <-t.C:
 			}
-			held, err := w.endLeft()
-			if err != nil {
+			if _, err := w.endLeft(); err != nil && w.ctx.Err() == nil {
 				w.cfg.Logger.Error("end the background tasks a crashed peer left", "err", err)
-			} else if held == 0 {
-				return
 			}
 		}
 	})

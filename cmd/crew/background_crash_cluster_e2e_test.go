@@ -34,7 +34,9 @@ func groupIn(home, script string) int {
 // started again, and the task, its runner alive, is left running (its
 // process group there, listed running). Then the runner is killed: once
 // its life lease lapses, the other ends the task ("killed: the server
-// stopped before it ended (crash)"), with no start of the runner.
+// stopped before it ended (crash)"), with no start of the runner. A
+// second task started after both starts is ended the same way when its
+// runner dies.
 func TestBackgroundTaskOfALivePeerIsNotEndedAtStart(t *testing.T) {
 	c := eventstest.StartCluster(t, 3)
 	model := &bgModel{}
@@ -76,13 +78,42 @@ func TestBackgroundTaskOfALivePeerIsNotEndedAtStart(t *testing.T) {
 		t.Fatalf("the live runner's task %d was killed by a peer's restart: %v", pgid, err)
 	}
 
+	// A task started after both starts, on the same runner (a new
+	// conversation until one lands there).
+	var later, laterCmd string
+	laterGroup := 0
+	for i := 0; i < 6 && laterGroup == 0; i++ {
+		script2 := "echo later-ready-" + strconv.Itoa(i) + "; sleep 301"
+		_, acc := postJSON(t, servers[runner].url+"/api/inbound", map[string]any{"text": "start: " + script2})
+		c2 := acc["conversation_id"].(string)
+		approveUntil(t, servers[runner].url, c2, "the later task to run", func(c convView) bool {
+			return settled(c) && (groupIn(homes[0], script2) != 0 || groupIn(homes[1], script2) != 0)
+		})
+		if g := groupIn(homes[runner], script2); g != 0 {
+			later, laterCmd, laterGroup = c2, script2, g
+		} else if g := groupIn(homes[other], script2); g != 0 {
+			defer syscall.Kill(-g, syscall.SIGKILL) // runs on the other, killed at its stop
+		}
+	}
+	if laterGroup == 0 {
+		t.Fatalf("no later task ran on the runner in 6 conversations")
+	}
+
 	servers[runner].kill9(t)
 	began := time.Now()
-	eventstest.EventuallyWithin(t, 30*time.Second, "the gone runner's task ended by the other", func() bool {
-		list := tasksOf(t, servers[other].url, conv)
-		return len(list) == 1 && list[0].State == "failed" && list[0].Failure == loop.LeftFailure
-	})
-	t.Logf("ended %s after its runner's kill -9", time.Since(began).Round(time.Millisecond))
-	syscall.Kill(-pgid, syscall.SIGKILL) // its home's tracker would, at the runner's next start
+	for _, w := range []struct{ conv, cmd string }{{conv, script}, {later, laterCmd}} {
+		eventstest.EventuallyWithin(t, 30*time.Second, "the gone runner's task "+w.cmd+" ended by the other", func() bool {
+			for _, v := range tasksOf(t, servers[other].url, w.conv) {
+				if v.Command == w.cmd {
+					return v.State == "failed" && v.Failure == loop.LeftFailure
+				}
+			}
+			return false
+		})
+		t.Logf("task %q ended %s after its runner's kill -9", w.cmd, time.Since(began).Round(time.Millisecond))
+	}
+	// Its home's tracker would, at the runner's next start.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	syscall.Kill(-laterGroup, syscall.SIGKILL)
 	servers[other].stop(t)
 }
