@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/my-agent-crew/crew/events"
 	"github.com/my-agent-crew/crew/events/eventstest"
@@ -280,5 +283,58 @@ func TestEndLeftEndsOnlyTheTasksOfAGoneHolder(t *testing.T) {
 	}
 	if n := len(eventsOf[*events.TaskNotification](h.events())); n != 3 {
 		t.Fatalf("%d task notifications stored, want 3 (one per task)", n)
+	}
+}
+
+// A cluster member keeps looking for tasks whose holder is gone: one a
+// peer starts after this member's start (nothing was left then) is ended
+// once that peer dies, with no start of anyone; a live peer's is not.
+func TestWorkerEndsATaskOfAPeerThatDiesLater(t *testing.T) {
+	h := newHarness(t, nil)
+	h.send("hello")
+	live := map[string]bool{"proc-peer": true}
+	var mu sync.Mutex
+	alive := func(_ context.Context, holder string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return live[holder], nil
+	}
+	h.convs = loop.NewConvs(h.log, nil)
+	h.deps.Services.Background = loop.NewBackground(h.convs, h.box, nuid.Next, nil).OnCluster("proc-me", alive)
+	defer h.deps.Services.Background.Close()
+	var listed atomic.Int32
+	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1,
+		Recover: func(context.Context) ([]string, error) { return nil, nil },
+		LeftTasks: func(context.Context) ([]string, error) {
+			listed.Add(1)
+			return []string{h.conv}, nil
+		},
+		LeftTasksEvery: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	<-w.Recovered()
+	cv, err := h.convs.Get(t.Context(), h.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cv.Append(t.Context(), func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.TaskStarted{TaskID: "bg-later", Command: "sleep 1", Holder: "proc-peer"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := listed.Load()
+	eventstest.Eventually(t, "three more looks", func() bool { return listed.Load() >= n+3 })
+	if got := eventsOf[*events.TaskNotification](h.events()); len(got) != 0 {
+		t.Fatalf("a live peer's task was ended: %+v", got)
+	}
+	mu.Lock()
+	live["proc-peer"] = false
+	mu.Unlock()
+	got := waitTask(t, h, 1)
+	if got.TaskID != "bg-later" || got.Failure != loop.LeftFailure || got.ExitCode != -1 {
+		t.Fatalf("the gone peer's task ended as %+v", got)
 	}
 }

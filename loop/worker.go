@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -52,6 +53,9 @@ type WorkerConfig struct {
 	// it). Each such task gets its end stored (Background.EndLeft) before
 	// any pass runs. nil: none is looked for.
 	LeftTasks func(ctx context.Context) ([]string, error)
+	// LeftTasksEvery is how often a cluster member looks again for tasks
+	// whose holder is gone; 0: LeftTasksEvery.
+	LeftTasksEvery time.Duration
 	// SweepEvery is how often expired approvals are decided (default 5 s);
 	// negative: never here, because the caller runs SweepOnce on its own
 	// scheduler.
@@ -280,10 +284,11 @@ func (w *Worker) endLeftTasks() error {
 		return nil
 	}
 	if held > 0 {
-		w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", LeftTasksEvery)
+		w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", cmp.Or(w.cfg.LeftTasksEvery, LeftTasksEvery))
 	}
+	every := cmp.Or(w.cfg.LeftTasksEvery, LeftTasksEvery)
 	w.wg.Go(func() {
-		t := time.NewTicker(LeftTasksEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
