@@ -338,3 +338,45 @@ func TestWorkerEndsATaskOfAPeerThatDiesLater(t *testing.T) {
 		t.Fatalf("the gone peer's task ended as %+v", got)
 	}
 }
+
+// A conversation whose left tasks cannot be ended (here an id the log
+// refuses) is logged and tried again; it holds back neither the start's
+// turns nor the other conversations' ends.
+func TestEndLeftFailingConversationHoldsNothingBack(t *testing.T) {
+	h := newHarness(t, nil)
+	h.send("hello")
+	cv, err := h.convs.Get(t.Context(), h.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cv.Append(t.Context(), func(*loop.State) ([]events.Event, error) {
+		return []events.Event{&events.TaskStarted{TaskID: "bg-left", Command: "sleep 1"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.convs = loop.NewConvs(h.log, nil)
+	h.deps.Services.Background = loop.NewBackground(h.convs, h.box, nuid.Next, nil)
+	defer h.deps.Services.Background.Close()
+	var listed atomic.Int32
+	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1,
+		Recover: func(context.Context) ([]string, error) { return nil, nil },
+		LeftTasks: func(context.Context) ([]string, error) {
+			listed.Add(1)
+			return []string{"no such id!", h.conv}, nil
+		},
+		LeftTasksEvery: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	select {
+	case <-w.Recovered():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a conversation that cannot be ended held the recovery back")
+	}
+	if got := waitTask(t, h, 1); got.TaskID != "bg-left" || got.Failure != loop.LeftFailure {
+		t.Fatalf("the readable conversation's task ended as %+v", got)
+	}
+	eventstest.Eventually(t, "the failing conversation tried again", func() bool { return listed.Load() >= 3 })
+}

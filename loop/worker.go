@@ -270,23 +270,29 @@ func (w *Worker) recover() {
 const LeftTasksEvery = 5 * time.Second
 
 // endLeftTasks stores the end of every background task a crashed server
-// left (LeftTasks), before the gate for passes opens. A cluster member
-// then looks again every LeftTasksEvery for as long as it runs: a peer
-// that looked alive at this start (it crashed less than its lease's TTL
-// ago) or dies later leaves tasks only it could have ended.
+// left (LeftTasks), before the gate for passes opens. A conversation whose
+// tasks cannot be ended (its log unreadable, the store failing) is logged
+// and does not hold the other conversations' turns back: it is tried
+// again every LeftTasksEvery until it succeeds. A cluster member looks
+// again every LeftTasksEvery for as long as it runs: a peer that looked
+// alive at this start (it crashed less than its lease's TTL ago) or dies
+// later leaves tasks only it could have ended.
 func (w *Worker) endLeftTasks() error {
-	held, err := w.endLeft()
+	bg := w.cfg.Deps.Services.Background
+	if w.cfg.LeftTasks == nil || bg == nil {
+		return nil
+	}
+	held, failed, err := w.endLeft()
 	if err != nil {
 		return err
 	}
-	bg := w.cfg.Deps.Services.Background
-	if w.cfg.LeftTasks == nil || bg == nil || !bg.Clustered() {
+	if failed == 0 && !bg.Clustered() {
 		return nil
 	}
-	if held > 0 {
-		w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", cmp.Or(w.cfg.LeftTasksEvery, LeftTasksEvery))
-	}
 	every := cmp.Or(w.cfg.LeftTasksEvery, LeftTasksEvery)
+	if held > 0 {
+		w.cfg.Logger.Info("background tasks left to their live holders; looking again until they end", "tasks", held, "every", every)
+	}
 	w.wg.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -296,38 +302,43 @@ func (w *Worker) endLeftTasks() error {
 				return
 			case <-t.C:
 			}
-			if _, err := w.endLeft(); err != nil && w.ctx.Err() == nil {
-				w.cfg.Logger.Error("end the background tasks a crashed peer left", "err", err)
+			_, failed, err := w.endLeft()
+			if err != nil && w.ctx.Err() == nil {
+				w.cfg.Logger.Error("list the background tasks a crash left", "err", err)
+			} else if err == nil && failed == 0 && !bg.Clustered() {
+				return
 			}
 		}
 	})
 	return nil
 }
 
-// endLeft ends what LeftTasks lists and counts the tasks left for a peer
-// that looks alive.
-func (w *Worker) endLeft() (held int, err error) {
+// endLeft ends what LeftTasks lists; it counts the tasks left for a peer
+// that looks alive and the conversations it could not end them in (each
+// logged).
+func (w *Worker) endLeft() (held, failed int, err error) {
 	bg := w.cfg.Deps.Services.Background
-	if w.cfg.LeftTasks == nil || bg == nil {
-		return 0, nil
-	}
 	convs, err := w.cfg.LeftTasks(w.ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, conv := range convs {
 		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 		ended, n, err := bg.EndLeft(ctx, conv)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("end the background tasks a crash left in %s: %w", conv, err)
+			if w.ctx.Err() == nil {
+				w.cfg.Logger.Error("background tasks a crash left not ended; trying again", "conversation", conv, "err", err)
+			}
+			failed++
+			continue
 		}
 		held += n
 		if len(ended) > 0 {
 			w.cfg.Logger.Warn("background tasks left by a crashed server ended", "conversation", conv, "tasks", ended)
 		}
 	}
-	return held, nil
+	return held, failed, nil
 }
 
 // Recovered is closed once the recovery scan has run: from then on turns
