@@ -1,9 +1,11 @@
 package loop_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,7 +360,10 @@ func TestEndLeftFailingConversationHoldsNothingBack(t *testing.T) {
 	h.deps.Services.Background = loop.NewBackground(h.convs, h.box, nuid.Next, nil)
 	defer h.deps.Services.Background.Close()
 	var listed atomic.Int32
-	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1,
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil))
+	w, err := loop.StartWorker(t.Context(), loop.WorkerConfig{Log: h.log, Convs: h.convs, Deps: h.deps, SweepEvery: -1, Logger: logger,
 		Recover: func(context.Context) ([]string, error) { return nil, nil },
 		LeftTasks: func(context.Context) ([]string, error) {
 			listed.Add(1)
@@ -378,5 +383,22 @@ func TestEndLeftFailingConversationHoldsNothingBack(t *testing.T) {
 	if got := waitTask(t, h, 1); got.TaskID != "bg-left" || got.Failure != loop.LeftFailure {
 		t.Fatalf("the readable conversation's task ended as %+v", got)
 	}
-	eventstest.Eventually(t, "the failing conversation tried again", func() bool { return listed.Load() >= 3 })
+	eventstest.Eventually(t, "the failing conversation tried again", func() bool { return listed.Load() >= 4 })
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logged.String(), "background tasks a crash left not ended"); n != 1 {
+		t.Fatalf("the failing conversation was logged %d times over %d looks, want once:\n%s", n, listed.Load(), logged.String())
+	}
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

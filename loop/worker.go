@@ -282,7 +282,8 @@ func (w *Worker) endLeftTasks() error {
 	if w.cfg.LeftTasks == nil || bg == nil {
 		return nil
 	}
-	held, failed, err := w.endLeft()
+	told := map[string]bool{} // failing conversations already logged
+	held, failed, err := w.endLeft(told)
 	if err != nil {
 		return err
 	}
@@ -302,7 +303,7 @@ func (w *Worker) endLeftTasks() error {
 				return
 			case <-t.C:
 			}
-			_, failed, err := w.endLeft()
+			_, failed, err := w.endLeft(told)
 			if err != nil && w.ctx.Err() == nil {
 				w.cfg.Logger.Error("list the background tasks a crash left", "err", err)
 			} else if err == nil && failed == 0 && !bg.Clustered() {
@@ -315,8 +316,8 @@ func (w *Worker) endLeftTasks() error {
 
 // endLeft ends what LeftTasks lists; it counts the tasks left for a peer
 // that looks alive and the conversations it could not end them in (each
-// logged).
-func (w *Worker) endLeft() (held, failed int, err error) {
+// logged once while it keeps failing: told).
+func (w *Worker) endLeft(told map[string]bool) (held, failed int, err error) {
 	bg := w.cfg.Deps.Services.Background
 	convs, err := w.cfg.LeftTasks(w.ctx)
 	if err != nil {
@@ -327,12 +328,14 @@ func (w *Worker) endLeft() (held, failed int, err error) {
 		ended, n, err := bg.EndLeft(ctx, conv)
 		cancel()
 		if err != nil {
-			if w.ctx.Err() == nil {
-				w.cfg.Logger.Error("background tasks a crash left not ended; trying again", "conversation", conv, "err", err)
+			if w.ctx.Err() == nil && !told[conv] {
+				told[conv] = true
+				w.cfg.Logger.Error("background tasks a crash left not ended; trying again every LeftTasksEvery", "conversation", conv, "err", err)
 			}
 			failed++
 			continue
 		}
+		delete(told, conv)
 		held += n
 		if len(ended) > 0 {
 			w.cfg.Logger.Warn("background tasks left by a crashed server ended", "conversation", conv, "tasks", ended)
