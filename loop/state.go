@@ -386,9 +386,10 @@ func (s *State) applyTurn(env events.Envelope, e events.Event) {
 			s.BusyQueued = true
 		}
 	case *events.TaskNotification:
-		if e.StoppedBy != "" {
-			// The owner stopped it: told in the history (after the open
-			// run's calls have their results), no round of its own.
+		if e.StoppedBy != "" || s.Closed {
+			// The owner stopped it, or its conversation is closed: told
+			// in the history (after the open run's calls have their
+			// results), no round of its own.
 			m := Message{Role: RoleUser, Text: TaskText(e), Task: true}
 			if s.OpenRun != "" {
 				s.Notices = append(s.Notices, m)

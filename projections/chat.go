@@ -135,6 +135,9 @@ type ChatHead struct {
 	// Notices are stopped tasks' notifications that came while a run was
 	// open: they join the chat when it ends.
 	Notices []ChatItem `json:"notices,omitempty"`
+	// Closed: the conversation is closed (a task's end is then told in
+	// the chat, never queued).
+	Closed bool `json:"closed,omitempty"`
 	// Approvals and Questions are the open run's, undecided.
 	Approvals []ChatApproval `json:"approvals,omitempty"`
 	Questions []ChatQuestion `json:"questions,omitempty"`
@@ -278,6 +281,8 @@ func (c *chatTx) apply(env events.Envelope, e events.Event) error {
 	switch e := e.(type) {
 	case *events.ConversationOpened:
 		h.Parent = e.ParentConversation
+	case *events.ConversationClosed:
+		h.Closed = true
 	case *events.ConversationForked:
 		return c.fork(e)
 	case *events.MessageReceived:
@@ -294,7 +299,7 @@ func (c *chatTx) apply(env events.Envelope, e events.Event) error {
 		h.Queued = append(h.Queued, ChatPending{EventID: env.ID, Seq: env.Seq, Item: it})
 	case *events.TaskNotification:
 		it := ChatItem{Kind: ChatUser, Task: e}
-		if e.StoppedBy != "" {
+		if e.StoppedBy != "" || h.Closed {
 			if h.OpenRun != "" {
 				h.Notices = append(h.Notices, it)
 				return nil

@@ -255,7 +255,7 @@ func (Conversations) Apply(tx *Tx, env events.Envelope) error {
 		if err := tx.Bucket([]byte(bucketTasksRunning)).Delete([]byte(e.TaskID)); err != nil {
 			return err
 		}
-		if e.StoppedBy == "" { // a stopped task's end opens no round
+		if e.StoppedBy == "" && c.Closed == nil { // a stopped task's end, or a closed conversation's, opens no round
 			c.Queued++ // a background command ended: it opens the next round
 			c.Halted, c.Ended = "", nil
 		}
