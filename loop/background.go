@@ -133,24 +133,19 @@ func (b *Background) Start(env tools.Env, c shell.Command) (string, error) {
 	}
 	b.mu.Lock()
 	closed := b.closed
-	if closed {
-		delete(b.tasks, id)
-	}
 	b.mu.Unlock()
 	if closed {
-		// Stored as started: its end says it never ran.
+		// Stored as started: run does not start it, and its end says
+		// it never ran.
 		tcancel(nil)
-		close(t.done)
-		go func() {
-			defer b.wg.Done()
-			b.reportUnrun(env, id, c)
-		}()
-		return "", errors.New("the server is stopping")
 	}
 	go func() {
 		defer b.wg.Done()
 		b.run(tctx, env, id, c, t)
 	}()
+	if closed {
+		return "", errors.New("the server is stopping")
+	}
 	return id, nil
 }
 
@@ -211,17 +206,6 @@ func (b *Background) run(ctx context.Context, env tools.Env, id string, c shell.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 10*time.Second)
 	defer cancel()
 	if err := b.report(rctx, env.Conversation, n); err != nil {
-		b.logger.Error("background command's end not recorded", "conversation", env.Conversation, "task", id, "err", err)
-	}
-}
-
-// reportUnrun stores the end of a task stored as started that never ran.
-func (b *Background) reportUnrun(env tools.Env, id string, c shell.Command) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 10*time.Second)
-	defer cancel()
-	n := &events.TaskNotification{TaskID: id, CallID: env.CallID, FromRun: env.RunID, Command: c.Script, ExitCode: -1,
-		Failure: "killed: the server stopped before it ran"}
-	if err := b.report(ctx, env.Conversation, n); err != nil {
 		b.logger.Error("background command's end not recorded", "conversation", env.Conversation, "task", id, "err", err)
 	}
 }

@@ -200,6 +200,38 @@ func TestStopInTheStartWindowEndsTheTask(t *testing.T) {
 	}
 }
 
+// A task stored as started while the server begins to stop is not run:
+// its start says the server is stopping, its end is stored (exit -1,
+// "killed: the server stopped before it ran"), nothing is left held and
+// Close waits for that end.
+func TestBackgroundStoredAsTheServerStopsEndsUnrun(t *testing.T) {
+	h := newHarness(t, nil)
+	track := trackShell(t, h)
+	bg := h.background()
+	h.send("hello")
+	closed := make(chan struct{})
+	bg.OnStored(func(string) {
+		go func() {
+			bg.Close()
+			close(closed)
+		}()
+		for !bg.Closing() {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	if id, err := bg.Start(tools.Env{Conversation: h.conv, CallID: "call-1", RunID: "run-1"}, shell.Command{Script: "sleep 300", Dir: "/"}); err == nil || !strings.Contains(err.Error(), "the server is stopping") {
+		t.Fatalf("start as the server stops = %q, %v", id, err)
+	}
+	<-closed
+	n := waitTask(t, h, 1)
+	if n.ExitCode != -1 || n.Failure != "killed: the server stopped before it ran" || n.StoppedBy != "" {
+		t.Fatalf("notification = %+v", n)
+	}
+	if g := trackedGroups(t, track); len(g) != 0 || bg.Listed() != 0 {
+		t.Fatalf("after its end: process groups %v run, %d tasks held", g, bg.Listed())
+	}
+}
+
 // A task whose task_started cannot be stored is not run and not held: the
 // call gets the store's error and no stop can be told it runs.
 func TestBackgroundStartNotStoredRunsNothing(t *testing.T) {

@@ -14,3 +14,10 @@ func (b *Background) Listed() int {
 	defer b.mu.Unlock()
 	return len(b.tasks)
 }
+
+// Closing says whether Close has begun on b.
+func (b *Background) Closing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
