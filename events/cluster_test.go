@@ -187,6 +187,23 @@ func TestLeasesOfADeadHolderExpireWhenTheBucketLeaderDies(t *testing.T) {
 				ls.Expired(wctx, "conv.*", func(k string) { mu.Lock(); told[k] = true; mu.Unlock() })
 			}()
 			defer func() { stop(); <-done }()
+			// Expiries are told from the moment Expired is under way: a
+			// probe lease let run out shows it is, before the leases of
+			// the test are taken.
+			probeNC := connect(others[0])
+			pls, err := events.OpenLeases(t.Context(), probeNC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pls.Acquire(t.Context(), "conv.probe", "probe", time.Second); err != nil {
+				t.Fatal(err)
+			}
+			probeNC.Close()
+			eventstest.EventuallyWithin(t, 30*time.Second, "the probe lease's expiry told", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return told["conv.probe"]
+			})
 
 			const n = 40
 			keys := make([]string, n)

@@ -151,11 +151,22 @@ func (ls *Leases) Expired(ctx context.Context, pattern string, f func(key string
 	seen := map[string]bool{}
 	// A key taken again may run out again: told anew.
 	untell := func(key string) { mu.Lock(); delete(told, key); mu.Unlock() }
+	// The sweep's first read comes after the watch has begun: a key put
+	// before that read is in it, one put after it the watch sees. Begun
+	// at once, a key put between the read and the watch's start was in
+	// neither, and an expiry of it before the next good read (the bucket
+	// without a leader) was never told.
+	watching := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		ls.watchExpiries(ctx, pattern, tell, func(key string) { untell(key); seenMu.Lock(); seen[key] = true; seenMu.Unlock() })
+		ls.watchExpiries(ctx, pattern, watching, tell, func(key string) { untell(key); seenMu.Lock(); seen[key] = true; seenMu.Unlock() })
 	})
 	wg.Go(func() {
+		select {
+		case <-watching:
+		case <-ctx.Done():
+			return
+		}
 		ls.sweepExpiries(ctx, pattern, tell, untell, func() map[string]bool {
 			seenMu.Lock()
 			defer seenMu.Unlock()
@@ -171,10 +182,15 @@ func (ls *Leases) Expired(ctx context.Context, pattern string, f func(key string
 const expirySweep = 2 * time.Second
 
 // watchExpiries tells each expiry marker a watch of pattern delivers, and
-// each key put to held; a broken watch is started again.
-func (ls *Leases) watchExpiries(ctx context.Context, pattern string, tell, held func(key string)) {
+// each key put to held; a broken watch is started again. watching is
+// closed once the first watch was asked for (made or failed).
+func (ls *Leases) watchExpiries(ctx context.Context, pattern string, watching chan<- struct{}, tell, held func(key string)) {
 	for ctx.Err() == nil {
 		w, err := ls.kv.Watch(ctx, pattern, jetstream.UpdatesOnly())
+		if watching != nil {
+			close(watching)
+			watching = nil
+		}
 		if err == nil {
 			for e := range w.Updates() {
 				switch {
